@@ -1,0 +1,82 @@
+/*
+ * @brief The in-memory event: what the capture side records and the writer serializes.
+ *
+ * One `struct gmt_event` is one fact about the application's memory (an allocation, a free, a
+ * failed allocation, a device reset, a marker). It is filled on the application's thread inside its
+ * CUDA call, copied by value into the ring, and turned into one JSON line by the writer
+ * (format/format.c). Fixed size, no pointers to memory the application owns, so it can be copied
+ * without synchronisation with anything else. docs/trace-format.md documents the JSON form.
+ */
+#ifndef GMT_FORMAT_EVENT_H
+#define GMT_FORMAT_EVENT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/** Trace format major version (header "version"). Bump when a key is removed or changes meaning. */
+#define GMT_FORMAT_VERSION 1
+
+enum gmt_op {
+	GMT_OP_NONE = 0, /* 0 stays unassigned: a zeroed slot is never a valid event */
+	GMT_OP_ALLOC,
+	GMT_OP_FREE,
+	GMT_OP_RESET,
+	GMT_OP_MARKER,
+};
+
+enum gmt_kind {
+	GMT_KIND_NONE = 0,
+	GMT_KIND_DEVICE,
+	GMT_KIND_PINNED,
+	GMT_KIND_MANAGED,
+	GMT_KIND_POOL,
+	GMT_KIND_COUNT,
+};
+
+enum gmt_api {
+	GMT_API_NONE = 0,
+#define GMT_API(id, name, op, kind) GMT_API_##id,
+#include "format/apis.def"
+#undef GMT_API
+	GMT_API_COUNT,
+};
+
+/** Flags of an event. */
+enum gmt_event_flag {
+	GMT_EV_PTSZ = 1u << 0,      /**< called through the per-thread-default-stream (_ptsz) entry */
+	GMT_EV_HAS_MEMINFO = 1u << 1, /**< free_bytes/total_bytes are valid (failed allocations) */
+	GMT_EV_HAS_FLAGS = 1u << 2,   /**< cuda_flags is an argument of the call */
+};
+
+#define GMT_LABEL_MAX 64 /* marker label, NUL included */
+
+struct gmt_event {
+	uint64_t seq;       /**< global order; see docs/trace-format.md for when it is taken */
+	uint64_t ts_ns;     /**< CLOCK_MONOTONIC */
+	uint64_t ptr;       /**< allocation address, or the pointer freed */
+	uint64_t size;      /**< granted (or requested, when result != 0) bytes */
+	uint64_t requested; /**< cudaMallocPitch: width * height, else 0 */
+	uint64_t stream;    /**< stream argument, 0 when none */
+	uint64_t pool;      /**< cudaMallocFromPoolAsync pool handle */
+	uint64_t free_bytes;
+	uint64_t total_bytes;
+	uint64_t caller;    /**< return address into the application (the call site) */
+	int32_t tid;
+	int32_t device;     /**< current device, -1 unknown */
+	int32_t result;     /**< cudaError_t returned to the application */
+	uint32_t cuda_flags;
+	uint16_t api;       /**< enum gmt_api */
+	uint8_t op;         /**< enum gmt_op */
+	uint8_t kind;       /**< enum gmt_kind */
+	uint32_t flags;     /**< enum gmt_event_flag */
+	char label[GMT_LABEL_MAX]; /**< markers only */
+};
+
+const char *gmt_api_name(enum gmt_api api);
+enum gmt_op gmt_api_op(enum gmt_api api);
+enum gmt_kind gmt_api_kind(enum gmt_api api);
+const char *gmt_kind_name(enum gmt_kind kind);
+const char *gmt_op_name(enum gmt_op op);
+
+#endif
