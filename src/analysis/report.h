@@ -1,0 +1,36 @@
+/*
+ * @brief Reports over one or more replayed traces: text for people, JSON for machines.
+ *
+ * The text report puts the answer first (peak, leaks, failed allocations) and says plainly when a
+ * trace is incomplete (events dropped, process died, lines unreadable). The JSON report carries
+ * the same facts as exact integers under the stable keys documented in docs/report-json.md.
+ */
+#ifndef GMT_ANALYSIS_REPORT_H
+#define GMT_ANALYSIS_REPORT_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "analysis/model.h"
+
+/** Version of the JSON report's schema (docs/report-json.md), its "report_version" key. */
+#define GMT_REPORT_JSON_VERSION 1
+
+/** Site lines shown in each list of the text report; the rest is summed in one line. */
+#define GMT_REPORT_MAX_ROWS 10
+
+void gmt_report_text(FILE *out, struct gmt_model *const *models, size_t n);
+
+/** Returns 0, or -1 when the JSON document could not be built or written. */
+int gmt_report_json(FILE *out, struct gmt_model *const *models, size_t n);
+
+/**
+ * The few lines `gpumemtrace run` prints after the program ends, each starting with @p prefix:
+ * processes, events, peak, leaked, failed, dropped.
+ */
+void gmt_report_summary(FILE *out, const char *prefix, struct gmt_model *const *models, size_t n);
+
+/** The process's command line for a message, shortened to about @p max bytes. */
+void gmt_report_command(const struct gmt_trace *trace, char *buf, size_t max);
+
+#endif

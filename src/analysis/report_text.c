@@ -1,0 +1,409 @@
+/*
+ * @brief The text report (`gpumemtrace report`, the default format) and `run`'s summary lines.
+ *
+ * Written for a person reading a terminal: the first line says how much was read, the next lines
+ * answer "how much memory at most, what was never freed, what failed", and anything that makes
+ * those answers incomplete (dropped events, a process that died, unreadable lines) is said before
+ * the numbers it affects. Sizes are binary units; the JSON report has the exact bytes.
+ */
+#include "analysis/report.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/units.h"
+
+static const char *
+plural(uint64_t n, const char *one, const char *many)
+{
+	return n == 1 ? one : many;
+}
+
+void
+gmt_report_command(const struct gmt_trace *t, char *buf, size_t max)
+{
+	size_t len = 0;
+
+	buf[0] = '\0';
+	if (t->argc == 0) {
+		snprintf(buf, max, "unknown command");
+		return;
+	}
+	for (size_t i = 0; i < t->argc; i++) {
+		int w = snprintf(buf + len, max - len, "%s%s", i ? " " : "", t->argv[i]);
+
+		if (w < 0 || (size_t)w >= max - len) {
+			/* Long command lines (a full torchrun invocation) are cut, visibly. */
+			if (max > 4)
+				strcpy(buf + max - 4, "...");
+			return;
+		}
+		len += (size_t)w;
+	}
+}
+
+/* "pid 4242", or the file name when the header (and so the pid) was lost. */
+static void
+process_name(const struct gmt_trace *t, char *buf, size_t max)
+{
+	if (t->pid >= 0)
+		snprintf(buf, max, "%lld", t->pid);
+	else
+		snprintf(buf, max, "? (%s)", t->path);
+}
+
+static void
+print_died(FILE *out, const struct gmt_trace *t)
+{
+	char cmd[80], pid[64];
+
+	gmt_report_command(t, cmd, sizeof(cmd));
+	process_name(t, pid, sizeof(pid));
+	fprintf(out,
+		"process %s (%s) did not exit normally: the trace ends at %.3f s; live allocations at "
+		"that point are reported, not leaks at exit\n",
+		pid, cmd, gmt_trace_time_s(t, t->last_ts));
+}
+
+static void
+print_process_row(FILE *out, const struct gmt_model *m)
+{
+	const struct gmt_trace *t = m->trace;
+	const struct gmt_device_stats *top = NULL;
+	char cmd[64], pid[64], b1[GMT_BYTES_BUF], b2[GMT_BYTES_BUF];
+
+	gmt_report_command(t, cmd, sizeof(cmd));
+	process_name(t, pid, sizeof(pid));
+	for (size_t d = 0; d < m->ndevices; d++)
+		if (!top || m->devices[d].peak.bytes > top->peak.bytes)
+			top = &m->devices[d];
+	fprintf(out, "  pid %s", pid);
+	if (t->has_rank && t->rank >= 0)
+		fprintf(out, " rank %lld", t->rank);
+	fprintf(out, ": %" PRIu64 " events", gmt_model_events(m));
+	if (t->dropped)
+		fprintf(out, ", %" PRIu64 " dropped", t->dropped);
+	if (top && top->peak.bytes)
+		fprintf(out, ", peak %s on device %d", gmt_format_bytes(top->peak.bytes, b1),
+			top->device);
+	else
+		fprintf(out, ", no allocations");
+	if (t->complete)
+		fprintf(out, ", leaked %s at exit", gmt_format_bytes(m->live_end_bytes, b2));
+	else
+		fprintf(out, ", died at %.3f s with %s live", gmt_trace_time_s(t, t->last_ts),
+			gmt_format_bytes(m->live_end_bytes, b2));
+	if (m->nfailed)
+		fprintf(out, ", %zu failed %s", m->nfailed,
+			plural(m->nfailed, "allocation", "allocations"));
+	fprintf(out, "  [%s]\n", cmd);
+}
+
+// --- peaks ------------------------------------------------------------------------------------
+
+struct peak_row {
+	size_t proc;
+	const struct gmt_model *m;
+	const struct gmt_device_stats *d;
+};
+
+static int
+cmp_peak_row(const void *pa, const void *pb)
+{
+	const struct peak_row *a = pa, *b = pb;
+
+	if (a->d->peak.bytes != b->d->peak.bytes)
+		return a->d->peak.bytes > b->d->peak.bytes ? -1 : 1;
+	if (a->proc != b->proc)
+		return a->proc < b->proc ? -1 : 1;
+	return a->d->device < b->d->device ? -1 : a->d->device > b->d->device;
+}
+
+static void
+print_peaks(FILE *out, struct gmt_model *const *models, size_t n)
+{
+	struct peak_row *rows = NULL;
+	size_t nrows = 0, cap = 0;
+	char b[GMT_BYTES_BUF];
+
+	for (size_t i = 0; i < n; i++) {
+		for (size_t d = 0; d < models[i]->ndevices; d++) {
+			if (!models[i]->devices[d].peak.bytes)
+				continue;
+			if (nrows == cap) {
+				cap = cap ? cap * 2 : 8;
+				rows = realloc(rows, cap * sizeof(*rows));
+				if (!rows)
+					abort();
+			}
+			rows[nrows++] = (struct peak_row){ i, models[i], &models[i]->devices[d] };
+		}
+	}
+	if (nrows == 0) {
+		fprintf(out, "peak: no GPU memory was allocated\n");
+		return;
+	}
+	qsort(rows, nrows, sizeof(*rows), cmp_peak_row);
+	for (size_t r = 0; r < nrows && r < GMT_REPORT_MAX_ROWS; r++) {
+		const struct gmt_device_stats *d = rows[r].d;
+		const char *sep = "";
+
+		fprintf(out, "peak: %s live on device %d at %.3f s (seq %" PRIu64 ")",
+			gmt_format_bytes(d->peak.bytes, b), d->device,
+			gmt_trace_time_s(rows[r].m->trace, d->peak.ts), d->peak.seq);
+		if (n > 1) {
+			char pid[64];
+
+			process_name(rows[r].m->trace, pid, sizeof(pid));
+			fprintf(out, " in pid %s", pid);
+		}
+		fprintf(out, "  [");
+		for (int k = GMT_KIND_DEVICE; k < GMT_KIND_COUNT; k++) {
+			if (!d->peak_by_kind[k])
+				continue;
+			fprintf(out, "%s%s %s", sep, gmt_trace_kind_name((enum gmt_kind)k),
+				gmt_format_bytes(d->peak_by_kind[k], b));
+			sep = ", ";
+		}
+		fprintf(out, "]\n");
+	}
+	if (nrows > GMT_REPORT_MAX_ROWS)
+		fprintf(out, "  ... and %zu more devices (see --format json)\n",
+			nrows - GMT_REPORT_MAX_ROWS);
+	free(rows);
+}
+
+// --- live at the end: leaks, or the state of a process that died ------------------------------
+
+struct site_row {
+	size_t proc;
+	size_t idx;
+	const struct gmt_model *m;
+	const struct gmt_leak *l;
+};
+
+static int
+cmp_site_row(const void *pa, const void *pb)
+{
+	const struct site_row *a = pa, *b = pb;
+
+	if (a->l->bytes != b->l->bytes)
+		return a->l->bytes > b->l->bytes ? -1 : 1;
+	if (a->proc != b->proc)
+		return a->proc < b->proc ? -1 : 1;
+	return a->idx < b->idx ? -1 : a->idx > b->idx;
+}
+
+static void
+print_site(FILE *out, const struct site_row *row, bool several)
+{
+	const struct gmt_trace *t = row->m->trace;
+	const struct gmt_leak *l = row->l;
+	const struct gmt_trace_stack *st = gmt_trace_stack(t, l->stack);
+	char b[GMT_BYTES_BUF], pid[64];
+
+	fprintf(out, "  %s  %" PRIu64 " %s  %s  %s  ", gmt_format_bytes(l->bytes, b),
+		l->allocations, plural(l->allocations, "allocation", "allocations"),
+		gmt_trace_string(t, l->api), gmt_trace_kind_name((enum gmt_kind)l->kind));
+	if (st && st->nframes)
+		fprintf(out, "at 0x%" PRIx64 " (stack %" PRIu32, st->frames[0], l->stack);
+	else if (l->stack)
+		fprintf(out, "at an unknown call site (stack %" PRIu32 " not in the trace", l->stack);
+	else
+		fprintf(out, "at an unknown call site (no stack");
+	if (several) {
+		process_name(t, pid, sizeof(pid));
+		fprintf(out, ", pid %s", pid);
+	}
+	fprintf(out, ")\n");
+}
+
+/* The sites of the processes whose trace is (or is not) complete, largest first. */
+static void
+print_sites(FILE *out, struct gmt_model *const *models, size_t n, bool complete)
+{
+	struct site_row *rows = NULL;
+	size_t nrows = 0, cap = 0;
+	uint64_t rest_bytes = 0;
+	char b[GMT_BYTES_BUF];
+
+	for (size_t i = 0; i < n; i++) {
+		if (models[i]->trace->complete != complete)
+			continue;
+		for (size_t k = 0; k < models[i]->nleaks; k++) {
+			if (nrows == cap) {
+				cap = cap ? cap * 2 : 16;
+				rows = realloc(rows, cap * sizeof(*rows));
+				if (!rows)
+					abort();
+			}
+			rows[nrows++] = (struct site_row){ i, k, models[i], &models[i]->leaks[k] };
+		}
+	}
+	qsort(rows, nrows, sizeof(*rows), cmp_site_row);
+	for (size_t r = 0; r < nrows; r++) {
+		if (r < GMT_REPORT_MAX_ROWS)
+			print_site(out, &rows[r], n > 1);
+		else
+			rest_bytes += rows[r].l->bytes;
+	}
+	if (nrows > GMT_REPORT_MAX_ROWS)
+		fprintf(out, "  ... and %zu more call sites with %s (see --format json)\n",
+			nrows - GMT_REPORT_MAX_ROWS, gmt_format_bytes(rest_bytes, b));
+	free(rows);
+}
+
+// --- failed allocations -----------------------------------------------------------------------
+
+static void
+print_failed_one(FILE *out, const struct gmt_model *m, const struct gmt_trace_event *ev,
+		 bool when, bool several)
+{
+	const struct gmt_trace *t = m->trace;
+	char b1[GMT_BYTES_BUF], b2[GMT_BYTES_BUF], b3[GMT_BYTES_BUF], pid[64];
+
+	fprintf(out, "%s %s on device %d", gmt_trace_string(t, ev->api),
+		gmt_format_bytes(ev->size, b1), ev->device);
+	if (when)
+		fprintf(out, " at %.3f s (seq %" PRIu64 ")", gmt_trace_time_s(t, ev->ts), ev->seq);
+	if (several) {
+		process_name(t, pid, sizeof(pid));
+		fprintf(out, " in pid %s", pid);
+	}
+	if (ev->flags & GMT_TEV_MEMINFO)
+		fprintf(out, ": %s free of %s", gmt_format_bytes(ev->free_bytes, b2),
+			gmt_format_bytes(ev->total_bytes, b3));
+	/* 2 is cudaErrorMemoryAllocation, the expected reason; any other code is worth showing. */
+	if (ev->result != 2)
+		fprintf(out, " (error %d)", ev->result);
+}
+
+static void
+print_failed(FILE *out, struct gmt_model *const *models, size_t n, size_t total)
+{
+	size_t shown = 0;
+
+	if (total == 0)
+		return;
+	if (total == 1) {
+		for (size_t i = 0; i < n; i++) {
+			if (models[i]->nfailed) {
+				fprintf(out, "failed allocations: 1 (");
+				print_failed_one(out, models[i], models[i]->failed[0], false, n > 1);
+				fprintf(out, ")\n");
+			}
+		}
+		return;
+	}
+	fprintf(out, "failed allocations: %zu\n", total);
+	for (size_t i = 0; i < n; i++) {
+		for (size_t k = 0; k < models[i]->nfailed && shown < GMT_REPORT_MAX_ROWS; k++) {
+			fprintf(out, "  ");
+			print_failed_one(out, models[i], models[i]->failed[k], true, n > 1);
+			fprintf(out, "\n");
+			shown++;
+		}
+	}
+	if (total > shown)
+		fprintf(out, "  ... and %zu more (see --format json)\n", total - shown);
+}
+
+// --- the report -------------------------------------------------------------------------------
+
+void
+gmt_report_text(FILE *out, struct gmt_model *const *models, size_t n)
+{
+	struct gmt_totals tot;
+	char b[GMT_BYTES_BUF];
+
+	gmt_model_totals(models, n, &tot);
+	fprintf(out, "gpumemtrace report: %zu %s, %" PRIu64 " events, %" PRIu64 " dropped\n", n,
+		plural(n, "process", "processes"), tot.events, tot.dropped);
+	if (tot.dropped)
+		fprintf(out,
+			"warning: %" PRIu64 " %s dropped by the tracer (its ring buffer was full): the "
+			"numbers below are incomplete\n",
+			tot.dropped, plural(tot.dropped, "event was", "events were"));
+	if (tot.bad_lines)
+		fprintf(out,
+			"warning: %" PRIu64 " unreadable trace %s skipped (see the messages on "
+			"stderr)\n",
+			tot.bad_lines, plural(tot.bad_lines, "line was", "lines were"));
+	for (size_t i = 0; i < n; i++)
+		if (!models[i]->trace->complete)
+			print_died(out, models[i]->trace);
+	if (n > 1) {
+		fprintf(out, "processes:\n");
+		for (size_t i = 0; i < n; i++)
+			print_process_row(out, models[i]);
+	}
+
+	print_peaks(out, models, n);
+
+	if (tot.processes > tot.died) {
+		if (tot.leak_sites == 0) {
+			fprintf(out, "leaked at exit: nothing (every allocation was freed)\n");
+		} else {
+			fprintf(out, "leaked at exit: %s in %" PRIu64 " %s from %zu call %s\n",
+				gmt_format_bytes(tot.leaked_bytes, b), tot.leaked_allocations,
+				plural(tot.leaked_allocations, "allocation", "allocations"),
+				tot.leak_sites, plural(tot.leak_sites, "site", "sites"));
+			print_sites(out, models, n, true);
+		}
+	}
+	if (tot.died) {
+		if (tot.live_at_end_sites == 0) {
+			fprintf(out, "live when the trace ends: nothing\n");
+		} else {
+			fprintf(out,
+				"live when the trace ends (process died, not leaks): %s in %" PRIu64
+				" %s from %zu call %s\n",
+				gmt_format_bytes(tot.live_at_end_bytes, b), tot.live_at_end_allocations,
+				plural(tot.live_at_end_allocations, "allocation", "allocations"),
+				tot.live_at_end_sites, plural(tot.live_at_end_sites, "site", "sites"));
+			print_sites(out, models, n, false);
+		}
+	}
+
+	print_failed(out, models, n, tot.failed);
+
+	if (tot.unmatched_frees)
+		fprintf(out,
+			"unmatched frees: %" PRIu64 " (frees of addresses with no recorded allocation: "
+			"allocated before tracing started or through a path this trace does not "
+			"cover)\n",
+			tot.unmatched_frees);
+	if (tot.failed_frees)
+		fprintf(out, "failed frees: %" PRIu64 " (they changed nothing)\n", tot.failed_frees);
+}
+
+void
+gmt_report_summary(FILE *out, const char *prefix, struct gmt_model *const *models, size_t n)
+{
+	struct gmt_totals tot;
+	char b[GMT_BYTES_BUF];
+
+	gmt_model_totals(models, n, &tot);
+	fprintf(out, "%s%zu %s, %" PRIu64 " events, %" PRIu64 " dropped", prefix, n,
+		plural(n, "process", "processes"), tot.events, tot.dropped);
+	if (tot.died)
+		fprintf(out, ", %zu did not exit normally", tot.died);
+	fprintf(out, "\n");
+	if (tot.peak_device)
+		fprintf(out, "%speak %s live on device %d", prefix,
+			gmt_format_bytes(tot.peak_bytes, b), tot.peak_device->device);
+	else
+		fprintf(out, "%sno GPU memory was allocated", prefix);
+	if (tot.processes > tot.died)
+		fprintf(out, "; leaked at exit %s in %" PRIu64 " %s",
+			gmt_format_bytes(tot.leaked_bytes, b), tot.leaked_allocations,
+			plural(tot.leaked_allocations, "allocation", "allocations"));
+	if (tot.died)
+		fprintf(out, "; %s live when the trace ends",
+			gmt_format_bytes(tot.live_at_end_bytes, b));
+	fprintf(out, "; %zu failed %s\n", tot.failed, plural(tot.failed, "allocation", "allocations"));
+	if (tot.dropped)
+		fprintf(out, "%swarning: %" PRIu64 " %s dropped: the numbers are incomplete\n", prefix,
+			tot.dropped, plural(tot.dropped, "event was", "events were"));
+}

@@ -1,0 +1,231 @@
+/*
+ * @brief Tracer lifecycle: constructor, lazy start at the first event, fork, exit; and gmt_emit().
+ *
+ * The library is inherited by every child of a traced program (compilers, launchers, data-loader
+ * workers), so the constructor only reads the options: no thread, no file, no CUDA. The first
+ * event of a process maps the ring and starts the writer; a process that never touches GPU memory
+ * leaves no trace file.
+ */
+#define _GNU_SOURCE
+#include "capture/capture.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "include/gpumemtrace.h"
+#include "ring/ring.h"
+#include "util/log.h"
+#include "util/options.h"
+#include "writer/writer.h"
+
+_Atomic int gmt_state = GMT_STATE_UNINIT;
+__thread unsigned gmt_depth __attribute__((tls_model("initial-exec")));
+
+static __thread int32_t cached_tid __attribute__((tls_model("initial-exec")));
+
+static struct gmt_options opts;
+static _Atomic bool opts_loaded;
+static struct gmt_ring ring;
+static void *ring_mem;
+static size_t ring_mem_bytes;
+static _Atomic uint64_t next_seq;
+static _Atomic uint64_t dropped;
+static int forked_from;
+static bool atfork_registered;
+
+static const char *const capture_paths[] = {"interpose", NULL};
+
+// --- small facts --------------------------------------------------------------------------------
+
+int32_t
+gmt_tid(void)
+{
+	if (!cached_tid)
+		cached_tid = (int32_t)syscall(SYS_gettid);
+	return cached_tid;
+}
+
+void
+gmt_stamp(struct gmt_event *ev)
+{
+	struct timespec ts;
+
+	ev->seq = atomic_fetch_add_explicit(&next_seq, 1, memory_order_relaxed) + 1;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	ev->ts_ns = (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+	ev->tid = gmt_tid();
+}
+
+static void
+load_options(void)
+{
+	if (atomic_load_explicit(&opts_loaded, memory_order_acquire))
+		return;
+	gmt_options_load(&opts, (gmt_getenv_fn)getenv);
+	atomic_store_explicit(&opts_loaded, true, memory_order_release);
+}
+
+// --- start, fork, stop --------------------------------------------------------------------------
+
+static void
+on_writer_failure(void)
+{
+	atomic_store(&gmt_state, GMT_STATE_DISABLED);
+}
+
+static void
+writer_thread_init(void)
+{
+	gmt_depth = 1; /* nothing the writer does is traced */
+}
+
+static void
+atfork_child(void)
+{
+	int st = atomic_load(&gmt_state);
+
+	cached_tid = 0;
+	if (st == GMT_STATE_RUNNING || st == GMT_STATE_STARTING) {
+		/* The parent's writer thread is not in this process: start afresh, under our own pid,
+		 * into our own file, at our first event. The parent's file stays the parent's. */
+		gmt_writer_forget_after_fork();
+		forked_from = (int)getppid();
+		atomic_store(&dropped, 0);
+		atomic_store(&gmt_state, GMT_STATE_UNINIT);
+	}
+}
+
+static void
+tracer_start(void)
+{
+	load_options();
+	size_t nslots = opts.ring_slots;
+
+	if (!ring_mem) {
+		ring_mem_bytes = gmt_ring_bytes(nslots);
+		/* mmap, not malloc: we are inside the application's call and must not touch its heap */
+		void *mem = mmap(NULL, ring_mem_bytes, PROT_READ | PROT_WRITE,
+				 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		if (mem == MAP_FAILED) {
+			gmt_warn("cannot map the event ring (%zu bytes): %s; this process runs on untraced",
+				 ring_mem_bytes, strerror(errno));
+			atomic_store(&gmt_state, GMT_STATE_DISABLED);
+			return;
+		}
+		ring_mem = mem;
+	}
+	gmt_ring_init(&ring, ring_mem, nslots);
+
+	if (!atfork_registered) {
+		pthread_atfork(NULL, NULL, atfork_child);
+		atfork_registered = true;
+	}
+
+	struct gmt_writer_config cfg = {
+		.opts = &opts,
+		.ring = &ring,
+		.dropped = &dropped,
+		.forked_from = forked_from,
+		.coverage = "runtime API only",
+		.capture = capture_paths,
+		.on_failure = on_writer_failure,
+		.thread_init = writer_thread_init,
+	};
+	int rc = gmt_writer_start(&cfg);
+	if (rc < 0) {
+		gmt_warn("cannot start the trace writer thread: %s; this process runs on untraced",
+			 strerror(-rc));
+		atomic_store(&gmt_state, GMT_STATE_DISABLED);
+		return;
+	}
+	atomic_store_explicit(&gmt_state, GMT_STATE_RUNNING, memory_order_release);
+}
+
+/* Returns true when events can be pushed. The first caller starts the tracer; threads that race
+ * with it wait for at most ~10 ms (start takes microseconds), then count their event as dropped. */
+static bool
+ensure_running(void)
+{
+	int st = atomic_load_explicit(&gmt_state, memory_order_acquire);
+	if (st == GMT_STATE_RUNNING)
+		return true;
+	if (st == GMT_STATE_UNINIT) {
+		int expected = GMT_STATE_UNINIT;
+		if (atomic_compare_exchange_strong(&gmt_state, &expected, GMT_STATE_STARTING)) {
+			tracer_start();
+			return atomic_load(&gmt_state) == GMT_STATE_RUNNING;
+		}
+	}
+	for (int i = 0; i < 10000; i++) {
+		st = atomic_load_explicit(&gmt_state, memory_order_acquire);
+		if (st != GMT_STATE_STARTING)
+			break;
+		if (i < 100) {
+			sched_yield();
+		} else {
+			struct timespec ts = {0, 1000};
+			nanosleep(&ts, NULL);
+		}
+	}
+	return st == GMT_STATE_RUNNING;
+}
+
+void
+gmt_emit(struct gmt_event *ev)
+{
+	if (!ensure_running()) {
+		if (atomic_load_explicit(&gmt_state, memory_order_relaxed) != GMT_STATE_DISABLED)
+			atomic_fetch_add_explicit(&dropped, 1, memory_order_relaxed);
+		return;
+	}
+	if (!gmt_ring_push(&ring, ev))
+		atomic_fetch_add_explicit(&dropped, 1, memory_order_relaxed);
+}
+
+__attribute__((constructor)) static void
+gmt_init(void)
+{
+	load_options();
+	if (opts.help)
+		gmt_options_print_help(2, &opts);
+	if (!opts.enable)
+		atomic_store(&gmt_state, GMT_STATE_DISABLED);
+}
+
+__attribute__((destructor)) static void
+gmt_fini(void)
+{
+	int expected = GMT_STATE_RUNNING;
+	if (!atomic_compare_exchange_strong(&gmt_state, &expected, GMT_STATE_STOPPED))
+		return;
+	gmt_depth++; /* our own teardown is not traced */
+	gmt_writer_stop(2000);
+	gmt_depth--;
+}
+
+// --- public API (include/gpumemtrace.h) ----------------------------------------------------------
+
+GMT_EXPORT void
+gmt_mark(const char *label)
+{
+	struct gmt_event ev = {.op = GMT_OP_MARKER, .device = -1};
+
+	if (!gmt_hook_enter())
+		goto out;
+	if (label) {
+		size_t n = strnlen(label, GMT_LABEL_MAX - 1);
+		memcpy(ev.label, label, n);
+		ev.label[n] = '\0';
+	}
+	gmt_stamp(&ev);
+	gmt_emit(&ev);
+out:
+	gmt_hook_leave();
+}

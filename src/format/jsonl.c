@@ -1,0 +1,403 @@
+/*
+ * @brief JSON Lines serialization of trace records (see jsonl.h, docs/trace-format.md).
+ *
+ * The writer formats every event here, so the common path avoids printf: integers and hex are
+ * converted by hand into the buffer (bench/writer_throughput measures this path).
+ */
+#include "format/jsonl.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+// --- buffer -------------------------------------------------------------------------------------
+
+void
+gmt_buf_free(struct gmt_buf *b)
+{
+	free(b->data);
+	b->data = NULL;
+	b->len = b->cap = 0;
+	b->oom = false;
+}
+
+void
+gmt_buf_reset(struct gmt_buf *b)
+{
+	b->len = 0;
+	b->oom = false;
+}
+
+static bool
+buf_reserve(struct gmt_buf *b, size_t extra)
+{
+	if (b->len + extra <= b->cap)
+		return true;
+	size_t cap = b->cap ? b->cap : 4096;
+	while (cap < b->len + extra)
+		cap *= 2;
+	char *p = realloc(b->data, cap);
+	if (!p) {
+		b->oom = true;
+		return false;
+	}
+	b->data = p;
+	b->cap = cap;
+	return true;
+}
+
+void
+gmt_buf_append(struct gmt_buf *b, const char *s, size_t n)
+{
+	if (!buf_reserve(b, n))
+		return;
+	memcpy(b->data + b->len, s, n);
+	b->len += n;
+}
+
+void
+gmt_buf_puts(struct gmt_buf *b, const char *s)
+{
+	gmt_buf_append(b, s, strlen(s));
+}
+
+void
+gmt_buf_printf(struct gmt_buf *b, const char *fmt, ...)
+{
+	va_list ap;
+
+	for (int attempt = 0; attempt < 2; attempt++) {
+		size_t room = b->cap - b->len;
+		va_start(ap, fmt);
+		int n = vsnprintf(b->data ? b->data + b->len : NULL, room, fmt, ap);
+		va_end(ap);
+		if (n < 0)
+			return;
+		if ((size_t)n < room) {
+			b->len += (size_t)n;
+			return;
+		}
+		if (!buf_reserve(b, (size_t)n + 1))
+			return;
+	}
+}
+
+static void
+buf_u64(struct gmt_buf *b, uint64_t v)
+{
+	char tmp[24];
+	size_t i = sizeof(tmp);
+
+	do {
+		tmp[--i] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	gmt_buf_append(b, tmp + i, sizeof(tmp) - i);
+}
+
+static void
+buf_i64(struct gmt_buf *b, int64_t v)
+{
+	if (v < 0) {
+		gmt_buf_append(b, "-", 1);
+		buf_u64(b, (uint64_t)0 - (uint64_t)v);
+	} else {
+		buf_u64(b, (uint64_t)v);
+	}
+}
+
+void
+gmt_buf_hex(struct gmt_buf *b, uint64_t v)
+{
+	static const char digits[] = "0123456789abcdef";
+	char tmp[20];
+	size_t i = sizeof(tmp);
+
+	tmp[--i] = '"';
+	do {
+		tmp[--i] = digits[v & 0xf];
+		v >>= 4;
+	} while (v);
+	tmp[--i] = 'x';
+	tmp[--i] = '0';
+	tmp[--i] = '"';
+	gmt_buf_append(b, tmp + i, sizeof(tmp) - i);
+}
+
+/* Length of a valid UTF-8 sequence starting at s (at most n bytes), 0 if invalid. */
+static size_t
+utf8_len(const unsigned char *s, size_t n)
+{
+	size_t len;
+	uint32_t cp;
+
+	if (s[0] < 0x80)
+		return 1;
+	if ((s[0] & 0xe0) == 0xc0) {
+		len = 2;
+		cp = s[0] & 0x1f;
+	} else if ((s[0] & 0xf0) == 0xe0) {
+		len = 3;
+		cp = s[0] & 0x0f;
+	} else if ((s[0] & 0xf8) == 0xf0) {
+		len = 4;
+		cp = s[0] & 0x07;
+	} else {
+		return 0;
+	}
+	if (len > n)
+		return 0;
+	for (size_t i = 1; i < len; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		cp = (cp << 6) | (s[i] & 0x3f);
+	}
+	/* reject overlong forms, surrogates and values past U+10FFFF */
+	if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
+	    (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff)
+		return 0;
+	return len;
+}
+
+void
+gmt_buf_json_string(struct gmt_buf *b, const char *str, size_t n)
+{
+	const unsigned char *s = (const unsigned char *)str;
+	size_t i = 0;
+
+	gmt_buf_append(b, "\"", 1);
+	while (i < n) {
+		unsigned char c = s[i];
+		if (c == '"' || c == '\\') {
+			char esc[2] = {'\\', (char)c};
+			gmt_buf_append(b, esc, 2);
+			i++;
+		} else if (c < 0x20 || c == 0x7f) {
+			char esc[8];
+			snprintf(esc, sizeof(esc), "\\u%04x", c);
+			gmt_buf_append(b, esc, 6);
+			i++;
+		} else if (c < 0x80) {
+			gmt_buf_append(b, (const char *)s + i, 1);
+			i++;
+		} else {
+			size_t len = utf8_len(s + i, n - i);
+			if (len) {
+				gmt_buf_append(b, (const char *)s + i, len);
+				i += len;
+			} else {
+				gmt_buf_append(b, "\xef\xbf\xbd", 3); /* U+FFFD: keep the line valid JSON */
+				i++;
+			}
+		}
+	}
+	gmt_buf_append(b, "\"", 1);
+}
+
+#define LIT(b, s) gmt_buf_append((b), (s), sizeof(s) - 1)
+
+// --- records ------------------------------------------------------------------------------------
+
+static void
+rank_value(struct gmt_buf *b, bool has, long v)
+{
+	if (has)
+		buf_i64(b, v);
+	else
+		LIT(b, "null");
+}
+
+void
+gmt_jsonl_header(struct gmt_buf *b, const struct gmt_header_info *h)
+{
+	LIT(b, "{\"type\":\"header\",\"format\":\"gpumemtrace\",\"version\":");
+	buf_u64(b, GMT_FORMAT_VERSION);
+	LIT(b, ",\"tracer\":");
+	gmt_buf_json_string(b, h->tracer_version, strlen(h->tracer_version));
+	LIT(b, ",\"pid\":");
+	buf_i64(b, h->pid);
+	LIT(b, ",\"ppid\":");
+	buf_i64(b, h->ppid);
+	LIT(b, ",\"host\":");
+	gmt_buf_json_string(b, h->host, strlen(h->host));
+	LIT(b, ",\"argv\":[");
+	size_t pos = 0, argc = 0;
+	while (pos < h->cmdline_len) {
+		const char *arg = h->cmdline + pos;
+		size_t len = strnlen(arg, h->cmdline_len - pos);
+		if (argc++)
+			LIT(b, ",");
+		gmt_buf_json_string(b, arg, len);
+		pos += len + 1;
+	}
+	LIT(b, "],\"start_ts\":");
+	buf_u64(b, h->start_ts);
+	LIT(b, ",\"start_unix_ns\":");
+	buf_u64(b, h->start_unix_ns);
+	LIT(b, ",\"rank\":");
+	if (h->rank.has_rank || h->rank.has_local_rank || h->rank.has_world_size) {
+		LIT(b, "{\"rank\":");
+		rank_value(b, h->rank.has_rank, h->rank.rank);
+		LIT(b, ",\"local_rank\":");
+		rank_value(b, h->rank.has_local_rank, h->rank.local_rank);
+		LIT(b, ",\"world_size\":");
+		rank_value(b, h->rank.has_world_size, h->rank.world_size);
+		LIT(b, "}");
+	} else {
+		LIT(b, "null");
+	}
+	LIT(b, ",\"forked_from\":");
+	if (h->forked_from)
+		buf_i64(b, h->forked_from);
+	else
+		LIT(b, "null");
+	LIT(b, ",\"coverage\":");
+	gmt_buf_json_string(b, h->coverage, strlen(h->coverage));
+	LIT(b, ",\"capture\":[");
+	for (size_t i = 0; h->capture && h->capture[i]; i++) {
+		if (i)
+			LIT(b, ",");
+		gmt_buf_json_string(b, h->capture[i], strlen(h->capture[i]));
+	}
+	LIT(b, "],\"options\":{\"ring_slots\":");
+	buf_u64(b, h->ring_slots);
+	LIT(b, ",\"flush_ms\":");
+	buf_u64(b, h->flush_ms);
+	LIT(b, ",\"snapshot_ms\":");
+	buf_u64(b, h->snapshot_ms);
+	LIT(b, "}}\n");
+}
+
+void
+gmt_jsonl_stack(struct gmt_buf *b, uint32_t id, const uint64_t *frames, size_t n)
+{
+	LIT(b, "{\"type\":\"stack\",\"id\":");
+	buf_u64(b, id);
+	LIT(b, ",\"frames\":[");
+	for (size_t i = 0; i < n; i++) {
+		if (i)
+			LIT(b, ",");
+		gmt_buf_hex(b, frames[i]);
+	}
+	LIT(b, "]}\n");
+}
+
+static void
+event_marker(struct gmt_buf *b, const struct gmt_event *ev)
+{
+	LIT(b, "{\"type\":\"marker\",\"seq\":");
+	buf_u64(b, ev->seq);
+	LIT(b, ",\"ts\":");
+	buf_u64(b, ev->ts_ns);
+	LIT(b, ",\"tid\":");
+	buf_i64(b, ev->tid);
+	LIT(b, ",\"label\":");
+	gmt_buf_json_string(b, ev->label, strnlen(ev->label, sizeof(ev->label)));
+	LIT(b, "}\n");
+}
+
+void
+gmt_jsonl_event(struct gmt_buf *b, const struct gmt_event *ev, uint32_t stack_id)
+{
+	if (ev->op == GMT_OP_MARKER) {
+		event_marker(b, ev);
+		return;
+	}
+	LIT(b, "{\"type\":\"event\",\"seq\":");
+	buf_u64(b, ev->seq);
+	LIT(b, ",\"ts\":");
+	buf_u64(b, ev->ts_ns);
+	LIT(b, ",\"tid\":");
+	buf_i64(b, ev->tid);
+	LIT(b, ",\"op\":\"");
+	gmt_buf_puts(b, gmt_op_name((enum gmt_op)ev->op));
+	LIT(b, "\",\"api\":\"");
+	gmt_buf_puts(b, gmt_api_name((enum gmt_api)ev->api));
+	LIT(b, "\"");
+	if (ev->flags & GMT_EV_PTSZ)
+		LIT(b, ",\"ptsz\":true");
+	if (ev->op != GMT_OP_RESET) {
+		LIT(b, ",\"kind\":\"");
+		gmt_buf_puts(b, gmt_kind_name((enum gmt_kind)ev->kind));
+		LIT(b, "\"");
+	}
+	LIT(b, ",\"device\":");
+	buf_i64(b, ev->device);
+	if (ev->op != GMT_OP_RESET) {
+		LIT(b, ",\"stream\":");
+		gmt_buf_hex(b, ev->stream);
+		LIT(b, ",\"ptr\":");
+		gmt_buf_hex(b, ev->ptr);
+	}
+	if (ev->op == GMT_OP_ALLOC) {
+		LIT(b, ",\"size\":");
+		buf_u64(b, ev->size);
+		if (ev->requested) {
+			LIT(b, ",\"requested\":");
+			buf_u64(b, ev->requested);
+		}
+		if (ev->flags & GMT_EV_HAS_FLAGS) {
+			LIT(b, ",\"flags\":");
+			buf_u64(b, ev->cuda_flags);
+		}
+		if (ev->api == GMT_API_cudaMallocFromPoolAsync) {
+			LIT(b, ",\"pool\":");
+			gmt_buf_hex(b, ev->pool);
+		}
+	}
+	LIT(b, ",\"result\":");
+	buf_i64(b, ev->result);
+	if (ev->flags & GMT_EV_HAS_MEMINFO) {
+		LIT(b, ",\"free_bytes\":");
+		buf_u64(b, ev->free_bytes);
+		LIT(b, ",\"total_bytes\":");
+		buf_u64(b, ev->total_bytes);
+	}
+	LIT(b, ",\"stack\":");
+	buf_u64(b, stack_id);
+	LIT(b, "}\n");
+}
+
+void
+gmt_jsonl_snapshot(struct gmt_buf *b, uint64_t ts, uint64_t seq, uint64_t events, uint64_t dropped,
+		   const struct gmt_live_total *live, size_t n_live)
+{
+	LIT(b, "{\"type\":\"snapshot\",\"ts\":");
+	buf_u64(b, ts);
+	LIT(b, ",\"seq\":");
+	buf_u64(b, seq);
+	LIT(b, ",\"events\":");
+	buf_u64(b, events);
+	LIT(b, ",\"dropped\":");
+	buf_u64(b, dropped);
+	LIT(b, ",\"live\":[");
+	for (size_t i = 0; i < n_live; i++) {
+		if (i)
+			LIT(b, ",");
+		LIT(b, "{\"device\":");
+		buf_i64(b, live[i].device);
+		LIT(b, ",\"kind\":\"");
+		gmt_buf_puts(b, gmt_kind_name(live[i].kind));
+		LIT(b, "\",\"bytes\":");
+		buf_u64(b, live[i].bytes);
+		LIT(b, ",\"allocations\":");
+		buf_u64(b, live[i].allocations);
+		LIT(b, "}");
+	}
+	LIT(b, "]}\n");
+}
+
+void
+gmt_jsonl_trailer(struct gmt_buf *b, uint64_t ts, uint64_t events, uint64_t dropped, const char *reason)
+{
+	LIT(b, "{\"type\":\"trailer\",\"ts\":");
+	buf_u64(b, ts);
+	LIT(b, ",\"events\":");
+	buf_u64(b, events);
+	LIT(b, ",\"dropped\":");
+	buf_u64(b, dropped);
+	LIT(b, ",\"reason\":");
+	gmt_buf_json_string(b, reason, strlen(reason));
+	LIT(b, "}\n");
+}

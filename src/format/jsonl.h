@@ -1,0 +1,69 @@
+/*
+ * @brief Serialization of trace records to JSON Lines (docs/trace-format.md).
+ *
+ * Used by the writer thread only (it allocates: the buffer grows). Hand-written rather than
+ * jansson: one record is a few snprintf-like appends into a reused buffer, no tree of objects.
+ */
+#ifndef GMT_FORMAT_JSONL_H
+#define GMT_FORMAT_JSONL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "format/event.h"
+
+/** A growable byte buffer. Zero-initialize; gmt_buf_free() releases. */
+struct gmt_buf {
+	char *data;
+	size_t len;
+	size_t cap;
+	bool oom; /**< an allocation failed: content is truncated, the caller drops the record */
+};
+
+void gmt_buf_free(struct gmt_buf *b);
+void gmt_buf_reset(struct gmt_buf *b);
+void gmt_buf_append(struct gmt_buf *b, const char *s, size_t n);
+void gmt_buf_puts(struct gmt_buf *b, const char *s);
+void gmt_buf_printf(struct gmt_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/** Append @p s as a JSON string literal (quotes and escapes included); invalid UTF-8 bytes become U+FFFD. */
+void gmt_buf_json_string(struct gmt_buf *b, const char *s, size_t n);
+void gmt_buf_hex(struct gmt_buf *b, uint64_t v); /* "0x..." with quotes */
+
+struct gmt_rank_info {
+	bool has_rank, has_local_rank, has_world_size;
+	long rank, local_rank, world_size;
+};
+
+struct gmt_header_info {
+	const char *tracer_version;
+	int pid, ppid;
+	int forked_from; /**< 0 = not a traced fork child */
+	const char *host;
+	const char *cmdline; /**< NUL-separated argv as in /proc/self/cmdline */
+	size_t cmdline_len;
+	uint64_t start_ts, start_unix_ns;
+	struct gmt_rank_info rank;
+	const char *coverage;
+	const char *const *capture; /**< NULL-terminated */
+	uint64_t ring_slots, flush_ms, snapshot_ms;
+};
+
+/** Per device and kind totals for snapshot records. */
+struct gmt_live_total {
+	int device;
+	enum gmt_kind kind;
+	uint64_t bytes;
+	uint64_t allocations;
+};
+
+void gmt_jsonl_header(struct gmt_buf *b, const struct gmt_header_info *h);
+void gmt_jsonl_stack(struct gmt_buf *b, uint32_t id, const uint64_t *frames, size_t n);
+/** An event or a marker line. */
+void gmt_jsonl_event(struct gmt_buf *b, const struct gmt_event *ev, uint32_t stack_id);
+void gmt_jsonl_snapshot(struct gmt_buf *b, uint64_t ts, uint64_t seq, uint64_t events, uint64_t dropped,
+			const struct gmt_live_total *live, size_t n_live);
+void gmt_jsonl_trailer(struct gmt_buf *b, uint64_t ts, uint64_t events, uint64_t dropped,
+		       const char *reason);
+
+#endif

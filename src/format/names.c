@@ -1,0 +1,60 @@
+/*
+ * @brief Names of APIs, ops and kinds, generated from apis.def and shared by writer and tests.
+ */
+#include "format/event.h"
+
+static const struct {
+	const char *name;
+	enum gmt_op op;
+	enum gmt_kind kind;
+} api_table[GMT_API_COUNT] = {
+	[GMT_API_NONE] = {"none", GMT_OP_NONE, GMT_KIND_NONE},
+#define GMT_API(id, name, op, kind) [GMT_API_##id] = {name, GMT_OP_##op, GMT_KIND_##kind},
+#include "format/apis.def"
+#undef GMT_API
+};
+
+const char *
+gmt_api_name(enum gmt_api api)
+{
+	return (unsigned)api < GMT_API_COUNT ? api_table[api].name : "unknown";
+}
+
+enum gmt_op
+gmt_api_op(enum gmt_api api)
+{
+	return (unsigned)api < GMT_API_COUNT ? api_table[api].op : GMT_OP_NONE;
+}
+
+enum gmt_kind
+gmt_api_kind(enum gmt_api api)
+{
+	return (unsigned)api < GMT_API_COUNT ? api_table[api].kind : GMT_KIND_NONE;
+}
+
+const char *
+gmt_kind_name(enum gmt_kind kind)
+{
+	switch (kind) {
+	case GMT_KIND_DEVICE: return "device";
+	case GMT_KIND_PINNED: return "pinned";
+	case GMT_KIND_MANAGED: return "managed";
+	case GMT_KIND_POOL: return "pool";
+	case GMT_KIND_NONE:
+	case GMT_KIND_COUNT: break;
+	}
+	return "none";
+}
+
+const char *
+gmt_op_name(enum gmt_op op)
+{
+	switch (op) {
+	case GMT_OP_ALLOC: return "alloc";
+	case GMT_OP_FREE: return "free";
+	case GMT_OP_RESET: return "reset";
+	case GMT_OP_MARKER: return "marker";
+	case GMT_OP_NONE: break;
+	}
+	return "none";
+}

@@ -1,0 +1,44 @@
+/*
+ * @brief The tracer's options (options.def): one struct, parsed once from the environment.
+ */
+#ifndef GMT_UTIL_OPTIONS_H
+#define GMT_UTIL_OPTIONS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define GMT_OPTION_PREFIX "GPUMEMTRACE_"
+#define GMT_OPTION_STR_MAX 1024
+
+struct gmt_options {
+#define GMT_OPT_FIELD_BOOL(field) bool field;
+#define GMT_OPT_FIELD_UINT(field) uint64_t field;
+#define GMT_OPT_FIELD_STR(field) char field[GMT_OPTION_STR_MAX];
+#define GMT_OPTION(type, field, name, def, min, max, help) GMT_OPT_FIELD_##type(field)
+#include "util/options.def"
+#undef GMT_OPTION
+#undef GMT_OPT_FIELD_BOOL
+#undef GMT_OPT_FIELD_UINT
+#undef GMT_OPT_FIELD_STR
+};
+
+/** Environment lookup, injectable for tests (getenv in the library). */
+typedef const char *(*gmt_getenv_fn)(const char *name);
+
+/**
+ * Fill @p opts from the environment. An invalid value gets one warning naming the variable and
+ * the default used. Returns the number of invalid values. No allocation.
+ */
+int gmt_options_load(struct gmt_options *opts, gmt_getenv_fn get);
+
+/** Write the option table with help text, defaults and current values to @p fd. */
+void gmt_options_print_help(int fd, const struct gmt_options *opts);
+
+/** Parse "123", "64K", "2M", "1G" (binary units). Returns false on anything else or overflow. */
+bool gmt_parse_uint(const char *s, uint64_t *out);
+
+/** Parse 1/0, yes/no, true/false, on/off (any case). */
+bool gmt_parse_bool(const char *s, bool *out);
+
+#endif

@@ -1,0 +1,223 @@
+/*
+ * @brief Live-allocation and stack tables of the writer thread (see tables.h).
+ */
+#include "writer/tables.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static uint64_t
+mix64(uint64_t x)
+{
+	/* splitmix64 finalizer: addresses are aligned, so the low bits alone hash badly */
+	x ^= x >> 30;
+	x *= 0xbf58476d1ce4e5b9ULL;
+	x ^= x >> 27;
+	x *= 0x94d049bb133111ebULL;
+	x ^= x >> 31;
+	return x;
+}
+
+// --- live allocations ---------------------------------------------------------------------------
+
+static size_t
+dev_index(int32_t device)
+{
+	return (device >= 0 && device < GMT_MAX_DEVICES) ? (size_t)device + 1 : 0;
+}
+
+static bool
+live_rehash(struct gmt_live_table *t, size_t cap)
+{
+	struct gmt_live_entry *e = calloc(cap, sizeof(*e));
+	if (!e)
+		return false;
+	for (size_t i = 0; i < t->cap; i++) {
+		struct gmt_live_entry *old = &t->e[i];
+		if (!old->ptr || old->tomb)
+			continue;
+		size_t j = mix64(old->ptr) & (cap - 1);
+		while (e[j].ptr)
+			j = (j + 1) & (cap - 1);
+		e[j] = *old;
+	}
+	free(t->e);
+	t->e = e;
+	t->cap = cap;
+	t->tombs = 0;
+	return true;
+}
+
+static struct gmt_live_entry *
+live_find(struct gmt_live_table *t, uint64_t ptr)
+{
+	if (!t->cap)
+		return NULL;
+	for (size_t j = mix64(ptr) & (t->cap - 1);; j = (j + 1) & (t->cap - 1)) {
+		struct gmt_live_entry *e = &t->e[j];
+		if (!e->ptr)
+			return NULL;
+		if (!e->tomb && e->ptr == ptr)
+			return e;
+	}
+}
+
+static void
+live_remove(struct gmt_live_table *t, struct gmt_live_entry *e)
+{
+	size_t d = dev_index(e->device);
+	t->bytes[d][e->kind] -= e->size;
+	t->count[d][e->kind]--;
+	e->tomb = 1;
+	t->used--;
+	t->tombs++;
+}
+
+static bool
+live_insert(struct gmt_live_table *t, const struct gmt_event *ev)
+{
+	struct gmt_live_entry *e = live_find(t, ev->ptr);
+	if (e) /* the free of the old block was dropped or reordered: the new block replaces it */
+		live_remove(t, e);
+	if ((t->used + t->tombs + 1) * 2 > t->cap) {
+		size_t cap = t->cap ? t->cap : 1024;
+		while ((t->used + 1) * 2 > cap)
+			cap *= 2;
+		if (!live_rehash(t, cap))
+			return false;
+	}
+	size_t j = mix64(ev->ptr) & (t->cap - 1);
+	while (t->e[j].ptr && !t->e[j].tomb)
+		j = (j + 1) & (t->cap - 1);
+	if (t->e[j].tomb)
+		t->tombs--;
+	t->e[j] = (struct gmt_live_entry){
+		.ptr = ev->ptr, .size = ev->size, .device = ev->device, .kind = ev->kind};
+	t->used++;
+	size_t d = dev_index(ev->device);
+	t->bytes[d][ev->kind] += ev->size;
+	t->count[d][ev->kind]++;
+	return true;
+}
+
+bool
+gmt_live_apply(struct gmt_live_table *t, const struct gmt_event *ev)
+{
+	if (ev->result != 0)
+		return true; /* failed calls change nothing */
+	switch (ev->op) {
+	case GMT_OP_ALLOC:
+		if (!ev->ptr || ev->kind >= GMT_KIND_COUNT)
+			return true;
+		return live_insert(t, ev);
+	case GMT_OP_FREE: {
+		struct gmt_live_entry *e = live_find(t, ev->ptr);
+		if (e)
+			live_remove(t, e);
+		return true;
+	}
+	case GMT_OP_RESET:
+		/* cudaDeviceReset frees the device's allocations except stream-ordered pool ones */
+		for (size_t i = 0; i < t->cap; i++) {
+			struct gmt_live_entry *e = &t->e[i];
+			if (e->ptr && !e->tomb && e->device == ev->device && e->kind != GMT_KIND_POOL)
+				live_remove(t, e);
+		}
+		return true;
+	default:
+		return true;
+	}
+}
+
+size_t
+gmt_live_totals(const struct gmt_live_table *t, struct gmt_live_total *out, size_t max)
+{
+	size_t n = 0;
+	for (size_t d = 0; d <= GMT_MAX_DEVICES; d++) {
+		for (size_t k = 1; k < GMT_KIND_COUNT; k++) {
+			if (!t->count[d][k] || n == max)
+				continue;
+			out[n++] = (struct gmt_live_total){
+				.device = (int)d - 1,
+				.kind = (enum gmt_kind)k,
+				.bytes = t->bytes[d][k],
+				.allocations = t->count[d][k],
+			};
+		}
+	}
+	return n;
+}
+
+void
+gmt_live_free(struct gmt_live_table *t)
+{
+	free(t->e);
+	memset(t, 0, sizeof(*t));
+}
+
+// --- stacks -------------------------------------------------------------------------------------
+
+static uint64_t
+stack_hash(const uint64_t *frames, uint32_t n)
+{
+	uint64_t h = 0x9e3779b97f4a7c15ULL ^ n;
+	for (uint32_t i = 0; i < n; i++)
+		h = mix64(h ^ frames[i]);
+	return h ? h : 1;
+}
+
+static bool
+stack_grow(struct gmt_stack_table *t)
+{
+	size_t cap = t->cap ? t->cap * 2 : 1024;
+	struct gmt_stack_entry *e = calloc(cap, sizeof(*e));
+	if (!e)
+		return false;
+	for (size_t i = 0; i < t->cap; i++) {
+		if (!t->e[i].hash)
+			continue;
+		size_t j = t->e[i].hash & (cap - 1);
+		while (e[j].hash)
+			j = (j + 1) & (cap - 1);
+		e[j] = t->e[i];
+	}
+	free(t->e);
+	t->e = e;
+	t->cap = cap;
+	return true;
+}
+
+uint32_t
+gmt_stack_intern(struct gmt_stack_table *t, const uint64_t *frames, uint32_t n, bool *is_new)
+{
+	uint64_t h = stack_hash(frames, n);
+
+	*is_new = false;
+	if ((t->used + 1) * 2 > t->cap && !stack_grow(t))
+		return 0;
+	size_t j = h & (t->cap - 1);
+	for (;; j = (j + 1) & (t->cap - 1)) {
+		struct gmt_stack_entry *e = &t->e[j];
+		if (!e->hash)
+			break;
+		if (e->hash == h && e->nframes == n && memcmp(e->frames, frames, n * sizeof(*frames)) == 0)
+			return e->id;
+	}
+	uint64_t *copy = malloc((n ? n : 1) * sizeof(*copy));
+	if (!copy)
+		return 0;
+	memcpy(copy, frames, n * sizeof(*frames));
+	t->e[j] = (struct gmt_stack_entry){.hash = h, .id = ++t->next_id, .nframes = n, .frames = copy};
+	t->used++;
+	*is_new = true;
+	return t->e[j].id;
+}
+
+void
+gmt_stack_free(struct gmt_stack_table *t)
+{
+	for (size_t i = 0; i < t->cap; i++)
+		free(t->e[i].frames);
+	free(t->e);
+	memset(t, 0, sizeof(*t));
+}

@@ -1,0 +1,372 @@
+/*
+ * @brief The writer thread (see writer.h).
+ */
+#define _GNU_SOURCE
+#include "writer/writer.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "format/jsonl.h"
+#include "gmt-config.h"
+#include "util/log.h"
+#include "writer/tables.h"
+
+#define WRITE_CHUNK (64 * 1024) /* write when this much is buffered, even before flush_ms */
+#define BATCH_MAX 4096          /* events drained and ordered by seq at a time */
+#define IDLE_SLEEP_NS 1000000   /* 1 ms: the ring holds ring_slots events, far more than 1 ms of traffic */
+
+struct writer {
+	struct gmt_writer_config cfg;
+	pthread_t thread;
+	bool started;
+	_Atomic bool stop;
+	_Atomic bool done; /* trailer written */
+	int fd;
+	char path[4096 + 256];
+	struct gmt_buf out;
+	struct gmt_live_table live;
+	struct gmt_stack_table stacks;
+	struct gmt_event *batch;
+	uint64_t events_written;
+	uint64_t last_seq;
+	bool failed;
+};
+
+static struct writer w = {.fd = -1};
+
+static uint64_t
+now_ns(clockid_t clk)
+{
+	struct timespec ts;
+	clock_gettime(clk, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+const char *
+gmt_writer_path(void)
+{
+	return w.path;
+}
+
+// --- output -------------------------------------------------------------------------------------
+
+static void
+writer_fail(const char *what, int err)
+{
+	if (w.failed)
+		return;
+	w.failed = true;
+	gmt_warn("%s %s: %s; tracing stops, the program runs on untraced", what, w.path, strerror(err));
+	if (w.cfg.on_failure)
+		w.cfg.on_failure();
+}
+
+static void
+flush_out(void)
+{
+	size_t off = 0;
+
+	if (w.failed || w.fd < 0) {
+		gmt_buf_reset(&w.out);
+		return;
+	}
+	while (off < w.out.len) {
+		ssize_t n = write(w.fd, w.out.data + off, w.out.len - off);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			writer_fail("cannot write trace file", errno);
+			break;
+		}
+		off += (size_t)n;
+	}
+	gmt_buf_reset(&w.out);
+}
+
+static bool
+env_long(const char *name, long *out)
+{
+	const char *s = getenv(name);
+	char *end;
+
+	if (!s || !*s)
+		return false;
+	errno = 0;
+	long v = strtol(s, &end, 10);
+	if (errno || *end)
+		return false;
+	*out = v;
+	return true;
+}
+
+static int
+open_trace_file(struct gmt_rank_info *rank, const char *host)
+{
+	char name[512];
+	int n = snprintf(name, sizeof(name), "gpumemtrace.%s.%d", host, (int)getpid());
+	if (rank->has_rank)
+		n += snprintf(name + n, sizeof(name) - (size_t)n, ".rank%ld", rank->rank);
+	if (rank->has_local_rank)
+		n += snprintf(name + n, sizeof(name) - (size_t)n, ".lrank%ld", rank->local_rank);
+
+	/* O_EXCL: a recycled pid never overwrites an older trace; take the next free suffix. */
+	for (int attempt = 0; attempt < 100; attempt++) {
+		if (attempt == 0)
+			snprintf(w.path, sizeof(w.path), "%s/%s.jsonl", w.cfg.opts->output_dir, name);
+		else
+			snprintf(w.path, sizeof(w.path), "%s/%s.%d.jsonl", w.cfg.opts->output_dir, name, attempt);
+		int fd = open(w.path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_APPEND, 0644);
+		if (fd >= 0 || errno != EEXIST)
+			return fd;
+	}
+	errno = EEXIST;
+	return -1;
+}
+
+static size_t
+read_cmdline(char *buf, size_t cap)
+{
+	int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+	size_t len = 0;
+
+	if (fd < 0)
+		return 0;
+	while (len < cap) {
+		ssize_t n = read(fd, buf + len, cap - len);
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+	}
+	close(fd);
+	if (len && buf[len - 1] == '\0')
+		len--; /* the last argument's terminator */
+	return len;
+}
+
+static bool
+open_and_write_header(void)
+{
+	struct gmt_rank_info rank = {0};
+	char host[256] = "unknown";
+	static char cmdline[16384];
+
+	rank.has_rank = env_long("RANK", &rank.rank);
+	rank.has_local_rank = env_long("LOCAL_RANK", &rank.local_rank);
+	rank.has_world_size = env_long("WORLD_SIZE", &rank.world_size);
+	if (gethostname(host, sizeof(host) - 1) != 0)
+		snprintf(host, sizeof(host), "unknown");
+	for (char *p = host; *p; p++) /* keep the file name one path component */
+		if (*p == '/')
+			*p = '_';
+
+	w.fd = open_trace_file(&rank, host);
+	if (w.fd < 0) {
+		int err = errno;
+		gmt_warn("cannot create a trace file in '%s' (" GMT_OPTION_PREFIX "OUTPUT_DIR): %s; "
+			 "this process runs on untraced",
+			 w.cfg.opts->output_dir, strerror(err));
+		w.failed = true;
+		if (w.cfg.on_failure)
+			w.cfg.on_failure();
+		return false;
+	}
+
+	struct gmt_header_info h = {
+		.tracer_version = GMT_VERSION,
+		.pid = (int)getpid(),
+		.ppid = (int)getppid(),
+		.forked_from = w.cfg.forked_from,
+		.host = host,
+		.cmdline = cmdline,
+		.cmdline_len = read_cmdline(cmdline, sizeof(cmdline)),
+		.start_ts = now_ns(CLOCK_MONOTONIC),
+		.start_unix_ns = now_ns(CLOCK_REALTIME),
+		.rank = rank,
+		.coverage = w.cfg.coverage,
+		.capture = w.cfg.capture,
+		.ring_slots = w.cfg.opts->ring_slots,
+		.flush_ms = w.cfg.opts->flush_ms,
+		.snapshot_ms = w.cfg.opts->snapshot_ms,
+	};
+	gmt_jsonl_header(&w.out, &h);
+	flush_out();
+	return !w.failed;
+}
+
+// --- events -------------------------------------------------------------------------------------
+
+static int
+by_seq(const void *a, const void *b)
+{
+	uint64_t x = ((const struct gmt_event *)a)->seq, y = ((const struct gmt_event *)b)->seq;
+	return (x > y) - (x < y);
+}
+
+static void
+write_event(const struct gmt_event *ev)
+{
+	uint32_t stack_id = 0;
+
+	if (ev->op != GMT_OP_MARKER && ev->caller) {
+		bool is_new;
+		stack_id = gmt_stack_intern(&w.stacks, &ev->caller, 1, &is_new);
+		if (is_new)
+			gmt_jsonl_stack(&w.out, stack_id, &ev->caller, 1);
+	}
+	if (!gmt_live_apply(&w.live, ev))
+		gmt_warn("out of memory in the writer; snapshots may be incomplete");
+	gmt_jsonl_event(&w.out, ev, stack_id);
+	w.events_written++;
+	if (ev->seq > w.last_seq)
+		w.last_seq = ev->seq;
+}
+
+/* Drain up to BATCH_MAX events, order them by seq (producers commit out of order) and format them. */
+static size_t
+drain_batch(void)
+{
+	size_t n = 0;
+
+	while (n < BATCH_MAX && gmt_ring_pop(w.cfg.ring, &w.batch[n]))
+		n++;
+	if (n > 1)
+		qsort(w.batch, n, sizeof(w.batch[0]), by_seq);
+	for (size_t i = 0; i < n; i++)
+		write_event(&w.batch[i]);
+	return n;
+}
+
+static void
+write_snapshot(void)
+{
+	struct gmt_live_total rows[(GMT_MAX_DEVICES + 1) * GMT_KIND_COUNT];
+	size_t n = gmt_live_totals(&w.live, rows, sizeof(rows) / sizeof(rows[0]));
+
+	gmt_jsonl_snapshot(&w.out, now_ns(CLOCK_MONOTONIC), w.last_seq, w.events_written,
+			   atomic_load_explicit(w.cfg.dropped, memory_order_relaxed), rows, n);
+}
+
+static void *
+writer_main(void *arg)
+{
+	(void)arg;
+	if (w.cfg.thread_init)
+		w.cfg.thread_init();
+	if (!open_and_write_header())
+		return NULL;
+
+	uint64_t flush_ns = w.cfg.opts->flush_ms * 1000000ULL;
+	uint64_t snap_ns = w.cfg.opts->snapshot_ms * 1000000ULL;
+	uint64_t last_flush = now_ns(CLOCK_MONOTONIC), last_snap = last_flush;
+
+	while (!w.failed) {
+		bool stopping = atomic_load_explicit(&w.stop, memory_order_acquire);
+		size_t n = drain_batch();
+		uint64_t now = now_ns(CLOCK_MONOTONIC);
+
+		if (snap_ns && now - last_snap >= snap_ns) {
+			write_snapshot();
+			last_snap = now;
+		}
+		if (w.out.len >= WRITE_CHUNK || (w.out.len && now - last_flush >= flush_ns)) {
+			flush_out();
+			last_flush = now;
+		}
+		if (stopping && n == 0)
+			break;
+		if (n < BATCH_MAX) {
+			struct timespec ts = {0, IDLE_SLEEP_NS};
+			nanosleep(&ts, NULL);
+		}
+	}
+	if (w.failed)
+		return NULL;
+
+	/* Producers that passed the "running" check just before exit may still be committing:
+	 * wait a little for claimed slots to fill. */
+	for (int spin = 0; spin < 20 && gmt_ring_pending(w.cfg.ring); spin++) {
+		drain_batch();
+		struct timespec ts = {0, 100000};
+		nanosleep(&ts, NULL);
+	}
+	drain_batch();
+	write_snapshot();
+	gmt_jsonl_trailer(&w.out, now_ns(CLOCK_MONOTONIC), w.events_written,
+			  atomic_load_explicit(w.cfg.dropped, memory_order_relaxed), "exit");
+	flush_out();
+	close(w.fd);
+	w.fd = -1;
+	atomic_store_explicit(&w.done, true, memory_order_release);
+	return NULL;
+}
+
+// --- control ------------------------------------------------------------------------------------
+
+int
+gmt_writer_start(const struct gmt_writer_config *cfg)
+{
+	sigset_t all, old;
+	int rc;
+
+	w.cfg = *cfg;
+	w.batch = malloc(BATCH_MAX * sizeof(*w.batch));
+	if (!w.batch)
+		return -ENOMEM;
+	atomic_store(&w.stop, false);
+	atomic_store(&w.done, false);
+
+	/* The writer inherits a mask with every signal blocked, so the application's signal
+	 * routing never lands on our thread (heaptrack does the same). */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	rc = pthread_create(&w.thread, NULL, writer_main, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc != 0)
+		return -rc;
+	pthread_setname_np(w.thread, "gpumemtrace");
+	w.started = true;
+	return 0;
+}
+
+bool
+gmt_writer_stop(unsigned timeout_ms)
+{
+	struct timespec deadline;
+
+	if (!w.started)
+		return false;
+	atomic_store_explicit(&w.stop, true, memory_order_release);
+	clock_gettime(CLOCK_REALTIME, &deadline);
+	deadline.tv_sec += timeout_ms / 1000;
+	deadline.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+	if (deadline.tv_nsec >= 1000000000L) {
+		deadline.tv_sec++;
+		deadline.tv_nsec -= 1000000000L;
+	}
+	if (pthread_timedjoin_np(w.thread, NULL, &deadline) == 0)
+		w.started = false;
+	else
+		gmt_warn("the trace writer did not finish within %u ms at exit; %s has no trailer",
+			 timeout_ms, w.path);
+	return atomic_load_explicit(&w.done, memory_order_acquire);
+}
+
+void
+gmt_writer_forget_after_fork(void)
+{
+	/* The parent's thread does not exist in the child, and the tables may have been mid-update
+	 * when fork() copied them: leak them rather than touch them (memray does the same), and close
+	 * the parent's file so the child never writes into it. */
+	if (w.fd >= 0)
+		close(w.fd);
+	w = (struct writer){.fd = -1};
+}

@@ -1,0 +1,46 @@
+/*
+ * @brief The writer thread: drains the ring, writes the trace file.
+ *
+ * The only tracer thread that allocates or does I/O. It is started by the capture side at the
+ * process's first event and stopped at exit (library destructor). It opens the trace file, writes
+ * the header, then loops: drain events from the ring, intern their stacks, keep the live table,
+ * format JSON lines, write them at least every flush_ms, and a snapshot every snapshot_ms. At stop
+ * it drains what is left and writes a last snapshot and the trailer.
+ */
+#ifndef GMT_WRITER_WRITER_H
+#define GMT_WRITER_WRITER_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ring/ring.h"
+#include "util/options.h"
+
+struct gmt_writer_config {
+	const struct gmt_options *opts;
+	struct gmt_ring *ring;
+	_Atomic uint64_t *dropped;     /**< drops counted by the producers */
+	int forked_from;               /**< pid of the traced parent, 0 if none */
+	const char *coverage;          /**< header "coverage" */
+	const char *const *capture;    /**< header "capture", NULL-terminated */
+	void (*on_failure)(void);      /**< called once if the writer cannot go on (no file, disk full) */
+	void (*thread_init)(void);     /**< run first on the writer thread (marks it as not traced) */
+};
+
+/** Start the writer thread. Returns 0 or -errno. */
+int gmt_writer_start(const struct gmt_writer_config *cfg);
+
+/**
+ * Ask the writer to drain, write the trailer and close; wait at most @p timeout_ms for it.
+ * Returns true when the trailer was written.
+ */
+bool gmt_writer_stop(unsigned timeout_ms);
+
+/** In a fork child: forget the parent's writer (its thread does not exist here) without writing. */
+void gmt_writer_forget_after_fork(void);
+
+/** Path of the trace file being written ("" before it is open). */
+const char *gmt_writer_path(void);
+
+#endif
