@@ -1,0 +1,270 @@
+#!/usr/bin/env python3
+"""Preload suite: run a victim program on the simulated runtime under the real tracer and check
+that the trace says exactly what the program did.
+
+    run_preload.py --build BUILD SCENARIO
+
+The victim prints one JSON line per process with what it did (allocations and frees per API,
+failed allocations, leaked bytes, markers). This script reads the trace files, replays them
+independently of the CLI, compares, and then asks `gpumemtrace report --format json` the same
+questions, so the analyzer is checked against the same ground truth.
+"""
+import argparse
+import glob
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+failures = []
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+        print(f"FAIL: {what}")
+
+
+def load_trace(path):
+    """Parse a trace file strictly: every complete line must be valid JSON."""
+    recs = []
+    with open(path, "rb") as f:
+        data = f.read()
+    lines = data.split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()
+    else:
+        check(False, f"{path}: last line is torn")
+        lines = lines[:-1]
+    for n, line in enumerate(lines, 1):
+        try:
+            recs.append(json.loads(line))
+        except ValueError as e:
+            check(False, f"{path}:{n}: invalid JSON: {e}")
+    return recs
+
+
+def replay(recs):
+    """What the trace says happened: counts per API and the allocations live at the end."""
+    events = sorted((r for r in recs if r["type"] == "event"), key=lambda r: r["seq"])
+    seqs = [r["seq"] for r in recs if r["type"] in ("event", "marker")]
+    check(len(seqs) == len(set(seqs)), "sequence numbers are unique")
+    out = {"allocs": {}, "frees": {}, "failed": 0, "bad_frees": 0, "resets": 0}
+    live = {}
+    for e in events:
+        api, ok = e["api"], e["result"] == 0
+        if e["op"] == "alloc":
+            if ok:
+                out["allocs"][api] = out["allocs"].get(api, 0) + 1
+                live[e["ptr"]] = (e["size"], e["kind"], e["device"])
+            else:
+                out["failed"] += 1
+                check("free_bytes" in e and "total_bytes" in e, "a failed allocation carries the device's free memory")
+        elif e["op"] == "free":
+            if ok:
+                out["frees"][api] = out["frees"].get(api, 0) + 1
+                live.pop(e["ptr"], None)
+            else:
+                out["bad_frees"] += 1
+        elif e["op"] == "reset":
+            out["resets"] += 1
+            for p, (size, kind, dev) in list(live.items()):
+                if dev == e["device"] and kind != "pool":
+                    del live[p]
+    out["leaked_bytes"] = sum(v[0] for v in live.values())
+    out["leaked_allocations"] = len(live)
+    out["markers"] = sum(1 for r in recs if r["type"] == "marker")
+    return out
+
+
+def run_report(build, path):
+    exe = os.path.join(build, "tools", "gpumemtrace")
+    if not os.path.exists(exe):
+        return None
+    p = subprocess.run([exe, "report", "--format", "json", path], capture_output=True, text=True)
+    check(p.returncode == 0, f"gpumemtrace report exits 0 on {path} (got {p.returncode}: {p.stderr.strip()})")
+    try:
+        return json.loads(p.stdout)
+    except ValueError:
+        check(False, f"gpumemtrace report --format json prints JSON (got {p.stdout[:200]!r})")
+        return None
+
+
+def compare(build, did, path, recs, expect_trailer=True, expect_drops=False):
+    got = replay(recs)
+    header = recs[0]
+    check(header["type"] == "header" and header["format"] == "gpumemtrace" and header["version"] == 1,
+          f"{path}: starts with a version 1 header")
+    check(header["pid"] == did["pid"], f"{path}: header pid {header['pid']} is the process {did['pid']}")
+    check(header["coverage"] == "runtime API only", f"{path}: header states its coverage")
+    trailers = [r for r in recs if r["type"] == "trailer"]
+    if expect_trailer:
+        check(len(trailers) == 1 and recs[-1]["type"] == "trailer", f"{path}: ends with one trailer")
+    else:
+        check(not trailers, f"{path}: no trailer (the process did not exit normally)")
+    dropped = trailers[0]["dropped"] if trailers else 0
+    if not expect_drops:
+        check(dropped == 0, f"{path}: nothing dropped (dropped={dropped})")
+        allocs = {k: v for k, v in did["allocs"].items()}
+        frees = {k: v for k, v in did["frees"].items() if k not in ("cudaFree(bad)", "cudaDeviceReset")}
+        check(got["allocs"] == allocs, f"{path}: allocations per API {got['allocs']} == {allocs}")
+        check(got["frees"] == frees, f"{path}: frees per API {got['frees']} == {frees}")
+        check(got["bad_frees"] == did["frees"].get("cudaFree(bad)", 0), f"{path}: failed frees recorded")
+        check(got["resets"] == did["frees"].get("cudaDeviceReset", 0), f"{path}: device resets recorded")
+        check(got["failed"] == did["failed"], f"{path}: failed allocations {got['failed']} == {did['failed']}")
+        check(got["leaked_bytes"] == did["leaked_bytes"],
+              f"{path}: live at end {got['leaked_bytes']} bytes == {did['leaked_bytes']}")
+        check(got["leaked_allocations"] == did["leaked_allocations"],
+              f"{path}: live allocations at end {got['leaked_allocations']} == {did['leaked_allocations']}")
+        check(got["markers"] == did["markers"], f"{path}: markers {got['markers']} == {did['markers']}")
+    rep = run_report(build, path)
+    if rep is not None:
+        s = rep["summary"]
+        events = sum(1 for r in recs if r["type"] == "event")
+        check(s["events"] in (events, events + got["markers"]), f"report: summary.events {s['events']} ({events} events in the file)")
+        check(s["dropped"] == dropped, f"report: summary.dropped {s['dropped']} == {dropped}")
+        if not expect_drops:
+            check(s["leaked_bytes"] == did["leaked_bytes"],
+                  f"report: summary.leaked_bytes {s['leaked_bytes']} == {did['leaked_bytes']}")
+            check(s["leaked_allocations"] == did["leaked_allocations"], "report: summary.leaked_allocations")
+            check(s["failed_allocations"] == did["failed"], "report: summary.failed_allocations")
+    return got, rep
+
+
+def traces_by_pid(outdir):
+    found = {}
+    for path in sorted(glob.glob(os.path.join(outdir, "*.jsonl"))):
+        recs = load_trace(path)
+        if recs:
+            found[recs[0]["pid"]] = (path, recs)
+    return found
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", required=True)
+    ap.add_argument("scenario")
+    args = ap.parse_args()
+    build = os.path.abspath(args.build)
+    victim = os.path.join(build, "tests", "preload", "victim")
+    lib = os.path.join(build, "src", "libgpumemtrace.so")
+    sc = args.scenario
+
+    outdir = tempfile.mkdtemp(prefix=f"gmt-preload-{sc}-")
+    env = dict(os.environ)
+    env.update({
+        "LD_LIBRARY_PATH": os.path.join(build, "tests", "simcuda"),
+        "LD_PRELOAD": lib,
+        "GPUMEMTRACE_OUTPUT_DIR": outdir,
+        "SIMCUDA_MEM_BYTES": "1G",
+        "SIMCUDA_DEVICES": "1",
+    })
+    mode = {"exit": "_exit", "sigkill": "hang"}.get(sc, sc)
+    if sc == "oom":
+        env["SIMCUDA_MEM_BYTES"] = "64M"
+    if sc == "drops":
+        mode = "burst"
+        env["GPUMEMTRACE_RING_SLOTS"] = "1024"
+    if sc in ("unwritable", "bad-option", "disabled", "no-cuda"):
+        mode = "plain"
+    if sc == "unwritable":
+        env["GPUMEMTRACE_OUTPUT_DIR"] = os.path.join(outdir, "does", "not", "exist")
+    if sc == "bad-option":
+        env["GPUMEMTRACE_RING_SLOTS"] = "lots"
+    if sc == "disabled":
+        env["GPUMEMTRACE_ENABLE"] = "0"
+
+    if sc == "no-cuda":
+        # A process that never touches GPU memory leaves no file and no output.
+        p = subprocess.run(["sh", "-c", "echo hello"], env=env, capture_output=True, text=True, timeout=60)
+        check(p.returncode == 0 and p.stdout == "hello\n" and p.stderr == "", "an untouched process runs unchanged")
+        check(not glob.glob(os.path.join(outdir, "*")), "a process without CUDA calls writes no trace")
+        return finish()
+
+    if sc == "sigkill":
+        proc = subprocess.Popen([victim, mode], env=env, stdout=subprocess.PIPE, text=True)
+        lines = []
+        for line in proc.stdout:
+            if line.strip() == "ready":
+                break
+            lines.append(line)
+        time.sleep(0.4)  # > GPUMEMTRACE_FLUSH_MS
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+        check(proc.returncode == -signal.SIGKILL, "the victim was killed by SIGKILL")
+        stdout, rc, stderr = "".join(lines), 0, ""
+    else:
+        p = subprocess.run([victim, mode], env=env, capture_output=True, text=True, timeout=300)
+        stdout, rc, stderr = p.stdout, p.returncode, p.stderr
+        check(rc == 0, f"victim {mode} exits 0 (got {rc}; stderr: {stderr.strip()})")
+
+    dids = [json.loads(l) for l in stdout.splitlines() if l.startswith("{")]
+    check(len(dids) >= 1, "the victim reported what it did")
+    traces = traces_by_pid(outdir)
+
+    if sc == "unwritable":
+        warnings = [l for l in stderr.splitlines() if "gpumemtrace" in l]
+        check(len(warnings) == 1 and "GPUMEMTRACE_OUTPUT_DIR" in warnings[0] and "untraced" in warnings[0],
+              f"one warning line names the output dir and says the program runs untraced: {warnings}")
+        check(not traces, "no trace written")
+        return finish()
+    if sc == "bad-option":
+        warnings = [l for l in stderr.splitlines() if "gpumemtrace" in l]
+        check(len(warnings) == 1 and "GPUMEMTRACE_RING_SLOTS" in warnings[0] and "default 65536" in warnings[0],
+              f"one warning names the variable and the default used: {warnings}")
+        check(len(traces) == 1 and traces[next(iter(traces))][1][0]["options"]["ring_slots"] == 65536,
+              "the trace was written with the default ring size")
+    if sc == "disabled":
+        check(not traces and stderr == "", "GPUMEMTRACE_ENABLE=0: no trace, no output")
+        return finish()
+
+    for did in dids:
+        check(did["pid"] in traces, f"process {did['pid']} has a trace file")
+        if did["pid"] not in traces:
+            continue
+        path, recs = traces[did["pid"]]
+        got, rep = compare(build, did, path, recs,
+                           expect_trailer=sc not in ("exit", "sigkill"),
+                           expect_drops=(sc == "drops"))
+        if sc == "drops":
+            trailer = recs[-1]
+            events = sum(1 for r in recs if r["type"] == "event")
+            total = sum(did["allocs"].values()) + sum(did["frees"].values())
+            check(trailer["dropped"] > 0, "a 1024-slot ring under a burst drops events")
+            check(events + trailer["dropped"] == total,
+                  f"every event is either written or counted as dropped: {events} + {trailer['dropped']} == {total}")
+            check(rep is None or rep["summary"]["dropped"] == trailer["dropped"], "the report shows the drops")
+        if sc in ("exit", "sigkill") and rep is not None:
+            procs = rep.get("processes", [])
+            check(procs and procs[0].get("complete") is False, "the report says the process did not exit normally")
+
+    if sc == "fork":
+        check(len(dids) == 2 and len(traces) == 2, f"parent and child each have their own file ({len(traces)} files)")
+        parent = [d for d in dids if traces.get(d["pid"]) and traces[d["pid"]][1][0]["forked_from"] is None]
+        child = [d for d in dids if traces.get(d["pid"]) and traces[d["pid"]][1][0]["forked_from"] is not None]
+        check(len(parent) == 1 and len(child) == 1, "the child's header names its traced parent")
+        if parent and child:
+            check(traces[child[0]["pid"]][1][0]["forked_from"] == parent[0]["pid"], "forked_from is the parent's pid")
+    if sc == "oom":
+        path, recs = traces[dids[0]["pid"]]
+        failed = [r for r in recs if r["type"] == "event" and r["result"] != 0 and r["op"] == "alloc"]
+        check(len(failed) == 1 and failed[0]["size"] == 32 << 20 and failed[0]["result"] == 2,
+              "the failed request is recorded with its size and cudaErrorMemoryAllocation")
+        check(failed and failed[0]["free_bytes"] == 32 << 20 and failed[0]["total_bytes"] == 64 << 20,
+              "with the device's free memory at that moment (32 MiB free, in pieces)")
+    return finish()
+
+
+def finish():
+    if failures:
+        print(f"{len(failures)} check(s) failed")
+        sys.exit(1)
+    print("ok")
+    sys.exit(0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,352 @@
+/*
+ * A victim program for the preload suite: does known CUDA memory work, then prints on stdout
+ * one JSON line saying exactly what it did, which run_preload.py compares with the trace.
+ *
+ *   victim basic     every API once or more, frees, cudaFree(NULL), a bad free, markers, leaks
+ *   victim threads   16 threads allocating and freeing concurrently
+ *   victim fork      allocations before and after fork(); the child allocates too
+ *   victim _exit     allocations, then _exit() (no destructors, no trailer)
+ *   victim hang      allocations, prints "ready", sleeps until killed (SIGKILL test)
+ *   victim oom       fragmentation makes a request fail although enough memory is free
+ *   victim reset     cudaDeviceReset with live allocations of every kind
+ *   victim burst     4 threads push events as fast as they can (drop accounting)
+ *   victim plain     one allocation, nothing else (for option tests)
+ *
+ * Linked against libcudart.so.13: runs on tests/simcuda, or on a GPU with the real runtime.
+ */
+#include <cuda_runtime_api.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gpumemtrace.h>
+
+#define MAX_APIS 16
+
+/* What the program did, as the trace should show it. */
+static struct {
+	const char *api[MAX_APIS];
+	_Atomic long allocs[MAX_APIS];
+	_Atomic long frees[MAX_APIS];
+	_Atomic long failed;
+	_Atomic long long leaked_bytes;
+	_Atomic long leaked_allocs;
+	_Atomic long markers;
+} did;
+
+static pthread_mutex_t did_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int
+api_index(const char *api)
+{
+	pthread_mutex_lock(&did_lock);
+	int i = 0;
+	for (; i < MAX_APIS && did.api[i]; i++)
+		if (strcmp(did.api[i], api) == 0)
+			break;
+	if (i < MAX_APIS && !did.api[i])
+		did.api[i] = api;
+	pthread_mutex_unlock(&did_lock);
+	return i;
+}
+
+#define CK(call) \
+	do { \
+		cudaError_t rc_ = (call); \
+		if (rc_ != cudaSuccess) { \
+			fprintf(stderr, "victim: %s failed: %s\n", #call, cudaGetErrorString(rc_)); \
+			exit(2); \
+		} \
+	} while (0)
+
+static void
+did_alloc(const char *api)
+{
+	atomic_fetch_add(&did.allocs[api_index(api)], 1);
+}
+
+static void
+did_free(const char *api)
+{
+	atomic_fetch_add(&did.frees[api_index(api)], 1);
+}
+
+static void
+did_leak(size_t bytes)
+{
+	atomic_fetch_add(&did.leaked_bytes, (long long)bytes);
+	atomic_fetch_add(&did.leaked_allocs, 1);
+}
+
+static void
+mark(const char *label)
+{
+	if (gmt_mark) {
+		gmt_mark(label);
+		atomic_fetch_add(&did.markers, 1);
+	}
+}
+
+static void
+print_did(void)
+{
+	printf("{\"pid\":%d,\"allocs\":{", (int)getpid());
+	for (int i = 0, n = 0; i < MAX_APIS && did.api[i]; i++)
+		if (did.allocs[i])
+			printf("%s\"%s\":%ld", n++ ? "," : "", did.api[i], (long)did.allocs[i]);
+	printf("},\"frees\":{");
+	for (int i = 0, n = 0; i < MAX_APIS && did.api[i]; i++)
+		if (did.frees[i])
+			printf("%s\"%s\":%ld", n++ ? "," : "", did.api[i], (long)did.frees[i]);
+	printf("},\"failed\":%ld,\"leaked_bytes\":%lld,\"leaked_allocations\":%ld,\"markers\":%ld}\n",
+	       (long)did.failed, (long long)did.leaked_bytes, (long)did.leaked_allocs, (long)did.markers);
+	fflush(stdout);
+}
+
+// --- scenarios ----------------------------------------------------------------------------------
+
+static void
+basic(void)
+{
+	void *d[4], *h, *ha, *m, *p, *a, *fp;
+	size_t pitch;
+	cudaStream_t s;
+	cudaMemPool_t pool;
+
+	CK(cudaFree(NULL)); /* context creation idiom: not an event */
+	mark("start");
+	for (int i = 0; i < 4; i++) {
+		CK(cudaMalloc(&d[i], (size_t)(i + 1) << 20));
+		did_alloc("cudaMalloc");
+	}
+	CK(cudaMallocHost(&h, 4096));
+	did_alloc("cudaMallocHost");
+	CK(cudaHostAlloc(&ha, 8192, cudaHostAllocPortable));
+	did_alloc("cudaHostAlloc");
+	CK(cudaMallocManaged(&m, 3 << 20, cudaMemAttachGlobal));
+	did_alloc("cudaMallocManaged");
+	CK(cudaMallocPitch(&p, &pitch, 1000, 10));
+	did_alloc("cudaMallocPitch");
+	CK(cudaStreamCreate(&s));
+	CK(cudaMallocAsync(&a, 1 << 20, s));
+	did_alloc("cudaMallocAsync");
+	CK(cudaDeviceGetDefaultMemPool(&pool, 0));
+	CK(cudaMallocFromPoolAsync(&fp, 2 << 20, pool, s));
+	did_alloc("cudaMallocFromPoolAsync");
+	mark("allocated");
+
+	CK(cudaFree(d[0]));
+	did_free("cudaFree");
+	CK(cudaFree(d[2]));
+	did_free("cudaFree");
+	CK(cudaFreeHost(h));
+	did_free("cudaFreeHost");
+	CK(cudaFreeAsync(a, s));
+	did_free("cudaFreeAsync");
+	CK(cudaFree(fp)); /* a pool pointer freed by cudaFree, as CUDA allows */
+	did_free("cudaFree");
+	CK(cudaFree(p));
+	did_free("cudaFree");
+	CK(cudaStreamSynchronize(s));
+
+	/* a bad free is recorded with its error and changes nothing */
+	int on_stack;
+	if (cudaFree(&on_stack) == cudaSuccess) {
+		fprintf(stderr, "victim: freeing a stack address succeeded?\n");
+		exit(2);
+	}
+	cudaGetLastError();
+	did_free("cudaFree(bad)");
+
+	/* leaks: d[1] (2 MiB), d[3] (4 MiB), ha (8 KiB), m (3 MiB) */
+	did_leak(2 << 20);
+	did_leak(4 << 20);
+	did_leak(8192);
+	did_leak(3 << 20);
+	mark("end");
+	CK(cudaStreamDestroy(s));
+}
+
+#define THREADS 16
+#define PER_THREAD 500
+
+static void *
+thread_main(void *arg)
+{
+	long id = (long)arg;
+	for (int i = 0; i < PER_THREAD; i++) {
+		void *p;
+		size_t sz = (size_t)(512 * (1 + (i + id) % 64));
+		CK(cudaMalloc(&p, sz));
+		did_alloc("cudaMalloc");
+		if (i == PER_THREAD - 1) {
+			did_leak(sz); /* each thread leaks its last allocation */
+		} else {
+			CK(cudaFree(p));
+			did_free("cudaFree");
+		}
+	}
+	return NULL;
+}
+
+static void
+threads(void)
+{
+	pthread_t th[THREADS];
+	for (long i = 0; i < THREADS; i++)
+		pthread_create(&th[i], NULL, thread_main, (void *)i);
+	for (int i = 0; i < THREADS; i++)
+		pthread_join(th[i], NULL);
+}
+
+static void
+do_fork(void)
+{
+	void *a, *b;
+
+	CK(cudaMalloc(&a, 1 << 20));
+	did_alloc("cudaMalloc");
+	fflush(stdout);
+	pid_t pid = fork();
+	if (pid == 0) {
+		/* the child: a fresh ledger, its own trace file */
+		memset(&did, 0, sizeof(did));
+		void *c;
+		CK(cudaMalloc(&c, 3 << 20));
+		did_alloc("cudaMalloc");
+		CK(cudaMalloc(&c, 5 << 20));
+		did_alloc("cudaMalloc");
+		did_leak(3 << 20);
+		did_leak(5 << 20);
+		print_did();
+		exit(0);
+	}
+	int status;
+	waitpid(pid, &status, 0);
+	CK(cudaMalloc(&b, 2 << 20));
+	did_alloc("cudaMalloc");
+	CK(cudaFree(a));
+	did_free("cudaFree");
+	did_leak(2 << 20);
+}
+
+static void
+oom(void)
+{
+	/* run with SIMCUDA_MEM_BYTES=64M: four 16 MiB blocks fill the device, freeing the first and
+	 * third leaves 32 MiB free in two pieces, so a 32 MiB request fails */
+	void *d[4], *big;
+	for (int i = 0; i < 4; i++) {
+		CK(cudaMalloc(&d[i], 16 << 20));
+		did_alloc("cudaMalloc");
+	}
+	CK(cudaFree(d[0]));
+	did_free("cudaFree");
+	CK(cudaFree(d[2]));
+	did_free("cudaFree");
+	cudaError_t rc = cudaMalloc(&big, 32 << 20);
+	if (rc != cudaErrorMemoryAllocation) {
+		fprintf(stderr, "victim: expected cudaErrorMemoryAllocation, got %d\n", rc);
+		exit(2);
+	}
+	/* the application still sees its error: the tracer must not have swallowed it */
+	if (cudaGetLastError() != cudaErrorMemoryAllocation) {
+		fprintf(stderr, "victim: cudaGetLastError lost the OOM\n");
+		exit(2);
+	}
+	did.failed++;
+	did_leak(16 << 20);
+	did_leak(16 << 20);
+}
+
+static void
+reset(void)
+{
+	void *d, *h, *m, *a;
+	CK(cudaMalloc(&d, 1 << 20));
+	did_alloc("cudaMalloc");
+	CK(cudaMallocHost(&h, 1 << 16));
+	did_alloc("cudaMallocHost");
+	CK(cudaMallocManaged(&m, 1 << 20, cudaMemAttachGlobal));
+	did_alloc("cudaMallocManaged");
+	CK(cudaMallocAsync(&a, 1 << 20, 0));
+	did_alloc("cudaMallocAsync");
+	CK(cudaDeviceReset()); /* frees all but the pool allocation */
+	did_free("cudaDeviceReset");
+	did_leak(1 << 20);
+}
+
+static void *
+burst_main(void *arg)
+{
+	for (int i = 0; i < 50000; i++) {
+		void *p;
+		CK(cudaMallocAsync(&p, 512, 0));
+		did_alloc("cudaMallocAsync");
+		CK(cudaFreeAsync(p, 0));
+		did_free("cudaFreeAsync");
+	}
+	return NULL;
+}
+
+static void
+burst(void)
+{
+	pthread_t th[4];
+	for (long i = 0; i < 4; i++)
+		pthread_create(&th[i], NULL, burst_main, NULL);
+	for (int i = 0; i < 4; i++)
+		pthread_join(th[i], NULL);
+}
+
+static void
+plain(void)
+{
+	void *p;
+	CK(cudaMalloc(&p, 1 << 20));
+	did_alloc("cudaMalloc");
+	did_leak(1 << 20);
+}
+
+int
+main(int argc, char **argv)
+{
+	const char *mode = argc > 1 ? argv[1] : "basic";
+
+	if (strcmp(mode, "basic") == 0) {
+		basic();
+	} else if (strcmp(mode, "threads") == 0) {
+		threads();
+	} else if (strcmp(mode, "fork") == 0) {
+		do_fork();
+	} else if (strcmp(mode, "_exit") == 0) {
+		plain();
+		print_did();
+		usleep(400 * 1000); /* > GPUMEMTRACE_FLUSH_MS: the events must be on disk by now */
+		_exit(0);
+	} else if (strcmp(mode, "hang") == 0) {
+		plain();
+		print_did();
+		printf("ready\n");
+		fflush(stdout);
+		for (;;)
+			pause();
+	} else if (strcmp(mode, "oom") == 0) {
+		oom();
+	} else if (strcmp(mode, "reset") == 0) {
+		reset();
+	} else if (strcmp(mode, "burst") == 0) {
+		burst();
+	} else if (strcmp(mode, "plain") == 0) {
+		plain();
+	} else {
+		fprintf(stderr, "usage: victim basic|threads|fork|_exit|hang|oom|reset|burst|plain\n");
+		return 2;
+	}
+	print_did();
+	return 0;
+}
