@@ -38,6 +38,7 @@ static size_t ring_mem_bytes;
 static _Atomic uint64_t next_seq;
 static _Atomic uint64_t dropped;
 static int forked_from;
+static uint64_t start_ts; /* library load, or fork for a child */
 static bool atfork_registered;
 
 static const char *const capture_paths[] = {"interpose", NULL};
@@ -52,14 +53,19 @@ gmt_tid(void)
 	return cached_tid;
 }
 
+static uint64_t
+mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
 void
 gmt_stamp(struct gmt_event *ev)
 {
-	struct timespec ts;
-
 	ev->seq = atomic_fetch_add_explicit(&next_seq, 1, memory_order_relaxed) + 1;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	ev->ts_ns = (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+	ev->ts_ns = mono_ns();
 	ev->tid = gmt_tid();
 }
 
@@ -97,6 +103,7 @@ atfork_child(void)
 		 * into our own file, at our first event. The parent's file stays the parent's. */
 		gmt_writer_forget_after_fork();
 		forked_from = (int)getppid();
+		start_ts = mono_ns();
 		atomic_store(&dropped, 0);
 		atomic_store(&gmt_state, GMT_STATE_UNINIT);
 	}
@@ -133,6 +140,7 @@ tracer_start(void)
 		.ring = &ring,
 		.dropped = &dropped,
 		.forked_from = forked_from,
+		.start_ts = start_ts,
 		.coverage = "runtime API only",
 		.capture = capture_paths,
 		.on_failure = on_writer_failure,
@@ -192,6 +200,7 @@ gmt_emit(struct gmt_event *ev)
 __attribute__((constructor)) static void
 gmt_init(void)
 {
+	start_ts = mono_ns();
 	load_options();
 	if (opts.help)
 		gmt_options_print_help(2, &opts);

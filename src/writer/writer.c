@@ -180,6 +180,10 @@ open_and_write_header(void)
 		return false;
 	}
 
+	/* The header's start is when tracing of the process began (library load or fork), which is
+	 * before the first event; wall time is derived for the same instant. */
+	uint64_t mono = now_ns(CLOCK_MONOTONIC), wall = now_ns(CLOCK_REALTIME);
+	uint64_t start = w.cfg.start_ts && w.cfg.start_ts <= mono ? w.cfg.start_ts : mono;
 	struct gmt_header_info h = {
 		.tracer_version = GMT_VERSION,
 		.pid = (int)getpid(),
@@ -188,8 +192,8 @@ open_and_write_header(void)
 		.host = host,
 		.cmdline = cmdline,
 		.cmdline_len = read_cmdline(cmdline, sizeof(cmdline)),
-		.start_ts = now_ns(CLOCK_MONOTONIC),
-		.start_unix_ns = now_ns(CLOCK_REALTIME),
+		.start_ts = start,
+		.start_unix_ns = wall - (mono - start),
 		.rank = rank,
 		.coverage = w.cfg.coverage,
 		.capture = w.cfg.capture,

@@ -22,6 +22,7 @@ struct gmt_writer_config {
 	struct gmt_ring *ring;
 	_Atomic uint64_t *dropped;     /**< drops counted by the producers */
 	int forked_from;               /**< pid of the traced parent, 0 if none */
+	uint64_t start_ts;             /**< CLOCK_MONOTONIC ns when tracing of this process began */
 	const char *coverage;          /**< header "coverage" */
 	const char *const *capture;    /**< header "capture", NULL-terminated */
 	void (*on_failure)(void);      /**< called once if the writer cannot go on (no file, disk full) */
