@@ -45,7 +45,7 @@ struct live {
 
 struct live_map {
 	struct live *slots;
-	size_t mask;   /* capacity - 1, capacity a power of two */
+	size_t mask; /* capacity - 1, capacity a power of two */
 	size_t count;
 };
 
@@ -163,7 +163,10 @@ device_get(struct replay *r, int32_t device)
 }
 
 static void
-timeline_add(struct replay *r, const struct gmt_trace_event *ev, int32_t device, uint8_t kind,
+timeline_add(struct replay *r,
+	     const struct gmt_trace_event *ev,
+	     int32_t device,
+	     uint8_t kind,
 	     uint64_t bytes)
 {
 	struct gmt_model *m = r->m;
@@ -173,7 +176,11 @@ timeline_add(struct replay *r, const struct gmt_trace_event *ev, int32_t device,
 		m->timeline = xrealloc(m->timeline, r->tlcap, sizeof(*m->timeline));
 	}
 	m->timeline[m->ntimeline++] = (struct gmt_live_point){
-		.seq = ev->seq, .ts = ev->ts, .bytes = bytes, .device = device, .kind = kind,
+	    .seq = ev->seq,
+	    .ts = ev->ts,
+	    .bytes = bytes,
+	    .device = device,
+	    .kind = kind,
 	};
 }
 
@@ -189,9 +196,9 @@ account_alloc(struct replay *r, const struct gmt_trace_event *ev, const struct l
 	d->allocations++;
 	/* Strictly greater: a peak is the first moment the maximum was reached. */
 	if (d->live[k] > d->kind_peak[k].bytes)
-		d->kind_peak[k] = (struct gmt_peak){ d->live[k], ev->ts, ev->seq };
+		d->kind_peak[k] = (struct gmt_peak){d->live[k], ev->ts, ev->seq};
 	if (d->live_total > d->peak.bytes) {
-		d->peak = (struct gmt_peak){ d->live_total, ev->ts, ev->seq };
+		d->peak = (struct gmt_peak){d->live_total, ev->ts, ev->seq};
 		memcpy(d->peak_by_kind, d->live, sizeof(d->live));
 	}
 	timeline_add(r, ev, l->device, k, d->live[k]);
@@ -214,8 +221,12 @@ replay_alloc(struct replay *r, const struct gmt_trace_event *ev)
 {
 	struct gmt_model *m = r->m;
 	struct live l = {
-		.ptr = ev->ptr, .size = ev->size, .stack = ev->stack, .device = ev->device,
-		.api = ev->api, .kind = ev->kind,
+	    .ptr = ev->ptr,
+	    .size = ev->size,
+	    .stack = ev->stack,
+	    .device = ev->device,
+	    .api = ev->api,
+	    .kind = ev->kind,
 	};
 	struct live *old;
 
@@ -256,9 +267,12 @@ replay_free(struct replay *r, const struct gmt_trace_event *ev)
 		m->failed_frees++;
 		return;
 	}
-	l = ev->ptr ? live_find(&r->live, ev->ptr) : NULL;
+	/* cudaFree(NULL) frees nothing (not recorded by the tracer, tolerated here). */
+	if (ev->ptr == 0)
+		return;
+	l = live_find(&r->live, ev->ptr);
 	if (!l) {
-		/* Allocated before tracing began, through an uncovered path, or its event dropped. */
+		/* Allocated before tracing, through an uncovered path, or its event dropped. */
 		m->unmatched_frees++;
 		return;
 	}
@@ -351,8 +365,8 @@ collect_leaks(struct replay *r)
 
 		if (!g || cmp_live_site(&all[i - 1], &all[i]) != 0) {
 			g = &m->leaks[m->nleaks++];
-			*g = (struct gmt_leak){ .stack = all[i].stack, .api = all[i].api,
-						.kind = all[i].kind };
+			*g = (struct gmt_leak){
+			    .stack = all[i].stack, .api = all[i].api, .kind = all[i].kind};
 		}
 		g->bytes += all[i].size;
 		g->allocations++;
@@ -366,7 +380,7 @@ collect_leaks(struct replay *r)
 struct gmt_model *
 gmt_model_build(const struct gmt_trace *trace)
 {
-	struct replay r = { 0 };
+	struct replay r = {0};
 	struct gmt_model *m;
 
 	m = calloc(1, sizeof(*m));
@@ -385,17 +399,10 @@ gmt_model_build(const struct gmt_trace *trace)
 		const struct gmt_trace_event *ev = &trace->events[i];
 
 		switch (ev->op) {
-		case GMT_OP_ALLOC:
-			replay_alloc(&r, ev);
-			break;
-		case GMT_OP_FREE:
-			replay_free(&r, ev);
-			break;
-		case GMT_OP_RESET:
-			replay_reset(&r, ev);
-			break;
-		default:
-			break;
+		case GMT_OP_ALLOC: replay_alloc(&r, ev); break;
+		case GMT_OP_FREE: replay_free(&r, ev); break;
+		case GMT_OP_RESET: replay_reset(&r, ev); break;
+		default: break;
 		}
 	}
 	collect_leaks(&r);
@@ -436,6 +443,7 @@ gmt_model_totals(struct gmt_model *const *models, size_t n, struct gmt_totals *t
 		t->failed += m->nfailed;
 		t->unmatched_frees += m->unmatched_frees;
 		t->failed_frees += m->failed_frees;
+		t->reused_addresses += m->reused_addresses;
 		if (tr->complete) {
 			t->leaked_bytes += m->live_end_bytes;
 			t->leaked_allocations += m->live_end_allocations;

@@ -26,19 +26,19 @@ struct gmt_peak {
 /** One device of one process. Pinned host memory counts on the device current at the call. */
 struct gmt_device_stats {
 	int32_t device;
-	uint64_t live[GMT_KIND_COUNT];        /**< at the end of the trace */
+	uint64_t live[GMT_KIND_COUNT]; /**< at the end of the trace */
 	uint64_t live_allocs[GMT_KIND_COUNT];
 	uint64_t live_total;
-	struct gmt_peak peak;                 /**< of live_total (all kinds together) */
-	uint64_t peak_by_kind[GMT_KIND_COUNT]; /**< live per kind at the moment of `peak` */
+	struct gmt_peak peak;			   /**< of live_total (all kinds together) */
+	uint64_t peak_by_kind[GMT_KIND_COUNT];	   /**< live per kind at the moment of `peak` */
 	struct gmt_peak kind_peak[GMT_KIND_COUNT]; /**< each kind's own peak, independently */
-	uint64_t allocations;                 /**< successful allocations */
+	uint64_t allocations;			   /**< successful allocations */
 };
 
 /** Allocations still live at the end of a trace, grouped by call site (stack, api). */
 struct gmt_leak {
 	uint32_t stack;
-	uint16_t api;   /**< trace string index */
+	uint16_t api; /**< trace string index */
 	uint8_t kind;
 	uint64_t bytes;
 	uint64_t allocations;
@@ -59,21 +59,21 @@ struct gmt_model {
 	struct gmt_device_stats *devices; /**< sorted by device number */
 	size_t ndevices;
 
-	struct gmt_leak *leaks;           /**< largest first */
+	struct gmt_leak *leaks; /**< largest first */
 	size_t nleaks;
-	uint64_t live_end_bytes;          /**< sum over leaks */
+	uint64_t live_end_bytes; /**< sum over leaks */
 	uint64_t live_end_allocations;
 
 	const struct gmt_trace_event **failed; /**< failed allocations, in seq order */
 	size_t nfailed;
 
-	struct gmt_live_point *timeline;  /**< every change of live bytes, in seq order */
+	struct gmt_live_point *timeline; /**< every change of live bytes, in seq order */
 	size_t ntimeline;
 
-	uint64_t allocations;      /**< successful */
-	uint64_t frees;            /**< successful and paired */
-	uint64_t unmatched_frees;  /**< successful frees of an address with no live allocation */
-	uint64_t failed_frees;     /**< result != 0: changed nothing */
+	uint64_t allocations;	  /**< successful */
+	uint64_t frees;		  /**< successful and paired */
+	uint64_t unmatched_frees; /**< successful frees of an address with no live allocation */
+	uint64_t failed_frees;	  /**< result != 0: changed nothing */
 	uint64_t resets;
 	uint64_t reused_addresses; /**< an allocation at a live address: its free was never seen */
 };
@@ -86,8 +86,8 @@ void gmt_model_free(struct gmt_model *model);
 /** Sums over several processes, as the report's first lines state them. */
 struct gmt_totals {
 	size_t processes;
-	size_t died;                 /**< traces without a trailer */
-	uint64_t events;             /**< event and marker lines used */
+	size_t died;	 /**< traces without a trailer */
+	uint64_t events; /**< event and marker lines used */
 	uint64_t dropped;
 	uint64_t bad_lines;
 	/* the largest single (process, device) peak; peak_model NULL when nothing was allocated */
@@ -105,6 +105,7 @@ struct gmt_totals {
 	size_t failed;
 	uint64_t unmatched_frees;
 	uint64_t failed_frees;
+	uint64_t reused_addresses;
 };
 
 void gmt_model_totals(struct gmt_model *const *models, size_t n, struct gmt_totals *out);

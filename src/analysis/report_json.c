@@ -91,6 +91,7 @@ process_json(const struct gmt_model *m)
 	json_object_set_new(p, "unmatched_frees", jint(m->unmatched_frees));
 	json_object_set_new(p, "failed_frees", jint(m->failed_frees));
 	json_object_set_new(p, "resets", jint(m->resets));
+	json_object_set_new(p, "reused_addresses", jint(m->reused_addresses));
 	json_object_set_new(p, "bad_lines", jint(t->bad_lines));
 	json_object_set_new(p, "torn_last_line", json_boolean(t->torn));
 	for (size_t i = 0; i < t->nmarkers; i++) {
@@ -196,8 +197,8 @@ leaks_json(struct gmt_model *const *models, size_t n)
 		}
 		if (best == n)
 			break;
-		json_array_append_new(a, leak_json(best, models[best],
-						   &models[best]->leaks[next[best]]));
+		json_array_append_new(
+		    a, leak_json(best, models[best], &models[best]->leaks[next[best]]));
 		next[best]++;
 	}
 	free(next);
@@ -229,16 +230,18 @@ gmt_report_json(FILE *out, struct gmt_model *const *models, size_t n)
 	json_object_set_new(s, "failed_allocations", jint(tot.failed));
 	json_object_set_new(s, "unmatched_frees", jint(tot.unmatched_frees));
 	json_object_set_new(s, "failed_frees", jint(tot.failed_frees));
+	json_object_set_new(s, "reused_addresses", jint(tot.reused_addresses));
 	json_object_set_new(root, "summary", s);
 
 	for (size_t i = 0; i < n; i++) {
 		json_array_append_new(procs, process_json(models[i]));
 		for (size_t d = 0; d < models[i]->ndevices; d++)
 			if (models[i]->devices[d].peak.bytes)
-				json_array_append_new(peaks,
-						      peak_json(i, models[i], &models[i]->devices[d]));
+				json_array_append_new(
+				    peaks, peak_json(i, models[i], &models[i]->devices[d]));
 		for (size_t k = 0; k < models[i]->nfailed; k++)
-			json_array_append_new(failed, failed_json(i, models[i], models[i]->failed[k]));
+			json_array_append_new(failed,
+					      failed_json(i, models[i], models[i]->failed[k]));
 	}
 	json_object_set_new(root, "processes", procs);
 	json_object_set_new(root, "peaks", peaks);

@@ -56,14 +56,18 @@ process_name(const struct gmt_trace *t, char *buf, size_t max)
 static void
 print_died(FILE *out, const struct gmt_trace *t)
 {
-	char cmd[80], pid[64];
+	char cmd[80];
 
 	gmt_report_command(t, cmd, sizeof(cmd));
-	process_name(t, pid, sizeof(pid));
-	fprintf(out,
-		"process %s (%s) did not exit normally: the trace ends at %.3f s; live allocations at "
-		"that point are reported, not leaks at exit\n",
-		pid, cmd, gmt_trace_time_s(t, t->last_ts));
+	if (t->pid >= 0)
+		fprintf(out, "process %lld (%s)", t->pid, cmd);
+	else
+		fprintf(out, "the process of %s", t->path);
+	fprintf(
+	    out,
+	    " did not exit normally: the trace ends at %.3f s; live allocations at that point are "
+	    "reported, not leaks at exit\n",
+	    gmt_trace_time_s(t, t->last_ts));
 }
 
 static void
@@ -137,7 +141,7 @@ print_peaks(FILE *out, struct gmt_model *const *models, size_t n)
 				if (!rows)
 					abort();
 			}
-			rows[nrows++] = (struct peak_row){ i, models[i], &models[i]->devices[d] };
+			rows[nrows++] = (struct peak_row){i, models[i], &models[i]->devices[d]};
 		}
 	}
 	if (nrows == 0) {
@@ -209,7 +213,8 @@ print_site(FILE *out, const struct site_row *row, bool several)
 	if (st && st->nframes)
 		fprintf(out, "at 0x%" PRIx64 " (stack %" PRIu32, st->frames[0], l->stack);
 	else if (l->stack)
-		fprintf(out, "at an unknown call site (stack %" PRIu32 " not in the trace", l->stack);
+		fprintf(out, "at an unknown call site (stack %" PRIu32 " not in the trace",
+			l->stack);
 	else
 		fprintf(out, "at an unknown call site (no stack");
 	if (several) {
@@ -238,10 +243,11 @@ print_sites(FILE *out, struct gmt_model *const *models, size_t n, bool complete)
 				if (!rows)
 					abort();
 			}
-			rows[nrows++] = (struct site_row){ i, k, models[i], &models[i]->leaks[k] };
+			rows[nrows++] = (struct site_row){i, k, models[i], &models[i]->leaks[k]};
 		}
 	}
-	qsort(rows, nrows, sizeof(*rows), cmp_site_row);
+	if (nrows > 1)
+		qsort(rows, nrows, sizeof(*rows), cmp_site_row);
 	for (size_t r = 0; r < nrows; r++) {
 		if (r < GMT_REPORT_MAX_ROWS)
 			print_site(out, &rows[r], n > 1);
@@ -257,8 +263,8 @@ print_sites(FILE *out, struct gmt_model *const *models, size_t n, bool complete)
 // --- failed allocations -----------------------------------------------------------------------
 
 static void
-print_failed_one(FILE *out, const struct gmt_model *m, const struct gmt_trace_event *ev,
-		 bool when, bool several)
+print_failed_one(
+    FILE *out, const struct gmt_model *m, const struct gmt_trace_event *ev, bool when, bool several)
 {
 	const struct gmt_trace *t = m->trace;
 	char b1[GMT_BYTES_BUF], b2[GMT_BYTES_BUF], b3[GMT_BYTES_BUF], pid[64];
@@ -290,7 +296,8 @@ print_failed(FILE *out, struct gmt_model *const *models, size_t n, size_t total)
 		for (size_t i = 0; i < n; i++) {
 			if (models[i]->nfailed) {
 				fprintf(out, "failed allocations: 1 (");
-				print_failed_one(out, models[i], models[i]->failed[0], false, n > 1);
+				print_failed_one(out, models[i], models[i]->failed[0], false,
+						 n > 1);
 				fprintf(out, ")\n");
 			}
 		}
@@ -322,7 +329,8 @@ gmt_report_text(FILE *out, struct gmt_model *const *models, size_t n)
 		plural(n, "process", "processes"), tot.events, tot.dropped);
 	if (tot.dropped)
 		fprintf(out,
-			"warning: %" PRIu64 " %s dropped by the tracer (its ring buffer was full): the "
+			"warning: %" PRIu64
+			" %s dropped by the tracer (its ring buffer was full): the "
 			"numbers below are incomplete\n",
 			tot.dropped, plural(tot.dropped, "event was", "events were"));
 	if (tot.bad_lines)
@@ -356,12 +364,13 @@ gmt_report_text(FILE *out, struct gmt_model *const *models, size_t n)
 		if (tot.live_at_end_sites == 0) {
 			fprintf(out, "live when the trace ends: nothing\n");
 		} else {
-			fprintf(out,
-				"live when the trace ends (process died, not leaks): %s in %" PRIu64
-				" %s from %zu call %s\n",
-				gmt_format_bytes(tot.live_at_end_bytes, b), tot.live_at_end_allocations,
-				plural(tot.live_at_end_allocations, "allocation", "allocations"),
-				tot.live_at_end_sites, plural(tot.live_at_end_sites, "site", "sites"));
+			fprintf(
+			    out,
+			    "live when the trace ends (process died, not leaks): %s in %" PRIu64
+			    " %s from %zu call %s\n",
+			    gmt_format_bytes(tot.live_at_end_bytes, b), tot.live_at_end_allocations,
+			    plural(tot.live_at_end_allocations, "allocation", "allocations"),
+			    tot.live_at_end_sites, plural(tot.live_at_end_sites, "site", "sites"));
 			print_sites(out, models, n, false);
 		}
 	}
@@ -370,12 +379,18 @@ gmt_report_text(FILE *out, struct gmt_model *const *models, size_t n)
 
 	if (tot.unmatched_frees)
 		fprintf(out,
-			"unmatched frees: %" PRIu64 " (frees of addresses with no recorded allocation: "
-			"allocated before tracing started or through a path this trace does not "
-			"cover)\n",
+			"unmatched frees: %" PRIu64 " (of memory this trace never saw allocated: "
+			"before tracing began, or through an API it does not cover)\n",
 			tot.unmatched_frees);
 	if (tot.failed_frees)
-		fprintf(out, "failed frees: %" PRIu64 " (they changed nothing)\n", tot.failed_frees);
+		fprintf(out, "failed frees: %" PRIu64 " (they changed nothing)\n",
+			tot.failed_frees);
+	if (tot.reused_addresses)
+		fprintf(
+		    out,
+		    "reused addresses: %" PRIu64 " (allocations at an address that was still live: "
+		    "its free was not seen, so the earlier allocation is counted as freed there)\n",
+		    tot.reused_addresses);
 }
 
 void
@@ -402,8 +417,9 @@ gmt_report_summary(FILE *out, const char *prefix, struct gmt_model *const *model
 	if (tot.died)
 		fprintf(out, "; %s live when the trace ends",
 			gmt_format_bytes(tot.live_at_end_bytes, b));
-	fprintf(out, "; %zu failed %s\n", tot.failed, plural(tot.failed, "allocation", "allocations"));
+	fprintf(out, "; %zu failed %s\n", tot.failed,
+		plural(tot.failed, "allocation", "allocations"));
 	if (tot.dropped)
-		fprintf(out, "%swarning: %" PRIu64 " %s dropped: the numbers are incomplete\n", prefix,
-			tot.dropped, plural(tot.dropped, "event was", "events were"));
+		fprintf(out, "%swarning: %" PRIu64 " %s dropped: the numbers are incomplete\n",
+			prefix, tot.dropped, plural(tot.dropped, "event was", "events were"));
 }

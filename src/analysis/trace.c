@@ -23,19 +23,16 @@ struct reader {
 	struct gmt_trace *t;
 	FILE *diag;
 	size_t shown;
-	size_t usable;      /* lines that contributed something */
-	bool refused;       /* unknown format or version: the file is unreadable */
+	size_t usable; /* lines that contributed something */
+	bool refused;  /* unknown format or version: the file is unreadable */
 	bool have_min_ts;
 	bool have_start_ts;
-	uint64_t min_ts;    /* time origin when there is no header */
+	uint64_t min_ts; /* time origin when there is no header */
 };
 
 static const char *const kind_names[GMT_KIND_COUNT] = {
-	[GMT_KIND_NONE] = "none",
-	[GMT_KIND_DEVICE] = "device",
-	[GMT_KIND_PINNED] = "pinned",
-	[GMT_KIND_MANAGED] = "managed",
-	[GMT_KIND_POOL] = "pool",
+    [GMT_KIND_NONE] = "none",	    [GMT_KIND_DEVICE] = "device", [GMT_KIND_PINNED] = "pinned",
+    [GMT_KIND_MANAGED] = "managed", [GMT_KIND_POOL] = "pool",
 };
 
 const char *
@@ -144,9 +141,13 @@ get_str(json_t *obj, const char *key, const char **out)
 	return 0;
 }
 
-/* Report a required key that get_*() rejected; returns false so callers can `return report(...)`. */
+/* Report a required key that get_*() rejected; false, so callers can return its result. */
 static bool
-key_error(struct reader *r, size_t lineno, const char *type, const char *key, int err,
+key_error(struct reader *r,
+	  size_t lineno,
+	  const char *type,
+	  const char *key,
+	  int err,
 	  const char *expected)
 {
 	if (err == -ENOENT)
@@ -239,8 +240,8 @@ read_header(struct reader *r, json_t *obj, size_t lineno)
 		return false;
 	}
 	if (strcmp(s, "gpumemtrace") != 0) {
-		fprintf(r->diag, "%s:%zu: not a gpumemtrace trace (header format \"%s\")\n", t->path,
-			lineno, s);
+		fprintf(r->diag, "%s:%zu: not a gpumemtrace trace (header format \"%s\")\n",
+			t->path, lineno, s);
 		r->refused = true;
 		return false;
 	}
@@ -251,10 +252,11 @@ read_header(struct reader *r, json_t *obj, size_t lineno)
 		return false;
 	}
 	if (v != GMT_FORMAT_VERSION) {
-		fprintf(r->diag,
-			"%s:%zu: trace format version %lld is not supported (this gpumemtrace reads "
-			"version %d)\n",
-			t->path, lineno, v, GMT_FORMAT_VERSION);
+		fprintf(
+		    r->diag,
+		    "%s:%zu: trace format version %lld is not supported (this gpumemtrace reads "
+		    "version %d)\n",
+		    t->path, lineno, v, GMT_FORMAT_VERSION);
 		r->refused = true;
 		return false;
 	}
@@ -278,8 +280,10 @@ read_header(struct reader *r, json_t *obj, size_t lineno)
 		t->start_ts = u;
 		r->have_start_ts = true;
 	} else {
-		fprintf(r->diag, "%s:%zu: note: header without \"start_ts\"; times are counted from "
-			"the first event\n", t->path, lineno);
+		fprintf(r->diag,
+			"%s:%zu: note: header without \"start_ts\"; times are counted from "
+			"the first event\n",
+			t->path, lineno);
 	}
 	if (get_u64(obj, "start_unix_ns", &u) == 0)
 		t->start_unix_ns = u;
@@ -289,9 +293,8 @@ read_header(struct reader *r, json_t *obj, size_t lineno)
 		json_t *e;
 
 		t->argv = xrealloc(NULL, json_array_size(a), sizeof(*t->argv));
-		json_array_foreach(a, i, e)
-			if (json_is_string(e))
-				t->argv[t->argc++] = xstrdup(json_string_value(e));
+		json_array_foreach(a, i, e) if (json_is_string(e)) t->argv[t->argc++] =
+		    xstrdup(json_string_value(e));
 	}
 	rank = json_object_get(obj, "rank");
 	if (json_is_object(rank)) {
@@ -324,7 +327,8 @@ read_stack(struct reader *r, json_t *obj, size_t lineno)
 		return key_error(r, lineno, "stack", "frames", -EINVAL, "an array of hex strings");
 	for (size_t k = 0; k < t->nstacks; k++) {
 		if (t->stacks[k].id == id) {
-			bad_line(r, lineno, "stack %llu defined twice, ignored", (unsigned long long)id);
+			bad_line(r, lineno, "stack %llu defined twice, ignored",
+				 (unsigned long long)id);
 			return false;
 		}
 	}
@@ -333,7 +337,8 @@ read_stack(struct reader *r, json_t *obj, size_t lineno)
 	st->id = (uint32_t)id;
 	st->nframes = 0;
 	st->frames = xrealloc(NULL, json_array_size(frames), sizeof(*st->frames));
-	json_array_foreach(frames, i, e) {
+	json_array_foreach(frames, i, e)
+	{
 		if (!json_is_string(e) || parse_hex(json_string_value(e), &st->frames[i]) != 0) {
 			free(st->frames);
 			return key_error(r, lineno, "stack", "frames", -EINVAL,
@@ -349,7 +354,7 @@ static bool
 read_event(struct reader *r, json_t *obj, size_t lineno)
 {
 	struct gmt_trace *t = r->t;
-	struct gmt_trace_event ev = { .line = (uint32_t)lineno, .device = -1 };
+	struct gmt_trace_event ev = {.line = (uint32_t)lineno, .device = -1};
 	const char *op, *api, *kind;
 	long long v;
 	uint64_t u;
@@ -407,7 +412,7 @@ read_event(struct reader *r, json_t *obj, size_t lineno)
 		/* Informational only: the model takes a free's kind from its allocation. */
 		ev.kind = (uint8_t)kind_from_name(kind);
 	}
-	/* 0 ("no stack") is what the format writes when none was captured; absent means the same. */
+	/* 0 is "no stack captured" in the format; an absent key means the same. */
 	err = get_u64(obj, "stack", &u);
 	if (err == -EINVAL || (err == 0 && u > UINT32_MAX))
 		return key_error(r, lineno, "event", "stack", -EINVAL, "an integer");
@@ -422,7 +427,8 @@ read_event(struct reader *r, json_t *obj, size_t lineno)
 	ev.api = (uint16_t)idx;
 	see_ts(r, ev.ts);
 	if ((t->nevents & (t->nevents - 1)) == 0)
-		t->events = xrealloc(t->events, t->nevents ? t->nevents * 2 : 64, sizeof(*t->events));
+		t->events =
+		    xrealloc(t->events, t->nevents ? t->nevents * 2 : 64, sizeof(*t->events));
 	t->events[t->nevents++] = ev;
 	return true;
 }
@@ -431,7 +437,7 @@ static bool
 read_marker(struct reader *r, json_t *obj, size_t lineno)
 {
 	struct gmt_trace *t = r->t;
-	struct gmt_trace_marker m = { .line = (uint32_t)lineno };
+	struct gmt_trace_marker m = {.line = (uint32_t)lineno};
 	const char *label;
 	int err;
 
@@ -570,7 +576,7 @@ enum gmt_trace_status
 gmt_trace_read(const char *path, FILE *diag, struct gmt_trace **out)
 {
 	struct gmt_trace *t;
-	struct reader r = { .diag = diag };
+	struct reader r = {.diag = diag};
 	char *buf = NULL;
 	size_t cap = 0;
 	ssize_t n;
@@ -601,11 +607,13 @@ gmt_trace_read(const char *path, FILE *diag, struct gmt_trace **out)
 		t->lines++;
 		if (len == 0 || buf[len - 1] != '\n') {
 			/*
-			 * getline() only returns a line without its '\n' at the end of the file: the
-			 * writer was killed in the middle of a write. The format says to ignore it.
+			 * getline() only returns a line without its '\n' at the end of the file:
+			 * the writer was killed in the middle of a write. The format says to ignore
+			 * it.
 			 */
 			t->torn = true;
-			fprintf(diag, "%s:%zu: note: last line is incomplete (torn write), ignored\n",
+			fprintf(diag,
+				"%s:%zu: note: last line is incomplete (torn write), ignored\n",
 				path, t->lines);
 			break;
 		}
@@ -648,9 +656,12 @@ gmt_trace_read(const char *path, FILE *diag, struct gmt_trace **out)
 	}
 
 	/* The writer emits lines in drain order; what happened is the seq order. */
-	qsort(t->events, t->nevents, sizeof(*t->events), cmp_event);
-	qsort(t->markers, t->nmarkers, sizeof(*t->markers), cmp_marker);
-	qsort(t->stacks, t->nstacks, sizeof(*t->stacks), cmp_stack);
+	if (t->nevents > 1)
+		qsort(t->events, t->nevents, sizeof(*t->events), cmp_event);
+	if (t->nmarkers > 1)
+		qsort(t->markers, t->nmarkers, sizeof(*t->markers), cmp_marker);
+	if (t->nstacks > 1)
+		qsort(t->stacks, t->nstacks, sizeof(*t->stacks), cmp_stack);
 	*out = t;
 	return GMT_TRACE_OK;
 }
@@ -689,9 +700,9 @@ gmt_trace_string(const struct gmt_trace *t, uint16_t idx)
 const struct gmt_trace_stack *
 gmt_trace_stack(const struct gmt_trace *t, uint32_t id)
 {
-	struct gmt_trace_stack key = { .id = id };
+	struct gmt_trace_stack key = {.id = id};
 
-	if (id == 0)
+	if (id == 0 || t->nstacks == 0)
 		return NULL;
 	return bsearch(&key, t->stacks, t->nstacks, sizeof(*t->stacks), cmp_stack);
 }

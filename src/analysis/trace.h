@@ -31,19 +31,19 @@ enum gmt_trace_event_flag {
  */
 struct gmt_trace_event {
 	uint64_t seq;
-	uint64_t ts;          /**< CLOCK_MONOTONIC ns, the file's clock */
+	uint64_t ts; /**< CLOCK_MONOTONIC ns, the file's clock */
 	uint64_t ptr;
-	uint64_t size;        /**< alloc: granted, or requested when result != 0; 0 on free/reset */
-	uint64_t free_bytes;  /**< failed allocations with GMT_TEV_MEMINFO */
+	uint64_t size;	     /**< alloc: granted, or requested when result != 0; 0 on free/reset */
+	uint64_t free_bytes; /**< failed allocations with GMT_TEV_MEMINFO */
 	uint64_t total_bytes;
-	uint32_t stack;       /**< id of a stack line, 0 = none */
-	uint32_t line;        /**< line number in the file, for messages and a stable sort */
-	int32_t device;       /**< -1 unknown */
-	int32_t result;       /**< cudaError_t, 0 = success */
-	uint16_t api;         /**< index into the trace's strings */
-	uint8_t op;           /**< enum gmt_op: ALLOC, FREE or RESET */
-	uint8_t kind;         /**< enum gmt_kind; NONE on reset, as called on free */
-	uint8_t flags;        /**< enum gmt_trace_event_flag */
+	uint32_t stack; /**< id of a stack line, 0 = none */
+	uint32_t line;	/**< line number in the file, for messages and a stable sort */
+	int32_t device; /**< -1 unknown */
+	int32_t result; /**< cudaError_t, 0 = success */
+	uint16_t api;	/**< index into the trace's strings */
+	uint8_t op;	/**< enum gmt_op: ALLOC, FREE or RESET */
+	uint8_t kind;	/**< enum gmt_kind; NONE on reset, as called on free */
+	uint8_t flags;	/**< enum gmt_trace_event_flag */
 };
 
 struct gmt_trace_marker {
@@ -66,29 +66,29 @@ enum gmt_trace_status {
 };
 
 struct gmt_trace {
-	char *path;              /**< as given, used in every message */
+	char *path; /**< as given, used in every message */
 
 	/* header (have_header false: none was read; the fields keep their "unknown" values) */
 	bool have_header;
 	int version;
-	long long pid;           /**< -1 unknown */
-	long long ppid;          /**< -1 unknown */
-	long long forked_from;   /**< -1 when null or absent */
-	char *host;              /**< NULL unknown */
-	char **argv;             /**< argc strings */
+	long long pid;	       /**< -1 unknown */
+	long long ppid;	       /**< -1 unknown */
+	long long forked_from; /**< -1 when null or absent */
+	char *host;	       /**< NULL unknown */
+	char **argv;	       /**< argc strings */
 	size_t argc;
-	char *tracer;            /**< version of the library that wrote the file */
+	char *tracer; /**< version of the library that wrote the file */
 	char *coverage;
-	uint64_t start_ts;       /**< time origin of the report; first ts seen when no header */
+	uint64_t start_ts; /**< time origin of the report; first ts seen when no header */
 	uint64_t start_unix_ns;
-	bool has_rank;           /**< header "rank" was an object */
+	bool has_rank;				/**< header "rank" was an object */
 	long long rank, local_rank, world_size; /**< -1 when null */
 
 	/* end of the file */
-	bool complete;           /**< a trailer was read: the process exited normally */
+	bool complete;		 /**< a trailer was read: the process exited normally */
 	uint64_t trailer_events; /**< valid when complete */
-	uint64_t dropped;        /**< trailer "dropped", else the largest snapshot "dropped" */
-	uint64_t last_ts;        /**< largest ts of any line: where the trace ends */
+	uint64_t dropped;	 /**< trailer "dropped", else the largest snapshot "dropped" */
+	uint64_t last_ts;	 /**< largest ts of any line: where the trace ends */
 	bool have_ts;
 
 	struct gmt_trace_event *events; /**< sorted by seq once read */
@@ -97,12 +97,12 @@ struct gmt_trace {
 	size_t nmarkers;
 	struct gmt_trace_stack *stacks; /**< sorted by id */
 	size_t nstacks;
-	char **strings;          /**< interned API names */
+	char **strings; /**< interned API names */
 	size_t nstrings;
 
-	size_t lines;            /**< lines read, the torn one included */
-	size_t bad_lines;        /**< lines reported and skipped */
-	bool torn;               /**< the last line had no '\n' and was ignored */
+	size_t lines;	  /**< lines read, the torn one included */
+	size_t bad_lines; /**< lines reported and skipped */
+	bool torn;	  /**< the last line had no '\n' and was ignored */
 	size_t snapshots;
 };
 

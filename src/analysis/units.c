@@ -8,7 +8,7 @@
 const char *
 gmt_format_bytes(uint64_t bytes, char buf[GMT_BYTES_BUF])
 {
-	static const char *const units[] = { "KiB", "MiB", "GiB", "TiB", "PiB", "EiB" };
+	static const char *const units[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
 	double v = (double)bytes;
 	size_t u = 0;
 

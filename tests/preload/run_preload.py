@@ -134,6 +134,13 @@ def compare(build, did, path, recs, expect_trailer=True, expect_drops=False):
     return got, rep
 
 
+def have_gpu():
+    try:
+        return subprocess.run(["nvidia-smi", "-L"], capture_output=True, timeout=60).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
 def traces_by_pid(outdir):
     found = {}
     for path in sorted(glob.glob(os.path.join(outdir, "*.jsonl"))):
@@ -146,17 +153,26 @@ def traces_by_pid(outdir):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", required=True)
+    ap.add_argument("--runtime", choices=["sim", "real"], default="sim",
+                    help="sim: tests/simcuda (CPU); real: the CUDA runtime and a GPU (skips without one)")
+    ap.add_argument("--victim", help="program to run instead of the preload victim (it prints the same JSON)")
     ap.add_argument("scenario")
     args = ap.parse_args()
+    if args.runtime == "real" and not have_gpu():
+        print("no GPU here: skipped")
+        sys.exit(77)
     build = os.path.abspath(args.build)
-    victim = os.path.join(build, "tests", "preload", "victim")
+    victim = os.path.abspath(args.victim) if args.victim else os.path.join(build, "tests", "preload", "victim")
     lib = os.path.join(build, "src", "libgpumemtrace.so")
     sc = args.scenario
 
     outdir = tempfile.mkdtemp(prefix=f"gmt-preload-{sc}-")
     env = dict(os.environ)
+    runtime_dir = os.path.join(build, "tests", "simcuda")
+    if args.runtime == "real":
+        runtime_dir = os.path.join(os.environ.get("CUDA_HOME", "/usr/local/cuda"), "lib64")
     env.update({
-        "LD_LIBRARY_PATH": os.path.join(build, "tests", "simcuda"),
+        "LD_LIBRARY_PATH": runtime_dir,
         "LD_PRELOAD": lib,
         "GPUMEMTRACE_OUTPUT_DIR": outdir,
         "SIMCUDA_MEM_BYTES": "1G",

@@ -8,6 +8,7 @@
  *   victim _exit     allocations, then _exit() (no destructors, no trailer)
  *   victim hang      allocations, prints "ready", sleeps until killed (SIGKILL test)
  *   victim oom       fragmentation makes a request fail although enough memory is free
+ *   victim bigoom    a request larger than the device fails (any device)
  *   victim reset     cudaDeviceReset with live allocations of every kind
  *   victim burst     4 threads push events as fast as they can (drop accounting)
  *   victim plain     one allocation, nothing else (for option tests)
@@ -264,6 +265,28 @@ oom(void)
 }
 
 static void
+bigoom(void)
+{
+	/* a request larger than the whole device fails on any device, real or simulated */
+	void *a, *big;
+	size_t free_b = 0, total_b = 0;
+	CK(cudaMalloc(&a, 1 << 20));
+	did_alloc("cudaMalloc");
+	did_leak(1 << 20);
+	CK(cudaMemGetInfo(&free_b, &total_b));
+	cudaError_t rc = cudaMalloc(&big, total_b + (1UL << 30));
+	if (rc != cudaErrorMemoryAllocation) {
+		fprintf(stderr, "victim: expected cudaErrorMemoryAllocation, got %d\n", rc);
+		exit(2);
+	}
+	if (cudaGetLastError() != cudaErrorMemoryAllocation) {
+		fprintf(stderr, "victim: cudaGetLastError lost the OOM\n");
+		exit(2);
+	}
+	did.failed++;
+}
+
+static void
 reset(void)
 {
 	void *d, *h, *m, *a;
@@ -337,6 +360,8 @@ main(int argc, char **argv)
 			pause();
 	} else if (strcmp(mode, "oom") == 0) {
 		oom();
+	} else if (strcmp(mode, "bigoom") == 0) {
+		bigoom();
 	} else if (strcmp(mode, "reset") == 0) {
 		reset();
 	} else if (strcmp(mode, "burst") == 0) {
@@ -344,7 +369,7 @@ main(int argc, char **argv)
 	} else if (strcmp(mode, "plain") == 0) {
 		plain();
 	} else {
-		fprintf(stderr, "usage: victim basic|threads|fork|_exit|hang|oom|reset|burst|plain\n");
+		fprintf(stderr, "usage: victim basic|threads|fork|_exit|hang|oom|bigoom|reset|burst|plain\n");
 		return 2;
 	}
 	print_did();

@@ -1,0 +1,275 @@
+#!/usr/bin/env python3
+"""Golden tests of the gpumemtrace CLI (meson suite 'golden').
+
+    run_golden.py --exe BUILD/tools/gpumemtrace --srcdir tests/golden GROUP
+
+GROUP is one of:
+  report      `gpumemtrace report` (text and json) on the checked-in traces in traces/,
+              compared with expected/*.expected (stdout and stderr)
+  exit-codes  unreadable inputs (exit 3), usage errors (exit 2), --help, --version
+  run         `gpumemtrace run`: exit status, LD_PRELOAD kept, output directory, summary
+
+Commands run with the current directory set to SRCDIR and relative trace paths, so the file
+names in the outputs are the same on every machine. On a mismatch a unified diff is printed and
+the exit status is 1.
+
+Set GMT_GOLDEN_UPDATE=1 to rewrite expected/ from the current outputs (then read the diff before
+committing it: the expected files are what a user sees).
+"""
+import argparse
+import difflib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+UPDATE = os.environ.get("GMT_GOLDEN_UPDATE") == "1"
+
+# name, arguments after `report`: one trace file, or a directory of them
+REPORT_CASES = [
+    ("basic", ["traces/basic.jsonl"]),
+    ("died", ["traces/died.jsonl"]),
+    ("garbled", ["traces/garbled.jsonl"]),
+    ("multi", ["traces/multi"]),
+]
+
+
+class Golden:
+    def __init__(self, exe, srcdir):
+        self.exe = exe
+        self.srcdir = srcdir
+        self.failures = 0
+
+    def run(self, args, env=None, cwd=None):
+        full_env = dict(os.environ)
+        # Neither a sanitizer's preload nor the caller's LD_PRELOAD belongs in these runs,
+        # except where a test sets it on purpose.
+        full_env.pop("LD_PRELOAD", None)
+        full_env.pop("GPUMEMTRACE_LIB", None)
+        if env:
+            full_env.update(env)
+        p = subprocess.run([self.exe] + args, cwd=cwd or self.srcdir, env=full_env,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+        return p.returncode, p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8", "replace")
+
+    def fail(self, what, detail=""):
+        self.failures += 1
+        print("FAIL: %s" % what)
+        if detail:
+            print(detail.rstrip("\n"))
+
+    def check(self, cond, what, detail=""):
+        if cond:
+            print("ok: %s" % what)
+        else:
+            self.fail(what, detail)
+
+    def compare(self, name, actual):
+        """Compare with expected/NAME; an absent file means 'expected empty'."""
+        path = os.path.join(self.srcdir, "expected", name)
+        expected = ""
+        if os.path.exists(path):
+            with open(path, encoding="utf-8") as f:
+                expected = f.read()
+        if UPDATE:
+            if actual:
+                with open(path, "w", encoding="utf-8") as f:
+                    f.write(actual)
+            elif os.path.exists(path):
+                os.unlink(path)
+            print("updated: %s" % name)
+            return
+        if actual == expected:
+            print("ok: %s" % name)
+            return
+        diff = difflib.unified_diff(expected.splitlines(True), actual.splitlines(True),
+                                    "expected/" + name, "actual", n=3)
+        self.fail("%s differs" % name, "".join(diff))
+
+
+def group_report(g):
+    for name, paths in REPORT_CASES:
+        for fmt in ("text", "json"):
+            rc, out, err = g.run(["report", "--format", fmt] + paths)
+            g.check(rc == 0, "%s %s: exit 0" % (name, fmt), "exit %d\n%s" % (rc, err))
+            g.compare("%s.%s.expected" % (name, fmt), out)
+            g.compare("%s.stderr.expected" % name, err)
+            if fmt == "json":
+                check_json_schema(g, name, out)
+    # text is the default; -o writes the same bytes to a file
+    rc, out, _ = g.run(["report", "traces/basic.jsonl"])
+    g.compare("basic.text.expected", out)
+    with tempfile.TemporaryDirectory() as tmp:
+        dest = os.path.join(tmp, "report.json")
+        rc, out, err = g.run(["report", "--format=json", "-o", dest, "traces/basic.jsonl"])
+        g.check(rc == 0 and out == "", "report -o FILE: exit 0, nothing on stdout", err)
+        with open(dest, encoding="utf-8") as f:
+            g.compare("basic.json.expected", f.read())
+
+
+def check_json_schema(g, name, text):
+    """The keys docs/report-json.md promises, with the promised types."""
+    try:
+        doc = json.loads(text)
+    except ValueError as e:
+        g.fail("%s json: parses" % name, str(e))
+        return
+    summary_keys = ["processes", "incomplete_processes", "events", "dropped", "bad_lines",
+                    "peak_live_bytes", "leaked_bytes", "leaked_allocations", "leak_sites",
+                    "live_at_end_bytes", "live_at_end_allocations", "failed_allocations",
+                    "unmatched_frees", "failed_frees", "reused_addresses"]
+    problems = []
+    if doc.get("report_version") != 1:
+        problems.append("report_version is not 1")
+    for k in summary_keys:
+        if not isinstance(doc.get("summary", {}).get(k), int):
+            problems.append("summary.%s is not an integer" % k)
+    lists = {
+        "processes": ["file", "pid", "ppid", "host", "argv", "rank", "forked_from", "tracer",
+                      "coverage", "complete", "events", "dropped", "end_time_s", "allocations",
+                      "frees", "unmatched_frees", "failed_frees", "resets", "reused_addresses",
+                      "bad_lines",
+                      "torn_last_line", "markers"],
+        "peaks": ["process", "pid", "device", "bytes", "time_s", "seq", "by_kind", "kind_peaks",
+                  "allocations"],
+        "leaks": ["process", "pid", "at_exit", "bytes", "allocations", "api", "kind", "stack",
+                  "frames"],
+        "failed": ["process", "pid", "seq", "time_s", "api", "kind", "device", "size", "result",
+                   "free_bytes", "total_bytes", "stack", "frames"],
+    }
+    for lst, keys in lists.items():
+        if not isinstance(doc.get(lst), list):
+            problems.append("%s is not a list" % lst)
+            continue
+        for i, e in enumerate(doc[lst]):
+            missing = [k for k in keys if k not in e]
+            if missing:
+                problems.append("%s[%d] lacks %s" % (lst, i, ", ".join(missing)))
+    s = doc.get("summary", {})
+    if doc.get("peaks") and s.get("peak_live_bytes") != max(p["bytes"] for p in doc["peaks"]):
+        problems.append("summary.peak_live_bytes is not the largest peaks[].bytes")
+    leaked = sum(l["bytes"] for l in doc.get("leaks", []) if l["at_exit"])
+    if s.get("leaked_bytes") != leaked:
+        problems.append("summary.leaked_bytes is not the sum of leaks[].bytes at exit")
+    g.check(not problems, "%s json: documented keys" % name, "\n".join(problems))
+
+
+def group_exit_codes(g, version):
+    cases = [
+        # what, args, expected exit, expected-stderr file (None: not compared)
+        ("empty file is unreadable", ["report", "traces/empty.jsonl"], 3, "empty.stderr.expected"),
+        ("unknown version is unreadable", ["report", "traces/version2.jsonl"], 3,
+         "version2.stderr.expected"),
+        ("missing file is unreadable", ["report", "traces/no-such-file.jsonl"], 3, None),
+        ("one readable input is enough", ["report", "traces/empty.jsonl", "traces/basic.jsonl"],
+         0, None),
+        ("report without a trace", ["report"], 2, None),
+        ("report with an unknown format", ["report", "--format", "xml", "traces/basic.jsonl"], 2,
+         None),
+        ("report with an unknown option", ["report", "--bogus", "traces/basic.jsonl"], 2, None),
+        ("unknown command", ["frobnicate"], 2, None),
+        ("no command", [], 2, None),
+        ("run without a command", ["run"], 2, None),
+        ("run with an unknown option", ["run", "--bogus", "true"], 2, None),
+    ]
+    for what, args, want, stderr_file in cases:
+        rc, out, err = g.run(args)
+        g.check(rc == want, "%s: exit %d" % (what, want), "exit %d\nstderr:\n%s" % (rc, err))
+        if want == 2:
+            g.check("Try 'gpumemtrace" in err or "Usage:" in err, "%s: usage hint" % what, err)
+        if stderr_file:
+            g.compare(stderr_file, err)
+    rc, out, err = g.run(["--version"])
+    g.check(rc == 0 and out == "gpumemtrace %s\n" % version, "--version", out + err)
+    for args in (["--help"], ["report", "--help"], ["run", "--help"]):
+        rc, out, err = g.run(args)
+        g.check(rc == 0 and "Usage: gpumemtrace" in out and "Exit status" in out,
+                "%s: usage with exit codes" % " ".join(args), out + err)
+
+
+def group_run(g, dummy_lib):
+    with tempfile.TemporaryDirectory() as tmp:
+        # A copy under the tracer's name: the launcher resolves symlinks, and the test must tell
+        # "our" entry from the pre-existing one.
+        lib = os.path.join(tmp, "libgpumemtrace.so")
+        shutil.copy(dummy_lib, lib)
+        lib = os.path.realpath(lib)
+        pre = os.path.realpath(dummy_lib)
+        outdir = os.path.join(tmp, "new", "traces")
+        script = ('echo "LD_PRELOAD=$LD_PRELOAD"; echo "OUT=$GPUMEMTRACE_OUTPUT_DIR"; '
+                  'cp traces/basic.jsonl "$GPUMEMTRACE_OUTPUT_DIR/gpumemtrace.node7.4242.jsonl"; '
+                  'exit 3')
+        env = {"GPUMEMTRACE_LIB": lib, "LD_PRELOAD": pre}
+        # In a -Db_sanitize=address build, gpumemtrace itself runs with that LD_PRELOAD: ASan
+        # must not insist on coming first.
+        asan = os.environ.get("ASAN_OPTIONS", "")
+        env["ASAN_OPTIONS"] = (asan + ":" if asan else "") + "verify_asan_link_order=0"
+        rc, out, err = g.run(["run", "-o", outdir, "--", "sh", "-c", script], env=env)
+        g.check(rc == 3, "run: the command's exit status (3)", "exit %d\n%s" % (rc, err))
+        g.check("LD_PRELOAD=%s:%s\n" % (lib, pre) in out,
+                "run: LD_PRELOAD is the tracer, then the existing entry", out)
+        g.check("OUT=%s\n" % os.path.realpath(outdir) in out,
+                "run: GPUMEMTRACE_OUTPUT_DIR is the -o directory, created", out)
+        for want in ("gpumemtrace: 1 trace file in %s" % outdir,
+                     "gpumemtrace: 1 process, 14 events, 0 dropped",
+                     "peak 3.0 MiB live on device 0",
+                     "leaked at exit 2.0 MiB in 2 allocations",
+                     "1 failed allocation",
+                     "gpumemtrace report %s" % outdir):
+            g.check(want in err, "run: summary says '%s'" % want, err)
+
+        # Run again into the same directory: the old trace is not reported as this run's.
+        rc, out, err = g.run(["run", "-o", outdir, "sh", "-c", "exit 0"], env=env)
+        g.check(rc == 0 and "no trace was written" in err,
+                "run: only traces of this run are summarized", "exit %d\n%s" % (rc, err))
+
+        rc, out, err = g.run(["run", "-o", outdir, "--", "sh", "-c", "kill -TERM $$"], env=env)
+        g.check(rc == 128 + 15, "run: killed by SIGTERM gives 143", "exit %d\n%s" % (rc, err))
+
+        rc, out, err = g.run(["run", "-o", outdir, "--", "gmt-no-such-command-xyz"], env=env)
+        g.check(rc == 127 and "command not found" in err, "run: command not found gives 127",
+                "exit %d\n%s" % (rc, err))
+
+        rc, out, err = g.run(["run", "-o", outdir, "--", "sh", "-c", "exit 0"],
+                             env=dict(env, GPUMEMTRACE_LIB=os.path.join(tmp, "missing.so")))
+        g.check(rc == 2 and "GPUMEMTRACE_LIB" in err, "run: a missing tracer library gives 2",
+                "exit %d\n%s" % (rc, err))
+
+        # Without -o: a new gpumemtrace-YYYYmmdd-HHMMSS directory in the current directory.
+        cwd = os.path.join(tmp, "cwd")
+        os.mkdir(cwd)
+        rc, out, err = g.run(["run", "sh", "-c", 'echo "$GPUMEMTRACE_OUTPUT_DIR"'], env=env,
+                             cwd=cwd)
+        made = [d for d in os.listdir(cwd) if d.startswith("gpumemtrace-")]
+        g.check(rc == 0 and len(made) == 1 and out.strip() == os.path.join(
+            os.path.realpath(cwd), made[0] if made else "?"),
+            "run: default output directory gpumemtrace-YYYYmmdd-HHMMSS", out + err + repr(made))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--exe", required=True)
+    ap.add_argument("--srcdir", required=True)
+    ap.add_argument("--version", default="0.1.0")
+    ap.add_argument("--dummy-lib")
+    ap.add_argument("group", choices=["report", "exit-codes", "run"])
+    a = ap.parse_args()
+    g = Golden(os.path.abspath(a.exe), os.path.abspath(a.srcdir))
+    if a.group == "report":
+        group_report(g)
+    elif a.group == "exit-codes":
+        group_exit_codes(g, a.version)
+    else:
+        if not a.dummy_lib:
+            ap.error("the run group needs --dummy-lib")
+        group_run(g, os.path.abspath(a.dummy_lib))
+    if g.failures:
+        print("%d check(s) failed" % g.failures)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,362 @@
+/*
+ * @brief `gpumemtrace run`: trace a program with libgpumemtrace.so, then summarize its traces.
+ *
+ * The launcher does what a user would do by hand (LD_PRELOAD plus GPUMEMTRACE_OUTPUT_DIR) and
+ * then behaves like the program: the terminal's SIGINT/SIGQUIT go to the program, not to us, and
+ * our exit status is the program's, so `gpumemtrace run -- make test` can stand in for
+ * `make test` in a script.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "analysis/report.h"
+#include "cli.h"
+
+#define LIB_NAME "libgpumemtrace.so"
+
+static void
+usage(FILE *out)
+{
+	fprintf(
+	    out,
+	    "Usage: gpumemtrace run [-o DIR] [--] CMD ARGS...\n"
+	    "\n"
+	    "Run CMD with the tracer preloaded. Every process of CMD that uses GPU memory writes\n"
+	    "one trace file into DIR; a short summary is printed on standard error at the end.\n"
+	    "\n"
+	    "Options:\n"
+	    "  -o, --output DIR  where the traces go (created if missing); default a new\n"
+	    "                    directory gpumemtrace-YYYYmmdd-HHMMSS in the current directory\n"
+	    "  -h, --help        show this help\n"
+	    "\n"
+	    "The tracer library is GPUMEMTRACE_LIB if set, else " LIB_NAME " next to this\n"
+	    "program (../src/ in a build tree, ../lib/ or ../lib/x86_64-linux-gnu/ when\n"
+	    "installed). Existing LD_PRELOAD entries are kept, after the tracer.\n"
+	    "\n"
+	    "Exit status: CMD's own (128+N if it was killed by signal N), 127 if CMD was not\n"
+	    "found, 126 if it could not be executed, 2 on a usage error or when the tracer\n"
+	    "library or the output directory is not available.\n");
+}
+
+// --- the tracer library -----------------------------------------------------------------------
+
+static bool
+try_lib(const char *path, char *out)
+{
+	if (access(path, R_OK) != 0)
+		return false;
+	return realpath(path, out) != NULL;
+}
+
+/* Fills @p out (PATH_MAX) with an absolute path; false (and a message) when there is none. */
+static bool
+find_lib(char *out)
+{
+	static const char *const rel[] = {
+	    "../src/" LIB_NAME,			 /* build tree: build/tools/ -> build/src/ */
+	    "../src/capture/" LIB_NAME,		 /* build tree, library left in its module dir */
+	    "../lib/" LIB_NAME,			 /* installed: PREFIX/bin -> PREFIX/lib */
+	    "../lib/x86_64-linux-gnu/" LIB_NAME, /* installed with Debian's multiarch libdir */
+	    "../lib64/" LIB_NAME,
+	};
+	const char *env = getenv("GPUMEMTRACE_LIB");
+	char exe[PATH_MAX], cand[PATH_MAX + 64];
+	ssize_t n;
+
+	if (env && *env) {
+		if (try_lib(env, out))
+			return true;
+		fprintf(stderr, "gpumemtrace run: GPUMEMTRACE_LIB=%s: %s\n", env,
+			access(env, R_OK) != 0 ? strerror(errno) : "cannot resolve the path");
+		return false;
+	}
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n > 0) {
+		char *slash;
+
+		exe[n] = '\0';
+		slash = strrchr(exe, '/');
+		if (slash)
+			*slash = '\0';
+		for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
+			snprintf(cand, sizeof(cand), "%s/%s", exe, rel[i]);
+			if (try_lib(cand, out))
+				return true;
+		}
+	}
+	fprintf(stderr,
+		"gpumemtrace run: cannot find the tracer library " LIB_NAME
+		" (looked in ../src/, ../lib/ and ../lib/x86_64-linux-gnu/ next to %s);\n"
+		"set GPUMEMTRACE_LIB=/path/to/" LIB_NAME "\n",
+		n > 0 ? exe : "this program");
+	return false;
+}
+
+// --- the output directory ---------------------------------------------------------------------
+
+static int
+mkdir_p(const char *path)
+{
+	char *p = strdup(path);
+	int rc = 0;
+
+	if (!p)
+		return -ENOMEM;
+	for (char *s = p + 1; *s; s++) {
+		if (*s != '/')
+			continue;
+		*s = '\0';
+		if (mkdir(p, 0777) != 0 && errno != EEXIST)
+			rc = -errno;
+		*s = '/';
+		if (rc)
+			goto out;
+	}
+	if (mkdir(p, 0777) != 0 && errno != EEXIST)
+		rc = -errno;
+out:
+	free(p);
+	return rc;
+}
+
+/* A new gpumemtrace-YYYYmmdd-HHMMSS[-N]: never reuse a directory of an earlier run. */
+static int
+make_default_dir(char *out, size_t max)
+{
+	time_t now = time(NULL);
+	struct tm tm;
+	char base[64];
+
+	localtime_r(&now, &tm);
+	strftime(base, sizeof(base), "gpumemtrace-%Y%m%d-%H%M%S", &tm);
+	for (int i = 1; i < 1000; i++) {
+		if (i == 1)
+			snprintf(out, max, "%s", base);
+		else
+			snprintf(out, max, "%s-%d", base, i);
+		if (mkdir(out, 0777) == 0)
+			return 0;
+		if (errno != EEXIST)
+			return -errno;
+	}
+	return -EEXIST;
+}
+
+// --- after the run: which traces are ours -----------------------------------------------------
+//
+// The output directory may hold traces of earlier runs (-o reused). Ours are the files that are
+// new, or that changed since we looked (a reused pid overwrote an old trace of the same name).
+
+struct seen {
+	char *name;
+	struct stat st;
+};
+
+static size_t
+snapshot_dir(const char *dir, struct seen **out)
+{
+	char **names;
+	int n = gmt_list_traces(dir, &names);
+	struct seen *v;
+	size_t k = 0;
+
+	*out = NULL;
+	if (n <= 0)
+		return 0;
+	v = calloc((size_t)n, sizeof(*v));
+	for (int i = 0; i < n; i++) {
+		char *p = gmt_path_join(dir, names[i]);
+
+		if (v && stat(p, &v[k].st) == 0)
+			v[k++].name = names[i];
+		else
+			free(names[i]);
+		free(p);
+	}
+	free(names);
+	*out = v;
+	return k;
+}
+
+static bool
+unchanged(const struct seen *before, size_t n, const char *name, const struct stat *st)
+{
+	for (size_t i = 0; i < n; i++) {
+		const struct stat *b = &before[i].st;
+
+		if (strcmp(before[i].name, name) != 0)
+			continue;
+		return b->st_ino == st->st_ino && b->st_size == st->st_size &&
+		       b->st_mtim.tv_sec == st->st_mtim.tv_sec &&
+		       b->st_mtim.tv_nsec == st->st_mtim.tv_nsec;
+	}
+	return false;
+}
+
+static void
+summarize(const char *dir, const struct seen *before, size_t nbefore)
+{
+	struct gmt_inputs in = {0};
+	char **after;
+	int nafter = gmt_list_traces(dir, &after);
+	size_t files = 0;
+
+	for (int i = 0; i < nafter; i++) {
+		char *p = gmt_path_join(dir, after[i]);
+		struct stat st;
+
+		if (stat(p, &st) == 0 && !unchanged(before, nbefore, after[i], &st)) {
+			gmt_inputs_add_file(&in, p, stderr);
+			files++;
+		}
+		free(p);
+		free(after[i]);
+	}
+	free(after);
+
+	if (files == 0) {
+		fprintf(
+		    stderr,
+		    "gpumemtrace: no trace was written to %s (the program made no GPU memory call "
+		    "the tracer saw)\n",
+		    dir);
+		return;
+	}
+	fprintf(stderr, "gpumemtrace: %zu trace %s in %s\n", files, files == 1 ? "file" : "files",
+		dir);
+	if (in.n)
+		gmt_report_summary(stderr, "gpumemtrace: ", in.models, in.n);
+	fprintf(stderr, "gpumemtrace: full report: gpumemtrace report %s\n", dir);
+	gmt_inputs_free(&in);
+}
+
+// --- the command ------------------------------------------------------------------------------
+
+static int
+set_preload(const char *lib)
+{
+	const char *old = getenv("LD_PRELOAD");
+	char *val;
+	int rc;
+
+	/* Ours first so our cudaMalloc is the one bound; keep the user's entries after it. */
+	if (old && *old)
+		rc = asprintf(&val, "%s:%s", lib, old);
+	else
+		rc = asprintf(&val, "%s", lib);
+	if (rc < 0)
+		return -ENOMEM;
+	rc = setenv("LD_PRELOAD", val, 1);
+	free(val);
+	return rc ? -errno : 0;
+}
+
+static int
+wait_child(pid_t pid)
+{
+	int status;
+
+	while (waitpid(pid, &status, 0) < 0) {
+		if (errno != EINTR) {
+			fprintf(stderr, "gpumemtrace run: waitpid: %s\n", strerror(errno));
+			return 127;
+		}
+	}
+	if (WIFEXITED(status))
+		return WEXITSTATUS(status);
+	if (WIFSIGNALED(status))
+		return 128 + WTERMSIG(status);
+	return 127;
+}
+
+int
+gmt_cmd_run(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+	    {"output", required_argument, NULL, 'o'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
+	};
+	struct sigaction ign = {.sa_handler = SIG_IGN}, old_int, old_quit;
+	char lib[PATH_MAX], dir[PATH_MAX], absdir[PATH_MAX];
+	const char *output = NULL;
+	struct seen *before;
+	size_t nbefore;
+	int c, err, code;
+	pid_t pid;
+
+	opterr = 0;
+	optind = 1;
+	/* '+': stop at the first non-option, the rest is the command and its own options. */
+	while ((c = getopt_long(argc, argv, "+o:h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'o': output = optarg; break;
+		case 'h': usage(stdout); return GMT_EXIT_OK;
+		default: gmt_bad_option("run", argv); return gmt_usage_hint("run");
+		}
+	}
+	if (optind >= argc) {
+		fprintf(stderr, "gpumemtrace run: no command given\n");
+		return gmt_usage_hint("run");
+	}
+	if (!find_lib(lib))
+		return GMT_EXIT_USAGE;
+
+	if (output) {
+		snprintf(dir, sizeof(dir), "%s", output);
+		err = mkdir_p(dir);
+	} else {
+		err = make_default_dir(dir, sizeof(dir));
+	}
+	if (err || !realpath(dir, absdir)) {
+		fprintf(stderr, "gpumemtrace run: cannot create the output directory %s: %s\n", dir,
+			strerror(err ? -err : errno));
+		return GMT_EXIT_USAGE;
+	}
+	if (set_preload(lib) != 0 || setenv("GPUMEMTRACE_OUTPUT_DIR", absdir, 1) != 0) {
+		fprintf(stderr, "gpumemtrace run: cannot set the environment: %s\n",
+			strerror(errno));
+		return GMT_EXIT_USAGE;
+	}
+
+	nbefore = snapshot_dir(absdir, &before);
+
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0) {
+		fprintf(stderr, "gpumemtrace run: fork: %s\n", strerror(errno));
+		return GMT_EXIT_USAGE;
+	}
+	if (pid == 0) {
+		execvp(argv[optind], argv + optind);
+		err = errno;
+		/* The shell's conventions: 127 not found, 126 found but not executable. */
+		fprintf(stderr, "gpumemtrace run: %s: %s\n", argv[optind],
+			err == ENOENT ? "command not found" : strerror(err));
+		_exit(err == ENOENT ? 127 : 126);
+	}
+	/*
+	 * Ctrl-C at the terminal reaches the whole foreground process group: the program decides
+	 * what to do with it, and we stay to summarize whatever it wrote (as system() does).
+	 */
+	sigaction(SIGINT, &ign, &old_int);
+	sigaction(SIGQUIT, &ign, &old_quit);
+	code = wait_child(pid);
+	sigaction(SIGINT, &old_int, NULL);
+	sigaction(SIGQUIT, &old_quit, NULL);
+
+	summarize(dir, before, nbefore);
+	for (size_t i = 0; i < nbefore; i++)
+		free(before[i].name);
+	free(before);
+	return code;
+}

@@ -1,0 +1,90 @@
+/*
+ * @brief `gpumemtrace`: the command-line entry point, subcommand dispatch and global usage.
+ *
+ * One binary with subcommands (docs: architecture.md, "The command line"). Every subcommand has
+ * --help and the same exit codes, so scripts and CI can rely on them:
+ *   0 ok, 1 gate failed (check), 2 usage error, 3 unreadable input.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "gmt-config.h"
+
+static void
+usage(FILE *out)
+{
+	fprintf(out,
+		"Usage: gpumemtrace COMMAND [OPTIONS] [ARGS]\n"
+		"\n"
+		"Find out where a program's GPU memory goes: peaks, leaks, failed allocations.\n"
+		"\n"
+		"Commands:\n"
+		"  run [-o DIR] [--] CMD ARGS...   trace a program (writes one trace file per "
+		"process)\n"
+		"  report [--format text|json] [-o FILE] TRACE...\n"
+		"                                  report on trace files or directories of them\n"
+		"\n"
+		"Options:\n"
+		"  -h, --help       show this help ('gpumemtrace COMMAND --help' for a command)\n"
+		"  -V, --version    show the version\n"
+		"\n"
+		"Exit status:\n"
+		"  0  success (run: the traced program's own exit status instead)\n"
+		"  1  a gate failed (reserved for 'check')\n"
+		"  2  usage error\n"
+		"  3  unreadable input: no trace could be read\n");
+}
+
+int
+gmt_usage_hint(const char *cmd)
+{
+	if (cmd)
+		fprintf(stderr, "Try 'gpumemtrace %s --help'.\n", cmd);
+	else
+		fprintf(stderr, "Try 'gpumemtrace --help'.\n");
+	return GMT_EXIT_USAGE;
+}
+
+void
+gmt_bad_option(const char *cmd, char **argv)
+{
+	extern int optind, optopt;
+
+	if (optopt)
+		fprintf(stderr, "gpumemtrace %s: unknown option or missing argument: -%c\n", cmd,
+			optopt);
+	else
+		fprintf(stderr, "gpumemtrace %s: unknown option or missing argument: %s\n", cmd,
+			argv[optind - 1]);
+}
+
+int
+main(int argc, char **argv)
+{
+	const char *cmd;
+
+	if (argc < 2) {
+		usage(stderr);
+		return GMT_EXIT_USAGE;
+	}
+	cmd = argv[1];
+	if (strcmp(cmd, "-h") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "help") == 0) {
+		usage(stdout);
+		return GMT_EXIT_OK;
+	}
+	if (strcmp(cmd, "-V") == 0 || strcmp(cmd, "--version") == 0) {
+		printf("gpumemtrace %s\n", GMT_VERSION);
+		return GMT_EXIT_OK;
+	}
+	/* Each subcommand parses its own options with argv[0] = its name. */
+	if (strcmp(cmd, "report") == 0)
+		return gmt_cmd_report(argc - 1, argv + 1);
+	if (strcmp(cmd, "run") == 0)
+		return gmt_cmd_run(argc - 1, argv + 1);
+	if (cmd[0] == '-')
+		fprintf(stderr, "gpumemtrace: unknown option: %s\n", cmd);
+	else
+		fprintf(stderr, "gpumemtrace: unknown command: %s\n", cmd);
+	return gmt_usage_hint(NULL);
+}

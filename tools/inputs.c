@@ -1,0 +1,149 @@
+/*
+ * @brief Loading the traces named on a command line: files, directories of `*.jsonl`.
+ */
+#define _GNU_SOURCE
+#include "cli.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static void *
+xrealloc(void *p, size_t n, size_t size)
+{
+	void *q = realloc(p, n * size > 0 ? n * size : 1);
+
+	if (!q) {
+		fprintf(stderr, "gpumemtrace: out of memory\n");
+		exit(GMT_EXIT_UNREADABLE);
+	}
+	return q;
+}
+
+char *
+gmt_path_join(const char *dir, const char *name)
+{
+	size_t dl = strlen(dir);
+	char *p;
+
+	while (dl > 1 && dir[dl - 1] == '/')
+		dl--;
+	if (asprintf(&p, "%.*s/%s", (int)dl, dir, name) < 0) {
+		fprintf(stderr, "gpumemtrace: out of memory\n");
+		exit(GMT_EXIT_UNREADABLE);
+	}
+	return p;
+}
+
+static int
+cmp_name(const void *a, const void *b)
+{
+	/* Bytewise, not strcoll(): the order of a report must not depend on the locale. */
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int
+gmt_list_traces(const char *dir, char ***names)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	char **v = NULL;
+	size_t n = 0;
+
+	*names = NULL;
+	if (!d)
+		return -errno;
+	while ((e = readdir(d))) {
+		size_t len = strlen(e->d_name);
+
+		if (len <= 6 || strcmp(e->d_name + len - 6, ".jsonl") != 0)
+			continue;
+		v = xrealloc(v, n + 1, sizeof(*v));
+		v[n] = strdup(e->d_name);
+		if (!v[n]) {
+			fprintf(stderr, "gpumemtrace: out of memory\n");
+			exit(GMT_EXIT_UNREADABLE);
+		}
+		n++;
+	}
+	closedir(d);
+	qsort(v, n, sizeof(*v), cmp_name);
+	*names = v;
+	return (int)n;
+}
+
+void
+gmt_inputs_add_file(struct gmt_inputs *in, const char *path, FILE *diag)
+{
+	struct gmt_trace *t;
+	struct gmt_model *m;
+
+	if (gmt_trace_read(path, diag, &t) != GMT_TRACE_OK) {
+		in->unreadable++;
+		return;
+	}
+	m = gmt_model_build(t);
+	if (!m) {
+		fprintf(diag, "%s: out of memory\n", path);
+		gmt_trace_free(t);
+		in->unreadable++;
+		return;
+	}
+	in->traces = xrealloc(in->traces, in->n + 1, sizeof(*in->traces));
+	in->models = xrealloc(in->models, in->n + 1, sizeof(*in->models));
+	in->traces[in->n] = t;
+	in->models[in->n] = m;
+	in->n++;
+}
+
+void
+gmt_inputs_add_path(struct gmt_inputs *in, const char *path, FILE *diag)
+{
+	struct stat st;
+	char **names;
+	int n;
+
+	if (stat(path, &st) != 0) {
+		fprintf(diag, "%s: cannot open: %s\n", path, strerror(errno));
+		in->unreadable++;
+		return;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		gmt_inputs_add_file(in, path, diag);
+		return;
+	}
+	n = gmt_list_traces(path, &names);
+	if (n < 0) {
+		fprintf(diag, "%s: cannot read directory: %s\n", path, strerror(-n));
+		in->unreadable++;
+		return;
+	}
+	if (n == 0) {
+		fprintf(diag, "%s: no *.jsonl trace files in this directory\n", path);
+		in->unreadable++;
+	}
+	for (int i = 0; i < n; i++) {
+		char *p = gmt_path_join(path, names[i]);
+
+		gmt_inputs_add_file(in, p, diag);
+		free(p);
+		free(names[i]);
+	}
+	free(names);
+}
+
+void
+gmt_inputs_free(struct gmt_inputs *in)
+{
+	for (size_t i = 0; i < in->n; i++) {
+		gmt_model_free(in->models[i]);
+		gmt_trace_free(in->traces[i]);
+	}
+	free(in->models);
+	free(in->traces);
+	in->models = NULL;
+	in->traces = NULL;
+	in->n = 0;
+}
