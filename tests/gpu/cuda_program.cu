@@ -39,6 +39,8 @@ int main()
 	CK(cudaMalloc(&b, n * sizeof(float))); mallocs++;
 	CK(cudaMalloc(&c, n * sizeof(float))); mallocs++;
 	CK(cudaMalloc(&keep, 1 << 20)); mallocs++; // leaked on purpose
+	// In C++, cuda_runtime.h's cudaMallocHost(T **, size, flags = 0) template calls cudaHostAlloc:
+	// the runtime (and so the trace) sees cudaHostAlloc.
 	CK(cudaMallocHost(&h, n * sizeof(float))); hosts++;
 	CK(cudaMallocManaged(&m, 1 << 20)); manageds++; // leaked on purpose
 	fill<<<256, 256, 0, s>>>(a, n, 1.0f);
@@ -60,7 +62,7 @@ int main()
 	CK(cudaFree(c)); frees++;
 	CK(cudaFreeHost(h)); host_frees++;
 	CK(cudaStreamDestroy(s));
-	printf("{\"pid\":%d,\"allocs\":{\"cudaMalloc\":%ld,\"cudaMallocHost\":%ld,\"cudaMallocManaged\":%ld,"
+	printf("{\"pid\":%d,\"allocs\":{\"cudaMalloc\":%ld,\"cudaHostAlloc\":%ld,\"cudaMallocManaged\":%ld,"
 	       "\"cudaMallocAsync\":%ld},\"frees\":{\"cudaFree\":%ld,\"cudaFreeHost\":%ld,\"cudaFreeAsync\":%ld},"
 	       "\"failed\":0,\"leaked_bytes\":%d,\"leaked_allocations\":2,\"markers\":0}\n",
 	       (int)getpid(), mallocs, hosts, manageds, asyncs, frees, host_frees, async_frees, 2 << 20);

@@ -51,9 +51,9 @@ def train(out_path):
     keys = ["segment.all.allocated", "segment.all.freed", "reserved_bytes.all.peak",
             "reserved_bytes.all.current", "allocated_bytes.all.peak", "allocated_bytes.all.current"]
     with open(out_path, "w") as f:
-        json.dump({"pid": os.getpid(), "backend": backend, "loss": float(loss),
+        json.dump({"pid": os.getpid(), "backend": backend, "loss": loss.item(),
                    "stats": {k: s.get(k) for k in keys}}, f)
-    print(f"torch_check: {backend} allocator, final loss {float(loss):.4f}")
+    print(f"torch_check: {backend} allocator, final loss {loss.item():.4f}")
 
 
 def replay(path):

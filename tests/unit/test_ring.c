@@ -12,7 +12,9 @@
 #include "ring/ring.h"
 
 #define PRODUCERS 8
-#define PER_PRODUCER 200000
+#define PER_PRODUCER_DEFAULT 200000
+
+static uint64_t per_producer = PER_PRODUCER_DEFAULT; /* GMT_TEST_QUICK=1 (valgrind): 1/20 */
 
 static struct gmt_ring ring;
 static _Atomic uint64_t pushed_ok, dropped;
@@ -64,7 +66,7 @@ producer(void *arg)
 
 	while (!atomic_load(&go))
 		;
-	for (uint64_t i = 0; i < PER_PRODUCER; i++) {
+	for (uint64_t i = 0; i < per_producer; i++) {
 		ev.tid = (int32_t)id;
 		ev.seq = i;
 		ev.ptr = ((uint64_t)id << 32) | i; /* payload checked by the consumer */
@@ -109,14 +111,14 @@ test_stress(size_t nslots)
 		}
 		if (finished)
 			break;
-		if (atomic_load(&pushed_ok) + atomic_load(&dropped) == (uint64_t)PRODUCERS * PER_PRODUCER) {
+		if (atomic_load(&pushed_ok) + atomic_load(&dropped) == (uint64_t)PRODUCERS * per_producer) {
 			for (int i = 0; i < PRODUCERS; i++)
 				pthread_join(th[i], NULL);
 			finished = 1; /* one more pass drains what is left */
 		}
 	}
 	CHECK_EQ_U64(received, atomic_load(&pushed_ok));
-	CHECK_EQ_U64(received + atomic_load(&dropped), (uint64_t)PRODUCERS * PER_PRODUCER);
+	CHECK_EQ_U64(received + atomic_load(&dropped), (uint64_t)PRODUCERS * per_producer);
 	printf("ring %zu slots: %llu received, %llu dropped\n", nslots, (unsigned long long)received,
 	       (unsigned long long)atomic_load(&dropped));
 }
@@ -124,6 +126,8 @@ test_stress(size_t nslots)
 int
 main(void)
 {
+	if (getenv("GMT_TEST_QUICK"))
+		per_producer /= 20;
 	test_fifo_and_full();
 	test_stress(1 << 16); /* roomy: few or no drops */
 	test_stress(64);      /* tiny: many drops, all counted */

@@ -1,0 +1,254 @@
+/*
+ * @brief Benchmark: the time of one allocation + free pair through the CUDA runtime, for
+ * measuring what the tracer adds to each call (bench/run_hook_overhead.py runs it with and
+ * without LD_PRELOAD=libgpumemtrace.so, interleaved).
+ *
+ *   hook_overhead [--mode malloc|async] [--iters N] [--reps R] [--warmup W] [--size BYTES]
+ *                 [--gap-ms MS]
+ *
+ *   malloc  cudaMalloc + cudaFree of --size bytes (default 1 MiB)
+ *   async   cudaMallocAsync + cudaFreeAsync of --size bytes on a created stream; the device's
+ *           default pool keeps its memory (release threshold UINT64_MAX), so after the warm-up
+ *           the pool is warm and every pair is served from it
+ *
+ * After W warm-up pairs (in chunks of at most N) it times R repetitions of N pairs each (CLOCK_MONOTONIC around the N
+ * pairs; in async mode the stream is synchronised once at the end of each repetition, inside the
+ * timed region) and prints ONE line of JSON on stdout:
+ *
+ *   {"bench":"hook_overhead","mode":"malloc","runtime":"sim","size":1048576,"iters":N,"reps":R,
+ *    "warmup":W,"events":E,"median_ns_per_pair":M,"samples_ns_per_pair":[...]}
+ *
+ * `events` is the number of memory events a tracer should record (2 per pair, warm-up included);
+ * `runtime` is "sim" on tests/simcuda and "real" otherwise. Between repetitions the program
+ * sleeps --gap-ms (outside the timed region) so that a tracer's writer can drain its ring: a
+ * repetition of 2N events must fit in the ring (GPUMEMTRACE_RING_SLOTS) for a no-drop run.
+ *
+ * Linked against libcudart.so.13 and nothing simulation-specific: it runs on tests/simcuda or,
+ * with LD_LIBRARY_PATH at the toolkit's lib64, on the real runtime and a GPU. Which one it got is
+ * probed at run time with dlsym (the double exports simcuda_is_simulated, the real library does
+ * not).
+ */
+#define _GNU_SOURCE
+#include <cuda_runtime_api.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define MAX_REPS 1000
+
+enum bench_mode {
+	BENCH_MALLOC,
+	BENCH_ASYNC,
+};
+
+struct bench_args {
+	enum bench_mode mode;
+	unsigned long iters;
+	unsigned long reps;
+	unsigned long warmup;
+	unsigned long size;
+	unsigned long gap_ms;
+};
+
+#define CK(call) \
+	do { \
+		cudaError_t rc_ = (call); \
+		if (rc_ != cudaSuccess) { \
+			fprintf(stderr, "hook_overhead: %s: %s\n", #call, cudaGetErrorString(rc_)); \
+			exit(1); \
+		} \
+	} while (0)
+
+static uint64_t
+mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+static void
+sleep_ms(unsigned long ms)
+{
+	struct timespec ts = {.tv_sec = (time_t)(ms / 1000), .tv_nsec = (long)(ms % 1000) * 1000000L};
+
+	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+		;
+}
+
+static int
+cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+static void
+usage(void)
+{
+	fprintf(stderr, "usage: hook_overhead [--mode malloc|async] [--iters N] [--reps R] "
+			"[--warmup W] [--size BYTES] [--gap-ms MS]\n");
+	exit(2);
+}
+
+static unsigned long
+parse_ulong(const char *s, unsigned long min, unsigned long max)
+{
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || end == s || *end || v < min || v > max) {
+		fprintf(stderr, "hook_overhead: bad number '%s' (%lu..%lu)\n", s, min, max);
+		exit(2);
+	}
+	return v;
+}
+
+static void
+parse_args(int argc, char **argv, struct bench_args *a)
+{
+	*a = (struct bench_args){
+		.mode = BENCH_MALLOC,
+		.iters = 2000,
+		.reps = 11,
+		.warmup = 200,
+		.size = 1UL << 20,
+		.gap_ms = 0,
+	};
+	for (int i = 1; i < argc; i++) {
+		const char *opt = argv[i];
+		const char *val = i + 1 < argc ? argv[i + 1] : NULL;
+
+		if (!val)
+			usage();
+		i++;
+		if (strcmp(opt, "--mode") == 0) {
+			if (strcmp(val, "malloc") == 0)
+				a->mode = BENCH_MALLOC;
+			else if (strcmp(val, "async") == 0)
+				a->mode = BENCH_ASYNC;
+			else
+				usage();
+		} else if (strcmp(opt, "--iters") == 0) {
+			a->iters = parse_ulong(val, 1, 100000000UL);
+		} else if (strcmp(opt, "--reps") == 0) {
+			a->reps = parse_ulong(val, 1, MAX_REPS);
+		} else if (strcmp(opt, "--warmup") == 0) {
+			a->warmup = parse_ulong(val, 0, 100000000UL);
+		} else if (strcmp(opt, "--size") == 0) {
+			a->size = parse_ulong(val, 1, 1UL << 40);
+		} else if (strcmp(opt, "--gap-ms") == 0) {
+			a->gap_ms = parse_ulong(val, 0, 10000);
+		} else {
+			usage();
+		}
+	}
+}
+
+// --- the timed loops ----------------------------------------------------------------------------
+
+static void
+pairs_malloc(unsigned long n, size_t size)
+{
+	void *p;
+
+	for (unsigned long i = 0; i < n; i++) {
+		CK(cudaMalloc(&p, size));
+		CK(cudaFree(p));
+	}
+}
+
+static void
+pairs_async(unsigned long n, size_t size, cudaStream_t s)
+{
+	void *p;
+
+	for (unsigned long i = 0; i < n; i++) {
+		CK(cudaMallocAsync(&p, size, s));
+		CK(cudaFreeAsync(p, s));
+	}
+	CK(cudaStreamSynchronize(s));
+}
+
+static void
+run_pairs(const struct bench_args *a, unsigned long n, cudaStream_t s)
+{
+	if (a->mode == BENCH_MALLOC)
+		pairs_malloc(n, a->size);
+	else
+		pairs_async(n, a->size, s);
+}
+
+/* Keep the default pool's memory across synchronisations (the default threshold 0 lets CUDA
+ * return it to the device at every sync), so the async pairs measure a warm pool. */
+static void
+keep_pool_warm(void)
+{
+	cudaMemPool_t pool;
+	uint64_t threshold = UINT64_MAX;
+	int dev;
+
+	CK(cudaGetDevice(&dev));
+	CK(cudaDeviceGetDefaultMemPool(&pool, dev));
+	CK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold));
+}
+
+int
+main(int argc, char **argv)
+{
+	struct bench_args a;
+	static double samples[MAX_REPS], sorted[MAX_REPS];
+	cudaStream_t s = NULL;
+	int (*simulated)(void);
+
+	parse_args(argc, argv, &a);
+
+	/* Context creation outside everything that is measured; cudaFree(NULL) is not an event. */
+	CK(cudaFree(NULL));
+	if (a.mode == BENCH_ASYNC) {
+		CK(cudaStreamCreate(&s));
+		keep_pool_warm();
+	}
+
+	/* The warm-up runs in chunks of at most N pairs with the gap after each, like the timed
+	 * repetitions: long enough to touch a tracer's whole ring once without overflowing it. */
+	for (unsigned long done = 0; done < a.warmup;) {
+		unsigned long n = a.warmup - done < a.iters ? a.warmup - done : a.iters;
+		run_pairs(&a, n, s);
+		done += n;
+		if (a.gap_ms)
+			sleep_ms(a.gap_ms);
+	}
+	for (unsigned long r = 0; r < a.reps; r++) {
+		if (a.gap_ms && r > 0)
+			sleep_ms(a.gap_ms);
+		uint64_t t0 = mono_ns();
+		run_pairs(&a, a.iters, s);
+		uint64_t t1 = mono_ns();
+		samples[r] = (double)(t1 - t0) / (double)a.iters;
+	}
+	if (s)
+		CK(cudaStreamDestroy(s));
+
+	memcpy(sorted, samples, a.reps * sizeof(samples[0]));
+	qsort(sorted, a.reps, sizeof(sorted[0]), cmp_double);
+	double median = a.reps % 2 ? sorted[a.reps / 2]
+				   : (sorted[a.reps / 2 - 1] + sorted[a.reps / 2]) / 2.0;
+
+	*(void **)&simulated = dlsym(RTLD_DEFAULT, "simcuda_is_simulated");
+	printf("{\"bench\":\"hook_overhead\",\"mode\":\"%s\",\"runtime\":\"%s\",\"size\":%lu,"
+	       "\"iters\":%lu,\"reps\":%lu,\"warmup\":%lu,\"events\":%lu,"
+	       "\"median_ns_per_pair\":%.1f,\"samples_ns_per_pair\":[",
+	       a.mode == BENCH_MALLOC ? "malloc" : "async", simulated && simulated() ? "sim" : "real",
+	       a.size, a.iters, a.reps, a.warmup, 2 * (a.warmup + a.iters * a.reps), median);
+	for (unsigned long r = 0; r < a.reps; r++)
+		printf("%s%.1f", r ? "," : "", samples[r]);
+	printf("]}\n");
+	return 0;
+}

@@ -1,0 +1,258 @@
+/*
+ * @brief Benchmark load generator: T threads producing allocation/free events at a target rate for
+ * a fixed time, to find how many events per second the tracer's writer sustains without drops
+ * (bench/run_writer_throughput.py steps the rate up and reads the trace trailer).
+ *
+ *   writer_throughput [--threads T] [--rate EVENTS_PER_S] [--seconds S] [--mode malloc|async]
+ *                     [--size BYTES]
+ *
+ * Each thread does cudaMalloc+cudaFree (or cudaMallocAsync+cudaFreeAsync on its own stream) of
+ * --size bytes (default 4 KiB) in a loop. With --rate R > 0 the threads share R events/s (2 per
+ * pair): each thread runs to a schedule, doing a batch of pairs worth about 1 ms and then sleeping
+ * until the schedule says the next batch is due (absolute deadlines, so a late batch is caught up
+ * and the average rate stays R). With --rate 0 they run flat out (the raw maximum). At the end it
+ * prints ONE line of JSON on stdout:
+ *
+ *   {"bench":"writer_throughput","mode":"malloc","threads":T,"target_rate":R,"seconds":S,
+ *    "events":E,"elapsed_ns":NS,"offered_rate":E/NS}
+ *
+ * `events` is what a tracer should record; `offered_rate` is what the producers achieved (below
+ * the target when the machine cannot keep up). Meant for tests/simcuda with
+ * SIMCUDA_ALLOC_DELAY_NS=0, where a pair costs tens of nanoseconds, so the writer is the bottleneck;
+ * it uses no simulation-specific symbol and also runs on the real runtime.
+ */
+#define _GNU_SOURCE
+#include <cuda_runtime_api.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define MAX_THREADS 64
+#define BATCH_NS 1000000ULL /* a rate-limited thread produces about this much work per wake-up */
+
+enum bench_mode {
+	BENCH_MALLOC,
+	BENCH_ASYNC,
+};
+
+struct bench_args {
+	enum bench_mode mode;
+	unsigned long threads;
+	unsigned long rate; /* events/s over all threads; 0 = unlimited */
+	unsigned long seconds_ms;
+	unsigned long size;
+};
+
+struct producer {
+	pthread_t thread;
+	const struct bench_args *args;
+	double rate;        /* this thread's events/s, 0 = unlimited */
+	uint64_t start_ns;  /* common start */
+	uint64_t end_ns;    /* stop producing at this time */
+	unsigned long pairs;
+};
+
+#define CK(call) \
+	do { \
+		cudaError_t rc_ = (call); \
+		if (rc_ != cudaSuccess) { \
+			fprintf(stderr, "writer_throughput: %s: %s\n", #call, cudaGetErrorString(rc_)); \
+			exit(1); \
+		} \
+	} while (0)
+
+static uint64_t
+mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+static void
+sleep_until(uint64_t ns)
+{
+	struct timespec ts = {.tv_sec = (time_t)(ns / 1000000000ULL),
+			      .tv_nsec = (long)(ns % 1000000000ULL)};
+
+	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+		;
+}
+
+static void
+usage(void)
+{
+	fprintf(stderr, "usage: writer_throughput [--threads T] [--rate EVENTS_PER_S] [--seconds S] "
+			"[--mode malloc|async] [--size BYTES]\n");
+	exit(2);
+}
+
+static unsigned long
+parse_ulong(const char *s, unsigned long min, unsigned long max)
+{
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || end == s || *end || v < min || v > max) {
+		fprintf(stderr, "writer_throughput: bad number '%s' (%lu..%lu)\n", s, min, max);
+		exit(2);
+	}
+	return v;
+}
+
+static unsigned long
+parse_seconds_ms(const char *s)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s || *end || !(v > 0.0) || v > 3600.0) {
+		fprintf(stderr, "writer_throughput: bad duration '%s' (seconds, > 0)\n", s);
+		exit(2);
+	}
+	return (unsigned long)(v * 1000.0 + 0.5);
+}
+
+static void
+parse_args(int argc, char **argv, struct bench_args *a)
+{
+	*a = (struct bench_args){
+		.mode = BENCH_MALLOC,
+		.threads = 1,
+		.rate = 0,
+		.seconds_ms = 2000,
+		.size = 4096,
+	};
+	for (int i = 1; i < argc; i++) {
+		const char *opt = argv[i];
+		const char *val = i + 1 < argc ? argv[i + 1] : NULL;
+
+		if (!val)
+			usage();
+		i++;
+		if (strcmp(opt, "--mode") == 0) {
+			if (strcmp(val, "malloc") == 0)
+				a->mode = BENCH_MALLOC;
+			else if (strcmp(val, "async") == 0)
+				a->mode = BENCH_ASYNC;
+			else
+				usage();
+		} else if (strcmp(opt, "--threads") == 0) {
+			a->threads = parse_ulong(val, 1, MAX_THREADS);
+		} else if (strcmp(opt, "--rate") == 0) {
+			a->rate = parse_ulong(val, 0, 1000000000UL);
+		} else if (strcmp(opt, "--seconds") == 0) {
+			a->seconds_ms = parse_seconds_ms(val);
+		} else if (strcmp(opt, "--size") == 0) {
+			a->size = parse_ulong(val, 1, 1UL << 30);
+		} else {
+			usage();
+		}
+	}
+}
+
+// --- producers ----------------------------------------------------------------------------------
+
+static void
+one_pair(const struct bench_args *a, cudaStream_t s)
+{
+	void *p;
+
+	if (a->mode == BENCH_MALLOC) {
+		CK(cudaMalloc(&p, a->size));
+		CK(cudaFree(p));
+	} else {
+		CK(cudaMallocAsync(&p, a->size, s));
+		CK(cudaFreeAsync(p, s));
+	}
+}
+
+static void *
+producer_main(void *arg)
+{
+	struct producer *pr = arg;
+	const struct bench_args *a = pr->args;
+	cudaStream_t s = NULL;
+	unsigned long batch = 64; /* unlimited: check the clock every 64 pairs */
+
+	if (a->mode == BENCH_ASYNC)
+		CK(cudaStreamCreate(&s));
+	if (pr->rate > 0.0) {
+		/* pairs per ~1 ms at this thread's rate, at least one */
+		batch = (unsigned long)(pr->rate / 2.0 * (double)BATCH_NS / 1e9);
+		if (batch < 1)
+			batch = 1;
+	}
+	sleep_until(pr->start_ns);
+	for (;;) {
+		uint64_t now = mono_ns();
+
+		if (now >= pr->end_ns)
+			break;
+		if (pr->rate > 0.0) {
+			/* when the next batch is due: pairs done so far at 2 events per pair */
+			uint64_t due = pr->start_ns + (uint64_t)((double)pr->pairs * 2.0 * 1e9 / pr->rate);
+			if (due > now) {
+				sleep_until(due < pr->end_ns ? due : pr->end_ns);
+				continue;
+			}
+		}
+		for (unsigned long i = 0; i < batch; i++)
+			one_pair(a, s);
+		pr->pairs += batch;
+	}
+	if (s) {
+		CK(cudaStreamSynchronize(s));
+		CK(cudaStreamDestroy(s));
+	}
+	return NULL;
+}
+
+int
+main(int argc, char **argv)
+{
+	struct bench_args a;
+	static struct producer prs[MAX_THREADS];
+	unsigned long pairs = 0;
+
+	parse_args(argc, argv, &a);
+	CK(cudaFree(NULL)); /* context, not an event */
+
+	uint64_t start = mono_ns() + 10000000ULL; /* 10 ms: let every thread be created first */
+	uint64_t end = start + (uint64_t)a.seconds_ms * 1000000ULL;
+	for (unsigned long t = 0; t < a.threads; t++) {
+		prs[t] = (struct producer){
+			.args = &a,
+			.rate = (double)a.rate / (double)a.threads,
+			.start_ns = start,
+			.end_ns = end,
+		};
+	}
+	for (unsigned long t = 0; t < a.threads; t++) {
+		int rc = pthread_create(&prs[t].thread, NULL, producer_main, &prs[t]);
+		if (rc != 0) {
+			fprintf(stderr, "writer_throughput: pthread_create: %s\n", strerror(rc));
+			return 1;
+		}
+	}
+	for (unsigned long t = 0; t < a.threads; t++) {
+		pthread_join(prs[t].thread, NULL);
+		pairs += prs[t].pairs;
+	}
+	uint64_t elapsed = mono_ns() - start;
+
+	printf("{\"bench\":\"writer_throughput\",\"mode\":\"%s\",\"threads\":%lu,\"target_rate\":%lu,"
+	       "\"seconds\":%.3f,\"size\":%lu,\"events\":%lu,\"elapsed_ns\":%llu,\"offered_rate\":%.0f}\n",
+	       a.mode == BENCH_MALLOC ? "malloc" : "async", a.threads, a.rate,
+	       (double)a.seconds_ms / 1000.0, a.size, 2 * pairs, (unsigned long long)elapsed,
+	       (double)(2 * pairs) * 1e9 / (double)elapsed);
+	return 0;
+}
