@@ -1,0 +1,228 @@
+#!/usr/bin/env python3
+"""Hook overhead: bench/hook_overhead without the tracer (A) and under LD_PRELOAD=libgpumemtrace.so
+(B), interleaved A B A B ... after one discarded warm-up round, so that clock and load drift hit
+both alike. Prints the median ns per alloc+free pair of each, the ratio B/A and the overhead in ns
+per event (a pair is 2 events), and checks that every traced run wrote all its events and dropped
+none: a run whose tracer dropped events measured the cheap drop path, not the tracer, and makes
+this script exit 1.
+
+    run_hook_overhead.py --build BUILD [--runtime sim|real] [--mode malloc|async]
+                         [--rounds 11] [--iters N] [--reps R] [--warmup W] [--gap-ms MS]
+
+--runtime sim   tests/simcuda (LD_LIBRARY_PATH=BUILD/tests/simcuda), SIMCUDA_ALLOC_DELAY_NS=0
+                unless --sim-delay-ns is given
+--runtime real  the CUDA runtime: --cudart-dir, else $CUDA_HOME/lib64 or
+                $CUDA_HOME/targets/x86_64-linux/lib, else where `ldconfig -p` finds
+                libcudart.so.13; exits 77 when there is no GPU (nvidia-smi -L fails)
+
+The last line of output is one JSON object with every figure (for scripts).
+Python 3 standard library only.
+"""
+import argparse
+import glob
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+
+# Defaults per (runtime, mode): N pairs per repetition (2N events must fit in the tracer's ring,
+# 65536 slots by default, so a repetition cannot overflow it), warm-up pairs (enough to go once
+# round the ring, so its pages are touched before timing), and the pause between repetitions
+# during which the writer drains the ring (outside the timed region).
+DEFAULTS = {
+    ("sim", "malloc"): {"iters": 10000, "warmup": 40000, "gap_ms": 30},
+    ("sim", "async"): {"iters": 10000, "warmup": 40000, "gap_ms": 30},
+    ("real", "malloc"): {"iters": 500, "warmup": 200, "gap_ms": 10},
+    ("real", "async"): {"iters": 10000, "warmup": 40000, "gap_ms": 30},
+}
+
+
+def have_gpu():
+    try:
+        return subprocess.run(["nvidia-smi", "-L"], capture_output=True, timeout=60).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+def real_cudart_dir(explicit):
+    """The directory holding the real libcudart.so.13."""
+    cands = [explicit] if explicit else []
+    home = os.environ.get("CUDA_HOME", "/usr/local/cuda")
+    cands += [os.path.join(home, "lib64"), os.path.join(home, "targets", "x86_64-linux", "lib")]
+    for d in cands:
+        if d and os.path.exists(os.path.join(d, "libcudart.so.13")):
+            return os.path.realpath(d)
+    try:
+        out = subprocess.run(["ldconfig", "-p"], capture_output=True, text=True).stdout
+    except OSError:
+        out = ""
+    for line in out.splitlines():
+        if line.strip().startswith("libcudart.so.13 ") and "=>" in line:
+            return os.path.dirname(line.split("=>", 1)[1].strip())
+    return None
+
+
+def read_trailer(outdir):
+    """(path, header, trailer, size) of the one trace file in outdir; trailer None when missing."""
+    files = glob.glob(os.path.join(outdir, "*.jsonl"))
+    if len(files) != 1:
+        return None, None, None, 0
+    path = files[0]
+    size = os.path.getsize(path)
+    with open(path, "rb") as f:
+        header = json.loads(f.readline())
+        f.seek(max(0, size - 4096))
+        tail = f.read().split(b"\n")
+    trailer = None
+    for line in reversed(tail):
+        if line.startswith(b'{"type":"trailer"'):
+            trailer = json.loads(line)
+            break
+    return path, header, trailer, size
+
+
+def run_once(cmd, env, traced, lib):
+    """Run the benchmark once; returns (result dict, trace facts dict or None)."""
+    env = dict(env)
+    outdir = None
+    if traced:
+        outdir = tempfile.mkdtemp(prefix="gmt-bench-hook-")
+        env["LD_PRELOAD"] = lib
+        env["GPUMEMTRACE_OUTPUT_DIR"] = outdir
+    else:
+        env.pop("LD_PRELOAD", None)
+    try:
+        p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+        if p.returncode != 0:
+            sys.exit(f"run_hook_overhead: {' '.join(cmd)} exited {p.returncode}: {p.stderr.strip()}")
+        res = json.loads(p.stdout.strip().splitlines()[-1])
+        if not traced:
+            return res, None
+        path, header, trailer, size = read_trailer(outdir)
+        facts = {"file": path is not None, "trailer": trailer is not None, "bytes": size,
+                 "events": trailer["events"] if trailer else None,
+                 "dropped": trailer["dropped"] if trailer else None,
+                 "expected": res["events"], "stderr": p.stderr.strip()}
+        return res, facts
+    finally:
+        if outdir:
+            shutil.rmtree(outdir, ignore_errors=True)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--build", required=True, help="meson build directory")
+    ap.add_argument("--runtime", choices=["sim", "real"], default="sim")
+    ap.add_argument("--mode", choices=["malloc", "async"], default="malloc")
+    ap.add_argument("--rounds", type=int, default=11, help="interleaved A/B rounds (after one warm-up round)")
+    ap.add_argument("--iters", type=int, help="pairs per repetition (default depends on runtime and mode)")
+    ap.add_argument("--reps", type=int, default=11, help="repetitions per process; the process reports their median")
+    ap.add_argument("--warmup", type=int, help="warm-up pairs per process")
+    ap.add_argument("--gap-ms", type=int, help="pause between repetitions (writer drains)")
+    ap.add_argument("--size", type=int, default=1 << 20, help="bytes per allocation (default 1 MiB)")
+    ap.add_argument("--sim-delay-ns", type=int, default=0,
+                    help="sim only: SIMCUDA_ALLOC_DELAY_NS, a device-like cost per call (40000 ~ an H200 cudaMalloc pair)")
+    ap.add_argument("--cudart-dir", help="real only: directory of libcudart.so.13")
+    args = ap.parse_args()
+
+    build = os.path.abspath(args.build)
+    exe = os.path.join(build, "bench", "hook_overhead")
+    lib = os.path.join(build, "src", "libgpumemtrace.so")
+    for f in (exe, lib):
+        if not os.path.exists(f):
+            sys.exit(f"run_hook_overhead: {f} not found (build with ninja -C {args.build})")
+    d = DEFAULTS[(args.runtime, args.mode)]
+    iters = args.iters or d["iters"]
+    warmup = args.warmup if args.warmup is not None else d["warmup"]
+    gap_ms = args.gap_ms if args.gap_ms is not None else d["gap_ms"]
+
+    env = dict(os.environ)
+    for k in list(env):
+        if k.startswith("GPUMEMTRACE_"):
+            del env[k]  # the tracer runs with its defaults; the doc states them
+    if args.runtime == "sim":
+        env["LD_LIBRARY_PATH"] = os.path.join(build, "tests", "simcuda")
+        env["SIMCUDA_ALLOC_DELAY_NS"] = str(args.sim_delay_ns)
+        env.setdefault("SIMCUDA_MEM_BYTES", "1G")
+    else:
+        if not have_gpu():
+            print("run_hook_overhead: no GPU (nvidia-smi -L failed): skipped")
+            sys.exit(77)
+        cudart = real_cudart_dir(args.cudart_dir)
+        if not cudart:
+            sys.exit("run_hook_overhead: libcudart.so.13 not found; give --cudart-dir")
+        # LD_LIBRARY_PATH outranks the program's RUNPATH to tests/simcuda
+        env["LD_LIBRARY_PATH"] = cudart + (":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else "")
+
+    cmd = [exe, "--mode", args.mode, "--iters", str(iters), "--reps", str(args.reps),
+           "--warmup", str(warmup), "--gap-ms", str(gap_ms), "--size", str(args.size)]
+    print(f"hook_overhead: runtime={args.runtime} mode={args.mode} size={args.size} iters={iters} "
+          f"reps={args.reps} warmup={warmup} gap_ms={gap_ms} rounds={args.rounds} (+1 warm-up round)"
+          + (f" sim_delay_ns={args.sim_delay_ns}" if args.runtime == "sim" else ""))
+    print(f"  command: {' '.join(cmd)}")
+    print(f"  LD_LIBRARY_PATH={env['LD_LIBRARY_PATH']}")
+
+    plain, traced, diffs, facts_all = [], [], [], []
+    for rnd in range(args.rounds + 1):
+        a, _ = run_once(cmd, env, False, lib)
+        b, facts = run_once(cmd, env, True, lib)
+        if a["runtime"] != args.runtime or b["runtime"] != args.runtime:
+            sys.exit(f"run_hook_overhead: asked for the {args.runtime} runtime, the program ran on "
+                     f"{a['runtime']}/{b['runtime']} (check LD_LIBRARY_PATH)")
+        if rnd == 0:
+            print(f"  warm-up round: plain {a['median_ns_per_pair']:.1f} ns, traced {b['median_ns_per_pair']:.1f} ns (discarded)")
+            continue
+        plain.append(a["median_ns_per_pair"])
+        traced.append(b["median_ns_per_pair"])
+        diffs.append(b["median_ns_per_pair"] - a["median_ns_per_pair"])
+        facts_all.append(facts)
+        drop = "" if facts["dropped"] == 0 else f"  <-- DROPPED {facts['dropped']}"
+        print(f"  round {rnd:2d}: plain {a['median_ns_per_pair']:10.1f}  traced {b['median_ns_per_pair']:10.1f} "
+              f"ns/pair   trace: {facts['events']} events, dropped {facts['dropped']}{drop}")
+
+    mp, mt = statistics.median(plain), statistics.median(traced)
+    ratio = mt / mp if mp > 0 else float("inf")
+    per_event = (mt - mp) / 2.0
+    per_event_paired = statistics.median(diffs) / 2.0
+    problems = []
+    for i, f in enumerate(facts_all, 1):
+        if not f["file"] or not f["trailer"]:
+            problems.append(f"round {i}: no trace file or no trailer ({f['stderr'] or 'no stderr'})")
+        elif f["dropped"] != 0:
+            problems.append(f"round {i}: the tracer dropped {f['dropped']} of {f['expected']} events")
+        elif f["events"] != f["expected"]:
+            problems.append(f"round {i}: trace has {f['events']} events, the program made {f['expected']}")
+    events = [f["events"] for f in facts_all if f["events"] is not None]
+    dropped = sum(f["dropped"] or 0 for f in facts_all)
+
+    print()
+    print(f"  without tracer  median {mp:10.1f} ns/pair  ({mp / 2:.1f} ns/event)")
+    print(f"  with tracer     median {mt:10.1f} ns/pair  ({mt / 2:.1f} ns/event)")
+    print(f"  ratio           {ratio:.2f}x")
+    print(f"  overhead        {per_event:.1f} ns/event (difference of medians), "
+          f"{per_event_paired:.1f} ns/event (median of per-round differences)")
+    print(f"  trace           {events[0] if events else '?'} events per traced run, dropped {dropped} in all")
+    for p in problems:
+        print(f"  PROBLEM: {p}")
+    if dropped:
+        print("  the tracer DROPPED events: these figures measure the drop path, not the tracer "
+              "(raise --gap-ms or lower --iters)")
+    summary = {
+        "bench": "hook_overhead", "runtime": args.runtime, "mode": args.mode, "size": args.size,
+        "iters": iters, "reps": args.reps, "warmup": warmup, "gap_ms": gap_ms, "rounds": args.rounds,
+        "sim_delay_ns": args.sim_delay_ns if args.runtime == "sim" else None,
+        "plain_ns_per_pair": round(mp, 1), "traced_ns_per_pair": round(mt, 1), "ratio": round(ratio, 3),
+        "overhead_ns_per_event": round(per_event, 1),
+        "overhead_ns_per_event_paired": round(per_event_paired, 1),
+        "plain_samples": plain, "traced_samples": traced,
+        "events_per_run": events[0] if events else None, "dropped": dropped, "ok": not problems,
+    }
+    print(json.dumps(summary))
+    sys.exit(0 if not problems else 1)
+
+
+if __name__ == "__main__":
+    main()
