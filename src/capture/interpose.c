@@ -111,36 +111,44 @@ current_device(void)
 	return dev;
 }
 
-static void
-record_alloc(enum gmt_api api, cudaError_t rc, const void *ptr, size_t size, cudaStream_t stream,
-	     void *caller, uint32_t flags)
+/* An allocation event as the wrapper knows it after the real call; alloc_end() completes it. */
+static struct gmt_event
+alloc_event(enum gmt_api api, cudaError_t rc, void *const *ptrp, size_t size, cudaStream_t stream,
+	    void *caller, uint32_t flags)
 {
-	int saved_errno = errno;
-	struct gmt_event ev = {
+	return (struct gmt_event){
 		.op = GMT_OP_ALLOC,
 		.api = (uint16_t)api,
 		.kind = (uint8_t)gmt_api_kind(api),
-		.ptr = rc == cudaSuccess ? (uint64_t)(uintptr_t)ptr : 0,
+		.ptr = rc == cudaSuccess && ptrp ? (uint64_t)(uintptr_t)*ptrp : 0,
 		.size = size,
 		.stream = (uint64_t)(uintptr_t)stream,
 		.caller = (uint64_t)(uintptr_t)caller,
 		.result = (int32_t)rc,
 		.flags = flags,
 	};
+}
 
-	ev.device = current_device();
-	if (rc != cudaSuccess) {
+/* The second half of every allocation: device, OOM facts, sequence number (after the real call
+ * succeeded), then into the ring. */
+static void
+alloc_end(struct gmt_event *ev)
+{
+	int saved_errno = errno;
+
+	ev->device = current_device();
+	if (ev->result != cudaSuccess) {
 		/* An OOM is an event: keep what was asked and what the device had left. */
 		size_t free_b = 0, total_b = 0;
 		__typeof__(&cudaMemGetInfo) meminfo = REAL_QUERY(cudaMemGetInfo);
 		if (meminfo && meminfo(&free_b, &total_b) == cudaSuccess) {
-			ev.free_bytes = free_b;
-			ev.total_bytes = total_b;
-			ev.flags |= GMT_EV_HAS_MEMINFO;
+			ev->free_bytes = free_b;
+			ev->total_bytes = total_b;
+			ev->flags |= GMT_EV_HAS_MEMINFO;
 		}
 	}
-	gmt_stamp(&ev);
-	gmt_emit(&ev);
+	gmt_stamp(ev);
+	gmt_emit(ev);
 	errno = saved_errno;
 }
 
@@ -174,51 +182,54 @@ free_end(struct gmt_event *ev, cudaError_t rc)
 // --- allocations --------------------------------------------------------------------------------
 
 /* The body every allocation wrapper shares: call, then record. */
-#define ALLOC_WRAPPER(api, name, ptrp, size, stream, flags, ...) \
+/* cflags: the call's own flags argument, recorded when flags has GMT_EV_HAS_FLAGS */
+#define ALLOC_WRAPPER(api, name, ptrp, size, stream, flags, cflags, ...) \
 	void *caller = __builtin_return_address(0); \
 	if (!gmt_hook_enter()) { \
 		gmt_hook_leave(); \
 		return CALL_REAL(name, __VA_ARGS__); \
 	} \
 	cudaError_t rc = CALL_REAL(name, __VA_ARGS__); \
-	record_alloc(api, rc, (ptrp) ? *(void **)(ptrp) : NULL, size, stream, caller, flags); \
+	struct gmt_event ev = alloc_event(api, rc, (void *const *)(ptrp), size, stream, caller, flags); \
+	ev.cuda_flags = (cflags); \
+	alloc_end(&ev); \
 	gmt_hook_leave(); \
 	return rc
 
 GMT_EXPORT cudaError_t
 cudaMalloc(void **devPtr, size_t size)
 {
-	ALLOC_WRAPPER(GMT_API_cudaMalloc, cudaMalloc, devPtr, size, NULL, 0, devPtr, size);
+	ALLOC_WRAPPER(GMT_API_cudaMalloc, cudaMalloc, devPtr, size, NULL, 0, 0, devPtr, size);
 }
 
 GMT_EXPORT cudaError_t
 cudaMallocManaged(void **devPtr, size_t size, unsigned int flags)
 {
 	ALLOC_WRAPPER(GMT_API_cudaMallocManaged, cudaMallocManaged, devPtr, size, NULL, GMT_EV_HAS_FLAGS,
-		      devPtr, size, flags);
+		      flags, devPtr, size, flags);
 }
 
 GMT_EXPORT cudaError_t
 cudaMallocHost(void **ptr, size_t size)
 {
-	ALLOC_WRAPPER(GMT_API_cudaMallocHost, cudaMallocHost, ptr, size, NULL, 0, ptr, size);
+	ALLOC_WRAPPER(GMT_API_cudaMallocHost, cudaMallocHost, ptr, size, NULL, 0, 0, ptr, size);
 }
 
 GMT_EXPORT cudaError_t
 cudaMallocAsync(void **devPtr, size_t size, cudaStream_t hStream)
 {
-	ALLOC_WRAPPER(GMT_API_cudaMallocAsync, cudaMallocAsync, devPtr, size, hStream, 0, devPtr, size,
-		      hStream);
+	ALLOC_WRAPPER(GMT_API_cudaMallocAsync, cudaMallocAsync, devPtr, size, hStream, 0, 0, devPtr,
+		      size, hStream);
 }
 
 GMT_EXPORT cudaError_t
 cudaMallocAsync_ptsz(void **devPtr, size_t size, cudaStream_t hStream)
 {
 	ALLOC_WRAPPER(GMT_API_cudaMallocAsync, cudaMallocAsync_ptsz, devPtr, size, hStream, GMT_EV_PTSZ,
-		      devPtr, size, hStream);
+		      0, devPtr, size, hStream);
 }
 
-/* Wrappers whose events carry an extra argument (flags, pool, pitch) spell the body out. */
+/* Wrappers whose events carry an extra argument (flags, pool, pitch) spell the call out. */
 
 GMT_EXPORT cudaError_t
 cudaHostAlloc(void **pHost, size_t size, unsigned int flags)
@@ -229,43 +240,21 @@ cudaHostAlloc(void **pHost, size_t size, unsigned int flags)
 		return CALL_REAL(cudaHostAlloc, pHost, size, flags);
 	}
 	cudaError_t rc = CALL_REAL(cudaHostAlloc, pHost, size, flags);
-	record_alloc(GMT_API_cudaHostAlloc, rc, pHost ? *pHost : NULL, size, NULL, caller, GMT_EV_HAS_FLAGS);
+	struct gmt_event ev = alloc_event(GMT_API_cudaHostAlloc, rc, pHost, size, NULL, caller, GMT_EV_HAS_FLAGS);
+	ev.cuda_flags = flags;
+	alloc_end(&ev);
 	gmt_hook_leave();
 	return rc;
 }
 
-static cudaError_t
+static void
 malloc_from_pool(cudaError_t rc, void **ptr, size_t size, cudaMemPool_t pool, cudaStream_t stream,
 		 void *caller, uint32_t flags)
 {
-	/* record_alloc() cannot carry the pool: fill the event here */
-	int saved_errno = errno;
-	struct gmt_event ev = {
-		.op = GMT_OP_ALLOC,
-		.api = GMT_API_cudaMallocFromPoolAsync,
-		.kind = GMT_KIND_POOL,
-		.ptr = rc == cudaSuccess && ptr ? (uint64_t)(uintptr_t)*ptr : 0,
-		.size = size,
-		.stream = (uint64_t)(uintptr_t)stream,
-		.pool = (uint64_t)(uintptr_t)pool,
-		.caller = (uint64_t)(uintptr_t)caller,
-		.result = (int32_t)rc,
-		.flags = flags,
-	};
-	ev.device = current_device();
-	if (rc != cudaSuccess) {
-		size_t free_b = 0, total_b = 0;
-		__typeof__(&cudaMemGetInfo) meminfo = REAL_QUERY(cudaMemGetInfo);
-		if (meminfo && meminfo(&free_b, &total_b) == cudaSuccess) {
-			ev.free_bytes = free_b;
-			ev.total_bytes = total_b;
-			ev.flags |= GMT_EV_HAS_MEMINFO;
-		}
-	}
-	gmt_stamp(&ev);
-	gmt_emit(&ev);
-	errno = saved_errno;
-	return rc;
+	struct gmt_event ev =
+		alloc_event(GMT_API_cudaMallocFromPoolAsync, rc, ptr, size, stream, caller, flags);
+	ev.pool = (uint64_t)(uintptr_t)pool;
+	alloc_end(&ev);
 }
 
 GMT_EXPORT cudaError_t
@@ -305,32 +294,11 @@ cudaMallocPitch(void **devPtr, size_t *pitch, size_t width, size_t height)
 		return CALL_REAL(cudaMallocPitch, devPtr, pitch, width, height);
 	}
 	cudaError_t rc = CALL_REAL(cudaMallocPitch, devPtr, pitch, width, height);
-	int saved_errno = errno;
 	/* granted = pitch * height on success; on failure only the request is known */
 	size_t granted = rc == cudaSuccess && pitch ? *pitch * height : width * height;
-	struct gmt_event ev = {
-		.op = GMT_OP_ALLOC,
-		.api = GMT_API_cudaMallocPitch,
-		.kind = GMT_KIND_DEVICE,
-		.ptr = rc == cudaSuccess && devPtr ? (uint64_t)(uintptr_t)*devPtr : 0,
-		.size = granted,
-		.requested = width * height,
-		.caller = (uint64_t)(uintptr_t)caller,
-		.result = (int32_t)rc,
-	};
-	ev.device = current_device();
-	if (rc != cudaSuccess) {
-		size_t free_b = 0, total_b = 0;
-		__typeof__(&cudaMemGetInfo) meminfo = REAL_QUERY(cudaMemGetInfo);
-		if (meminfo && meminfo(&free_b, &total_b) == cudaSuccess) {
-			ev.free_bytes = free_b;
-			ev.total_bytes = total_b;
-			ev.flags |= GMT_EV_HAS_MEMINFO;
-		}
-	}
-	gmt_stamp(&ev);
-	gmt_emit(&ev);
-	errno = saved_errno;
+	struct gmt_event ev = alloc_event(GMT_API_cudaMallocPitch, rc, devPtr, granted, NULL, caller, 0);
+	ev.requested = width * height;
+	alloc_end(&ev);
 	gmt_hook_leave();
 	return rc;
 }

@@ -270,6 +270,17 @@ def main():
         check(len(parent) == 1 and len(child) == 1, "the child's header names its traced parent")
         if parent and child:
             check(traces[child[0]["pid"]][1][0]["forked_from"] == parent[0]["pid"], "forked_from is the parent's pid")
+    if sc == "basic":
+        # the arguments that matter for later analysis are in the events
+        path, recs = traces[dids[0]["pid"]]
+        ev = {r["api"]: r for r in recs if r["type"] == "event" and r["op"] == "alloc"}
+        check(ev["cudaHostAlloc"].get("flags") == 1 and ev["cudaMallocManaged"].get("flags") == 1,
+              "cudaHostAlloc and cudaMallocManaged record their flags argument")
+        check(ev["cudaMallocPitch"].get("requested") == 1000 * 10 and ev["cudaMallocPitch"]["size"] >= 1000 * 10,
+              "cudaMallocPitch records the requested and the granted size")
+        check(ev["cudaMallocFromPoolAsync"].get("pool", "0x0") != "0x0", "cudaMallocFromPoolAsync records its pool")
+        check(ev["cudaMallocAsync"]["stream"] != "0x0", "cudaMallocAsync records its stream")
+        check(all(r["stack"] > 0 for r in ev.values()), "every event names its call site")
     if sc == "oom":
         path, recs = traces[dids[0]["pid"]]
         failed = [r for r in recs if r["type"] == "event" and r["result"] != 0 and r["op"] == "alloc"]
