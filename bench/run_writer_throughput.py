@@ -5,13 +5,15 @@ without dropping any, measured with bench/writer_throughput on tests/simcuda
 
     run_writer_throughput.py --build BUILD [--threads 1] [--seconds 1] [--mode malloc|async]
                              [--start-rate 250000] [--step 1.25] [--max-rate 20000000]
-                             [--ring-slots SLOTS]
+                             [--ring-slots SLOTS] [--tmpdir DIR] [--settle-ms 200]
 
 It runs the load generator under LD_PRELOAD=libgpumemtrace.so at a target rate, starting at
 --start-rate and multiplying by --step, until a run drops events or the producers cannot offer
 the target (then the machine, not the writer, is the limit). Each run reads the trace's header
-and trailer: the writer's sustained rate is events written / (trailer ts - header start_ts), which
-includes draining the ring at exit, and MB/s is the trace file's size over the same time. The
+and trailer: the writer's sustained rate is events written / (trailer ts - start of the load), which
+includes draining the ring at exit, and MB/s is the trace file's size over the same time.
+By default the load starts 200 ms after the process's first event, when the writer is running;
+--settle-ms 0 starts it at once and so measures the tracer's start-up as well. The
 highest target with 0 drops is reported, then one run with no rate limit (the raw maximum: the
 writer's rate while the ring overflows, with the count it dropped).
 
@@ -45,10 +47,10 @@ def read_trace(outdir):
 
 
 def run_at(exe, lib, env, args, rate):
-    outdir = tempfile.mkdtemp(prefix="gmt-bench-writer-")
+    outdir = tempfile.mkdtemp(prefix="gmt-bench-writer-", dir=args.tmpdir)
     env = dict(env, LD_PRELOAD=lib, GPUMEMTRACE_OUTPUT_DIR=outdir)
     cmd = [exe, "--threads", str(args.threads), "--rate", str(rate), "--seconds", str(args.seconds),
-           "--mode", args.mode, "--size", str(args.size)]
+           "--mode", args.mode, "--size", str(args.size), "--settle-ms", str(args.settle_ms)]
     try:
         p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
         if p.returncode != 0:
@@ -62,9 +64,12 @@ def run_at(exe, lib, env, args, rate):
     if trailer is None:
         r.update(events=None, dropped=None, writer_rate=None, mb_s=None, stderr=p.stderr.strip())
         return r
-    secs = (trailer["ts"] - header["start_ts"]) / 1e9
+    # from the start of the load to the trailer: the load plus draining the ring at exit (the
+    # settling pair, when there is one, was written before the load started)
+    secs = (trailer["ts"] - res["start_ns"]) / 1e9
+    load_events = trailer["events"] - (2 if args.settle_ms else 0)
     r.update(events=trailer["events"], dropped=trailer["dropped"], writer_seconds=round(secs, 3),
-             writer_rate=trailer["events"] / secs if secs > 0 else 0.0,
+             writer_rate=load_events / secs if secs > 0 else 0.0,
              mb_s=size / secs / 1e6 if secs > 0 else 0.0)
     if trailer["events"] + trailer["dropped"] != res["events"]:
         r["mismatch"] = f"{trailer['events']} written + {trailer['dropped']} dropped != {res['events']} made"
@@ -93,6 +98,9 @@ def main():
     ap.add_argument("--start-rate", type=int, default=250000)
     ap.add_argument("--step", type=float, default=1.25)
     ap.add_argument("--max-rate", type=int, default=20000000)
+    ap.add_argument("--settle-ms", type=int, default=200,
+                    help="pause between the first event (the tracer starts its writer) and the load; 0 measures a cold start")
+    ap.add_argument("--tmpdir", help="where the trace files go (default: $TMPDIR or /tmp); e.g. /dev/shm to take the disk out")
     ap.add_argument("--ring-slots", type=int, help="GPUMEMTRACE_RING_SLOTS (default: the tracer's, 65536)")
     args = ap.parse_args()
 
@@ -109,7 +117,7 @@ def main():
         env["GPUMEMTRACE_RING_SLOTS"] = str(args.ring_slots)
 
     print(f"writer_throughput: threads={args.threads} seconds={args.seconds} mode={args.mode} "
-          f"size={args.size} on tests/simcuda, ring {args.ring_slots or 65536} slots, flush 100 ms; "
+          f"size={args.size} settle_ms={args.settle_ms} on tests/simcuda, ring {args.ring_slots or 65536} slots, flush 100 ms; "
           f"{os.cpu_count()} CPUs")
     steps, best, rate = [], None, args.start_rate
     while rate <= args.max_rate:
@@ -140,7 +148,7 @@ def main():
               f"{raw['writer_rate']:,.0f} events/s ({raw['mb_s']:.1f} MB/s) and dropped {raw['dropped']:,} "
               f"of {raw['offered']:,}")
     print(json.dumps({"bench": "writer_throughput", "threads": args.threads, "seconds": args.seconds,
-                      "ring_slots": args.ring_slots or 65536,
+                      "settle_ms": args.settle_ms, "ring_slots": args.ring_slots or 65536, "tmpdir": args.tmpdir or tempfile.gettempdir(),
                       "mode": args.mode, "cpus": os.cpu_count(), "best": best, "raw": raw, "steps": steps}))
     sys.exit(0 if best else 1)
 

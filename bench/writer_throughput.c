@@ -4,20 +4,24 @@
  * (bench/run_writer_throughput.py steps the rate up and reads the trace trailer).
  *
  *   writer_throughput [--threads T] [--rate EVENTS_PER_S] [--seconds S] [--mode malloc|async]
- *                     [--size BYTES]
+ *                     [--size BYTES] [--settle-ms MS]
  *
  * Each thread does cudaMalloc+cudaFree (or cudaMallocAsync+cudaFreeAsync on its own stream) of
  * --size bytes (default 4 KiB) in a loop. With --rate R > 0 the threads share R events/s (2 per
  * pair): each thread runs to a schedule, doing a batch of pairs worth about 1 ms and then sleeping
  * until the schedule says the next batch is due (absolute deadlines, so a late batch is caught up
- * and the average rate stays R). With --rate 0 they run flat out (the raw maximum). At the end it
- * prints ONE line of JSON on stdout:
+ * and the average rate stays R). With --rate 0 they run flat out (the raw maximum).
+ *
+ * Before the load starts, the main thread does one pair and sleeps --settle-ms (default 200): a
+ * tracer starts its writer at the first event, and the load should meet a running writer (the
+ * start-up itself is measured with --settle-ms 0). At the end it prints ONE line of JSON on stdout:
  *
  *   {"bench":"writer_throughput","mode":"malloc","threads":T,"target_rate":R,"seconds":S,
- *    "events":E,"elapsed_ns":NS,"offered_rate":E/NS}
+ *    "events":E,"start_ns":T0,"elapsed_ns":NS,"offered_rate":..}
  *
- * `events` is what a tracer should record; `offered_rate` is what the producers achieved (below
- * the target when the machine cannot keep up). Meant for tests/simcuda with
+ * `events` is what a tracer should record (settling pair included); `start_ns` is when the load
+ * started (CLOCK_MONOTONIC, the clock of the trace's `ts`); `offered_rate` is what the producers
+ * achieved over the load (below the target when the machine cannot keep up). Meant for tests/simcuda with
  * SIMCUDA_ALLOC_DELAY_NS=0, where a pair costs tens of nanoseconds, so the writer is the bottleneck;
  * it uses no simulation-specific symbol and also runs on the real runtime.
  */
@@ -45,6 +49,7 @@ struct bench_args {
 	unsigned long rate; /* events/s over all threads; 0 = unlimited */
 	unsigned long seconds_ms;
 	unsigned long size;
+	unsigned long settle_ms;
 };
 
 struct producer {
@@ -87,7 +92,7 @@ static void
 usage(void)
 {
 	fprintf(stderr, "usage: writer_throughput [--threads T] [--rate EVENTS_PER_S] [--seconds S] "
-			"[--mode malloc|async] [--size BYTES]\n");
+			"[--mode malloc|async] [--size BYTES] [--settle-ms MS]\n");
 	exit(2);
 }
 
@@ -130,6 +135,7 @@ parse_args(int argc, char **argv, struct bench_args *a)
 		.rate = 0,
 		.seconds_ms = 2000,
 		.size = 4096,
+		.settle_ms = 200,
 	};
 	for (int i = 1; i < argc; i++) {
 		const char *opt = argv[i];
@@ -153,6 +159,8 @@ parse_args(int argc, char **argv, struct bench_args *a)
 			a->seconds_ms = parse_seconds_ms(val);
 		} else if (strcmp(opt, "--size") == 0) {
 			a->size = parse_ulong(val, 1, 1UL << 30);
+		} else if (strcmp(opt, "--settle-ms") == 0) {
+			a->settle_ms = parse_ulong(val, 0, 60000);
 		} else {
 			usage();
 		}
@@ -225,6 +233,11 @@ main(int argc, char **argv)
 
 	parse_args(argc, argv, &a);
 	CK(cudaFree(NULL)); /* context, not an event */
+	if (a.settle_ms) {
+		one_pair(&a, NULL);
+		pairs++;
+		sleep_until(mono_ns() + (uint64_t)a.settle_ms * 1000000ULL);
+	}
 
 	uint64_t start = mono_ns() + 10000000ULL; /* 10 ms: let every thread be created first */
 	uint64_t end = start + (uint64_t)a.seconds_ms * 1000000ULL;
@@ -248,11 +261,14 @@ main(int argc, char **argv)
 		pairs += prs[t].pairs;
 	}
 	uint64_t elapsed = mono_ns() - start;
+	unsigned long load = pairs - (a.settle_ms ? 1 : 0);
 
 	printf("{\"bench\":\"writer_throughput\",\"mode\":\"%s\",\"threads\":%lu,\"target_rate\":%lu,"
-	       "\"seconds\":%.3f,\"size\":%lu,\"events\":%lu,\"elapsed_ns\":%llu,\"offered_rate\":%.0f}\n",
+	       "\"seconds\":%.3f,\"size\":%lu,\"settle_ms\":%lu,\"events\":%lu,\"start_ns\":%llu,"
+	       "\"elapsed_ns\":%llu,\"offered_rate\":%.0f}\n",
 	       a.mode == BENCH_MALLOC ? "malloc" : "async", a.threads, a.rate,
-	       (double)a.seconds_ms / 1000.0, a.size, 2 * pairs, (unsigned long long)elapsed,
-	       (double)(2 * pairs) * 1e9 / (double)elapsed);
+	       (double)a.seconds_ms / 1000.0, a.size, a.settle_ms, 2 * pairs,
+	       (unsigned long long)start, (unsigned long long)elapsed,
+	       (double)(2 * load) * 1e9 / (double)elapsed);
 	return 0;
 }

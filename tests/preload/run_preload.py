@@ -270,7 +270,7 @@ def main():
         check(len(parent) == 1 and len(child) == 1, "the child's header names its traced parent")
         if parent and child:
             check(traces[child[0]["pid"]][1][0]["forked_from"] == parent[0]["pid"], "forked_from is the parent's pid")
-    if sc == "basic":
+    if sc == "basic" and not args.victim:
         # the arguments that matter for later analysis are in the events
         path, recs = traces[dids[0]["pid"]]
         ev = {r["api"]: r for r in recs if r["type"] == "event" and r["op"] == "alloc"}
