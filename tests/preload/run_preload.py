@@ -199,6 +199,14 @@ def main():
     if sc == "disabled":
         env["GPUMEMTRACE_ENABLE"] = "0"
 
+    if sc == "help":
+        env["GPUMEMTRACE_HELP"] = "1"
+        p = subprocess.run(["sh", "-c", "exit 0"], env=env, capture_output=True, text=True, timeout=60)
+        for name in ("ENABLE", "OUTPUT_DIR", "RING_SLOTS", "FLUSH_MS", "SNAPSHOT_MS", "HELP"):
+            check(f"GPUMEMTRACE_{name} " in p.stderr, f"GPUMEMTRACE_HELP=1 lists GPUMEMTRACE_{name}")
+        check(p.returncode == 0, "the program still runs normally")
+        return finish()
+
     if sc == "no-cuda":
         # A process that never touches GPU memory leaves no file and no output.
         p = subprocess.run(["sh", "-c", "echo hello"], env=env, capture_output=True, text=True, timeout=60)
