@@ -102,6 +102,11 @@ atfork_child(void)
 		/* The parent's writer thread is not in this process: start afresh, under our own pid,
 		 * into our own file, at our first event. The parent's file stays the parent's. */
 		gmt_writer_forget_after_fork();
+		/* the ring must start zero-filled (ring.h): take fresh pages at the next start */
+		if (ring_mem) {
+			munmap(ring_mem, ring_mem_bytes);
+			ring_mem = NULL;
+		}
 		forked_from = (int)getppid();
 		start_ts = mono_ns();
 		atomic_store(&dropped, 0);

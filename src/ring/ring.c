@@ -17,9 +17,7 @@ gmt_ring_init(struct gmt_ring *ring, void *mem, size_t nslots)
 	ring->slots = mem;
 	ring->mask = nslots - 1;
 	ring->tail = 0;
-	for (size_t i = 0; i < nslots; i++)
-		atomic_init(&ring->slots[i].turn, i);
-	/* Publishes the initialized turns to producers that later load head with acquire. */
+	/* Zero-filled slots already say "free for the first lap": nothing to write. */
 	atomic_store_explicit(&ring->head, 0, memory_order_release);
 }
 
@@ -33,7 +31,7 @@ gmt_ring_push(struct gmt_ring *ring, const struct gmt_event *ev)
 		slot = &ring->slots[pos & ring->mask];
 		/* Acquire pairs with the consumer's release in pop: the slot's old event has been
 		 * copied out before we overwrite it. */
-		uint64_t turn = atomic_load_explicit(&slot->turn, memory_order_acquire);
+		uint64_t turn = atomic_load_explicit(&slot->turn, memory_order_acquire) + (pos & ring->mask);
 		int64_t diff = (int64_t)(turn - pos);
 		if (diff == 0) {
 			/* Relaxed is enough: the slot's turn, not head, publishes the event. */
@@ -52,7 +50,7 @@ gmt_ring_push(struct gmt_ring *ring, const struct gmt_event *ev)
 	}
 	memcpy(&slot->ev, ev, sizeof(*ev));
 	/* Release: the event's bytes are visible before the consumer sees the slot as committed. */
-	atomic_store_explicit(&slot->turn, pos + 1, memory_order_release);
+	atomic_store_explicit(&slot->turn, pos + 1 - (pos & ring->mask), memory_order_release);
 	return true;
 }
 
@@ -63,11 +61,12 @@ gmt_ring_pop(struct gmt_ring *ring, struct gmt_event *out)
 	struct gmt_ring_slot *slot = &ring->slots[pos & ring->mask];
 
 	/* Acquire pairs with the producer's release: the event's bytes are complete. */
-	if (atomic_load_explicit(&slot->turn, memory_order_acquire) != pos + 1)
+	uint64_t index = pos & ring->mask;
+	if (atomic_load_explicit(&slot->turn, memory_order_acquire) + index != pos + 1)
 		return false; /* empty, or the producer of pos has not committed yet */
 	memcpy(out, &slot->ev, sizeof(*out));
 	/* Release: we are done reading before a producer of pos + nslots may write. */
-	atomic_store_explicit(&slot->turn, pos + ring->mask + 1, memory_order_release);
+	atomic_store_explicit(&slot->turn, pos + ring->mask + 1 - index, memory_order_release);
 	ring->tail = pos + 1;
 	return true;
 }

@@ -11,6 +11,9 @@
  *   - The consumer is wait-free: it reads the slot at `tail` and sees whether it is committed.
  *   - A slot's `turn` says whose it is: turn == pos means free for the producer of position pos,
  *     turn == pos + 1 means it holds the event of position pos, ready for the consumer.
+ *     The slot stores turn minus its own index, so a zero-filled slot is "free for the first
+ *     lap" (turn == index): fresh anonymous memory needs no initialisation pass, and a ring
+ *     only costs the memory that traffic has actually touched.
  *
  * The caller owns the memory (gmt_ring_bytes()), so the tracer can mmap it: no malloc in a hook.
  * Positions are 64-bit and run free; they are only compared by difference.
@@ -28,7 +31,7 @@
 #define GMT_CACHELINE 64
 
 struct gmt_ring_slot {
-	_Atomic uint64_t turn;
+	_Atomic uint64_t turn; /* stored as turn - slot index (see above) */
 	struct gmt_event ev;
 };
 
@@ -42,7 +45,10 @@ struct gmt_ring {
 /** Bytes of slot storage for @p nslots slots (a power of two). */
 size_t gmt_ring_bytes(size_t nslots);
 
-/** Initialize over caller-owned, suitably aligned @p mem of gmt_ring_bytes(nslots). pre: nslots power of 2. */
+/**
+ * Initialize over caller-owned, suitably aligned, ZERO-FILLED @p mem of gmt_ring_bytes(nslots)
+ * (fresh anonymous mmap memory is). pre: nslots is a power of 2. Touches none of @p mem.
+ */
 void gmt_ring_init(struct gmt_ring *ring, void *mem, size_t nslots);
 
 /** Copy @p ev into the ring. Lock-free; returns false at once when the ring is full. */
