@@ -263,7 +263,13 @@ def main():
             trailer = recs[-1]
             events = sum(1 for r in recs if r["type"] == "event")
             total = sum(did["allocs"].values()) + sum(did["frees"].values())
-            check(trailer["dropped"] > 0, "a 1024-slot ring under a burst drops events")
+            if args.runtime == "sim":
+                # simcuda's calls cost tens of ns: 4 threads outrun the writer and the ring fills.
+                # On a GPU (real calls ~0.6 us, many cores) the writer may keep up: then nothing
+                # is dropped and the exact-count check below covers every event.
+                check(trailer["dropped"] > 0, "a 1024-slot ring under a burst drops events")
+            else:
+                print(f"real runtime: {trailer['dropped']} of {total} events dropped with a 1024-slot ring")
             check(events + trailer["dropped"] == total,
                   f"every event is either written or counted as dropped: {events} + {trailer['dropped']} == {total}")
             check(rep is None or rep["summary"]["dropped"] == trailer["dropped"], "the report shows the drops")
