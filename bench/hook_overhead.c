@@ -29,6 +29,9 @@
  * not).
  */
 #define _GNU_SOURCE
+#define BENCH_PROG "hook_overhead"
+#include "bench_util.h"
+
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
 #include <errno.h>
@@ -54,23 +57,6 @@ struct bench_args {
 	unsigned long gap_ms;
 };
 
-#define CK(call) \
-	do { \
-		cudaError_t rc_ = (call); \
-		if (rc_ != cudaSuccess) { \
-			fprintf(stderr, "hook_overhead: %s: %s\n", #call, cudaGetErrorString(rc_)); \
-			exit(1); \
-		} \
-	} while (0)
-
-static uint64_t
-mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
 static void
 sleep_ms(unsigned long ms)
 {
@@ -93,21 +79,6 @@ usage(void)
 	fprintf(stderr, "usage: hook_overhead [--mode malloc|async] [--iters N] [--reps R] "
 			"[--warmup W] [--size BYTES] [--gap-ms MS]\n");
 	exit(2);
-}
-
-static unsigned long
-parse_ulong(const char *s, unsigned long min, unsigned long max)
-{
-	char *end;
-	unsigned long v;
-
-	errno = 0;
-	v = strtoul(s, &end, 10);
-	if (errno || end == s || *end || v < min || v > max) {
-		fprintf(stderr, "hook_overhead: bad number '%s' (%lu..%lu)\n", s, min, max);
-		exit(2);
-	}
-	return v;
 }
 
 static void

@@ -26,6 +26,9 @@
  * it uses no simulation-specific symbol and also runs on the real runtime.
  */
 #define _GNU_SOURCE
+#define BENCH_PROG "writer_throughput"
+#include "bench_util.h"
+
 #include <cuda_runtime_api.h>
 #include <errno.h>
 #include <pthread.h>
@@ -61,23 +64,6 @@ struct producer {
 	unsigned long pairs;
 };
 
-#define CK(call) \
-	do { \
-		cudaError_t rc_ = (call); \
-		if (rc_ != cudaSuccess) { \
-			fprintf(stderr, "writer_throughput: %s: %s\n", #call, cudaGetErrorString(rc_)); \
-			exit(1); \
-		} \
-	} while (0)
-
-static uint64_t
-mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
 static void
 sleep_until(uint64_t ns)
 {
@@ -94,21 +80,6 @@ usage(void)
 	fprintf(stderr, "usage: writer_throughput [--threads T] [--rate EVENTS_PER_S] [--seconds S] "
 			"[--mode malloc|async] [--size BYTES] [--settle-ms MS]\n");
 	exit(2);
-}
-
-static unsigned long
-parse_ulong(const char *s, unsigned long min, unsigned long max)
-{
-	char *end;
-	unsigned long v;
-
-	errno = 0;
-	v = strtoul(s, &end, 10);
-	if (errno || end == s || *end || v < min || v > max) {
-		fprintf(stderr, "writer_throughput: bad number '%s' (%lu..%lu)\n", s, min, max);
-		exit(2);
-	}
-	return v;
 }
 
 static unsigned long

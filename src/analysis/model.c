@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/hash.h"
+
 static void *
 xrealloc(void *p, size_t n, size_t size)
 {
@@ -52,13 +54,7 @@ struct live_map {
 static size_t
 live_hash(uint64_t ptr)
 {
-	/* Allocations are aligned, so the low bits carry nothing: mix (splitmix64 finalizer). */
-	ptr ^= ptr >> 30;
-	ptr *= 0xbf58476d1ce4e5b9ull;
-	ptr ^= ptr >> 27;
-	ptr *= 0x94d049bb133111ebull;
-	ptr ^= ptr >> 31;
-	return (size_t)ptr;
+	return (size_t)gmt_mix64(ptr);
 }
 
 static struct live *

@@ -6,17 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static uint64_t
-mix64(uint64_t x)
-{
-	/* splitmix64 finalizer: addresses are aligned, so the low bits alone hash badly */
-	x ^= x >> 30;
-	x *= 0xbf58476d1ce4e5b9ULL;
-	x ^= x >> 27;
-	x *= 0x94d049bb133111ebULL;
-	x ^= x >> 31;
-	return x;
-}
+#include "util/hash.h"
 
 // --- live allocations ---------------------------------------------------------------------------
 
@@ -36,7 +26,7 @@ live_rehash(struct gmt_live_table *t, size_t cap)
 		struct gmt_live_entry *old = &t->e[i];
 		if (!old->ptr || old->tomb)
 			continue;
-		size_t j = mix64(old->ptr) & (cap - 1);
+		size_t j = gmt_mix64(old->ptr) & (cap - 1);
 		while (e[j].ptr)
 			j = (j + 1) & (cap - 1);
 		e[j] = *old;
@@ -53,7 +43,7 @@ live_find(struct gmt_live_table *t, uint64_t ptr)
 {
 	if (!t->cap)
 		return NULL;
-	for (size_t j = mix64(ptr) & (t->cap - 1);; j = (j + 1) & (t->cap - 1)) {
+	for (size_t j = gmt_mix64(ptr) & (t->cap - 1);; j = (j + 1) & (t->cap - 1)) {
 		struct gmt_live_entry *e = &t->e[j];
 		if (!e->ptr)
 			return NULL;
@@ -86,7 +76,7 @@ live_insert(struct gmt_live_table *t, const struct gmt_event *ev)
 		if (!live_rehash(t, cap))
 			return false;
 	}
-	size_t j = mix64(ev->ptr) & (t->cap - 1);
+	size_t j = gmt_mix64(ev->ptr) & (t->cap - 1);
 	while (t->e[j].ptr && !t->e[j].tomb)
 		j = (j + 1) & (t->cap - 1);
 	if (t->e[j].tomb)
@@ -162,7 +152,7 @@ stack_hash(const uint64_t *frames, uint32_t n)
 {
 	uint64_t h = 0x9e3779b97f4a7c15ULL ^ n;
 	for (uint32_t i = 0; i < n; i++)
-		h = mix64(h ^ frames[i]);
+		h = gmt_mix64(h ^ frames[i]);
 	return h ? h : 1;
 }
 
