@@ -56,6 +56,10 @@ void gmt_stamp(struct gmt_event *ev);
 /** This thread's id (cached). */
 int32_t gmt_tid(void);
 
+struct gmt_options;
+/** The tracer's options (read once, at load or first use). */
+const struct gmt_options *gmt_tracer_options(void);
+
 /** Hand a stamped event to the writer. Never blocks: a full ring counts a drop. */
 void gmt_emit(struct gmt_event *ev);
 

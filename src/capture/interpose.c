@@ -19,6 +19,8 @@
 #include <string.h>
 
 #include "capture/capture.h"
+#include "capture/cupti.h"
+#include "util/devices.h"
 #include "util/log.h"
 
 /* The per-thread-default-stream entry points; cuda_runtime_api.h only declares them when the
@@ -35,7 +37,8 @@ cudaError_t cudaMallocFromPoolAsync_ptsz(void **ptr, size_t size, cudaMemPool_t 
 	X(cudaMalloc) X(cudaMallocPitch) X(cudaMallocManaged) X(cudaMallocHost) X(cudaHostAlloc) \
 	X(cudaMallocAsync) X(cudaMallocAsync_ptsz) X(cudaMallocFromPoolAsync) \
 	X(cudaMallocFromPoolAsync_ptsz) X(cudaFree) X(cudaFreeHost) X(cudaFreeAsync) \
-	X(cudaFreeAsync_ptsz) X(cudaDeviceReset) X(cudaGetDevice) X(cudaMemGetInfo)
+	X(cudaFreeAsync_ptsz) X(cudaDeviceReset) X(cudaGetDevice) X(cudaMemGetInfo) \
+	X(cudaDeviceGetPCIBusId)
 
 enum real_fn {
 #define X(name) REAL_##name,
@@ -68,7 +71,7 @@ resolve(enum real_fn fn, void *self)
 	}
 	if (p == self)
 		p = NULL;
-	if (!p)
+	if (!p && self) /* a missing query only costs the event its device or OOM facts */
 		gmt_warn("cannot find the real %s in " CUDART_VERSION_NAME
 			 "; the call returns cudaErrorInitializationError", name);
 	return p;
@@ -98,7 +101,31 @@ real(enum real_fn fn, void *self)
 		fn_ ? fn_(__VA_ARGS__) : cudaErrorInitializationError; \
 	})
 
+/* CUPTI records when it can (cupti.c): the wrappers then only forward. The first wrapper call
+ * of the process starts CUPTI if the driver's injection has not yet. */
+static inline bool
+cupti_records(void)
+{
+	if (gmt_depth != 0 || atomic_load_explicit(&gmt_state, memory_order_relaxed) == GMT_STATE_DISABLED)
+		return false;
+	return gmt_cupti_records();
+}
+
 // --- event helpers ------------------------------------------------------------------------------
+
+/* The device's PCI bus id, once per device, for the writer's NVML readings. */
+static void
+note_device(int32_t dev)
+{
+	char busid[GMT_BUSID_MAX];
+	__typeof__(&cudaDeviceGetPCIBusId) fn;
+
+	if (gmt_device_known(dev))
+		return;
+	fn = REAL_QUERY(cudaDeviceGetPCIBusId);
+	if (fn && fn(busid, (int)sizeof(busid), dev) == cudaSuccess)
+		gmt_device_note(dev, busid);
+}
 
 static int32_t
 current_device(void)
@@ -137,6 +164,7 @@ alloc_end(struct gmt_event *ev)
 	int saved_errno = errno;
 
 	ev->device = current_device();
+	note_device(ev->device);
 	if (ev->result != cudaSuccess) {
 		/* An OOM is an event: keep what was asked and what the device had left. */
 		size_t free_b = 0, total_b = 0;
@@ -185,6 +213,8 @@ free_end(struct gmt_event *ev, cudaError_t rc)
 /* cflags: the call's own flags argument, recorded when flags has GMT_EV_HAS_FLAGS */
 #define ALLOC_WRAPPER(api, name, ptrp, size, stream, flags, cflags, ...) \
 	void *caller = __builtin_return_address(0); \
+	if (cupti_records()) \
+		return CALL_REAL(name, __VA_ARGS__); \
 	if (!gmt_hook_enter()) { \
 		gmt_hook_leave(); \
 		return CALL_REAL(name, __VA_ARGS__); \
@@ -235,6 +265,8 @@ GMT_EXPORT cudaError_t
 cudaHostAlloc(void **pHost, size_t size, unsigned int flags)
 {
 	void *caller = __builtin_return_address(0);
+	if (cupti_records())
+		return CALL_REAL(cudaHostAlloc, pHost, size, flags);
 	if (!gmt_hook_enter()) {
 		gmt_hook_leave();
 		return CALL_REAL(cudaHostAlloc, pHost, size, flags);
@@ -254,6 +286,7 @@ malloc_from_pool(cudaError_t rc, void **ptr, size_t size, cudaMemPool_t pool, cu
 	struct gmt_event ev =
 		alloc_event(GMT_API_cudaMallocFromPoolAsync, rc, ptr, size, stream, caller, flags);
 	ev.pool = (uint64_t)(uintptr_t)pool;
+	ev.flags |= GMT_EV_HAS_POOL;
 	alloc_end(&ev);
 }
 
@@ -261,6 +294,8 @@ GMT_EXPORT cudaError_t
 cudaMallocFromPoolAsync(void **ptr, size_t size, cudaMemPool_t memPool, cudaStream_t stream)
 {
 	void *caller = __builtin_return_address(0);
+	if (cupti_records())
+		return CALL_REAL(cudaMallocFromPoolAsync, ptr, size, memPool, stream);
 	if (!gmt_hook_enter()) {
 		gmt_hook_leave();
 		return CALL_REAL(cudaMallocFromPoolAsync, ptr, size, memPool, stream);
@@ -275,6 +310,8 @@ GMT_EXPORT cudaError_t
 cudaMallocFromPoolAsync_ptsz(void **ptr, size_t size, cudaMemPool_t memPool, cudaStream_t stream)
 {
 	void *caller = __builtin_return_address(0);
+	if (cupti_records())
+		return CALL_REAL(cudaMallocFromPoolAsync_ptsz, ptr, size, memPool, stream);
 	if (!gmt_hook_enter()) {
 		gmt_hook_leave();
 		return CALL_REAL(cudaMallocFromPoolAsync_ptsz, ptr, size, memPool, stream);
@@ -289,6 +326,8 @@ GMT_EXPORT cudaError_t
 cudaMallocPitch(void **devPtr, size_t *pitch, size_t width, size_t height)
 {
 	void *caller = __builtin_return_address(0);
+	if (cupti_records())
+		return CALL_REAL(cudaMallocPitch, devPtr, pitch, width, height);
 	if (!gmt_hook_enter()) {
 		gmt_hook_leave();
 		return CALL_REAL(cudaMallocPitch, devPtr, pitch, width, height);
@@ -308,6 +347,8 @@ cudaMallocPitch(void **devPtr, size_t *pitch, size_t width, size_t height)
 /* cudaFree(NULL) frees nothing (CUDA code calls it to create a context): not an event. */
 #define FREE_WRAPPER(api, name, ptr, stream, flags, ...) \
 	void *caller = __builtin_return_address(0); \
+	if (cupti_records()) \
+		return CALL_REAL(name, __VA_ARGS__); \
 	if (!gmt_hook_enter() || (ptr) == NULL) { \
 		gmt_hook_leave(); \
 		return CALL_REAL(name, __VA_ARGS__); \
@@ -348,6 +389,8 @@ GMT_EXPORT cudaError_t
 cudaDeviceReset(void)
 {
 	void *caller = __builtin_return_address(0);
+	if (cupti_records())
+		return CALL_REAL(cudaDeviceReset);
 	if (!gmt_hook_enter()) {
 		gmt_hook_leave();
 		return CALL_REAL(cudaDeviceReset);

@@ -19,6 +19,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <dlfcn.h>
+
+#include "capture/cupti.h"
+#include "util/devices.h"
 #include "include/gpumemtrace.h"
 #include "ring/ring.h"
 #include "util/log.h"
@@ -41,7 +45,8 @@ static int forked_from;
 static uint64_t start_ts; /* library load, or fork for a child */
 static bool atfork_registered;
 
-static const char *const capture_paths[] = {"interpose", NULL};
+static const char *const capture_interpose[] = {"interpose", NULL};
+static const char *const capture_cupti[] = {"cupti", NULL};
 
 // --- small facts --------------------------------------------------------------------------------
 
@@ -76,6 +81,13 @@ load_options(void)
 		return;
 	gmt_options_load(&opts, (gmt_getenv_fn)getenv);
 	atomic_store_explicit(&opts_loaded, true, memory_order_release);
+}
+
+const struct gmt_options *
+gmt_tracer_options(void)
+{
+	load_options();
+	return &opts;
 }
 
 // --- start, fork, stop --------------------------------------------------------------------------
@@ -140,14 +152,19 @@ tracer_start(void)
 		atfork_registered = true;
 	}
 
+	/* Coverage is decided before the header is written: CUPTI is normally started by now (at
+	 * cuInit or by the first interposed call); a marker before any CUDA call starts it here. */
+	bool cupti = gmt_cupti_records();
 	struct gmt_writer_config cfg = {
 		.opts = &opts,
 		.ring = &ring,
 		.dropped = &dropped,
 		.forked_from = forked_from,
 		.start_ts = start_ts,
-		.coverage = "runtime API only",
-		.capture = capture_paths,
+		.coverage = cupti ? "full" : "runtime API only",
+		.coverage_reason = gmt_cupti_reason(),
+		.capture = cupti ? capture_cupti : capture_interpose,
+		.device_busid = gmt_device_busid,
 		.on_failure = on_writer_failure,
 		.thread_init = writer_thread_init,
 	};
@@ -202,6 +219,27 @@ gmt_emit(struct gmt_event *ev)
 		atomic_fetch_add_explicit(&dropped, 1, memory_order_relaxed);
 }
 
+/* Under LD_PRELOAD, have the driver call InitializeInjection at cuInit, so CUPTI also sees
+ * programs with a static cudart, and starts only in processes that use CUDA. Never overwrite the
+ * variable: Nsight and other tools inject the same way. */
+static void
+arm_injection(void)
+{
+	Dl_info self;
+	const char *current = getenv("CUDA_INJECTION64_PATH");
+
+	if (!dladdr((void *)&arm_injection, &self) || !self.dli_fname || !self.dli_fname[0])
+		return;
+	if (!current || !current[0]) {
+		setenv("CUDA_INJECTION64_PATH", self.dli_fname, 0);
+		return;
+	}
+	const char *base = strrchr(current, '/');
+	if (strcmp(base ? base + 1 : current, "libgpumemtrace.so") != 0)
+		gmt_warn("CUDA_INJECTION64_PATH is already set (%s): CUDA will not inject gpumemtrace; "
+			 "programs with a static cudart are not traced", current);
+}
+
 __attribute__((constructor)) static void
 gmt_init(void)
 {
@@ -209,8 +247,12 @@ gmt_init(void)
 	load_options();
 	if (opts.help)
 		gmt_options_print_help(2, &opts);
-	if (!opts.enable)
+	if (!opts.enable) {
 		atomic_store(&gmt_state, GMT_STATE_DISABLED);
+		return;
+	}
+	if (opts.cupti)
+		arm_injection();
 }
 
 __attribute__((destructor)) static void

@@ -23,6 +23,9 @@ enum gmt_op {
 	GMT_OP_FREE,
 	GMT_OP_RESET,
 	GMT_OP_MARKER,
+	GMT_OP_RETAIN, /* a VMM handle gained a reference: no new memory */
+	GMT_OP_USAGE,  /* a reading of a reservation counter (pool_reserve, graph_reserve) */
+	GMT_OP_COUNT,
 };
 
 enum gmt_kind {
@@ -30,7 +33,16 @@ enum gmt_kind {
 	GMT_KIND_DEVICE,
 	GMT_KIND_PINNED,
 	GMT_KIND_MANAGED,
-	GMT_KIND_POOL,
+	GMT_KIND_POOL,          /* stream-ordered allocations (logical) */
+	GMT_KIND_REGISTERED,    /* host memory page-locked in place (not new memory) */
+	GMT_KIND_ARRAY,         /* CUDA arrays (ptr is the array handle) */
+	GMT_KIND_VMM_RESERVE,   /* reserved virtual address space (not memory) */
+	GMT_KIND_VMM_PHYSICAL,  /* cuMemCreate handles (ptr is the handle) */
+	GMT_KIND_VMM_MAPPED,    /* cuMemMap ranges */
+	GMT_KIND_IMPORTED,      /* another process's memory mapped here (IPC, shareable handles) */
+	GMT_KIND_GRAPH,         /* graph memory-node allocations (virtual; backed at launch) */
+	GMT_KIND_POOL_RESERVE,  /* usage readings: bytes a memory pool holds */
+	GMT_KIND_GRAPH_RESERVE, /* usage readings: bytes the device's graph pool holds */
 	GMT_KIND_COUNT,
 };
 
@@ -47,6 +59,7 @@ enum gmt_event_flag {
 	GMT_EV_PTSZ = 1u << 0,      /**< called through the per-thread-default-stream (_ptsz) entry */
 	GMT_EV_HAS_MEMINFO = 1u << 1, /**< free_bytes/total_bytes are valid (failed allocations) */
 	GMT_EV_HAS_FLAGS = 1u << 2,   /**< cuda_flags is an argument of the call */
+	GMT_EV_HAS_POOL = 1u << 3,    /**< pool is known (from-pool allocations, usage readings) */
 };
 
 #define GMT_LABEL_MAX 64 /* marker label, NUL included */
@@ -62,11 +75,15 @@ struct gmt_event {
 	uint64_t free_bytes;
 	uint64_t total_bytes;
 	uint64_t caller;    /**< return address into the application (the call site) */
+	uint64_t handle;    /**< VMM handle (cuMemMap), external memory object; 0 when none */
+	uint64_t offset;    /**< cuMemMap: offset into the handle */
+	uint64_t context;   /**< CUPTI contextUid, 0 when unknown (interposition) */
 	int32_t tid;
 	int32_t device;     /**< current device, -1 unknown */
 	int32_t result;     /**< cudaError_t returned to the application */
 	uint32_t cuda_flags;
-	uint16_t api;       /**< enum gmt_api */
+	uint16_t api;       /**< enum gmt_api: what the application called */
+	uint16_t driver;    /**< enum gmt_api: the driver call underneath a runtime call, 0 when none */
 	uint8_t op;         /**< enum gmt_op */
 	uint8_t kind;       /**< enum gmt_kind */
 	uint32_t flags;     /**< enum gmt_event_flag */

@@ -254,6 +254,11 @@ gmt_jsonl_header(struct gmt_buf *b, const struct gmt_header_info *h)
 		LIT(b, "null");
 	LIT(b, ",\"coverage\":");
 	gmt_buf_json_string(b, h->coverage, strlen(h->coverage));
+	LIT(b, ",\"coverage_reason\":");
+	if (h->coverage_reason)
+		gmt_buf_json_string(b, h->coverage_reason, strlen(h->coverage_reason));
+	else
+		LIT(b, "null");
 	LIT(b, ",\"capture\":[");
 	for (size_t i = 0; h->capture && h->capture[i]; i++) {
 		if (i)
@@ -304,6 +309,8 @@ gmt_jsonl_event(struct gmt_buf *b, const struct gmt_event *ev, uint32_t stack_id
 		event_marker(b, ev);
 		return;
 	}
+	bool reset = ev->op == GMT_OP_RESET, usage = ev->op == GMT_OP_USAGE;
+
 	LIT(b, "{\"type\":\"event\",\"seq\":");
 	buf_u64(b, ev->seq);
 	LIT(b, ",\"ts\":");
@@ -315,36 +322,54 @@ gmt_jsonl_event(struct gmt_buf *b, const struct gmt_event *ev, uint32_t stack_id
 	LIT(b, "\",\"api\":\"");
 	gmt_buf_puts(b, gmt_api_name((enum gmt_api)ev->api));
 	LIT(b, "\"");
+	if (ev->driver) {
+		LIT(b, ",\"driver\":\"");
+		gmt_buf_puts(b, gmt_api_name((enum gmt_api)ev->driver));
+		LIT(b, "\"");
+	}
 	if (ev->flags & GMT_EV_PTSZ)
 		LIT(b, ",\"ptsz\":true");
-	if (ev->op != GMT_OP_RESET) {
+	if (!reset) {
 		LIT(b, ",\"kind\":\"");
 		gmt_buf_puts(b, gmt_kind_name((enum gmt_kind)ev->kind));
 		LIT(b, "\"");
 	}
 	LIT(b, ",\"device\":");
 	buf_i64(b, ev->device);
-	if (ev->op != GMT_OP_RESET) {
+	if (ev->context) {
+		LIT(b, ",\"context\":");
+		buf_u64(b, ev->context);
+	}
+	if (!reset && !usage) {
 		LIT(b, ",\"stream\":");
 		gmt_buf_hex(b, ev->stream);
 		LIT(b, ",\"ptr\":");
 		gmt_buf_hex(b, ev->ptr);
 	}
-	if (ev->op == GMT_OP_ALLOC) {
+	if (ev->op == GMT_OP_ALLOC || usage || (ev->op == GMT_OP_FREE && ev->size)) {
+		/* frees carry a size only where the call names a range (cuMemUnmap, cuMemAddressFree) */
 		LIT(b, ",\"size\":");
 		buf_u64(b, ev->size);
-		if (ev->requested) {
-			LIT(b, ",\"requested\":");
-			buf_u64(b, ev->requested);
-		}
-		if (ev->flags & GMT_EV_HAS_FLAGS) {
-			LIT(b, ",\"flags\":");
-			buf_u64(b, ev->cuda_flags);
-		}
-		if (ev->api == GMT_API_cudaMallocFromPoolAsync) {
-			LIT(b, ",\"pool\":");
-			gmt_buf_hex(b, ev->pool);
-		}
+	}
+	if (ev->requested) {
+		LIT(b, ",\"requested\":");
+		buf_u64(b, ev->requested);
+	}
+	if (ev->flags & GMT_EV_HAS_FLAGS) {
+		LIT(b, ",\"flags\":");
+		buf_u64(b, ev->cuda_flags);
+	}
+	if (ev->flags & GMT_EV_HAS_POOL) {
+		LIT(b, ",\"pool\":");
+		gmt_buf_hex(b, ev->pool);
+	}
+	if (ev->handle) {
+		LIT(b, ",\"handle\":");
+		gmt_buf_hex(b, ev->handle);
+	}
+	if (ev->offset) {
+		LIT(b, ",\"offset\":");
+		buf_u64(b, ev->offset);
 	}
 	LIT(b, ",\"result\":");
 	buf_i64(b, ev->result);
@@ -361,7 +386,8 @@ gmt_jsonl_event(struct gmt_buf *b, const struct gmt_event *ev, uint32_t stack_id
 
 void
 gmt_jsonl_snapshot(struct gmt_buf *b, uint64_t ts, uint64_t seq, uint64_t events, uint64_t dropped,
-		   const struct gmt_live_total *live, size_t n_live)
+		   const struct gmt_live_total *live, size_t n_live,
+		   const struct gmt_nvml_reading *nvml, size_t n_nvml)
 {
 	LIT(b, "{\"type\":\"snapshot\",\"ts\":");
 	buf_u64(b, ts);
@@ -385,7 +411,30 @@ gmt_jsonl_snapshot(struct gmt_buf *b, uint64_t ts, uint64_t seq, uint64_t events
 		buf_u64(b, live[i].allocations);
 		LIT(b, "}");
 	}
-	LIT(b, "]}\n");
+	LIT(b, "]");
+	if (n_nvml) {
+		LIT(b, ",\"nvml\":[");
+		for (size_t i = 0; i < n_nvml; i++) {
+			if (i)
+				LIT(b, ",");
+			LIT(b, "{\"device\":");
+			buf_i64(b, nvml[i].device);
+			LIT(b, ",\"index\":");
+			buf_u64(b, nvml[i].index);
+			LIT(b, ",\"total\":");
+			buf_u64(b, nvml[i].total);
+			LIT(b, ",\"used\":");
+			buf_u64(b, nvml[i].used);
+			LIT(b, ",\"process_used\":");
+			if (nvml[i].has_process_used)
+				buf_u64(b, nvml[i].process_used);
+			else
+				LIT(b, "null");
+			LIT(b, "}");
+		}
+		LIT(b, "]");
+	}
+	LIT(b, "}\n");
 }
 
 void

@@ -45,6 +45,7 @@ struct gmt_header_info {
 	uint64_t start_ts, start_unix_ns;
 	struct gmt_rank_info rank;
 	const char *coverage;
+	const char *coverage_reason; /**< NULL, or why CUPTI was not used */
 	const char *const *capture; /**< NULL-terminated */
 	uint64_t ring_slots, flush_ms, snapshot_ms;
 };
@@ -57,12 +58,22 @@ struct gmt_live_total {
 	uint64_t allocations;
 };
 
+/** One NVML reading of a device (snapshot records). */
+struct gmt_nvml_reading {
+	int device;            /**< CUDA ordinal */
+	unsigned index;        /**< NVML index of the same GPU */
+	uint64_t total, used;  /**< device memory */
+	bool has_process_used;
+	uint64_t process_used; /**< this process's GPU memory */
+};
+
 void gmt_jsonl_header(struct gmt_buf *b, const struct gmt_header_info *h);
 void gmt_jsonl_stack(struct gmt_buf *b, uint32_t id, const uint64_t *frames, size_t n);
 /** An event or a marker line. */
 void gmt_jsonl_event(struct gmt_buf *b, const struct gmt_event *ev, uint32_t stack_id);
 void gmt_jsonl_snapshot(struct gmt_buf *b, uint64_t ts, uint64_t seq, uint64_t events, uint64_t dropped,
-			const struct gmt_live_total *live, size_t n_live);
+			const struct gmt_live_total *live, size_t n_live,
+			const struct gmt_nvml_reading *nvml, size_t n_nvml);
 void gmt_jsonl_trailer(struct gmt_buf *b, uint64_t ts, uint64_t events, uint64_t dropped,
 		       const char *reason);
 

@@ -40,6 +40,15 @@ gmt_kind_name(enum gmt_kind kind)
 	case GMT_KIND_PINNED: return "pinned";
 	case GMT_KIND_MANAGED: return "managed";
 	case GMT_KIND_POOL: return "pool";
+	case GMT_KIND_REGISTERED: return "registered";
+	case GMT_KIND_ARRAY: return "array";
+	case GMT_KIND_VMM_RESERVE: return "vmm_reserve";
+	case GMT_KIND_VMM_PHYSICAL: return "vmm_physical";
+	case GMT_KIND_VMM_MAPPED: return "vmm_mapped";
+	case GMT_KIND_IMPORTED: return "imported";
+	case GMT_KIND_GRAPH: return "graph";
+	case GMT_KIND_POOL_RESERVE: return "pool_reserve";
+	case GMT_KIND_GRAPH_RESERVE: return "graph_reserve";
 	case GMT_KIND_NONE:
 	case GMT_KIND_COUNT: break;
 	}
@@ -54,7 +63,10 @@ gmt_op_name(enum gmt_op op)
 	case GMT_OP_FREE: return "free";
 	case GMT_OP_RESET: return "reset";
 	case GMT_OP_MARKER: return "marker";
-	case GMT_OP_NONE: break;
+	case GMT_OP_RETAIN: return "retain";
+	case GMT_OP_USAGE: return "usage";
+	case GMT_OP_NONE:
+	case GMT_OP_COUNT: break;
 	}
 	return "none";
 }

@@ -63,10 +63,76 @@ live_remove(struct gmt_live_table *t, struct gmt_live_entry *e)
 	t->tombs++;
 }
 
+/* VMM handles, imported handles and CUDA arrays are handle values, not addresses: they live in
+ * their own number space, tagged so that a handle never matches a device pointer. */
+#define HANDLE_TAG (1ULL << 63)
+
+static bool
+is_handle_space(const struct gmt_event *ev)
+{
+	return ev->kind == GMT_KIND_VMM_PHYSICAL || ev->kind == GMT_KIND_ARRAY ||
+	       ev->api == GMT_API_cuMemImportFromShareableHandle;
+}
+
+static uint64_t
+live_key(const struct gmt_event *ev)
+{
+	return is_handle_space(ev) ? ev->ptr ^ HANDLE_TAG : ev->ptr;
+}
+
+/* Kinds a context destruction (cudaDeviceReset) does not release (docs/trace-format.md). */
+static bool
+survives_reset(uint8_t kind)
+{
+	switch (kind) {
+	case GMT_KIND_POOL:
+	case GMT_KIND_VMM_RESERVE:
+	case GMT_KIND_VMM_PHYSICAL:
+	case GMT_KIND_VMM_MAPPED:
+	case GMT_KIND_GRAPH:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* Remove every entry the predicate selects (resets, range unmaps, external memory). */
+static void
+live_remove_if(struct gmt_live_table *t, const struct gmt_event *ev,
+	       bool (*pred)(const struct gmt_live_entry *, const struct gmt_event *))
+{
+	for (size_t i = 0; i < t->cap; i++) {
+		struct gmt_live_entry *e = &t->e[i];
+		if (e->ptr && !e->tomb && pred(e, ev))
+			live_remove(t, e);
+	}
+}
+
+static bool
+reset_releases(const struct gmt_live_entry *e, const struct gmt_event *ev)
+{
+	if (survives_reset(e->kind) || e->device != ev->device)
+		return false;
+	return !ev->context || !e->context || e->context == ev->context;
+}
+
+static bool
+in_unmapped_range(const struct gmt_live_entry *e, const struct gmt_event *ev)
+{
+	return e->kind == GMT_KIND_VMM_MAPPED && e->ptr >= ev->ptr && e->ptr < ev->ptr + ev->size;
+}
+
+static bool
+of_external_memory(const struct gmt_live_entry *e, const struct gmt_event *ev)
+{
+	return e->kind == GMT_KIND_IMPORTED && e->handle == ev->handle;
+}
+
 static bool
 live_insert(struct gmt_live_table *t, const struct gmt_event *ev)
 {
-	struct gmt_live_entry *e = live_find(t, ev->ptr);
+	uint64_t key = live_key(ev);
+	struct gmt_live_entry *e = live_find(t, key);
 	if (e) /* the free of the old block was dropped or reordered: the new block replaces it */
 		live_remove(t, e);
 	if ((t->used + t->tombs + 1) * 2 > t->cap) {
@@ -76,13 +142,17 @@ live_insert(struct gmt_live_table *t, const struct gmt_event *ev)
 		if (!live_rehash(t, cap))
 			return false;
 	}
-	size_t j = gmt_mix64(ev->ptr) & (t->cap - 1);
+	size_t j = gmt_mix64(key) & (t->cap - 1);
 	while (t->e[j].ptr && !t->e[j].tomb)
 		j = (j + 1) & (t->cap - 1);
 	if (t->e[j].tomb)
 		t->tombs--;
-	t->e[j] = (struct gmt_live_entry){
-		.ptr = ev->ptr, .size = ev->size, .device = ev->device, .kind = ev->kind};
+	t->e[j] = (struct gmt_live_entry){.ptr = key,
+					  .size = ev->size,
+					  .context = ev->context,
+					  .handle = ev->handle,
+					  .device = ev->device,
+					  .kind = ev->kind};
 	t->used++;
 	size_t d = dev_index(ev->device);
 	t->bytes[d][ev->kind] += ev->size;
@@ -101,18 +171,22 @@ gmt_live_apply(struct gmt_live_table *t, const struct gmt_event *ev)
 			return true;
 		return live_insert(t, ev);
 	case GMT_OP_FREE: {
-		struct gmt_live_entry *e = live_find(t, ev->ptr);
+		if (ev->kind == GMT_KIND_VMM_MAPPED && ev->size) {
+			live_remove_if(t, ev, in_unmapped_range);
+			return true;
+		}
+		if (ev->api == GMT_API_cuDestroyExternalMemory ||
+		    ev->api == GMT_API_cudaDestroyExternalMemory) {
+			live_remove_if(t, ev, of_external_memory);
+			return true;
+		}
+		struct gmt_live_entry *e = live_find(t, live_key(ev));
 		if (e)
 			live_remove(t, e);
 		return true;
 	}
 	case GMT_OP_RESET:
-		/* cudaDeviceReset frees the device's allocations except stream-ordered pool ones */
-		for (size_t i = 0; i < t->cap; i++) {
-			struct gmt_live_entry *e = &t->e[i];
-			if (e->ptr && !e->tomb && e->device == ev->device && e->kind != GMT_KIND_POOL)
-				live_remove(t, e);
-		}
+		live_remove_if(t, ev, reset_releases);
 		return true;
 	default:
 		return true;

@@ -17,8 +17,10 @@
 #define GMT_MAX_DEVICES 64 /* devices 0..63 get their own totals; others count under "unknown" */
 
 struct gmt_live_entry {
-	uint64_t ptr; /* 0 = empty */
+	uint64_t ptr; /* the key (see live_key() in tables.c); 0 = empty */
 	uint64_t size;
+	uint64_t context;
+	uint64_t handle; /* external memory object of an imported buffer */
 	int32_t device;
 	uint8_t kind;
 	uint8_t tomb;
@@ -32,7 +34,7 @@ struct gmt_live_table {
 	uint64_t count[GMT_MAX_DEVICES + 1][GMT_KIND_COUNT];
 };
 
-/** Apply one event (alloc, free, reset) to the table. Returns false only on allocation failure. */
+/** Apply one event (alloc, free, reset; readings and markers are ignored) to the table. Returns false only on allocation failure. */
 bool gmt_live_apply(struct gmt_live_table *t, const struct gmt_event *ev);
 /** Fill up to @p max totals with non-zero (device, kind) rows; returns how many. */
 size_t gmt_live_totals(const struct gmt_live_table *t, struct gmt_live_total *out, size_t max);

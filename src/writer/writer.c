@@ -18,6 +18,7 @@
 #include "format/jsonl.h"
 #include "gmt-config.h"
 #include "util/log.h"
+#include "writer/nvml.h"
 #include "writer/tables.h"
 
 #define WRITE_CHUNK (64 * 1024) /* write when this much is buffered, even before flush_ms */
@@ -196,6 +197,7 @@ open_and_write_header(void)
 		.start_unix_ns = wall - (mono - start),
 		.rank = rank,
 		.coverage = w.cfg.coverage,
+		.coverage_reason = w.cfg.coverage_reason,
 		.capture = w.cfg.capture,
 		.ring_slots = w.cfg.opts->ring_slots,
 		.flush_ms = w.cfg.opts->flush_ms,
@@ -253,10 +255,13 @@ static void
 write_snapshot(void)
 {
 	struct gmt_live_total rows[(GMT_MAX_DEVICES + 1) * GMT_KIND_COUNT];
+	struct gmt_nvml_reading nvml[GMT_DEVICES_MAX];
 	size_t n = gmt_live_totals(&w.live, rows, sizeof(rows) / sizeof(rows[0]));
+	size_t n_nvml = gmt_nvml_read(w.cfg.device_busid, nvml, GMT_DEVICES_MAX);
 
 	gmt_jsonl_snapshot(&w.out, now_ns(CLOCK_MONOTONIC), w.last_seq, w.events_written,
-			   atomic_load_explicit(w.cfg.dropped, memory_order_relaxed), rows, n);
+			   atomic_load_explicit(w.cfg.dropped, memory_order_relaxed), rows, n, nvml,
+			   n_nvml);
 }
 
 static void *
@@ -309,6 +314,7 @@ writer_main(void *arg)
 	flush_out();
 	close(w.fd);
 	w.fd = -1;
+	gmt_nvml_close();
 	atomic_store_explicit(&w.done, true, memory_order_release);
 	return NULL;
 }
@@ -373,4 +379,5 @@ gmt_writer_forget_after_fork(void)
 	if (w.fd >= 0)
 		close(w.fd);
 	w = (struct writer){.fd = -1};
+	gmt_nvml_forget();
 }

@@ -12,6 +12,7 @@
 
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "ring/ring.h"
@@ -24,7 +25,10 @@ struct gmt_writer_config {
 	int forked_from;               /**< pid of the traced parent, 0 if none */
 	uint64_t start_ts;             /**< CLOCK_MONOTONIC ns when tracing of this process began */
 	const char *coverage;          /**< header "coverage" */
+	const char *coverage_reason;   /**< header "coverage_reason", NULL when none */
 	const char *const *capture;    /**< header "capture", NULL-terminated */
+	/** PCI bus id of a CUDA device, learnt by the capture side (for NVML readings) */
+	bool (*device_busid)(int device, char *buf, size_t n);
 	void (*on_failure)(void);      /**< called once if the writer cannot go on (no file, disk full) */
 	void (*thread_init)(void);     /**< run first on the writer thread (marks it as not traced) */
 };

@@ -137,7 +137,7 @@ main(void)
 	json_decref(j);
 
 	struct gmt_live_total live[] = {{0, GMT_KIND_DEVICE, 100, 2}, {1, GMT_KIND_PINNED, 4096, 1}};
-	gmt_jsonl_snapshot(&b, 1, 20, 19, 0, live, 2);
+	gmt_jsonl_snapshot(&b, 1, 20, 19, 0, live, 2, NULL, 0);
 	j = parse_line(&b);
 	json_t *l1 = json_array_get(json_object_get(j, "live"), 1);
 	CHECK(num(l1, "device") == 1 && strcmp(str(l1, "kind"), "pinned") == 0 && num(l1, "bytes") == 4096);

@@ -1,0 +1,49 @@
+/*
+ * @brief The CUPTI capture path: callbacks of the driver API's memory calls (the allocation
+ * truth), the runtime API's (the name the application called) and the resource domain
+ * (contexts, graph nodes). The primary path; interposition (interpose.c) records only where
+ * CUPTI cannot be had.
+ *
+ * CUPTI is loaded at run time (no link-time dependency) and started once per process: by the
+ * driver through InitializeInjection (CUDA_INJECTION64_PATH, also for static-cudart programs), by
+ * the first interposed call, or at the first event. Which of those comes first does not matter.
+ */
+#ifndef GMT_CAPTURE_CUPTI_H
+#define GMT_CAPTURE_CUPTI_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+
+enum gmt_cupti_phase {
+	GMT_CUPTI_UNTRIED = 0,
+	GMT_CUPTI_STARTING,
+	GMT_CUPTI_ACTIVE,      /* our subscriber holds the callbacks: CUPTI records everything */
+	GMT_CUPTI_UNAVAILABLE, /* opted out, not found, or held by another tool: interposition records */
+};
+
+extern _Atomic int gmt_cupti_phase;
+
+/**
+ * Start the CUPTI path if it was not tried yet; returns true when CUPTI records. Idempotent and
+ * cheap after the first call. Prints one line when CUPTI cannot be had, and one when it is held
+ * (other profilers in the process lose their CUDA activity).
+ */
+bool gmt_cupti_start(void);
+
+/** Decided and active. One relaxed load: for the interposed wrappers' fast path. */
+static inline bool
+gmt_cupti_records(void)
+{
+	int ph = atomic_load_explicit(&gmt_cupti_phase, memory_order_acquire);
+	if (__builtin_expect(ph == GMT_CUPTI_UNTRIED, 0))
+		return gmt_cupti_start();
+	return ph == GMT_CUPTI_ACTIVE;
+}
+
+/** Called by the CUDA driver at cuInit when CUDA_INJECTION64_PATH names this library. */
+int InitializeInjection(void);
+
+/** Why CUPTI is not used (for the trace header), or NULL when it is. */
+const char *gmt_cupti_reason(void);
+
+#endif
