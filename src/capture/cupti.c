@@ -1166,7 +1166,7 @@ start_once(void)
 	}
 	reason[0] = '\0';
 	atomic_store_explicit(&gmt_cupti_phase, GMT_CUPTI_ACTIVE, memory_order_release);
-	gmt_info("holding the CUPTI callback API for complete capture: torch.profiler, Nsight and "
+	gmt_warn("holding the CUPTI callback API for complete capture: torch.profiler, Nsight and "
 		 "other CUPTI tools in this process get no CUDA activity; " GMT_OPTION_PREFIX
 		 "CUPTI=0 leaves CUPTI to them (runtime API only)");
 	return GMT_CUPTI_ACTIVE;

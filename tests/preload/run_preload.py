@@ -47,34 +47,64 @@ def load_trace(path):
     return recs
 
 
+# Kinds whose `ptr` is a handle, not an address (docs/trace-format.md): their own number space.
+HANDLE_KINDS = ("vmm_physical", "array")
+# Kinds a context's destruction does not release.
+SURVIVE_RESET = ("pool", "vmm_reserve", "vmm_physical", "vmm_mapped", "graph")
+
+
+def key(e):
+    handle = e["kind"] in HANDLE_KINDS or e["api"] == "cuMemImportFromShareableHandle"
+    return ("handle" if handle else "addr", e["ptr"])
+
+
 def replay(recs):
-    """What the trace says happened: counts per API and the allocations live at the end."""
+    """What the trace says happened, replayed independently of the CLI: counts per API and the
+    allocations live at the end (docs/trace-format.md semantics, VMM and resets included)."""
     events = sorted((r for r in recs if r["type"] == "event"), key=lambda r: r["seq"])
     seqs = [r["seq"] for r in recs if r["type"] in ("event", "marker")]
     check(len(seqs) == len(set(seqs)), "sequence numbers are unique")
-    out = {"allocs": {}, "frees": {}, "failed": 0, "bad_frees": 0, "resets": 0}
-    live = {}
+    out = {"allocs": {}, "frees": {}, "failed": 0, "bad_frees": 0, "resets": 0, "twice": 0}
+    live = {}   # key -> event
+    refs = {}   # vmm handle -> references
     for e in events:
         api, ok = e["api"], e["result"] == 0
         if e["op"] == "alloc":
             if ok:
                 out["allocs"][api] = out["allocs"].get(api, 0) + 1
-                live[e["ptr"]] = (e["size"], e["kind"], e["device"])
+                if key(e) in live:
+                    out["twice"] += 1  # recorded twice, or its free was lost
+                live[key(e)] = e
+                if e["kind"] == "vmm_physical":
+                    refs[e["ptr"]] = 1
             else:
                 out["failed"] += 1
                 check("free_bytes" in e and "total_bytes" in e, "a failed allocation carries the device's free memory")
+        elif e["op"] == "retain" and ok:
+            refs[e["ptr"]] = refs.get(e["ptr"], 0) + 1
         elif e["op"] == "free":
-            if ok:
-                out["frees"][api] = out["frees"].get(api, 0) + 1
-                live.pop(e["ptr"], None)
-            else:
+            if not ok:
                 out["bad_frees"] += 1
+                continue
+            out["frees"][api] = out["frees"].get(api, 0) + 1
+            if e["kind"] == "vmm_mapped" and e.get("size"):
+                lo, hi = int(e["ptr"], 16), int(e["ptr"], 16) + e["size"]
+                for k, a in list(live.items()):
+                    if a["kind"] == "vmm_mapped" and lo <= int(a["ptr"], 16) < hi:
+                        del live[k]
+            elif e["kind"] == "vmm_physical":
+                refs[e["ptr"]] = refs.get(e["ptr"], 1) - 1
+                if refs[e["ptr"]] <= 0:
+                    live.pop(key(e), None)
+            else:
+                live.pop(key(e), None)
         elif e["op"] == "reset":
             out["resets"] += 1
-            for p, (size, kind, dev) in list(live.items()):
-                if dev == e["device"] and kind != "pool":
-                    del live[p]
-    out["leaked_bytes"] = sum(v[0] for v in live.values())
+            for k, a in list(live.items()):
+                same_ctx = "context" not in e or "context" not in a or a["context"] == e["context"]
+                if a["device"] == e["device"] and a["kind"] not in SURVIVE_RESET and same_ctx:
+                    del live[k]
+    out["leaked_bytes"] = sum(a["size"] for a in live.values())
     out["leaked_allocations"] = len(live)
     out["markers"] = sum(1 for r in recs if r["type"] == "marker")
     return out
@@ -93,13 +123,14 @@ def run_report(build, path):
         return None
 
 
-def compare(build, did, path, recs, expect_trailer=True, expect_drops=False):
+def compare(build, did, path, recs, coverage, expect_trailer=True, expect_drops=False, report_leaks=True):
     got = replay(recs)
     header = recs[0]
     check(header["type"] == "header" and header["format"] == "gpumemtrace" and header["version"] == 1,
           f"{path}: starts with a version 1 header")
     check(header["pid"] == did["pid"], f"{path}: header pid {header['pid']} is the process {did['pid']}")
-    check(header["coverage"] == "runtime API only", f"{path}: header states its coverage")
+    check(header["coverage"] == coverage, f"{path}: header coverage {header['coverage']!r} == {coverage!r}")
+    check(got["twice"] == 0, f"{path}: every allocation is recorded once ({got['twice']} recorded twice)")
     trailers = [r for r in recs if r["type"] == "trailer"]
     if expect_trailer:
         check(len(trailers) == 1 and recs[-1]["type"] == "trailer", f"{path}: ends with one trailer")
@@ -126,7 +157,7 @@ def compare(build, did, path, recs, expect_trailer=True, expect_drops=False):
         events = sum(1 for r in recs if r["type"] == "event")
         check(s["events"] in (events, events + got["markers"]), f"report: summary.events {s['events']} ({events} events in the file)")
         check(s["dropped"] == dropped, f"report: summary.dropped {s['dropped']} == {dropped}")
-        if not expect_drops:
+        if not expect_drops and report_leaks:
             if expect_trailer:
                 check(s["leaked_bytes"] == did["leaked_bytes"],
                       f"report: summary.leaked_bytes {s['leaked_bytes']} == {did['leaked_bytes']}")
@@ -162,6 +193,8 @@ def main():
     ap.add_argument("--runtime", choices=["sim", "real"], default="sim",
                     help="sim: tests/simcuda (CPU); real: the CUDA runtime and a GPU (skips without one)")
     ap.add_argument("--victim", help="program to run instead of the preload victim (it prints the same JSON)")
+    ap.add_argument("--capture", choices=["cupti", "interpose"], default="cupti",
+                    help="cupti: the default path; interpose: GPUMEMTRACE_CUPTI=0 (the fallback)")
     ap.add_argument("scenario")
     args = ap.parse_args()
     if args.runtime == "real" and not have_gpu():
@@ -184,7 +217,22 @@ def main():
         "SIMCUDA_MEM_BYTES": "1G",
         "SIMCUDA_DEVICES": "1",
     })
-    mode = {"exit": "_exit", "sigkill": "hang"}.get(sc, sc)
+    coverage = "full"
+    if args.capture == "interpose":
+        env["GPUMEMTRACE_CUPTI"] = "0"
+        coverage = "runtime API only"
+    mode = {"exit": "_exit", "sigkill": "hang", "inject": "basic", "cupti-taken": "basic",
+            "no-cupti": "basic"}.get(sc, sc)
+    if sc == "inject":
+        # no LD_PRELOAD: the driver (here the simulated runtime) loads us at CUDA initialisation
+        del env["LD_PRELOAD"]
+        env["CUDA_INJECTION64_PATH"] = lib
+    if sc == "cupti-taken":
+        env["SIMCUPTI_OTHER_SUBSCRIBER"] = "Nsight Systems"
+        coverage = "runtime API only"
+    if sc == "no-cupti":
+        env["GPUMEMTRACE_CUPTI_LIB"] = os.path.join(outdir, "no", "libcupti.so.13")
+        coverage = "runtime API only"
     if sc == "oom":
         env["SIMCUDA_MEM_BYTES"] = "64M"
     if sc == "drops":
@@ -235,6 +283,12 @@ def main():
     check(len(dids) >= 1, "the victim reported what it did")
     traces = traces_by_pid(outdir)
 
+    # Holding CUPTI is announced on every traced process (other profilers lose their GPU view).
+    holding = [l for l in stderr.splitlines() if "holding the CUPTI callback API" in l]
+    check(len(holding) == (1 if coverage == "full" and sc not in ("disabled", "unwritable") else 0) or sc == "unwritable",
+          f"one line says we hold CUPTI exactly when we do: {holding}")
+    stderr = "\n".join(l for l in stderr.splitlines() if "holding the CUPTI callback API" not in l)
+
     if sc == "unwritable":
         warnings = [l for l in stderr.splitlines() if "gpumemtrace" in l]
         check(len(warnings) == 1 and "GPUMEMTRACE_OUTPUT_DIR" in warnings[0] and "untraced" in warnings[0],
@@ -256,9 +310,20 @@ def main():
         if did["pid"] not in traces:
             continue
         path, recs = traces[did["pid"]]
-        got, rep = compare(build, did, path, recs,
+        got, rep = compare(build, did, path, recs, coverage,
                            expect_trailer=sc not in ("exit", "sigkill"),
-                           expect_drops=(sc == "drops"))
+                           expect_drops=(sc == "drops"),
+                           report_leaks=(sc != "vmm"))  # VA reservations are not leaked memory
+        header = recs[0]
+        if coverage == "full":
+            check(header["capture"] == ["cupti"] and header.get("coverage_reason") is None,
+                  f"{path}: captured through CUPTI ({header['capture']}, {header.get('coverage_reason')})")
+            runtime = [r for r in recs if r["type"] == "event" and r["api"].startswith("cuda") and r["op"] != "reset"]
+            check(all(r.get("driver", "").startswith("cu") for r in runtime),
+                  f"{path}: every runtime call names the driver call under it")
+        else:
+            check(header["capture"] == ["interpose"] and header.get("coverage_reason"),
+                  f"{path}: the header says why CUPTI was not used ({header.get('coverage_reason')})")
         if sc == "drops":
             trailer = recs[-1]
             events = sum(1 for r in recs if r["type"] == "event")
@@ -294,7 +359,28 @@ def main():
               "cudaMallocPitch records the requested and the granted size")
         check(ev["cudaMallocFromPoolAsync"].get("pool", "0x0") != "0x0", "cudaMallocFromPoolAsync records its pool")
         check(ev["cudaMallocAsync"]["stream"] != "0x0", "cudaMallocAsync records its stream")
-        check(all(r["stack"] > 0 for r in ev.values()), "every event names its call site")
+        if args.capture == "interpose":
+            check(all(r["stack"] > 0 for r in ev.values()), "every event names its call site")
+    if sc == "cupti-taken":
+        reason = traces[dids[0]["pid"]][1][0].get("coverage_reason") or ""
+        check("Nsight Systems" in reason and "39" in reason, f"the header names the other subscriber: {reason!r}")
+        lines = [l for l in stderr.splitlines() if "gpumemtrace" in l]
+        check(len(lines) == 1 and "Nsight Systems" in lines[0] and "runtime API only" in lines[0],
+              f"one warning says CUPTI is taken and what is missed: {lines}")
+    if sc == "no-cupti":
+        lines = [l for l in stderr.splitlines() if "gpumemtrace" in l]
+        check(len(lines) == 1 and "libcupti.so.13" in lines[0] and "GPUMEMTRACE_CUPTI_LIB" in lines[0],
+              f"one warning says libcupti could not be loaded and how to point at it: {lines}")
+    if sc == "vmm":
+        path, recs = traces[dids[0]["pid"]]
+        ev = [r for r in recs if r["type"] == "event"]
+        maps = [r for r in ev if r["api"] == "cuMemMap"]
+        creates = {r["ptr"] for r in ev if r["api"] == "cuMemCreate"}
+        check(len(maps) == 2 and all(m.get("handle") in creates for m in maps),
+              "each cuMemMap names the handle it maps (one made by cuMemCreate)")
+        check(sum(1 for r in ev if r["op"] == "retain") == 1, "cuMemRetainAllocationHandle is a retain")
+        unmap = [r for r in ev if r["api"] == "cuMemUnmap"]
+        check(len(unmap) == 1 and unmap[0].get("size", 0) > 0, "cuMemUnmap records the range it unmaps")
     if sc == "oom":
         path, recs = traces[dids[0]["pid"]]
         failed = [r for r in recs if r["type"] == "event" and r["result"] != 0 and r["op"] == "alloc"]

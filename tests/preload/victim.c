@@ -12,10 +12,14 @@
  *   victim reset     cudaDeviceReset with live allocations of every kind
  *   victim burst     4 threads push events as fast as they can (drop accounting)
  *   victim plain     one allocation, nothing else (for option tests)
+ *   victim vmm       the driver's virtual memory API as PyTorch's expandable segments use it:
+ *                    reserve, create, map, set access, retain, unmap, release (CUPTI sees it)
  *
  * Linked against libcudart.so.13: runs on tests/simcuda, or on a GPU with the real runtime.
  */
+#include <cuda.h>
 #include <cuda_runtime_api.h>
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -335,6 +339,79 @@ plain(void)
 	did_leak(1 << 20);
 }
 
+/* Driver calls through dlopen, as cudart and PyTorch reach them (no link against libcuda). */
+#define DRV_CK(call) \
+	do { \
+		CUresult rc_ = (call); \
+		if (rc_ != CUDA_SUCCESS) { \
+			fprintf(stderr, "victim: %s failed: %d\n", #call, (int)rc_); \
+			exit(2); \
+		} \
+	} while (0)
+
+static void *
+driver_fn(void *lib, const char *name)
+{
+	void *p = dlsym(lib, name);
+	if (!p) {
+		fprintf(stderr, "victim: libcuda.so.1 has no %s\n", name);
+		exit(2);
+	}
+	return p;
+}
+
+static void
+vmm(void)
+{
+	void *lib = dlopen("libcuda.so.1", RTLD_NOW);
+	if (!lib) {
+		fprintf(stderr, "victim: cannot load libcuda.so.1: %s\n", dlerror());
+		exit(2);
+	}
+	__typeof__(&cuMemGetAllocationGranularity) granularity = driver_fn(lib, "cuMemGetAllocationGranularity");
+	__typeof__(&cuMemAddressReserve) reserve = driver_fn(lib, "cuMemAddressReserve");
+	__typeof__(&cuMemCreate) create = driver_fn(lib, "cuMemCreate");
+	__typeof__(&cuMemMap) map = driver_fn(lib, "cuMemMap");
+	__typeof__(&cuMemSetAccess) set_access = driver_fn(lib, "cuMemSetAccess");
+	__typeof__(&cuMemRetainAllocationHandle) retain = driver_fn(lib, "cuMemRetainAllocationHandle");
+	__typeof__(&cuMemUnmap) unmap = driver_fn(lib, "cuMemUnmap");
+	__typeof__(&cuMemRelease) release = driver_fn(lib, "cuMemRelease");
+
+	CK(cudaFree(NULL)); /* the context */
+	CUmemAllocationProp prop = {
+		.type = CU_MEM_ALLOCATION_TYPE_PINNED,
+		.location = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = 0},
+	};
+	size_t gran = 0;
+	DRV_CK(granularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
+
+	CUdeviceptr va;
+	DRV_CK(reserve(&va, 16 * gran, 0, 0, 0));
+	did_alloc("cuMemAddressReserve");
+	CUmemGenericAllocationHandle h1, h2, again;
+	DRV_CK(create(&h1, gran, &prop, 0));
+	did_alloc("cuMemCreate");
+	DRV_CK(create(&h2, gran, &prop, 0));
+	did_alloc("cuMemCreate");
+	DRV_CK(map(va, gran, 0, h1, 0));
+	did_alloc("cuMemMap");
+	DRV_CK(map(va + gran, gran, 0, h2, 0));
+	did_alloc("cuMemMap");
+	CUmemAccessDesc access = {.location = prop.location, .flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
+	DRV_CK(set_access(va, 2 * gran, &access, 1));
+	DRV_CK(retain(&again, (void *)(uintptr_t)(va + gran))); /* h2 gains a reference ... */
+	DRV_CK(release(again));                                 /* ... and loses it */
+	did_free("cuMemRelease");
+	DRV_CK(unmap(va, gran)); /* shrink: the first page goes */
+	did_free("cuMemUnmap");
+	DRV_CK(release(h1));
+	did_free("cuMemRelease");
+	/* left: the reservation, h2 and its mapping */
+	did_leak(16 * gran);
+	did_leak(gran);
+	did_leak(gran);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -368,8 +445,10 @@ main(int argc, char **argv)
 		burst();
 	} else if (strcmp(mode, "plain") == 0) {
 		plain();
+	} else if (strcmp(mode, "vmm") == 0) {
+		vmm();
 	} else {
-		fprintf(stderr, "usage: victim basic|threads|fork|_exit|hang|oom|bigoom|reset|burst|plain\n");
+		fprintf(stderr, "usage: victim basic|threads|fork|_exit|hang|oom|bigoom|reset|burst|plain|vmm\n");
 		return 2;
 	}
 	print_did();
