@@ -17,7 +17,9 @@ usage(FILE *out)
 	    out,
 	    "Usage: gpumemtrace report [--format text|json] [-o FILE] TRACE...\n"
 	    "\n"
-	    "Report peak GPU memory, leaks and failed allocations from trace files.\n"
+	    "Report the device memory held at its peak (with every memory kind on its own),\n"
+	    "leaks, failed allocations and, where the trace has NVML readings, what no\n"
+	    "allocation call accounts for, from trace files.\n"
 	    "TRACE is a trace file or a directory (every *.jsonl in it, one per process).\n"
 	    "\n"
 	    "Options:\n"

@@ -1,10 +1,20 @@
 /*
  * @brief Replay of one trace: pairing, live bytes, peaks, leaks, failed allocations.
  *
- * The rules are those of docs/trace-format.md: events apply in seq order; a free takes its kind
- * and size from the allocation at the same address; a failed call (result != 0) changes nothing,
- * and a failed allocation is kept for the report with what the device said about its memory; a
- * device reset releases every live allocation of that device except stream-ordered pool memory.
+ * The rules are those of docs/trace-format.md, summed up in docs/design.md ("Analysis
+ * semantics"): events apply in seq order; a failed call (result != 0) changes nothing, and a
+ * failed allocation is kept for the report; a free takes its kind and size from what it pairs
+ * with, looked up in the table of its address space:
+ *
+ *   ptrs      addresses of allocations freed by their start address (device, pinned,
+ *             registered, managed, pool, graph, imported buffers and IPC mappings)
+ *   maps      cuMemMap ranges by virtual address; cuMemUnmap removes every one in its range
+ *   reserves  cuMemAddressReserve ranges by virtual address
+ *   handles   cuMemCreate and cuMemImportFromShareableHandle handles, reference counted
+ *   arrays    CUDA array handles
+ *
+ * A reservation and the first mapping inside it share an address, and a handle is just a number
+ * that may equal some device pointer: one table per space keeps them apart.
  */
 #define _GNU_SOURCE /* qsort_r */
 #include "analysis/model.h"
@@ -14,7 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "util/hash.h"
+#include "analysis/livemap.h"
 
 static void *
 xrealloc(void *p, size_t n, size_t size)
@@ -30,112 +40,80 @@ xrealloc(void *p, size_t n, size_t size)
 	return q;
 }
 
-// --- live allocations: an open-addressing table keyed by address ------------------------------
+// --- calls with a meaning of their own ----------------------------------------------------------
 //
-// Linear probing with backward-shift deletion, so there are no tombstones and a long trace of
-// alloc/free pairs never degrades the table. Address 0 marks an empty slot: a successful
-// allocation never returns it (a zero-byte cudaMalloc does, and is not tracked).
+// Most events are understood by op and kind. A few calls decide the address space or act on
+// several objects; they are recognised by name (the api, or the driver call under it).
 
-struct live {
-	uint64_t ptr;
-	uint64_t size;
-	uint32_t stack;
+enum role {
+	ROLE_NONE = 0,
+	ROLE_MAP,	    /* cuMemMap: a mapping of a handle */
+	ROLE_UNMAP,	    /* cuMemUnmap: every mapping in a range */
+	ROLE_RELEASE,	    /* cuMemRelease: a handle reference */
+	ROLE_IMPORT_HANDLE, /* cuMemImportFromShareableHandle: ptr is a handle */
+	ROLE_DESTROY_EXT,   /* cu/cudaDestroyExternalMemory: the object's mapped buffers */
+};
+
+static enum role
+role_of_name(const char *name)
+{
+	static const struct {
+		const char *name;
+		enum role role;
+	} roles[] = {
+	    {"cuMemMap", ROLE_MAP},
+	    {"cuMemUnmap", ROLE_UNMAP},
+	    {"cuMemRelease", ROLE_RELEASE},
+	    {"cuMemImportFromShareableHandle", ROLE_IMPORT_HANDLE},
+	    {"cuDestroyExternalMemory", ROLE_DESTROY_EXT},
+	    {"cudaDestroyExternalMemory", ROLE_DESTROY_EXT},
+	};
+
+	for (size_t i = 0; i < sizeof(roles) / sizeof(roles[0]); i++)
+		if (strcmp(name, roles[i].name) == 0)
+			return roles[i].role;
+	return ROLE_NONE;
+}
+
+// --- replay state -------------------------------------------------------------------------------
+
+/* The latest pool_reserve reading of one pool. */
+struct pool_reading {
 	int32_t device;
-	uint16_t api;
-	uint8_t kind;
+	uint64_t pool;
+	uint64_t bytes;
 };
-
-struct live_map {
-	struct live *slots;
-	size_t mask; /* capacity - 1, capacity a power of two */
-	size_t count;
-};
-
-static size_t
-live_hash(uint64_t ptr)
-{
-	return (size_t)gmt_mix64(ptr);
-}
-
-static struct live *
-live_find(struct live_map *m, uint64_t ptr)
-{
-	for (size_t i = live_hash(ptr) & m->mask;; i = (i + 1) & m->mask) {
-		if (m->slots[i].ptr == ptr)
-			return &m->slots[i];
-		if (m->slots[i].ptr == 0)
-			return NULL;
-	}
-}
-
-static void live_insert(struct live_map *m, const struct live *l);
-
-static void
-live_grow(struct live_map *m)
-{
-	struct live *old = m->slots;
-	size_t oldcap = m->mask + 1;
-
-	m->slots = calloc(oldcap * 2, sizeof(*m->slots));
-	if (!m->slots) {
-		fprintf(stderr, "gpumemtrace: out of memory\n");
-		exit(3);
-	}
-	m->mask = oldcap * 2 - 1;
-	m->count = 0;
-	for (size_t i = 0; i < oldcap; i++)
-		if (old[i].ptr)
-			live_insert(m, &old[i]);
-	free(old);
-}
-
-/* Precondition: l->ptr is not in the table. */
-static void
-live_insert(struct live_map *m, const struct live *l)
-{
-	size_t i;
-
-	if ((m->count + 1) * 4 > (m->mask + 1) * 3)
-		live_grow(m);
-	for (i = live_hash(l->ptr) & m->mask; m->slots[i].ptr; i = (i + 1) & m->mask)
-		;
-	m->slots[i] = *l;
-	m->count++;
-}
-
-static void
-live_remove(struct live_map *m, struct live *slot)
-{
-	size_t i = (size_t)(slot - m->slots);
-	size_t j = i;
-
-	/* Backward shift: move later entries of the probe run into the hole if that is allowed. */
-	for (;;) {
-		size_t home;
-
-		j = (j + 1) & m->mask;
-		if (m->slots[j].ptr == 0)
-			break;
-		home = live_hash(m->slots[j].ptr) & m->mask;
-		/* Entry j may fill hole i only if its home is not in the cyclic range (i, j]. */
-		if ((j > i && (home <= i || home > j)) || (j < i && (home <= i && home > j))) {
-			m->slots[i] = m->slots[j];
-			i = j;
-		}
-	}
-	m->slots[i].ptr = 0;
-	m->count--;
-}
-
-// --- replay -----------------------------------------------------------------------------------
 
 struct replay {
 	struct gmt_model *m;
-	struct live_map live;
-	size_t devcap;
-	size_t tlcap;
-	size_t failcap;
+	struct gmt_livemap ptrs, maps, reserves, handles, arrays;
+	uint8_t *roles; /* per trace string */
+	struct pool_reading *pools;
+	size_t npools, poolcap;
+	size_t devcap, tlcap, failcap;
+	size_t next_nvml; /* first NVML reading not yet captured */
 };
+
+static enum role
+event_role(const struct replay *r, const struct gmt_trace_event *ev)
+{
+	const struct gmt_trace *t = r->m->trace;
+
+	if (ev->api < t->nstrings && r->roles[ev->api] != ROLE_NONE)
+		return (enum role)r->roles[ev->api];
+	if (ev->driver < t->nstrings)
+		return (enum role)r->roles[ev->driver];
+	return ROLE_NONE;
+}
+
+static struct gmt_device_stats *
+device_find(const struct gmt_model *m, int32_t device)
+{
+	for (size_t i = 0; i < m->ndevices; i++)
+		if (m->devices[i].device == device)
+			return &m->devices[i];
+	return NULL;
+}
 
 static struct gmt_device_stats *
 device_get(struct replay *r, int32_t device)
@@ -157,6 +135,8 @@ device_get(struct replay *r, int32_t device)
 	m->ndevices++;
 	return &m->devices[i];
 }
+
+// --- accounting ---------------------------------------------------------------------------------
 
 static void
 timeline_add(struct replay *r,
@@ -180,146 +160,501 @@ timeline_add(struct replay *r,
 	};
 }
 
+/* After (device, kind) changed: its own peak (the first moment of its maximum), the timeline. */
 static void
-account_alloc(struct replay *r, const struct gmt_trace_event *ev, const struct live *l)
+kind_changed(struct replay *r,
+	     const struct gmt_trace_event *ev,
+	     struct gmt_device_stats *d,
+	     uint8_t k)
 {
-	struct gmt_device_stats *d = device_get(r, l->device);
-	uint8_t k = l->kind;
+	struct gmt_kind_stats *ks = &d->kinds[k];
 
-	d->live[k] += l->size;
-	d->live_allocs[k]++;
-	d->live_total += l->size;
-	d->allocations++;
-	/* Strictly greater: a peak is the first moment the maximum was reached. */
-	if (d->live[k] > d->kind_peak[k].bytes)
-		d->kind_peak[k] = (struct gmt_peak){d->live[k], ev->ts, ev->seq};
-	if (d->live_total > d->peak.bytes) {
-		d->peak = (struct gmt_peak){d->live_total, ev->ts, ev->seq};
-		memcpy(d->peak_by_kind, d->live, sizeof(d->live));
+	if (ks->live > ks->peak.bytes) {
+		ks->peak = (struct gmt_peak){ks->live, ev->ts, ev->seq};
+		ks->peak_allocs = ks->live_allocs;
+		if (k == GMT_TK_POOL_RESERVE)
+			d->pool_live_at_reserve_peak = d->kinds[GMT_TK_POOL].live;
 	}
-	timeline_add(r, ev, l->device, k, d->live[k]);
+	d->dirty = true;
+	timeline_add(r, ev, d->device, k, ks->live);
 }
 
 static void
-account_release(struct replay *r, const struct gmt_trace_event *ev, const struct live *l)
+account_add(struct replay *r, const struct gmt_trace_event *ev, const struct gmt_live *l)
 {
 	struct gmt_device_stats *d = device_get(r, l->device);
-	uint8_t k = l->kind;
 
-	d->live[k] -= l->size;
-	d->live_allocs[k]--;
-	d->live_total -= l->size;
-	timeline_add(r, ev, l->device, k, d->live[k]);
+	d->kinds[l->kind].live += l->size;
+	d->kinds[l->kind].live_allocs++;
+	d->kinds[l->kind].allocations++;
+	d->allocations++;
+	kind_changed(r, ev, d, l->kind);
+}
+
+static void
+account_sub(struct replay *r, const struct gmt_trace_event *ev, const struct gmt_live *l)
+{
+	struct gmt_device_stats *d = device_get(r, l->device);
+
+	d->kinds[l->kind].live -= l->size;
+	d->kinds[l->kind].live_allocs--;
+	kind_changed(r, ev, d, l->kind);
+}
+
+/* The held total and its peak, for every device the event changed. */
+static void
+settle(struct replay *r, const struct gmt_trace_event *ev)
+{
+	for (size_t i = 0; i < r->m->ndevices; i++) {
+		struct gmt_device_stats *d = &r->m->devices[i];
+		uint64_t by_kind[GMT_TK_COUNT];
+
+		if (!d->dirty)
+			continue;
+		d->dirty = false;
+		for (int k = 0; k < GMT_TK_COUNT; k++)
+			by_kind[k] = d->kinds[k].live;
+		d->held = gmt_kind_held(by_kind);
+		/* Strictly greater: a peak is the first moment the maximum was reached. */
+		if (d->held > d->peak.bytes) {
+			d->peak = (struct gmt_peak){d->held, ev->ts, ev->seq};
+			memcpy(d->peak_by_kind, by_kind, sizeof(by_kind));
+		}
+	}
+}
+
+// --- handles and mappings -----------------------------------------------------------------------
+
+/* A handle with no reference and no mapping is gone: its memory is released. */
+static void
+handle_settle(struct replay *r, const struct gmt_trace_event *ev, struct gmt_live *h)
+{
+	if (h->refs == 0 && h->maps == 0) {
+		account_sub(r, ev, h);
+		gmt_livemap_remove(&r->handles, h);
+	}
+}
+
+/* A mapping that left the maps table: its bytes, and its handle's mapping count. */
+static void
+mapping_gone(struct replay *r, const struct gmt_trace_event *ev, const struct gmt_live *map)
+{
+	struct gmt_live *h;
+
+	account_sub(r, ev, map);
+	h = gmt_livemap_find(&r->handles, map->handle);
+	if (h && h->maps) {
+		h->maps--;
+		handle_settle(r, ev, h);
+	}
+}
+
+/* A new mapping: count it on its handle; a mapping of an imported handle is imported memory. */
+static void
+mapping_attach(struct replay *r, struct gmt_live *map)
+{
+	struct gmt_live *h = gmt_livemap_find(&r->handles, map->handle);
+
+	if (!h)
+		return;
+	h->maps++;
+	if (h->kind == GMT_TK_IMPORTED)
+		map->kind = GMT_TK_IMPORTED;
+}
+
+/* Remove one entry of @p table, with what leaving means for its kind. */
+static void
+entry_drop(struct replay *r,
+	   const struct gmt_trace_event *ev,
+	   struct gmt_livemap *table,
+	   struct gmt_live *l)
+{
+	struct gmt_live copy = *l;
+
+	gmt_livemap_remove(table, l);
+	if (table == &r->maps)
+		mapping_gone(r, ev, &copy);
+	else
+		account_sub(r, ev, &copy);
+}
+
+struct range {
+	uint64_t begin, end;
+};
+
+static bool
+in_range(const struct gmt_live *l, const void *ctx)
+{
+	const struct range *rg = ctx;
+
+	return l->key >= rg->begin && l->key < rg->end;
+}
+
+/*
+ * cuMemUnmap(ptr, size): every mapping that starts inside [ptr, ptr + size). The usual case is a
+ * run of whole mappings from ptr on, found one lookup each; anything else takes one scan.
+ */
+static size_t
+unmap_range(struct replay *r, const struct gmt_trace_event *ev)
+{
+	struct range rg = {ev->ptr, ev->ptr + ((ev->flags & GMT_TEV_SIZE) ? ev->size : 1)};
+	struct gmt_live *l, *rest;
+	size_t n = 0, nrest;
+
+	if (rg.end < rg.begin)
+		rg.end = UINT64_MAX;
+	while (rg.begin < rg.end && (l = gmt_livemap_find(&r->maps, rg.begin))) {
+		uint64_t size = l->size;
+
+		entry_drop(r, ev, &r->maps, l);
+		n++;
+		if (size == 0 || rg.begin + size < rg.begin)
+			break;
+		rg.begin += size;
+	}
+	if (rg.begin >= rg.end)
+		return n;
+	rest = gmt_livemap_take(&r->maps, in_range, &rg, &nrest);
+	for (size_t i = 0; i < nrest; i++)
+		mapping_gone(r, ev, &rest[i]);
+	free(rest);
+	return n + nrest;
+}
+
+// --- one function per op ------------------------------------------------------------------------
+
+static struct gmt_livemap *
+alloc_table(struct replay *r, const struct gmt_trace_event *ev)
+{
+	enum role role = event_role(r, ev);
+
+	if (role == ROLE_IMPORT_HANDLE || ev->kind == GMT_TK_VMM_PHYSICAL)
+		return &r->handles;
+	if (role == ROLE_MAP || ev->kind == GMT_TK_VMM_MAPPED)
+		return &r->maps;
+	if (ev->kind == GMT_TK_VMM_RESERVE)
+		return &r->reserves;
+	if (ev->kind == GMT_TK_ARRAY)
+		return &r->arrays;
+	return &r->ptrs;
+}
+
+static void
+record_failed(struct replay *r, const struct gmt_trace_event *ev)
+{
+	struct gmt_model *m = r->m;
+
+	if (m->nfailed == r->failcap) {
+		r->failcap = r->failcap ? r->failcap * 2 : 8;
+		m->failed = xrealloc(m->failed, r->failcap, sizeof(*m->failed));
+	}
+	m->failed[m->nfailed++] = ev;
 }
 
 static void
 replay_alloc(struct replay *r, const struct gmt_trace_event *ev)
 {
-	struct gmt_model *m = r->m;
-	struct live l = {
-	    .ptr = ev->ptr,
+	struct gmt_livemap *table = alloc_table(r, ev);
+	struct gmt_live l = {
+	    .key = ev->ptr,
 	    .size = ev->size,
+	    .handle = ev->handle,
+	    .context = ev->context,
 	    .stack = ev->stack,
+	    .refs = table == &r->handles ? 1 : 0,
 	    .device = ev->device,
 	    .api = ev->api,
+	    .driver = ev->driver,
 	    .kind = ev->kind,
 	};
-	struct live *old;
+	struct gmt_live *old;
 
 	if (ev->result != 0) {
-		if (m->nfailed == r->failcap) {
-			r->failcap = r->failcap ? r->failcap * 2 : 8;
-			m->failed = xrealloc(m->failed, r->failcap, sizeof(*m->failed));
-		}
-		m->failed[m->nfailed++] = ev;
+		record_failed(r, ev);
 		return;
 	}
 	/* cudaMalloc(&p, 0) succeeds with p == NULL: nothing was allocated. */
 	if (ev->ptr == 0)
 		return;
-	old = live_find(&r->live, ev->ptr);
+	old = gmt_livemap_find(table, ev->ptr);
 	if (old) {
 		/*
-		 * The address is handed out again while we still think it is live: its free was
-		 * lost (dropped events) or made through an API the trace does not cover. The new
-		 * allocation is the truth; the old one is released here.
+		 * The address (or handle) is handed out again while we still think it is live: its
+		 * free was lost (dropped events) or made through an API the trace does not cover.
+		 * The new allocation is the truth; the old one is released here.
 		 */
-		m->reused_addresses++;
-		account_release(r, ev, old);
-		live_remove(&r->live, old);
+		r->m->reused_addresses++;
+		entry_drop(r, ev, table, old);
 	}
-	live_insert(&r->live, &l);
-	m->allocations++;
-	account_alloc(r, ev, &l);
+	if (table == &r->maps)
+		mapping_attach(r, &l);
+	gmt_livemap_insert(table, &l);
+	r->m->allocations++;
+	account_add(r, ev, &l);
+}
+
+static struct gmt_livemap *
+free_table(struct replay *r, const struct gmt_trace_event *ev)
+{
+	if (event_role(r, ev) == ROLE_RELEASE || ev->kind == GMT_TK_VMM_PHYSICAL)
+		return &r->handles;
+	if (ev->kind == GMT_TK_VMM_RESERVE)
+		return &r->reserves;
+	if (ev->kind == GMT_TK_ARRAY)
+		return &r->arrays;
+	return &r->ptrs;
+}
+
+struct ext_key {
+	uint64_t object;
+};
+
+static bool
+of_external(const struct gmt_live *l, const void *ctx)
+{
+	const struct ext_key *k = ctx;
+
+	return l->kind == GMT_TK_IMPORTED && l->handle == k->object;
+}
+
+/*
+ * cuDestroyExternalMemory: the buffers mapped from that object go with it. Destroying an object
+ * with no buffer left is normal (they were freed first), so it is never "unmatched".
+ */
+static void
+destroy_external(struct replay *r, const struct gmt_trace_event *ev)
+{
+	struct ext_key k = {ev->handle ? ev->handle : ev->ptr};
+	struct gmt_live *gone;
+	size_t n;
+
+	if (k.object == 0)
+		return;
+	gone = gmt_livemap_take(&r->ptrs, of_external, &k, &n);
+	for (size_t i = 0; i < n; i++)
+		account_sub(r, ev, &gone[i]);
+	free(gone);
+	if (n)
+		r->m->frees++;
+}
+
+static void
+release_handle(struct replay *r, const struct gmt_trace_event *ev, struct gmt_live *h)
+{
+	/* A handle already released and only kept alive by its mappings cannot be released again.
+	 */
+	if (h->refs == 0) {
+		r->m->unmatched_frees++;
+		return;
+	}
+	r->m->frees++;
+	h->refs--;
+	handle_settle(r, ev, h);
 }
 
 static void
 replay_free(struct replay *r, const struct gmt_trace_event *ev)
 {
-	struct gmt_model *m = r->m;
-	struct live *l;
+	enum role role = event_role(r, ev);
+	struct gmt_livemap *table;
+	struct gmt_live *l;
 
 	if (ev->result != 0) {
-		m->failed_frees++;
+		r->m->failed_frees++;
+		return;
+	}
+	if (role == ROLE_DESTROY_EXT) {
+		destroy_external(r, ev);
 		return;
 	}
 	/* cudaFree(NULL) frees nothing (not recorded by the tracer, tolerated here). */
 	if (ev->ptr == 0)
 		return;
-	l = live_find(&r->live, ev->ptr);
-	if (!l) {
-		/* Allocated before tracing, through an uncovered path, or its event dropped. */
-		m->unmatched_frees++;
+	if (role == ROLE_UNMAP || ev->kind == GMT_TK_VMM_MAPPED) {
+		if (unmap_range(r, ev))
+			r->m->frees++;
+		else
+			r->m->unmatched_frees++;
 		return;
 	}
-	m->frees++;
-	account_release(r, ev, l);
-	live_remove(&r->live, l);
+	table = free_table(r, ev);
+	l = gmt_livemap_find(table, ev->ptr);
+	if (!l) {
+		/* Allocated before tracing, through an uncovered path, or its event dropped. */
+		r->m->unmatched_frees++;
+		return;
+	}
+	if (table == &r->handles) {
+		release_handle(r, ev, l);
+		return;
+	}
+	r->m->frees++;
+	entry_drop(r, ev, table, l);
+}
+
+static void
+replay_retain(struct replay *r, const struct gmt_trace_event *ev)
+{
+	struct gmt_live *h;
+
+	if (ev->result != 0)
+		return;
+	h = gmt_livemap_find(&r->handles, ev->ptr);
+	if (!h) {
+		r->m->unmatched_retains++;
+		return;
+	}
+	h->refs++;
+	r->m->retains++;
+}
+
+/* Set a reading kind of one device to @p bytes held by @p holders (pools, or the graph pool). */
+static void
+reading_set(struct replay *r,
+	    const struct gmt_trace_event *ev,
+	    uint8_t kind,
+	    uint64_t bytes,
+	    uint64_t holders)
+{
+	struct gmt_device_stats *d = device_get(r, ev->device);
+
+	d->kinds[kind].live = bytes;
+	d->kinds[kind].live_allocs = holders;
+	kind_changed(r, ev, d, kind);
+}
+
+/* The latest reading of the pool, then the sum over the device's pools. */
+static void
+pool_reading(struct replay *r, const struct gmt_trace_event *ev)
+{
+	uint64_t sum = 0, holders = 0;
+	size_t i;
+
+	for (i = 0; i < r->npools; i++)
+		if (r->pools[i].device == ev->device && r->pools[i].pool == ev->ptr)
+			break;
+	if (i == r->npools) {
+		if (r->npools == r->poolcap) {
+			r->poolcap = r->poolcap ? r->poolcap * 2 : 4;
+			r->pools = xrealloc(r->pools, r->poolcap, sizeof(*r->pools));
+		}
+		r->pools[r->npools++] = (struct pool_reading){ev->device, ev->ptr, 0};
+	}
+	r->pools[i].bytes = ev->size;
+	for (i = 0; i < r->npools; i++) {
+		if (r->pools[i].device != ev->device)
+			continue;
+		sum += r->pools[i].bytes;
+		holders += r->pools[i].bytes != 0;
+	}
+	reading_set(r, ev, GMT_TK_POOL_RESERVE, sum, holders);
+}
+
+static void
+replay_usage(struct replay *r, const struct gmt_trace_event *ev)
+{
+	if (ev->result != 0)
+		return;
+	r->m->readings++;
+	if (ev->kind == GMT_TK_POOL_RESERVE)
+		pool_reading(r, ev);
+	else
+		reading_set(r, ev, GMT_TK_GRAPH_RESERVE, ev->size, ev->size != 0);
+}
+
+struct reset_key {
+	int32_t device;
+	uint64_t context;
+};
+
+/*
+ * A reset with a context releases that context's allocations and, on the same device, those
+ * whose context is unknown; without a context, everything of the device. Only the kinds a
+ * context owns: pool, VMM and graph memory, and the readings, survive it.
+ */
+static bool
+reset_matches(const struct gmt_live *l, const void *ctx)
+{
+	const struct reset_key *k = ctx;
+
+	if (!gmt_kind_reset_frees((enum gmt_tkind)l->kind))
+		return false;
+	if (k->context && l->context)
+		return l->context == k->context;
+	return l->device == k->device;
 }
 
 static void
 replay_reset(struct replay *r, const struct gmt_trace_event *ev)
 {
-	struct live_map *lm = &r->live;
-	struct live *keep;
-	size_t nkeep = 0, cap = lm->mask + 1;
+	struct gmt_livemap *tables[] = {&r->maps, &r->ptrs, &r->arrays, &r->handles};
+	struct reset_key k = {ev->device, ev->context};
 
 	if (ev->result != 0)
 		return;
 	r->m->resets++;
-	/*
-	 * cudaDeviceReset frees everything of the device but stream-ordered pool memory. Rebuild
-	 * the table from the survivors: resets are rare and this keeps removal out of a scan.
-	 */
-	keep = xrealloc(NULL, lm->count ? lm->count : 1, sizeof(*keep));
-	for (size_t i = 0; i < cap; i++) {
-		struct live *l = &lm->slots[i];
+	/* Mappings first: an imported mapping going away updates its handle, which goes next. */
+	for (size_t t = 0; t < sizeof(tables) / sizeof(tables[0]); t++) {
+		size_t n;
+		struct gmt_live *gone = gmt_livemap_take(tables[t], reset_matches, &k, &n);
 
-		if (!l->ptr)
-			continue;
-		if (l->device == ev->device && l->kind != GMT_KIND_POOL)
-			account_release(r, ev, l);
-		else
-			keep[nkeep++] = *l;
+		for (size_t i = 0; i < n; i++) {
+			if (tables[t] == &r->maps)
+				mapping_gone(r, ev, &gone[i]);
+			else
+				account_sub(r, ev, &gone[i]);
+		}
+		free(gone);
 	}
-	memset(lm->slots, 0, cap * sizeof(*lm->slots));
-	lm->count = 0;
-	for (size_t i = 0; i < nkeep; i++)
-		live_insert(lm, &keep[i]);
-	free(keep);
 }
 
-// --- leaks: what is live at the end, by call site ---------------------------------------------
+// --- the NVML ledger: what was tracked at each reading ------------------------------------------
+
+/* Whether reading @p n was taken before event @p ev (snapshot seq: events up to it are in). */
+static bool
+reading_before(const struct gmt_trace_nvml *n, const struct gmt_trace_event *ev)
+{
+	return n->has_seq ? n->seq < ev->seq : n->ts < ev->ts;
+}
+
+static void
+capture_reading(struct replay *r, const struct gmt_trace_nvml *n)
+{
+	struct gmt_ledger_point *p = &r->m->ledger[r->m->nledger++];
+	const struct gmt_device_stats *d = device_find(r->m, n->device);
+
+	memset(p, 0, sizeof(*p));
+	p->nvml = n;
+	if (!d)
+		return;
+	for (int k = 0; k < GMT_TK_COUNT; k++)
+		p->by_kind[k] = d->kinds[k].live;
+	p->held = gmt_kind_held(p->by_kind);
+}
+
+/* Capture the readings taken before @p ev (all that are left when @p ev is NULL). */
+static void
+capture_readings(struct replay *r, const struct gmt_trace_event *ev)
+{
+	const struct gmt_trace *t = r->m->trace;
+
+	while (r->next_nvml < t->nnvml && (!ev || reading_before(&t->nvml[r->next_nvml], ev)))
+		capture_reading(r, &t->nvml[r->next_nvml++]);
+}
+
+// --- leaks: what is live at the end, by call site -----------------------------------------------
 
 static int
 cmp_live_site(const void *pa, const void *pb)
 {
-	const struct live *a = pa, *b = pb;
+	const struct gmt_live *a = pa, *b = pb;
 
 	if (a->stack != b->stack)
 		return a->stack < b->stack ? -1 : 1;
 	if (a->api != b->api)
 		return a->api < b->api ? -1 : 1;
+	if (a->driver != b->driver)
+		return a->driver < b->driver ? -1 : 1;
 	return (int)a->kind - (int)b->kind;
 }
 
@@ -329,6 +664,7 @@ cmp_leak(const void *pa, const void *pb, void *trace)
 {
 	const struct gmt_leak *a = pa, *b = pb;
 	const struct gmt_trace *t = trace;
+	const char *da, *db;
 	int c;
 
 	if (a->bytes != b->bytes)
@@ -338,71 +674,134 @@ cmp_leak(const void *pa, const void *pb, void *trace)
 	if (a->stack != b->stack)
 		return a->stack < b->stack ? -1 : 1;
 	c = strcmp(gmt_trace_string(t, a->api), gmt_trace_string(t, b->api));
+	if (c)
+		return c;
+	da = gmt_trace_driver(t, a->driver);
+	db = gmt_trace_driver(t, b->driver);
+	c = strcmp(da ? da : "", db ? db : "");
 	return c ? c : (int)a->kind - (int)b->kind;
+}
+
+/* Every live entry of every table, in one array. */
+static struct gmt_live *
+all_live(struct replay *r, size_t *n)
+{
+	struct gmt_livemap *tables[] = {&r->ptrs, &r->maps, &r->reserves, &r->handles, &r->arrays};
+	struct gmt_live *all = NULL;
+
+	*n = 0;
+	for (size_t t = 0; t < sizeof(tables) / sizeof(tables[0]); t++) {
+		size_t k;
+		struct gmt_live *part = gmt_livemap_all(tables[t], &k);
+
+		if (!k)
+			continue;
+		all = xrealloc(all, *n + k, sizeof(*all));
+		memcpy(all + *n, part, k * sizeof(*part));
+		*n += k;
+		free(part);
+	}
+	return all;
 }
 
 static void
 collect_leaks(struct replay *r)
 {
 	struct gmt_model *m = r->m;
-	struct live *all;
-	size_t n = 0;
+	size_t n;
+	struct gmt_live *all = all_live(r, &n);
 
-	if (r->live.count == 0)
+	if (n == 0)
 		return;
-	all = xrealloc(NULL, r->live.count, sizeof(*all));
-	for (size_t i = 0; i <= r->live.mask; i++)
-		if (r->live.slots[i].ptr)
-			all[n++] = r->live.slots[i];
 	qsort(all, n, sizeof(*all), cmp_live_site);
 	m->leaks = xrealloc(NULL, n, sizeof(*m->leaks));
 	for (size_t i = 0; i < n; i++) {
 		struct gmt_leak *g = m->nleaks ? &m->leaks[m->nleaks - 1] : NULL;
+		bool counted = gmt_kind_counted((enum gmt_tkind)all[i].kind);
 
 		if (!g || cmp_live_site(&all[i - 1], &all[i]) != 0) {
 			g = &m->leaks[m->nleaks++];
-			*g = (struct gmt_leak){
-			    .stack = all[i].stack, .api = all[i].api, .kind = all[i].kind};
+			*g = (struct gmt_leak){.stack = all[i].stack,
+					       .api = all[i].api,
+					       .driver = all[i].driver,
+					       .kind = all[i].kind};
+			m->live_end_sites += counted;
 		}
 		g->bytes += all[i].size;
 		g->allocations++;
-		m->live_end_bytes += all[i].size;
-		m->live_end_allocations++;
+		if (counted) {
+			m->live_end_bytes += all[i].size;
+			m->live_end_allocations++;
+		}
 	}
 	free(all);
 	qsort_r(m->leaks, m->nleaks, sizeof(*m->leaks), cmp_leak, (void *)m->trace);
+}
+
+// --- the model ----------------------------------------------------------------------------------
+
+static void
+replay_init(struct replay *r, struct gmt_model *m)
+{
+	const struct gmt_trace *t = m->trace;
+
+	r->m = m;
+	gmt_livemap_init(&r->ptrs);
+	gmt_livemap_init(&r->maps);
+	gmt_livemap_init(&r->reserves);
+	gmt_livemap_init(&r->handles);
+	gmt_livemap_init(&r->arrays);
+	r->roles = xrealloc(NULL, t->nstrings ? t->nstrings : 1, sizeof(*r->roles));
+	for (size_t i = 0; i < t->nstrings; i++)
+		r->roles[i] = (uint8_t)role_of_name(t->strings[i]);
+	m->ledger = xrealloc(NULL, t->nnvml ? t->nnvml : 1, sizeof(*m->ledger));
+}
+
+static void
+replay_fini(struct replay *r)
+{
+	gmt_livemap_fini(&r->ptrs);
+	gmt_livemap_fini(&r->maps);
+	gmt_livemap_fini(&r->reserves);
+	gmt_livemap_fini(&r->handles);
+	gmt_livemap_fini(&r->arrays);
+	free(r->roles);
+	free(r->pools);
+}
+
+static void
+replay_event(struct replay *r, const struct gmt_trace_event *ev)
+{
+	switch (ev->op) {
+	case GMT_TOP_ALLOC: replay_alloc(r, ev); break;
+	case GMT_TOP_FREE: replay_free(r, ev); break;
+	case GMT_TOP_RESET: replay_reset(r, ev); break;
+	case GMT_TOP_RETAIN: replay_retain(r, ev); break;
+	case GMT_TOP_USAGE: replay_usage(r, ev); break;
+	default: break;
+	}
+	settle(r, ev);
 }
 
 struct gmt_model *
 gmt_model_build(const struct gmt_trace *trace)
 {
 	struct replay r = {0};
-	struct gmt_model *m;
+	struct gmt_model *m = calloc(1, sizeof(*m));
 
-	m = calloc(1, sizeof(*m));
-	r.live.slots = calloc(64, sizeof(*r.live.slots));
-	if (!m || !r.live.slots) {
-		free(m);
-		free(r.live.slots);
+	if (!m) {
 		errno = ENOMEM;
 		return NULL;
 	}
-	r.live.mask = 63;
-	r.m = m;
 	m->trace = trace;
-
+	replay_init(&r, m);
 	for (size_t i = 0; i < trace->nevents; i++) {
-		const struct gmt_trace_event *ev = &trace->events[i];
-
-		switch (ev->op) {
-		case GMT_OP_ALLOC: replay_alloc(&r, ev); break;
-		case GMT_OP_FREE: replay_free(&r, ev); break;
-		case GMT_OP_RESET: replay_reset(&r, ev); break;
-		default: break;
-		}
+		capture_readings(&r, &trace->events[i]);
+		replay_event(&r, &trace->events[i]);
 	}
+	capture_readings(&r, NULL);
 	collect_leaks(&r);
-	free(r.live.slots);
+	replay_fini(&r);
 	return m;
 }
 
@@ -415,13 +814,50 @@ gmt_model_free(struct gmt_model *m)
 	free(m->leaks);
 	free(m->failed);
 	free(m->timeline);
+	free(m->ledger);
 	free(m);
+}
+
+bool
+gmt_device_active(const struct gmt_device_stats *d)
+{
+	if (d->allocations)
+		return true;
+	for (int k = 0; k < GMT_TK_COUNT; k++)
+		if (d->kinds[k].peak.bytes)
+			return true;
+	return false;
 }
 
 uint64_t
 gmt_model_events(const struct gmt_model *m)
 {
 	return m->trace->nevents + m->trace->nmarkers;
+}
+
+static void
+totals_add(struct gmt_totals *t, const struct gmt_model *m)
+{
+	const struct gmt_trace *tr = m->trace;
+
+	t->events += gmt_model_events(m);
+	t->dropped += tr->dropped;
+	t->bad_lines += tr->bad_lines;
+	t->failed += m->nfailed;
+	t->unmatched_frees += m->unmatched_frees;
+	t->failed_frees += m->failed_frees;
+	t->reused_addresses += m->reused_addresses;
+	t->unmatched_retains += m->unmatched_retains;
+	if (tr->complete) {
+		t->leaked_bytes += m->live_end_bytes;
+		t->leaked_allocations += m->live_end_allocations;
+		t->leak_sites += m->live_end_sites;
+	} else {
+		t->died++;
+		t->live_at_end_bytes += m->live_end_bytes;
+		t->live_at_end_allocations += m->live_end_allocations;
+		t->live_at_end_sites += m->live_end_sites;
+	}
 }
 
 void
@@ -431,25 +867,8 @@ gmt_model_totals(struct gmt_model *const *models, size_t n, struct gmt_totals *t
 	t->processes = n;
 	for (size_t i = 0; i < n; i++) {
 		const struct gmt_model *m = models[i];
-		const struct gmt_trace *tr = m->trace;
 
-		t->events += gmt_model_events(m);
-		t->dropped += tr->dropped;
-		t->bad_lines += tr->bad_lines;
-		t->failed += m->nfailed;
-		t->unmatched_frees += m->unmatched_frees;
-		t->failed_frees += m->failed_frees;
-		t->reused_addresses += m->reused_addresses;
-		if (tr->complete) {
-			t->leaked_bytes += m->live_end_bytes;
-			t->leaked_allocations += m->live_end_allocations;
-			t->leak_sites += m->nleaks;
-		} else {
-			t->died++;
-			t->live_at_end_bytes += m->live_end_bytes;
-			t->live_at_end_allocations += m->live_end_allocations;
-			t->live_at_end_sites += m->nleaks;
-		}
+		totals_add(t, m);
 		for (size_t d = 0; d < m->ndevices; d++) {
 			if (m->devices[d].peak.bytes > t->peak_bytes) {
 				t->peak_bytes = m->devices[d].peak.bytes;

@@ -2,10 +2,10 @@
  * @brief The analysis model: one trace's events replayed in seq order.
  *
  * Replaying gives what the tracer deliberately does not compute in the target process: frees
- * paired with their allocations by address, live bytes per (device, kind) over time, the peak of
- * each device and the moment it happened, what is still live at the end grouped by call site, and
- * the failed allocations. Several traces (one per process) are several models; gmt_model_totals()
- * sums them for the report.
+ * paired with their allocations by address or handle, live bytes per (device, kind) over time,
+ * the device memory each device held at its peak and when, what is still live at the end grouped
+ * by call site, the failed allocations, and what was tracked at each NVML reading (the ledger).
+ * Several traces (one per process) are several models; gmt_model_totals() sums them for the report.
  */
 #ifndef GMT_ANALYSIS_MODEL_H
 #define GMT_ANALYSIS_MODEL_H
@@ -23,22 +23,35 @@ struct gmt_peak {
 	uint64_t seq;
 };
 
-/** One device of one process. Pinned host memory counts on the device current at the call. */
-struct gmt_device_stats {
-	int32_t device;
-	uint64_t live[GMT_KIND_COUNT]; /**< at the end of the trace */
-	uint64_t live_allocs[GMT_KIND_COUNT];
-	uint64_t live_total;
-	struct gmt_peak peak;			   /**< of live_total (all kinds together) */
-	uint64_t peak_by_kind[GMT_KIND_COUNT];	   /**< live per kind at the moment of `peak` */
-	struct gmt_peak kind_peak[GMT_KIND_COUNT]; /**< each kind's own peak, independently */
-	uint64_t allocations;			   /**< successful allocations */
+/** One memory kind on one device of one process. */
+struct gmt_kind_stats {
+	uint64_t live;	      /**< bytes at the end of the trace (readings: the last reading) */
+	uint64_t live_allocs; /**< live at the end (pool_reserve: pools holding memory) */
+	struct gmt_peak peak; /**< the kind's own peak, independent of the other kinds */
+	uint64_t peak_allocs; /**< live allocations at that moment */
+	uint64_t allocations; /**< successful allocations of this kind (0 for readings) */
 };
 
-/** Allocations still live at the end of a trace, grouped by call site (stack, api). */
+/**
+ * One device of one process. Host memory (pinned, registered) counts on the device current at
+ * the call. `held` is gmt_kind_held(): the device memory this process holds.
+ */
+struct gmt_device_stats {
+	int32_t device;
+	struct gmt_kind_stats kinds[GMT_TK_COUNT];
+	uint64_t held;			     /**< device memory held at the end */
+	struct gmt_peak peak;		     /**< of held */
+	uint64_t peak_by_kind[GMT_TK_COUNT]; /**< every kind's live bytes at `peak` */
+	uint64_t allocations;		     /**< successful allocations of any kind */
+	uint64_t pool_live_at_reserve_peak;  /**< live pool bytes when pool_reserve peaked */
+	bool dirty;			     /**< replay only: changed by the current event */
+};
+
+/** Allocations still live at the end of a trace, grouped by call site (stack, api, driver). */
 struct gmt_leak {
 	uint32_t stack;
-	uint16_t api; /**< trace string index */
+	uint16_t api;	 /**< trace string index */
+	uint16_t driver; /**< trace string index, GMT_TRACE_NO_STRING when none */
 	uint8_t kind;
 	uint64_t bytes;
 	uint64_t allocations;
@@ -53,16 +66,25 @@ struct gmt_live_point {
 	uint8_t kind;
 };
 
+/** What the replay tracked on a device at the moment of one NVML reading. */
+struct gmt_ledger_point {
+	const struct gmt_trace_nvml *nvml;
+	uint64_t by_kind[GMT_TK_COUNT];
+	uint64_t held; /**< gmt_kind_held(by_kind) */
+};
+
 struct gmt_model {
 	const struct gmt_trace *trace;
 
 	struct gmt_device_stats *devices; /**< sorted by device number */
 	size_t ndevices;
 
-	struct gmt_leak *leaks; /**< largest first */
+	struct gmt_leak *leaks; /**< every kind, largest first */
 	size_t nleaks;
-	uint64_t live_end_bytes; /**< sum over leaks */
+	/* live at the end, counted kinds only (gmt_kind_counted()): what a leak total means */
+	uint64_t live_end_bytes;
 	uint64_t live_end_allocations;
+	size_t live_end_sites;
 
 	const struct gmt_trace_event **failed; /**< failed allocations, in seq order */
 	size_t nfailed;
@@ -70,13 +92,38 @@ struct gmt_model {
 	struct gmt_live_point *timeline; /**< every change of live bytes, in seq order */
 	size_t ntimeline;
 
+	struct gmt_ledger_point *ledger; /**< one per NVML reading of the trace, in its order */
+	size_t nledger;
+
 	uint64_t allocations;	  /**< successful */
-	uint64_t frees;		  /**< successful and paired */
-	uint64_t unmatched_frees; /**< successful frees of an address with no live allocation */
+	uint64_t frees;		  /**< successful free calls that released something */
+	uint64_t unmatched_frees; /**< successful frees of an address or handle nothing holds */
 	uint64_t failed_frees;	  /**< result != 0: changed nothing */
 	uint64_t resets;
-	uint64_t reused_addresses; /**< an allocation at a live address: its free was never seen */
+	uint64_t reused_addresses;  /**< an allocation at a live address: its free was never seen */
+	uint64_t retains;	    /**< successful retains of a known handle */
+	uint64_t unmatched_retains; /**< retains of a handle the trace never saw created */
+	uint64_t readings;	    /**< usage readings applied */
 };
+
+/** Whether anything happened on @p d: an allocation or a non-zero reading. */
+bool gmt_device_active(const struct gmt_device_stats *d);
+
+/**
+ * The NVML ledger rows of one device: the last reading, and the reading nearest in time to the
+ * device's peak of held memory when that is another snapshot.
+ */
+struct gmt_ledger_row {
+	const struct gmt_ledger_point *p;
+	bool last;	      /**< the device's last reading (else: the one nearest the peak) */
+	bool nearest_to_peak; /**< this reading is the one nearest the held peak */
+	bool per_process;     /**< NVML gave process_used; else the device's used is the basis */
+	uint64_t nvml_bytes;  /**< process_used, or used */
+	int64_t untracked;    /**< nvml_bytes - held (negative: tracked exceeds NVML) */
+};
+
+/** The ledger rows of @p m, by device, last reading first: a new array (free()), *@p n rows. */
+struct gmt_ledger_row *gmt_ledger_rows(const struct gmt_model *m, size_t *n);
 
 /** Replay @p trace. The model points into the trace, which must outlive it. */
 struct gmt_model *gmt_model_build(const struct gmt_trace *trace);
@@ -93,8 +140,8 @@ struct gmt_totals {
 	/* the largest single (process, device) peak; peak_model NULL when nothing was allocated */
 	const struct gmt_model *peak_model;
 	const struct gmt_device_stats *peak_device;
-	uint64_t peak_bytes;
-	/* live at the end of processes that exited normally: leaks */
+	uint64_t peak_bytes; /**< device memory held */
+	/* live at the end of processes that exited normally, counted kinds: leaks */
 	uint64_t leaked_bytes;
 	uint64_t leaked_allocations;
 	size_t leak_sites;
@@ -106,6 +153,7 @@ struct gmt_totals {
 	uint64_t unmatched_frees;
 	uint64_t failed_frees;
 	uint64_t reused_addresses;
+	uint64_t unmatched_retains;
 };
 
 void gmt_model_totals(struct gmt_model *const *models, size_t n, struct gmt_totals *out);

@@ -1,9 +1,10 @@
 /*
  * @brief Reports over one or more replayed traces: text for people, JSON for machines.
  *
- * The text report puts the answer first (peak, leaks, failed allocations) and says plainly when a
- * trace is incomplete (events dropped, process died, lines unreadable). The JSON report carries
- * the same facts as exact integers under the stable keys documented in docs/report-json.md.
+ * The text report says first what the traces could see (coverage), then puts the answer (device
+ * memory held at the peak, per kind, the NVML ledger, leaks, failed allocations) and says plainly
+ * when a trace is incomplete (events dropped, process died, lines unreadable). The JSON report
+ * carries the same facts as exact integers under the stable keys documented in docs/report-json.md.
  */
 #ifndef GMT_ANALYSIS_REPORT_H
 #define GMT_ANALYSIS_REPORT_H
@@ -14,7 +15,7 @@
 #include "analysis/model.h"
 
 /** Version of the JSON report's schema (docs/report-json.md), its "report_version" key. */
-#define GMT_REPORT_JSON_VERSION 1
+#define GMT_REPORT_JSON_VERSION 2
 
 /** Site lines shown in each list of the text report; the rest is summed in one line. */
 #define GMT_REPORT_MAX_ROWS 10
@@ -32,5 +33,12 @@ void gmt_report_summary(FILE *out, const char *prefix, struct gmt_model *const *
 
 /** The process's command line for a message, shortened to about @p max bytes. */
 void gmt_report_command(const struct gmt_trace *trace, char *buf, size_t max);
+
+/**
+ * The call as a person reads it: "cudaMalloc", or "cudaMalloc → cuMemAlloc_v2" when the trace
+ * knows the driver call underneath (@p driver is GMT_TRACE_NO_STRING otherwise).
+ */
+void gmt_report_call(
+    const struct gmt_trace *trace, uint16_t api, uint16_t driver, char *buf, size_t max);
 
 #endif

@@ -30,28 +30,6 @@ struct reader {
 	uint64_t min_ts; /* time origin when there is no header */
 };
 
-static const char *const kind_names[GMT_KIND_COUNT] = {
-    [GMT_KIND_NONE] = "none",	    [GMT_KIND_DEVICE] = "device", [GMT_KIND_PINNED] = "pinned",
-    [GMT_KIND_MANAGED] = "managed", [GMT_KIND_POOL] = "pool",
-};
-
-const char *
-gmt_trace_kind_name(enum gmt_kind kind)
-{
-	if ((unsigned)kind >= GMT_KIND_COUNT)
-		return "unknown";
-	return kind_names[kind];
-}
-
-static enum gmt_kind
-kind_from_name(const char *name)
-{
-	for (int k = GMT_KIND_DEVICE; k < GMT_KIND_COUNT; k++)
-		if (strcmp(name, kind_names[k]) == 0)
-			return (enum gmt_kind)k;
-	return GMT_KIND_NONE;
-}
-
 // --- messages ---------------------------------------------------------------------------------
 
 static void __attribute__((format(printf, 3, 4)))
@@ -206,7 +184,8 @@ intern(struct gmt_trace *t, const char *s)
 	for (size_t i = 0; i < t->nstrings; i++)
 		if (strcmp(t->strings[i], s) == 0)
 			return (int)i;
-	if (t->nstrings > UINT16_MAX)
+	/* UINT16_MAX itself stays free: it is GMT_TRACE_NO_STRING. */
+	if (t->nstrings >= UINT16_MAX)
 		return -1;
 	t->strings = xrealloc(t->strings, t->nstrings + 1, sizeof(*t->strings));
 	t->strings[t->nstrings] = xstrdup(s);
@@ -214,6 +193,19 @@ intern(struct gmt_trace *t, const char *s)
 }
 
 // --- one function per line type ---------------------------------------------------------------
+
+static void
+read_capture(struct gmt_trace *t, json_t *a)
+{
+	size_t i;
+	json_t *e;
+
+	if (!json_is_array(a))
+		return;
+	t->capture = xrealloc(NULL, json_array_size(a), sizeof(*t->capture));
+	json_array_foreach(a, i, e) if (json_is_string(e)) t->capture[t->ncapture++] =
+	    xstrdup(json_string_value(e));
+}
 
 static bool
 read_header(struct reader *r, json_t *obj, size_t lineno)
@@ -276,6 +268,9 @@ read_header(struct reader *r, json_t *obj, size_t lineno)
 		t->tracer = xstrdup(s);
 	if (get_str(obj, "coverage", &s) == 0)
 		t->coverage = xstrdup(s);
+	if (get_str(obj, "coverage_reason", &s) == 0)
+		t->coverage_reason = xstrdup(s);
+	read_capture(t, json_object_get(obj, "capture"));
 	if (get_u64(obj, "start_ts", &u) == 0) {
 		t->start_ts = u;
 		r->have_start_ts = true;
@@ -350,81 +345,200 @@ read_stack(struct reader *r, json_t *obj, size_t lineno)
 	return true;
 }
 
-static bool
-read_event(struct reader *r, json_t *obj, size_t lineno)
-{
-	struct gmt_trace *t = r->t;
-	struct gmt_trace_event ev = {.line = (uint32_t)lineno, .device = -1};
-	const char *op, *api, *kind;
-	long long v;
-	uint64_t u;
-	int err, idx;
+static const char *const op_names[] = {
+    [GMT_TOP_NONE] = "none",   [GMT_TOP_ALLOC] = "alloc",   [GMT_TOP_FREE] = "free",
+    [GMT_TOP_RESET] = "reset", [GMT_TOP_RETAIN] = "retain", [GMT_TOP_USAGE] = "usage",
+};
 
-	if ((err = get_u64(obj, "seq", &ev.seq)))
+static bool
+parse_op(const char *name, uint8_t *op)
+{
+	for (size_t i = GMT_TOP_NONE + 1; i < sizeof(op_names) / sizeof(op_names[0]); i++) {
+		if (strcmp(name, op_names[i]) == 0) {
+			*op = (uint8_t)i;
+			return true;
+		}
+	}
+	return false;
+}
+
+/*
+ * The kind, by op: an allocation must name one, a usage reading must name a reading kind, a free
+ * or retain may name one (informational). A kind this reader does not know means the line is
+ * from a newer tracer: its address space is unknown, so the line is reported and skipped.
+ */
+static bool
+event_kind(struct reader *r, json_t *obj, size_t lineno, struct gmt_trace_event *ev)
+{
+	const char *kind;
+	enum gmt_tkind k;
+	int err;
+
+	if (ev->op == GMT_TOP_RESET)
+		return true;
+	err = get_str(obj, "kind", &kind);
+	if (err == -ENOENT && (ev->op == GMT_TOP_FREE || ev->op == GMT_TOP_RETAIN))
+		return true;
+	if (err)
+		return key_error(r, lineno, "event", "kind", err, "a string");
+	k = gmt_kind_parse(kind);
+	if (k == GMT_TK_NONE && strcmp(kind, "none") == 0 && ev->op != GMT_TOP_ALLOC &&
+	    ev->op != GMT_TOP_USAGE)
+		return true;
+	if (k == GMT_TK_NONE) {
+		bad_line(r, lineno, "event with unknown kind \"%s\": line skipped", kind);
+		return false;
+	}
+	if (gmt_kind_is_reading(k) != (ev->op == GMT_TOP_USAGE)) {
+		bad_line(r, lineno, "%s event with kind \"%s\" (%s): line skipped",
+			 op_names[ev->op], kind,
+			 ev->op == GMT_TOP_USAGE ? "usage reads pool_reserve or graph_reserve"
+						 : "only usage events carry it");
+		return false;
+	}
+	ev->kind = (uint8_t)k;
+	return true;
+}
+
+/* seq, ts, op, api, result, device: what every event has. */
+static bool
+event_common(struct reader *r, json_t *obj, size_t lineno, struct gmt_trace_event *ev)
+{
+	const char *op;
+	long long v;
+	int err;
+
+	if ((err = get_u64(obj, "seq", &ev->seq)))
 		return key_error(r, lineno, "event", "seq", err, "an integer");
-	if ((err = get_u64(obj, "ts", &ev.ts)))
+	if ((err = get_u64(obj, "ts", &ev->ts)))
 		return key_error(r, lineno, "event", "ts", err, "an integer");
 	if ((err = get_str(obj, "op", &op)))
 		return key_error(r, lineno, "event", "op", err, "a string");
-	if (strcmp(op, "alloc") == 0)
-		ev.op = GMT_OP_ALLOC;
-	else if (strcmp(op, "free") == 0)
-		ev.op = GMT_OP_FREE;
-	else if (strcmp(op, "reset") == 0)
-		ev.op = GMT_OP_RESET;
-	else {
-		bad_line(r, lineno, "event with unknown op \"%s\"", op);
+	if (!parse_op(op, &ev->op)) {
+		bad_line(r, lineno, "event with unknown op \"%s\": line skipped", op);
 		return false;
 	}
-	if ((err = get_str(obj, "api", &api)))
-		return key_error(r, lineno, "event", "api", err, "a string");
 	/* Without result a failed call would be counted as memory the application holds. */
 	if ((err = get_i64(obj, "result", &v)) || v < INT32_MIN || v > INT32_MAX)
 		return key_error(r, lineno, "event", "result", err ? err : -EINVAL, "an integer");
-	ev.result = (int32_t)v;
+	ev->result = (int32_t)v;
 
 	err = get_i64(obj, "device", &v);
 	if (err == 0 && (v < INT32_MIN || v > INT32_MAX))
 		err = -EINVAL;
 	if (err == 0)
-		ev.device = (int32_t)v;
-	else if (ev.op != GMT_OP_FREE || err == -EINVAL)
+		ev->device = (int32_t)v;
+	else if ((ev->op != GMT_TOP_FREE && ev->op != GMT_TOP_RETAIN) || err == -EINVAL)
 		return key_error(r, lineno, "event", "device", err, "an integer");
+	return true;
+}
 
-	if (ev.op != GMT_OP_RESET) {
-		if ((err = get_hex(obj, "ptr", &ev.ptr)))
+/* ptr, size and pool, whose presence depends on the op. */
+static bool
+event_ptr_size(struct reader *r, json_t *obj, size_t lineno, struct gmt_trace_event *ev)
+{
+	int err;
+
+	if (ev->op == GMT_TOP_ALLOC || ev->op == GMT_TOP_FREE) {
+		if ((err = get_hex(obj, "ptr", &ev->ptr)))
 			return key_error(r, lineno, "event", "ptr", err, "a hex string");
 	}
-	if (ev.op == GMT_OP_ALLOC) {
-		if ((err = get_u64(obj, "size", &ev.size)))
+	if (ev->op == GMT_TOP_ALLOC || ev->op == GMT_TOP_USAGE) {
+		if ((err = get_u64(obj, "size", &ev->size)))
 			return key_error(r, lineno, "event", "size", err, "an integer");
-		if ((err = get_str(obj, "kind", &kind)))
-			return key_error(r, lineno, "event", "kind", err, "a string");
-		ev.kind = (uint8_t)kind_from_name(kind);
-		if (ev.kind == GMT_KIND_NONE) {
-			bad_line(r, lineno, "event with unknown kind \"%s\"", kind);
-			return false;
-		}
-		if (get_u64(obj, "free_bytes", &ev.free_bytes) == 0 &&
-		    get_u64(obj, "total_bytes", &ev.total_bytes) == 0)
-			ev.flags |= GMT_TEV_MEMINFO;
-	} else if (ev.op == GMT_OP_FREE && get_str(obj, "kind", &kind) == 0) {
-		/* Informational only: the model takes a free's kind from its allocation. */
-		ev.kind = (uint8_t)kind_from_name(kind);
+	} else if (ev->op == GMT_TOP_FREE) {
+		err = get_u64(obj, "size", &ev->size);
+		if (err == -EINVAL)
+			return key_error(r, lineno, "event", "size", err, "an integer");
+		if (err == 0)
+			ev->flags |= GMT_TEV_SIZE;
 	}
+	if (ev->op == GMT_TOP_USAGE && ev->kind == GMT_TK_POOL_RESERVE) {
+		if ((err = get_hex(obj, "pool", &ev->ptr)))
+			return key_error(r, lineno, "event", "pool", err, "a hex string");
+	}
+	return true;
+}
+
+/* offset: the tracer writes an integer; a hex string is accepted as for every other number-like
+ * handle value. */
+static int
+get_u64_or_hex(json_t *obj, const char *key, uint64_t *out)
+{
+	int err = get_u64(obj, key, out);
+
+	return err == -EINVAL ? get_hex(obj, key, out) : err;
+}
+
+/* handle, offset, context, the failure's memory info and the stack: all optional. */
+static bool
+event_optional(struct reader *r, json_t *obj, size_t lineno, struct gmt_trace_event *ev)
+{
+	uint64_t u;
+	int err;
+
+	if ((err = get_hex(obj, "handle", &ev->handle)) == -EINVAL)
+		return key_error(r, lineno, "event", "handle", err, "a hex string");
+	if ((err = get_u64_or_hex(obj, "offset", &ev->offset)) == -EINVAL)
+		return key_error(r, lineno, "event", "offset", err, "an integer");
+	if ((err = get_u64(obj, "context", &ev->context)) == -EINVAL)
+		return key_error(r, lineno, "event", "context", err, "an integer");
+	if (ev->op == GMT_TOP_RETAIN) {
+		/* The handle is "ptr"; a retain's "handle" is the address that was asked about. */
+		if ((err = get_hex(obj, "ptr", &ev->ptr)))
+			return key_error(r, lineno, "event", "ptr", err, "a hex string");
+	}
+	if (ev->op == GMT_TOP_ALLOC && get_u64(obj, "free_bytes", &ev->free_bytes) == 0 &&
+	    get_u64(obj, "total_bytes", &ev->total_bytes) == 0)
+		ev->flags |= GMT_TEV_MEMINFO;
 	/* 0 is "no stack captured" in the format; an absent key means the same. */
 	err = get_u64(obj, "stack", &u);
 	if (err == -EINVAL || (err == 0 && u > UINT32_MAX))
 		return key_error(r, lineno, "event", "stack", -EINVAL, "an integer");
 	if (err == 0)
-		ev.stack = (uint32_t)u;
+		ev->stack = (uint32_t)u;
+	return true;
+}
 
-	idx = intern(t, api);
-	if (idx < 0) {
-		bad_line(r, lineno, "too many distinct \"api\" names, event ignored");
-		return false;
+/* api and driver into the string table; false (reported) when the table is full. */
+static bool
+event_names(struct reader *r, json_t *obj, size_t lineno, struct gmt_trace_event *ev)
+{
+	const char *api, *driver;
+	int err, idx;
+
+	if ((err = get_str(obj, "api", &api)))
+		return key_error(r, lineno, "event", "api", err, "a string");
+	err = get_str(obj, "driver", &driver);
+	if (err == -EINVAL)
+		return key_error(r, lineno, "event", "driver", err, "a string");
+	ev->driver = GMT_TRACE_NO_STRING;
+	if (err == 0) {
+		idx = intern(r->t, driver);
+		if (idx < 0)
+			goto full;
+		ev->driver = (uint16_t)idx;
 	}
-	ev.api = (uint16_t)idx;
+	idx = intern(r->t, api);
+	if (idx < 0)
+		goto full;
+	ev->api = (uint16_t)idx;
+	return true;
+full:
+	bad_line(r, lineno, "too many distinct \"api\" names, event ignored");
+	return false;
+}
+
+static bool
+read_event(struct reader *r, json_t *obj, size_t lineno)
+{
+	struct gmt_trace *t = r->t;
+	struct gmt_trace_event ev = {.line = (uint32_t)lineno, .device = -1};
+
+	if (!event_common(r, obj, lineno, &ev) || !event_kind(r, obj, lineno, &ev) ||
+	    !event_ptr_size(r, obj, lineno, &ev) || !event_optional(r, obj, lineno, &ev) ||
+	    !event_names(r, obj, lineno, &ev))
+		return false;
 	see_ts(r, ev.ts);
 	if ((t->nevents & (t->nevents - 1)) == 0)
 		t->events =
@@ -454,18 +568,73 @@ read_marker(struct reader *r, json_t *obj, size_t lineno)
 	return true;
 }
 
+/* One element of a snapshot's "nvml" array; false when it is malformed. */
+static bool
+nvml_entry(json_t *e, struct gmt_trace_nvml *n)
+{
+	long long dev, index = -1;
+	json_t *pu;
+
+	if (!json_is_object(e) || get_i64(e, "device", &dev) || dev < INT32_MIN ||
+	    dev > INT32_MAX || get_u64(e, "total", &n->total) || get_u64(e, "used", &n->used))
+		return false;
+	if (get_i64(e, "index", &index) == -EINVAL)
+		return false;
+	n->device = (int32_t)dev;
+	n->index = index >= 0 && index <= INT32_MAX ? (int32_t)index : -1;
+	/* null is a statement ("NVML does not say"), not a missing key; both mean no figure. */
+	pu = json_object_get(e, "process_used");
+	if (pu && !json_is_null(pu)) {
+		if (get_u64(e, "process_used", &n->process_used))
+			return false;
+		n->has_process_used = true;
+	}
+	return true;
+}
+
+/* The readings of a snapshot, appended to the trace only when every one of them is well-formed. */
+static bool
+read_nvml(struct reader *r, json_t *obj, size_t lineno, const struct gmt_trace_nvml *proto)
+{
+	struct gmt_trace *t = r->t;
+	json_t *a = json_object_get(obj, "nvml"), *e;
+	size_t i, n0 = t->nnvml;
+
+	if (!a || json_is_null(a))
+		return true;
+	if (!json_is_array(a))
+		return key_error(r, lineno, "snapshot", "nvml", -EINVAL, "an array");
+	t->nvml = xrealloc(t->nvml, n0 + json_array_size(a), sizeof(*t->nvml));
+	json_array_foreach(a, i, e)
+	{
+		t->nvml[n0 + i] = *proto;
+		if (!nvml_entry(e, &t->nvml[n0 + i]))
+			return key_error(r, lineno, "snapshot", "nvml", -EINVAL,
+					 "objects {device, total, used, process_used}");
+	}
+	t->nnvml = n0 + json_array_size(a);
+	return true;
+}
+
 static bool
 read_snapshot(struct reader *r, json_t *obj, size_t lineno)
 {
 	struct gmt_trace *t = r->t;
-	uint64_t ts, dropped;
+	struct gmt_trace_nvml proto = {.line = (uint32_t)lineno};
+	uint64_t dropped;
 	int err;
 
-	if ((err = get_u64(obj, "ts", &ts)))
+	if ((err = get_u64(obj, "ts", &proto.ts)))
 		return key_error(r, lineno, "snapshot", "ts", err, "an integer");
 	if ((err = get_u64(obj, "dropped", &dropped)))
 		return key_error(r, lineno, "snapshot", "dropped", err, "an integer");
-	see_ts(r, ts);
+	err = get_u64(obj, "seq", &proto.seq);
+	if (err == -EINVAL)
+		return key_error(r, lineno, "snapshot", "seq", err, "an integer");
+	proto.has_seq = err == 0;
+	if (!read_nvml(r, obj, lineno, &proto))
+		return false;
+	see_ts(r, proto.ts);
 	/* The trailer's count wins when there is one; a dead process only left snapshots. */
 	if (!t->complete && dropped > t->dropped)
 		t->dropped = dropped;
@@ -678,6 +847,11 @@ gmt_trace_free(struct gmt_trace *t)
 	free(t->argv);
 	free(t->tracer);
 	free(t->coverage);
+	free(t->coverage_reason);
+	for (size_t i = 0; i < t->ncapture; i++)
+		free(t->capture[i]);
+	free(t->capture);
+	free(t->nvml);
 	free(t->events);
 	for (size_t i = 0; i < t->nmarkers; i++)
 		free(t->markers[i].label);
@@ -695,6 +869,12 @@ const char *
 gmt_trace_string(const struct gmt_trace *t, uint16_t idx)
 {
 	return idx < t->nstrings ? t->strings[idx] : "?";
+}
+
+const char *
+gmt_trace_driver(const struct gmt_trace *t, uint16_t idx)
+{
+	return idx < t->nstrings ? t->strings[idx] : NULL;
 }
 
 const struct gmt_trace_stack *

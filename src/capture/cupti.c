@@ -291,6 +291,8 @@ static TLS struct {
 	uint32_t corr;
 	uint16_t api;
 	uint8_t consumed; /* a resource callback inside it recorded the event (graph node, reset) */
+	uint32_t context; /* its context: resource callbacks inside it (graph nodes) may have none */
+	int32_t device;
 	uint64_t seq, ts;
 } drv;
 
@@ -730,6 +732,8 @@ on_driver_enter(enum gmt_api api, const CUpti_CallbackData *cb)
 	drv.corr = cb->correlationId;
 	drv.api = (uint16_t)api;
 	drv.consumed = 0;
+	drv.context = cb->contextUid;
+	drv.device = context_device(cb->context, cb->contextUid);
 	drv.seq = drv.ts = 0;
 	if (gmt_api_op(api) == GMT_OP_FREE)
 		take_free_order(&drv.seq, &drv.ts, cb->correlationId);
@@ -989,11 +993,15 @@ on_graph_node(const CUpti_ResourceData *rd)
 	if (type != CU_GRAPH_NODE_TYPE_MEM_ALLOC && type != CU_GRAPH_NODE_TYPE_MEM_FREE)
 		return;
 
-	struct gmt_event ev = {.kind = GMT_KIND_GRAPH};
+	struct gmt_event ev = {.kind = GMT_KIND_GRAPH, .device = -1};
 	uint32_t uid = 0;
-	if (rd->context && cupti.GetContextId(rd->context, &uid) == CUPTI_SUCCESS)
+	if (rd->context && cupti.GetContextId(rd->context, &uid) == CUPTI_SUCCESS) {
 		ev.context = uid;
-	ev.device = context_device(rd->context, uid);
+		ev.device = context_device(rd->context, uid);
+	} else if (drv.api != GMT_API_NONE) { /* graphs belong to no context: the call's */
+		ev.context = drv.context;
+		ev.device = drv.device;
+	}
 
 	if (type == CU_GRAPH_NODE_TYPE_MEM_ALLOC) {
 		CUDA_MEM_ALLOC_NODE_PARAMS p;
@@ -1004,6 +1012,8 @@ on_graph_node(const CUpti_ResourceData *rd)
 		ev.op = GMT_OP_ALLOC;
 		ev.ptr = p.dptr;
 		ev.size = p.bytesize;
+		if (p.poolProps.location.type == CU_MEM_LOCATION_TYPE_DEVICE)
+			ev.device = p.poolProps.location.id; /* where the graph pool backs it */
 		name_resource_event(&ev, GMT_API_cuGraphAddMemAllocNode);
 		gmt_stamp(&ev);
 	} else {

@@ -33,6 +33,26 @@ REPORT_CASES = [
     ("died", ["traces/died.jsonl"]),
     ("garbled", ["traces/garbled.jsonl"]),
     ("multi", ["traces/multi"]),
+    # VMM expandable segments: reserve, create+map pages, one unmap over two pages, release while
+    # mapped, retain; a handle numerically equal to the reservation's address; a failed cuMemCreate
+    ("vmm", ["traces/vmm.jsonl"]),
+    # pools: pool_reserve readings of two pools, trim and destroy; slack at the reservation peak
+    ("pool", ["traces/pool.jsonl"]),
+    # graph memory nodes and graph_reserve readings (launch, trim)
+    ("graph", ["traces/graph.jsonl"]),
+    # a context reset keeps pool/VMM/graph and releases device/pinned/managed/registered/array/
+    # imported; then a context-less reset of another device
+    ("reset", ["traces/reset.jsonl"]),
+    # IPC open/close, an imported shareable handle mapped, a pool import, external memory buffers
+    ("imported", ["traces/imported.jsonl"]),
+    # NVML ledger: with and without process_used, last reading and the one nearest the peak
+    ("nvml", ["traces/nvml.jsonl"]),
+    # CUPTI coverage: runtime -> driver names, a driver-only call
+    ("cupti", ["traces/cupti.jsonl"]),
+    # two processes with different coverage
+    ("mixed", ["traces/cupti.jsonl", "traces/nvml.jsonl"]),
+    # unknown kinds and ops, reading kinds misused, a bad nvml array: reported and skipped
+    ("unknown", ["traces/unknown.jsonl"]),
 ]
 
 
@@ -109,36 +129,56 @@ def group_report(g):
             g.compare("basic.json.expected", f.read())
 
 
+KINDS = ["device", "managed", "pool", "pool_reserve", "array", "vmm_physical", "vmm_mapped",
+         "vmm_reserve", "graph", "graph_reserve", "imported", "pinned", "registered"]
+# the kinds whose leaks add up in leaked_bytes (docs/report-json.md)
+COUNTED = {"device", "managed", "pool", "array", "vmm_physical", "pinned"}
+
+
+def held(by_kind):
+    """Device memory held, as docs/report-json.md defines it."""
+    return (by_kind["device"] + by_kind["array"] + by_kind["vmm_physical"] +
+            max(by_kind["pool"], by_kind["pool_reserve"]) + by_kind["graph_reserve"])
+
+
 def check_json_schema(g, name, text):
-    """The keys docs/report-json.md promises, with the promised types."""
+    """The keys docs/report-json.md promises, with the promised types and sums."""
     try:
         doc = json.loads(text)
     except ValueError as e:
         g.fail("%s json: parses" % name, str(e))
         return
     summary_keys = ["processes", "incomplete_processes", "events", "dropped", "bad_lines",
-                    "peak_live_bytes", "leaked_bytes", "leaked_allocations", "leak_sites",
+                    "peak_held_bytes", "leaked_bytes", "leaked_allocations", "leak_sites",
                     "live_at_end_bytes", "live_at_end_allocations", "failed_allocations",
-                    "unmatched_frees", "failed_frees", "reused_addresses"]
+                    "unmatched_frees", "failed_frees", "reused_addresses", "unmatched_retains"]
     problems = []
-    if doc.get("report_version") != 1:
-        problems.append("report_version is not 1")
+    if doc.get("report_version") != 2:
+        problems.append("report_version is not 2")
     for k in summary_keys:
         if not isinstance(doc.get("summary", {}).get(k), int):
             problems.append("summary.%s is not an integer" % k)
     lists = {
         "processes": ["file", "pid", "ppid", "host", "argv", "rank", "forked_from", "tracer",
-                      "coverage", "complete", "events", "dropped", "end_time_s", "allocations",
-                      "frees", "unmatched_frees", "failed_frees", "resets", "reused_addresses",
-                      "bad_lines",
-                      "torn_last_line", "markers"],
-        "peaks": ["process", "pid", "device", "bytes", "time_s", "seq", "by_kind", "kind_peaks",
-                  "allocations"],
-        "leaks": ["process", "pid", "at_exit", "bytes", "allocations", "api", "kind", "stack",
-                  "frames"],
-        "failed": ["process", "pid", "seq", "time_s", "api", "kind", "device", "size", "result",
-                   "free_bytes", "total_bytes", "stack", "frames"],
+                      "coverage", "coverage_reason", "capture", "complete", "events",
+                      "dropped", "end_time_s", "allocations", "frees", "unmatched_frees",
+                      "failed_frees", "resets", "reused_addresses", "retains",
+                      "unmatched_retains", "readings", "bad_lines", "torn_last_line",
+                      "markers"],
+        "peaks": ["process", "pid", "device", "bytes", "time_s", "seq", "held_terms",
+                  "by_kind", "held_at_end_bytes", "kinds", "pool_slack", "allocations"],
+        "leaks": ["process", "pid", "at_exit", "bytes", "allocations", "api", "driver", "kind",
+                  "counted", "stack", "frames"],
+        "failed": ["process", "pid", "seq", "time_s", "api", "driver", "kind", "device", "size",
+                   "result", "free_bytes", "total_bytes", "stack", "frames"],
+        "ledger": ["process", "pid", "device", "reading", "nearest_to_peak", "time_s", "seq",
+                   "nvml_index", "total_bytes", "used_bytes", "process_used_bytes", "basis",
+                   "nvml_bytes", "tracked_bytes", "tracked_terms", "tracked_by_kind",
+                   "untracked_bytes"],
+        "kinds": ["kind", "meaning", "held", "counted"],
     }
+    kind_keys = ["peak_bytes", "peak_allocations", "peak_time_s", "peak_seq", "live_bytes",
+                 "live_allocations", "allocations"]
     for lst, keys in lists.items():
         if not isinstance(doc.get(lst), list):
             problems.append("%s is not a list" % lst)
@@ -147,12 +187,39 @@ def check_json_schema(g, name, text):
             missing = [k for k in keys if k not in e]
             if missing:
                 problems.append("%s[%d] lacks %s" % (lst, i, ", ".join(missing)))
+    if [k["kind"] for k in doc.get("kinds", [])] != KINDS:
+        problems.append("kinds[] is not the documented list")
+    for i, p in enumerate(doc.get("peaks", [])):
+        if sorted(p.get("by_kind", {})) != sorted(KINDS) or sorted(p.get("kinds", {})) != sorted(KINDS):
+            problems.append("peaks[%d]: by_kind/kinds lack a kind" % i)
+            continue
+        for k, ks in p["kinds"].items():
+            if [x for x in kind_keys if x not in ks]:
+                problems.append("peaks[%d].kinds.%s lacks keys" % (i, k))
+        if p["bytes"] != held(p["by_kind"]):
+            problems.append("peaks[%d].bytes is not the held sum of by_kind" % i)
+        if p["bytes"] != sum(p["by_kind"][k] for k in p["held_terms"]):
+            problems.append("peaks[%d].bytes is not the sum of its held_terms" % i)
+        live = {k: p["kinds"][k]["live_bytes"] for k in KINDS}
+        if p["held_at_end_bytes"] != held(live):
+            problems.append("peaks[%d].held_at_end_bytes is not the held sum at the end" % i)
+    for i, r in enumerate(doc.get("ledger", [])):
+        if r["tracked_bytes"] != held(r["tracked_by_kind"]):
+            problems.append("ledger[%d].tracked_bytes is not the held sum" % i)
+        if r["untracked_bytes"] != r["nvml_bytes"] - r["tracked_bytes"]:
+            problems.append("ledger[%d].untracked_bytes is not nvml_bytes - tracked_bytes" % i)
+        want = r["process_used_bytes"] if r["basis"] == "process_used" else r["used_bytes"]
+        if r["nvml_bytes"] != want or (r["basis"] == "used") != (r["process_used_bytes"] is None):
+            problems.append("ledger[%d]: basis and nvml_bytes disagree" % i)
     s = doc.get("summary", {})
-    if doc.get("peaks") and s.get("peak_live_bytes") != max(p["bytes"] for p in doc["peaks"]):
-        problems.append("summary.peak_live_bytes is not the largest peaks[].bytes")
-    leaked = sum(l["bytes"] for l in doc.get("leaks", []) if l["at_exit"])
+    if doc.get("peaks") and s.get("peak_held_bytes") != max(p["bytes"] for p in doc["peaks"]):
+        problems.append("summary.peak_held_bytes is not the largest peaks[].bytes")
+    for l in doc.get("leaks", []):
+        if l["counted"] != (l["kind"] in COUNTED):
+            problems.append("leaks[]: counted is wrong for kind %s" % l["kind"])
+    leaked = sum(l["bytes"] for l in doc.get("leaks", []) if l["at_exit"] and l["counted"])
     if s.get("leaked_bytes") != leaked:
-        problems.append("summary.leaked_bytes is not the sum of leaks[].bytes at exit")
+        problems.append("summary.leaked_bytes is not the sum of counted leaks[].bytes at exit")
     g.check(not problems, "%s json: documented keys" % name, "\n".join(problems))
 
 
@@ -214,7 +281,7 @@ def group_run(g, dummy_lib):
                 "run: GPUMEMTRACE_OUTPUT_DIR is the -o directory, created", out)
         for want in ("gpumemtrace: 1 trace file in %s" % outdir,
                      "gpumemtrace: 1 process, 14 events, 0 dropped",
-                     "peak 3.0 MiB live on device 0",
+                     "peak 3.0 MiB device memory held on device 0",
                      "leaked at exit 2.0 MiB in 2 allocations",
                      "1 failed allocation",
                      "gpumemtrace report %s" % outdir):

@@ -130,7 +130,8 @@ def compare(build, did, path, recs, coverage, expect_trailer=True, expect_drops=
           f"{path}: starts with a version 1 header")
     check(header["pid"] == did["pid"], f"{path}: header pid {header['pid']} is the process {did['pid']}")
     check(header["coverage"] == coverage, f"{path}: header coverage {header['coverage']!r} == {coverage!r}")
-    check(got["twice"] == 0, f"{path}: every allocation is recorded once ({got['twice']} recorded twice)")
+    if not expect_drops:  # a dropped free makes its address look allocated twice
+        check(got["twice"] == 0, f"{path}: every allocation is recorded once ({got['twice']} recorded twice)")
     trailers = [r for r in recs if r["type"] == "trailer"]
     if expect_trailer:
         check(len(trailers) == 1 and recs[-1]["type"] == "trailer", f"{path}: ends with one trailer")

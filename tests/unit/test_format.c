@@ -148,9 +148,39 @@ main(void)
 	CHECK(strcmp(str(j, "type"), "trailer") == 0 && num(j, "dropped") == 3 && num(j, "events") == 19);
 	json_decref(j);
 
-	/* every API has a name the format documents */
-	for (int a = 1; a < GMT_API_COUNT; a++)
-		CHECK(strncmp(gmt_api_name((enum gmt_api)a), "cuda", 4) == 0);
+	/* every API is a runtime (cuda*) or driver (cu*) function, with an op and, except resets, a kind */
+	for (int a = 1; a < GMT_API_COUNT; a++) {
+		const char *name = gmt_api_name((enum gmt_api)a);
+		CHECK(strncmp(name, "cu", 2) == 0);
+		CHECK(gmt_api_op((enum gmt_api)a) != GMT_OP_NONE);
+		CHECK(gmt_api_op((enum gmt_api)a) == GMT_OP_RESET || gmt_api_kind((enum gmt_api)a) != GMT_KIND_NONE);
+	}
+
+	/* a CUPTI event names both calls; a range free carries its size; a reading its pool */
+	struct gmt_event d = {.seq = 30, .op = GMT_OP_ALLOC, .api = GMT_API_cudaMalloc,
+			      .driver = GMT_API_cuMemAlloc_v2, .kind = GMT_KIND_DEVICE, .ptr = 0x1000,
+			      .size = 512, .context = 7};
+	gmt_buf_reset(&b);
+	gmt_jsonl_event(&b, &d, 0);
+	j = parse_line(&b);
+	CHECK(strcmp(str(j, "api"), "cudaMalloc") == 0 && strcmp(str(j, "driver"), "cuMemAlloc_v2") == 0);
+	CHECK(num(j, "context") == 7);
+	json_decref(j);
+	d = (struct gmt_event){.seq = 31, .op = GMT_OP_FREE, .api = GMT_API_cuMemUnmap,
+			       .kind = GMT_KIND_VMM_MAPPED, .ptr = 0x2000, .size = 4096};
+	gmt_buf_reset(&b);
+	gmt_jsonl_event(&b, &d, 0);
+	j = parse_line(&b);
+	CHECK(num(j, "size") == 4096 && json_object_get(j, "driver") == NULL);
+	json_decref(j);
+	d = (struct gmt_event){.seq = 32, .op = GMT_OP_USAGE, .api = GMT_API_cuMemPoolTrimTo,
+			       .kind = GMT_KIND_POOL_RESERVE, .pool = 0xabc, .size = 0, .flags = GMT_EV_HAS_POOL};
+	gmt_buf_reset(&b);
+	gmt_jsonl_event(&b, &d, 0);
+	j = parse_line(&b);
+	CHECK(strcmp(str(j, "op"), "usage") == 0 && strcmp(str(j, "pool"), "0xabc") == 0 &&
+	      json_object_get(j, "ptr") == NULL);
+	json_decref(j);
 
 	gmt_buf_free(&b);
 	printf("format: ok\n");
