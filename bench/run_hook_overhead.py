@@ -7,7 +7,16 @@ none: a run whose tracer dropped events measured the cheap drop path, not the tr
 this script exit 1.
 
     run_hook_overhead.py --build BUILD [--runtime sim|real] [--mode malloc|async]
+                         [--capture default|both|cupti|interpose]
                          [--rounds 11] [--iters N] [--reps R] [--warmup W] [--gap-ms MS]
+
+--capture       which tracer configurations are B (each interleaved with A: A B C A B C ...):
+                default    the tracer's defaults (one variant, as before)
+                cupti      GPUMEMTRACE_CUPTI=1: events come from CUPTI callbacks
+                interpose  GPUMEMTRACE_CUPTI=0: events come from the LD_PRELOAD wrappers
+                both       cupti and interpose
+                On --runtime real the header of each traced run must show the path asked for
+                (capture includes "cupti", or is ["interpose"]); otherwise the run is a PROBLEM.
 
 --runtime sim   tests/simcuda (LD_LIBRARY_PATH=BUILD/tests/simcuda), SIMCUDA_ALLOC_DELAY_NS=0
                 unless --sim-delay-ns is given
@@ -84,7 +93,24 @@ def read_trailer(outdir):
     return path, header, trailer, size
 
 
-def run_once(cmd, env, traced, lib):
+# Tracer configurations (--capture): extra environment and the capture path the header must show
+CAPTURES = {
+    "default": ({}, None),
+    "cupti": ({"GPUMEMTRACE_CUPTI": "1"}, "cupti"),
+    "interpose": ({"GPUMEMTRACE_CUPTI": "0"}, "interpose-only"),
+}
+
+
+def capture_matches(header, want):
+    cap = (header or {}).get("capture") or []
+    if want == "cupti":
+        return "cupti" in cap
+    if want == "interpose-only":
+        return cap == ["interpose"]
+    return True
+
+
+def run_once(cmd, env, traced, lib, extra_env=None):
     """Run the benchmark once; returns (result dict, trace facts dict or None)."""
     env = dict(env)
     outdir = None
@@ -92,6 +118,7 @@ def run_once(cmd, env, traced, lib):
         outdir = tempfile.mkdtemp(prefix="gmt-bench-hook-")
         env["LD_PRELOAD"] = lib
         env["GPUMEMTRACE_OUTPUT_DIR"] = outdir
+        env.update(extra_env or {})
     else:
         env.pop("LD_PRELOAD", None)
     try:
@@ -105,6 +132,8 @@ def run_once(cmd, env, traced, lib):
         facts = {"file": path is not None, "trailer": trailer is not None, "bytes": size,
                  "events": trailer["events"] if trailer else None,
                  "dropped": trailer["dropped"] if trailer else None,
+                 "capture": (header or {}).get("capture"),
+                 "coverage_reason": (header or {}).get("coverage_reason"),
                  "expected": res["events"], "stderr": p.stderr.strip()}
         return res, facts
     finally:
@@ -117,6 +146,8 @@ def main():
     ap.add_argument("--build", required=True, help="meson build directory")
     ap.add_argument("--runtime", choices=["sim", "real"], default="sim")
     ap.add_argument("--mode", choices=["malloc", "async"], default="malloc")
+    ap.add_argument("--capture", choices=["default", "both", "cupti", "interpose"], default="default",
+                    help="tracer configurations to compare with no tracer (see above)")
     ap.add_argument("--rounds", type=int, default=11, help="interleaved A/B rounds (after one warm-up round)")
     ap.add_argument("--iters", type=int, help="pairs per repetition (default depends on runtime and mode)")
     ap.add_argument("--reps", type=int, default=11, help="repetitions per process; the process reports their median")
@@ -165,60 +196,84 @@ def main():
     print(f"  command: {' '.join(cmd)}")
     print(f"  LD_LIBRARY_PATH={env['LD_LIBRARY_PATH']}")
 
-    plain, traced, diffs, facts_all = [], [], [], []
+    names = ["cupti", "interpose"] if args.capture == "both" else [args.capture]
+    print(f"  tracer configurations: {', '.join(names)}")
+    plain = []
+    per = {n: {"traced": [], "diffs": [], "facts": []} for n in names}
     for rnd in range(args.rounds + 1):
         a, _ = run_once(cmd, env, False, lib)
-        b, facts = run_once(cmd, env, True, lib)
-        if a["runtime"] != args.runtime or b["runtime"] != args.runtime:
+        if a["runtime"] != args.runtime:
             sys.exit(f"run_hook_overhead: asked for the {args.runtime} runtime, the program ran on "
-                     f"{a['runtime']}/{b['runtime']} (check LD_LIBRARY_PATH)")
+                     f"{a['runtime']} (check LD_LIBRARY_PATH)")
+        row = []
+        for n in names:
+            b, facts = run_once(cmd, env, True, lib, CAPTURES[n][0])
+            if b["runtime"] != args.runtime:
+                sys.exit(f"run_hook_overhead: asked for the {args.runtime} runtime, the program ran on "
+                         f"{b['runtime']} (check LD_LIBRARY_PATH)")
+            if rnd == 0:
+                row.append(f"{n} {b['median_ns_per_pair']:.1f} ns")
+                continue
+            per[n]["traced"].append(b["median_ns_per_pair"])
+            per[n]["diffs"].append(b["median_ns_per_pair"] - a["median_ns_per_pair"])
+            per[n]["facts"].append(facts)
+            drop = "" if facts["dropped"] == 0 else f" <-- DROPPED {facts['dropped']}"
+            row.append(f"{n} {b['median_ns_per_pair']:10.1f} ({facts['events']} ev, drop {facts['dropped']}){drop}")
         if rnd == 0:
-            print(f"  warm-up round: plain {a['median_ns_per_pair']:.1f} ns, traced {b['median_ns_per_pair']:.1f} ns (discarded)")
+            print(f"  warm-up round: plain {a['median_ns_per_pair']:.1f} ns, " + ", ".join(row) + " (discarded)")
             continue
         plain.append(a["median_ns_per_pair"])
-        traced.append(b["median_ns_per_pair"])
-        diffs.append(b["median_ns_per_pair"] - a["median_ns_per_pair"])
-        facts_all.append(facts)
-        drop = "" if facts["dropped"] == 0 else f"  <-- DROPPED {facts['dropped']}"
-        print(f"  round {rnd:2d}: plain {a['median_ns_per_pair']:10.1f}  traced {b['median_ns_per_pair']:10.1f} "
-              f"ns/pair   trace: {facts['events']} events, dropped {facts['dropped']}{drop}")
+        print(f"  round {rnd:2d}: plain {a['median_ns_per_pair']:10.1f}  " + "  ".join(row) + " ns/pair")
 
-    mp, mt = statistics.median(plain), statistics.median(traced)
-    ratio = mt / mp if mp > 0 else float("inf")
-    per_event = (mt - mp) / 2.0
-    per_event_paired = statistics.median(diffs) / 2.0
+    mp = statistics.median(plain)
     problems = []
-    for i, f in enumerate(facts_all, 1):
-        if not f["file"] or not f["trailer"]:
-            problems.append(f"round {i}: no trace file or no trailer ({f['stderr'] or 'no stderr'})")
-        elif f["dropped"] != 0:
-            problems.append(f"round {i}: the tracer dropped {f['dropped']} of {f['expected']} events")
-        elif f["events"] != f["expected"]:
-            problems.append(f"round {i}: trace has {f['events']} events, the program made {f['expected']}")
-    events = [f["events"] for f in facts_all if f["events"] is not None]
-    dropped = sum(f["dropped"] or 0 for f in facts_all)
-
+    figures = {}
     print()
     print(f"  without tracer  median {mp:10.1f} ns/pair  ({mp / 2:.1f} ns/event)")
-    print(f"  with tracer     median {mt:10.1f} ns/pair  ({mt / 2:.1f} ns/event)")
-    print(f"  ratio           {ratio:.2f}x")
-    print(f"  overhead        {per_event:.1f} ns/event (difference of medians), "
-          f"{per_event_paired:.1f} ns/event (median of per-round differences)")
-    print(f"  trace           {events[0] if events else '?'} events per traced run, dropped {dropped} in all")
+    for n in names:
+        d = per[n]
+        mt = statistics.median(d["traced"])
+        ratio = mt / mp if mp > 0 else float("inf")
+        per_event = (mt - mp) / 2.0
+        per_event_paired = statistics.median(d["diffs"]) / 2.0
+        for i, f in enumerate(d["facts"], 1):
+            if not f["file"] or not f["trailer"]:
+                problems.append(f"{n} round {i}: no trace file or no trailer ({f['stderr'] or 'no stderr'})")
+            elif f["dropped"] != 0:
+                problems.append(f"{n} round {i}: the tracer dropped {f['dropped']} of {f['expected']} events")
+            elif f["events"] != f["expected"]:
+                problems.append(f"{n} round {i}: trace has {f['events']} events, the program made {f['expected']}")
+            elif args.runtime == "real" and not capture_matches({"capture": f["capture"]}, CAPTURES[n][1]):
+                problems.append(f"{n} round {i}: header capture {f['capture']} (coverage_reason "
+                                f"{f['coverage_reason']!r}) is not the {n} path")
+        events = [f["events"] for f in d["facts"] if f["events"] is not None]
+        dropped = sum(f["dropped"] or 0 for f in d["facts"])
+        label = "with tracer" if n == "default" else f"tracer {n}"
+        print(f"  {label:<15} median {mt:10.1f} ns/pair  ({mt / 2:.1f} ns/event)  ratio {ratio:.2f}x  "
+              f"overhead {per_event:.1f} ns/event (difference of medians), {per_event_paired:.1f} ns/event "
+              f"(median of per-round differences)")
+        print(f"  {'':<15} trace {events[0] if events else '?'} events per traced run, dropped {dropped} in all")
+        figures[n] = {"traced_ns_per_pair": round(mt, 1), "ratio": round(ratio, 3),
+                      "overhead_ns_per_event": round(per_event, 1),
+                      "overhead_ns_per_event_paired": round(per_event_paired, 1),
+                      "traced_samples": d["traced"], "events_per_run": events[0] if events else None,
+                      "dropped": dropped}
     for p in problems:
         print(f"  PROBLEM: {p}")
-    if dropped:
+    if any(f["dropped"] for f in figures.values()):
         print("  the tracer DROPPED events: these figures measure the drop path, not the tracer "
               "(raise --gap-ms or lower --iters)")
+    first = figures[names[0]]
     summary = {
         "bench": "hook_overhead", "runtime": args.runtime, "mode": args.mode, "size": args.size,
         "iters": iters, "reps": args.reps, "warmup": warmup, "gap_ms": gap_ms, "rounds": args.rounds,
-        "sim_delay_ns": args.sim_delay_ns if args.runtime == "sim" else None,
-        "plain_ns_per_pair": round(mp, 1), "traced_ns_per_pair": round(mt, 1), "ratio": round(ratio, 3),
-        "overhead_ns_per_event": round(per_event, 1),
-        "overhead_ns_per_event_paired": round(per_event_paired, 1),
-        "plain_samples": plain, "traced_samples": traced,
-        "events_per_run": events[0] if events else None, "dropped": dropped, "ok": not problems,
+        "sim_delay_ns": args.sim_delay_ns if args.runtime == "sim" else None, "capture": args.capture,
+        "plain_ns_per_pair": round(mp, 1), "traced_ns_per_pair": first["traced_ns_per_pair"],
+        "ratio": first["ratio"], "overhead_ns_per_event": first["overhead_ns_per_event"],
+        "overhead_ns_per_event_paired": first["overhead_ns_per_event_paired"],
+        "plain_samples": plain, "traced_samples": first["traced_samples"],
+        "events_per_run": first["events_per_run"], "dropped": sum(f["dropped"] for f in figures.values()),
+        "variants": figures, "ok": not problems,
     }
     print(json.dumps(summary))
     sys.exit(0 if not problems else 1)
