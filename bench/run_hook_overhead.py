@@ -74,6 +74,11 @@ def real_cudart_dir(explicit):
     return None
 
 
+def count_usage(path):
+    with open(path, "rb") as f:
+        return sum(1 for line in f if b'"op":"usage"' in line)
+
+
 def read_trailer(outdir):
     """(path, header, trailer, size) of the one trace file in outdir; trailer None when missing."""
     files = glob.glob(os.path.join(outdir, "*.jsonl"))
@@ -130,7 +135,8 @@ def run_once(cmd, env, traced, lib, extra_env=None):
             return res, None
         path, header, trailer, size = read_trailer(outdir)
         facts = {"file": path is not None, "trailer": trailer is not None, "bytes": size,
-                 "events": trailer["events"] if trailer else None,
+                 # readings of pool reservations are events too, but not the program's calls
+                 "events": trailer["events"] - count_usage(path) if trailer else None,
                  "dropped": trailer["dropped"] if trailer else None,
                  "capture": (header or {}).get("capture"),
                  "coverage_reason": (header or {}).get("coverage_reason"),

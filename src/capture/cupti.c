@@ -775,8 +775,8 @@ on_driver_exit(CUpti_CallbackId cbid, enum gmt_api api, bool ptsz, const CUpti_C
 	}
 	if (!driver_event(cbid, cb->functionParams, ok, &ev))
 		return;
-	if (!ok && op != GMT_OP_ALLOC)
-		return; /* a failed free or retain changes nothing and is no OOM */
+	if (!ok && op == GMT_OP_RETAIN)
+		return; /* a failed retain says nothing */
 	if (!ok) {
 		size_t free_b, total_b;
 		__typeof__(&cuMemGetInfo_v2) meminfo = QUERY(cuMemGetInfo_v2);
@@ -920,7 +920,7 @@ on_runtime(CUpti_CallbackId cbid, const CUpti_CallbackData *cb)
 		.device = context_device(cb->context, cb->contextUid),
 		.flags = ptsz ? GMT_EV_PTSZ : 0,
 	};
-	if (!rt.joined && (op == GMT_OP_ALLOC || (op == GMT_OP_FREE && rc == cudaSuccess)) &&
+	if (!rt.joined && (op == GMT_OP_ALLOC || op == GMT_OP_FREE) &&
 	    runtime_event(cbid, cb->functionParams, rc == cudaSuccess, &ev)) {
 		if (op == GMT_OP_FREE) {
 			ev.seq = rt.seq;
@@ -1113,11 +1113,15 @@ enable_all(void)
 		{CUPTI_CB_DOMAIN_RESOURCE, resource_cbids, sizeof(resource_cbids) / sizeof(resource_cbids[0])},
 	};
 	size_t enabled = 0;
+	bool runtime = gmt_tracer_options()->cupti_runtime;
 
-	for (size_t s = 0; s < sizeof(sets) / sizeof(sets[0]); s++)
+	for (size_t s = 0; s < sizeof(sets) / sizeof(sets[0]); s++) {
+		if (sets[s].domain == CUPTI_CB_DOMAIN_RUNTIME_API && !runtime)
+			continue;
 		for (size_t i = 0; i < sets[s].n; i++)
 			if (cupti.EnableCallback(1, subscriber, sets[s].domain, sets[s].ids[i]) == CUPTI_SUCCESS)
 				enabled++;
+	}
 	return enabled;
 }
 

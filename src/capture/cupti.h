@@ -35,8 +35,8 @@ static inline bool
 gmt_cupti_records(void)
 {
 	int ph = atomic_load_explicit(&gmt_cupti_phase, memory_order_acquire);
-	if (__builtin_expect(ph == GMT_CUPTI_UNTRIED, 0))
-		return gmt_cupti_start();
+	if (__builtin_expect(ph <= GMT_CUPTI_STARTING, 0))
+		return gmt_cupti_start(); /* start it, or wait for the thread that is starting it */
 	return ph == GMT_CUPTI_ACTIVE;
 }
 

@@ -200,6 +200,11 @@ class Replay:
                 self.api(api)["failed"] += 1
                 return
             key = (alloc_class(e), hexint(e.get("ptr")))
+            if api == "cuMemMap":
+                # a mapping of an imported handle maps the exporter's memory (trace-format.md)
+                held = self.live.get(("handle", hexint(e.get("handle"))))
+                if held and held[0] == "imported":
+                    kind = "imported"
             if key in self.live:
                 old = self.live[key]
                 self.problems.append(f"seq {e['seq']}: {api} {kind} {e.get('ptr')} recorded while an "

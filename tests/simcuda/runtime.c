@@ -1,24 +1,34 @@
 /* SPDX-License-Identifier: MIT */
 /**
  * @file runtime.c
- * @brief The cuda* entry points of the simulated libcudart.so.13 and the state behind them.
+ * @brief The cuda* entry points of the simulated libcudart.so.13 (TEST DOUBLE, not CUDA).
  *
- * This is a TEST DOUBLE: no GPU code runs and "device memory" is host memory. Each simulated
- * device owns one anonymous mapping of SIMCUDA_MEM_BYTES (MAP_NORESERVE, so pages are committed
- * only when a test touches them) and a struct sim_heap that places allocations inside it. The
- * pointers are therefore unique in the process, never collide with malloc'd memory, and can be
- * read and written by cudaMemset/cudaMemcpy.
+ * Each entry point fires CUPTI RUNTIME_API ENTER, checks what the real runtime checks itself
+ * (an output pointer, a zero-byte request, the current device), calls the driver call it maps
+ * to (simcuda_cu*, which fires DRIVER_API ENTER/EXIT with the same correlation id), and fires
+ * RUNTIME_API EXIT with the cudaError_t. The mapping:
  *
- * Ownership and locking:
- *  - struct sim_device: its heap, its pools and their chunks, under dev->lock (one per device, so
- *    threads on different devices never contend);
- *  - pinned host blocks: sim.host_lock;
- *  - streams: sim.stream_lock. Streams are handles that remember a device and nothing more.
- * No function takes two of these locks at once, so there is no lock order to get wrong.
+ *   cudaMalloc -> cuMemAlloc_v2            cudaMallocPitch -> cuMemAllocPitch_v2
+ *   cudaFree -> cuMemFree_v2 (NULL too)    cudaMallocManaged -> cuMemAllocManaged
+ *   cudaMallocHost -> cuMemAllocHost_v2    cudaHostAlloc -> cuMemHostAlloc
+ *   cudaFreeHost -> cuMemFreeHost          cudaHostRegister/Unregister -> cuMemHostRegister_v2/
+ *   cudaMallocAsync(_ptsz) -> cuMemAllocAsync(_ptsz)                    cuMemHostUnregister
+ *   cudaFreeAsync(_ptsz) -> cuMemFreeAsync(_ptsz)
+ *   cudaMallocFromPoolAsync(_ptsz) -> cuMemAllocFromPoolAsync(_ptsz)
+ *   cudaMemPool{Create,Destroy,TrimTo,SetAttribute,GetAttribute} -> cuMemPool*
+ *   cudaDeviceGetDefaultMemPool -> cuDeviceGetDefaultMemPool, cudaMemGetInfo -> cuMemGetInfo_v2
+ *   cudaDeviceReset -> cuDevicePrimaryCtxReset_v2
+ *   graphs: cudaGraph{Create,Destroy,AddMemAllocNode,AddMemFreeNode,Instantiate,Launch,
+ *   ExecDestroy}, cudaStream{Begin,End}Capture, cudaDeviceGraphMemTrim,
+ *   cudaDeviceGetGraphMemAttribute -> their cu* counterparts
  *
- * Every exported cuda* function is a thin shell over static helpers, and no cuda* function calls
- * another. That matters to the profiler under test: it interposes these symbols, and an internal
- * call through the PLT (cudaMallocHost -> cudaHostAlloc, say) would be seen as a second event.
+ * A call answered by the runtime alone (a zero-byte request, a NULL output pointer, bad flags)
+ * fires no driver callback. Streams, memset, memcpy, device selection and versions have only
+ * their runtime callbacks. cudaGetLastError, cudaPeekAtLastError, cudaGetErrorName and
+ * cudaGetErrorString fire none.
+ *
+ * No exported cuda* function calls another: a profiler interposing these symbols sees exactly
+ * one call per API call.
  *
  * Errors follow the runtime: a failing call stores its code as the calling thread's last error
  * (cudaGetLastError returns and clears it, cudaPeekAtLastError only returns it); a successful
@@ -26,338 +36,12 @@
  */
 #include "heap.h"
 #include "simcuda-internal.h"
-#include "simcuda.h"
 
-#include <errno.h>
-#include <inttypes.h>
-#include <pthread.h>
-#include <stdarg.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/mman.h>
-#include <time.h>
-#include <unistd.h>
+#include <cupti.h> /* the CBIDs and generated_cuda_runtime_api_meta.h */
+#include <stdint.h>
 
-#define SIM_VERSION 13000 /* what cudaDriverGetVersion and cudaRuntimeGetVersion report */
-#define SIM_DEFAULT_MEM_BYTES ((size_t)1 << 30)
-#define SIM_MAX_DEVICES 64
-#define SIM_POOL_CHUNK ((size_t)2 << 20)   /* pools grow the device heap in 2 MiB steps */
-#define SIM_DISCARD_MIN ((size_t)2 << 20) /* give pages back to the kernel from this size up */
-
-/* Kinds of blocks in a device heap; pool sub-allocations live in the chunk heaps. */
-enum sim_kind {
-	SIM_KIND_DEVICE = 1, /* cudaMalloc */
-	SIM_KIND_PITCH,      /* cudaMallocPitch */
-	SIM_KIND_MANAGED,    /* cudaMallocManaged */
-	SIM_KIND_POOL_CHUNK, /* a pool's reservation; owner is the struct sim_pool_chunk */
-	SIM_KIND_POOL_BLOCK, /* inside a chunk heap: cudaMallocAsync, cudaMallocFromPoolAsync */
-};
-
-struct sim_pool;
-
-/* A piece of device heap reserved by a pool; the pool sub-allocates inside it first-fit. */
-struct sim_pool_chunk {
-	struct sim_heap heap;
-	struct sim_pool *pool;
-};
-
-struct sim_pool {
-	int device;
-	int is_default; /* the device's default pool: cannot be destroyed */
-	/*
-	 * cudaMemPoolDestroy on a pool with live blocks returns at once and frees the pool when its
-	 * last block goes, as the real runtime documents. Until then the handle is dead (lookups
-	 * skip it) but cudaFree/cudaFreeAsync of its blocks still work.
-	 */
-	int destroyed;
-	struct sim_pool_chunk **chunks;
-	size_t n_chunks;
-	size_t chunks_cap;
-	size_t reserved; /* bytes of device heap held by the chunks */
-	size_t used;     /* bytes handed out from the chunks (rounded) */
-	size_t reserved_high;
-	size_t used_high;
-	uint64_t release_threshold; /* stored for cudaMemPoolGetAttribute; trimming is explicit */
-	struct sim_pool *next;      /* the device's list of pools */
-};
-
-struct sim_device {
-	pthread_mutex_t lock;
-	int ordinal;
-	void *map;
-	size_t map_len;
-	int touchable; /* the mapping is readable and writable (see sim_device_init) */
-	struct sim_heap heap;
-	struct sim_pool *default_pool;
-	struct sim_pool *pools; /* every pool of the device, the default one included */
-};
-
-struct sim_stream {
-	int device;
-	unsigned int flags;
-	struct sim_stream *next;
-};
-
-struct sim_host_block {
-	void *ptr;
-	size_t size;
-	size_t map_len;
-	unsigned int flags;
-	int device; /* current device at allocation time: cudaDeviceReset frees by it */
-};
-
-static struct {
-	pthread_once_t once;
-	cudaError_t init_error; /* returned by every device call when initialisation failed */
-	int n_devices;
-	size_t mem_bytes;
-	uint64_t delay_ns;
-	int verbose;
-	struct sim_device *devices;
-
-	pthread_mutex_t stream_lock;
-	struct sim_stream *streams;
-
-	pthread_mutex_t host_lock;
-	struct sim_host_block *host;
-	size_t n_host;
-	size_t host_cap;
-} sim = {
-	.once = PTHREAD_ONCE_INIT,
-	.stream_lock = PTHREAD_MUTEX_INITIALIZER,
-	.host_lock = PTHREAD_MUTEX_INITIALIZER,
-};
-
-/* Per thread, as in CUDA: the current device and the last error. */
-static _Thread_local int sim_current_device;
+/* Per thread, as in CUDA: the last error. */
 static _Thread_local cudaError_t sim_last_error = cudaSuccess;
-
-// --- initialisation -----------------------------------------------------------------------
-
-/* Parse "1073741824", "512M", "80G", "64k". Returns 0, or -1 for anything else or overflow. */
-static int
-sim_parse_size(const char *s, size_t *out)
-{
-	unsigned long long v;
-	unsigned shift = 0;
-	char *end;
-
-	if (!s || *s < '0' || *s > '9')
-		return -1;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno)
-		return -1;
-	switch (*end) {
-	case '\0':
-		break;
-	case 'k':
-	case 'K':
-		shift = 10;
-		end++;
-		break;
-	case 'm':
-	case 'M':
-		shift = 20;
-		end++;
-		break;
-	case 'g':
-	case 'G':
-		shift = 30;
-		end++;
-		break;
-	case 't':
-	case 'T':
-		shift = 40;
-		end++;
-		break;
-	default:
-		return -1;
-	}
-	if (*end != '\0' || (shift && v > (SIZE_MAX >> shift)) || v > SIZE_MAX)
-		return -1;
-	*out = (size_t)v << shift;
-	return 0;
-}
-
-static int
-sim_parse_uint(const char *s, unsigned long long max, unsigned long long *out)
-{
-	unsigned long long v;
-	char *end;
-
-	if (!s || *s < '0' || *s > '9')
-		return -1;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || *end != '\0' || v > max)
-		return -1;
-	*out = v;
-	return 0;
-}
-
-/* One line on stderr without stdio buffering, so it is not lost if the host process _exits. */
-static void
-sim_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static void
-sim_warn(const char *fmt, ...)
-{
-	char buf[512];
-	va_list ap;
-	int n;
-
-	n = snprintf(buf, sizeof(buf), "simcuda[%ld]: ", (long)getpid());
-	va_start(ap, fmt);
-	n += vsnprintf(buf + n, sizeof(buf) - (size_t)n, fmt, ap);
-	va_end(ap);
-	if (n >= (int)sizeof(buf) - 1)
-		n = (int)sizeof(buf) - 2;
-	buf[n++] = '\n';
-	if (write(STDERR_FILENO, buf, (size_t)n) < 0)
-		return; /* nowhere left to report it */
-}
-
-static void
-sim_read_env(void)
-{
-	const char *s;
-	unsigned long long v;
-
-	sim.n_devices = 1;
-	s = getenv("SIMCUDA_DEVICES");
-	if (s) {
-		if (sim_parse_uint(s, SIM_MAX_DEVICES, &v) == 0)
-			sim.n_devices = (int)v;
-		else
-			sim_warn("ignoring SIMCUDA_DEVICES='%s': not an integer in 0..%d; using 1", s,
-				 SIM_MAX_DEVICES);
-	}
-
-	sim.mem_bytes = SIM_DEFAULT_MEM_BYTES;
-	s = getenv("SIMCUDA_MEM_BYTES");
-	if (s) {
-		size_t bytes;
-
-		if (sim_parse_size(s, &bytes) == 0 && bytes >= SIM_HEAP_ALIGN)
-			sim.mem_bytes = bytes & ~(SIM_HEAP_ALIGN - 1);
-		else
-			sim_warn("ignoring SIMCUDA_MEM_BYTES='%s': not a size of at least 512 bytes "
-				 "(e.g. 1073741824, 512M, 80G); using 1G",
-				 s);
-	}
-
-	sim.delay_ns = 0;
-	s = getenv("SIMCUDA_ALLOC_DELAY_NS");
-	if (s) {
-		if (sim_parse_uint(s, 10ull * 1000 * 1000 * 1000, &v) == 0)
-			sim.delay_ns = v;
-		else
-			sim_warn("ignoring SIMCUDA_ALLOC_DELAY_NS='%s': not an integer of at most 1e10; "
-				 "using 0",
-				 s);
-	}
-
-	s = getenv("SIMCUDA_VERBOSE");
-	sim.verbose = s && strcmp(s, "1") == 0;
-}
-
-static struct sim_pool *
-sim_pool_new(int device, int is_default)
-{
-	struct sim_pool *pool = calloc(1, sizeof(*pool));
-
-	if (!pool)
-		return NULL;
-	pool->device = device;
-	pool->is_default = is_default;
-	return pool;
-}
-
-static int
-sim_device_init(struct sim_device *dev, int ordinal)
-{
-	long page = sysconf(_SC_PAGESIZE);
-	size_t len = (sim.mem_bytes + (size_t)page - 1) & ~((size_t)page - 1);
-
-	dev->ordinal = ordinal;
-	pthread_mutex_init(&dev->lock, NULL);
-
-	/*
-	 * Readable and writable but NORESERVE: the whole capacity is address space only, and a page
-	 * costs memory once a test writes it. Where the kernel refuses that (strict overcommit and
-	 * a large SIMCUDA_MEM_BYTES), fall back to reserving address space alone: allocation still
-	 * works, only cudaMemset/cudaMemcpy on device memory report cudaErrorNotSupported.
-	 */
-	dev->map = mmap(NULL, len, PROT_READ | PROT_WRITE,
-			MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	dev->touchable = dev->map != MAP_FAILED;
-	if (dev->map == MAP_FAILED) {
-		dev->map = mmap(NULL, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-				-1, 0);
-		if (dev->map == MAP_FAILED) {
-			sim_warn("device %d: cannot reserve %zu bytes of address space: %s", ordinal,
-				 len, strerror(errno));
-			return -ENOMEM;
-		}
-		sim_warn("device %d: %zu bytes mapped without access; cudaMemset/cudaMemcpy on "
-			 "device memory are not supported",
-			 ordinal, len);
-	}
-	dev->map_len = len;
-
-	if (sim_heap_init(&dev->heap, (uintptr_t)dev->map, sim.mem_bytes) < 0)
-		return -ENOMEM;
-	dev->default_pool = sim_pool_new(ordinal, 1);
-	if (!dev->default_pool)
-		return -ENOMEM;
-	dev->pools = dev->default_pool;
-	return 0;
-}
-
-static void
-sim_init(void)
-{
-	int i;
-
-	sim_read_env();
-	if (sim.n_devices == 0)
-		return;
-	sim.devices = calloc((size_t)sim.n_devices, sizeof(*sim.devices));
-	if (!sim.devices) {
-		sim.init_error = cudaErrorInitializationError;
-		return;
-	}
-	for (i = 0; i < sim.n_devices; i++) {
-		if (sim_device_init(&sim.devices[i], i) < 0) {
-			sim.init_error = cudaErrorInitializationError;
-			return;
-		}
-	}
-	if (sim.verbose) {
-		for (i = 0; i < sim.n_devices; i++)
-			sim_warn("test double of libcudart.so.13 (no GPU): device %d: %zu bytes at "
-				 "0x%" PRIxPTR "-0x%" PRIxPTR ", alloc delay %" PRIu64 " ns",
-				 i, sim.mem_bytes, sim.devices[i].heap.base,
-				 sim.devices[i].heap.base + sim.devices[i].heap.capacity,
-				 sim.delay_ns);
-	}
-}
-
-/* Initialise on first use (never from a constructor) and say whether devices are usable. */
-static cudaError_t
-sim_ready(void)
-{
-	pthread_once(&sim.once, sim_init);
-	if (sim.init_error != cudaSuccess)
-		return sim.init_error;
-	if (sim.n_devices == 0)
-		return cudaErrorNoDevice;
-	return cudaSuccess;
-}
-
-// --- helpers ------------------------------------------------------------------------------
 
 /* Record a failure as the thread's last error; success leaves it alone, as in CUDA. */
 static cudaError_t
@@ -369,1098 +53,859 @@ sim_result(cudaError_t err)
 }
 
 /*
- * Spin for SIMCUDA_ALLOC_DELAY_NS, outside any lock, so that a benchmark sees allocation cost
- * of the order of a real device's (a cudaMalloc/cudaFree pair is ~80 us on an H200). A spin and
- * not a sleep: the real call burns CPU in the driver, and a sleep would round up to the timer
- * slack.
+ * The body of a cuda* call: RUNTIME ENTER with the call's parameter struct, the call, RUNTIME
+ * EXIT with its result (which becomes the thread's last error first).
  */
-static void
-sim_delay(void)
-{
-	struct timespec t0, t;
-	uint64_t elapsed;
+#define SIM_RT(api, ver, call, ...)                                                          \
+	do {                                                                                 \
+		api##_##ver##_params p_ = {__VA_ARGS__};                                     \
+		struct sim_api a_;                                                           \
+                                                                                             \
+		sim_rt_enter(&a_, CUPTI_RUNTIME_TRACE_CBID_##api##_##ver, #api, &p_);       \
+		return sim_rt_exit(&a_, sim_result(call));                                   \
+	} while (0)
 
-	if (sim.delay_ns == 0)
-		return;
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	do {
-		clock_gettime(CLOCK_MONOTONIC, &t);
-		elapsed = (uint64_t)(t.tv_sec - t0.tv_sec) * 1000000000u +
-			  (uint64_t)(t.tv_nsec - t0.tv_nsec);
-	} while (elapsed < sim.delay_ns);
-}
+/* The same for a call without parameters: functionParams is NULL. */
+#define SIM_RT0(api, ver, call)                                                              \
+	do {                                                                                 \
+		struct sim_api a_;                                                           \
+                                                                                             \
+		sim_rt_enter(&a_, CUPTI_RUNTIME_TRACE_CBID_##api##_##ver, #api, NULL);      \
+		return sim_rt_exit(&a_, sim_result(call));                                   \
+	} while (0)
 
-static struct sim_device *
-sim_current(void)
-{
-	return &sim.devices[sim_current_device];
-}
-
-/* The device whose window holds p, or NULL. The windows never change after init. */
-static struct sim_device *
-sim_device_of(const void *p)
-{
-	int i;
-
-	for (i = 0; i < sim.n_devices; i++)
-		if (sim_heap_contains(&sim.devices[i].heap, (uintptr_t)p))
-			return &sim.devices[i];
-	return NULL;
-}
-
-/*
- * Hand the pages of a freed range back to the kernel, so a long test that fills and frees big
- * buffers does not keep them resident. Called under dev->lock: once the lock is dropped another
- * thread may be given the range and write to it, and a late MADV_DONTNEED would zero its data.
- */
-static void
-sim_discard(struct sim_device *dev, uintptr_t addr, size_t size)
-{
-	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
-	uintptr_t lo = (addr + page - 1) & ~(page - 1);
-	uintptr_t hi = (addr + size) & ~(page - 1);
-
-	if (!dev->touchable || size < SIM_DISCARD_MIN || hi <= lo)
-		return;
-	madvise((void *)lo, hi - lo, MADV_DONTNEED);
-}
-
-// --- pools --------------------------------------------------------------------------------
-
-static void
-sim_pool_account(struct sim_pool *pool)
-{
-	if (pool->reserved > pool->reserved_high)
-		pool->reserved_high = pool->reserved;
-	if (pool->used > pool->used_high)
-		pool->used_high = pool->used;
-}
-
-/* Give chunk number i back to the device heap. dev->lock held; the chunk must be empty. */
-static void
-sim_pool_release_chunk(struct sim_device *dev, struct sim_pool *pool, size_t i)
-{
-	struct sim_pool_chunk *chunk = pool->chunks[i];
-
-	sim_discard(dev, chunk->heap.base, chunk->heap.capacity);
-	sim_heap_free(&dev->heap, chunk->heap.base, NULL);
-	pool->reserved -= chunk->heap.capacity;
-	sim_heap_fini(&chunk->heap);
-	free(chunk);
-	memmove(&pool->chunks[i], &pool->chunks[i + 1],
-		(pool->n_chunks - i - 1) * sizeof(*pool->chunks));
-	pool->n_chunks--;
-}
-
-/* Release empty chunks, newest first, while the pool holds more than keep bytes. */
-static void
-sim_pool_trim(struct sim_device *dev, struct sim_pool *pool, size_t keep)
-{
-	size_t i = pool->n_chunks;
-
-	while (i-- > 0 && pool->reserved > keep)
-		if (pool->chunks[i]->heap.used == 0)
-			sim_pool_release_chunk(dev, pool, i);
-}
-
-/* Unlink and free a pool that has no chunks left. dev->lock held. */
-static void
-sim_pool_free(struct sim_device *dev, struct sim_pool *pool)
-{
-	struct sim_pool **pp;
-
-	for (pp = &dev->pools; *pp; pp = &(*pp)->next) {
-		if (*pp == pool) {
-			*pp = pool->next;
-			break;
-		}
-	}
-	free(pool->chunks);
-	free(pool);
-}
-
-/*
- * Sub-allocate size bytes from the pool, first-fit over its chunks in reservation order; when
- * none has room, reserve a new chunk of max(2 MiB, size rounded up to 2 MiB) from the device
- * heap. dev->lock held. Returns 0 or -ENOMEM (the device heap could not grow the pool).
- */
-static int
-sim_pool_alloc(struct sim_device *dev, struct sim_pool *pool, size_t size, uintptr_t *addr)
-{
-	struct sim_pool_chunk *chunk;
-	size_t i, chunk_size;
-	uintptr_t base;
-
-	for (i = 0; i < pool->n_chunks; i++) {
-		if (sim_heap_alloc(&pool->chunks[i]->heap, size, SIM_KIND_POOL_BLOCK, NULL, addr) == 0)
-			goto found;
-	}
-
-	if (size > SIZE_MAX - SIM_POOL_CHUNK)
-		return -ENOMEM;
-	chunk_size = (size + SIM_POOL_CHUNK - 1) & ~(SIM_POOL_CHUNK - 1);
-	if (pool->n_chunks == pool->chunks_cap) {
-		size_t ncap = pool->chunks_cap ? pool->chunks_cap * 2 : 8;
-		void *p = realloc(pool->chunks, ncap * sizeof(*pool->chunks));
-
-		if (!p)
-			return -ENOMEM;
-		pool->chunks = p;
-		pool->chunks_cap = ncap;
-	}
-	chunk = calloc(1, sizeof(*chunk));
-	if (!chunk)
-		return -ENOMEM;
-	if (sim_heap_alloc(&dev->heap, chunk_size, SIM_KIND_POOL_CHUNK, chunk, &base) < 0)
-		goto err_free_chunk;
-	if (sim_heap_init(&chunk->heap, base, chunk_size) < 0)
-		goto err_release;
-	chunk->pool = pool;
-	pool->chunks[pool->n_chunks++] = chunk;
-	pool->reserved += chunk_size;
-	i = pool->n_chunks - 1;
-	if (sim_heap_alloc(&chunk->heap, size, SIM_KIND_POOL_BLOCK, NULL, addr) < 0) {
-		/* Cannot happen for a fresh chunk of at least size bytes; leave nothing behind. */
-		sim_pool_release_chunk(dev, pool, i);
-		return -ENOMEM;
-	}
-found:
-	pool->used += sim_heap_find(&pool->chunks[i]->heap, *addr)->size;
-	sim_pool_account(pool);
-	return 0;
-
-err_release:
-	sim_heap_free(&dev->heap, base, NULL);
-err_free_chunk:
-	free(chunk);
-	return -ENOMEM;
-}
-
-/*
- * Find a live pool by handle and return its device with dev->lock held, or NULL. Handles are
- * checked against the pool lists rather than trusted, so a stale or made-up handle is an
- * error and not a crash.
- */
-static struct sim_device *
-sim_pool_lock(cudaMemPool_t handle, struct sim_pool **out)
-{
-	int i;
-
-	for (i = 0; i < sim.n_devices; i++) {
-		struct sim_device *dev = &sim.devices[i];
-		struct sim_pool *pool;
-
-		pthread_mutex_lock(&dev->lock);
-		for (pool = dev->pools; pool; pool = pool->next) {
-			if (pool == (struct sim_pool *)handle && !pool->destroyed) {
-				*out = pool;
-				return dev;
-			}
-		}
-		pthread_mutex_unlock(&dev->lock);
-	}
-	return NULL;
-}
-
-// --- streams ------------------------------------------------------------------------------
-
-/* The device a stream belongs to; the special handles 0, legacy and per-thread mean "current". */
-static cudaError_t
-sim_stream_device(cudaStream_t stream, int *device)
-{
-	struct sim_stream *s;
-	cudaError_t err = cudaErrorInvalidResourceHandle;
-
-	if (stream == NULL || stream == cudaStreamLegacy || stream == cudaStreamPerThread) {
-		*device = sim_current_device;
-		return cudaSuccess;
-	}
-	pthread_mutex_lock(&sim.stream_lock);
-	for (s = sim.streams; s; s = s->next) {
-		if (s == (struct sim_stream *)stream) {
-			*device = s->device;
-			err = cudaSuccess;
-			break;
-		}
-	}
-	pthread_mutex_unlock(&sim.stream_lock);
-	return err;
-}
+/* The runtime's code for a driver result. For every code the simulated driver returns the
+ * numbers are the same, so this is a cast; the assertions keep it honest. */
+_Static_assert((int)CUDA_ERROR_INVALID_VALUE == (int)cudaErrorInvalidValue, "codes");
+_Static_assert((int)CUDA_ERROR_OUT_OF_MEMORY == (int)cudaErrorMemoryAllocation, "codes");
+_Static_assert((int)CUDA_ERROR_NOT_INITIALIZED == (int)cudaErrorInitializationError, "codes");
+_Static_assert((int)CUDA_ERROR_NO_DEVICE == (int)cudaErrorNoDevice, "codes");
+_Static_assert((int)CUDA_ERROR_INVALID_DEVICE == (int)cudaErrorInvalidDevice, "codes");
+_Static_assert((int)CUDA_ERROR_INVALID_CONTEXT == (int)cudaErrorDeviceUninitialized, "codes");
+_Static_assert((int)CUDA_ERROR_INVALID_HANDLE == (int)cudaErrorInvalidResourceHandle, "codes");
+_Static_assert((int)CUDA_ERROR_ILLEGAL_STATE == (int)cudaErrorIllegalState, "codes");
+_Static_assert((int)CUDA_ERROR_NOT_FOUND == (int)cudaErrorSymbolNotFound, "codes");
+_Static_assert((int)CUDA_ERROR_NOT_SUPPORTED == (int)cudaErrorNotSupported, "codes");
+_Static_assert((int)CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED ==
+		       (int)cudaErrorHostMemoryAlreadyRegistered,
+	       "codes");
+_Static_assert((int)CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED == (int)cudaErrorHostMemoryNotRegistered,
+	       "codes");
+_Static_assert((int)CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED == (int)cudaErrorStreamCaptureUnsupported,
+	       "codes");
+_Static_assert((int)CU_MEMPOOL_ATTR_USED_MEM_HIGH == (int)cudaMemPoolAttrUsedMemHigh, "attrs");
+_Static_assert((int)CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH == (int)cudaGraphMemAttrReservedMemHigh,
+	       "attrs");
 
 static cudaError_t
-sim_stream_create(cudaStream_t *out, unsigned int flags)
+sim_rt_error(CUresult rc)
 {
-	struct sim_stream *s;
-	cudaError_t err = sim_ready();
-
-	if (err != cudaSuccess)
-		return err;
-	if (!out || (flags & ~(unsigned int)cudaStreamNonBlocking))
-		return cudaErrorInvalidValue;
-	s = calloc(1, sizeof(*s));
-	if (!s)
-		return cudaErrorMemoryAllocation;
-	s->device = sim_current_device;
-	s->flags = flags;
-	pthread_mutex_lock(&sim.stream_lock);
-	s->next = sim.streams;
-	sim.streams = s;
-	pthread_mutex_unlock(&sim.stream_lock);
-	*out = (cudaStream_t)s;
-	return cudaSuccess;
-}
-
-/* Remove the streams of one device (device < 0: one stream, by handle). */
-static int
-sim_stream_remove(cudaStream_t handle, int device)
-{
-	struct sim_stream **pp, *s;
-	int removed = 0;
-
-	pthread_mutex_lock(&sim.stream_lock);
-	pp = &sim.streams;
-	while ((s = *pp) != NULL) {
-		if ((device < 0 && s == (struct sim_stream *)handle) ||
-		    (device >= 0 && s->device == device)) {
-			*pp = s->next;
-			free(s);
-			removed++;
-		} else {
-			pp = &s->next;
-		}
-	}
-	pthread_mutex_unlock(&sim.stream_lock);
-	return removed;
+	return (cudaError_t)rc;
 }
 
 // --- allocation ---------------------------------------------------------------------------
 
-static cudaError_t
-sim_device_alloc(void **out, size_t size, unsigned kind)
+/*
+ * What every allocating call settles before it reaches the driver: initialisation, the output
+ * pointer, and a zero-byte request (success and NULL, like the real runtime). Returns 1 when
+ * the driver must be called, else 0 with the answer in *err.
+ */
+static int
+sim_alloc_begin(void **out, size_t size, cudaError_t *err)
 {
-	struct sim_device *dev;
-	uintptr_t addr;
-	cudaError_t err = sim_ready();
-	int rc;
-
-	if (err != cudaSuccess)
-		return err;
-	if (!out)
-		return cudaErrorInvalidValue;
-	/* The real runtime answers a zero-byte request with success and a NULL pointer. */
+	*err = sim_ready();
+	if (*err != cudaSuccess)
+		return 0;
+	if (!out) {
+		*err = cudaErrorInvalidValue;
+		return 0;
+	}
 	*out = NULL;
 	if (size == 0)
-		return cudaSuccess;
-	sim_delay();
-	dev = sim_current();
-	pthread_mutex_lock(&dev->lock);
-	rc = sim_heap_alloc(&dev->heap, size, kind, NULL, &addr);
-	pthread_mutex_unlock(&dev->lock);
-	if (rc < 0)
-		return cudaErrorMemoryAllocation;
-	*out = (void *)addr;
-	return cudaSuccess;
+		return 0;
+	sim_ctx_use(sim_current_ordinal());
+	return 1;
 }
 
-/*
- * Free any device-heap pointer: a cudaMalloc/Pitch/Managed block, or a pool block (cudaFree
- * may free stream-ordered memory, and cudaFreeAsync ordinary memory). A pool block goes back
- * to its pool, not to the device heap. Anything else, including an interior pointer and a
- * second free, is cudaErrorInvalidValue and changes nothing.
- */
 static cudaError_t
-sim_device_free(void *ptr)
+sim_malloc(void **devPtr, size_t size)
 {
-	struct sim_device *dev;
-	const struct sim_block *blk;
-	uintptr_t p = (uintptr_t)ptr;
-	cudaError_t err = sim_ready();
+	CUdeviceptr d = 0;
+	cudaError_t err;
 
-	if (err != cudaSuccess)
+	if (!sim_alloc_begin(devPtr, size, &err))
 		return err;
-	if (!ptr)
-		return cudaSuccess;
-	dev = sim_device_of(ptr);
-	if (!dev)
-		return cudaErrorInvalidValue;
-	sim_delay();
-
-	err = cudaErrorInvalidValue;
-	pthread_mutex_lock(&dev->lock);
-	blk = sim_heap_find_containing(&dev->heap, p);
-	if (blk && blk->kind == SIM_KIND_POOL_CHUNK) {
-		struct sim_pool_chunk *chunk = blk->owner;
-		struct sim_pool *pool = chunk->pool;
-		struct sim_block freed;
-
-		if (sim_heap_free(&chunk->heap, p, &freed) == 0) {
-			pool->used -= freed.size;
-			/* A destroyed pool melts away as its blocks come back. */
-			if (pool->destroyed) {
-				sim_pool_trim(dev, pool, 0);
-				if (pool->n_chunks == 0)
-					sim_pool_free(dev, pool);
-			}
-			err = cudaSuccess;
-		}
-	} else if (blk && blk->addr == p) {
-		struct sim_block freed;
-
-		if (sim_heap_free(&dev->heap, p, &freed) == 0) {
-			sim_discard(dev, freed.addr, freed.size);
-			err = cudaSuccess;
-		}
-	}
-	pthread_mutex_unlock(&dev->lock);
+	err = sim_rt_error(simcuda_cuMemAlloc_v2(&d, size));
+	*devPtr = (void *)d;
 	return err;
 }
 
 static cudaError_t
-sim_pool_malloc(void **out, size_t size, struct sim_device *dev, struct sim_pool *pool)
+sim_malloc_managed(void **devPtr, size_t size, unsigned int flags)
 {
-	uintptr_t addr;
-	int rc;
+	CUdeviceptr d = 0;
+	cudaError_t err = sim_ready();
 
-	/* dev->lock is held on entry (sim_pool_lock or the caller) and released here. */
-	rc = sim_pool_alloc(dev, pool, size, &addr);
-	pthread_mutex_unlock(&dev->lock);
-	if (rc < 0)
+	if (err != cudaSuccess)
+		return err;
+	if (flags != cudaMemAttachGlobal && flags != cudaMemAttachHost)
+		return cudaErrorInvalidValue;
+	if (!sim_alloc_begin(devPtr, size, &err))
+		return err;
+	err = sim_rt_error(simcuda_cuMemAllocManaged(&d, size, flags));
+	*devPtr = (void *)d;
+	return err;
+}
+
+/* The pitch is the width rounded up to 512 B; the runtime asks for 4-byte elements. */
+static cudaError_t
+sim_malloc_pitch(void **devPtr, size_t *pitch, size_t width, size_t height)
+{
+	size_t p = sim_heap_round(width);
+	CUdeviceptr d = 0;
+	cudaError_t err = sim_ready();
+
+	if (err != cudaSuccess)
+		return err;
+	if (!devPtr || !pitch)
+		return cudaErrorInvalidValue;
+	*devPtr = NULL;
+	if ((width && !p) || (height && p > SIZE_MAX / height))
 		return cudaErrorMemoryAllocation;
-	*out = (void *)addr;
-	return cudaSuccess;
+	*pitch = p;
+	if (!sim_alloc_begin(devPtr, p * height, &err))
+		return err;
+	err = sim_rt_error(simcuda_cuMemAllocPitch_v2(&d, pitch, width, height, 4));
+	*devPtr = (void *)d;
+	return err;
 }
 
+/* Like the real runtime, cudaFree(NULL) reaches the driver: cuMemFree_v2(0). */
 static cudaError_t
-sim_malloc_async(void **out, size_t size, cudaStream_t stream)
+sim_free(void *devPtr)
 {
-	struct sim_device *dev;
-	int device;
 	cudaError_t err = sim_ready();
 
 	if (err != cudaSuccess)
 		return err;
-	if (!out)
-		return cudaErrorInvalidValue;
-	*out = NULL;
-	err = sim_stream_device(stream, &device);
-	if (err != cudaSuccess)
-		return err;
-	if (size == 0)
-		return cudaSuccess;
-	sim_delay();
-	dev = &sim.devices[device];
-	pthread_mutex_lock(&dev->lock);
-	return sim_pool_malloc(out, size, dev, dev->default_pool);
+	sim_ctx_use(sim_current_ordinal());
+	return sim_rt_error(simcuda_cuMemFree_v2((CUdeviceptr)devPtr));
 }
 
 static cudaError_t
-sim_malloc_from_pool_async(void **out, size_t size, cudaMemPool_t handle, cudaStream_t stream)
-{
-	struct sim_device *dev;
-	struct sim_pool *pool;
-	int device;
-	cudaError_t err = sim_ready();
-
-	if (err != cudaSuccess)
-		return err;
-	if (!out)
-		return cudaErrorInvalidValue;
-	*out = NULL;
-	err = sim_stream_device(stream, &device);
-	if (err != cudaSuccess)
-		return err;
-	if (size == 0)
-		return cudaSuccess;
-	sim_delay();
-	dev = sim_pool_lock(handle, &pool);
-	if (!dev)
-		return cudaErrorInvalidValue;
-	return sim_pool_malloc(out, size, dev, pool);
-}
-
-static cudaError_t
-sim_free_async(void *ptr, cudaStream_t stream)
-{
-	int device;
-	cudaError_t err = sim_ready();
-
-	if (err != cudaSuccess)
-		return err;
-	err = sim_stream_device(stream, &device);
-	if (err != cudaSuccess)
-		return err;
-	/* The simulation has no queue: the free takes effect at once, as if the stream were idle. */
-	return sim_device_free(ptr);
-}
-
-static cudaError_t
-sim_host_alloc(void **out, size_t size, unsigned int flags)
+sim_host_alloc(void **pHost, size_t size, unsigned int flags, int with_flags)
 {
 	const unsigned int known = cudaHostAllocPortable | cudaHostAllocMapped |
 				   cudaHostAllocWriteCombined;
-	long page = sysconf(_SC_PAGESIZE);
-	struct sim_host_block *b;
-	size_t len;
-	void *p;
 	cudaError_t err = sim_ready();
 
 	if (err != cudaSuccess)
 		return err;
-	if (!out || (flags & ~known))
+	if (flags & ~known)
 		return cudaErrorInvalidValue;
-	*out = NULL;
-	if (size == 0)
-		return cudaSuccess;
-	if (size > SIZE_MAX - (size_t)page)
-		return cudaErrorMemoryAllocation;
-	sim_delay();
-	/* Real host memory, page-aligned like pinned memory, and never device capacity. */
-	len = (size + (size_t)page - 1) & ~((size_t)page - 1);
-	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (p == MAP_FAILED)
-		return cudaErrorMemoryAllocation;
-
-	pthread_mutex_lock(&sim.host_lock);
-	if (sim.n_host == sim.host_cap) {
-		size_t ncap = sim.host_cap ? sim.host_cap * 2 : 64;
-		void *t = realloc(sim.host, ncap * sizeof(*sim.host));
-
-		if (!t) {
-			pthread_mutex_unlock(&sim.host_lock);
-			munmap(p, len);
-			return cudaErrorMemoryAllocation;
-		}
-		sim.host = t;
-		sim.host_cap = ncap;
-	}
-	b = &sim.host[sim.n_host++];
-	b->ptr = p;
-	b->size = size;
-	b->map_len = len;
-	b->flags = flags;
-	b->device = sim_current_device;
-	pthread_mutex_unlock(&sim.host_lock);
-	*out = p;
-	return cudaSuccess;
-}
-
-/* Unmap pinned block i; sim.host_lock held. Order of the table does not matter. */
-static void
-sim_host_remove(size_t i)
-{
-	munmap(sim.host[i].ptr, sim.host[i].map_len);
-	sim.host[i] = sim.host[--sim.n_host];
+	if (!sim_alloc_begin(pHost, size, &err))
+		return err;
+	if (with_flags)
+		return sim_rt_error(simcuda_cuMemHostAlloc(pHost, size, flags));
+	return sim_rt_error(simcuda_cuMemAllocHost_v2(pHost, size));
 }
 
 static cudaError_t
-sim_host_free(void *ptr)
+sim_free_host(void *ptr)
 {
-	size_t i;
 	cudaError_t err = sim_ready();
 
 	if (err != cudaSuccess)
 		return err;
-	if (!ptr)
-		return cudaSuccess;
-	sim_delay();
-	err = cudaErrorInvalidValue;
-	pthread_mutex_lock(&sim.host_lock);
-	for (i = 0; i < sim.n_host; i++) {
-		if (sim.host[i].ptr == ptr) {
-			sim_host_remove(i);
-			err = cudaSuccess;
-			break;
-		}
+	return sim_rt_error(simcuda_cuMemFreeHost(ptr));
+}
+
+static cudaError_t
+sim_host_register(void *ptr, size_t size, unsigned int flags)
+{
+	cudaError_t err = sim_ready();
+
+	if (err != cudaSuccess)
+		return err;
+	return sim_rt_error(simcuda_cuMemHostRegister_v2(ptr, size, flags));
+}
+
+static cudaError_t
+sim_host_unregister(void *ptr)
+{
+	cudaError_t err = sim_ready();
+
+	if (err != cudaSuccess)
+		return err;
+	return sim_rt_error(simcuda_cuMemHostUnregister(ptr));
+}
+
+/* The four stream-ordered allocation calls of the driver. */
+enum sim_async_call {
+	SIM_ASYNC,
+	SIM_ASYNC_PTSZ,
+	SIM_FROM_POOL,
+	SIM_FROM_POOL_PTSZ,
+};
+
+static CUresult
+sim_async_driver(enum sim_async_call call, CUdeviceptr *d, size_t size, cudaMemPool_t pool,
+		 cudaStream_t stream)
+{
+	switch (call) {
+	case SIM_ASYNC:
+		return simcuda_cuMemAllocAsync(d, size, stream);
+	case SIM_ASYNC_PTSZ:
+		return simcuda_cuMemAllocAsync_ptsz(d, size, stream);
+	case SIM_FROM_POOL:
+		return simcuda_cuMemAllocFromPoolAsync(d, size, pool, stream);
+	default:
+		return simcuda_cuMemAllocFromPoolAsync_ptsz(d, size, pool, stream);
 	}
-	pthread_mutex_unlock(&sim.host_lock);
-	return err;
 }
 
-/*
- * Check that [p, p + count) lies inside one live device allocation (a pool block counts, the
- * free part of a pool chunk does not) of a device whose memory can be touched.
- */
+/* cudaMallocAsync and cudaMallocFromPoolAsync, plain or _ptsz. */
 static cudaError_t
-sim_check_device_range(const void *p, size_t count)
+sim_malloc_async(void **out, size_t size, cudaMemPool_t pool, cudaStream_t stream,
+		 enum sim_async_call call)
 {
-	struct sim_device *dev = sim_device_of(p);
-	const struct sim_block *blk;
-	uintptr_t a = (uintptr_t)p;
-	cudaError_t err = cudaErrorInvalidValue;
-
-	if (!dev)
-		return cudaErrorInvalidValue;
-	if (!dev->touchable)
-		return cudaErrorNotSupported;
-	pthread_mutex_lock(&dev->lock);
-	blk = sim_heap_find_containing(&dev->heap, a);
-	if (blk && blk->kind == SIM_KIND_POOL_CHUNK)
-		blk = sim_heap_find_containing(&((struct sim_pool_chunk *)blk->owner)->heap, a);
-	if (blk && count <= blk->size - (a - blk->addr))
-		err = cudaSuccess;
-	pthread_mutex_unlock(&dev->lock);
-	return err;
-}
-
-static cudaError_t
-sim_memset(void *ptr, int value, size_t count, cudaStream_t stream)
-{
+	CUdeviceptr d = 0;
+	CUresult rc;
 	int device;
 	cudaError_t err = sim_ready();
 
 	if (err != cudaSuccess)
 		return err;
-	err = sim_stream_device(stream, &device);
-	if (err != cudaSuccess)
+	if (!out)
+		return cudaErrorInvalidValue;
+	*out = NULL;
+	err = sim_rt_error(sim_stream_lookup(stream, &device, NULL));
+	if (err != cudaSuccess || size == 0)
 		return err;
-	if (count == 0)
-		return cudaSuccess;
-	err = sim_check_device_range(ptr, count);
-	if (err != cudaSuccess)
-		return err;
-	memset(ptr, value, count);
-	return cudaSuccess;
+	sim_ctx_use(device);
+	rc = sim_async_driver(call, &d, size, pool, stream);
+	*out = (void *)d;
+	return sim_rt_error(rc);
 }
 
 static cudaError_t
-sim_memcpy(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind,
-	   cudaStream_t stream)
+sim_free_async(void *devPtr, cudaStream_t stream, int ptsz)
 {
-	int device, dst_dev = 0, src_dev = 0;
 	cudaError_t err = sim_ready();
 
 	if (err != cudaSuccess)
 		return err;
-	err = sim_stream_device(stream, &device);
-	if (err != cudaSuccess)
-		return err;
-	switch (kind) {
-	case cudaMemcpyHostToHost:
-		break;
-	case cudaMemcpyHostToDevice:
-		dst_dev = 1;
-		break;
-	case cudaMemcpyDeviceToHost:
-		src_dev = 1;
-		break;
-	case cudaMemcpyDeviceToDevice:
-		dst_dev = src_dev = 1;
-		break;
-	case cudaMemcpyDefault:
-		/* Unified addressing: the pointer says where it lives. */
-		dst_dev = sim_device_of(dst) != NULL;
-		src_dev = sim_device_of(src) != NULL;
-		break;
-	default:
-		return cudaErrorInvalidMemcpyDirection;
-	}
-	if (count == 0)
-		return cudaSuccess;
-	if (dst_dev && (err = sim_check_device_range(dst, count)) != cudaSuccess)
-		return err;
-	if (src_dev && (err = sim_check_device_range(src, count)) != cudaSuccess)
-		return err;
-	if (!dst || !src)
-		return cudaErrorInvalidValue;
-	memmove(dst, src, count);
-	return cudaSuccess;
+	if (ptsz)
+		return sim_rt_error(simcuda_cuMemFreeAsync_ptsz((CUdeviceptr)devPtr, stream));
+	return sim_rt_error(simcuda_cuMemFreeAsync((CUdeviceptr)devPtr, stream));
 }
 
-// --- the runtime API: memory --------------------------------------------------------------
+static cudaError_t
+sim_mem_get_info(size_t *free_bytes, size_t *total_bytes)
+{
+	cudaError_t err = sim_ready();
+
+	if (err != cudaSuccess)
+		return err;
+	if (!free_bytes || !total_bytes)
+		return cudaErrorInvalidValue;
+	sim_ctx_use(sim_current_ordinal());
+	return sim_rt_error(simcuda_cuMemGetInfo_v2(free_bytes, total_bytes));
+}
 
 cudaError_t CUDARTAPI
 cudaMalloc(void **devPtr, size_t size)
 {
-	return sim_result(sim_device_alloc(devPtr, size, SIM_KIND_DEVICE));
+	SIM_RT(cudaMalloc, v3020, sim_malloc(devPtr, size), devPtr, size);
 }
 
 cudaError_t CUDARTAPI
 cudaMallocManaged(void **devPtr, size_t size, unsigned int flags)
 {
-	cudaError_t err = sim_ready();
-
-	if (err != cudaSuccess)
-		return sim_result(err);
-	/* cudaMemAttachHost is accepted: the simple model keeps managed memory in the device heap. */
-	if (flags != cudaMemAttachGlobal && flags != cudaMemAttachHost)
-		return sim_result(cudaErrorInvalidValue);
-	return sim_result(sim_device_alloc(devPtr, size, SIM_KIND_MANAGED));
+	SIM_RT(cudaMallocManaged, v6000, sim_malloc_managed(devPtr, size, flags), devPtr, size,
+	       flags);
 }
 
 cudaError_t CUDARTAPI
 cudaMallocPitch(void **devPtr, size_t *pitch, size_t width, size_t height)
 {
-	size_t p = sim_heap_round(width);
-	cudaError_t err = sim_ready();
-
-	if (err != cudaSuccess)
-		return sim_result(err);
-	if (!devPtr || !pitch)
-		return sim_result(cudaErrorInvalidValue);
-	if ((width && !p) || (height && p > SIZE_MAX / height)) {
-		*devPtr = NULL;
-		return sim_result(cudaErrorMemoryAllocation);
-	}
-	*pitch = p;
-	return sim_result(sim_device_alloc(devPtr, p * height, SIM_KIND_PITCH));
+	SIM_RT(cudaMallocPitch, v3020, sim_malloc_pitch(devPtr, pitch, width, height), devPtr,
+	       pitch, width, height);
 }
 
 cudaError_t CUDARTAPI
 cudaFree(void *devPtr)
 {
-	return sim_result(sim_device_free(devPtr));
+	SIM_RT(cudaFree, v3020, sim_free(devPtr), devPtr);
 }
 
 cudaError_t CUDARTAPI
 cudaMallocHost(void **ptr, size_t size)
 {
-	return sim_result(sim_host_alloc(ptr, size, cudaHostAllocDefault));
+	SIM_RT(cudaMallocHost, v3020, sim_host_alloc(ptr, size, 0, 0), ptr, size);
 }
 
 cudaError_t CUDARTAPI
 cudaHostAlloc(void **pHost, size_t size, unsigned int flags)
 {
-	return sim_result(sim_host_alloc(pHost, size, flags));
+	SIM_RT(cudaHostAlloc, v3020, sim_host_alloc(pHost, size, flags, 1), pHost, size, flags);
 }
 
 cudaError_t CUDARTAPI
 cudaFreeHost(void *ptr)
 {
-	return sim_result(sim_host_free(ptr));
+	SIM_RT(cudaFreeHost, v3020, sim_free_host(ptr), ptr);
+}
+
+cudaError_t CUDARTAPI
+cudaHostRegister(void *ptr, size_t size, unsigned int flags)
+{
+	SIM_RT(cudaHostRegister, v4000, sim_host_register(ptr, size, flags), ptr, size, flags);
+}
+
+cudaError_t CUDARTAPI
+cudaHostUnregister(void *ptr)
+{
+	SIM_RT(cudaHostUnregister, v4000, sim_host_unregister(ptr), ptr);
 }
 
 cudaError_t CUDARTAPI
 cudaMallocAsync(void **devPtr, size_t size, cudaStream_t hStream)
 {
-	return sim_result(sim_malloc_async(devPtr, size, hStream));
+	SIM_RT(cudaMallocAsync, v11020, sim_malloc_async(devPtr, size, NULL, hStream, SIM_ASYNC),
+	       devPtr, size, hStream);
 }
 
 cudaError_t CUDARTAPI
 cudaMallocAsync_ptsz(void **devPtr, size_t size, cudaStream_t hStream)
 {
-	return sim_result(sim_malloc_async(devPtr, size, hStream));
+	SIM_RT(cudaMallocAsync_ptsz, v11020,
+	       sim_malloc_async(devPtr, size, NULL, hStream, SIM_ASYNC_PTSZ), devPtr, size,
+	       hStream);
 }
 
 cudaError_t CUDARTAPI
 cudaFreeAsync(void *devPtr, cudaStream_t hStream)
 {
-	return sim_result(sim_free_async(devPtr, hStream));
+	SIM_RT(cudaFreeAsync, v11020, sim_free_async(devPtr, hStream, 0), devPtr, hStream);
 }
 
 cudaError_t CUDARTAPI
 cudaFreeAsync_ptsz(void *devPtr, cudaStream_t hStream)
 {
-	return sim_result(sim_free_async(devPtr, hStream));
+	SIM_RT(cudaFreeAsync_ptsz, v11020, sim_free_async(devPtr, hStream, 1), devPtr, hStream);
 }
 
 cudaError_t CUDARTAPI
 cudaMallocFromPoolAsync(void **ptr, size_t size, cudaMemPool_t memPool, cudaStream_t stream)
 {
-	return sim_result(sim_malloc_from_pool_async(ptr, size, memPool, stream));
+	SIM_RT(cudaMallocFromPoolAsync, v11020,
+	       sim_malloc_async(ptr, size, memPool, stream, SIM_FROM_POOL), ptr, size, memPool,
+	       stream);
 }
 
 cudaError_t CUDARTAPI
 cudaMallocFromPoolAsync_ptsz(void **ptr, size_t size, cudaMemPool_t memPool, cudaStream_t stream)
 {
-	return sim_result(sim_malloc_from_pool_async(ptr, size, memPool, stream));
+	SIM_RT(cudaMallocFromPoolAsync_ptsz, v11020,
+	       sim_malloc_async(ptr, size, memPool, stream, SIM_FROM_POOL_PTSZ), ptr, size, memPool,
+	       stream);
 }
 
 cudaError_t CUDARTAPI
 cudaMemGetInfo(size_t *free_bytes, size_t *total_bytes)
 {
-	struct sim_device *dev;
-	cudaError_t err = sim_ready();
-
-	if (err != cudaSuccess)
-		return sim_result(err);
-	if (!free_bytes || !total_bytes)
-		return sim_result(cudaErrorInvalidValue);
-	dev = sim_current();
-	pthread_mutex_lock(&dev->lock);
-	*free_bytes = dev->heap.capacity - dev->heap.used;
-	*total_bytes = dev->heap.capacity;
-	pthread_mutex_unlock(&dev->lock);
-	return cudaSuccess;
+	SIM_RT(cudaMemGetInfo, v3020, sim_mem_get_info(free_bytes, total_bytes), free_bytes,
+	       total_bytes);
 }
+
+// --- memset and memcpy: no driver call in the simulation ----------------------------------
 
 cudaError_t CUDARTAPI
 cudaMemset(void *devPtr, int value, size_t count)
 {
-	return sim_result(sim_memset(devPtr, value, count, NULL));
+	SIM_RT(cudaMemset, v3020, sim_memset(devPtr, value, count, NULL), devPtr, value, count);
 }
 
 cudaError_t CUDARTAPI
 cudaMemset_ptds(void *devPtr, int value, size_t count)
 {
-	return sim_result(sim_memset(devPtr, value, count, NULL));
+	SIM_RT(cudaMemset_ptds, v7000, sim_memset(devPtr, value, count, NULL), devPtr, value,
+	       count);
 }
 
 cudaError_t CUDARTAPI
 cudaMemsetAsync(void *devPtr, int value, size_t count, cudaStream_t stream)
 {
-	return sim_result(sim_memset(devPtr, value, count, stream));
+	SIM_RT(cudaMemsetAsync, v3020, sim_memset(devPtr, value, count, stream), devPtr, value,
+	       count, stream);
 }
 
 cudaError_t CUDARTAPI
 cudaMemsetAsync_ptsz(void *devPtr, int value, size_t count, cudaStream_t stream)
 {
-	return sim_result(sim_memset(devPtr, value, count, stream));
+	SIM_RT(cudaMemsetAsync_ptsz, v7000, sim_memset(devPtr, value, count, stream), devPtr,
+	       value, count, stream);
 }
 
 cudaError_t CUDARTAPI
 cudaMemcpy(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind)
 {
-	return sim_result(sim_memcpy(dst, src, count, kind, NULL));
+	SIM_RT(cudaMemcpy, v3020, sim_memcpy(dst, src, count, kind, NULL), dst, src, count, kind);
 }
 
 cudaError_t CUDARTAPI
 cudaMemcpy_ptds(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind)
 {
-	return sim_result(sim_memcpy(dst, src, count, kind, NULL));
+	SIM_RT(cudaMemcpy_ptds, v7000, sim_memcpy(dst, src, count, kind, NULL), dst, src, count,
+	       kind);
 }
 
 cudaError_t CUDARTAPI
 cudaMemcpyAsync(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind,
 		cudaStream_t stream)
 {
-	return sim_result(sim_memcpy(dst, src, count, kind, stream));
+	SIM_RT(cudaMemcpyAsync, v3020, sim_memcpy(dst, src, count, kind, stream), dst, src, count,
+	       kind, stream);
 }
 
 cudaError_t CUDARTAPI
 cudaMemcpyAsync_ptsz(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind,
 		     cudaStream_t stream)
 {
-	return sim_result(sim_memcpy(dst, src, count, kind, stream));
+	SIM_RT(cudaMemcpyAsync_ptsz, v7000, sim_memcpy(dst, src, count, kind, stream), dst, src,
+	       count, kind, stream);
 }
 
-// --- the runtime API: memory pools --------------------------------------------------------
+// --- memory pools -------------------------------------------------------------------------
 
-cudaError_t CUDARTAPI
-cudaDeviceGetDefaultMemPool(cudaMemPool_t *memPool, int device)
+static cudaError_t
+sim_default_pool(cudaMemPool_t *memPool, int device)
 {
 	cudaError_t err = sim_ready();
 
 	if (err != cudaSuccess)
-		return sim_result(err);
-	if (!memPool)
-		return sim_result(cudaErrorInvalidValue);
-	if (device < 0 || device >= sim.n_devices)
-		return sim_result(cudaErrorInvalidDevice);
-	/* Fixed at init and never freed, so no lock is needed to read it. */
-	*memPool = (cudaMemPool_t)sim.devices[device].default_pool;
-	return cudaSuccess;
+		return err;
+	return sim_rt_error(simcuda_cuDeviceGetDefaultMemPool((CUmemoryPool *)memPool, device));
+}
+
+static cudaError_t
+sim_pool_create(cudaMemPool_t *memPool, const struct cudaMemPoolProps *props)
+{
+	cudaError_t err = sim_ready();
+
+	if (err != cudaSuccess)
+		return err;
+	/* struct cudaMemPoolProps is CUmemPoolProps field for field. */
+	return sim_rt_error(simcuda_cuMemPoolCreate((CUmemoryPool *)memPool,
+						    (const CUmemPoolProps *)props));
+}
+
+static cudaError_t
+sim_pool_destroy(cudaMemPool_t pool)
+{
+	cudaError_t err = sim_ready();
+
+	if (err != cudaSuccess)
+		return err;
+	return sim_rt_error(simcuda_cuMemPoolDestroy(pool));
+}
+
+static cudaError_t
+sim_pool_trim(cudaMemPool_t pool, size_t keep)
+{
+	cudaError_t err = sim_ready();
+
+	if (err != cudaSuccess)
+		return err;
+	return sim_rt_error(simcuda_cuMemPoolTrimTo(pool, keep));
+}
+
+static cudaError_t
+sim_pool_attr(cudaMemPool_t pool, enum cudaMemPoolAttr attr, void *value, int set)
+{
+	cudaError_t err = sim_ready();
+
+	if (err != cudaSuccess)
+		return err;
+	if (set)
+		return sim_rt_error(
+			simcuda_cuMemPoolSetAttribute(pool, (CUmemPool_attribute)attr, value));
+	return sim_rt_error(simcuda_cuMemPoolGetAttribute(pool, (CUmemPool_attribute)attr, value));
+}
+
+cudaError_t CUDARTAPI
+cudaDeviceGetDefaultMemPool(cudaMemPool_t *memPool, int device)
+{
+	SIM_RT(cudaDeviceGetDefaultMemPool, v11020, sim_default_pool(memPool, device), memPool,
+	       device);
 }
 
 cudaError_t CUDARTAPI
 cudaMemPoolCreate(cudaMemPool_t *memPool, const struct cudaMemPoolProps *poolProps)
 {
-	struct sim_device *dev;
-	struct sim_pool *pool;
-	cudaError_t err = sim_ready();
-
-	if (err != cudaSuccess)
-		return sim_result(err);
-	if (!memPool || !poolProps || poolProps->allocType != cudaMemAllocationTypePinned ||
-	    poolProps->location.type != cudaMemLocationTypeDevice)
-		return sim_result(cudaErrorInvalidValue);
-	if (poolProps->location.id < 0 || poolProps->location.id >= sim.n_devices)
-		return sim_result(cudaErrorInvalidDevice);
-	pool = sim_pool_new(poolProps->location.id, 0);
-	if (!pool)
-		return sim_result(cudaErrorMemoryAllocation);
-	dev = &sim.devices[pool->device];
-	pthread_mutex_lock(&dev->lock);
-	pool->next = dev->pools;
-	dev->pools = pool;
-	pthread_mutex_unlock(&dev->lock);
-	*memPool = (cudaMemPool_t)pool;
-	return cudaSuccess;
+	SIM_RT(cudaMemPoolCreate, v11020, sim_pool_create(memPool, poolProps), memPool, poolProps);
 }
 
 cudaError_t CUDARTAPI
 cudaMemPoolDestroy(cudaMemPool_t memPool)
 {
-	struct sim_device *dev;
-	struct sim_pool *pool;
-	cudaError_t err = sim_ready();
-
-	if (err != cudaSuccess)
-		return sim_result(err);
-	dev = sim_pool_lock(memPool, &pool);
-	if (!dev)
-		return sim_result(cudaErrorInvalidValue);
-	if (pool->is_default) {
-		pthread_mutex_unlock(&dev->lock);
-		return sim_result(cudaErrorInvalidValue);
-	}
-	sim_pool_trim(dev, pool, 0);
-	if (pool->n_chunks == 0)
-		sim_pool_free(dev, pool);
-	else
-		pool->destroyed = 1; /* freed by sim_device_free when its last block comes back */
-	pthread_mutex_unlock(&dev->lock);
-	return cudaSuccess;
+	SIM_RT(cudaMemPoolDestroy, v11020, sim_pool_destroy(memPool), memPool);
 }
 
 cudaError_t CUDARTAPI
 cudaMemPoolTrimTo(cudaMemPool_t memPool, size_t minBytesToKeep)
 {
-	struct sim_device *dev;
-	struct sim_pool *pool;
-	cudaError_t err = sim_ready();
-
-	if (err != cudaSuccess)
-		return sim_result(err);
-	dev = sim_pool_lock(memPool, &pool);
-	if (!dev)
-		return sim_result(cudaErrorInvalidValue);
-	sim_pool_trim(dev, pool, minBytesToKeep);
-	pthread_mutex_unlock(&dev->lock);
-	return cudaSuccess;
+	SIM_RT(cudaMemPoolTrimTo, v11020, sim_pool_trim(memPool, minBytesToKeep), memPool,
+	       minBytesToKeep);
 }
 
 cudaError_t CUDARTAPI
 cudaMemPoolGetAttribute(cudaMemPool_t memPool, enum cudaMemPoolAttr attr, void *value)
 {
-	struct sim_device *dev;
-	struct sim_pool *pool;
-	cudaError_t err = sim_ready();
-
-	if (err != cudaSuccess)
-		return sim_result(err);
-	if (!value)
-		return sim_result(cudaErrorInvalidValue);
-	dev = sim_pool_lock(memPool, &pool);
-	if (!dev)
-		return sim_result(cudaErrorInvalidValue);
-	switch (attr) {
-	case cudaMemPoolReuseFollowEventDependencies:
-	case cudaMemPoolReuseAllowOpportunistic:
-	case cudaMemPoolReuseAllowInternalDependencies:
-		*(int *)value = 1;
-		break;
-	case cudaMemPoolAttrReleaseThreshold:
-		*(uint64_t *)value = pool->release_threshold;
-		break;
-	case cudaMemPoolAttrReservedMemCurrent:
-		*(uint64_t *)value = pool->reserved;
-		break;
-	case cudaMemPoolAttrReservedMemHigh:
-		*(uint64_t *)value = pool->reserved_high;
-		break;
-	case cudaMemPoolAttrUsedMemCurrent:
-		*(uint64_t *)value = pool->used;
-		break;
-	case cudaMemPoolAttrUsedMemHigh:
-		*(uint64_t *)value = pool->used_high;
-		break;
-	default:
-		err = cudaErrorInvalidValue;
-		break;
-	}
-	pthread_mutex_unlock(&dev->lock);
-	return sim_result(err);
+	SIM_RT(cudaMemPoolGetAttribute, v11020, sim_pool_attr(memPool, attr, value, 0), memPool,
+	       attr, value);
 }
 
 cudaError_t CUDARTAPI
 cudaMemPoolSetAttribute(cudaMemPool_t memPool, enum cudaMemPoolAttr attr, void *value)
 {
-	struct sim_device *dev;
-	struct sim_pool *pool;
-	cudaError_t err = sim_ready();
-
-	if (err != cudaSuccess)
-		return sim_result(err);
-	if (!value)
-		return sim_result(cudaErrorInvalidValue);
-	dev = sim_pool_lock(memPool, &pool);
-	if (!dev)
-		return sim_result(cudaErrorInvalidValue);
-	switch (attr) {
-	case cudaMemPoolReuseFollowEventDependencies:
-	case cudaMemPoolReuseAllowOpportunistic:
-	case cudaMemPoolReuseAllowInternalDependencies:
-		break; /* reuse policy has no meaning without a queue */
-	case cudaMemPoolAttrReleaseThreshold:
-		/* Stored and reported, but the simulation only trims on cudaMemPoolTrimTo. */
-		pool->release_threshold = *(uint64_t *)value;
-		break;
-	case cudaMemPoolAttrReservedMemHigh:
-	case cudaMemPoolAttrUsedMemHigh:
-		/* As in CUDA, the only value a high-water mark accepts is 0: reset to current. */
-		if (*(uint64_t *)value != 0) {
-			err = cudaErrorInvalidValue;
-		} else if (attr == cudaMemPoolAttrReservedMemHigh) {
-			pool->reserved_high = pool->reserved;
-		} else {
-			pool->used_high = pool->used;
-		}
-		break;
-	default:
-		err = cudaErrorInvalidValue;
-		break;
-	}
-	pthread_mutex_unlock(&dev->lock);
-	return sim_result(err);
+	SIM_RT(cudaMemPoolSetAttribute, v11020, sim_pool_attr(memPool, attr, value, 1), memPool,
+	       attr, value);
 }
 
-// --- the runtime API: devices -------------------------------------------------------------
+// --- devices ------------------------------------------------------------------------------
 
-cudaError_t CUDARTAPI
-cudaGetDeviceCount(int *count)
+static cudaError_t
+sim_get_device_count(int *count)
 {
 	cudaError_t err;
 
 	if (!count)
-		return sim_result(cudaErrorInvalidValue);
+		return cudaErrorInvalidValue;
 	*count = 0;
 	err = sim_ready();
+	if (err == cudaSuccess)
+		*count = sim_device_count();
+	return err;
+}
+
+static cudaError_t
+sim_get_device(int *device)
+{
+	cudaError_t err = sim_ready();
+
 	if (err != cudaSuccess)
-		return sim_result(err);
-	*count = sim.n_devices;
+		return err;
+	if (!device)
+		return cudaErrorInvalidValue;
+	*device = sim_current_ordinal();
 	return cudaSuccess;
+}
+
+/* Since CUDA 12, cudaSetDevice also initialises the device's primary context. */
+static cudaError_t
+sim_set_device(int device)
+{
+	cudaError_t err = sim_ready();
+
+	if (err != cudaSuccess)
+		return err;
+	if (device < 0 || device >= sim_device_count())
+		return cudaErrorInvalidDevice;
+	sim_set_current(device);
+	sim_ctx_use(device);
+	return cudaSuccess;
+}
+
+/* On the current device (see sim_do_cuDevicePrimaryCtxReset_v2 for what it frees). */
+static cudaError_t
+sim_device_reset(void)
+{
+	cudaError_t err = sim_ready();
+
+	if (err != cudaSuccess)
+		return err;
+	return sim_rt_error(simcuda_cuDevicePrimaryCtxReset_v2(sim_current_ordinal()));
+}
+
+static cudaError_t
+sim_version(int *version)
+{
+	if (!version)
+		return cudaErrorInvalidValue;
+	*version = 13000;
+	return cudaSuccess;
+}
+
+cudaError_t CUDARTAPI
+cudaGetDeviceCount(int *count)
+{
+	SIM_RT(cudaGetDeviceCount, v3020, sim_get_device_count(count), count);
 }
 
 cudaError_t CUDARTAPI
 cudaGetDevice(int *device)
 {
-	cudaError_t err = sim_ready();
-
-	if (err != cudaSuccess)
-		return sim_result(err);
-	if (!device)
-		return sim_result(cudaErrorInvalidValue);
-	*device = sim_current_device;
-	return cudaSuccess;
+	SIM_RT(cudaGetDevice, v3020, sim_get_device(device), device);
 }
 
 cudaError_t CUDARTAPI
 cudaSetDevice(int device)
 {
-	cudaError_t err = sim_ready();
-
-	if (err != cudaSuccess)
-		return sim_result(err);
-	if (device < 0 || device >= sim.n_devices)
-		return sim_result(cudaErrorInvalidDevice);
-	sim_current_device = device;
-	return cudaSuccess;
+	SIM_RT(cudaSetDevice, v3020, sim_set_device(device), device);
 }
 
 cudaError_t CUDARTAPI
 cudaDeviceSynchronize(void)
 {
-	return sim_result(sim_ready());
+	SIM_RT0(cudaDeviceSynchronize, v3020, sim_ready());
 }
 
-/*
- * Free, on the current device, everything cudaMalloc, cudaMallocPitch and cudaMallocManaged
- * placed there and every pinned host block allocated while it was current, and destroy its
- * streams. Pools and their blocks survive: CUDA documents that cudaDeviceReset does not
- * destroy cudaMallocAsync / cudaMallocFromPoolAsync memory.
- */
 cudaError_t CUDARTAPI
 cudaDeviceReset(void)
 {
-	struct sim_device *dev;
-	size_t i;
-	cudaError_t err = sim_ready();
-
-	if (err != cudaSuccess)
-		return sim_result(err);
-	dev = sim_current();
-
-	pthread_mutex_lock(&dev->lock);
-	/* Backwards, so that removing block i leaves the indices still to visit in place. */
-	for (i = dev->heap.n_blocks; i-- > 0;) {
-		struct sim_block blk = dev->heap.blocks[i];
-
-		if (blk.kind == SIM_KIND_POOL_CHUNK)
-			continue;
-		sim_heap_free(&dev->heap, blk.addr, NULL);
-		sim_discard(dev, blk.addr, blk.size);
-	}
-	pthread_mutex_unlock(&dev->lock);
-
-	pthread_mutex_lock(&sim.host_lock);
-	for (i = sim.n_host; i-- > 0;)
-		if (sim.host[i].device == dev->ordinal)
-			sim_host_remove(i);
-	pthread_mutex_unlock(&sim.host_lock);
-
-	sim_stream_remove(NULL, dev->ordinal);
-	return cudaSuccess;
+	SIM_RT0(cudaDeviceReset, v3020, sim_device_reset());
 }
 
 cudaError_t CUDARTAPI
 cudaDriverGetVersion(int *driverVersion)
 {
-	if (!driverVersion)
-		return sim_result(cudaErrorInvalidValue);
-	*driverVersion = SIM_VERSION;
-	return cudaSuccess;
+	SIM_RT(cudaDriverGetVersion, v3020, sim_version(driverVersion), driverVersion);
 }
 
 cudaError_t CUDARTAPI
 cudaRuntimeGetVersion(int *runtimeVersion)
 {
-	if (!runtimeVersion)
-		return sim_result(cudaErrorInvalidValue);
-	*runtimeVersion = SIM_VERSION;
-	return cudaSuccess;
+	SIM_RT(cudaRuntimeGetVersion, v3020, sim_version(runtimeVersion), runtimeVersion);
 }
 
-// --- the runtime API: streams -------------------------------------------------------------
+// --- streams ------------------------------------------------------------------------------
 
 cudaError_t CUDARTAPI
 cudaStreamCreate(cudaStream_t *pStream)
 {
-	return sim_result(sim_stream_create(pStream, cudaStreamDefault));
+	SIM_RT(cudaStreamCreate, v3020, sim_stream_create(pStream, cudaStreamDefault), pStream);
 }
 
 cudaError_t CUDARTAPI
 cudaStreamCreateWithFlags(cudaStream_t *pStream, unsigned int flags)
 {
-	return sim_result(sim_stream_create(pStream, flags));
+	SIM_RT(cudaStreamCreateWithFlags, v5000, sim_stream_create(pStream, flags), pStream, flags);
 }
 
 cudaError_t CUDARTAPI
 cudaStreamDestroy(cudaStream_t stream)
 {
-	cudaError_t err = sim_ready();
-
-	if (err != cudaSuccess)
-		return sim_result(err);
-	if (sim_stream_remove(stream, -1) == 0)
-		return sim_result(cudaErrorInvalidResourceHandle);
-	return cudaSuccess;
-}
-
-static cudaError_t
-sim_stream_sync(cudaStream_t stream)
-{
-	int device;
-	cudaError_t err = sim_ready();
-
-	if (err != cudaSuccess)
-		return err;
-	/* Nothing is ever queued, so a valid stream is always idle. */
-	return sim_stream_device(stream, &device);
+	SIM_RT(cudaStreamDestroy, v5050, sim_stream_destroy(stream), stream);
 }
 
 cudaError_t CUDARTAPI
 cudaStreamSynchronize(cudaStream_t stream)
 {
-	return sim_result(sim_stream_sync(stream));
+	SIM_RT(cudaStreamSynchronize, v3020, sim_stream_sync(stream), stream);
 }
 
 cudaError_t CUDARTAPI
 cudaStreamSynchronize_ptsz(cudaStream_t stream)
 {
-	return sim_result(sim_stream_sync(stream));
+	SIM_RT(cudaStreamSynchronize_ptsz, v7000, sim_stream_sync(stream), stream);
 }
 
-// --- the runtime API: errors --------------------------------------------------------------
+// --- graphs -------------------------------------------------------------------------------
+
+static cudaError_t
+sim_graph_create(cudaGraph_t *pGraph, unsigned int flags)
+{
+	cudaError_t err = sim_ready();
+
+	if (err != cudaSuccess)
+		return err;
+	return sim_rt_error(simcuda_cuGraphCreate(pGraph, flags));
+}
+
+static cudaError_t
+sim_graph_destroy(cudaGraph_t graph)
+{
+	cudaError_t err = sim_ready();
+
+	if (err != cudaSuccess)
+		return err;
+	return sim_rt_error(simcuda_cuGraphDestroy(graph));
+}
+
+/* struct cudaMemAllocNodeParams is CUDA_MEM_ALLOC_NODE_PARAMS field for field. */
+static cudaError_t
+sim_graph_add_alloc(cudaGraphNode_t *node, cudaGraph_t graph, const cudaGraphNode_t *deps,
+		    size_t n_deps, struct cudaMemAllocNodeParams *params)
+{
+	cudaError_t err = sim_ready();
+
+	if (err != cudaSuccess)
+		return err;
+	return sim_rt_error(simcuda_cuGraphAddMemAllocNode(node, graph, deps, n_deps,
+							   (CUDA_MEM_ALLOC_NODE_PARAMS *)params));
+}
+
+static cudaError_t
+sim_graph_add_free(cudaGraphNode_t *node, cudaGraph_t graph, const cudaGraphNode_t *deps,
+		   size_t n_deps, void *dptr)
+{
+	cudaError_t err = sim_ready();
+
+	if (err != cudaSuccess)
+		return err;
+	return sim_rt_error(
+		simcuda_cuGraphAddMemFreeNode(node, graph, deps, n_deps, (CUdeviceptr)dptr));
+}
+
+static cudaError_t
+sim_begin_capture(cudaStream_t stream, enum cudaStreamCaptureMode mode)
+{
+	cudaError_t err = sim_ready();
+
+	if (err != cudaSuccess)
+		return err;
+	return sim_rt_error(simcuda_cuStreamBeginCapture_v2(stream, (CUstreamCaptureMode)mode));
+}
+
+static cudaError_t
+sim_end_capture(cudaStream_t stream, cudaGraph_t *pGraph)
+{
+	cudaError_t err = sim_ready();
+
+	if (err != cudaSuccess)
+		return err;
+	return sim_rt_error(simcuda_cuStreamEndCapture(stream, pGraph));
+}
+
+static cudaError_t
+sim_graph_instantiate(cudaGraphExec_t *exec, cudaGraph_t graph, unsigned long long flags)
+{
+	cudaError_t err = sim_ready();
+
+	if (err != cudaSuccess)
+		return err;
+	return sim_rt_error(simcuda_cuGraphInstantiateWithFlags(exec, graph, flags));
+}
+
+static cudaError_t
+sim_graph_launch(cudaGraphExec_t exec, cudaStream_t stream)
+{
+	cudaError_t err = sim_ready();
+
+	if (err != cudaSuccess)
+		return err;
+	return sim_rt_error(simcuda_cuGraphLaunch(exec, stream));
+}
+
+static cudaError_t
+sim_graph_exec_destroy(cudaGraphExec_t exec)
+{
+	cudaError_t err = sim_ready();
+
+	if (err != cudaSuccess)
+		return err;
+	return sim_rt_error(simcuda_cuGraphExecDestroy(exec));
+}
+
+static cudaError_t
+sim_graph_mem_trim(int device)
+{
+	cudaError_t err = sim_ready();
+
+	if (err != cudaSuccess)
+		return err;
+	return sim_rt_error(simcuda_cuDeviceGraphMemTrim(device));
+}
+
+static cudaError_t
+sim_graph_mem_attr(int device, enum cudaGraphMemAttributeType attr, void *value)
+{
+	cudaError_t err = sim_ready();
+
+	if (err != cudaSuccess)
+		return err;
+	return sim_rt_error(
+		simcuda_cuDeviceGetGraphMemAttribute(device, (CUgraphMem_attribute)attr, value));
+}
+
+cudaError_t CUDARTAPI
+cudaGraphCreate(cudaGraph_t *pGraph, unsigned int flags)
+{
+	SIM_RT(cudaGraphCreate, v10000, sim_graph_create(pGraph, flags), pGraph, flags);
+}
+
+cudaError_t CUDARTAPI
+cudaGraphDestroy(cudaGraph_t graph)
+{
+	SIM_RT(cudaGraphDestroy, v10000, sim_graph_destroy(graph), graph);
+}
+
+cudaError_t CUDARTAPI
+cudaGraphAddMemAllocNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph,
+			 const cudaGraphNode_t *pDependencies, size_t numDependencies,
+			 struct cudaMemAllocNodeParams *nodeParams)
+{
+	SIM_RT(cudaGraphAddMemAllocNode, v11040,
+	       sim_graph_add_alloc(pGraphNode, graph, pDependencies, numDependencies, nodeParams),
+	       pGraphNode, graph, pDependencies, numDependencies, nodeParams);
+}
+
+cudaError_t CUDARTAPI
+cudaGraphAddMemFreeNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph,
+			const cudaGraphNode_t *pDependencies, size_t numDependencies, void *dptr)
+{
+	SIM_RT(cudaGraphAddMemFreeNode, v11040,
+	       sim_graph_add_free(pGraphNode, graph, pDependencies, numDependencies, dptr),
+	       pGraphNode, graph, pDependencies, numDependencies, dptr);
+}
+
+cudaError_t CUDARTAPI
+cudaStreamBeginCapture(cudaStream_t stream, enum cudaStreamCaptureMode mode)
+{
+	SIM_RT(cudaStreamBeginCapture, v10000, sim_begin_capture(stream, mode), stream, mode);
+}
+
+cudaError_t CUDARTAPI
+cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t *pGraph)
+{
+	SIM_RT(cudaStreamEndCapture, v10000, sim_end_capture(stream, pGraph), stream, pGraph);
+}
+
+cudaError_t CUDARTAPI
+cudaGraphInstantiate(cudaGraphExec_t *pGraphExec, cudaGraph_t graph, unsigned long long flags)
+{
+	SIM_RT(cudaGraphInstantiate, v12000, sim_graph_instantiate(pGraphExec, graph, flags),
+	       pGraphExec, graph, flags);
+}
+
+cudaError_t CUDARTAPI
+cudaGraphLaunch(cudaGraphExec_t graphExec, cudaStream_t stream)
+{
+	SIM_RT(cudaGraphLaunch, v10000, sim_graph_launch(graphExec, stream), graphExec, stream);
+}
+
+cudaError_t CUDARTAPI
+cudaGraphExecDestroy(cudaGraphExec_t graphExec)
+{
+	SIM_RT(cudaGraphExecDestroy, v10000, sim_graph_exec_destroy(graphExec), graphExec);
+}
+
+cudaError_t CUDARTAPI
+cudaDeviceGraphMemTrim(int device)
+{
+	SIM_RT(cudaDeviceGraphMemTrim, v11040, sim_graph_mem_trim(device), device);
+}
+
+cudaError_t CUDARTAPI
+cudaDeviceGetGraphMemAttribute(int device, enum cudaGraphMemAttributeType attr, void *value)
+{
+	SIM_RT(cudaDeviceGetGraphMemAttribute, v11040, sim_graph_mem_attr(device, attr, value),
+	       device, attr, value);
+}
+
+// --- errors -------------------------------------------------------------------------------
 
 cudaError_t CUDARTAPI
 cudaGetLastError(void)
@@ -1487,66 +932,4 @@ const char *CUDARTAPI
 cudaGetErrorString(cudaError_t error)
 {
 	return sim_error_string(error);
-}
-
-// --- test helpers (version SIMCUDA_1) -----------------------------------------------------
-
-int
-simcuda_is_simulated(void)
-{
-	return 1;
-}
-
-int
-simcuda_device_range(int device, uintptr_t *base, size_t *capacity)
-{
-	if (sim_ready() != cudaSuccess || device < 0 || device >= sim.n_devices)
-		return -1;
-	*base = sim.devices[device].heap.base;
-	*capacity = sim.devices[device].heap.capacity;
-	return 0;
-}
-
-int
-simcuda_check(int device)
-{
-	struct sim_device *dev;
-	struct sim_pool *pool;
-	size_t reserved_total = 0;
-	int rc;
-
-	if (sim_ready() != cudaSuccess || device < 0 || device >= sim.n_devices)
-		return -1;
-	dev = &sim.devices[device];
-	pthread_mutex_lock(&dev->lock);
-	rc = sim_heap_check(&dev->heap);
-	for (pool = dev->pools; pool && rc == 0; pool = pool->next) {
-		size_t i, reserved = 0, used = 0;
-
-		for (i = 0; i < pool->n_chunks && rc == 0; i++) {
-			const struct sim_heap *h = &pool->chunks[i]->heap;
-			const struct sim_block *b = sim_heap_find(&dev->heap, h->base);
-
-			rc = sim_heap_check(h);
-			if (rc == 0 && (!b || b->kind != SIM_KIND_POOL_CHUNK ||
-					b->owner != pool->chunks[i] || b->size != h->capacity))
-				rc = 10; /* a chunk that the device heap does not know as such */
-			reserved += h->capacity;
-			used += h->used;
-		}
-		if (rc == 0 && (reserved != pool->reserved || used != pool->used))
-			rc = 11; /* pool accounting off */
-		reserved_total += reserved;
-	}
-	if (rc == 0) {
-		size_t i, chunk_bytes = 0;
-
-		for (i = 0; i < dev->heap.n_blocks; i++)
-			if (dev->heap.blocks[i].kind == SIM_KIND_POOL_CHUNK)
-				chunk_bytes += dev->heap.blocks[i].size;
-		if (chunk_bytes != reserved_total)
-			rc = 12; /* a chunk that no pool owns */
-	}
-	pthread_mutex_unlock(&dev->lock);
-	return rc;
 }

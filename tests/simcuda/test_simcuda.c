@@ -19,7 +19,9 @@
 #include "simcuda-internal.h" /* the _ptsz prototypes */
 #include "simcuda.h"
 
+#include <cuda.h>
 #include <cuda_runtime_api.h>
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -186,6 +188,27 @@ test_identity(void)
 	CHECK(strcmp(cudaGetErrorString(cudaErrorUnknown), "unknown error") == 0);
 	CHECK(strcmp(cudaGetErrorString((cudaError_t)12345), "unrecognized error code") == 0);
 	CHECK(strcmp(cudaGetErrorName((cudaError_t)12345), "unrecognized error code") == 0);
+	expect_clean();
+}
+
+/* Like the real runtime, the double loads libcuda.so.1 at start-up; both see the same devices. */
+static void
+test_driver_loaded(void)
+{
+	void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+	CUresult (*get_info)(size_t *, size_t *);
+	size_t free_d, total_d, free_r, total_r;
+	void *p;
+
+	CHECK(h != NULL);
+	get_info = (CUresult(*)(size_t *, size_t *))dlsym(h, "cuMemGetInfo_v2");
+	CHECK(get_info != NULL);
+	OK(cudaMalloc(&p, MiB));
+	CHECK(get_info(&free_d, &total_d) == CUDA_SUCCESS);
+	OK(cudaMemGetInfo(&free_r, &total_r));
+	CHECK(free_d == free_r && total_d == total_r && total_d - free_d == MiB);
+	OK(cudaFree(p));
+	dlclose(h);
 	expect_clean();
 }
 
@@ -757,6 +780,7 @@ main(int argc, char **argv)
 
 	test_heap_model();
 	test_identity();
+	test_driver_loaded();
 	test_first_fit_alignment();
 	test_coalescing();
 	test_fragmentation_and_last_error();
