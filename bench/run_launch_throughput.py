@@ -17,6 +17,7 @@ Variants:
              must include "cupti")
   interpose  LD_PRELOAD=libgpumemtrace.so, GPUMEMTRACE_CUPTI=0 (capture must be ["interpose"])
   injection  CUDA_INJECTION64_PATH=libgpumemtrace.so only (capture must include "cupti")
+  cupti-driver  CUPTI without the runtime domain's callbacks (GPUMEMTRACE_CUPTI_RUNTIME=0)
 
 The program is BUILD/bench/launch_throughput (meson target, built with nvcc -cudart shared; or
 --exe). Needs a GPU: exits 77 when nvidia-smi -L fails. The last line of output is one JSON
@@ -38,6 +39,7 @@ VARIANTS = {
     "plain": {"preload": False, "env": {}, "capture": None},
     "cupti": {"preload": True, "env": {}, "capture": "cupti"},
     "interpose": {"preload": True, "env": {"GPUMEMTRACE_CUPTI": "0"}, "capture": "interpose-only"},
+    "cupti-driver": {"preload": True, "env": {"GPUMEMTRACE_CUPTI_RUNTIME": "0"}, "capture": "cupti"},
     "injection": {"preload": False, "inject": True, "env": {}, "capture": "cupti"},
 }
 

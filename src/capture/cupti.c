@@ -57,7 +57,7 @@ static CUpti_SubscriberHandle subscriber;
 
 /* Driver queries made from inside callbacks; resolved at first use (libcuda may load after us). */
 #define DRIVER_QUERIES(X) \
-	X(cuCtxGetDevice) X(cuMemGetInfo_v2) X(cuMemGetAddressRange_v2) X(cuDeviceGetMemPool) \
+	X(cuMemGetInfo_v2) X(cuMemGetAddressRange_v2) X(cuDeviceGetMemPool) \
 	X(cuMemPoolGetAttribute) X(cuGraphNodeGetType) X(cuGraphMemAllocNodeGetParams) \
 	X(cuGraphMemFreeNodeGetParams) X(cuDeviceGetGraphMemAttribute) X(cuDeviceGetPCIBusId)
 
@@ -264,7 +264,7 @@ static const CUpti_CallbackId driver_cbids[] = {
 	DRV(cuMemUnmap), DRV(cuIpcCloseMemHandle), DRV(cuDestroyExternalMemory),
 	DRV(cuGraphAddMemFreeNode), DRV(cuCtxDestroy_v2), DRV(cuDevicePrimaryCtxReset_v2),
 	DRV(cuMemPoolDestroy), DRV(cuMemPoolTrimTo), DRV(cuMemPoolSetAttribute), DRV(cuGraphLaunch),
-	DRV(cuGraphLaunch_ptsz), DRV(cuDeviceGraphMemTrim),
+	DRV(cuGraphLaunch_ptsz), DRV(cuDeviceGraphMemTrim), DRV(cuDeviceSetMemPool), DRV(cuMemSetMemPool),
 };
 
 static const CUpti_CallbackId resource_cbids[] = {
@@ -412,19 +412,46 @@ read_pool(CUmemoryPool pool, const struct gmt_event *cause)
 		   reserved);
 }
 
-/* The pool a cuMemAllocAsync drew from: the current pool of the calling context's device. */
+/* The pool a cuMemAllocAsync draws from: the current pool of the device, cached per device (one
+ * query instead of two per allocation) until the program sets another one. */
+static _Atomic(CUmemoryPool) current_pools[GMT_DEVICES_MAX];
+
 static CUmemoryPool
-current_pool(void)
+current_pool(int32_t device)
 {
-	CUdevice dev;
-	CUmemoryPool pool = NULL;
-	__typeof__(&cuCtxGetDevice) get_dev = QUERY(cuCtxGetDevice);
+	CUmemoryPool pool;
 	__typeof__(&cuDeviceGetMemPool) get_pool = QUERY(cuDeviceGetMemPool);
 
-	if (!get_dev || !get_pool || get_dev(&dev) != CUDA_SUCCESS ||
-	    get_pool(&pool, dev) != CUDA_SUCCESS)
+	if (device < 0 || device >= GMT_DEVICES_MAX)
 		return NULL;
+	pool = atomic_load_explicit(&current_pools[device], memory_order_acquire);
+	if (pool)
+		return pool;
+	if (!get_pool || get_pool(&pool, (CUdevice)device) != CUDA_SUCCESS)
+		return NULL;
+	atomic_store_explicit(&current_pools[device], pool, memory_order_release);
 	return pool;
+}
+
+static void
+forget_current_pools(int32_t device)
+{
+	for (int32_t d = 0; d < GMT_DEVICES_MAX; d++)
+		if (device < 0 || d == device)
+			atomic_store_explicit(&current_pools[d], NULL, memory_order_release);
+}
+
+/* Calls that change which pool cuMemAllocAsync uses; they make no event. */
+static bool
+on_pool_choice(CUpti_CallbackId cbid, const CUpti_CallbackData *cb)
+{
+	if (cbid != DRV(cuDeviceSetMemPool) && cbid != DRV(cuMemSetMemPool))
+		return false;
+	if (cb->callbackSite == CUPTI_API_EXIT)
+		forget_current_pools(cbid == DRV(cuDeviceSetMemPool)
+					     ? (int32_t)((const cuDeviceSetMemPool_params *)cb->functionParams)->dev
+					     : -1);
+	return true;
 }
 
 static void
@@ -798,7 +825,7 @@ on_driver_exit(CUpti_CallbackId cbid, enum gmt_api api, bool ptsz, const CUpti_C
 		rt.joined = 1;
 	if (ok && (api == GMT_API_cuMemAllocAsync || api == GMT_API_cuMemAllocFromPoolAsync))
 		read_pool(api == GMT_API_cuMemAllocFromPoolAsync ? (CUmemoryPool)(uintptr_t)ev.pool
-								 : current_pool(),
+								 : current_pool(ev.device),
 			  &ev);
 }
 
@@ -808,8 +835,10 @@ on_driver(CUpti_CallbackId cbid, const CUpti_CallbackData *cb)
 	bool ptsz;
 	enum gmt_api api = driver_api(cbid, &ptsz);
 
-	if (api == GMT_API_NONE)
+	if (api == GMT_API_NONE) {
+		on_pool_choice(cbid, cb);
 		return;
+	}
 	if (cb->callbackSite == CUPTI_API_ENTER)
 		on_driver_enter(api, cb);
 	else
@@ -963,6 +992,7 @@ on_context_destroy(CUcontext ctx)
 	name_resource_event(&ev, GMT_API_cuCtxDestroy_v2);
 	gmt_stamp(&ev); /* DESTROY_STARTING: before the context's memory is released */
 	gmt_emit(&ev);
+	forget_current_pools(ev.device);
 	ctx_cache.uid = 0; /* the context pointer will be reused by the next one */
 }
 

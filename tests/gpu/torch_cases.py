@@ -23,8 +23,8 @@ Cases (PYTORCH_CUDA_ALLOC_CONF, workload, what is compared at the marker "end"):
                                           Kineto and the tracer gets CUPTI, the trace is right for
                                           its header (torch 2.11's Kineto did not take the callback
                                           API on the H200, so this is normally "full")
-  taken           -                       another CUPTI tool (tests/gpu/cupti_count, injected by the
-                                          driver at cuInit, as Nsight is) holds the callbacks first:
+  taken           -                       another CUPTI tool (tests/gpu/cupti_count, started before
+                                          any CUDA use, as an injected profiler is) holds the callbacks:
                                           header "runtime API only" naming the holder, the runtime
                                           API's allocations still recorded
 
@@ -139,6 +139,11 @@ def cuda_event_count(prof):
 def workload(case, out_path):
     result = {"case": case, "pid": os.getpid(), "conf": os.environ.get("PYTORCH_CUDA_ALLOC_CONF")}
     prof = None
+    if case == "taken":
+        # Another CUPTI tool subscribes before anything touches CUDA, as an injected profiler
+        # does: the reference counter, started by hand (it loads its own libcupti.so.13 first).
+        holder = ctypes.CDLL(os.environ["GMT_CUPTI_COUNT_LIB"])
+        result["holder_started"] = holder.InitializeInjection()
     if case == "profiler-first":
         # Before anything initialises CUDA: Kineto subscribes to CUPTI when the profiler is prepared.
         import torch
@@ -427,8 +432,7 @@ def run_case(case, args, gmt, lib):
                          case, os.path.join(cdir, "stats.json")], env, os.path.join(cdir, "run.log"), TIMEOUT_S)
     out["traced"] = (rc, secs)
     if case == "taken":
-        env.update(CUDA_INJECTION64_PATH=lib, GMT_CUPTI_COUNT_LIB=lib,
-                   GMT_CUPTI_COUNT_OUT=os.path.join(cdir, "holder.json"))
+        env.update(GMT_CUPTI_COUNT_LIB=lib, GMT_CUPTI_COUNT_OUT=os.path.join(cdir, "holder.json"))
     if CASES[case]["ref"]:
         renv = dict(env, CUDA_INJECTION64_PATH=lib, GMT_CUPTI_COUNT_LIB=lib,
                     GMT_CUPTI_COUNT_OUT=os.path.join(cdir, "ref.json"))
