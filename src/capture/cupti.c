@@ -283,6 +283,7 @@ static TLS struct {
 	uint16_t api;   /* 0: none */
 	uint8_t joined; /* a driver or resource event was recorded for it */
 	uint8_t ptsz;
+	uint16_t failed_driver; /* a driver call under it failed: the runtime's result decides */
 	uint64_t seq, ts; /* frees and resets: taken at ENTER, handed to the driver call */
 } rt;
 
@@ -721,6 +722,20 @@ driver_event(CUpti_CallbackId cbid, const void *params, bool ok, struct gmt_even
 	}
 }
 
+/* An out-of-memory attempt keeps what the device had left right after it. */
+static void
+add_meminfo(struct gmt_event *ev)
+{
+	size_t free_b, total_b;
+	__typeof__(&cuMemGetInfo_v2) meminfo = QUERY(cuMemGetInfo_v2);
+
+	if (meminfo && meminfo(&free_b, &total_b) == CUDA_SUCCESS) {
+		ev->free_bytes = free_b;
+		ev->total_bytes = total_b;
+		ev->flags |= GMT_EV_HAS_MEMINFO;
+	}
+}
+
 // --- driver callbacks -----------------------------------------------------------------------------
 
 /* Readings after calls that change a pool's or the graph pool's reservation. */
@@ -804,15 +819,14 @@ on_driver_exit(CUpti_CallbackId cbid, enum gmt_api api, bool ptsz, const CUpti_C
 		return;
 	if (!ok && op == GMT_OP_RETAIN)
 		return; /* a failed retain says nothing */
-	if (!ok) {
-		size_t free_b, total_b;
-		__typeof__(&cuMemGetInfo_v2) meminfo = QUERY(cuMemGetInfo_v2);
-		if (meminfo && meminfo(&free_b, &total_b) == CUDA_SUCCESS) {
-			ev.free_bytes = free_b;
-			ev.total_bytes = total_b;
-			ev.flags |= GMT_EV_HAS_MEMINFO;
-		}
+	if (!ok && joined) {
+		/* cudart may retry a failed driver call (seen on the H200 under contention for a pool):
+		 * the failure is the application's only if the runtime call fails, at its EXIT */
+		rt.failed_driver = (uint16_t)api;
+		return;
 	}
+	if (!ok && op == GMT_OP_ALLOC)
+		add_meminfo(&ev);
 	if (op == GMT_OP_FREE && seen_enter) {
 		ev.seq = drv.seq;
 		ev.ts_ns = drv.ts;
@@ -930,6 +944,7 @@ on_runtime(CUpti_CallbackId cbid, const CUpti_CallbackData *cb)
 		rt.api = (uint16_t)api;
 		rt.joined = 0;
 		rt.ptsz = ptsz;
+		rt.failed_driver = GMT_API_NONE;
 		rt.seq = rt.ts = 0;
 		if (gmt_api_op(api) == GMT_OP_FREE)
 			stamp_order(&rt.seq, &rt.ts);
@@ -951,6 +966,9 @@ on_runtime(CUpti_CallbackId cbid, const CUpti_CallbackData *cb)
 	};
 	if (!rt.joined && (op == GMT_OP_ALLOC || op == GMT_OP_FREE) &&
 	    runtime_event(cbid, cb->functionParams, rc == cudaSuccess, &ev)) {
+		ev.driver = rt.failed_driver;
+		if (op == GMT_OP_ALLOC && rc != cudaSuccess)
+			add_meminfo(&ev);
 		if (op == GMT_OP_FREE) {
 			ev.seq = rt.seq;
 			ev.ts_ns = rt.ts;

@@ -141,7 +141,9 @@ def workload(case, out_path):
     prof = None
     if case == "taken":
         # Another CUPTI tool subscribes before anything touches CUDA, as an injected profiler
-        # does: the reference counter, started by hand (it loads its own libcupti.so.13 first).
+        # does: the reference counter, started by hand after torch mapped its libcupti.so.13
+        # (so both use that one copy), before any CUDA call.
+        import torch  # noqa: F401
         holder = ctypes.CDLL(os.environ["GMT_CUPTI_COUNT_LIB"])
         result["holder_started"] = holder.InitializeInjection()
     if case == "profiler-first":
@@ -434,7 +436,9 @@ def run_case(case, args, gmt, lib):
     if case == "taken":
         env.update(GMT_CUPTI_COUNT_LIB=lib, GMT_CUPTI_COUNT_OUT=os.path.join(cdir, "holder.json"))
     if CASES[case]["ref"]:
-        renv = dict(env, CUDA_INJECTION64_PATH=lib, GMT_CUPTI_COUNT_LIB=lib,
+        # the reference counts with callbacks; its activity records (information only) are off:
+        # the async case's reference run crashed with them on the H200 (SIGSEGV/SIGABRT)
+        renv = dict(env, GMT_CUPTI_COUNT_ACTIVITY="0", CUDA_INJECTION64_PATH=lib, GMT_CUPTI_COUNT_LIB=lib,
                     GMT_CUPTI_COUNT_OUT=os.path.join(cdir, "ref.json"))
         rc, secs = run_proc([sys.executable, me, "workload", case, os.path.join(cdir, "ref-stats.json")], renv,
                             os.path.join(cdir, "ref.log"), TIMEOUT_S)

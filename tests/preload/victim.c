@@ -363,7 +363,11 @@ driver_fn(void *lib, const char *name)
 static void
 vmm(void)
 {
-	void *lib = dlopen("libcuda.so.1", RTLD_NOW);
+	CK(cudaFree(NULL)); /* the context; and the runtime has loaded its driver by now */
+	/* the driver the runtime loaded (a build RUNPATH must not pick the test double on a GPU) */
+	void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+	if (!lib)
+		lib = dlopen("libcuda.so.1", RTLD_NOW);
 	if (!lib) {
 		fprintf(stderr, "victim: cannot load libcuda.so.1: %s\n", dlerror());
 		exit(2);
@@ -377,7 +381,6 @@ vmm(void)
 	__typeof__(&cuMemUnmap) unmap = driver_fn(lib, "cuMemUnmap");
 	__typeof__(&cuMemRelease) release = driver_fn(lib, "cuMemRelease");
 
-	CK(cudaFree(NULL)); /* the context */
 	CUmemAllocationProp prop = {
 		.type = CU_MEM_ALLOCATION_TYPE_PINNED,
 		.location = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = 0},
