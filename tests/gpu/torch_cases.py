@@ -55,7 +55,9 @@ import check_trace as ct  # noqa: E402
 CASES = {
     "default": {"conf": None, "ref": True},
     "expandable": {"conf": "expandable_segments:True", "ref": True},
-    "async": {"conf": "backend:cudaMallocAsync", "ref": True},
+    # the reference counter crashes (SIGSEGV) under torch's async backend on the H200 (not yet
+    # understood); async is checked against torch's own statistics and torch_check.py
+    "async": {"conf": "backend:cudaMallocAsync", "ref": False},
     "pinned": {"conf": None, "ref": True},
     "matmul": {"conf": None, "ref": True},
     "profiler": {"conf": None, "ref": False},
@@ -428,13 +430,13 @@ def run_case(case, args, gmt, lib):
     if CASES[case]["conf"]:
         env["PYTORCH_CUDA_ALLOC_CONF"] = CASES[case]["conf"]
     env.update(CASES[case].get("env", {}))
+    if case == "taken":
+        env.update(GMT_CUPTI_COUNT_LIB=lib, GMT_CUPTI_COUNT_OUT=os.path.join(cdir, "holder.json"))
     me = os.path.abspath(__file__)
     out = {}
     rc, secs = run_proc([gmt, "run", "-o", os.path.join(cdir, "trace"), "--", sys.executable, me, "workload",
                          case, os.path.join(cdir, "stats.json")], env, os.path.join(cdir, "run.log"), TIMEOUT_S)
     out["traced"] = (rc, secs)
-    if case == "taken":
-        env.update(GMT_CUPTI_COUNT_LIB=lib, GMT_CUPTI_COUNT_OUT=os.path.join(cdir, "holder.json"))
     if CASES[case]["ref"]:
         # the reference counts with callbacks; its activity records (information only) are off:
         # the async case's reference run crashed with them on the H200 (SIGSEGV/SIGABRT)
