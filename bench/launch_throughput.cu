@@ -122,7 +122,8 @@ main(int argc, char **argv)
 	Dl_info dl;
 	cudaError_t (*rt_malloc)(void **, size_t) = cudaMalloc;
 	const char *cudart =
-	    dladdr((void *)rt_malloc, &dl) && dl.dli_fname && strstr(dl.dli_fname, "libcudart")
+	    dladdr((void *)rt_malloc, &dl) && dl.dli_fname &&
+		    (strstr(dl.dli_fname, "libcudart") || strstr(dl.dli_fname, "libgpumemtrace"))
 		? "shared"
 		: "static";
 	printf("{\"bench\":\"launch_throughput\",\"cudart\":\"%s\",\"launches\":%lu,\"reps\":%lu,"

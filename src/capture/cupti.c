@@ -32,6 +32,7 @@
 #include <time.h>
 
 #include "capture/capture.h"
+#include "capture/cupti_ids.h"
 #include "util/devices.h"
 #include "util/log.h"
 #include "util/options.h"
@@ -136,9 +137,6 @@ cupti_open(const struct gmt_options *opts)
 
 // --- which calls, under which names ---------------------------------------------------------------
 
-#define RT(cb) CUPTI_RUNTIME_TRACE_CBID_##cb
-#define DRV(cb) CUPTI_DRIVER_TRACE_CBID_##cb
-
 /* Runtime callbacks: only to name what the application called. */
 static enum gmt_api
 runtime_api(CUpti_CallbackId cbid, bool *ptsz)
@@ -234,44 +232,6 @@ driver_api(CUpti_CallbackId cbid, bool *ptsz)
 	default: return GMT_API_NONE;
 	}
 }
-
-static const CUpti_CallbackId runtime_cbids[] = {
-	RT(cudaMalloc_v3020), RT(cudaMallocPitch_v3020), RT(cudaMalloc3D_v3020),
-	RT(cudaMallocManaged_v6000), RT(cudaMallocHost_v3020), RT(cudaHostAlloc_v3020),
-	RT(cudaHostRegister_v4000), RT(cudaMallocAsync_v11020), RT(cudaMallocAsync_ptsz_v11020),
-	RT(cudaMallocFromPoolAsync_v11020), RT(cudaMallocFromPoolAsync_ptsz_v11020),
-	RT(cudaMallocArray_v3020), RT(cudaMalloc3DArray_v3020), RT(cudaMallocMipmappedArray_v5000),
-	RT(cudaIpcOpenMemHandle_v4010), RT(cudaMemPoolImportPointer_v11020),
-	RT(cudaExternalMemoryGetMappedBuffer_v10000), RT(cudaGraphAddMemAllocNode_v11040),
-	RT(cudaFree_v3020), RT(cudaFreeHost_v3020), RT(cudaHostUnregister_v4000),
-	RT(cudaFreeAsync_v11020), RT(cudaFreeAsync_ptsz_v11020), RT(cudaFreeArray_v3020),
-	RT(cudaFreeMipmappedArray_v5000), RT(cudaIpcCloseMemHandle_v4010),
-	RT(cudaDestroyExternalMemory_v10000), RT(cudaGraphAddMemFreeNode_v11040),
-	RT(cudaDeviceReset_v3020), RT(cudaMemPoolCreate_v11020), RT(cudaMemPoolDestroy_v11020),
-	RT(cudaMemPoolTrimTo_v11020), RT(cudaDeviceGraphMemTrim_v11040),
-};
-
-static const CUpti_CallbackId driver_cbids[] = {
-	DRV(cuMemAlloc_v2), DRV(cuMemAllocPitch_v2), DRV(cuMemAllocManaged), DRV(cuMemAllocHost_v2),
-	DRV(cuMemHostAlloc), DRV(cuMemHostRegister_v2), DRV(cuMemAllocAsync),
-	DRV(cuMemAllocAsync_ptsz), DRV(cuMemAllocFromPoolAsync), DRV(cuMemAllocFromPoolAsync_ptsz),
-	DRV(cuArrayCreate_v2), DRV(cuArray3DCreate_v2), DRV(cuMipmappedArrayCreate),
-	DRV(cuMemAddressReserve), DRV(cuMemCreate), DRV(cuMemMap), DRV(cuMemRetainAllocationHandle),
-	DRV(cuMemImportFromShareableHandle), DRV(cuIpcOpenMemHandle_v2), DRV(cuMemPoolImportPointer),
-	DRV(cuExternalMemoryGetMappedBuffer), DRV(cuGraphAddMemAllocNode), DRV(cuMemFree_v2),
-	DRV(cuMemFreeHost), DRV(cuMemHostUnregister), DRV(cuMemFreeAsync), DRV(cuMemFreeAsync_ptsz),
-	DRV(cuArrayDestroy), DRV(cuMipmappedArrayDestroy), DRV(cuMemAddressFree), DRV(cuMemRelease),
-	DRV(cuMemUnmap), DRV(cuIpcCloseMemHandle), DRV(cuDestroyExternalMemory),
-	DRV(cuGraphAddMemFreeNode), DRV(cuCtxDestroy_v2), DRV(cuDevicePrimaryCtxReset_v2),
-	DRV(cuMemPoolDestroy), DRV(cuMemPoolTrimTo), DRV(cuMemPoolSetAttribute), DRV(cuGraphLaunch),
-	DRV(cuGraphLaunch_ptsz), DRV(cuDeviceGraphMemTrim), DRV(cuDeviceSetMemPool), DRV(cuMemSetMemPool),
-};
-
-static const CUpti_CallbackId resource_cbids[] = {
-	CUPTI_CBID_RESOURCE_CONTEXT_CREATED,
-	CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING,
-	CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED,
-};
 
 // --- per-thread call state ------------------------------------------------------------------------
 
