@@ -55,9 +55,10 @@ import check_trace as ct  # noqa: E402
 CASES = {
     "default": {"conf": None, "ref": True},
     "expandable": {"conf": "expandable_segments:True", "ref": True},
-    # the reference counter crashes (SIGSEGV) under torch's async backend on the H200 (not yet
-    # understood); async is checked against torch's own statistics and torch_check.py
-    "async": {"conf": "backend:cudaMallocAsync", "ref": False},
+    # the reference counter crashed (SIGSEGV/SIGABRT) in 2 of 3 runs of this case on the H200
+    # with 3 cases in parallel, not when run alone (then: equal to the trace in every kind); a
+    # defect of tests/gpu/cupti_count.c still to find. The case also checks torch's own figures.
+    "async": {"conf": "backend:cudaMallocAsync", "ref": True},
     "pinned": {"conf": None, "ref": True},
     "matmul": {"conf": None, "ref": True},
     "profiler": {"conf": None, "ref": False},
@@ -438,8 +439,7 @@ def run_case(case, args, gmt, lib):
                          case, os.path.join(cdir, "stats.json")], env, os.path.join(cdir, "run.log"), TIMEOUT_S)
     out["traced"] = (rc, secs)
     if CASES[case]["ref"]:
-        # the reference counts with callbacks; its activity records (information only) are off:
-        # the async case's reference run crashed with them on the H200 (SIGSEGV/SIGABRT)
+        # the reference counts with callbacks; its activity records (information only) are off
         renv = dict(env, GMT_CUPTI_COUNT_ACTIVITY="0", CUDA_INJECTION64_PATH=lib, GMT_CUPTI_COUNT_LIB=lib,
                     GMT_CUPTI_COUNT_OUT=os.path.join(cdir, "ref.json"))
         rc, secs = run_proc([sys.executable, me, "workload", case, os.path.join(cdir, "ref-stats.json")], renv,
