@@ -25,13 +25,9 @@
 #include <string.h>
 
 #include "capture/cupti_ids.h"
+#include "launch_common.cuh"
 
 #define MAX_PAIRS 1000
-
-__global__ void
-empty_kernel()
-{
-}
 
 static void CUPTIAPI
 on_callback(void *, CUpti_CallbackDomain, CUpti_CallbackId, const void *)
@@ -63,32 +59,6 @@ hold_cupti(bool on)
 		cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, runtime_cbids[i]);
 	for (size_t i = 0; i < sizeof(resource_cbids) / sizeof(resource_cbids[0]); i++)
 		cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RESOURCE, resource_cbids[i]);
-}
-
-struct rate {
-	double submit, e2e;
-};
-
-static struct rate
-measure(cudaStream_t s, unsigned long launches, unsigned long batch)
-{
-	uint64_t spent = 0;
-	for (unsigned long done = 0; done < launches;) {
-		unsigned long n = launches - done < batch ? launches - done : batch;
-		uint64_t t0 = mono_ns();
-		for (unsigned long i = 0; i < n; i++)
-			empty_kernel<<<1, 1, 0, s>>>();
-		spent += mono_ns() - t0;
-		CK(cudaStreamSynchronize(s));
-		done += n;
-	}
-	uint64_t t0 = mono_ns();
-	for (unsigned long i = 0; i < launches; i++)
-		empty_kernel<<<1, 1, 0, s>>>();
-	CK(cudaStreamSynchronize(s));
-	uint64_t t1 = mono_ns();
-	CK(cudaGetLastError());
-	return {(double)launches * 1e9 / (double)spent, (double)launches * 1e9 / (double)(t1 - t0)};
 }
 
 static double
@@ -123,21 +93,21 @@ main(int argc, char **argv)
 		empty_kernel<<<1, 1, 0, s>>>();
 	CK(cudaStreamSynchronize(s));
 	hold_cupti(true); /* one subscribe/unsubscribe cycle before anything is timed */
-	measure(s, launches / 4 + 1, batch);
+	measure_launches(s, launches / 4 + 1, batch);
 	hold_cupti(false);
 
 	for (unsigned long p = 0; p < pairs; p++) {
-		struct rate off, on;
+		struct launch_rate off, on;
 		if (p % 2 == 0) {
-			off = measure(s, launches, batch);
+			off = measure_launches(s, launches, batch);
 			hold_cupti(true);
-			on = measure(s, launches, batch);
+			on = measure_launches(s, launches, batch);
 			hold_cupti(false);
 		} else {
 			hold_cupti(true);
-			on = measure(s, launches, batch);
+			on = measure_launches(s, launches, batch);
 			hold_cupti(false);
-			off = measure(s, launches, batch);
+			off = measure_launches(s, launches, batch);
 		}
 		r_submit[p] = on.submit / off.submit;
 		r_e2e[p] = on.e2e / off.e2e;

@@ -36,12 +36,9 @@
 #include <dlfcn.h>
 #include <string.h>
 
-#define MAX_REPS 1000
+#include "launch_common.cuh"
 
-__global__ void
-empty_kernel()
-{
-}
+#define MAX_REPS 1000
 
 static double
 median_of(const double *v, unsigned long n)
@@ -95,26 +92,9 @@ main(int argc, char **argv)
 	CK(cudaStreamSynchronize(s));
 
 	for (unsigned long r = 0; r < reps; r++) {
-		uint64_t spent = 0;
-		for (unsigned long done = 0; done < launches;) {
-			unsigned long n = launches - done < batch ? launches - done : batch;
-			uint64_t t0 = mono_ns();
-			for (unsigned long i = 0; i < n; i++)
-				empty_kernel<<<1, 1, 0, s>>>();
-			spent += mono_ns() - t0;
-			CK(cudaStreamSynchronize(s));
-			done += n;
-		}
-		CK(cudaGetLastError());
-		samples[r] = (double)launches * 1e9 / (double)spent;
-
-		uint64_t t0 = mono_ns();
-		for (unsigned long i = 0; i < launches; i++)
-			empty_kernel<<<1, 1, 0, s>>>();
-		CK(cudaStreamSynchronize(s));
-		uint64_t t1 = mono_ns();
-		CK(cudaGetLastError());
-		e2e[r] = (double)launches * 1e9 / (double)(t1 - t0);
+		struct launch_rate rate = measure_launches(s, launches, batch);
+		samples[r] = rate.submit;
+		e2e[r] = rate.e2e;
 	}
 	CK(cudaStreamDestroy(s));
 	double median = median_of(samples, reps), median_e2e = median_of(e2e, reps);
