@@ -33,6 +33,7 @@
 
 #include "capture/capture.h"
 #include "capture/cupti_ids.h"
+#include "capture/stacks.h"
 #include "util/devices.h"
 #include "util/log.h"
 #include "util/options.h"
@@ -682,6 +683,13 @@ driver_event(CUpti_CallbackId cbid, const void *params, bool ok, struct gmt_even
 	}
 }
 
+/* The stack of an event made in a callback: above the caller are our frames and CUPTI's. */
+static uint32_t
+callback_stack(void)
+{
+	return gmt_stack_capture((const void *)cupti.Subscribe);
+}
+
 /* An out-of-memory attempt keeps what the device had left right after it. */
 static void
 add_meminfo(struct gmt_event *ev)
@@ -787,6 +795,8 @@ on_driver_exit(CUpti_CallbackId cbid, enum gmt_api api, bool ptsz, const CUpti_C
 	}
 	if (!ok && op == GMT_OP_ALLOC)
 		add_meminfo(&ev);
+	if (op == GMT_OP_ALLOC)
+		ev.stack = callback_stack();
 	if (op == GMT_OP_FREE && seen_enter) {
 		ev.seq = drv.seq;
 		ev.ts_ns = drv.ts;
@@ -929,6 +939,8 @@ on_runtime(CUpti_CallbackId cbid, const CUpti_CallbackData *cb)
 		ev.driver = rt.failed_driver;
 		if (op == GMT_OP_ALLOC && rc != cudaSuccess)
 			add_meminfo(&ev);
+		if (op == GMT_OP_ALLOC)
+			ev.stack = callback_stack();
 		if (op == GMT_OP_FREE) {
 			ev.seq = rt.seq;
 			ev.ts_ns = rt.ts;
@@ -968,6 +980,7 @@ on_context_destroy(CUcontext ctx)
 	ev.context = uid;
 	ev.device = context_device(ctx, uid);
 	name_resource_event(&ev, GMT_API_cuCtxDestroy_v2);
+	ev.stack = callback_stack();
 	gmt_stamp(&ev); /* DESTROY_STARTING: before the context's memory is released */
 	gmt_emit(&ev);
 	forget_current_pools(ev.device);
@@ -1023,6 +1036,7 @@ on_graph_node(const CUpti_ResourceData *rd)
 		if (p.poolProps.location.type == CU_MEM_LOCATION_TYPE_DEVICE)
 			ev.device = p.poolProps.location.id; /* where the graph pool backs it */
 		name_resource_event(&ev, GMT_API_cuGraphAddMemAllocNode);
+		ev.stack = callback_stack();
 		gmt_stamp(&ev);
 	} else {
 		CUdeviceptr dptr = 0;

@@ -20,6 +20,7 @@
 
 #include "capture/capture.h"
 #include "capture/cupti.h"
+#include "capture/stacks.h"
 #include "util/devices.h"
 #include "util/log.h"
 
@@ -141,7 +142,7 @@ current_device(void)
 /* An allocation event as the wrapper knows it after the real call; alloc_end() completes it. */
 static struct gmt_event
 alloc_event(enum gmt_api api, cudaError_t rc, void *const *ptrp, size_t size, cudaStream_t stream,
-	    void *caller, uint32_t flags)
+	    uint32_t flags)
 {
 	return (struct gmt_event){
 		.op = GMT_OP_ALLOC,
@@ -150,7 +151,6 @@ alloc_event(enum gmt_api api, cudaError_t rc, void *const *ptrp, size_t size, cu
 		.ptr = rc == cudaSuccess && ptrp ? (uint64_t)(uintptr_t)*ptrp : 0,
 		.size = size,
 		.stream = (uint64_t)(uintptr_t)stream,
-		.caller = (uint64_t)(uintptr_t)caller,
 		.result = (int32_t)rc,
 		.flags = flags,
 	};
@@ -165,6 +165,7 @@ alloc_end(struct gmt_event *ev)
 
 	ev->device = current_device();
 	note_device(ev->device);
+	ev->stack = gmt_stack_capture(NULL);
 	if (ev->result != cudaSuccess) {
 		/* An OOM is an event: keep what was asked and what the device had left. */
 		size_t free_b = 0, total_b = 0;
@@ -182,8 +183,7 @@ alloc_end(struct gmt_event *ev)
 
 /* The first half of a free: the sequence number is taken before the real call. */
 static void
-free_begin(struct gmt_event *ev, enum gmt_api api, const void *ptr, cudaStream_t stream, void *caller,
-	   uint32_t flags)
+free_begin(struct gmt_event *ev, enum gmt_api api, const void *ptr, cudaStream_t stream, uint32_t flags)
 {
 	*ev = (struct gmt_event){
 		.op = gmt_api_op(api),
@@ -191,7 +191,6 @@ free_begin(struct gmt_event *ev, enum gmt_api api, const void *ptr, cudaStream_t
 		.kind = (uint8_t)gmt_api_kind(api),
 		.ptr = (uint64_t)(uintptr_t)ptr,
 		.stream = (uint64_t)(uintptr_t)stream,
-		.caller = (uint64_t)(uintptr_t)caller,
 		.flags = flags,
 	};
 	ev->device = current_device();
@@ -212,7 +211,6 @@ free_end(struct gmt_event *ev, cudaError_t rc)
 /* The body every allocation wrapper shares: call, then record. */
 /* cflags: the call's own flags argument, recorded when flags has GMT_EV_HAS_FLAGS */
 #define ALLOC_WRAPPER(api, name, ptrp, size, stream, flags, cflags, ...) \
-	void *caller = __builtin_return_address(0); \
 	if (cupti_records()) \
 		return CALL_REAL(name, __VA_ARGS__); \
 	if (!gmt_hook_enter()) { \
@@ -220,7 +218,7 @@ free_end(struct gmt_event *ev, cudaError_t rc)
 		return CALL_REAL(name, __VA_ARGS__); \
 	} \
 	cudaError_t rc = CALL_REAL(name, __VA_ARGS__); \
-	struct gmt_event ev = alloc_event(api, rc, (void *const *)(ptrp), size, stream, caller, flags); \
+	struct gmt_event ev = alloc_event(api, rc, (void *const *)(ptrp), size, stream, flags); \
 	ev.cuda_flags = (cflags); \
 	alloc_end(&ev); \
 	gmt_hook_leave(); \
@@ -264,7 +262,6 @@ cudaMallocAsync_ptsz(void **devPtr, size_t size, cudaStream_t hStream)
 GMT_EXPORT cudaError_t
 cudaHostAlloc(void **pHost, size_t size, unsigned int flags)
 {
-	void *caller = __builtin_return_address(0);
 	if (cupti_records())
 		return CALL_REAL(cudaHostAlloc, pHost, size, flags);
 	if (!gmt_hook_enter()) {
@@ -272,7 +269,7 @@ cudaHostAlloc(void **pHost, size_t size, unsigned int flags)
 		return CALL_REAL(cudaHostAlloc, pHost, size, flags);
 	}
 	cudaError_t rc = CALL_REAL(cudaHostAlloc, pHost, size, flags);
-	struct gmt_event ev = alloc_event(GMT_API_cudaHostAlloc, rc, pHost, size, NULL, caller, GMT_EV_HAS_FLAGS);
+	struct gmt_event ev = alloc_event(GMT_API_cudaHostAlloc, rc, pHost, size, NULL, GMT_EV_HAS_FLAGS);
 	ev.cuda_flags = flags;
 	alloc_end(&ev);
 	gmt_hook_leave();
@@ -281,10 +278,10 @@ cudaHostAlloc(void **pHost, size_t size, unsigned int flags)
 
 static void
 malloc_from_pool(cudaError_t rc, void **ptr, size_t size, cudaMemPool_t pool, cudaStream_t stream,
-		 void *caller, uint32_t flags)
+		 uint32_t flags)
 {
 	struct gmt_event ev =
-		alloc_event(GMT_API_cudaMallocFromPoolAsync, rc, ptr, size, stream, caller, flags);
+		alloc_event(GMT_API_cudaMallocFromPoolAsync, rc, ptr, size, stream, flags);
 	ev.pool = (uint64_t)(uintptr_t)pool;
 	ev.flags |= GMT_EV_HAS_POOL;
 	alloc_end(&ev);
@@ -293,7 +290,6 @@ malloc_from_pool(cudaError_t rc, void **ptr, size_t size, cudaMemPool_t pool, cu
 GMT_EXPORT cudaError_t
 cudaMallocFromPoolAsync(void **ptr, size_t size, cudaMemPool_t memPool, cudaStream_t stream)
 {
-	void *caller = __builtin_return_address(0);
 	if (cupti_records())
 		return CALL_REAL(cudaMallocFromPoolAsync, ptr, size, memPool, stream);
 	if (!gmt_hook_enter()) {
@@ -301,7 +297,7 @@ cudaMallocFromPoolAsync(void **ptr, size_t size, cudaMemPool_t memPool, cudaStre
 		return CALL_REAL(cudaMallocFromPoolAsync, ptr, size, memPool, stream);
 	}
 	cudaError_t rc = CALL_REAL(cudaMallocFromPoolAsync, ptr, size, memPool, stream);
-	malloc_from_pool(rc, ptr, size, memPool, stream, caller, 0);
+	malloc_from_pool(rc, ptr, size, memPool, stream, 0);
 	gmt_hook_leave();
 	return rc;
 }
@@ -309,7 +305,6 @@ cudaMallocFromPoolAsync(void **ptr, size_t size, cudaMemPool_t memPool, cudaStre
 GMT_EXPORT cudaError_t
 cudaMallocFromPoolAsync_ptsz(void **ptr, size_t size, cudaMemPool_t memPool, cudaStream_t stream)
 {
-	void *caller = __builtin_return_address(0);
 	if (cupti_records())
 		return CALL_REAL(cudaMallocFromPoolAsync_ptsz, ptr, size, memPool, stream);
 	if (!gmt_hook_enter()) {
@@ -317,7 +312,7 @@ cudaMallocFromPoolAsync_ptsz(void **ptr, size_t size, cudaMemPool_t memPool, cud
 		return CALL_REAL(cudaMallocFromPoolAsync_ptsz, ptr, size, memPool, stream);
 	}
 	cudaError_t rc = CALL_REAL(cudaMallocFromPoolAsync_ptsz, ptr, size, memPool, stream);
-	malloc_from_pool(rc, ptr, size, memPool, stream, caller, GMT_EV_PTSZ);
+	malloc_from_pool(rc, ptr, size, memPool, stream, GMT_EV_PTSZ);
 	gmt_hook_leave();
 	return rc;
 }
@@ -325,7 +320,6 @@ cudaMallocFromPoolAsync_ptsz(void **ptr, size_t size, cudaMemPool_t memPool, cud
 GMT_EXPORT cudaError_t
 cudaMallocPitch(void **devPtr, size_t *pitch, size_t width, size_t height)
 {
-	void *caller = __builtin_return_address(0);
 	if (cupti_records())
 		return CALL_REAL(cudaMallocPitch, devPtr, pitch, width, height);
 	if (!gmt_hook_enter()) {
@@ -335,7 +329,7 @@ cudaMallocPitch(void **devPtr, size_t *pitch, size_t width, size_t height)
 	cudaError_t rc = CALL_REAL(cudaMallocPitch, devPtr, pitch, width, height);
 	/* granted = pitch * height on success; on failure only the request is known */
 	size_t granted = rc == cudaSuccess && pitch ? *pitch * height : width * height;
-	struct gmt_event ev = alloc_event(GMT_API_cudaMallocPitch, rc, devPtr, granted, NULL, caller, 0);
+	struct gmt_event ev = alloc_event(GMT_API_cudaMallocPitch, rc, devPtr, granted, NULL, 0);
 	ev.requested = width * height;
 	alloc_end(&ev);
 	gmt_hook_leave();
@@ -346,7 +340,6 @@ cudaMallocPitch(void **devPtr, size_t *pitch, size_t width, size_t height)
 
 /* cudaFree(NULL) frees nothing (CUDA code calls it to create a context): not an event. */
 #define FREE_WRAPPER(api, name, ptr, stream, flags, ...) \
-	void *caller = __builtin_return_address(0); \
 	if (cupti_records()) \
 		return CALL_REAL(name, __VA_ARGS__); \
 	if (!gmt_hook_enter() || (ptr) == NULL) { \
@@ -354,7 +347,7 @@ cudaMallocPitch(void **devPtr, size_t *pitch, size_t width, size_t height)
 		return CALL_REAL(name, __VA_ARGS__); \
 	} \
 	struct gmt_event ev; \
-	free_begin(&ev, api, ptr, stream, caller, flags); \
+	free_begin(&ev, api, ptr, stream, flags); \
 	cudaError_t rc = CALL_REAL(name, __VA_ARGS__); \
 	free_end(&ev, rc); \
 	gmt_hook_leave(); \
@@ -388,7 +381,6 @@ cudaFreeAsync_ptsz(void *devPtr, cudaStream_t hStream)
 GMT_EXPORT cudaError_t
 cudaDeviceReset(void)
 {
-	void *caller = __builtin_return_address(0);
 	if (cupti_records())
 		return CALL_REAL(cudaDeviceReset);
 	if (!gmt_hook_enter()) {
@@ -396,7 +388,8 @@ cudaDeviceReset(void)
 		return CALL_REAL(cudaDeviceReset);
 	}
 	struct gmt_event ev;
-	free_begin(&ev, GMT_API_cudaDeviceReset, NULL, NULL, caller, 0);
+	free_begin(&ev, GMT_API_cudaDeviceReset, NULL, NULL, 0);
+	ev.stack = gmt_stack_capture(NULL);
 	cudaError_t rc = CALL_REAL(cudaDeviceReset);
 	free_end(&ev, rc);
 	gmt_hook_leave();

@@ -22,6 +22,11 @@
 #include <dlfcn.h>
 
 #include "capture/cupti.h"
+#include "capture/stacks.h"
+#include "gmt-config.h"
+#if GMT_HAVE_PYSTACK
+#include "capture/pystack.h"
+#endif
 #include "util/devices.h"
 #include "include/gpumemtrace.h"
 #include "ring/ring.h"
@@ -126,10 +131,38 @@ atfork_child(void)
 	}
 }
 
+#if GMT_HAVE_PYSTACK
+static bool
+python_code_next(struct gmt_pycode_view *out)
+{
+	return gmt_py_next_code(out);
+}
+
+static const char *
+python_version(void)
+{
+	return gmt_stacks_python() ? gmt_py_version() : NULL;
+}
+#else
+static bool
+python_code_next(struct gmt_pycode_view *out)
+{
+	(void)out;
+	return false;
+}
+
+static const char *
+python_version(void)
+{
+	return NULL;
+}
+#endif
+
 static void
 tracer_start(void)
 {
 	load_options();
+	gmt_stacks_setup();
 	size_t nslots = opts.ring_slots;
 
 	if (!ring_mem) {
@@ -165,6 +198,11 @@ tracer_start(void)
 		.coverage_reason = gmt_cupti_reason(),
 		.capture = cupti ? capture_cupti : capture_interpose,
 		.device_busid = gmt_device_busid,
+		.stacks_native = gmt_stacks_native(),
+		.stacks_depth = gmt_stacks_depth(),
+		.stack_get = gmt_stack_get,
+		.pycode_next = python_code_next,
+		.python_version = python_version,
 		.on_failure = on_writer_failure,
 		.thread_init = writer_thread_init,
 	};

@@ -74,10 +74,10 @@ struct gmt_event {
 	uint64_t pool;      /**< cudaMallocFromPoolAsync pool handle */
 	uint64_t free_bytes;
 	uint64_t total_bytes;
-	uint64_t caller;    /**< return address into the application (the call site) */
 	uint64_t handle;    /**< VMM handle (cuMemMap), external memory object; 0 when none */
 	uint64_t offset;    /**< cuMemMap: offset into the handle */
 	uint64_t context;   /**< CUPTI contextUid, 0 when unknown (interposition) */
+	uint32_t stack;     /**< interned call stack (capture/stacks.h), 0 = none */
 	int32_t tid;
 	int32_t device;     /**< current device, -1 unknown */
 	int32_t result;     /**< cudaError_t returned to the application */

@@ -197,6 +197,36 @@ gmt_buf_json_string(struct gmt_buf *b, const char *str, size_t n)
 
 #define LIT(b, s) gmt_buf_append((b), (s), sizeof(s) - 1)
 
+static void
+buf_bytes_hex(struct gmt_buf *b, const uint8_t *p, size_t n)
+{
+	static const char digits[] = "0123456789abcdef";
+	char tmp[128];
+	size_t k = 0;
+
+	gmt_buf_append(b, "\"", 1);
+	for (size_t i = 0; i < n; i++) {
+		tmp[k++] = digits[p[i] >> 4];
+		tmp[k++] = digits[p[i] & 0xf];
+		if (k == sizeof(tmp)) {
+			gmt_buf_append(b, tmp, k);
+			k = 0;
+		}
+	}
+	gmt_buf_append(b, tmp, k);
+	gmt_buf_append(b, "\"", 1);
+}
+
+static void
+json_str_or_null(struct gmt_buf *b, const char *s)
+{
+	if (s)
+		gmt_buf_json_string(b, s, strlen(s));
+	else
+		LIT(b, "null");
+}
+
+
 // --- records ------------------------------------------------------------------------------------
 
 static void
@@ -271,20 +301,104 @@ gmt_jsonl_header(struct gmt_buf *b, const struct gmt_header_info *h)
 	buf_u64(b, h->flush_ms);
 	LIT(b, ",\"snapshot_ms\":");
 	buf_u64(b, h->snapshot_ms);
+	LIT(b, "},\"stacks\":{\"native\":");
+	gmt_buf_puts(b, h->stacks_native ? "true" : "false");
+	LIT(b, ",\"python\":");
+	json_str_or_null(b, h->stacks_python);
+	LIT(b, ",\"depth\":");
+	buf_u64(b, h->stacks_depth);
 	LIT(b, "}}\n");
 }
 
 void
-gmt_jsonl_stack(struct gmt_buf *b, uint32_t id, const uint64_t *frames, size_t n)
+gmt_jsonl_stack(struct gmt_buf *b, const struct gmt_stack_view *st)
 {
 	LIT(b, "{\"type\":\"stack\",\"id\":");
-	buf_u64(b, id);
+	buf_u64(b, st->id);
 	LIT(b, ",\"frames\":[");
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; i < st->nframes; i++) {
 		if (i)
 			LIT(b, ",");
-		gmt_buf_hex(b, frames[i]);
+		gmt_buf_hex(b, st->frames[i]);
 	}
+	LIT(b, "]");
+	if (st->npy) {
+		LIT(b, ",\"py\":[");
+		for (size_t i = 0; i < st->npy; i++) {
+			gmt_buf_puts(b, i ? ",[" : "[");
+			buf_u64(b, st->py[i].code_id);
+			LIT(b, ",");
+			buf_u64(b, st->py[i].offset_entry >> 1);
+			gmt_buf_puts(b, (st->py[i].offset_entry & 1) ? ",1]" : ",0]");
+		}
+		LIT(b, "]");
+	} else if (st->pystate == GMT_PYSTATE_EMPTY) {
+		LIT(b, ",\"pystate\":\"empty\"");
+	} else if (st->pystate == GMT_PYSTATE_NONE) {
+		LIT(b, ",\"pystate\":\"none\"");
+	}
+	LIT(b, "}\n");
+}
+
+void
+gmt_jsonl_pycode(struct gmt_buf *b, const struct gmt_pycode_view *c)
+{
+	LIT(b, "{\"type\":\"pycode\",\"id\":");
+	buf_u64(b, c->id);
+	LIT(b, ",\"file\":");
+	json_str_or_null(b, c->file);
+	LIT(b, ",\"name\":");
+	json_str_or_null(b, c->name);
+	LIT(b, ",\"qualname\":");
+	json_str_or_null(b, c->qualname ? c->qualname : c->name);
+	LIT(b, ",\"firstlineno\":");
+	buf_i64(b, c->firstlineno);
+	LIT(b, ",\"python\":");
+	json_str_or_null(b, c->version);
+	LIT(b, ",\"linetable\":");
+	buf_bytes_hex(b, c->linetable, c->linetable_len);
+	LIT(b, "}\n");
+}
+
+void
+gmt_jsonl_pyinfo(struct gmt_buf *b, const char *version)
+{
+	LIT(b, "{\"type\":\"pyinfo\",\"python\":");
+	json_str_or_null(b, version);
+	LIT(b, "}\n");
+}
+
+void
+gmt_jsonl_modules_begin(struct gmt_buf *b, uint64_t seq)
+{
+	LIT(b, "{\"type\":\"modules\",\"seq\":");
+	buf_u64(b, seq);
+	LIT(b, ",\"modules\":[");
+}
+
+void
+gmt_jsonl_modules_entry(struct gmt_buf *b, const struct gmt_module_view *m, size_t index)
+{
+	gmt_buf_puts(b, index ? ",{\"path\":" : "{\"path\":");
+	json_str_or_null(b, m->path);
+	LIT(b, ",\"base\":");
+	gmt_buf_hex(b, m->base);
+	LIT(b, ",\"build_id\":");
+	buf_bytes_hex(b, m->build_id, m->build_id_len);
+	LIT(b, ",\"segments\":[");
+	for (size_t k = 0; k < m->nsegments; k++) {
+		gmt_buf_puts(b, k ? ",[" : "[");
+		buf_u64(b, m->segments[k][0]);
+		LIT(b, ",");
+		buf_u64(b, m->segments[k][1]);
+		LIT(b, "]");
+	}
+	LIT(b, "]}");
+}
+
+void
+gmt_jsonl_modules_end(struct gmt_buf *b)
+{
 	LIT(b, "]}\n");
 }
 

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "format/event.h"
+#include "format/stack.h"
 
 /** A growable byte buffer. Zero-initialize; gmt_buf_free() releases. */
 struct gmt_buf {
@@ -48,6 +49,9 @@ struct gmt_header_info {
 	const char *coverage_reason; /**< NULL, or why CUPTI was not used */
 	const char *const *capture; /**< NULL-terminated */
 	uint64_t ring_slots, flush_ms, snapshot_ms;
+	bool stacks_native;
+	const char *stacks_python; /**< CPython minor version whose frames are captured, or NULL */
+	unsigned stacks_depth;
 };
 
 /** Per device and kind totals for snapshot records. */
@@ -68,7 +72,13 @@ struct gmt_nvml_reading {
 };
 
 void gmt_jsonl_header(struct gmt_buf *b, const struct gmt_header_info *h);
-void gmt_jsonl_stack(struct gmt_buf *b, uint32_t id, const uint64_t *frames, size_t n);
+void gmt_jsonl_stack(struct gmt_buf *b, const struct gmt_stack_view *st);
+void gmt_jsonl_pycode(struct gmt_buf *b, const struct gmt_pycode_view *c);
+void gmt_jsonl_pyinfo(struct gmt_buf *b, const char *version);
+/** A modules line, written as begin, one entry per object, end. */
+void gmt_jsonl_modules_begin(struct gmt_buf *b, uint64_t seq);
+void gmt_jsonl_modules_entry(struct gmt_buf *b, const struct gmt_module_view *m, size_t index);
+void gmt_jsonl_modules_end(struct gmt_buf *b);
 /** An event or a marker line. */
 void gmt_jsonl_event(struct gmt_buf *b, const struct gmt_event *ev, uint32_t stack_id);
 void gmt_jsonl_snapshot(struct gmt_buf *b, uint64_t ts, uint64_t seq, uint64_t events, uint64_t dropped,

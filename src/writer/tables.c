@@ -1,5 +1,5 @@
 /*
- * @brief Live-allocation and stack tables of the writer thread (see tables.h).
+ * @brief Live-allocation table of the writer thread (see tables.h).
  */
 #include "writer/tables.h"
 
@@ -215,73 +215,6 @@ gmt_live_totals(const struct gmt_live_table *t, struct gmt_live_total *out, size
 void
 gmt_live_free(struct gmt_live_table *t)
 {
-	free(t->e);
-	memset(t, 0, sizeof(*t));
-}
-
-// --- stacks -------------------------------------------------------------------------------------
-
-static uint64_t
-stack_hash(const uint64_t *frames, uint32_t n)
-{
-	uint64_t h = 0x9e3779b97f4a7c15ULL ^ n;
-	for (uint32_t i = 0; i < n; i++)
-		h = gmt_mix64(h ^ frames[i]);
-	return h ? h : 1;
-}
-
-static bool
-stack_grow(struct gmt_stack_table *t)
-{
-	size_t cap = t->cap ? t->cap * 2 : 1024;
-	struct gmt_stack_entry *e = calloc(cap, sizeof(*e));
-	if (!e)
-		return false;
-	for (size_t i = 0; i < t->cap; i++) {
-		if (!t->e[i].hash)
-			continue;
-		size_t j = t->e[i].hash & (cap - 1);
-		while (e[j].hash)
-			j = (j + 1) & (cap - 1);
-		e[j] = t->e[i];
-	}
-	free(t->e);
-	t->e = e;
-	t->cap = cap;
-	return true;
-}
-
-uint32_t
-gmt_stack_intern(struct gmt_stack_table *t, const uint64_t *frames, uint32_t n, bool *is_new)
-{
-	uint64_t h = stack_hash(frames, n);
-
-	*is_new = false;
-	if ((t->used + 1) * 2 > t->cap && !stack_grow(t))
-		return 0;
-	size_t j = h & (t->cap - 1);
-	for (;; j = (j + 1) & (t->cap - 1)) {
-		struct gmt_stack_entry *e = &t->e[j];
-		if (!e->hash)
-			break;
-		if (e->hash == h && e->nframes == n && memcmp(e->frames, frames, n * sizeof(*frames)) == 0)
-			return e->id;
-	}
-	uint64_t *copy = malloc((n ? n : 1) * sizeof(*copy));
-	if (!copy)
-		return 0;
-	memcpy(copy, frames, n * sizeof(*frames));
-	t->e[j] = (struct gmt_stack_entry){.hash = h, .id = ++t->next_id, .nframes = n, .frames = copy};
-	t->used++;
-	*is_new = true;
-	return t->e[j].id;
-}
-
-void
-gmt_stack_free(struct gmt_stack_table *t)
-{
-	for (size_t i = 0; i < t->cap; i++)
-		free(t->e[i].frames);
 	free(t->e);
 	memset(t, 0, sizeof(*t));
 }

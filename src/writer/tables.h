@@ -1,5 +1,5 @@
 /*
- * @brief The writer's bookkeeping: live allocations (for snapshots) and interned stacks.
+ * @brief The writer's bookkeeping: live allocations, for snapshots.
  *
  * Writer-thread only: these allocate and are not thread-safe. Open addressing with linear
  * probing; the tables grow at 50% load.
@@ -39,25 +39,5 @@ bool gmt_live_apply(struct gmt_live_table *t, const struct gmt_event *ev);
 /** Fill up to @p max totals with non-zero (device, kind) rows; returns how many. */
 size_t gmt_live_totals(const struct gmt_live_table *t, struct gmt_live_total *out, size_t max);
 void gmt_live_free(struct gmt_live_table *t);
-
-struct gmt_stack_entry {
-	uint64_t hash; /* 0 = empty */
-	uint32_t id;
-	uint32_t nframes;
-	uint64_t *frames;
-};
-
-struct gmt_stack_table {
-	struct gmt_stack_entry *e;
-	size_t cap, used;
-	uint32_t next_id;
-};
-
-/**
- * Intern a stack (innermost frame first). Returns its id (>= 1), and sets *is_new when this is
- * the first time the stack is seen (the caller then writes a stack line). 0 on allocation failure.
- */
-uint32_t gmt_stack_intern(struct gmt_stack_table *t, const uint64_t *frames, uint32_t n, bool *is_new);
-void gmt_stack_free(struct gmt_stack_table *t);
 
 #endif

@@ -18,6 +18,7 @@
 #include "format/jsonl.h"
 #include "gmt-config.h"
 #include "util/log.h"
+#include "writer/modules.h"
 #include "writer/nvml.h"
 #include "writer/tables.h"
 
@@ -35,7 +36,9 @@ struct writer {
 	char path[4096 + 256];
 	struct gmt_buf out;
 	struct gmt_live_table live;
-	struct gmt_stack_table stacks;
+	uint8_t *stack_written; /* by stack id: its line is in the file */
+	size_t stack_written_cap;
+	const char *python;     /* the Python version announced so far */
 	struct gmt_event *batch;
 	uint64_t events_written;
 	uint64_t last_seq;
@@ -202,6 +205,9 @@ open_and_write_header(void)
 		.ring_slots = w.cfg.opts->ring_slots,
 		.flush_ms = w.cfg.opts->flush_ms,
 		.snapshot_ms = w.cfg.opts->snapshot_ms,
+		.stacks_native = w.cfg.stacks_native,
+		.stacks_python = w.python = w.cfg.python_version ? w.cfg.python_version() : NULL,
+		.stacks_depth = w.cfg.stacks_depth,
 	};
 	gmt_jsonl_header(&w.out, &h);
 	flush_out();
@@ -217,20 +223,71 @@ by_seq(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+/* Python code objects registered since the last call, as pycode lines. */
+static void
+write_pycodes(void)
+{
+	struct gmt_pycode_view c;
+
+	if (!w.cfg.pycode_next)
+		return;
+	while (w.cfg.pycode_next(&c))
+		gmt_jsonl_pycode(&w.out, &c);
+}
+
+/* A Python interpreter found after the header was written gets a pyinfo line. */
+static void
+announce_python(void)
+{
+	const char *v = w.cfg.python_version ? w.cfg.python_version() : NULL;
+	if (v && !w.python) {
+		w.python = v;
+		gmt_jsonl_pyinfo(&w.out, v);
+	}
+}
+
+static bool
+stack_seen(uint32_t id)
+{
+	if (id >= w.stack_written_cap) {
+		size_t cap = w.stack_written_cap ? w.stack_written_cap : 4096;
+		while (cap <= id)
+			cap *= 2;
+		uint8_t *p = realloc(w.stack_written, cap);
+		if (!p)
+			return true; /* out of memory: the event keeps its id, the line is lost */
+		memset(p + w.stack_written_cap, 0, cap - w.stack_written_cap);
+		w.stack_written = p;
+		w.stack_written_cap = cap;
+	}
+	return w.stack_written[id];
+}
+
+/* Before the first event that names a stack: the code objects and modules it refers to, then
+ * the stack itself (docs/trace-format.md: each line refers only to lines before it). */
+static void
+write_stack(uint32_t id)
+{
+	struct gmt_stack_view st;
+
+	if (stack_seen(id) || !w.cfg.stack_get || !w.cfg.stack_get(id, &st))
+		return;
+	announce_python();
+	write_pycodes();
+	if (st.nframes && gmt_modules_changed())
+		gmt_modules_write(&w.out, w.last_seq);
+	gmt_jsonl_stack(&w.out, &st);
+	w.stack_written[id] = 1;
+}
+
 static void
 write_event(const struct gmt_event *ev)
 {
-	uint32_t stack_id = 0;
-
-	if (ev->op != GMT_OP_MARKER && ev->caller) {
-		bool is_new;
-		stack_id = gmt_stack_intern(&w.stacks, &ev->caller, 1, &is_new);
-		if (is_new)
-			gmt_jsonl_stack(&w.out, stack_id, &ev->caller, 1);
-	}
+	if (ev->op != GMT_OP_MARKER && ev->stack)
+		write_stack(ev->stack);
 	if (!gmt_live_apply(&w.live, ev))
 		gmt_warn("out of memory in the writer; snapshots may be incomplete");
-	gmt_jsonl_event(&w.out, ev, stack_id);
+	gmt_jsonl_event(&w.out, ev, ev->stack);
 	w.events_written++;
 	if (ev->seq > w.last_seq)
 		w.last_seq = ev->seq;
@@ -380,4 +437,5 @@ gmt_writer_forget_after_fork(void)
 		close(w.fd);
 	w = (struct writer){.fd = -1};
 	gmt_nvml_forget();
+	gmt_modules_forget();
 }

@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "format/stack.h"
 #include "ring/ring.h"
 #include "util/options.h"
 
@@ -29,6 +30,14 @@ struct gmt_writer_config {
 	const char *const *capture;    /**< header "capture", NULL-terminated */
 	/** PCI bus id of a CUDA device, learnt by the capture side (for NVML readings) */
 	bool (*device_busid)(int device, char *buf, size_t n);
+	bool stacks_native;             /**< header "stacks" */
+	unsigned stacks_depth;
+	/** the stack an event names, once published by the capture side */
+	bool (*stack_get)(uint32_t id, struct gmt_stack_view *out);
+	/** the next Python code object registered since the last call */
+	bool (*pycode_next)(struct gmt_pycode_view *out);
+	/** the CPython version whose frames are captured, NULL until known or when off */
+	const char *(*python_version)(void);
 	void (*on_failure)(void);      /**< called once if the writer cannot go on (no file, disk full) */
 	void (*thread_init)(void);     /**< run first on the writer thread (marks it as not traced) */
 };

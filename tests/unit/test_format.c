@@ -53,6 +53,7 @@ main(void)
 		.cmdline_len = sizeof(cmd) - 1, .start_ts = 123, .start_unix_ns = 456,
 		.rank = {.has_rank = true, .rank = 3}, .coverage = "runtime API only", .capture = cap,
 		.ring_slots = 1024, .flush_ms = 100, .snapshot_ms = 0,
+		.stacks_native = true, .stacks_python = "3.12", .stacks_depth = 64,
 	};
 	gmt_jsonl_header(&b, &h);
 	j = parse_line(&b);
@@ -69,6 +70,9 @@ main(void)
 	CHECK(json_is_null(json_object_get(j, "forked_from")));
 	CHECK(strcmp(str(j, "coverage"), "runtime API only") == 0);
 	CHECK(num(json_object_get(j, "options"), "ring_slots") == 1024);
+	json_t *stacks = json_object_get(j, "stacks");
+	CHECK(json_is_true(json_object_get(stacks, "native")) && num(stacks, "depth") == 64);
+	CHECK(strcmp(str(stacks, "python"), "3.12") == 0);
 	json_decref(j);
 
 	/* allocation with a 64-bit pointer */
@@ -130,10 +134,51 @@ main(void)
 
 	/* stack, snapshot, trailer */
 	uint64_t frames[] = {0x401000, 0x7f0000001234};
-	gmt_jsonl_stack(&b, 5, frames, 2);
+	struct gmt_stack_py py[] = {{7, 46u << 1 | 1}, {5, 120u << 1}};
+	struct gmt_stack_view sv = {.id = 5, .nframes = 2, .npy = 2, .frames = frames, .py = py};
+	gmt_jsonl_stack(&b, &sv);
 	j = parse_line(&b);
 	CHECK(num(j, "id") == 5);
 	CHECK(strcmp(json_string_value(json_array_get(json_object_get(j, "frames"), 1)), "0x7f0000001234") == 0);
+	json_t *p0 = json_array_get(json_object_get(j, "py"), 0), *p1 = json_array_get(json_object_get(j, "py"), 1);
+	CHECK(json_integer_value(json_array_get(p0, 0)) == 7 && json_integer_value(json_array_get(p0, 1)) == 46 &&
+	      json_integer_value(json_array_get(p0, 2)) == 1);
+	CHECK(json_integer_value(json_array_get(p1, 1)) == 120 && json_integer_value(json_array_get(p1, 2)) == 0);
+	json_decref(j);
+	sv = (struct gmt_stack_view){.id = 6, .nframes = 1, .frames = frames, .pystate = GMT_PYSTATE_EMPTY};
+	gmt_jsonl_stack(&b, &sv);
+	j = parse_line(&b);
+	CHECK(strcmp(str(j, "pystate"), "empty") == 0 && json_object_get(j, "py") == NULL);
+	json_decref(j);
+
+	/* pycode: strings escaped, the line table as hex */
+	const uint8_t table[] = {0x80, 0x00, 0xde, 0x0b};
+	struct gmt_pycode_view pc = {.id = 7, .file = "/tmp/t\"x.py", .name = "step", .qualname = "T.step",
+				     .firstlineno = 40, .linetable = table, .linetable_len = 4, .version = "3.12"};
+	gmt_jsonl_pycode(&b, &pc);
+	j = parse_line(&b);
+	CHECK(strcmp(str(j, "file"), "/tmp/t\"x.py") == 0 && strcmp(str(j, "qualname"), "T.step") == 0);
+	CHECK(strcmp(str(j, "linetable"), "8000de0b") == 0 && num(j, "firstlineno") == 40);
+	json_decref(j);
+
+	/* modules: two objects, the second with its segments */
+	const uint8_t bid[] = {0xab, 0x01};
+	const uint64_t segs[2][2] = {{0, 4096}, {8192, 100}};
+	struct gmt_module_view mods[] = {
+		{.path = "/usr/bin/prog", .base = 0x555500000000, .build_id = bid, .build_id_len = 2,
+		 .segments = segs, .nsegments = 2},
+		{.path = "[vdso]", .base = 0x7fff0000, .segments = segs, .nsegments = 1},
+	};
+	gmt_jsonl_modules_begin(&b, 9);
+	for (size_t i = 0; i < 2; i++)
+		gmt_jsonl_modules_entry(&b, &mods[i], i);
+	gmt_jsonl_modules_end(&b);
+	j = parse_line(&b);
+	json_t *m0 = json_array_get(json_object_get(j, "modules"), 0);
+	json_t *m1 = json_array_get(json_object_get(j, "modules"), 1);
+	CHECK(num(j, "seq") == 9 && strcmp(str(m0, "build_id"), "ab01") == 0);
+	CHECK(json_integer_value(json_array_get(json_array_get(json_object_get(m0, "segments"), 1), 0)) == 8192);
+	CHECK(strcmp(str(m1, "path"), "[vdso]") == 0 && strcmp(str(m1, "build_id"), "") == 0);
 	json_decref(j);
 
 	struct gmt_live_total live[] = {{0, GMT_KIND_DEVICE, 100, 2}, {1, GMT_KIND_PINNED, 4096, 1}};

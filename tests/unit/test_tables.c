@@ -1,6 +1,6 @@
 /*
  * Writer tables: live accounting per device and kind (alloc, free, failed calls, reset keeping
- * pool allocations) and stack interning (same stack, same id; ids from 1).
+ * pool allocations).
  */
 #include <string.h>
 
@@ -62,20 +62,6 @@ main(void)
 	CHECK_EQ_U64(t.bytes[1][GMT_KIND_DEVICE], 1024);
 	gmt_live_free(&t);
 
-	/* stacks */
-	struct gmt_stack_table s = {0};
-	bool is_new;
-	uint64_t a[] = {1, 2, 3}, b[] = {1, 2, 4};
-	uint32_t ida = gmt_stack_intern(&s, a, 3, &is_new);
-	CHECK(ida == 1 && is_new);
-	CHECK(gmt_stack_intern(&s, a, 3, &is_new) == ida && !is_new);
-	uint32_t idb = gmt_stack_intern(&s, b, 3, &is_new);
-	CHECK(idb == 2 && is_new);
-	CHECK(gmt_stack_intern(&s, a, 2, &is_new) == 3 && is_new); /* a prefix is another stack */
-	for (uint64_t i = 0; i < 10000; i++)
-		CHECK(gmt_stack_intern(&s, &i, 1, &is_new) != 0);
-	CHECK(gmt_stack_intern(&s, b, 3, &is_new) == idb && !is_new);
-	gmt_stack_free(&s);
 	printf("tables: ok\n");
 	return 0;
 }

@@ -1,0 +1,375 @@
+/*
+ * @brief Stack capture and lock-free interning (see stacks.h).
+ *
+ * The table: open addressing over a fixed array of slots (mapped once), each slot claimed with a
+ * compare-and-swap and published with a release store once its payload (frames, Python frames) is
+ * copied into the arena (a bump allocator over one mapping). Nothing is ever removed. A thread that
+ * meets a slot another thread is still writing moves on: at worst one stack gets two ids, which
+ * costs a line in the trace, never a wrong answer. When the table or the arena is full, events
+ * carry stack 0 and the overflow is counted (trailer, report).
+ */
+#define _GNU_SOURCE
+#include "capture/stacks.h"
+
+#include <dlfcn.h>
+#include <link.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "capture/capture.h"
+#include "gmt-config.h"
+#include "util/hash.h"
+#include "util/log.h"
+#include "util/options.h"
+
+#if GMT_HAVE_LIBUNWIND
+#define UNW_LOCAL_ONLY
+#include <libunwind.h>
+#endif
+#if GMT_HAVE_PYSTACK
+#include "capture/pystack.h"
+#endif
+
+#define TABLE_SLOTS (1u << 16)              /* distinct stacks per process */
+#define ARENA_BYTES (64u << 20)             /* their frames: ~64 KiB per 100 stacks of 64 frames */
+#define MAX_NATIVE 256                      /* frames unwound, tracer's own included */
+#define MAX_PY 128
+
+enum { SLOT_EMPTY, SLOT_WRITING, SLOT_READY };
+
+struct slot {
+	_Atomic uint32_t state;
+	uint32_t id;
+	uint64_t hash;
+	uint32_t offset; /* into the arena, 8-byte units */
+	uint16_t nframes, npy;
+	uint8_t pystate;
+};
+
+static struct {
+	bool native, python;
+	unsigned depth;
+	struct slot *slots;
+	uint64_t *arena;
+	_Atomic uint32_t arena_used; /* 8-byte units */
+	_Atomic uint32_t next_id;
+	_Atomic(struct slot *) by_id[TABLE_SLOTS + 1];
+	_Atomic uint64_t overflow;
+	uintptr_t self_lo, self_hi; /* our own code: never part of a stack */
+	_Atomic bool ready;
+} st;
+
+// --- setup -----------------------------------------------------------------------------------------
+
+struct range_query {
+	uintptr_t addr, lo, hi;
+};
+
+/* The executable segments' span of the object containing q->addr. */
+static int
+find_range(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct range_query *q = arg;
+	uintptr_t lo = UINTPTR_MAX, hi = 0;
+	bool mine = false;
+
+	(void)size;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type != PT_LOAD)
+			continue;
+		uintptr_t a = info->dlpi_addr + ph->p_vaddr, b = a + ph->p_memsz;
+		if (q->addr >= a && q->addr < b)
+			mine = true;
+		if (ph->p_flags & PF_X) {
+			lo = a < lo ? a : lo;
+			hi = b > hi ? b : hi;
+		}
+	}
+	if (!mine)
+		return 0;
+	q->lo = lo;
+	q->hi = hi;
+	return 1;
+}
+
+static void
+code_range(const void *addr, uintptr_t *lo, uintptr_t *hi)
+{
+	struct range_query q = {.addr = (uintptr_t)addr};
+	*lo = *hi = 0;
+	if (dl_iterate_phdr(find_range, &q)) {
+		*lo = q.lo;
+		*hi = q.hi;
+	}
+}
+
+static void *
+map_zeroed(size_t bytes)
+{
+	void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+		       -1, 0);
+	return p == MAP_FAILED ? NULL : p;
+}
+
+void
+gmt_stacks_setup(void)
+{
+	static _Atomic int once;
+	const struct gmt_options *opts = gmt_tracer_options();
+	int expected = 0;
+
+	if (!atomic_compare_exchange_strong(&once, &expected, 1))
+		return;
+	const char *mode = opts->stacks;
+	if (strcmp(mode, "all") && strcmp(mode, "native") && strcmp(mode, "python") && strcmp(mode, "none")) {
+		gmt_warn("invalid value '%s' for " GMT_OPTION_PREFIX "STACKS (expected all, native, python "
+			 "or none); using all", mode);
+		mode = "all";
+	}
+	st.native = !strcmp(mode, "all") || !strcmp(mode, "native");
+	st.python = !strcmp(mode, "all") || !strcmp(mode, "python");
+	st.depth = (unsigned)opts->stack_depth;
+#if !GMT_HAVE_LIBUNWIND
+	st.native = false;
+#endif
+#if !GMT_HAVE_PYSTACK
+	st.python = false;
+#endif
+	if (!st.native && !st.python)
+		return;
+	st.slots = map_zeroed(TABLE_SLOTS * sizeof(struct slot));
+	st.arena = map_zeroed(ARENA_BYTES);
+	if (!st.slots || !st.arena) {
+		gmt_warn("cannot map the stack table; events are recorded without stacks");
+		st.native = st.python = false;
+		return;
+	}
+	code_range((const void *)&gmt_stacks_setup, &st.self_lo, &st.self_hi);
+#if GMT_HAVE_LIBUNWIND
+	if (st.native) {
+		unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
+		unw_set_cache_size(unw_local_addr_space, 1024, 0);
+	}
+#endif
+	atomic_store_explicit(&st.ready, true, memory_order_release);
+}
+
+bool
+gmt_stacks_native(void)
+{
+	return st.native;
+}
+
+bool
+gmt_stacks_python(void)
+{
+	return st.python;
+}
+
+unsigned
+gmt_stacks_depth(void)
+{
+	return st.depth;
+}
+
+uint64_t
+gmt_stacks_overflow(void)
+{
+	return atomic_load_explicit(&st.overflow, memory_order_relaxed);
+}
+
+// --- capture ---------------------------------------------------------------------------------------
+
+/* The range of the library whose frames are CUDA machinery above the caller (libcupti for
+ * callbacks), found once. */
+static void
+skip_range(const void *lib, uintptr_t *lo, uintptr_t *hi)
+{
+	static _Atomic uintptr_t cached_lo, cached_hi;
+	static const void *_Atomic cached_for;
+
+	if (atomic_load_explicit(&cached_for, memory_order_acquire) != lib) {
+		uintptr_t a, b;
+		code_range(lib, &a, &b);
+		atomic_store_explicit(&cached_lo, a, memory_order_relaxed);
+		atomic_store_explicit(&cached_hi, b, memory_order_relaxed);
+		atomic_store_explicit(&cached_for, lib, memory_order_release);
+	}
+	*lo = atomic_load_explicit(&cached_lo, memory_order_relaxed);
+	*hi = atomic_load_explicit(&cached_hi, memory_order_relaxed);
+}
+
+/* Unwind, then drop the frames at the top that are ours (and the skipped library's). */
+static int
+native_frames(uint64_t *out, const void *skip_lib)
+{
+#if GMT_HAVE_LIBUNWIND
+	void *buf[MAX_NATIVE];
+	int n = unw_backtrace(buf, MAX_NATIVE), first = 0, k = 0;
+	uintptr_t lo = 0, hi = 0;
+
+	if (skip_lib)
+		skip_range(skip_lib, &lo, &hi);
+	while (first < n) {
+		uintptr_t ip = (uintptr_t)buf[first];
+		bool ours = ip >= st.self_lo && ip < st.self_hi;
+		bool skipped = skip_lib && ip >= lo && ip < hi;
+		if (!ours && !skipped)
+			break;
+		first++;
+	}
+	for (int i = first; i < n && k < (int)st.depth; i++)
+		out[k++] = (uint64_t)(uintptr_t)buf[i];
+	return k;
+#else
+	(void)out;
+	(void)skip_lib;
+	return 0;
+#endif
+}
+
+static int
+python_frames(struct gmt_stack_py *out, uint8_t *pystate)
+{
+	*pystate = GMT_PYSTATE_UNKNOWN;
+#if GMT_HAVE_PYSTACK
+	struct gmt_pyframe frames[MAX_PY];
+	int n = gmt_py_walk(frames, MAX_PY);
+
+	if (n < 0) {
+		*pystate = gmt_py_version() ? GMT_PYSTATE_NONE : GMT_PYSTATE_UNKNOWN;
+		return 0;
+	}
+	if (n == 0)
+		*pystate = GMT_PYSTATE_EMPTY;
+	for (int i = 0; i < n; i++)
+		out[i] = (struct gmt_stack_py){
+			.code_id = frames[i].code_id,
+			.offset_entry = frames[i].instr_offset << 1 | (frames[i].entry ? 1u : 0u),
+		};
+	return n;
+#else
+	(void)out;
+	return 0;
+#endif
+}
+
+static uint64_t
+stack_hash(const uint64_t *frames, int nframes, const struct gmt_stack_py *py, int npy, uint8_t pystate)
+{
+	uint64_t h = gmt_mix64(((uint64_t)nframes << 32) ^ ((uint64_t)npy << 8) ^ pystate);
+	for (int i = 0; i < nframes; i++)
+		h = gmt_mix64(h ^ frames[i]);
+	for (int i = 0; i < npy; i++)
+		h = gmt_mix64(h ^ ((uint64_t)py[i].code_id << 32 | py[i].offset_entry));
+	return h ? h : 1;
+}
+
+static bool
+same_stack(const struct slot *s, const uint64_t *frames, int nframes, const struct gmt_stack_py *py,
+	   int npy, uint8_t pystate)
+{
+	if (s->nframes != nframes || s->npy != npy || s->pystate != pystate)
+		return false;
+	const uint64_t *a = st.arena + s->offset;
+	return !memcmp(a, frames, (size_t)nframes * sizeof(*frames)) &&
+	       !memcmp(a + nframes, py, (size_t)npy * sizeof(*py));
+}
+
+/* Claim arena room for the payload; false when the arena is full. */
+static bool
+store_payload(struct slot *s, const uint64_t *frames, int nframes, const struct gmt_stack_py *py, int npy)
+{
+	uint32_t units = (uint32_t)nframes + (uint32_t)(npy * sizeof(*py) + 7) / 8;
+	uint32_t at = atomic_fetch_add_explicit(&st.arena_used, units, memory_order_relaxed);
+	if ((uint64_t)at + units > ARENA_BYTES / 8)
+		return false;
+	memcpy(st.arena + at, frames, (size_t)nframes * sizeof(*frames));
+	memcpy(st.arena + at + nframes, py, (size_t)npy * sizeof(*py));
+	s->offset = at;
+	return true;
+}
+
+static uint32_t
+intern(const uint64_t *frames, int nframes, const struct gmt_stack_py *py, int npy, uint8_t pystate)
+{
+	uint64_t h = stack_hash(frames, nframes, py, npy, pystate);
+
+	for (uint32_t i = 0; i < TABLE_SLOTS; i++) {
+		struct slot *s = &st.slots[(h + i) & (TABLE_SLOTS - 1)];
+		uint32_t state = atomic_load_explicit(&s->state, memory_order_acquire);
+		if (state == SLOT_EMPTY) {
+			uint32_t expected = SLOT_EMPTY;
+			if (!atomic_compare_exchange_strong(&s->state, &expected, SLOT_WRITING)) {
+				if (expected != SLOT_READY)
+					continue;
+				state = SLOT_READY; /* another thread published it meanwhile: compare */
+			} else {
+				s->hash = h;
+				s->nframes = (uint16_t)nframes;
+				s->npy = (uint16_t)npy;
+				s->pystate = pystate;
+				if (!store_payload(s, frames, nframes, py, npy)) {
+					s->nframes = s->npy = 0; /* a slot that matches nothing */
+					s->hash = 0;
+					atomic_store_explicit(&s->state, SLOT_READY, memory_order_release);
+					break;
+				}
+				s->id = atomic_fetch_add_explicit(&st.next_id, 1, memory_order_relaxed) + 1;
+				if (s->id > TABLE_SLOTS)
+					break;
+				atomic_store_explicit(&s->state, SLOT_READY, memory_order_release);
+				atomic_store_explicit(&st.by_id[s->id], s, memory_order_release);
+				return s->id;
+			}
+		}
+		if (state == SLOT_READY && s->hash == h && same_stack(s, frames, nframes, py, npy, pystate))
+			return s->id;
+	}
+	atomic_fetch_add_explicit(&st.overflow, 1, memory_order_relaxed);
+	return 0;
+}
+
+uint32_t
+gmt_stack_capture(const void *skip_lib)
+{
+	uint64_t frames[MAX_NATIVE];
+	struct gmt_stack_py py[MAX_PY];
+	int nframes = 0, npy = 0;
+	uint8_t pystate = GMT_PYSTATE_UNKNOWN;
+
+	if (!atomic_load_explicit(&st.ready, memory_order_acquire)) {
+		gmt_stacks_setup(); /* the process's first event comes before the tracer starts */
+		if (!atomic_load_explicit(&st.ready, memory_order_acquire))
+			return 0;
+	}
+	if (st.native)
+		nframes = native_frames(frames, skip_lib);
+	if (st.python)
+		npy = python_frames(py, &pystate);
+	if (nframes == 0 && npy == 0 && pystate == GMT_PYSTATE_UNKNOWN)
+		return 0;
+	return intern(frames, nframes, py, npy, pystate);
+}
+
+bool
+gmt_stack_get(uint32_t id, struct gmt_stack_view *out)
+{
+	if (id == 0 || id > TABLE_SLOTS)
+		return false;
+	struct slot *s = atomic_load_explicit(&st.by_id[id], memory_order_acquire);
+	if (!s || atomic_load_explicit(&s->state, memory_order_acquire) != SLOT_READY)
+		return false;
+	const uint64_t *a = st.arena + s->offset;
+	*out = (struct gmt_stack_view){
+		.id = id,
+		.nframes = s->nframes,
+		.npy = s->npy,
+		.pystate = s->pystate,
+		.frames = a,
+		.py = (const struct gmt_stack_py *)(a + s->nframes),
+	};
+	return true;
+}
