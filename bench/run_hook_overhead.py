@@ -15,6 +15,9 @@ this script exit 1.
                 cupti      GPUMEMTRACE_CUPTI=1: events come from CUPTI callbacks
                 interpose  GPUMEMTRACE_CUPTI=0: events come from the LD_PRELOAD wrappers
                 both       cupti and interpose
+                cupti-nostacks, cupti-native, interpose-nostacks, interpose-native: the same paths
+                           with GPUMEMTRACE_STACKS=none / native (the default is all)
+                a comma list of these names runs them all, interleaved
                 On --runtime real the header of each traced run must show the path asked for
                 (capture includes "cupti", or is ["interpose"]); otherwise the run is a PROBLEM.
 
@@ -103,6 +106,11 @@ CAPTURES = {
     "default": ({}, None),
     "cupti": ({"GPUMEMTRACE_CUPTI": "1"}, "cupti"),
     "interpose": ({"GPUMEMTRACE_CUPTI": "0"}, "interpose-only"),
+    # the cost of call stacks: the same paths without stacks and with native frames only
+    "cupti-nostacks": ({"GPUMEMTRACE_CUPTI": "1", "GPUMEMTRACE_STACKS": "none"}, "cupti"),
+    "cupti-native": ({"GPUMEMTRACE_CUPTI": "1", "GPUMEMTRACE_STACKS": "native"}, "cupti"),
+    "interpose-nostacks": ({"GPUMEMTRACE_CUPTI": "0", "GPUMEMTRACE_STACKS": "none"}, "interpose-only"),
+    "interpose-native": ({"GPUMEMTRACE_CUPTI": "0", "GPUMEMTRACE_STACKS": "native"}, "interpose-only"),
 }
 
 
@@ -152,7 +160,7 @@ def main():
     ap.add_argument("--build", required=True, help="meson build directory")
     ap.add_argument("--runtime", choices=["sim", "real"], default="sim")
     ap.add_argument("--mode", choices=["malloc", "async"], default="malloc")
-    ap.add_argument("--capture", choices=["default", "both", "cupti", "interpose"], default="default",
+    ap.add_argument("--capture", default="default",
                     help="tracer configurations to compare with no tracer (see above)")
     ap.add_argument("--rounds", type=int, default=11, help="interleaved A/B rounds (after one warm-up round)")
     ap.add_argument("--iters", type=int, help="pairs per repetition (default depends on runtime and mode)")
@@ -202,7 +210,10 @@ def main():
     print(f"  command: {' '.join(cmd)}")
     print(f"  LD_LIBRARY_PATH={env['LD_LIBRARY_PATH']}")
 
-    names = ["cupti", "interpose"] if args.capture == "both" else [args.capture]
+    names = ["cupti", "interpose"] if args.capture == "both" else args.capture.split(",")
+    for n in names:
+        if n not in CAPTURES:
+            sys.exit(f"run_hook_overhead: unknown --capture {n!r} (one of both, {', '.join(CAPTURES)}, or a comma list)")
     print(f"  tracer configurations: {', '.join(names)}")
     plain = []
     per = {n: {"traced": [], "diffs": [], "facts": []} for n in names}

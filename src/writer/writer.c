@@ -275,7 +275,7 @@ write_stack(uint32_t id)
 	announce_python();
 	write_pycodes();
 	if (st.nframes && gmt_modules_changed())
-		gmt_modules_write(&w.out, w.last_seq);
+		gmt_modules_write(&w.out, w.last_seq); /* loaded since the last loop */
 	gmt_jsonl_stack(&w.out, &st);
 	w.stack_written[id] = 1;
 }
@@ -336,6 +336,10 @@ writer_main(void *arg)
 
 	while (!w.failed) {
 		bool stopping = atomic_load_explicit(&w.stop, memory_order_acquire);
+		/* Objects loaded and unloaded get a modules line within a loop (~1 ms), so that a
+		 * library unloaded after its stacks were captured is still in an earlier line. */
+		if (w.cfg.stacks_native && gmt_modules_changed())
+			gmt_modules_write(&w.out, w.last_seq);
 		size_t n = drain_batch();
 		uint64_t now = now_ns(CLOCK_MONOTONIC);
 
