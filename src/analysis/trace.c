@@ -28,6 +28,8 @@ struct reader {
 	bool have_min_ts;
 	bool have_start_ts;
 	uint64_t min_ts; /* time origin when there is no header */
+	uint32_t *modhash; /* open addressing over t->modules (index + 1; 0 empty) */
+	size_t modhash_mask;
 };
 
 // --- messages ---------------------------------------------------------------------------------
@@ -42,6 +44,22 @@ bad_line(struct reader *r, size_t lineno, const char *fmt, ...)
 		return;
 	r->shown++;
 	fprintf(r->diag, "%s:%zu: ", r->t->path, lineno);
+	va_start(ap, fmt);
+	vfprintf(r->diag, fmt, ap);
+	va_end(ap);
+	fputc('\n', r->diag);
+}
+
+/* A remark about a line that is still used (not counted as a bad line); shares the cap. */
+static void __attribute__((format(printf, 3, 4)))
+note_line(struct reader *r, size_t lineno, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (r->shown >= GMT_TRACE_MAX_DIAG)
+		return;
+	r->shown++;
+	fprintf(r->diag, "%s:%zu: note: ", r->t->path, lineno);
 	va_start(ap, fmt);
 	vfprintf(r->diag, fmt, ap);
 	va_end(ap);
@@ -207,6 +225,25 @@ read_capture(struct gmt_trace *t, json_t *a)
 	    xstrdup(json_string_value(e));
 }
 
+/* The header's "stacks" object: what the tracer captured. Odd values leave "unknown". */
+static void
+read_stacks_info(struct gmt_trace *t, json_t *o)
+{
+	json_t *v;
+	uint64_t depth;
+
+	if (!json_is_object(o))
+		return;
+	t->have_stacks_info = true;
+	v = json_object_get(o, "native");
+	t->stacks_native = json_is_true(v);
+	if (get_u64(o, "depth", &depth) == 0 && depth <= UINT32_MAX)
+		t->stacks_depth = (uint32_t)depth;
+	v = json_object_get(o, "python");
+	if (json_is_string(v) && !t->python)
+		t->python = xstrdup(json_string_value(v));
+}
+
 static bool
 read_header(struct reader *r, json_t *obj, size_t lineno)
 {
@@ -291,6 +328,7 @@ read_header(struct reader *r, json_t *obj, size_t lineno)
 		json_array_foreach(a, i, e) if (json_is_string(e)) t->argv[t->argc++] =
 		    xstrdup(json_string_value(e));
 	}
+	read_stacks_info(t, json_object_get(obj, "stacks"));
 	rank = json_object_get(obj, "rank");
 	if (json_is_object(rank)) {
 		t->has_rank = true;
@@ -299,6 +337,68 @@ read_header(struct reader *r, json_t *obj, size_t lineno)
 		get_i64(rank, "world_size", &t->world_size);
 	}
 	return true;
+}
+
+/* "py": [[code_id, instr_offset, entry], ...]; false when any element is malformed. */
+static bool
+read_py(json_t *a, struct gmt_trace_stack *st)
+{
+	size_t i;
+	json_t *e;
+
+	if (!json_is_array(a))
+		return false;
+	st->py = xrealloc(NULL, json_array_size(a), sizeof(*st->py));
+	json_array_foreach(a, i, e)
+	{
+		json_t *c = json_array_get(e, 0), *o = json_array_get(e, 1), *en = json_array_get(e, 2);
+
+		if (!json_is_array(e) || json_array_size(e) != 3 || !json_is_integer(c) ||
+		    !json_is_integer(o) || !json_is_integer(en) || json_integer_value(c) < 0 ||
+		    json_integer_value(c) > UINT32_MAX || json_integer_value(o) < 0 ||
+		    json_integer_value(o) > UINT32_MAX ||
+		    (json_integer_value(en) != 0 && json_integer_value(en) != 1)) {
+			free(st->py);
+			st->py = NULL;
+			return false;
+		}
+		st->py[i] = (struct gmt_trace_pyframe){
+		    .code = (uint32_t)json_integer_value(c),
+		    .offset = (uint32_t)json_integer_value(o),
+		    .entry = json_integer_value(en) == 1,
+		};
+	}
+	st->npy = (uint32_t)json_array_size(a);
+	return true;
+}
+
+/*
+ * The Python part of a stack line ("py" or "pystate"). It is optional: when it is malformed the
+ * line is reported (and counted) but its native frames are kept, since they are still right.
+ */
+static void
+read_stack_python(struct reader *r, json_t *obj, size_t lineno, struct gmt_trace_stack *st)
+{
+	json_t *py = json_object_get(obj, "py");
+	const char *state;
+	int err;
+
+	if (py && !json_is_null(py) && !read_py(py, st))
+		bad_line(r, lineno,
+			 "stack %u with bad \"py\" (expected [[code_id, instr_offset, 0 or 1], ...]): "
+			 "its Python frames are ignored",
+			 st->id);
+	err = get_str(obj, "pystate", &state);
+	if (err == -EINVAL)
+		bad_line(r, lineno, "stack %u with bad \"pystate\" (expected a string), ignored",
+			 st->id);
+	else if (err == 0 && strcmp(state, "empty") == 0)
+		st->pystate = GMT_TPY_EMPTY;
+	else if (err == 0 && strcmp(state, "none") == 0)
+		st->pystate = GMT_TPY_NONE;
+	else if (err == 0)
+		note_line(r, lineno, "stack %u with unknown \"pystate\" \"%s\", ignored", st->id,
+			  state);
 }
 
 static bool
@@ -327,10 +427,15 @@ read_stack(struct reader *r, json_t *obj, size_t lineno)
 			return false;
 		}
 	}
-	t->stacks = xrealloc(t->stacks, t->nstacks + 1, sizeof(*t->stacks));
+	if ((t->nstacks & (t->nstacks - 1)) == 0)
+		t->stacks =
+		    xrealloc(t->stacks, t->nstacks ? t->nstacks * 2 : 16, sizeof(*t->stacks));
 	st = &t->stacks[t->nstacks];
+	memset(st, 0, sizeof(*st));
 	st->id = (uint32_t)id;
-	st->nframes = 0;
+	st->line = (uint32_t)lineno;
+	/* A stack names the module list in force when it was written: the latest one so far. */
+	st->modset = t->nmodsets ? (int32_t)(t->nmodsets - 1) : -1;
 	st->frames = xrealloc(NULL, json_array_size(frames), sizeof(*st->frames));
 	json_array_foreach(frames, i, e)
 	{
@@ -341,7 +446,287 @@ read_stack(struct reader *r, json_t *obj, size_t lineno)
 		}
 		st->nframes++;
 	}
+	read_stack_python(r, obj, lineno, st);
 	t->nstacks++;
+	return true;
+}
+
+// --- modules, pycode, pyinfo --------------------------------------------------------------------
+
+static uint64_t
+hash_bytes(uint64_t h, const void *p, size_t n)
+{
+	const unsigned char *b = p;
+
+	/* FNV-1a: only to spread module entries over the dedup table. */
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ b[i]) * 0x100000001b3ull;
+	return h;
+}
+
+static uint64_t
+module_hash(const struct gmt_trace_module *m)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	h = hash_bytes(h, m->path, strlen(m->path));
+	h = hash_bytes(h, &m->base, sizeof(m->base));
+	h = hash_bytes(h, m->build_id, strlen(m->build_id));
+	return hash_bytes(h, m->segments, m->nsegments * sizeof(*m->segments));
+}
+
+static bool
+module_equal(const struct gmt_trace_module *a, const struct gmt_trace_module *b)
+{
+	return a->base == b->base && a->nsegments == b->nsegments &&
+	       strcmp(a->path, b->path) == 0 && strcmp(a->build_id, b->build_id) == 0 &&
+	       memcmp(a->segments, b->segments, a->nsegments * sizeof(*a->segments)) == 0;
+}
+
+/* The index of @p m among the trace's modules: an existing equal entry, or @p m moved in. */
+static uint32_t
+module_intern(struct reader *r, struct gmt_trace_module *m)
+{
+	struct gmt_trace *t = r->t;
+	size_t slot;
+
+	if (t->nmodules * 2 >= r->modhash_mask) {
+		size_t cap = r->modhash_mask ? (r->modhash_mask + 1) * 2 : 256;
+
+		free(r->modhash);
+		r->modhash = xrealloc(NULL, cap, sizeof(*r->modhash));
+		memset(r->modhash, 0, cap * sizeof(*r->modhash));
+		r->modhash_mask = cap - 1;
+		for (size_t i = 0; i < t->nmodules; i++) {
+			slot = module_hash(&t->modules[i]) & r->modhash_mask;
+			while (r->modhash[slot])
+				slot = (slot + 1) & r->modhash_mask;
+			r->modhash[slot] = (uint32_t)i + 1;
+		}
+	}
+	slot = module_hash(m) & r->modhash_mask;
+	for (; r->modhash[slot]; slot = (slot + 1) & r->modhash_mask) {
+		uint32_t k = r->modhash[slot] - 1;
+
+		if (module_equal(&t->modules[k], m)) {
+			free(m->path);
+			free(m->build_id);
+			free(m->segments);
+			return k;
+		}
+	}
+	if ((t->nmodules & (t->nmodules - 1)) == 0)
+		t->modules =
+		    xrealloc(t->modules, t->nmodules ? t->nmodules * 2 : 64, sizeof(*t->modules));
+	t->modules[t->nmodules] = *m;
+	r->modhash[slot] = (uint32_t)t->nmodules + 1;
+	return (uint32_t)t->nmodules++;
+}
+
+/* A hex string of whole bytes; lowercased into a new string, NULL when it is not one. */
+static char *
+hex_lower(const char *s)
+{
+	size_t n = strlen(s);
+	char *d;
+
+	if (n % 2)
+		return NULL;
+	d = xstrdup(s);
+	for (size_t i = 0; i < n; i++) {
+		char c = d[i];
+
+		if (c >= 'A' && c <= 'F')
+			d[i] = (char)(c - 'A' + 'a');
+		else if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) {
+			free(d);
+			return NULL;
+		}
+	}
+	return d;
+}
+
+/* One element of a modules line; false (and @p m untouched) when it is malformed. */
+static bool
+module_entry(json_t *e, struct gmt_trace_module *m)
+{
+	const char *path, *bid;
+	json_t *segs, *sg;
+	size_t i;
+
+	if (!json_is_object(e) || get_str(e, "path", &path) || get_hex(e, "base", &m->base) ||
+	    get_str(e, "build_id", &bid))
+		return false;
+	segs = json_object_get(e, "segments");
+	if (!json_is_array(segs))
+		return false;
+	m->segments = xrealloc(NULL, json_array_size(segs), sizeof(*m->segments));
+	json_array_foreach(segs, i, sg)
+	{
+		json_t *v = json_array_get(sg, 0), *sz = json_array_get(sg, 1);
+
+		if (!json_is_array(sg) || json_array_size(sg) != 2 || !json_is_integer(v) ||
+		    !json_is_integer(sz) || json_integer_value(v) < 0 ||
+		    json_integer_value(sz) < 0) {
+			free(m->segments);
+			return false;
+		}
+		m->segments[i][0] = (uint64_t)json_integer_value(v);
+		m->segments[i][1] = (uint64_t)json_integer_value(sz);
+	}
+	m->build_id = hex_lower(bid);
+	if (!m->build_id) {
+		free(m->segments);
+		return false;
+	}
+	m->nsegments = (uint32_t)json_array_size(segs);
+	m->path = xstrdup(path);
+	return true;
+}
+
+/*
+ * A modules line: the complete list of loaded objects from here on. A malformed entry is left
+ * out (its addresses then belong to no module and are shown as plain addresses); the rest of the
+ * list is used.
+ */
+static bool
+read_modules(struct reader *r, json_t *obj, size_t lineno)
+{
+	struct gmt_trace *t = r->t;
+	struct gmt_trace_modset ms = {.line = (uint32_t)lineno};
+	json_t *a, *e;
+	size_t i, bad = 0, first_bad = 0;
+	int err;
+
+	if ((err = get_u64(obj, "seq", &ms.seq)) == -EINVAL)
+		return key_error(r, lineno, "modules", "seq", err, "an integer");
+	a = json_object_get(obj, "modules");
+	if (!a)
+		return key_error(r, lineno, "modules", "modules", -ENOENT, "");
+	if (!json_is_array(a))
+		return key_error(r, lineno, "modules", "modules", -EINVAL, "an array");
+	ms.mods = xrealloc(NULL, json_array_size(a), sizeof(*ms.mods));
+	json_array_foreach(a, i, e)
+	{
+		struct gmt_trace_module m = {0};
+
+		if (!module_entry(e, &m)) {
+			if (!bad++)
+				first_bad = i;
+			continue;
+		}
+		ms.mods[ms.nmods++] = module_intern(r, &m);
+	}
+	if (bad)
+		bad_line(r, lineno,
+			 "modules: %zu malformed %s (first: #%zu; expected {path, base (hex), "
+			 "build_id (hex), segments [[vaddr, memsz], ...]}), left out",
+			 bad, bad == 1 ? "entry" : "entries", first_bad);
+	t->modsets = xrealloc(t->modsets, t->nmodsets + 1, sizeof(*t->modsets));
+	t->modsets[t->nmodsets++] = ms;
+	return true;
+}
+
+static int
+hex_digit(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/* Decode a hex string into a new buffer; NULL when it is not whole bytes of hex. */
+static uint8_t *
+hex_decode(const char *s, size_t *n)
+{
+	size_t len = strlen(s);
+	uint8_t *d;
+
+	if (len % 2)
+		return NULL;
+	d = xrealloc(NULL, len / 2 ? len / 2 : 1, 1);
+	for (size_t i = 0; i < len / 2; i++) {
+		int hi = hex_digit(s[2 * i]), lo = hex_digit(s[2 * i + 1]);
+
+		if (hi < 0 || lo < 0) {
+			free(d);
+			return NULL;
+		}
+		d[i] = (uint8_t)(hi << 4 | lo);
+	}
+	*n = len / 2;
+	return d;
+}
+
+/* A string key that may be null (the tracer writes null when it could not read the value). */
+static bool
+opt_str(json_t *obj, const char *key, char **out)
+{
+	const char *s;
+	int err = get_str(obj, key, &s);
+
+	if (err == -EINVAL)
+		return false;
+	*out = err ? NULL : xstrdup(s);
+	return true;
+}
+
+static bool
+read_pycode(struct reader *r, json_t *obj, size_t lineno)
+{
+	struct gmt_trace *t = r->t;
+	struct gmt_trace_pycode c = {.line = (uint32_t)lineno};
+	const char *table;
+	uint64_t id;
+	long long first;
+	int err;
+
+	err = get_u64(obj, "id", &id);
+	if (err || id > UINT32_MAX)
+		return key_error(r, lineno, "pycode", "id", err ? err : -EINVAL, "an integer");
+	if ((err = get_i64(obj, "firstlineno", &first)) || first < 0 || first > INT32_MAX)
+		return key_error(r, lineno, "pycode", "firstlineno", err ? err : -EINVAL,
+				 "a non-negative integer");
+	if ((err = get_str(obj, "linetable", &table)))
+		return key_error(r, lineno, "pycode", "linetable", err, "a hex string");
+	c.id = (uint32_t)id;
+	c.firstlineno = (int)first;
+	c.linetable = hex_decode(table, &c.nlinetable);
+	if (!c.linetable)
+		return key_error(r, lineno, "pycode", "linetable", -EINVAL, "a hex string");
+	if (!opt_str(obj, "file", &c.file) || !opt_str(obj, "name", &c.name) ||
+	    !opt_str(obj, "qualname", &c.qualname) || !opt_str(obj, "python", &c.python)) {
+		free(c.file);
+		free(c.name);
+		free(c.qualname);
+		free(c.python);
+		free(c.linetable);
+		bad_line(r, lineno, "pycode with a non-string file, name, qualname or python");
+		return false;
+	}
+	if ((t->npycodes & (t->npycodes - 1)) == 0)
+		t->pycodes =
+		    xrealloc(t->pycodes, t->npycodes ? t->npycodes * 2 : 16, sizeof(*t->pycodes));
+	t->pycodes[t->npycodes++] = c;
+	return true;
+}
+
+/* Python was found after the header was written (libpython loaded later): the last one counts. */
+static bool
+read_pyinfo(struct reader *r, json_t *obj, size_t lineno)
+{
+	struct gmt_trace *t = r->t;
+	const char *v;
+	int err = get_str(obj, "python", &v);
+
+	if (err == -EINVAL)
+		return key_error(r, lineno, "pyinfo", "python", err, "a string or null");
+	free(t->python);
+	t->python = err ? NULL : xstrdup(v);
 	return true;
 }
 
@@ -701,10 +1086,13 @@ read_line(struct reader *r, const char *buf, size_t len, size_t lineno)
 		used = read_header(r, obj, lineno);
 	else if (strcmp(type, "trailer") == 0)
 		used = read_trailer(r, obj, lineno);
-	/*
-	 * Other types are ignored without a word: the architecture plans more line types (module,
-	 * python-code) and adding one is not a format change.
-	 */
+	else if (strcmp(type, "modules") == 0)
+		used = read_modules(r, obj, lineno);
+	else if (strcmp(type, "pycode") == 0)
+		used = read_pycode(r, obj, lineno);
+	else if (strcmp(type, "pyinfo") == 0)
+		used = read_pyinfo(r, obj, lineno);
+	/* Other types are ignored without a word: adding a line type is not a format change. */
 	if (used)
 		r->usable++;
 out:
@@ -739,6 +1127,64 @@ cmp_stack(const void *pa, const void *pb)
 	const struct gmt_trace_stack *a = pa, *b = pb;
 
 	return a->id < b->id ? -1 : a->id > b->id;
+}
+
+static int
+cmp_pycode(const void *pa, const void *pb)
+{
+	const struct gmt_trace_pycode *a = pa, *b = pb;
+
+	if (a->id != b->id)
+		return a->id < b->id ? -1 : 1;
+	return a->line < b->line ? -1 : a->line > b->line;
+}
+
+static void
+pycode_free(struct gmt_trace_pycode *c)
+{
+	free(c->file);
+	free(c->name);
+	free(c->qualname);
+	free(c->python);
+	free(c->linetable);
+}
+
+/*
+ * Sort the pycode lines by id and keep the first of each id (a second one is a tracer bug,
+ * reported); then say once per stack which Python frames name a code no line defines (they are
+ * shown as unknown code).
+ */
+static void
+settle_pycodes(struct reader *r)
+{
+	struct gmt_trace *t = r->t;
+	size_t k = 0;
+
+	if (t->npycodes > 1)
+		qsort(t->pycodes, t->npycodes, sizeof(*t->pycodes), cmp_pycode);
+	for (size_t i = 0; i < t->npycodes; i++) {
+		if (k && t->pycodes[k - 1].id == t->pycodes[i].id) {
+			bad_line(r, t->pycodes[i].line, "pycode %u defined twice, ignored",
+				 t->pycodes[i].id);
+			pycode_free(&t->pycodes[i]);
+			continue;
+		}
+		t->pycodes[k++] = t->pycodes[i];
+	}
+	t->npycodes = k;
+	for (size_t i = 0; i < t->nstacks; i++) {
+		const struct gmt_trace_stack *st = &t->stacks[i];
+
+		for (uint32_t f = 0; f < st->npy; f++) {
+			if (!gmt_trace_pycode(t, st->py[f].code)) {
+				note_line(r, st->line,
+					  "stack %u names Python code %u, which no pycode line "
+					  "defines",
+					  st->id, st->py[f].code);
+				break;
+			}
+		}
+	}
 }
 
 enum gmt_trace_status
@@ -799,6 +1245,9 @@ gmt_trace_read(const char *path, FILE *diag, struct gmt_trace **out)
 	free(buf);
 	fclose(f);
 
+	free(r.modhash);
+	if (!r.refused)
+		settle_pycodes(&r);
 	if (r.shown < t->bad_lines)
 		fprintf(diag, "%s: %zu more bad lines not shown\n", path, t->bad_lines - r.shown);
 	if (read_errno) {
@@ -856,9 +1305,24 @@ gmt_trace_free(struct gmt_trace *t)
 	for (size_t i = 0; i < t->nmarkers; i++)
 		free(t->markers[i].label);
 	free(t->markers);
-	for (size_t i = 0; i < t->nstacks; i++)
+	for (size_t i = 0; i < t->nstacks; i++) {
 		free(t->stacks[i].frames);
+		free(t->stacks[i].py);
+	}
 	free(t->stacks);
+	free(t->python);
+	for (size_t i = 0; i < t->nmodules; i++) {
+		free(t->modules[i].path);
+		free(t->modules[i].build_id);
+		free(t->modules[i].segments);
+	}
+	free(t->modules);
+	for (size_t i = 0; i < t->nmodsets; i++)
+		free(t->modsets[i].mods);
+	free(t->modsets);
+	for (size_t i = 0; i < t->npycodes; i++)
+		pycode_free(&t->pycodes[i]);
+	free(t->pycodes);
 	for (size_t i = 0; i < t->nstrings; i++)
 		free(t->strings[i]);
 	free(t->strings);
@@ -885,6 +1349,27 @@ gmt_trace_stack(const struct gmt_trace *t, uint32_t id)
 	if (id == 0 || t->nstacks == 0)
 		return NULL;
 	return bsearch(&key, t->stacks, t->nstacks, sizeof(*t->stacks), cmp_stack);
+}
+
+const struct gmt_trace_pycode *
+gmt_trace_pycode(const struct gmt_trace *t, uint32_t id)
+{
+	struct gmt_trace_pycode key = {.id = id};
+
+	if (t->npycodes == 0)
+		return NULL;
+	/* After reading, ids are unique, so the line number never decides the comparison. */
+	for (size_t lo = 0, hi = t->npycodes; lo < hi;) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (t->pycodes[mid].id == key.id)
+			return &t->pycodes[mid];
+		if (t->pycodes[mid].id < key.id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
 }
 
 double

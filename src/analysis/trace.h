@@ -92,10 +92,62 @@ struct gmt_trace_marker {
 	char *label;
 };
 
+/** What a stack line's "pystate" said (absent: Python stacks off, or frames present). */
+enum gmt_trace_pystate {
+	GMT_TPY_UNKNOWN = 0,
+	GMT_TPY_NONE,  /**< "none": not a Python thread */
+	GMT_TPY_EMPTY, /**< "empty": a Python thread state without frames (autograd threads) */
+};
+
+/** One Python frame of a stack line's "py" array. */
+struct gmt_trace_pyframe {
+	uint32_t code;	 /**< id of a pycode line */
+	uint32_t offset; /**< byte offset of the instruction in co_code */
+	bool entry;	 /**< the innermost Python frame of one call of the eval function */
+};
+
 struct gmt_trace_stack {
 	uint32_t id;
 	uint32_t nframes;
-	uint64_t *frames; /**< innermost first */
+	uint64_t *frames; /**< native return addresses, innermost first */
+	uint32_t npy;
+	struct gmt_trace_pyframe *py; /**< Python frames, innermost first (NULL when none) */
+	int32_t modset;		      /**< the latest modules line before this one, -1 none */
+	uint32_t line;
+	uint8_t pystate; /**< enum gmt_trace_pystate */
+};
+
+/**
+ * One loaded object of a `modules` line. Identical entries of successive lines (the same file
+ * at the same base) are stored once and shared by the module sets.
+ */
+struct gmt_trace_module {
+	char *path;	    /**< as the tracer saw it ("[vdso]" for the vDSO) */
+	char *build_id;	    /**< lowercase hex of NT_GNU_BUILD_ID, "" when the object has none */
+	uint64_t base;	    /**< load bias: ELF virtual address = address - base */
+	uint64_t (*segments)[2]; /**< [p_vaddr, p_memsz] of each PT_LOAD, relative to base */
+	uint32_t nsegments;
+};
+
+/** One `modules` line: every object loaded at that moment. */
+struct gmt_trace_modset {
+	uint64_t seq;	/**< the last event seq written before it */
+	uint32_t line;
+	uint32_t nmods;
+	uint32_t *mods; /**< indices into gmt_trace.modules */
+};
+
+/** One `pycode` line: a Python code object. */
+struct gmt_trace_pycode {
+	uint32_t id;
+	uint32_t line;
+	int firstlineno;
+	char *file;	/**< co_filename, NULL when the tracer could not read it */
+	char *name;	/**< co_name, may be NULL */
+	char *qualname; /**< co_qualname (= name on 3.10), may be NULL */
+	char *python;	/**< "3.12": the rules of its line table; NULL: the trace's version */
+	uint8_t *linetable;
+	size_t nlinetable;
 };
 
 /** Result of gmt_trace_read(). */
@@ -144,6 +196,19 @@ struct gmt_trace {
 	struct gmt_trace_nvml *nvml; /**< every NVML reading, in file order (snapshot order) */
 	size_t nnvml;
 
+	/* call stacks (docs/trace-format.md, "modules", "stack", "pycode") */
+	bool have_stacks_info;	  /**< the header had a "stacks" object */
+	bool stacks_native;	  /**< native stacks were captured */
+	uint32_t stacks_depth;	  /**< most native frames per stack, 0 unknown */
+	char *python;		  /**< CPython version whose frames were captured (last pyinfo, else
+				       the header's stacks.python); NULL: none */
+	struct gmt_trace_module *modules; /**< every distinct module entry */
+	size_t nmodules;
+	struct gmt_trace_modset *modsets; /**< modules lines, in file order */
+	size_t nmodsets;
+	struct gmt_trace_pycode *pycodes; /**< sorted by id */
+	size_t npycodes;
+
 	size_t lines;	  /**< lines read, the torn one included */
 	size_t bad_lines; /**< lines reported and skipped */
 	bool torn;	  /**< the last line had no '\n' and was ignored */
@@ -167,6 +232,9 @@ const char *gmt_trace_string(const struct gmt_trace *trace, uint16_t idx);
 
 /** The stack line with @p id, NULL for 0 or an id the file never defined. */
 const struct gmt_trace_stack *gmt_trace_stack(const struct gmt_trace *trace, uint32_t id);
+
+/** The pycode line with @p id, NULL when the file never defined it. */
+const struct gmt_trace_pycode *gmt_trace_pycode(const struct gmt_trace *trace, uint32_t id);
 
 /** Seconds from the trace's start to @p ts (negative if @p ts is earlier). */
 double gmt_trace_time_s(const struct gmt_trace *trace, uint64_t ts);
