@@ -238,10 +238,10 @@ python_frames(struct gmt_stack_py *out, uint8_t *pystate)
 	struct gmt_pyframe frames[MAX_PY];
 	int n = gmt_py_walk(frames, MAX_PY);
 
-	if (n < 0) {
-		*pystate = gmt_py_version() ? GMT_PYSTATE_NONE : GMT_PYSTATE_UNKNOWN;
-		return 0;
-	}
+	if (n == GMT_PY_NO_THREAD)
+		*pystate = GMT_PYSTATE_NONE;
+	if (n < 0)
+		return 0; /* or GMT_PY_UNAVAILABLE: not Python (yet), or a refused version */
 	if (n == 0)
 		*pystate = GMT_PYSTATE_EMPTY;
 	for (int i = 0; i < n; i++)

@@ -138,12 +138,26 @@ python_code_next(struct gmt_pycode_view *out)
 	return gmt_py_next_code(out);
 }
 
+static bool
+python_code_get(uint32_t id, struct gmt_pycode_view *out)
+{
+	return gmt_py_code(id, out);
+}
+
 static const char *
 python_version(void)
 {
 	return gmt_stacks_python() ? gmt_py_version() : NULL;
 }
 #else
+static bool
+python_code_get(uint32_t id, struct gmt_pycode_view *out)
+{
+	(void)id;
+	(void)out;
+	return false;
+}
+
 static bool
 python_code_next(struct gmt_pycode_view *out)
 {
@@ -202,6 +216,7 @@ tracer_start(void)
 		.stacks_depth = gmt_stacks_depth(),
 		.stack_get = gmt_stack_get,
 		.pycode_next = python_code_next,
+		.pycode_get = python_code_get,
 		.python_version = python_version,
 		.on_failure = on_writer_failure,
 		.thread_init = writer_thread_init,

@@ -38,6 +38,8 @@ struct writer {
 	struct gmt_live_table live;
 	uint8_t *stack_written; /* by stack id: its line is in the file */
 	size_t stack_written_cap;
+	uint8_t *code_written;  /* by Python code id: its pycode line is in the file */
+	size_t code_written_cap;
 	const char *python;     /* the Python version announced so far */
 	struct gmt_event *batch;
 	uint64_t events_written;
@@ -223,16 +225,49 @@ by_seq(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* Python code objects registered since the last call, as pycode lines. */
+/* A written-once flag by id, grown on demand. Out of memory: "written" (a line is lost, not doubled). */
+static bool
+flag_test_set(uint8_t **flags, size_t *cap, uint32_t id)
+{
+	if (id >= *cap) {
+		size_t n = *cap ? *cap : 4096;
+		while (n <= id)
+			n *= 2;
+		uint8_t *p = realloc(*flags, n);
+		if (!p)
+			return true;
+		memset(p + *cap, 0, n - *cap);
+		*flags = p;
+		*cap = n;
+	}
+	bool was = (*flags)[id];
+	(*flags)[id] = 1;
+	return was;
+}
+
 static void
-write_pycodes(void)
+write_pycode(const struct gmt_pycode_view *c)
+{
+	if (!flag_test_set(&w.code_written, &w.code_written_cap, c->id))
+		gmt_jsonl_pycode(&w.out, c);
+}
+
+/* Python code objects registered since the last call, as pycode lines, then any the stack names
+ * that the ordered cursor has not reached yet (another thread still registering a lower id). */
+static void
+write_pycodes(const struct gmt_stack_view *st)
 {
 	struct gmt_pycode_view c;
 
 	if (!w.cfg.pycode_next)
 		return;
 	while (w.cfg.pycode_next(&c))
-		gmt_jsonl_pycode(&w.out, &c);
+		write_pycode(&c);
+	for (size_t i = 0; i < st->npy && w.cfg.pycode_get; i++) {
+		uint32_t id = st->py[i].code_id;
+		if (id && (id >= w.code_written_cap || !w.code_written[id]) && w.cfg.pycode_get(id, &c))
+			write_pycode(&c);
+	}
 }
 
 /* A Python interpreter found after the header was written gets a pyinfo line. */
@@ -246,23 +281,6 @@ announce_python(void)
 	}
 }
 
-static bool
-stack_seen(uint32_t id)
-{
-	if (id >= w.stack_written_cap) {
-		size_t cap = w.stack_written_cap ? w.stack_written_cap : 4096;
-		while (cap <= id)
-			cap *= 2;
-		uint8_t *p = realloc(w.stack_written, cap);
-		if (!p)
-			return true; /* out of memory: the event keeps its id, the line is lost */
-		memset(p + w.stack_written_cap, 0, cap - w.stack_written_cap);
-		w.stack_written = p;
-		w.stack_written_cap = cap;
-	}
-	return w.stack_written[id];
-}
-
 /* Before the first event that names a stack: the code objects and modules it refers to, then
  * the stack itself (docs/trace-format.md: each line refers only to lines before it). */
 static void
@@ -270,14 +288,15 @@ write_stack(uint32_t id)
 {
 	struct gmt_stack_view st;
 
-	if (stack_seen(id) || !w.cfg.stack_get || !w.cfg.stack_get(id, &st))
+	if ((id < w.stack_written_cap && w.stack_written[id]) || !w.cfg.stack_get ||
+	    !w.cfg.stack_get(id, &st))
 		return;
 	announce_python();
-	write_pycodes();
+	write_pycodes(&st);
 	if (st.nframes && gmt_modules_changed())
 		gmt_modules_write(&w.out, w.last_seq); /* loaded since the last loop */
 	gmt_jsonl_stack(&w.out, &st);
-	w.stack_written[id] = 1;
+	flag_test_set(&w.stack_written, &w.stack_written_cap, id);
 }
 
 static void

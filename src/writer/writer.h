@@ -34,8 +34,10 @@ struct gmt_writer_config {
 	unsigned stacks_depth;
 	/** the stack an event names, once published by the capture side */
 	bool (*stack_get)(uint32_t id, struct gmt_stack_view *out);
-	/** the next Python code object registered since the last call */
+	/** the next Python code object registered since the last call, in id order */
 	bool (*pycode_next)(struct gmt_pycode_view *out);
+	/** a registered Python code object by id (one a stack names may precede the ordered cursor) */
+	bool (*pycode_get)(uint32_t id, struct gmt_pycode_view *out);
 	/** the CPython version whose frames are captured, NULL until known or when off */
 	const char *(*python_version)(void);
 	void (*on_failure)(void);      /**< called once if the writer cannot go on (no file, disk full) */
