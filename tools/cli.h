@@ -9,6 +9,7 @@
 #include <stdio.h>
 
 #include "analysis/model.h"
+#include "analysis/symbolize.h"
 #include "analysis/trace.h"
 
 /** Exit codes of every subcommand (documented in `gpumemtrace --help`). */
@@ -25,6 +26,7 @@ struct gmt_inputs {
 	struct gmt_model **models; /**< models[i] replays traces[i] */
 	size_t n;
 	size_t unreadable; /**< paths that yielded nothing (each one reported on diag) */
+	struct gmt_symbolizer *sym; /**< shared by every model's stacks; made with the first */
 };
 
 /**
@@ -33,7 +35,10 @@ struct gmt_inputs {
  */
 void gmt_inputs_add_path(struct gmt_inputs *in, const char *path, FILE *diag);
 
-/** Read one trace file and append it (no directory expansion). */
+/**
+ * Read one trace file and append it (no directory expansion). Its stacks are symbolized on first
+ * use, with one symbolizer for all inputs (a library shared by several processes is read once).
+ */
 void gmt_inputs_add_file(struct gmt_inputs *in, const char *path, FILE *diag);
 
 void gmt_inputs_free(struct gmt_inputs *in);

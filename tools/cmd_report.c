@@ -15,18 +15,32 @@ usage(FILE *out)
 {
 	fprintf(
 	    out,
-	    "Usage: gpumemtrace report [--format text|json] [-o FILE] TRACE...\n"
+	    "Usage: gpumemtrace report [--format text|json|folded] [--stack site|full]\n"
+	    "                          [--weight peak|leaked|allocated] [-o FILE] TRACE...\n"
 	    "\n"
 	    "Report the device memory held at its peak (with every memory kind on its own),\n"
-	    "leaks, failed allocations and, where the trace has NVML readings, what no\n"
-	    "allocation call accounts for, from trace files.\n"
+	    "who held it, leaks, failed allocations and, where the trace has NVML readings, what\n"
+	    "no allocation call accounts for, from trace files.\n"
 	    "TRACE is a trace file or a directory (every *.jsonl in it, one per process).\n"
 	    "\n"
 	    "Options:\n"
-	    "  -f, --format FMT  text (default: for people) or json (stable keys, see\n"
-	    "                    docs/report-json.md)\n"
+	    "  -f, --format FMT  text (default: for people), json (stable keys, see\n"
+	    "                    docs/report-json.md) or folded (one line per stack, for\n"
+	    "                    flamegraph.pl, inferno or speedscope)\n"
+	    "  -s, --stack VIEW  text: site (default) groups allocations by call site, the\n"
+	    "                    innermost frame of your code; full also prints each group's\n"
+	    "                    whole stack, outermost frame first\n"
+	    "  -w, --weight W    folded: peak (default; bytes live at each device's peak),\n"
+	    "                    leaked (bytes live at the end) or allocated (bytes allocated\n"
+	    "                    over the whole run)\n"
 	    "  -o, --output FILE write the report to FILE instead of standard output\n"
 	    "  -h, --help        show this help\n"
+	    "\n"
+	    "Call stacks are symbolized from the files the trace names (build-id checked; a\n"
+	    "missing or different file shows its frames as module+offset). A call site is the\n"
+	    "innermost Python frame, else the innermost native frame outside the CUDA runtime,\n"
+	    "driver and CUPTI, gpumemtrace, libc/libstdc++/ld.so and PyTorch's CUDA allocator\n"
+	    "libraries (libc10_cuda, libtorch_cuda).\n"
 	    "\n"
 	    "Problems in a trace (unreadable lines, a torn last line) are reported on standard\n"
 	    "error as FILE:LINE: MESSAGE; the rest of the trace is used.\n"
@@ -35,41 +49,69 @@ usage(FILE *out)
 	    "written), 3 no trace could be read.\n");
 }
 
+enum format {
+	FORMAT_TEXT,
+	FORMAT_JSON,
+	FORMAT_FOLDED,
+};
+
+/* The option's value among @p names (NULL-terminated): its index, or -1 (reported). */
+static int
+choice(const char *opt, const char *value, const char *const *names, const char *expected)
+{
+	for (int i = 0; names[i]; i++)
+		if (strcmp(value, names[i]) == 0)
+			return i;
+	fprintf(stderr, "gpumemtrace report: unknown %s '%s' (%s)\n", opt, value, expected);
+	return -1;
+}
+
 int
 gmt_cmd_report(int argc, char **argv)
 {
 	static const struct option longopts[] = {
-	    {"format", required_argument, NULL, 'f'},
-	    {"output", required_argument, NULL, 'o'},
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
+	    {"format", required_argument, NULL, 'f'}, {"stack", required_argument, NULL, 's'},
+	    {"weight", required_argument, NULL, 'w'}, {"output", required_argument, NULL, 'o'},
+	    {"help", no_argument, NULL, 'h'},	      {NULL, 0, NULL, 0},
 	};
+	static const char *const formats[] = {"text", "json", "folded", NULL};
+	static const char *const views[] = {"site", "full", NULL};
+	static const char *const weights[] = {"peak", "leaked", "allocated", NULL};
+	struct gmt_report_options opt = {.stacks = GMT_STACKS_SITE};
 	struct gmt_inputs in = {0};
 	const char *output = NULL;
-	bool json = false;
+	enum format format = FORMAT_TEXT;
+	int weight = -1;
 	FILE *out = stdout;
-	int c, rc = GMT_EXIT_OK;
+	int c, k, rc = GMT_EXIT_OK;
 
 	opterr = 0;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "f:o:h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "f:s:w:o:h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'f':
-			if (strcmp(optarg, "json") == 0) {
-				json = true;
-			} else if (strcmp(optarg, "text") == 0) {
-				json = false;
-			} else {
-				fprintf(stderr,
-					"gpumemtrace report: unknown format '%s' (text or json)\n",
-					optarg);
+			if ((k = choice("format", optarg, formats, "text, json or folded")) < 0)
 				return gmt_usage_hint("report");
-			}
+			format = (enum format)k;
+			break;
+		case 's':
+			if ((k = choice("stack view", optarg, views, "site or full")) < 0)
+				return gmt_usage_hint("report");
+			opt.stacks = (enum gmt_stack_view)k;
+			break;
+		case 'w':
+			if ((weight = choice("weight", optarg, weights,
+					     "peak, leaked or allocated")) < 0)
+				return gmt_usage_hint("report");
 			break;
 		case 'o': output = optarg; break;
 		case 'h': usage(stdout); return GMT_EXIT_OK;
 		default: gmt_bad_option("report", argv); return gmt_usage_hint("report");
 		}
+	}
+	if (weight >= 0 && format != FORMAT_FOLDED) {
+		fprintf(stderr, "gpumemtrace report: --weight is for --format folded\n");
+		return gmt_usage_hint("report");
 	}
 	if (optind >= argc) {
 		fprintf(stderr, "gpumemtrace report: no trace given\n");
@@ -94,11 +136,16 @@ gmt_cmd_report(int argc, char **argv)
 			return GMT_EXIT_USAGE;
 		}
 	}
-	if (json) {
+	if (format == FORMAT_JSON) {
 		if (gmt_report_json(out, in.models, in.n) != 0)
 			rc = GMT_EXIT_USAGE;
+	} else if (format == FORMAT_FOLDED) {
+		if (gmt_report_folded(out, in.models, in.n,
+				      weight < 0 ? GMT_FOLD_PEAK : (enum gmt_fold_weight)weight) !=
+		    0)
+			rc = GMT_EXIT_USAGE;
 	} else {
-		gmt_report_text(out, in.models, in.n);
+		gmt_report_text(out, in.models, in.n, &opt);
 	}
 	if (ferror(out) | (out != stdout ? fclose(out) : fflush(out))) {
 		fprintf(stderr, "gpumemtrace report: cannot write %s: %s\n",

@@ -22,7 +22,7 @@ usage(FILE *out)
 		"Commands:\n"
 		"  run [-o DIR] [--] CMD ARGS...   trace a program (writes one trace file per "
 		"process)\n"
-		"  report [--format text|json] [-o FILE] TRACE...\n"
+		"  report [--format text|json|folded] [--stack site|full] [-o FILE] TRACE...\n"
 		"                                  report on trace files or directories of them\n"
 		"\n"
 		"Options:\n"

@@ -91,6 +91,9 @@ gmt_inputs_add_file(struct gmt_inputs *in, const char *path, FILE *diag)
 		in->unreadable++;
 		return;
 	}
+	if (!in->sym)
+		in->sym = gmt_symbolizer_new(diag);
+	gmt_model_set_stacks(m, gmt_callstacks_new(t, in->sym));
 	in->traces = xrealloc(in->traces, in->n + 1, sizeof(*in->traces));
 	in->models = xrealloc(in->models, in->n + 1, sizeof(*in->models));
 	in->traces[in->n] = t;
@@ -143,7 +146,9 @@ gmt_inputs_free(struct gmt_inputs *in)
 	}
 	free(in->models);
 	free(in->traces);
+	gmt_symbolizer_free(in->sym);
 	in->models = NULL;
 	in->traces = NULL;
+	in->sym = NULL;
 	in->n = 0;
 }

@@ -738,6 +738,112 @@ collect_leaks(struct replay *r)
 	qsort_r(m->leaks, m->nleaks, sizeof(*m->leaks), cmp_leak, (void *)m->trace);
 }
 
+// --- what was live at each device's peak --------------------------------------------------------
+
+/* Whether @p l is part of device memory held on @p device (kinds that are allocations). */
+static bool
+held_on(const struct gmt_live *l, const void *ctx)
+{
+	const int32_t *device = ctx;
+
+	return l->device == *device && gmt_kind_in_held((enum gmt_tkind)l->kind) &&
+	       !gmt_kind_is_reading((enum gmt_tkind)l->kind);
+}
+
+/* Group @p all by call site into a new array of leaks-shaped rows, largest first. */
+static struct gmt_leak *
+group_sites(const struct gmt_trace *t, struct gmt_live *all, size_t n, size_t *nout)
+{
+	struct gmt_leak *v;
+	size_t k = 0;
+
+	*nout = 0;
+	if (n == 0)
+		return NULL;
+	qsort(all, n, sizeof(*all), cmp_live_site);
+	v = xrealloc(NULL, n, sizeof(*v));
+	for (size_t i = 0; i < n; i++) {
+		if (i == 0 || cmp_live_site(&all[i - 1], &all[i]) != 0)
+			v[k++] = (struct gmt_leak){.stack = all[i].stack,
+						   .api = all[i].api,
+						   .driver = all[i].driver,
+						   .kind = all[i].kind};
+		v[k - 1].bytes += all[i].size;
+		v[k - 1].allocations++;
+	}
+	qsort_r(v, k, sizeof(*v), cmp_leak, (void *)t);
+	*nout = k;
+	return v;
+}
+
+static void
+capture_peak(struct replay *r, struct gmt_device_stats *d)
+{
+	struct gmt_livemap *tables[] = {&r->ptrs, &r->maps, &r->reserves, &r->handles, &r->arrays};
+	struct gmt_live *all = NULL;
+	size_t n = 0;
+
+	for (size_t t = 0; t < sizeof(tables) / sizeof(tables[0]); t++) {
+		size_t k;
+		struct gmt_live *part = gmt_livemap_all(tables[t], &k);
+
+		for (size_t i = 0; i < k; i++) {
+			if (!held_on(&part[i], &d->device))
+				continue;
+			all = xrealloc(all, n + 1, sizeof(*all));
+			all[n++] = part[i];
+		}
+		free(part);
+	}
+	d->peak_sites = group_sites(r->m->trace, all, n, &d->npeak_sites);
+	free(all);
+}
+
+static void replay_init(struct replay *r, struct gmt_model *m);
+static void replay_fini(struct replay *r);
+static void replay_event(struct replay *r, const struct gmt_trace_event *ev);
+
+/*
+ * Who held the memory at each device's peak: the replay runs again, into a scratch model, and
+ * stops at each peak's event to take the live set. A second pass costs one more replay but keeps
+ * the first one free of snapshots at every new maximum (a growing trace reaches many).
+ */
+static void
+collect_peak_sites(struct gmt_model *m)
+{
+	const struct gmt_trace *t = m->trace;
+	struct gmt_model scratch = {.trace = t};
+	struct replay r = {0};
+	size_t left = 0;
+
+	for (size_t d = 0; d < m->ndevices; d++)
+		left += m->devices[d].peak.bytes != 0;
+	if (!left)
+		return;
+	replay_init(&r, &scratch);
+	for (size_t i = 0; i < t->nevents && left; i++) {
+		const struct gmt_trace_event *ev = &t->events[i];
+
+		replay_event(&r, ev);
+		/* Events of one seq (never in a sound trace) all apply before the snapshot. */
+		if (i + 1 < t->nevents && t->events[i + 1].seq == ev->seq)
+			continue;
+		for (size_t d = 0; d < m->ndevices; d++) {
+			struct gmt_device_stats *dev = &m->devices[d];
+
+			if (dev->peak.bytes && dev->peak.seq == ev->seq && !dev->peak_sites) {
+				capture_peak(&r, dev);
+				left--;
+			}
+		}
+	}
+	replay_fini(&r);
+	free(scratch.devices);
+	free(scratch.failed);
+	free(scratch.timeline);
+	free(scratch.ledger);
+}
+
 // --- the model ----------------------------------------------------------------------------------
 
 static void
@@ -802,6 +908,7 @@ gmt_model_build(const struct gmt_trace *trace)
 	capture_readings(&r, NULL);
 	collect_leaks(&r);
 	replay_fini(&r);
+	collect_peak_sites(m);
 	return m;
 }
 
@@ -810,6 +917,9 @@ gmt_model_free(struct gmt_model *m)
 {
 	if (!m)
 		return;
+	for (size_t d = 0; d < m->ndevices; d++)
+		free(m->devices[d].peak_sites);
+	gmt_callstacks_free(m->stacks);
 	free(m->devices);
 	free(m->leaks);
 	free(m->failed);
@@ -877,4 +987,17 @@ gmt_model_totals(struct gmt_model *const *models, size_t n, struct gmt_totals *t
 			}
 		}
 	}
+}
+
+void
+gmt_model_set_stacks(struct gmt_model *m, struct gmt_callstacks *stacks)
+{
+	gmt_callstacks_free(m->stacks);
+	m->stacks = stacks;
+}
+
+const struct gmt_cstack *
+gmt_model_stack(const struct gmt_model *m, uint32_t id)
+{
+	return m->stacks ? gmt_callstacks_get(m->stacks, id) : NULL;
 }

@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "analysis/callstack.h"
 #include "analysis/trace.h"
 
 /** The largest value of a live-bytes series and when it was first reached. */
@@ -32,6 +33,8 @@ struct gmt_kind_stats {
 	uint64_t allocations; /**< successful allocations of this kind (0 for readings) */
 };
 
+struct gmt_leak;
+
 /**
  * One device of one process. Host memory (pinned, registered) counts on the device current at
  * the call. `held` is gmt_kind_held(): the device memory this process holds.
@@ -44,7 +47,13 @@ struct gmt_device_stats {
 	uint64_t peak_by_kind[GMT_TK_COUNT]; /**< every kind's live bytes at `peak` */
 	uint64_t allocations;		     /**< successful allocations of any kind */
 	uint64_t pool_live_at_reserve_peak;  /**< live pool bytes when pool_reserve peaked */
-	bool dirty;			     /**< replay only: changed by the current event */
+	/**
+	 * The allocations live at `peak` of the kinds that make up held memory (device, array,
+	 * vmm_physical, pool), grouped by call site (stack, api, driver, kind), largest first
+	 */
+	struct gmt_leak *peak_sites;
+	size_t npeak_sites;
+	bool dirty; /**< replay only: changed by the current event */
 };
 
 /** Allocations still live at the end of a trace, grouped by call site (stack, api, driver). */
@@ -104,7 +113,17 @@ struct gmt_model {
 	uint64_t retains;	    /**< successful retains of a known handle */
 	uint64_t unmatched_retains; /**< retains of a handle the trace never saw created */
 	uint64_t readings;	    /**< usage readings applied */
+
+	struct gmt_callstacks *stacks; /**< symbolized stacks (gmt_model_set_stacks()), or NULL */
 };
+
+/**
+ * Give @p model its symbolized stacks; the model owns @p stacks from now on (freed with it).
+ */
+void gmt_model_set_stacks(struct gmt_model *model, struct gmt_callstacks *stacks);
+
+/** The symbolized stack @p id of the model's trace; NULL for 0, unknown ids, or no stacks. */
+const struct gmt_cstack *gmt_model_stack(const struct gmt_model *model, uint32_t id);
 
 /** Whether anything happened on @p d: an allocation or a non-zero reading. */
 bool gmt_device_active(const struct gmt_device_stats *d);

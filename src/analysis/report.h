@@ -20,10 +20,45 @@
 /** Site lines shown in each list of the text report; the rest is summed in one line. */
 #define GMT_REPORT_MAX_ROWS 10
 
-void gmt_report_text(FILE *out, struct gmt_model *const *models, size_t n);
+/** Stacks listed under each call-site group of the text report (`--stack full`). */
+#define GMT_REPORT_MAX_STACKS 5
+
+/** How the text report shows call stacks. */
+enum gmt_stack_view {
+	GMT_STACKS_SITE = 0, /**< one line per call site (the innermost frame of the user's code) */
+	GMT_STACKS_FULL,     /**< and under it the whole symbolized stack(s) of the group */
+};
+
+struct gmt_report_options {
+	enum gmt_stack_view stacks;
+};
+
+/** @p opt may be NULL (the defaults). */
+void gmt_report_text(FILE *out,
+		     struct gmt_model *const *models,
+		     size_t n,
+		     const struct gmt_report_options *opt);
 
 /** Returns 0, or -1 when the JSON document could not be built or written. */
 int gmt_report_json(FILE *out, struct gmt_model *const *models, size_t n);
+
+/** What a folded stack is weighted by (`--weight`). */
+enum gmt_fold_weight {
+	GMT_FOLD_PEAK = 0, /**< bytes live at each device's peak of held memory */
+	GMT_FOLD_LEAKED,   /**< bytes of counted kinds live at the end of the trace */
+	GMT_FOLD_ALLOCATED /**< bytes of counted kinds allocated over the whole trace */
+};
+
+/**
+ * Folded stacks (`report --format folded`), one line per distinct stack: frames outermost first,
+ * separated by ';', the allocating call last, then a space and the weight in bytes; stacks are
+ * summed over every process. For flamegraph.pl, inferno, speedscope. Returns 0, or -1 on a write
+ * error.
+ */
+int gmt_report_folded(FILE *out,
+		      struct gmt_model *const *models,
+		      size_t n,
+		      enum gmt_fold_weight weight);
 
 /**
  * The few lines `gpumemtrace run` prints after the program ends, each starting with @p prefix:

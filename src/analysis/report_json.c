@@ -6,6 +6,7 @@
  * written in a fixed order so two reports of the same traces are byte-identical.
  */
 #include "analysis/report.h"
+#include "analysis/sites.h"
 
 #include <inttypes.h>
 #include <jansson.h>
@@ -56,6 +57,190 @@ frames_json(const struct gmt_trace *t, uint32_t stack)
 	for (uint32_t i = 0; st && i < st->nframes; i++)
 		json_array_append_new(a, jhex(st->frames[i]));
 	return a;
+}
+
+// --- call stacks --------------------------------------------------------------------------------
+
+static const char *
+status_key(const struct gmt_cframe *f)
+{
+	if (f->kind == GMT_CF_PYTHON)
+		return f->status == GMT_SYM_OK ? "ok" : "no_pycode";
+	switch ((enum gmt_sym_status)f->status) {
+	case GMT_SYM_OK: return "ok";
+	case GMT_SYM_NO_SYMBOL: return "no_symbol";
+	case GMT_SYM_NO_MODULE: return "no_module";
+	case GMT_SYM_NO_FILE: return "file_missing";
+	case GMT_SYM_MISMATCH: return "build_id_mismatch";
+	case GMT_SYM_NO_FILE_ID: return "no_file";
+	}
+	return "no_symbol";
+}
+
+static json_t *
+frame_json(const struct gmt_cframe *f)
+{
+	json_t *o = json_object();
+	bool native = f->kind == GMT_CF_NATIVE;
+
+	json_object_set_new(o, "kind", json_string(native ? "native" : "python"));
+	json_object_set_new(o, "function", jstr_or_null(f->function));
+	json_object_set_new(o, "file", jstr_or_null(f->file));
+	json_object_set_new(o, "line", f->line ? json_integer(f->line) : json_null());
+	json_object_set_new(o, "module", jstr_or_null(f->module));
+	json_object_set_new(o, "offset", native && f->module ? jhex(f->offset) : json_null());
+	json_object_set_new(o, "address", native ? jhex(f->address) : json_null());
+	json_object_set_new(o, "inlined", json_boolean(f->inlined));
+	json_object_set_new(o, "status", json_string(status_key(f)));
+	json_object_set_new(o, "hidden", json_boolean(f->hidden));
+	return o;
+}
+
+static json_t *
+call_stack_json(const struct gmt_cstack *cs)
+{
+	json_t *a = json_array();
+
+	for (uint32_t i = 0; cs && i < cs->nframes; i++)
+		json_array_append_new(a, frame_json(&cs->frames[i]));
+	return a;
+}
+
+static json_t *
+site_json(const struct gmt_cstack *cs)
+{
+	json_t *o;
+
+	if (!cs || cs->site < 0)
+		return json_null();
+	o = frame_json(&cs->frames[cs->site]);
+	json_object_set_new(o, "index", json_integer(cs->site));
+	return o;
+}
+
+static json_t *
+pystate_json(const struct gmt_cstack *cs)
+{
+	if (cs && cs->pystate == GMT_TPY_EMPTY)
+		return json_string("empty");
+	if (cs && cs->pystate == GMT_TPY_NONE)
+		return json_string("none");
+	return json_null();
+}
+
+static json_t *
+placement_json(const struct gmt_cstack *cs)
+{
+	if (!cs || !cs->npython)
+		return json_null();
+	return json_string(cs->python_outermost ? "outermost" : "spliced");
+}
+
+/* site, pystate, python_placement of stack @p id, added to @p o (the frames: call_stacks[]). */
+static void
+stack_keys(json_t *o, const struct gmt_model *m, uint32_t id)
+{
+	const struct gmt_cstack *cs = gmt_model_stack(m, id);
+
+	json_object_set_new(o, "site", site_json(cs));
+	json_object_set_new(o, "pystate", pystate_json(cs));
+	json_object_set_new(o, "python_placement", placement_json(cs));
+}
+
+/* A (process, stack) that some entry of the report names. */
+struct stack_ref {
+	size_t proc;
+	uint32_t stack;
+};
+
+static int
+cmp_stack_ref(const void *pa, const void *pb)
+{
+	const struct stack_ref *a = pa, *b = pb;
+
+	if (a->proc != b->proc)
+		return a->proc < b->proc ? -1 : 1;
+	return a->stack < b->stack ? -1 : a->stack > b->stack;
+}
+
+static void
+refs_add(struct stack_ref **v, size_t *n, size_t *cap, const struct gmt_site_item *items,
+	 size_t nitems)
+{
+	for (size_t i = 0; i < nitems; i++) {
+		if (!items[i].stack)
+			continue;
+		if (*n == *cap) {
+			*cap = *cap ? *cap * 2 : 64;
+			*v = realloc(*v, *cap * sizeof(**v));
+			if (!*v)
+				abort();
+		}
+		(*v)[(*n)++] = (struct stack_ref){items[i].proc, items[i].stack};
+	}
+}
+
+/*
+ * Every stack the report names (leaks, failures, the peaks' allocations), once, by process then
+ * id: entries refer to them by (process, stack), so a stack shared by several lists is written
+ * once.
+ */
+static json_t *
+call_stacks_json(struct gmt_model *const *models, size_t n)
+{
+	struct stack_ref *v = NULL;
+	size_t nv = 0, cap = 0, nitems;
+	struct gmt_site_item *items;
+	json_t *a = json_array();
+
+	items = gmt_sites_leak_items(models, n, &nitems);
+	refs_add(&v, &nv, &cap, items, nitems);
+	free(items);
+	items = gmt_sites_peak_items(models, n, &nitems);
+	refs_add(&v, &nv, &cap, items, nitems);
+	free(items);
+	items = gmt_sites_failed_items(models, n, &nitems);
+	refs_add(&v, &nv, &cap, items, nitems);
+	free(items);
+	if (nv > 1)
+		qsort(v, nv, sizeof(*v), cmp_stack_ref);
+	for (size_t i = 0; i < nv; i++) {
+		const struct gmt_cstack *cs;
+		json_t *o;
+
+		if (i && cmp_stack_ref(&v[i - 1], &v[i]) == 0)
+			continue;
+		cs = gmt_model_stack(models[v[i].proc], v[i].stack);
+		o = json_object();
+		json_object_set_new(o, "process", jint(v[i].proc));
+		json_object_set_new(o, "stack", jint(v[i].stack));
+		json_object_set_new(o, "known", json_boolean(cs != NULL));
+		json_object_set_new(o, "site_index",
+				    cs && cs->site >= 0 ? json_integer(cs->site) : json_null());
+		json_object_set_new(o, "pystate", pystate_json(cs));
+		json_object_set_new(o, "python_placement", placement_json(cs));
+		json_object_set_new(o, "call_stack", call_stack_json(cs));
+		json_array_append_new(a, o);
+	}
+	free(v);
+	return a;
+}
+
+static json_t *
+stack_capture_json(const struct gmt_trace *t)
+{
+	json_t *o;
+
+	if (!t->have_stacks_info && !t->python)
+		return json_null();
+	o = json_object();
+	json_object_set_new(o, "native",
+			    t->have_stacks_info ? json_boolean(t->stacks_native) : json_null());
+	json_object_set_new(o, "python", jstr_or_null(t->python));
+	json_object_set_new(o, "depth",
+			    t->have_stacks_info && t->stacks_depth ? json_integer(t->stacks_depth)
+								   : json_null());
+	return o;
 }
 
 static json_t *
@@ -112,6 +297,8 @@ process_json(const struct gmt_model *m)
 		json_array_append_new(markers, mk);
 	}
 	json_object_set_new(p, "markers", markers);
+	json_object_set_new(p, "stack_capture", stack_capture_json(t));
+	json_object_set_new(p, "modules_lines", jint(t->nmodsets));
 	return p;
 }
 
@@ -219,6 +406,7 @@ leak_json(size_t proc, const struct gmt_model *m, const struct gmt_leak *l)
 	json_object_set_new(o, "counted", json_boolean(gmt_kind_counted((enum gmt_tkind)l->kind)));
 	json_object_set_new(o, "stack", jint(l->stack));
 	json_object_set_new(o, "frames", frames_json(t, l->stack));
+	stack_keys(o, m, l->stack);
 	return o;
 }
 
@@ -243,6 +431,7 @@ failed_json(size_t proc, const struct gmt_model *m, const struct gmt_trace_event
 	json_object_set_new(o, "total_bytes", mi ? jint(ev->total_bytes) : json_null());
 	json_object_set_new(o, "stack", jint(ev->stack));
 	json_object_set_new(o, "frames", frames_json(t, ev->stack));
+	stack_keys(o, m, ev->stack);
 	return o;
 }
 
@@ -333,6 +522,76 @@ leaks_json(struct gmt_model *const *models, size_t n)
 	return a;
 }
 
+// --- call-site groups ---------------------------------------------------------------------------
+
+static json_t *
+site_stacks_json(const struct gmt_site *g)
+{
+	json_t *a = json_array();
+
+	for (size_t i = 0; i < g->nstacks; i++) {
+		const struct gmt_site_stack *st = &g->stacks[i];
+		json_t *o = json_object();
+
+		json_object_set_new(o, "stack", jint(st->stack));
+		json_object_set_new(o, "bytes", jint(st->bytes));
+		json_object_set_new(o, "allocations", jint(st->count));
+		json_array_append_new(a, o);
+	}
+	return a;
+}
+
+enum site_list { SITES_LEAK, SITES_PEAK, SITES_FAILED };
+
+static json_t *
+site_group_json(const struct gmt_site *g, enum site_list which)
+{
+	const struct gmt_trace *t = g->m->trace;
+	json_t *o = json_object();
+
+	json_object_set_new(o, "process", jint(g->proc));
+	json_object_set_new(o, "pid", jll_or_null(t->pid));
+	if (which == SITES_LEAK)
+		json_object_set_new(o, "at_exit", json_boolean(t->complete));
+	if (which != SITES_LEAK)
+		json_object_set_new(o, "device", json_integer(g->device));
+	json_object_set_new(o, "bytes", jint(g->bytes));
+	json_object_set_new(o, which == SITES_FAILED ? "failures" : "allocations", jint(g->count));
+	if (which == SITES_FAILED)
+		json_object_set_new(o, "first_seq", jint(g->first_seq));
+	json_object_set_new(o, "api", json_string(gmt_trace_string(t, g->api)));
+	json_object_set_new(o, "driver", jdriver(t, g->driver));
+	json_object_set_new(o, "kind", json_string(gmt_kind_str((enum gmt_tkind)g->kind)));
+	if (which == SITES_LEAK)
+		json_object_set_new(o, "counted",
+				    json_boolean(gmt_kind_counted((enum gmt_tkind)g->kind)));
+	json_object_set_new(o, "site", site_json(g->cs));
+	json_object_set_new(o, "stacks", site_stacks_json(g));
+	return o;
+}
+
+static json_t *
+site_list_json(struct gmt_model *const *models, size_t n, enum site_list which)
+{
+	struct gmt_site_item *items;
+	struct gmt_sites sites;
+	size_t nitems;
+	json_t *a = json_array();
+
+	if (which == SITES_LEAK)
+		items = gmt_sites_leak_items(models, n, &nitems);
+	else if (which == SITES_PEAK)
+		items = gmt_sites_peak_items(models, n, &nitems);
+	else
+		items = gmt_sites_failed_items(models, n, &nitems);
+	gmt_sites_group(items, nitems, which == SITES_FAILED, &sites);
+	for (size_t i = 0; i < sites.n; i++)
+		json_array_append_new(a, site_group_json(&sites.v[i], which));
+	gmt_sites_free(&sites);
+	free(items);
+	return a;
+}
+
 int
 gmt_report_json(FILE *out, struct gmt_model *const *models, size_t n)
 {
@@ -380,6 +639,10 @@ gmt_report_json(FILE *out, struct gmt_model *const *models, size_t n)
 	json_object_set_new(root, "failed", failed);
 	json_object_set_new(root, "ledger", ledger);
 	json_object_set_new(root, "kinds", kinds_json());
+	json_object_set_new(root, "leak_sites", site_list_json(models, n, SITES_LEAK));
+	json_object_set_new(root, "peak_sites", site_list_json(models, n, SITES_PEAK));
+	json_object_set_new(root, "failed_sites", site_list_json(models, n, SITES_FAILED));
+	json_object_set_new(root, "call_stacks", call_stacks_json(models, n));
 
 	/* Key order is insertion order (jansson >= 2.8), so the layout above is the output's. */
 	rc = json_dumpf(root, out, JSON_INDENT(2) | JSON_REAL_PRECISION(15));

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "analysis/report_text.h"
+#include "analysis/sites.h"
 #include "analysis/units.h"
 
 const char *
@@ -170,100 +171,194 @@ print_coverage(FILE *out, struct gmt_model *const *models, size_t n)
 	}
 }
 
-// --- live at the end: leaks, or the state of a process that died --------------------------------
+// --- call sites ---------------------------------------------------------------------------------
 
-struct site_row {
-	size_t proc;
-	size_t idx;
-	const struct gmt_model *m;
-	const struct gmt_leak *l;
-};
-
-static int
-cmp_site_row(const void *pa, const void *pb)
+/* The process, when the report has several: ", pid 4242". */
+static void
+process_suffix(const struct gmt_site *g, bool several, char *buf, size_t max)
 {
-	const struct site_row *a = pa, *b = pb;
+	char pid[64];
 
-	if (a->l->bytes != b->l->bytes)
-		return a->l->bytes > b->l->bytes ? -1 : 1;
-	if (a->proc != b->proc)
-		return a->proc < b->proc ? -1 : 1;
-	return a->idx < b->idx ? -1 : a->idx > b->idx;
+	buf[0] = '\0';
+	if (several) {
+		gmt_text_process_name(g->m->trace, pid, sizeof(pid));
+		snprintf(buf, max, ", pid %s", pid);
+	}
+}
+
+/*
+ * Where a group's allocations come from: "at train.py:42 in step (stack 3)", with the stack ids
+ * (or their number) and, for several processes, the pid.
+ */
+static void
+print_where(FILE *out, const struct gmt_site *g, bool several, const char *extra)
+{
+	char frame[512], proc[96];
+	const struct gmt_site_stack *s0 = &g->stacks[0];
+
+	process_suffix(g, several, proc, sizeof(proc));
+	if (!g->frame) {
+		if (g->nstacks == 1 && s0->stack)
+			fprintf(out,
+				"at an unknown call site (stack %" PRIu32 " not in the trace%s%s)",
+				s0->stack, extra, proc);
+		else if (g->nstacks == 1)
+			fprintf(out, "at an unknown call site (no stack%s%s)", extra, proc);
+		else
+			fprintf(out, "at an unknown call site (no stack or not in the trace%s%s)",
+				extra, proc);
+		return;
+	}
+	gmt_cframe_text(g->frame, frame, sizeof(frame));
+	fprintf(out, "at %s", frame);
+	if (g->cs && g->cs->pystate == GMT_TPY_EMPTY)
+		fprintf(out, " %s", GMT_PYSTATE_EMPTY_LABEL);
+	if (g->nstacks == 1)
+		fprintf(out, " (stack %" PRIu32 "%s%s)", s0->stack, extra, proc);
+	else
+		fprintf(out, " (%zu stacks%s%s)", g->nstacks, extra, proc);
+}
+
+/* One symbolized stack, outermost frame first, the call last, one line each. */
+static void
+print_stack_frames(FILE *out,
+		   const struct gmt_site *g,
+		   const struct gmt_cstack *cs,
+		   const char *indent)
+{
+	char frame[1024], call[160];
+	bool first = true;
+
+	if (cs->pystate == GMT_TPY_EMPTY) {
+		fprintf(out, "%s%s\n", indent, GMT_PYSTATE_EMPTY_LABEL);
+		first = false;
+	}
+	for (uint32_t i = cs->nframes; i-- > 0;) {
+		if (cs->frames[i].hidden)
+			continue;
+		gmt_cframe_text(&cs->frames[i], frame, sizeof(frame));
+		fprintf(out, "%s%s%s%s\n", indent, first ? "" : "→ ", frame,
+			cs->frames[i].inlined ? " (inlined)" : "");
+		first = false;
+	}
+	gmt_report_call(g->m->trace, g->api, g->driver, call, sizeof(call));
+	fprintf(out, "%s%s%s\n", indent, first ? "" : "→ ", call);
+}
+
+/*
+ * `--stack full`: the group's stacks, largest first, those that read the same (return addresses
+ * on one line, differing only in hidden frames) merged; a heading per stack only when there are
+ * several.
+ */
+static void
+print_group_stacks(FILE *out, const struct gmt_site *g, const char *what_one, const char *what_many)
+{
+	struct gmt_site_stack *shown = calloc(g->nstacks ? g->nstacks : 1, sizeof(*shown));
+	size_t nshown = 0;
+	char b[GMT_BYTES_BUF];
+
+	if (!shown)
+		abort();
+	for (size_t i = 0; i < g->nstacks; i++) {
+		size_t k;
+
+		if (!g->stacks[i].cs)
+			continue;
+		for (k = 0; k < nshown; k++)
+			if (gmt_cstack_equal(shown[k].cs, g->stacks[i].cs))
+				break;
+		if (k == nshown)
+			shown[nshown++] = g->stacks[i];
+		else {
+			shown[k].bytes += g->stacks[i].bytes;
+			shown[k].count += g->stacks[i].count;
+		}
+	}
+	for (size_t k = 0; k < nshown && k < GMT_REPORT_MAX_STACKS; k++) {
+		if (nshown > 1)
+			fprintf(out, "      %s in %" PRIu64 " %s (stack %" PRIu32 "):\n",
+				gmt_format_bytes(shown[k].bytes, b), shown[k].count,
+				gmt_text_plural(shown[k].count, what_one, what_many),
+				shown[k].stack);
+		print_stack_frames(out, g, shown[k].cs, nshown > 1 ? "        " : "      ");
+	}
+	if (nshown > GMT_REPORT_MAX_STACKS)
+		fprintf(out, "      ... and %zu more stacks (see --format json)\n",
+			nshown - GMT_REPORT_MAX_STACKS);
+	free(shown);
 }
 
 static void
-print_site(FILE *out, const struct site_row *row, bool several)
+print_site_row(FILE *out,
+	       const struct gmt_site *g,
+	       bool several,
+	       const char *extra,
+	       const struct gmt_report_options *opt)
 {
-	const struct gmt_trace *t = row->m->trace;
-	const struct gmt_leak *l = row->l;
-	const struct gmt_trace_stack *st = gmt_trace_stack(t, l->stack);
-	char b[GMT_BYTES_BUF], pid[64], call[160];
+	char b[GMT_BYTES_BUF], call[160];
 
-	gmt_report_call(t, l->api, l->driver, call, sizeof(call));
-	fprintf(out, "  %s  %" PRIu64 " %s  %s  %s  ", gmt_format_bytes(l->bytes, b),
-		l->allocations, gmt_text_plural(l->allocations, "allocation", "allocations"), call,
-		gmt_kind_str((enum gmt_tkind)l->kind));
-	if (st && st->nframes)
-		fprintf(out, "at 0x%" PRIx64 " (stack %" PRIu32, st->frames[0], l->stack);
-	else if (l->stack)
-		fprintf(out, "at an unknown call site (stack %" PRIu32 " not in the trace",
-			l->stack);
-	else
-		fprintf(out, "at an unknown call site (no stack");
-	if (several) {
-		gmt_text_process_name(t, pid, sizeof(pid));
-		fprintf(out, ", pid %s", pid);
-	}
-	fprintf(out, ")\n");
+	gmt_report_call(g->m->trace, g->api, g->driver, call, sizeof(call));
+	fprintf(out, "  %s  %" PRIu64 " %s  %s  %s  ", gmt_format_bytes(g->bytes, b), g->count,
+		gmt_text_plural(g->count, "allocation", "allocations"), call,
+		gmt_kind_str((enum gmt_tkind)g->kind));
+	print_where(out, g, several, extra);
+	fprintf(out, "\n");
+	if (opt->stacks == GMT_STACKS_FULL)
+		print_group_stacks(out, g, "allocation", "allocations");
 }
+
+// --- live at the end: leaks, or the state of a process that died --------------------------------
 
 /*
  * The sites of the processes whose trace is (or is not) @p complete, of counted kinds (or of the
  * others), largest first. Returns how many there were.
  */
 static size_t
-print_sites(FILE *out, struct gmt_model *const *models, size_t n, bool complete, bool counted)
+print_sites(FILE *out,
+	    const struct gmt_sites *sites,
+	    size_t n,
+	    bool complete,
+	    bool counted,
+	    const struct gmt_report_options *opt)
 {
-	struct site_row *rows = NULL;
-	size_t nrows = 0, cap = 0;
+	size_t nrows = 0;
 	uint64_t rest_bytes = 0;
 	char b[GMT_BYTES_BUF];
 
-	for (size_t i = 0; i < n; i++) {
-		if (models[i]->trace->complete != complete)
-			continue;
-		for (size_t k = 0; k < models[i]->nleaks; k++) {
-			const struct gmt_leak *l = &models[i]->leaks[k];
+	for (size_t i = 0; i < sites->n; i++) {
+		const struct gmt_site *g = &sites->v[i];
 
-			if (gmt_kind_counted((enum gmt_tkind)l->kind) != counted)
-				continue;
-			if (nrows == cap) {
-				cap = cap ? cap * 2 : 16;
-				rows = realloc(rows, cap * sizeof(*rows));
-				if (!rows)
-					abort();
-			}
-			rows[nrows++] = (struct site_row){i, k, models[i], l};
-		}
-	}
-	if (nrows > 1)
-		qsort(rows, nrows, sizeof(*rows), cmp_site_row);
-	if (nrows && !counted)
-		fprintf(out,
-			"%s, not counted as memory (address space, views, other processes' "
-			"memory, host memory locked in place):\n",
-			complete ? "also not freed at exit" : "also live when the trace ends");
-	for (size_t r = 0; r < nrows; r++) {
-		if (r < GMT_REPORT_MAX_ROWS)
-			print_site(out, &rows[r], n > 1);
+		if (g->m->trace->complete != complete ||
+		    gmt_kind_counted((enum gmt_tkind)g->kind) != counted)
+			continue;
+		if (nrows == 0 && !counted)
+			fprintf(out,
+				"%s, not counted as memory (address space, views, other processes' "
+				"memory, host memory locked in place):\n",
+				complete ? "also not freed at exit"
+					 : "also live when the trace ends");
+		if (nrows < GMT_REPORT_MAX_ROWS)
+			print_site_row(out, g, n > 1, "", opt);
 		else
-			rest_bytes += rows[r].l->bytes;
+			rest_bytes += g->bytes;
+		nrows++;
 	}
 	if (nrows > GMT_REPORT_MAX_ROWS)
 		fprintf(out, "  ... and %zu more call sites with %s (see --format json)\n",
 			nrows - GMT_REPORT_MAX_ROWS, gmt_format_bytes(rest_bytes, b));
-	free(rows);
 	return nrows;
+}
+
+/* Call-site groups of counted kinds in processes whose trace is (or is not) @p complete. */
+static size_t
+count_sites(const struct gmt_sites *sites, bool complete)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < sites->n; i++)
+		k += sites->v[i].m->trace->complete == complete &&
+		     gmt_kind_counted((enum gmt_tkind)sites->v[i].kind);
+	return k;
 }
 
 /* Whether a process whose trace is (or is not) @p complete left anything live, of any kind. */
@@ -277,11 +372,20 @@ any_live(struct gmt_model *const *models, size_t n, bool complete)
 }
 
 static void
-print_leaks(FILE *out, struct gmt_model *const *models, size_t n, const struct gmt_totals *tot)
+print_leaks(FILE *out,
+	    struct gmt_model *const *models,
+	    size_t n,
+	    const struct gmt_totals *tot,
+	    const struct gmt_report_options *opt)
 {
 	char b[GMT_BYTES_BUF];
+	struct gmt_sites sites;
+	size_t nitems, nsites;
+	struct gmt_site_item *items = gmt_sites_leak_items(models, n, &nitems);
 
+	gmt_sites_group(items, nitems, false, &sites);
 	if (tot->processes > tot->died) {
+		nsites = count_sites(&sites, true);
 		if (tot->leak_sites == 0 && !any_live(models, n, true))
 			fprintf(out, "leaked at exit: nothing (every allocation was freed)\n");
 		else if (tot->leak_sites == 0)
@@ -291,11 +395,12 @@ print_leaks(FILE *out, struct gmt_model *const *models, size_t n, const struct g
 			    out, "leaked at exit: %s in %" PRIu64 " %s from %zu call %s\n",
 			    gmt_format_bytes(tot->leaked_bytes, b), tot->leaked_allocations,
 			    gmt_text_plural(tot->leaked_allocations, "allocation", "allocations"),
-			    tot->leak_sites, gmt_text_plural(tot->leak_sites, "site", "sites"));
-		print_sites(out, models, n, true, true);
-		print_sites(out, models, n, true, false);
+			    nsites, gmt_text_plural(nsites, "site", "sites"));
+		print_sites(out, &sites, n, true, true, opt);
+		print_sites(out, &sites, n, true, false, opt);
 	}
 	if (tot->died) {
+		nsites = count_sites(&sites, false);
 		if (tot->live_at_end_sites == 0 && !any_live(models, n, false))
 			fprintf(out, "live when the trace ends: nothing\n");
 		else if (tot->live_at_end_sites == 0)
@@ -308,11 +413,57 @@ print_leaks(FILE *out, struct gmt_model *const *models, size_t n, const struct g
 				tot->live_at_end_allocations,
 				gmt_text_plural(tot->live_at_end_allocations, "allocation",
 						"allocations"),
-				tot->live_at_end_sites,
-				gmt_text_plural(tot->live_at_end_sites, "site", "sites"));
-		print_sites(out, models, n, false, true);
-		print_sites(out, models, n, false, false);
+				nsites, gmt_text_plural(nsites, "site", "sites"));
+		print_sites(out, &sites, n, false, true, opt);
+		print_sites(out, &sites, n, false, false, opt);
 	}
+	gmt_sites_free(&sites);
+	free(items);
+}
+
+// --- who held the memory at the peak ------------------------------------------------------------
+
+/*
+ * The allocations live at each device's peak, by call site. Left out when no stack of them is
+ * known: a list of "unknown call site" lines would say nothing the peak line did not.
+ */
+static void
+print_peak_sites(FILE *out,
+		 struct gmt_model *const *models,
+		 size_t n,
+		 const struct gmt_report_options *opt)
+{
+	struct gmt_sites sites;
+	size_t nitems, ndev = 0, rows = 0;
+	struct gmt_site_item *items = gmt_sites_peak_items(models, n, &nitems);
+	bool known = false;
+	uint64_t rest = 0;
+	char b[GMT_BYTES_BUF], extra[64];
+
+	gmt_sites_group(items, nitems, false, &sites);
+	for (size_t i = 0; i < sites.n; i++)
+		known |= sites.v[i].frame != NULL;
+	for (size_t i = 0; i < n; i++)
+		for (size_t d = 0; d < models[i]->ndevices; d++)
+			ndev += models[i]->devices[d].npeak_sites != 0;
+	if (known) {
+		fprintf(out, "held at the peak, by call site:\n");
+		for (size_t i = 0; i < sites.n; i++) {
+			if (rows++ >= GMT_REPORT_MAX_ROWS) {
+				rest += sites.v[i].bytes;
+				continue;
+			}
+			extra[0] = '\0';
+			if (ndev > 1)
+				snprintf(extra, sizeof(extra), ", device %d", sites.v[i].device);
+			print_site_row(out, &sites.v[i], n > 1, extra, opt);
+		}
+		if (rows > GMT_REPORT_MAX_ROWS)
+			fprintf(out, "  ... and %zu more call sites with %s (see --format json)\n",
+				rows - GMT_REPORT_MAX_ROWS, gmt_format_bytes(rest, b));
+	}
+	gmt_sites_free(&sites);
+	free(items);
 }
 
 // --- failed allocations -------------------------------------------------------------------------
@@ -341,35 +492,85 @@ print_failed_one(
 		fprintf(out, " (error %d)", ev->result);
 }
 
-static void
-print_failed(FILE *out, struct gmt_model *const *models, size_t n, size_t total)
+/* The failed events of group @p g, in seq order, at most @p max of them; returns how many. */
+static size_t
+print_failed_events(
+    FILE *out, const struct gmt_site *g, size_t max, bool several, const char *indent)
 {
+	const struct gmt_model *m = g->m;
 	size_t shown = 0;
+
+	for (size_t k = 0; k < m->nfailed && shown < max; k++) {
+		const struct gmt_trace_event *ev = m->failed[k];
+		bool in = false;
+
+		if (ev->api != g->api || ev->driver != g->driver || ev->kind != g->kind ||
+		    ev->device != g->device)
+			continue;
+		for (size_t s = 0; s < g->nstacks && !in; s++)
+			in = g->stacks[s].stack == ev->stack;
+		if (!in)
+			continue;
+		fprintf(out, "%s", indent);
+		print_failed_one(out, m, ev, true, several);
+		fprintf(out, "\n");
+		shown++;
+	}
+	return shown;
+}
+
+static void
+print_failed(FILE *out,
+	     struct gmt_model *const *models,
+	     size_t n,
+	     size_t total,
+	     const struct gmt_report_options *opt)
+{
+	struct gmt_sites sites;
+	size_t nitems, shown = 0;
+	struct gmt_site_item *items;
 
 	if (total == 0)
 		return;
+	items = gmt_sites_failed_items(models, n, &nitems);
+	gmt_sites_group(items, nitems, true, &sites);
 	if (total == 1) {
 		for (size_t i = 0; i < n; i++) {
 			if (models[i]->nfailed) {
 				fprintf(out, "failed allocations: 1 (");
 				print_failed_one(out, models[i], models[i]->failed[0], false,
 						 n > 1);
-				fprintf(out, ")\n");
+				fprintf(out, ")");
 			}
 		}
-		return;
-	}
-	fprintf(out, "failed allocations: %zu\n", total);
-	for (size_t i = 0; i < n; i++) {
-		for (size_t k = 0; k < models[i]->nfailed && shown < GMT_REPORT_MAX_ROWS; k++) {
+		if (sites.v[0].frame) {
+			fprintf(out, " ");
+			print_where(out, &sites.v[0], false, "");
+		}
+		fprintf(out, "\n");
+		if (opt->stacks == GMT_STACKS_FULL && sites.v[0].frame)
+			print_group_stacks(out, &sites.v[0], "failure", "failures");
+	} else if (sites.n == 1 && !sites.v[0].frame) {
+		/* No call site to group by: the failures, in order. */
+		fprintf(out, "failed allocations: %zu\n", total);
+		shown = print_failed_events(out, &sites.v[0], GMT_REPORT_MAX_ROWS, n > 1, "  ");
+	} else {
+		fprintf(out, "failed allocations: %zu, from %zu call %s\n", total, sites.n,
+			gmt_text_plural(sites.n, "site", "sites"));
+		for (size_t i = 0; i < sites.n && shown < GMT_REPORT_MAX_ROWS; i++) {
 			fprintf(out, "  ");
-			print_failed_one(out, models[i], models[i]->failed[k], true, n > 1);
-			fprintf(out, "\n");
-			shown++;
+			print_where(out, &sites.v[i], false, "");
+			fprintf(out, ":\n");
+			if (opt->stacks == GMT_STACKS_FULL)
+				print_group_stacks(out, &sites.v[i], "failure", "failures");
+			shown += print_failed_events(out, &sites.v[i], GMT_REPORT_MAX_ROWS - shown,
+						     n > 1, "    ");
 		}
 	}
-	if (total > shown)
+	if (total > 1 && total > shown)
 		fprintf(out, "  ... and %zu more (see --format json)\n", total - shown);
+	gmt_sites_free(&sites);
+	free(items);
 }
 
 // --- the report ---------------------------------------------------------------------------------
@@ -419,9 +620,16 @@ print_anomalies(FILE *out, const struct gmt_totals *tot)
 }
 
 void
-gmt_report_text(FILE *out, struct gmt_model *const *models, size_t n)
+gmt_report_text(FILE *out,
+		struct gmt_model *const *models,
+		size_t n,
+		const struct gmt_report_options *opt)
 {
+	static const struct gmt_report_options defaults = {.stacks = GMT_STACKS_SITE};
 	struct gmt_totals tot;
+
+	if (!opt)
+		opt = &defaults;
 
 	gmt_model_totals(models, n, &tot);
 	fprintf(out, "gpumemtrace report: %zu %s, %" PRIu64 " events, %" PRIu64 " dropped\n", n,
@@ -435,9 +643,10 @@ gmt_report_text(FILE *out, struct gmt_model *const *models, size_t n)
 			print_process_row(out, models[i]);
 	}
 	gmt_text_devices(out, models, n);
+	print_peak_sites(out, models, n, opt);
 	gmt_text_ledger(out, models, n);
-	print_leaks(out, models, n, &tot);
-	print_failed(out, models, n, tot.failed);
+	print_leaks(out, models, n, &tot, opt);
+	print_failed(out, models, n, tot.failed, opt);
 	print_anomalies(out, &tot);
 	gmt_text_kinds(out, models, n);
 }

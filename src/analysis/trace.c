@@ -420,13 +420,7 @@ read_stack(struct reader *r, json_t *obj, size_t lineno)
 		return key_error(r, lineno, "stack", "frames", -ENOENT, "");
 	if (!json_is_array(frames))
 		return key_error(r, lineno, "stack", "frames", -EINVAL, "an array of hex strings");
-	for (size_t k = 0; k < t->nstacks; k++) {
-		if (t->stacks[k].id == id) {
-			bad_line(r, lineno, "stack %llu defined twice, ignored",
-				 (unsigned long long)id);
-			return false;
-		}
-	}
+	/* A second line with the same id is found once all are read (settle_stacks()). */
 	if ((t->nstacks & (t->nstacks - 1)) == 0)
 		t->stacks =
 		    xrealloc(t->stacks, t->nstacks ? t->nstacks * 2 : 16, sizeof(*t->stacks));
@@ -1129,6 +1123,43 @@ cmp_stack(const void *pa, const void *pb)
 	return a->id < b->id ? -1 : a->id > b->id;
 }
 
+/* By id, then line: of the lines defining one id, the first comes first. */
+static int
+cmp_stack_line(const void *pa, const void *pb)
+{
+	const struct gmt_trace_stack *a = pa, *b = pb;
+
+	if (a->id != b->id)
+		return a->id < b->id ? -1 : 1;
+	return a->line < b->line ? -1 : a->line > b->line;
+}
+
+/*
+ * Sort the stacks by id and keep the first line of each id: a second definition is a tracer bug,
+ * reported and ignored. Done once at the end, since a search per line is quadratic in the
+ * number of stacks.
+ */
+static void
+settle_stacks(struct reader *r)
+{
+	struct gmt_trace *t = r->t;
+	size_t k = 0;
+
+	if (t->nstacks > 1)
+		qsort(t->stacks, t->nstacks, sizeof(*t->stacks), cmp_stack_line);
+	for (size_t i = 0; i < t->nstacks; i++) {
+		if (k && t->stacks[k - 1].id == t->stacks[i].id) {
+			bad_line(r, t->stacks[i].line, "stack %u defined twice, ignored",
+				 t->stacks[i].id);
+			free(t->stacks[i].frames);
+			free(t->stacks[i].py);
+			continue;
+		}
+		t->stacks[k++] = t->stacks[i];
+	}
+	t->nstacks = k;
+}
+
 static int
 cmp_pycode(const void *pa, const void *pb)
 {
@@ -1246,8 +1277,10 @@ gmt_trace_read(const char *path, FILE *diag, struct gmt_trace **out)
 	fclose(f);
 
 	free(r.modhash);
-	if (!r.refused)
+	if (!r.refused) {
+		settle_stacks(&r);
 		settle_pycodes(&r);
+	}
 	if (r.shown < t->bad_lines)
 		fprintf(diag, "%s: %zu more bad lines not shown\n", path, t->bad_lines - r.shown);
 	if (read_errno) {
@@ -1278,8 +1311,6 @@ gmt_trace_read(const char *path, FILE *diag, struct gmt_trace **out)
 		qsort(t->events, t->nevents, sizeof(*t->events), cmp_event);
 	if (t->nmarkers > 1)
 		qsort(t->markers, t->nmarkers, sizeof(*t->markers), cmp_marker);
-	if (t->nstacks > 1)
-		qsort(t->stacks, t->nstacks, sizeof(*t->stacks), cmp_stack);
 	*out = t;
 	return GMT_TRACE_OK;
 }

@@ -60,6 +60,9 @@ struct gmt_options;
 /** The tracer's options (read once, at load or first use). */
 const struct gmt_options *gmt_tracer_options(void);
 
+/** dlclose() without our interposition (capture/dlclose.c), for the tracer's own handles. */
+int gmt_real_dlclose(void *handle);
+
 /** Hand a stamped event to the writer. Never blocks: a full ring counts a drop. */
 void gmt_emit(struct gmt_event *ev);
 

@@ -88,7 +88,7 @@ driver_query(enum drv_query q)
 	void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
 	if (h) {
 		p = dlsym(h, query_names[q]);
-		dlclose(h);
+		gmt_real_dlclose(h);
 	}
 	if (p)
 		atomic_store_explicit(&queries[q], p, memory_order_release);

@@ -68,7 +68,7 @@ resolve(enum real_fn fn, void *self)
 		void *h = dlopen(CUDART_VERSION_NAME, RTLD_NOW | RTLD_NOLOAD);
 		p = h ? dlvsym(h, name, CUDART_VERSION_NAME) : NULL;
 		if (h)
-			dlclose(h);
+			gmt_real_dlclose(h);
 	}
 	if (p == self)
 		p = NULL;

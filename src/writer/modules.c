@@ -97,10 +97,13 @@ write_one(struct dl_phdr_info *info, size_t size, void *arg)
 		}
 	}
 	const char *path = info->dlpi_name;
+	char real[PATH_MAX];
 	if (!path || !path[0])
 		path = w->n == 0 ? w->exe : "[vdso]"; /* the main program comes first, unnamed */
 	else if (!strncmp(path, "linux-vdso", 10))
 		path = "[vdso]";
+	else if (path[0] != '/' && realpath(path, real))
+		path = real; /* a relative LD_LIBRARY_PATH entry: make it usable from anywhere */
 	struct gmt_module_view m = {
 		.path = path,
 		.base = info->dlpi_addr,

@@ -49,6 +49,22 @@ struct writer {
 
 static struct writer w = {.fd = -1};
 
+/* dlclose barrier: requests from application threads, acknowledged by the writer */
+static _Atomic uint64_t modules_requested, modules_done;
+
+uint64_t
+gmt_writer_request_modules(void)
+{
+	return atomic_fetch_add_explicit(&modules_requested, 1, memory_order_acq_rel) + 1;
+}
+
+bool
+gmt_writer_modules_done(uint64_t ticket)
+{
+	return atomic_load_explicit(&modules_done, memory_order_acquire) >= ticket || !w.started ||
+	       atomic_load_explicit(&w.done, memory_order_acquire);
+}
+
 static uint64_t
 now_ns(clockid_t clk)
 {
@@ -357,9 +373,17 @@ writer_main(void *arg)
 		bool stopping = atomic_load_explicit(&w.stop, memory_order_acquire);
 		/* Objects loaded and unloaded get a modules line within a loop (~1 ms), so that a
 		 * library unloaded after its stacks were captured is still in an earlier line. */
+		uint64_t requested = atomic_load_explicit(&modules_requested, memory_order_acquire);
 		if (w.cfg.stacks_native && gmt_modules_changed())
 			gmt_modules_write(&w.out, w.last_seq);
 		size_t n = drain_batch();
+		if (requested != atomic_load_explicit(&modules_done, memory_order_relaxed)) {
+			/* a dlclose waits: everything pushed before it, with its stacks, now */
+			while (drain_batch() == BATCH_MAX)
+				;
+			flush_out();
+			atomic_store_explicit(&modules_done, requested, memory_order_release);
+		}
 		uint64_t now = now_ns(CLOCK_MONOTONIC);
 
 		if (snap_ns && now - last_snap >= snap_ns) {

@@ -56,6 +56,14 @@ bool gmt_writer_stop(unsigned timeout_ms);
 /** In a fork child: forget the parent's writer (its thread does not exist here) without writing. */
 void gmt_writer_forget_after_fork(void);
 
+/**
+ * Before a dlclose (capture/dlclose.c): ask the writer to write every event pushed so far, with
+ * their stacks and a modules line, while the library is still loaded. Returns a ticket for
+ * gmt_writer_modules_done().
+ */
+uint64_t gmt_writer_request_modules(void);
+bool gmt_writer_modules_done(uint64_t ticket);
+
 /** Path of the trace file being written ("" before it is open). */
 const char *gmt_writer_path(void);
 

@@ -53,6 +53,10 @@ REPORT_CASES = [
     ("mixed", ["traces/cupti.jsonl", "traces/nvml.jsonl"]),
     # unknown kinds and ops, reading kinds misused, a bad nvml array: reported and skipped
     ("unknown", ["traces/unknown.jsonl"]),
+    # call stacks: malformed modules, pycode, pyinfo and stack lines reported by FILE:LINE (the
+    # rest used); modules whose files are not on this machine; Python frames with and without
+    # their pycode; a pystate "empty" stack
+    ("stacks-malformed", ["traces/stacks-malformed.jsonl"]),
 ]
 
 
@@ -164,13 +168,22 @@ def check_json_schema(g, name, text):
                       "dropped", "end_time_s", "allocations", "frees", "unmatched_frees",
                       "failed_frees", "resets", "reused_addresses", "retains",
                       "unmatched_retains", "readings", "bad_lines", "torn_last_line",
-                      "markers"],
+                      "markers", "stack_capture", "modules_lines"],
         "peaks": ["process", "pid", "device", "bytes", "time_s", "seq", "held_terms",
                   "by_kind", "held_at_end_bytes", "kinds", "pool_slack", "allocations"],
         "leaks": ["process", "pid", "at_exit", "bytes", "allocations", "api", "driver", "kind",
-                  "counted", "stack", "frames"],
+                  "counted", "stack", "frames", "site", "pystate", "python_placement"],
         "failed": ["process", "pid", "seq", "time_s", "api", "driver", "kind", "device", "size",
-                   "result", "free_bytes", "total_bytes", "stack", "frames"],
+                   "result", "free_bytes", "total_bytes", "stack", "frames", "site", "pystate",
+                   "python_placement"],
+        "call_stacks": ["process", "stack", "known", "site_index", "pystate", "python_placement",
+                        "call_stack"],
+        "leak_sites": ["process", "pid", "at_exit", "bytes", "allocations", "api", "driver", "kind",
+                       "counted", "site", "stacks"],
+        "peak_sites": ["process", "pid", "device", "bytes", "allocations", "api", "driver", "kind",
+                       "site", "stacks"],
+        "failed_sites": ["process", "pid", "device", "bytes", "failures", "first_seq", "api",
+                         "driver", "kind", "site", "stacks"],
         "ledger": ["process", "pid", "device", "reading", "nearest_to_peak", "time_s", "seq",
                    "nvml_index", "total_bytes", "used_bytes", "process_used_bytes", "basis",
                    "nvml_bytes", "tracked_bytes", "tracked_terms", "tracked_by_kind",
@@ -217,6 +230,37 @@ def check_json_schema(g, name, text):
     for l in doc.get("leaks", []):
         if l["counted"] != (l["kind"] in COUNTED):
             problems.append("leaks[]: counted is wrong for kind %s" % l["kind"])
+    frame_keys = ["kind", "function", "file", "line", "module", "offset", "address", "inlined",
+                  "status", "hidden"]
+    for lst in ("leaks", "failed", "call_stacks"):
+        for i, e in enumerate(doc.get(lst, [])):
+            for f in e.get("call_stack", []) + ([e["site"]] if e.get("site") else []):
+                if [k for k in frame_keys if k not in f]:
+                    problems.append("%s[%d]: a frame lacks keys" % (lst, i))
+    named = {(e["process"], e["stack"]) for e in doc.get("call_stacks", [])}
+    for lst in ("leaks", "failed"):
+        for e in doc.get(lst, []):
+            if e["stack"] and (e["process"], e["stack"]) not in named:
+                problems.append("%s: stack %d of process %d is not in call_stacks[]" %
+                                (lst, e["stack"], e["process"]))
+    for lst, what in (("leak_sites", "allocations"), ("peak_sites", "allocations"),
+                      ("failed_sites", "failures")):
+        for i, e in enumerate(doc.get(lst, [])):
+            if e["bytes"] != sum(s["bytes"] for s in e["stacks"]) or \
+               e[what] != sum(s["allocations"] for s in e["stacks"]):
+                problems.append("%s[%d]: bytes/%s are not the sums of its stacks" % (lst, i, what))
+    sites = sum(l["bytes"] for l in doc.get("leak_sites", []))
+    if sites != sum(l["bytes"] for l in doc.get("leaks", [])):
+        problems.append("leak_sites[] and leaks[] hold different bytes")
+    if len(doc.get("failed", [])) != sum(f["failures"] for f in doc.get("failed_sites", [])):
+        problems.append("failed_sites[] and failed[] count different failures")
+    for p in doc.get("peaks", []):
+        at_peak = sum(s["bytes"] for s in doc.get("peak_sites", [])
+                      if s["process"] == p["process"] and s["device"] == p["device"])
+        allocs = sum(p["by_kind"][k] for k in ("device", "array", "vmm_physical", "pool"))
+        if at_peak != allocs:
+            problems.append("peak_sites[] of process %d device %d hold %d bytes, not the %d "
+                            "allocated at the peak" % (p["process"], p["device"], at_peak, allocs))
     leaked = sum(l["bytes"] for l in doc.get("leaks", []) if l["at_exit"] and l["counted"])
     if s.get("leaked_bytes") != leaked:
         problems.append("summary.leaked_bytes is not the sum of counted leaks[].bytes at exit")
@@ -236,6 +280,14 @@ def group_exit_codes(g, version):
         ("report with an unknown format", ["report", "--format", "xml", "traces/basic.jsonl"], 2,
          None),
         ("report with an unknown option", ["report", "--bogus", "traces/basic.jsonl"], 2, None),
+        ("report with an unknown stack view", ["report", "--stack", "all", "traces/basic.jsonl"],
+         2, None),
+        ("report with an unknown weight",
+         ["report", "--format", "folded", "--weight", "freed", "traces/basic.jsonl"], 2, None),
+        ("report --weight without folded", ["report", "--weight", "peak", "traces/basic.jsonl"],
+         2, None),
+        ("report --format folded", ["report", "--format", "folded", "traces/basic.jsonl"], 0,
+         None),
         ("unknown command", ["frobnicate"], 2, None),
         ("no command", [], 2, None),
         ("run without a command", ["run"], 2, None),

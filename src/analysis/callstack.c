@@ -1,0 +1,677 @@
+/*
+ * @brief Symbolized call stacks: module lookup, Python splicing, the call-site rule.
+ *
+ * Splicing (docs/trace-format.md, stack "py"): each Python frame group — consecutive frames,
+ * innermost first, up to and including one with entry=1 — was run by one call of the
+ * interpreter's eval function (_PyEval_EvalFrameDefault). The native frames of that function,
+ * innermost first, are matched to the groups innermost first and replaced by them. Groups left
+ * over (the native stack was cut at its depth limit, or the interpreter has no symbols) go to the
+ * outermost end, where the cut-off frames were.
+ */
+#define _GNU_SOURCE
+#include "analysis/callstack.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "analysis/pyline.h"
+
+static void *
+xrealloc(void *p, size_t n, size_t size)
+{
+	void *q = NULL;
+
+	if (!size || n <= SIZE_MAX / size)
+		q = realloc(p, n * size > 0 ? n * size : 1);
+	if (!q) {
+		fprintf(stderr, "gpumemtrace: out of memory\n");
+		exit(3);
+	}
+	return q;
+}
+
+/* The address ranges of one modules line, sorted, for a binary search per frame. */
+struct range {
+	uint64_t lo, hi;
+	uint32_t module; /* index into the trace's modules */
+};
+
+struct modset_index {
+	struct range *r;
+	size_t n;
+	bool built;
+};
+
+struct gmt_callstacks {
+	const struct gmt_trace *t;
+	struct gmt_symbolizer *sym;
+	uint32_t *modsym; /* per trace module: the symbolizer's handle, UINT32_MAX not asked yet */
+	uint8_t *modcls;  /* per trace module: enum gmt_cframe_class + 1, 0 not computed */
+	struct modset_index *sets;  /* per modules line */
+	struct gmt_cstack **stacks; /* per trace stack (same index), NULL not built */
+};
+
+struct gmt_callstacks *
+gmt_callstacks_new(const struct gmt_trace *t, struct gmt_symbolizer *sym)
+{
+	struct gmt_callstacks *cs = calloc(1, sizeof(*cs));
+
+	if (!cs) {
+		fprintf(stderr, "gpumemtrace: out of memory\n");
+		exit(3);
+	}
+	cs->t = t;
+	cs->sym = sym;
+	cs->modsym = xrealloc(NULL, t->nmodules, sizeof(*cs->modsym));
+	memset(cs->modsym, 0xff, t->nmodules * sizeof(*cs->modsym));
+	cs->modcls = calloc(t->nmodules ? t->nmodules : 1, 1);
+	cs->sets = calloc(t->nmodsets ? t->nmodsets : 1, sizeof(*cs->sets));
+	cs->stacks = calloc(t->nstacks ? t->nstacks : 1, sizeof(*cs->stacks));
+	if (!cs->modcls || !cs->sets || !cs->stacks) {
+		fprintf(stderr, "gpumemtrace: out of memory\n");
+		exit(3);
+	}
+	return cs;
+}
+
+void
+gmt_callstacks_free(struct gmt_callstacks *cs)
+{
+	if (!cs)
+		return;
+	for (size_t i = 0; i < cs->t->nstacks; i++) {
+		if (cs->stacks[i]) {
+			free(cs->stacks[i]->frames);
+			free(cs->stacks[i]);
+		}
+	}
+	for (size_t i = 0; i < cs->t->nmodsets; i++)
+		free(cs->sets[i].r);
+	free(cs->stacks);
+	free(cs->sets);
+	free(cs->modcls);
+	free(cs->modsym);
+	free(cs);
+}
+
+// --- modules ------------------------------------------------------------------------------------
+
+static int
+cmp_range(const void *pa, const void *pb)
+{
+	const struct range *a = pa, *b = pb;
+
+	return a->lo < b->lo ? -1 : a->lo > b->lo;
+}
+
+static void
+modset_build(const struct gmt_trace *t, const struct gmt_trace_modset *ms, struct modset_index *x)
+{
+	size_t n = 0;
+
+	x->built = true;
+	for (uint32_t i = 0; i < ms->nmods; i++)
+		n += t->modules[ms->mods[i]].nsegments;
+	x->r = xrealloc(NULL, n, sizeof(*x->r));
+	for (uint32_t i = 0; i < ms->nmods; i++) {
+		const struct gmt_trace_module *m = &t->modules[ms->mods[i]];
+
+		for (uint32_t k = 0; k < m->nsegments; k++) {
+			uint64_t lo = m->base + m->segments[k][0];
+
+			if (m->segments[k][1] == 0)
+				continue;
+			x->r[x->n++] = (struct range){lo, lo + m->segments[k][1], ms->mods[i]};
+		}
+	}
+	qsort(x->r, x->n, sizeof(*x->r), cmp_range);
+}
+
+/* The trace module holding @p addr in modules line @p set, -1 when none does. */
+static int64_t
+module_of(struct gmt_callstacks *cs, int32_t set, uint64_t addr)
+{
+	struct modset_index *x;
+	size_t lo = 0, hi;
+
+	if (set < 0 || (size_t)set >= cs->t->nmodsets)
+		return -1;
+	x = &cs->sets[set];
+	if (!x->built)
+		modset_build(cs->t, &cs->t->modsets[set], x);
+	/* The last range starting at or below addr. */
+	hi = x->n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (x->r[mid].lo <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0 || addr >= x->r[lo - 1].hi)
+		return -1;
+	return x->r[lo - 1].module;
+}
+
+/* "libcudart" of ".../libcudart.so.13", "python3.12" of "/usr/bin/python3.12". */
+static void
+module_stem(const char *path, char *stem, size_t max)
+{
+	const char *base = strrchr(path, '/'), *so;
+	size_t n;
+
+	base = base ? base + 1 : path;
+	so = strstr(base, ".so");
+	n = so ? (size_t)(so - base) : strlen(base);
+	if (n >= max)
+		n = max - 1;
+	memcpy(stem, base, n);
+	stem[n] = '\0';
+}
+
+static enum gmt_cframe_class
+classify(const char *path)
+{
+	static const struct {
+		const char *stem;
+		bool prefix;
+		enum gmt_cframe_class cls;
+	} table[] = {
+	    {"libcudart", false, GMT_CC_CUDA},
+	    {"libcuda", false, GMT_CC_CUDA},
+	    {"libcupti", false, GMT_CC_CUDA},
+	    {"libnvidia-", true, GMT_CC_CUDA},
+	    {"libgpumemtrace", true, GMT_CC_TRACER},
+	    {"libc", false, GMT_CC_SYSTEM},
+	    {"libc-", true, GMT_CC_SYSTEM}, /* libc-2.31.so of older glibc */
+	    {"libstdc++", false, GMT_CC_SYSTEM},
+	    {"libgcc_s", false, GMT_CC_SYSTEM},
+	    {"libpthread", false, GMT_CC_SYSTEM},
+	    {"libpthread-", true, GMT_CC_SYSTEM},
+	    {"libdl", false, GMT_CC_SYSTEM},
+	    {"libdl-", true, GMT_CC_SYSTEM},
+	    {"libm", false, GMT_CC_SYSTEM},
+	    {"libm-", true, GMT_CC_SYSTEM},
+	    {"librt", false, GMT_CC_SYSTEM},
+	    {"librt-", true, GMT_CC_SYSTEM},
+	    {"ld-linux", true, GMT_CC_SYSTEM},
+	    {"ld-", true, GMT_CC_SYSTEM},
+	    {"libc10_cuda", false, GMT_CC_ALLOCATOR},
+	    {"libtorch_cuda", true, GMT_CC_ALLOCATOR},
+	    {"libpython", true, GMT_CC_INTERPRETER},
+	    {"python", true, GMT_CC_INTERPRETER},
+	};
+	char stem[256];
+
+	module_stem(path, stem, sizeof(stem));
+	for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++) {
+		size_t n = strlen(table[i].stem);
+
+		if (table[i].prefix ? strncmp(stem, table[i].stem, n) == 0
+				    : strcmp(stem, table[i].stem) == 0)
+			return table[i].cls;
+	}
+	return GMT_CC_USER;
+}
+
+// --- building one stack -------------------------------------------------------------------------
+
+struct fvec {
+	struct gmt_cframe *f;
+	size_t n, cap;
+};
+
+static struct gmt_cframe *
+fvec_push(struct fvec *v)
+{
+	if (v->n == v->cap) {
+		v->cap = v->cap ? v->cap * 2 : 32;
+		v->f = xrealloc(v->f, v->cap, sizeof(*v->f));
+	}
+	memset(&v->f[v->n], 0, sizeof(v->f[v->n]));
+	return &v->f[v->n++];
+}
+
+/* The frames of one native return address appended to @p v (one or more, inline chains). */
+static void
+native_frames(struct gmt_callstacks *cs,
+	      const struct gmt_trace_stack *ts,
+	      uint64_t addr,
+	      struct fvec *v)
+{
+	const struct gmt_trace *t = cs->t;
+	const struct gmt_trace_module *tm;
+	const struct gmt_sym_frame *sf;
+	const char *module;
+	enum gmt_sym_status st;
+	struct gmt_cframe *f;
+	uint32_t nsf = 0;
+	uint64_t off;
+	int64_t mi = module_of(cs, ts->modset, addr);
+
+	if (mi < 0) {
+		f = fvec_push(v);
+		f->address = addr;
+		f->status = GMT_SYM_NO_MODULE;
+		return;
+	}
+	tm = &t->modules[mi];
+	if (cs->modsym[mi] == UINT32_MAX)
+		cs->modsym[mi] = gmt_sym_module(cs->sym, tm->path, tm->build_id);
+	if (!cs->modcls[mi])
+		cs->modcls[mi] = (uint8_t)(classify(tm->path) + 1);
+	module = gmt_sym_intern(cs->sym, tm->path);
+	off = addr - tm->base;
+	/* A return address is the instruction after the call: the call is the byte before. */
+	st = gmt_symbolize(cs->sym, cs->modsym[mi], off ? off - 1 : off, &sf, &nsf);
+	for (uint32_t k = 0; k < (nsf ? nsf : 1); k++) {
+		f = fvec_push(v);
+		f->address = addr;
+		f->offset = off;
+		f->module = module;
+		f->status = (uint8_t)st;
+		f->cls = (uint8_t)(cs->modcls[mi] - 1);
+		if (nsf) {
+			f->function = sf[k].function;
+			f->file = sf[k].file;
+			f->line = sf[k].line;
+			f->inlined = sf[k].inlined;
+		}
+	}
+}
+
+static void
+python_frame(struct gmt_callstacks *cs, const struct gmt_trace_pyframe *pf, struct fvec *v)
+{
+	const struct gmt_trace_pycode *code = gmt_trace_pycode(cs->t, pf->code);
+	struct gmt_cframe *f = fvec_push(v);
+	const char *version;
+	char buf[64];
+	int line;
+
+	f->kind = GMT_CF_PYTHON;
+	if (!code) {
+		snprintf(buf, sizeof(buf), "<unknown Python code %u>", pf->code);
+		f->function = gmt_sym_intern(cs->sym, buf);
+		f->status = GMT_SYM_NO_SYMBOL;
+		return;
+	}
+	if (code->qualname || code->name) {
+		f->function = gmt_sym_intern(cs->sym, code->qualname ? code->qualname : code->name);
+	} else {
+		snprintf(buf, sizeof(buf), "<unnamed Python code %u>", pf->code);
+		f->function = gmt_sym_intern(cs->sym, buf);
+	}
+	f->file = gmt_sym_intern(cs->sym, code->file);
+	version = code->python ? code->python : cs->t->python;
+	line = version ? gmt_pyline(version, code->linetable, code->nlinetable, code->firstlineno,
+				    pf->offset)
+		       : -1;
+	f->line = line > 0 ? (uint32_t)line : 0;
+}
+
+/* Whether @p name is @p fn, or a part of it the compiler split off ("fn.cold"). */
+static bool
+is_function(const char *name, const char *fn)
+{
+	size_t n = strlen(fn);
+
+	return name && strncmp(name, fn, n) == 0 && (name[n] == '\0' || name[n] == '.');
+}
+
+/* One native return address: its frames are frames[first .. first + n) of the native list. */
+struct phys {
+	size_t first, n;
+	bool eval;
+};
+
+/*
+ * Which physical frames are the eval function's. _PyEval_EvalFrame is an inline wrapper around
+ * _PyEval_EvalFrameDefault: with debug info it shows in the caller's frame, which then must not
+ * count as a second eval call.
+ */
+static void
+mark_eval(const struct fvec *nat, struct phys *ph, size_t nph)
+{
+	bool prev_default = false;
+
+	for (size_t i = 0; i < nph; i++) {
+		bool dflt = false, wrapper = false;
+
+		for (size_t k = ph[i].first; k < ph[i].first + ph[i].n; k++) {
+			dflt |= is_function(nat->f[k].function, "_PyEval_EvalFrameDefault");
+			wrapper |= is_function(nat->f[k].function, "_PyEval_EvalFrame");
+		}
+		ph[i].eval = dflt || (wrapper && !prev_default);
+		prev_default = dflt;
+	}
+}
+
+/* The frames of @p ts: natives with the Python groups spliced in, into @p out. */
+static void
+splice(struct gmt_callstacks *cs,
+       const struct gmt_trace_stack *ts,
+       struct gmt_cstack *st,
+       struct fvec *out)
+{
+	struct fvec nat = {0}, py = {0};
+	struct phys *ph = xrealloc(NULL, ts->nframes, sizeof(*ph));
+	size_t *gstart = xrealloc(NULL, ts->npy + 1, sizeof(*gstart));
+	size_t ngroups = 0, g = 0, neval = 0;
+
+	for (uint32_t i = 0; i < ts->nframes; i++) {
+		ph[i].first = nat.n;
+		native_frames(cs, ts, ts->frames[i], &nat);
+		ph[i].n = nat.n - ph[i].first;
+	}
+	mark_eval(&nat, ph, ts->nframes);
+	for (uint32_t i = 0; i < ts->npy; i++) {
+		if (i == 0 || ts->py[i - 1].entry)
+			gstart[ngroups++] = py.n;
+		python_frame(cs, &ts->py[i], &py);
+	}
+	gstart[ngroups] = py.n;
+	for (uint32_t i = 0; i < ts->nframes; i++) {
+		if (ph[i].eval)
+			neval++;
+		if (ph[i].eval && g < ngroups) {
+			for (size_t k = gstart[g]; k < gstart[g + 1]; k++)
+				*fvec_push(out) = py.f[k];
+			g++;
+			continue;
+		}
+		for (size_t k = ph[i].first; k < ph[i].first + ph[i].n; k++)
+			*fvec_push(out) = nat.f[k];
+	}
+	for (size_t k = gstart[g]; k < py.n; k++)
+		*fvec_push(out) = py.f[k];
+	st->npython = (uint32_t)py.n;
+	st->python_outermost = py.n && neval == 0;
+	free(gstart);
+	free(ph);
+	free(nat.f);
+	free(py.f);
+}
+
+/* A Python file of an installed package or of the standard library, not of the program. */
+static bool
+python_library_file(const char *file)
+{
+	if (!file)
+		return false;
+	if (strstr(file, "/site-packages/") || strstr(file, "/dist-packages/") || !strncmp(file, "<frozen", 7))
+		return true;
+	/* the standard library: .../lib/python3.X/module.py (not under site-packages) */
+	const char *lib = strstr(file, "/lib/python3.");
+	return lib != NULL;
+}
+
+/* Frames that text and folded stacks leave out, and the call site. */
+static void
+settle(struct gmt_cstack *st)
+{
+	uint32_t k = 0;
+
+	/* The innermost run inside the CUDA libraries and the tracer: the API name says it. */
+	while (k < st->nframes && st->frames[k].kind == GMT_CF_NATIVE &&
+	       (st->frames[k].cls == GMT_CC_CUDA || st->frames[k].cls == GMT_CC_TRACER))
+		k++;
+	for (uint32_t i = 0; k < st->nframes && i < k; i++)
+		st->frames[i].hidden = true;
+	/* Between Python frames the interpreter's own C frames are only glue. */
+	for (uint32_t i = 0; st->npython && i < st->nframes; i++)
+		if (st->frames[i].cls == GMT_CC_INTERPRETER)
+			st->frames[i].hidden = true;
+
+	st->site = st->nframes ? 0 : -1;
+	/* Python: the innermost frame of the program's own files, past frameworks and the standard
+	 * library (torch/nn/modules/... is not where a user looks); else the innermost Python frame. */
+	for (uint32_t i = 0; st->npython && i < st->nframes; i++) {
+		if (st->frames[i].kind == GMT_CF_PYTHON && !python_library_file(st->frames[i].file)) {
+			st->site = (int32_t)i;
+			return;
+		}
+	}
+	for (uint32_t i = 0; i < st->nframes; i++) {
+		if (st->npython ? st->frames[i].kind == GMT_CF_PYTHON
+				: st->frames[i].cls == GMT_CC_USER) {
+			st->site = (int32_t)i;
+			return;
+		}
+	}
+	/* Nothing is the user's: the innermost frame outside CUDA and the tracer, if any. */
+	if (k < st->nframes)
+		st->site = (int32_t)k;
+}
+
+static uint64_t
+mix(uint64_t h, uint64_t v)
+{
+	h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+	return h;
+}
+
+static uint64_t
+frame_hash(const struct gmt_cframe *f)
+{
+	uint64_t h = f->kind;
+
+	if (f->kind == GMT_CF_NATIVE && f->status != GMT_SYM_OK)
+		return mix(mix(h, (uintptr_t)f->module), f->module ? f->offset : f->address);
+	h = mix(h, (uintptr_t)f->function);
+	h = mix(h, (uintptr_t)f->file);
+	h = mix(h, f->line);
+	return mix(h, (uintptr_t)f->module);
+}
+
+static struct gmt_cstack *
+build(struct gmt_callstacks *cs, const struct gmt_trace_stack *ts)
+{
+	struct gmt_cstack *st = calloc(1, sizeof(*st));
+	struct fvec out = {0};
+
+	if (!st) {
+		fprintf(stderr, "gpumemtrace: out of memory\n");
+		exit(3);
+	}
+	st->id = ts->id;
+	st->pystate = ts->pystate;
+	splice(cs, ts, st, &out);
+	st->frames = out.f;
+	st->nframes = (uint32_t)out.n;
+	settle(st);
+	st->hash = st->pystate;
+	for (uint32_t i = 0; i < st->nframes; i++)
+		if (!st->frames[i].hidden)
+			st->hash = mix(st->hash, frame_hash(&st->frames[i]));
+	return st;
+}
+
+const struct gmt_cstack *
+gmt_callstacks_get(struct gmt_callstacks *cs, uint32_t id)
+{
+	const struct gmt_trace_stack *ts;
+	size_t i;
+
+	if (!cs)
+		return NULL;
+	ts = gmt_trace_stack(cs->t, id);
+	if (!ts)
+		return NULL;
+	i = (size_t)(ts - cs->t->stacks);
+	if (!cs->stacks[i])
+		cs->stacks[i] = build(cs, ts);
+	return cs->stacks[i];
+}
+
+// --- comparing ----------------------------------------------------------------------------------
+
+const struct gmt_cframe *
+gmt_cstack_site(const struct gmt_cstack *st)
+{
+	return st && st->site >= 0 ? &st->frames[st->site] : NULL;
+}
+
+bool
+gmt_cframe_same_site(const struct gmt_cframe *a, const struct gmt_cframe *b)
+{
+	if (!a || !b)
+		return a == b;
+	return frame_hash(a) == frame_hash(b) && gmt_cframe_cmp(a, b) == 0;
+}
+
+bool
+gmt_cstack_equal(const struct gmt_cstack *a, const struct gmt_cstack *b)
+{
+	uint32_t i = 0, k = 0;
+
+	if (a == b)
+		return true;
+	if (!a || !b || a->hash != b->hash || a->pystate != b->pystate)
+		return false;
+	for (;;) {
+		while (i < a->nframes && a->frames[i].hidden)
+			i++;
+		while (k < b->nframes && b->frames[k].hidden)
+			k++;
+		if (i == a->nframes || k == b->nframes)
+			return i == a->nframes && k == b->nframes;
+		if (!gmt_cframe_same_site(&a->frames[i], &b->frames[k]))
+			return false;
+		i++;
+		k++;
+	}
+}
+
+static int
+cmp_str(const char *a, const char *b)
+{
+	if (!a || !b)
+		return a ? 1 : b ? -1 : 0;
+	return strcmp(a, b);
+}
+
+int
+gmt_cframe_cmp(const struct gmt_cframe *a, const struct gmt_cframe *b)
+{
+	bool ra = a->kind == GMT_CF_PYTHON || a->status == GMT_SYM_OK;
+	bool rb = b->kind == GMT_CF_PYTHON || b->status == GMT_SYM_OK;
+	int c;
+
+	if (a->kind != b->kind)
+		return a->kind < b->kind ? -1 : 1;
+	if (ra != rb)
+		return ra ? -1 : 1;
+	if (ra) {
+		if ((c = cmp_str(a->file, b->file)))
+			return c;
+		if (a->line != b->line)
+			return a->line < b->line ? -1 : 1;
+		if ((c = cmp_str(a->function, b->function)))
+			return c;
+		return cmp_str(a->module, b->module);
+	}
+	if ((c = cmp_str(a->module, b->module)))
+		return c;
+	if (!a->module)
+		return a->address < b->address ? -1 : a->address > b->address;
+	return a->offset < b->offset ? -1 : a->offset > b->offset;
+}
+
+// --- printing -----------------------------------------------------------------------------------
+
+const char *
+gmt_display_path(const char *path, char *buf, size_t max)
+{
+	static char cwd[PATH_MAX];
+	static size_t ncwd;
+	static bool have_cwd;
+	const char *p, *best = NULL;
+
+	if (!path)
+		return NULL;
+	for (p = path; (p = strstr(p, "-packages/")); p++)
+		if (p - path >= 5 &&
+		    (strncmp(p - 5, "/site", 5) == 0 || strncmp(p - 5, "/dist", 5) == 0))
+			best = p + strlen("-packages/");
+	if (best && *best)
+		return best;
+	if (path[0] != '/' || max < 2)
+		return path;
+	gmt_sym_fold_path(path, buf, max);
+	if (!have_cwd) {
+		have_cwd = true;
+		if (getcwd(cwd, sizeof(cwd)))
+			ncwd = strlen(cwd);
+	}
+	if (ncwd > 1 && strncmp(buf, cwd, ncwd) == 0 && buf[ncwd] == '/' && buf[ncwd + 1])
+		return buf + ncwd + 1;
+	return buf;
+}
+
+static const char *
+base_name(const char *path)
+{
+	const char *b = path ? strrchr(path, '/') : NULL;
+
+	return b ? b + 1 : path;
+}
+
+void
+gmt_cframe_text(const struct gmt_cframe *f, char *buf, size_t max)
+{
+	const char *fn = f->function ? f->function : "?";
+	char path[PATH_MAX];
+
+	if (f->kind == GMT_CF_NATIVE && f->status != GMT_SYM_OK) {
+		if (f->module)
+			snprintf(buf, max, "%s+0x%llx", base_name(f->module),
+				 (unsigned long long)f->offset);
+		else
+			snprintf(buf, max, "0x%llx", (unsigned long long)f->address);
+	} else if (f->file && f->line) {
+		snprintf(buf, max, "%s:%u in %s", gmt_display_path(f->file, path, sizeof(path)),
+			 f->line, fn);
+	} else if (f->file) {
+		snprintf(buf, max, "%s in %s", gmt_display_path(f->file, path, sizeof(path)), fn);
+	} else if (f->module) {
+		snprintf(buf, max, "%s %s", base_name(f->module), fn);
+	} else {
+		snprintf(buf, max, "%s", fn);
+	}
+}
+
+void
+gmt_cframe_folded(const struct gmt_cframe *f, char *buf, size_t max)
+{
+	const char *fn = f->function ? f->function : "?";
+	char path[PATH_MAX];
+
+	if (f->kind == GMT_CF_NATIVE && f->status != GMT_SYM_OK) {
+		if (f->module)
+			snprintf(buf, max, "%s+0x%llx", base_name(f->module),
+				 (unsigned long long)f->offset);
+		else
+			snprintf(buf, max, "0x%llx", (unsigned long long)f->address);
+	} else if (f->file && f->line) {
+		snprintf(buf, max, "%s (%s:%u)", fn, gmt_display_path(f->file, path, sizeof(path)),
+			 f->line);
+	} else if (f->file) {
+		snprintf(buf, max, "%s (%s)", fn, gmt_display_path(f->file, path, sizeof(path)));
+	} else if (f->module) {
+		snprintf(buf, max, "%s [%s]", fn, base_name(f->module));
+	} else {
+		snprintf(buf, max, "%s", fn);
+	}
+	/* The folded format separates frames with ';' and stacks with newlines. */
+	for (char *p = buf; *p; p++) {
+		if (*p == ';')
+			*p = ',';
+		else if (*p == '\n' || *p == '\r' || *p == '\t')
+			*p = ' ';
+	}
+}

@@ -1,0 +1,197 @@
+#!/usr/bin/env python3
+"""Call stacks end to end (meson suite 'stacks'): victims with known call chains run under the
+tracer on the simulated runtime; `gpumemtrace report --format json` must name every site.
+
+    run_stacks.py --build BUILD [--capture cupti|interpose] native|dlopen|python
+
+  native  victim_stacks: main -> a() -> b() -> lib_alloc_*() (libvictim.so) -> cudaMalloc, one
+          leak per site (one of them inlined), one failed allocation
+  dlopen  victim_dlopen: libvictim.so loaded, used, unloaded, then libvictim_other.so: the
+          first library's frames must still resolve
+  python  victim.py: cudaMalloc through ctypes from known Python functions and lines
+
+Each victim prints the function, file and line of every frame it expects, innermost first
+(recorded on the line of each call); the report's call-site groups (leak_sites, failed_sites)
+must have that site, and the shown frames of their stacks that chain.
+
+Exit 77 (skipped) when the tracer does not capture stacks yet (the trace header has no
+"stacks") or, for python, cannot capture this interpreter's frames (stacks.python is null).
+"""
+import argparse
+import glob
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+failures = []
+
+
+def check(cond, what, detail=""):
+    if cond:
+        print("ok: %s" % what)
+        return True
+    failures.append(what)
+    print("FAIL: %s" % what)
+    if detail:
+        print(detail.rstrip("\n"))
+    return False
+
+
+def finish():
+    if failures:
+        print("%d check(s) failed" % len(failures))
+        return 1
+    return 0
+
+
+def same_file(a, b):
+    """The victim's __FILE__ is as the compiler was given it (relative to the build directory);
+    the report's path is absolute: compare the names, and the whole path when both are absolute."""
+    if not a or not b:
+        return False
+    if os.path.isabs(a) and os.path.isabs(b):
+        return os.path.realpath(a) == os.path.realpath(b)
+    return os.path.basename(a) == os.path.basename(b)
+
+
+def frame_is(got, want):
+    return (got.get("function") == want["function"] and got.get("line") == want["line"] and
+            same_file(got.get("file"), want["file"]))
+
+
+def show(frames):
+    return "\n".join("  %s %s:%s (%s, %s)" % (f.get("function"), f.get("file"), f.get("line"),
+                                              f.get("kind"), f.get("status")) for f in frames)
+
+
+def check_chain(what, call_stack, chain, python):
+    """The expected frames, innermost first, are the stack's shown frames from the site on (for
+    Python: its Python frames, with native frames in between allowed)."""
+    shown = [f for f in call_stack if not f["hidden"]]
+    if python:
+        shown = [f for f in shown if f["kind"] == "python"]
+    start = [i for i, f in enumerate(shown) if frame_is(f, chain[0])]
+    ok = bool(start) and len(shown) >= start[0] + len(chain) and all(
+        frame_is(shown[start[0] + k], w) for k, w in enumerate(chain))
+    check(ok, "%s: the stack reads %s" % (what, " <- ".join(
+        "%s:%d" % (w["function"], w["line"]) for w in chain)), "got:\n" + show(shown))
+
+
+def run_victim(build, argv, capture, outdir):
+    env = dict(os.environ)
+    env.update({
+        "LD_LIBRARY_PATH": os.path.join(build, "tests", "simcuda"),
+        "LD_PRELOAD": os.path.join(build, "src", "libgpumemtrace.so"),
+        "GPUMEMTRACE_OUTPUT_DIR": outdir,
+        "GPUMEMTRACE_STACKS": "all",
+        "SIMCUDA_MEM_BYTES": "1G",
+        "SIMCUDA_DEVICES": "1",
+        "DEBUGINFOD_URLS": "",
+    })
+    if capture == "interpose":
+        env["GPUMEMTRACE_CUPTI"] = "0"
+    p = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=240)
+    check(p.returncode == 0, "the victim exits 0", "exit %d\n%s" % (p.returncode, p.stderr))
+    did = [json.loads(l) for l in p.stdout.splitlines() if l.startswith("{")]
+    if not check(len(did) == 1, "the victim says what it did", p.stdout + p.stderr):
+        return None, None
+    traces = sorted(glob.glob(os.path.join(outdir, "*.jsonl")))
+    if not check(len(traces) == 1, "one trace file", repr(traces)):
+        return did[0], None
+    return did[0], traces[0]
+
+
+def report(build, trace):
+    exe = os.path.join(build, "tools", "gpumemtrace")
+    env = dict(os.environ)
+    env.pop("LD_PRELOAD", None)
+    env["DEBUGINFOD_URLS"] = ""
+    p = subprocess.run([exe, "report", "--format", "json", trace], env=env, capture_output=True,
+                       text=True, timeout=120)
+    check(p.returncode == 0, "gpumemtrace report exits 0", p.stderr)
+    return json.loads(p.stdout) if p.returncode == 0 else None
+
+
+def header(trace):
+    with open(trace, encoding="utf-8") as f:
+        return json.loads(f.readline())
+
+
+def check_sites(doc, did, python):
+    for s in did["sites"]:
+        chain = s["frames"]
+        site = chain[0]
+        name = "%s %s:%d" % (site["function"], os.path.basename(site["file"]), site["line"])
+        groups = doc["leak_sites"] if s["ok"] else doc["failed_sites"]
+        found = [g for g in groups if g["site"] and frame_is(g["site"], site)]
+        if not check(len(found) == 1, "%s site %s is one call-site group" % (
+                "leak" if s["ok"] else "failed", name),
+                "sites:\n" + show([g["site"] for g in groups if g["site"]])):
+            continue
+        g = found[0]
+        check(g["site"]["kind"] == ("python" if python else "native"),
+              "%s: a %s frame" % (name, "Python" if python else "native"))
+        if s["ok"]:
+            check(g["bytes"] == s["bytes"] and g["allocations"] == 1,
+                  "%s: one leak of %d bytes" % (name, s["bytes"]),
+                  "%d bytes in %d" % (g["bytes"], g["allocations"]))
+        else:
+            check(g["bytes"] == s["bytes"] and g["failures"] == 1,
+                  "%s: one failure of %d bytes" % (name, s["bytes"]))
+        stacks = {(e["process"], e["stack"]): e for e in doc["call_stacks"]}
+        check_chain(name, stacks[(g["process"], g["stacks"][0]["stack"])]["call_stack"], chain,
+                    python)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--build", required=True)
+    ap.add_argument("--capture", choices=["cupti", "interpose"], default="cupti")
+    ap.add_argument("scenario", choices=["native", "dlopen", "python"])
+    a = ap.parse_args()
+    build = os.path.abspath(a.build)
+    here = os.path.join(build, "tests", "stacks")
+    argv = {
+        "native": [os.path.join(here, "victim_stacks")],
+        "dlopen": [os.path.join(here, "victim_dlopen"), os.path.join(here, "libvictim.so"),
+                   os.path.join(here, "libvictim_other.so")],
+        "python": [sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                                "victim.py")],
+    }[a.scenario]
+    with tempfile.TemporaryDirectory(prefix="gmt-stacks-%s-" % a.scenario) as outdir:
+        did, trace = run_victim(build, argv, a.capture, outdir)
+        if not did or not trace:
+            return finish()
+        h = header(trace)
+        if "stacks" not in h:
+            print("the tracer does not write call stacks yet (no \"stacks\" in the header): "
+                  "skipped")
+            return 77
+        if a.scenario == "python" and not h["stacks"].get("python"):
+            pyinfo = None
+            with open(trace, encoding="utf-8") as f:
+                for line in f:
+                    rec = json.loads(line)
+                    if rec.get("type") == "pyinfo":
+                        pyinfo = rec.get("python")
+            if not pyinfo:
+                print("no Python stacks for %s: skipped" % sys.version.split()[0])
+                return 77
+        doc = report(build, trace)
+        if not doc:
+            return finish()
+        check(doc["summary"]["bad_lines"] == 0, "the trace has no bad line")
+        check(doc["processes"][0]["modules_lines"] >= (2 if a.scenario == "dlopen" else 1),
+              "the trace has modules lines (a new one after dlopen/dlclose)")
+        check_sites(doc, did, a.scenario == "python")
+        if a.scenario == "python":
+            check(all(e["python_placement"] == "spliced" for e in doc["leaks"]
+                      if e["site"] and e["site"]["kind"] == "python"),
+                  "the Python frames are spliced at the interpreter's eval frames")
+    return finish()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
