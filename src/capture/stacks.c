@@ -15,6 +15,7 @@
 #include <link.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <stdio.h>
 #include <sys/mman.h>
 
 #include "capture/capture.h"
@@ -25,7 +26,7 @@
 
 #if GMT_HAVE_LIBUNWIND
 #define UNW_LOCAL_ONLY
-#include <libunwind.h>
+#include <libunwind.h> /* types and constants only: the library itself is loaded at run time */
 #endif
 #if GMT_HAVE_PYSTACK
 #include "capture/pystack.h"
@@ -58,6 +59,7 @@ static struct {
 	_Atomic uint64_t overflow;
 	uintptr_t self_lo, self_hi; /* our own code: never part of a stack */
 	_Atomic bool ready;
+	int (*backtrace)(void **buf, int size); /* libunwind's unw_backtrace */
 } st;
 
 // --- setup -----------------------------------------------------------------------------------------
@@ -113,6 +115,43 @@ map_zeroed(size_t bytes)
 	return p == MAP_FAILED ? NULL : p;
 }
 
+/*
+ * libunwind is opened RTLD_LOCAL at run time rather than linked: a missing library then costs the
+ * native stacks, not the whole preload, and its exported backtrace() (it defines one) never
+ * replaces glibc's in the application. The copy in the loader path first, then one next to us.
+ */
+static bool
+load_unwinder(void)
+{
+#if GMT_HAVE_LIBUNWIND
+	Dl_info self;
+	char path[4096];
+	void *h = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
+
+	if (!h && dladdr((void *)&load_unwinder, &self) && self.dli_fname) {
+		const char *slash = strrchr(self.dli_fname, '/');
+		int dir = slash ? (int)(slash - self.dli_fname) : 0;
+		snprintf(path, sizeof(path), "%.*s%slibunwind.so.8", dir, self.dli_fname, slash ? "/" : "");
+		h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	}
+	if (!h)
+		return false;
+	__typeof__(&unw_set_caching_policy) policy = dlsym(h, "_ULx86_64_set_caching_policy");
+	__typeof__(&unw_set_cache_size) cache_size = dlsym(h, "_ULx86_64_set_cache_size");
+	unw_addr_space_t *space = dlsym(h, "_ULx86_64_local_addr_space");
+	*(void **)&st.backtrace = dlsym(h, "unw_backtrace");
+	if (!st.backtrace)
+		return false;
+	if (policy && space)
+		policy(*space, UNW_CACHE_PER_THREAD);
+	if (cache_size && space)
+		cache_size(*space, 1024, 0);
+	return true;
+#else
+	return false;
+#endif
+}
+
 void
 gmt_stacks_setup(void)
 {
@@ -147,12 +186,10 @@ gmt_stacks_setup(void)
 		return;
 	}
 	code_range((const void *)&gmt_stacks_setup, &st.self_lo, &st.self_hi);
-#if GMT_HAVE_LIBUNWIND
-	if (st.native) {
-		unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
-		unw_set_cache_size(unw_local_addr_space, 1024, 0);
+	if (st.native && !load_unwinder()) {
+		gmt_warn("libunwind.so.8 cannot be loaded: events are recorded without native stacks");
+		st.native = false;
 	}
-#endif
 	atomic_store_explicit(&st.ready, true, memory_order_release);
 }
 
@@ -207,7 +244,7 @@ native_frames(uint64_t *out, const void *skip_lib)
 {
 #if GMT_HAVE_LIBUNWIND
 	void *buf[MAX_NATIVE];
-	int n = unw_backtrace(buf, MAX_NATIVE), first = 0, k = 0;
+	int n = st.backtrace(buf, MAX_NATIVE), first = 0, k = 0;
 	uintptr_t lo = 0, hi = 0;
 
 	if (skip_lib)
