@@ -3,24 +3,13 @@
  */
 #define _GNU_SOURCE
 #include "cli.h"
+#include "analysis/xalloc.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-
-static void *
-xrealloc(void *p, size_t n, size_t size)
-{
-	void *q = realloc(p, n * size > 0 ? n * size : 1);
-
-	if (!q) {
-		fprintf(stderr, "gpumemtrace: out of memory\n");
-		exit(GMT_EXIT_UNREADABLE);
-	}
-	return q;
-}
 
 char *
 gmt_path_join(const char *dir, const char *name)
@@ -60,7 +49,7 @@ gmt_list_traces(const char *dir, char ***names)
 
 		if (len <= 6 || strcmp(e->d_name + len - 6, ".jsonl") != 0)
 			continue;
-		v = xrealloc(v, n + 1, sizeof(*v));
+		v = gmt_xrealloc(v, n + 1, sizeof(*v));
 		v[n] = strdup(e->d_name);
 		if (!v[n]) {
 			fprintf(stderr, "gpumemtrace: out of memory\n");
@@ -94,8 +83,8 @@ gmt_inputs_add_file(struct gmt_inputs *in, const char *path, FILE *diag)
 	if (!in->sym)
 		in->sym = gmt_symbolizer_new(diag);
 	gmt_model_set_stacks(m, gmt_callstacks_new(t, in->sym));
-	in->traces = xrealloc(in->traces, in->n + 1, sizeof(*in->traces));
-	in->models = xrealloc(in->models, in->n + 1, sizeof(*in->models));
+	in->traces = gmt_xrealloc(in->traces, in->n + 1, sizeof(*in->traces));
+	in->models = gmt_xrealloc(in->models, in->n + 1, sizeof(*in->models));
 	in->traces[in->n] = t;
 	in->models[in->n] = m;
 	in->n++;

@@ -18,20 +18,7 @@
 #include <unistd.h>
 
 #include "analysis/pyline.h"
-
-static void *
-xrealloc(void *p, size_t n, size_t size)
-{
-	void *q = NULL;
-
-	if (!size || n <= SIZE_MAX / size)
-		q = realloc(p, n * size > 0 ? n * size : 1);
-	if (!q) {
-		fprintf(stderr, "gpumemtrace: out of memory\n");
-		exit(3);
-	}
-	return q;
-}
+#include "analysis/xalloc.h"
 
 /* The address ranges of one modules line, sorted, for a binary search per frame. */
 struct range {
@@ -65,7 +52,7 @@ gmt_callstacks_new(const struct gmt_trace *t, struct gmt_symbolizer *sym)
 	}
 	cs->t = t;
 	cs->sym = sym;
-	cs->modsym = xrealloc(NULL, t->nmodules, sizeof(*cs->modsym));
+	cs->modsym = gmt_xrealloc(NULL, t->nmodules, sizeof(*cs->modsym));
 	memset(cs->modsym, 0xff, t->nmodules * sizeof(*cs->modsym));
 	cs->modcls = calloc(t->nmodules ? t->nmodules : 1, 1);
 	cs->sets = calloc(t->nmodsets ? t->nmodsets : 1, sizeof(*cs->sets));
@@ -115,7 +102,7 @@ modset_build(const struct gmt_trace *t, const struct gmt_trace_modset *ms, struc
 	x->built = true;
 	for (uint32_t i = 0; i < ms->nmods; i++)
 		n += t->modules[ms->mods[i]].nsegments;
-	x->r = xrealloc(NULL, n, sizeof(*x->r));
+	x->r = gmt_xrealloc(NULL, n, sizeof(*x->r));
 	for (uint32_t i = 0; i < ms->nmods; i++) {
 		const struct gmt_trace_module *m = &t->modules[ms->mods[i]];
 
@@ -230,7 +217,7 @@ fvec_push(struct fvec *v)
 {
 	if (v->n == v->cap) {
 		v->cap = v->cap ? v->cap * 2 : 32;
-		v->f = xrealloc(v->f, v->cap, sizeof(*v->f));
+		v->f = gmt_xrealloc(v->f, v->cap, sizeof(*v->f));
 	}
 	memset(&v->f[v->n], 0, sizeof(v->f[v->n]));
 	return &v->f[v->n++];
@@ -359,8 +346,8 @@ splice(struct gmt_callstacks *cs,
        struct fvec *out)
 {
 	struct fvec nat = {0}, py = {0};
-	struct phys *ph = xrealloc(NULL, ts->nframes, sizeof(*ph));
-	size_t *gstart = xrealloc(NULL, ts->npy + 1, sizeof(*gstart));
+	struct phys *ph = gmt_xrealloc(NULL, ts->nframes, sizeof(*ph));
+	size_t *gstart = gmt_xrealloc(NULL, ts->npy + 1, sizeof(*gstart));
 	size_t ngroups = 0, g = 0, neval = 0;
 
 	for (uint32_t i = 0; i < ts->nframes; i++) {

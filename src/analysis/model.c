@@ -25,20 +25,7 @@
 #include <string.h>
 
 #include "analysis/livemap.h"
-
-static void *
-xrealloc(void *p, size_t n, size_t size)
-{
-	void *q = NULL;
-
-	if (!size || n <= SIZE_MAX / size)
-		q = realloc(p, n * size > 0 ? n * size : 1);
-	if (!q) {
-		fprintf(stderr, "gpumemtrace: out of memory\n");
-		exit(3);
-	}
-	return q;
-}
+#include "analysis/xalloc.h"
 
 // --- calls with a meaning of their own ----------------------------------------------------------
 //
@@ -127,7 +114,7 @@ device_get(struct replay *r, int32_t device)
 		return &m->devices[i];
 	if (m->ndevices == r->devcap) {
 		r->devcap = r->devcap ? r->devcap * 2 : 4;
-		m->devices = xrealloc(m->devices, r->devcap, sizeof(*m->devices));
+		m->devices = gmt_xrealloc(m->devices, r->devcap, sizeof(*m->devices));
 	}
 	memmove(&m->devices[i + 1], &m->devices[i], (m->ndevices - i) * sizeof(*m->devices));
 	memset(&m->devices[i], 0, sizeof(m->devices[i]));
@@ -149,7 +136,7 @@ timeline_add(struct replay *r,
 
 	if (m->ntimeline == r->tlcap) {
 		r->tlcap = r->tlcap ? r->tlcap * 2 : 256;
-		m->timeline = xrealloc(m->timeline, r->tlcap, sizeof(*m->timeline));
+		m->timeline = gmt_xrealloc(m->timeline, r->tlcap, sizeof(*m->timeline));
 	}
 	m->timeline[m->ntimeline++] = (struct gmt_live_point){
 	    .seq = ev->seq,
@@ -346,7 +333,7 @@ record_failed(struct replay *r, const struct gmt_trace_event *ev)
 
 	if (m->nfailed == r->failcap) {
 		r->failcap = r->failcap ? r->failcap * 2 : 8;
-		m->failed = xrealloc(m->failed, r->failcap, sizeof(*m->failed));
+		m->failed = gmt_xrealloc(m->failed, r->failcap, sizeof(*m->failed));
 	}
 	m->failed[m->nfailed++] = ev;
 }
@@ -536,7 +523,7 @@ pool_reading(struct replay *r, const struct gmt_trace_event *ev)
 	if (i == r->npools) {
 		if (r->npools == r->poolcap) {
 			r->poolcap = r->poolcap ? r->poolcap * 2 : 4;
-			r->pools = xrealloc(r->pools, r->poolcap, sizeof(*r->pools));
+			r->pools = gmt_xrealloc(r->pools, r->poolcap, sizeof(*r->pools));
 		}
 		r->pools[r->npools++] = (struct pool_reading){ev->device, ev->ptr, 0};
 	}
@@ -696,7 +683,7 @@ all_live(struct replay *r, size_t *n)
 
 		if (!k)
 			continue;
-		all = xrealloc(all, *n + k, sizeof(*all));
+		all = gmt_xrealloc(all, *n + k, sizeof(*all));
 		memcpy(all + *n, part, k * sizeof(*part));
 		*n += k;
 		free(part);
@@ -714,7 +701,7 @@ collect_leaks(struct replay *r)
 	if (n == 0)
 		return;
 	qsort(all, n, sizeof(*all), cmp_live_site);
-	m->leaks = xrealloc(NULL, n, sizeof(*m->leaks));
+	m->leaks = gmt_xrealloc(NULL, n, sizeof(*m->leaks));
 	for (size_t i = 0; i < n; i++) {
 		struct gmt_leak *g = m->nleaks ? &m->leaks[m->nleaks - 1] : NULL;
 		bool counted = gmt_kind_counted((enum gmt_tkind)all[i].kind);
@@ -761,7 +748,7 @@ group_sites(const struct gmt_trace *t, struct gmt_live *all, size_t n, size_t *n
 	if (n == 0)
 		return NULL;
 	qsort(all, n, sizeof(*all), cmp_live_site);
-	v = xrealloc(NULL, n, sizeof(*v));
+	v = gmt_xrealloc(NULL, n, sizeof(*v));
 	for (size_t i = 0; i < n; i++) {
 		if (i == 0 || cmp_live_site(&all[i - 1], &all[i]) != 0)
 			v[k++] = (struct gmt_leak){.stack = all[i].stack,
@@ -790,7 +777,7 @@ capture_peak(struct replay *r, struct gmt_device_stats *d)
 		for (size_t i = 0; i < k; i++) {
 			if (!held_on(&part[i], &d->device))
 				continue;
-			all = xrealloc(all, n + 1, sizeof(*all));
+			all = gmt_xrealloc(all, n + 1, sizeof(*all));
 			all[n++] = part[i];
 		}
 		free(part);
@@ -857,10 +844,10 @@ replay_init(struct replay *r, struct gmt_model *m)
 	gmt_livemap_init(&r->reserves);
 	gmt_livemap_init(&r->handles);
 	gmt_livemap_init(&r->arrays);
-	r->roles = xrealloc(NULL, t->nstrings ? t->nstrings : 1, sizeof(*r->roles));
+	r->roles = gmt_xrealloc(NULL, t->nstrings ? t->nstrings : 1, sizeof(*r->roles));
 	for (size_t i = 0; i < t->nstrings; i++)
 		r->roles[i] = (uint8_t)role_of_name(t->strings[i]);
-	m->ledger = xrealloc(NULL, t->nnvml ? t->nnvml : 1, sizeof(*m->ledger));
+	m->ledger = gmt_xrealloc(NULL, t->nnvml ? t->nnvml : 1, sizeof(*m->ledger));
 }
 
 static void

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "analysis/sites.h"
+#include "analysis/xalloc.h"
 
 struct folded {
 	char *stack;
@@ -26,20 +27,6 @@ struct fold_set {
 	struct folded *v;
 	size_t n, cap;
 };
-
-static void *
-xrealloc(void *p, size_t n, size_t size)
-{
-	void *q = NULL;
-
-	if (!size || n <= SIZE_MAX / size)
-		q = realloc(p, n * size > 0 ? n * size : 1);
-	if (!q) {
-		fprintf(stderr, "gpumemtrace: out of memory\n");
-		exit(3);
-	}
-	return q;
-}
 
 /* A growing string. */
 struct sbuf {
@@ -54,7 +41,7 @@ sb_add(struct sbuf *b, const char *str)
 
 	if (b->n + len + 1 > b->cap) {
 		b->cap = (b->n + len + 1) * 2;
-		b->s = xrealloc(b->s, b->cap, 1);
+		b->s = gmt_xrealloc(b->s, b->cap, 1);
 	}
 	memcpy(b->s + b->n, str, len + 1);
 	b->n += len;
@@ -112,7 +99,7 @@ fold_add(struct fold_set *f,
 		return;
 	if (f->n == f->cap) {
 		f->cap = f->cap ? f->cap * 2 : 256;
-		f->v = xrealloc(f->v, f->cap, sizeof(*f->v));
+		f->v = gmt_xrealloc(f->v, f->cap, sizeof(*f->v));
 	}
 	f->v[f->n++] = (struct folded){fold_stack(m, stack, api, driver), weight};
 }
@@ -148,7 +135,7 @@ static void
 fold_allocated(struct fold_set *f, const struct gmt_model *m)
 {
 	const struct gmt_trace *t = m->trace;
-	struct alloc_key *k = xrealloc(NULL, t->nevents, sizeof(*k));
+	struct alloc_key *k = gmt_xrealloc(NULL, t->nevents, sizeof(*k));
 	size_t n = 0;
 
 	for (size_t i = 0; i < t->nevents; i++) {

@@ -3,24 +3,11 @@
  */
 #define _GNU_SOURCE /* qsort_r */
 #include "analysis/sites.h"
+#include "analysis/xalloc.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static void *
-xrealloc(void *p, size_t n, size_t size)
-{
-	void *q = NULL;
-
-	if (!size || n <= SIZE_MAX / size)
-		q = realloc(p, n * size > 0 ? n * size : 1);
-	if (!q) {
-		fprintf(stderr, "gpumemtrace: out of memory\n");
-		exit(3);
-	}
-	return q;
-}
 
 /* An item with its call site looked up once. */
 struct keyed {
@@ -134,7 +121,7 @@ make_group(const struct keyed *k, size_t n, struct gmt_site *g)
 	g->kind = it->kind;
 	g->device = it->device;
 	g->first_seq = UINT64_MAX;
-	g->stacks = xrealloc(NULL, n, sizeof(*g->stacks));
+	g->stacks = gmt_xrealloc(NULL, n, sizeof(*g->stacks));
 	for (size_t i = 0; i < n; i++) {
 		struct gmt_site_stack *s = g->nstacks ? &g->stacks[g->nstacks - 1] : NULL;
 
@@ -165,14 +152,14 @@ gmt_sites_group(const struct gmt_site_item *items, size_t n, bool by_seq, struct
 	out->n = 0;
 	if (n == 0)
 		return;
-	k = xrealloc(NULL, n, sizeof(*k));
+	k = gmt_xrealloc(NULL, n, sizeof(*k));
 	for (size_t i = 0; i < n; i++) {
 		k[i].it = &items[i];
 		k[i].cs = gmt_model_stack(items[i].m, items[i].stack);
 		k[i].site = gmt_cstack_site(k[i].cs);
 	}
 	qsort(k, n, sizeof(*k), cmp_keyed);
-	out->v = xrealloc(NULL, n, sizeof(*out->v));
+	out->v = gmt_xrealloc(NULL, n, sizeof(*out->v));
 	for (size_t i = 1; i <= n; i++) {
 		if (i < n && cmp_group_key(&k[start], &k[i]) == 0)
 			continue;
@@ -198,7 +185,7 @@ items_push(struct gmt_site_item *v, size_t *n, size_t *cap)
 {
 	if (*n == *cap) {
 		*cap = *cap ? *cap * 2 : 64;
-		v = xrealloc(v, *cap, sizeof(*v));
+		v = gmt_xrealloc(v, *cap, sizeof(*v));
 	}
 	(*n)++;
 	return v;

@@ -9,6 +9,7 @@
  */
 #define _GNU_SOURCE
 #include "analysis/symbolize.h"
+#include "analysis/xalloc.h"
 
 #include <dlfcn.h>
 #include <dwarf.h>
@@ -55,20 +56,6 @@ cxa_demangle(void)
 
 /* Notes about unusable modules before the rest are only counted. */
 #define GMT_SYM_MAX_NOTES 20
-
-static void *
-xrealloc(void *p, size_t n, size_t size)
-{
-	void *q = NULL;
-
-	if (!size || n <= SIZE_MAX / size)
-		q = realloc(p, n * size > 0 ? n * size : 1);
-	if (!q) {
-		fprintf(stderr, "gpumemtrace: out of memory\n");
-		exit(3);
-	}
-	return q;
-}
 
 static char *
 xstrdup(const char *str)
@@ -152,7 +139,7 @@ gmt_sym_intern(struct gmt_symbolizer *s, const char *str)
 		char **old = s->strs;
 		size_t oldcap = s->strs_mask ? s->strs_mask + 1 : 0;
 
-		s->strs = xrealloc(NULL, cap, sizeof(*s->strs));
+		s->strs = gmt_xrealloc(NULL, cap, sizeof(*s->strs));
 		memset(s->strs, 0, cap * sizeof(*s->strs));
 		s->strs_mask = cap - 1;
 		for (size_t i = 0; i < oldcap; i++) {
@@ -229,7 +216,7 @@ gmt_sym_module(struct gmt_symbolizer *s, const char *path, const char *build_id)
 		if (build_id[0] != '\0' && (!m->opened || m->status != GMT_SYM_NO_FILE))
 			return (uint32_t)i;
 	}
-	s->mods = xrealloc(s->mods, s->nmods + 1, sizeof(*s->mods));
+	s->mods = gmt_xrealloc(s->mods, s->nmods + 1, sizeof(*s->mods));
 	m = &s->mods[s->nmods];
 	memset(m, 0, sizeof(*m));
 	m->path = path;
@@ -582,7 +569,7 @@ cache_grow(struct gmt_symbolizer *s)
 	struct sym_entry *old = s->cache;
 	size_t oldcap = s->cache_mask ? s->cache_mask + 1 : 0;
 
-	s->cache = xrealloc(NULL, cap, sizeof(*s->cache));
+	s->cache = gmt_xrealloc(NULL, cap, sizeof(*s->cache));
 	memset(s->cache, 0, cap * sizeof(*s->cache));
 	s->cache_mask = cap - 1;
 	for (size_t i = 0; i < oldcap; i++) {
@@ -636,7 +623,7 @@ gmt_symbolize(struct gmt_symbolizer *s,
 		s->poolcap = s->poolcap ? s->poolcap * 2 : 4096;
 		while (s->poolcap < s->npool + s->nscratch)
 			s->poolcap *= 2;
-		s->pool = xrealloc(s->pool, s->poolcap, sizeof(*s->pool));
+		s->pool = gmt_xrealloc(s->pool, s->poolcap, sizeof(*s->pool));
 	}
 	if (s->nscratch)
 		memcpy(s->pool + s->npool, s->scratch, s->nscratch * sizeof(*s->scratch));

@@ -9,6 +9,7 @@
  */
 #define _GNU_SOURCE
 #include "analysis/trace.h"
+#include "analysis/xalloc.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -165,24 +166,6 @@ xstrdup(const char *s)
 	return d;
 }
 
-static void *
-xrealloc(void *p, size_t n, size_t size)
-{
-	void *q;
-
-	if (size && n > SIZE_MAX / size) {
-		errno = ENOMEM;
-		q = NULL;
-	} else {
-		q = realloc(p, n * size > 0 ? n * size : 1);
-	}
-	if (!q) {
-		fprintf(stderr, "gpumemtrace: out of memory\n");
-		exit(3);
-	}
-	return q;
-}
-
 static void
 see_ts(struct reader *r, uint64_t ts)
 {
@@ -205,7 +188,7 @@ intern(struct gmt_trace *t, const char *s)
 	/* UINT16_MAX itself stays free: it is GMT_TRACE_NO_STRING. */
 	if (t->nstrings >= UINT16_MAX)
 		return -1;
-	t->strings = xrealloc(t->strings, t->nstrings + 1, sizeof(*t->strings));
+	t->strings = gmt_xrealloc(t->strings, t->nstrings + 1, sizeof(*t->strings));
 	t->strings[t->nstrings] = xstrdup(s);
 	return (int)t->nstrings++;
 }
@@ -220,7 +203,7 @@ read_capture(struct gmt_trace *t, json_t *a)
 
 	if (!json_is_array(a))
 		return;
-	t->capture = xrealloc(NULL, json_array_size(a), sizeof(*t->capture));
+	t->capture = gmt_xrealloc(NULL, json_array_size(a), sizeof(*t->capture));
 	json_array_foreach(a, i, e) if (json_is_string(e)) t->capture[t->ncapture++] =
 	    xstrdup(json_string_value(e));
 }
@@ -324,7 +307,7 @@ read_header(struct reader *r, json_t *obj, size_t lineno)
 		size_t i;
 		json_t *e;
 
-		t->argv = xrealloc(NULL, json_array_size(a), sizeof(*t->argv));
+		t->argv = gmt_xrealloc(NULL, json_array_size(a), sizeof(*t->argv));
 		json_array_foreach(a, i, e) if (json_is_string(e)) t->argv[t->argc++] =
 		    xstrdup(json_string_value(e));
 	}
@@ -348,7 +331,7 @@ read_py(json_t *a, struct gmt_trace_stack *st)
 
 	if (!json_is_array(a))
 		return false;
-	st->py = xrealloc(NULL, json_array_size(a), sizeof(*st->py));
+	st->py = gmt_xrealloc(NULL, json_array_size(a), sizeof(*st->py));
 	json_array_foreach(a, i, e)
 	{
 		json_t *c = json_array_get(e, 0), *o = json_array_get(e, 1), *en = json_array_get(e, 2);
@@ -423,14 +406,14 @@ read_stack(struct reader *r, json_t *obj, size_t lineno)
 	/* A second line with the same id is found once all are read (settle_stacks()). */
 	if ((t->nstacks & (t->nstacks - 1)) == 0)
 		t->stacks =
-		    xrealloc(t->stacks, t->nstacks ? t->nstacks * 2 : 16, sizeof(*t->stacks));
+		    gmt_xrealloc(t->stacks, t->nstacks ? t->nstacks * 2 : 16, sizeof(*t->stacks));
 	st = &t->stacks[t->nstacks];
 	memset(st, 0, sizeof(*st));
 	st->id = (uint32_t)id;
 	st->line = (uint32_t)lineno;
 	/* A stack names the module list in force when it was written: the latest one so far. */
 	st->modset = t->nmodsets ? (int32_t)(t->nmodsets - 1) : -1;
-	st->frames = xrealloc(NULL, json_array_size(frames), sizeof(*st->frames));
+	st->frames = gmt_xrealloc(NULL, json_array_size(frames), sizeof(*st->frames));
 	json_array_foreach(frames, i, e)
 	{
 		if (!json_is_string(e) || parse_hex(json_string_value(e), &st->frames[i]) != 0) {
@@ -488,7 +471,7 @@ module_intern(struct reader *r, struct gmt_trace_module *m)
 		size_t cap = r->modhash_mask ? (r->modhash_mask + 1) * 2 : 256;
 
 		free(r->modhash);
-		r->modhash = xrealloc(NULL, cap, sizeof(*r->modhash));
+		r->modhash = gmt_xrealloc(NULL, cap, sizeof(*r->modhash));
 		memset(r->modhash, 0, cap * sizeof(*r->modhash));
 		r->modhash_mask = cap - 1;
 		for (size_t i = 0; i < t->nmodules; i++) {
@@ -511,7 +494,7 @@ module_intern(struct reader *r, struct gmt_trace_module *m)
 	}
 	if ((t->nmodules & (t->nmodules - 1)) == 0)
 		t->modules =
-		    xrealloc(t->modules, t->nmodules ? t->nmodules * 2 : 64, sizeof(*t->modules));
+		    gmt_xrealloc(t->modules, t->nmodules ? t->nmodules * 2 : 64, sizeof(*t->modules));
 	t->modules[t->nmodules] = *m;
 	r->modhash[slot] = (uint32_t)t->nmodules + 1;
 	return (uint32_t)t->nmodules++;
@@ -554,7 +537,7 @@ module_entry(json_t *e, struct gmt_trace_module *m)
 	segs = json_object_get(e, "segments");
 	if (!json_is_array(segs))
 		return false;
-	m->segments = xrealloc(NULL, json_array_size(segs), sizeof(*m->segments));
+	m->segments = gmt_xrealloc(NULL, json_array_size(segs), sizeof(*m->segments));
 	json_array_foreach(segs, i, sg)
 	{
 		json_t *v = json_array_get(sg, 0), *sz = json_array_get(sg, 1);
@@ -599,7 +582,7 @@ read_modules(struct reader *r, json_t *obj, size_t lineno)
 		return key_error(r, lineno, "modules", "modules", -ENOENT, "");
 	if (!json_is_array(a))
 		return key_error(r, lineno, "modules", "modules", -EINVAL, "an array");
-	ms.mods = xrealloc(NULL, json_array_size(a), sizeof(*ms.mods));
+	ms.mods = gmt_xrealloc(NULL, json_array_size(a), sizeof(*ms.mods));
 	json_array_foreach(a, i, e)
 	{
 		struct gmt_trace_module m = {0};
@@ -616,7 +599,7 @@ read_modules(struct reader *r, json_t *obj, size_t lineno)
 			 "modules: %zu malformed %s (first: #%zu; expected {path, base (hex), "
 			 "build_id (hex), segments [[vaddr, memsz], ...]}), left out",
 			 bad, bad == 1 ? "entry" : "entries", first_bad);
-	t->modsets = xrealloc(t->modsets, t->nmodsets + 1, sizeof(*t->modsets));
+	t->modsets = gmt_xrealloc(t->modsets, t->nmodsets + 1, sizeof(*t->modsets));
 	t->modsets[t->nmodsets++] = ms;
 	return true;
 }
@@ -642,7 +625,7 @@ hex_decode(const char *s, size_t *n)
 
 	if (len % 2)
 		return NULL;
-	d = xrealloc(NULL, len / 2 ? len / 2 : 1, 1);
+	d = gmt_xrealloc(NULL, len / 2 ? len / 2 : 1, 1);
 	for (size_t i = 0; i < len / 2; i++) {
 		int hi = hex_digit(s[2 * i]), lo = hex_digit(s[2 * i + 1]);
 
@@ -704,7 +687,7 @@ read_pycode(struct reader *r, json_t *obj, size_t lineno)
 	}
 	if ((t->npycodes & (t->npycodes - 1)) == 0)
 		t->pycodes =
-		    xrealloc(t->pycodes, t->npycodes ? t->npycodes * 2 : 16, sizeof(*t->pycodes));
+		    gmt_xrealloc(t->pycodes, t->npycodes ? t->npycodes * 2 : 16, sizeof(*t->pycodes));
 	t->pycodes[t->npycodes++] = c;
 	return true;
 }
@@ -921,7 +904,7 @@ read_event(struct reader *r, json_t *obj, size_t lineno)
 	see_ts(r, ev.ts);
 	if ((t->nevents & (t->nevents - 1)) == 0)
 		t->events =
-		    xrealloc(t->events, t->nevents ? t->nevents * 2 : 64, sizeof(*t->events));
+		    gmt_xrealloc(t->events, t->nevents ? t->nevents * 2 : 64, sizeof(*t->events));
 	t->events[t->nevents++] = ev;
 	return true;
 }
@@ -942,7 +925,7 @@ read_marker(struct reader *r, json_t *obj, size_t lineno)
 		return key_error(r, lineno, "marker", "label", err, "a string");
 	m.label = xstrdup(label);
 	see_ts(r, m.ts);
-	t->markers = xrealloc(t->markers, t->nmarkers + 1, sizeof(*t->markers));
+	t->markers = gmt_xrealloc(t->markers, t->nmarkers + 1, sizeof(*t->markers));
 	t->markers[t->nmarkers++] = m;
 	return true;
 }
@@ -983,7 +966,7 @@ read_nvml(struct reader *r, json_t *obj, size_t lineno, const struct gmt_trace_n
 		return true;
 	if (!json_is_array(a))
 		return key_error(r, lineno, "snapshot", "nvml", -EINVAL, "an array");
-	t->nvml = xrealloc(t->nvml, n0 + json_array_size(a), sizeof(*t->nvml));
+	t->nvml = gmt_xrealloc(t->nvml, n0 + json_array_size(a), sizeof(*t->nvml));
 	json_array_foreach(a, i, e)
 	{
 		t->nvml[n0 + i] = *proto;
