@@ -39,6 +39,15 @@ void gmt_report_text(FILE *out,
 		     size_t n,
 		     const struct gmt_report_options *opt);
 
+typedef struct json_t json_t;
+
+/**
+ * The JSON report as a jansson document (json_decref() it): what `--format json` writes, and
+ * what the other consumers of the analysis (html, perfetto, check, diff) read, so every format
+ * states the same facts under the keys of docs/report-json.md.
+ */
+json_t *gmt_report_json_doc(struct gmt_model *const *models, size_t n);
+
 /** Returns 0, or -1 when the JSON document could not be built or written. */
 int gmt_report_json(FILE *out, struct gmt_model *const *models, size_t n);
 

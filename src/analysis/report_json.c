@@ -592,14 +592,13 @@ site_list_json(struct gmt_model *const *models, size_t n, enum site_list which)
 	return a;
 }
 
-int
-gmt_report_json(FILE *out, struct gmt_model *const *models, size_t n)
+json_t *
+gmt_report_json_doc(struct gmt_model *const *models, size_t n)
 {
 	struct gmt_totals tot;
 	json_t *root = json_object(), *s = json_object();
 	json_t *procs = json_array(), *peaks = json_array(), *failed = json_array();
 	json_t *ledger = json_array();
-	int rc;
 
 	gmt_model_totals(models, n, &tot);
 	json_object_set_new(root, "report_version", json_integer(GMT_REPORT_JSON_VERSION));
@@ -643,6 +642,14 @@ gmt_report_json(FILE *out, struct gmt_model *const *models, size_t n)
 	json_object_set_new(root, "peak_sites", site_list_json(models, n, SITES_PEAK));
 	json_object_set_new(root, "failed_sites", site_list_json(models, n, SITES_FAILED));
 	json_object_set_new(root, "call_stacks", call_stacks_json(models, n));
+	return root;
+}
+
+int
+gmt_report_json(FILE *out, struct gmt_model *const *models, size_t n)
+{
+	json_t *root = gmt_report_json_doc(models, n);
+	int rc;
 
 	/* Key order is insertion order (jansson >= 2.8), so the layout above is the output's. */
 	rc = json_dumpf(root, out, JSON_INDENT(2) | JSON_REAL_PRECISION(15));
