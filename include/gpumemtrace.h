@@ -12,8 +12,16 @@
  *             train_one_epoch();
  *     }
  *
- * Python users need no compiler: under the tracer the symbol is in the process's global scope,
- * so `ctypes.CDLL(None).gmt_mark(b"epoch 1")` works (guard with `hasattr(..., "gmt_mark")`).
+ * Ranges name a span of the program (a phase, a step), and nest:
+ *
+ *     GMT_RANGE_PUSH("forward");
+ *     model_forward();
+ *     GMT_RANGE_POP();
+ *
+ * Python users need no compiler: the `gpumemtrace` module (python/, made importable by
+ * `gpumemtrace run`) has mark(), range_push(), range_pop() and range() (a context manager and
+ * decorator); or, by hand, `ctypes.CDLL(None).gmt_mark(b"epoch 1")` (under the tracer the symbols
+ * are in the process's global scope; guard with `hasattr(..., "gmt_mark")`). docs/markers.md.
  */
 #ifndef GPUMEMTRACE_H
 #define GPUMEMTRACE_H
@@ -45,6 +53,34 @@ void gmt_mark(const char *label) GMT_WEAK;
 	do { \
 		if (gmt_mark) \
 			gmt_mark(label); \
+	} while (0)
+
+/**
+ * Open a range named @p label (truncated to 63 bytes) on the calling thread: a marker with
+ * "range":"push" and its nesting depth (1 = outermost). Ranges nest per thread; close each with
+ * gmt_range_pop() on the same thread. Safe from any thread; never blocks, never allocates.
+ */
+void gmt_range_push(const char *label) GMT_WEAK;
+
+/**
+ * Close the innermost open range of the calling thread: a marker with "range":"pop" and the
+ * depth of the range it closes (the report takes its label from the matching push of the same
+ * thread). Without an open range it records depth 0.
+ */
+void gmt_range_pop(void) GMT_WEAK;
+
+/** Call gmt_range_push() when the tracer is loaded, else do nothing. */
+#define GMT_RANGE_PUSH(label) \
+	do { \
+		if (gmt_range_push) \
+			gmt_range_push(label); \
+	} while (0)
+
+/** Call gmt_range_pop() when the tracer is loaded, else do nothing. */
+#define GMT_RANGE_POP() \
+	do { \
+		if (gmt_range_pop) \
+			gmt_range_pop(); \
 	} while (0)
 
 #ifdef __cplusplus

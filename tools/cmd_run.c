@@ -5,6 +5,9 @@
  * then behaves like the program: the terminal's SIGINT/SIGQUIT go to the program, not to us, and
  * our exit status is the program's, so `gpumemtrace run -- make test` can stand in for
  * `make test` in a script.
+ *
+ * It also makes the `gpumemtrace` Python module (python/, markers from Python: docs/markers.md)
+ * importable by the program, by prepending its directory to PYTHONPATH.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -17,6 +20,8 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <jansson.h>
 
 #include "analysis/report.h"
 #include "cli.h"
@@ -41,6 +46,9 @@ usage(FILE *out)
 	    "The tracer library is GPUMEMTRACE_LIB if set, else " LIB_NAME " next to this\n"
 	    "program (../src/ in a build tree, ../lib/ or ../lib/x86_64-linux-gnu/ when\n"
 	    "installed). Existing LD_PRELOAD entries are kept, after the tracer.\n"
+	    "\n"
+	    "The Python module gpumemtrace (markers and ranges from Python) is made importable:\n"
+	    "its directory is put first in PYTHONPATH.\n"
 	    "\n"
 	    "Exit status: CMD's own (128+N if it was killed by signal N), 127 if CMD was not\n"
 	    "found, 126 if it could not be executed, 2 on a usage error or when the tracer\n"
@@ -99,6 +107,94 @@ find_lib(char *out)
 		"set GPUMEMTRACE_LIB=/path/to/" LIB_NAME "\n",
 		n > 0 ? exe : "this program");
 	return false;
+}
+
+// --- the Python module ------------------------------------------------------------------------
+
+static bool
+has_module(const char *dir)
+{
+	char init[PATH_MAX + 64];
+
+	if (snprintf(init, sizeof(init), "%s/gpumemtrace/__init__.py", dir) >= (int)sizeof(init))
+		return false;
+	return access(init, R_OK) == 0;
+}
+
+/* A build tree's source directory, from the build directory's meson-info/meson-info.json. */
+static bool
+build_tree_source(const char *builddir, char *out)
+{
+	char path[PATH_MAX + 64];
+	json_t *doc, *src;
+	bool ok = false;
+
+	if (snprintf(path, sizeof(path), "%s/meson-info/meson-info.json", builddir) >= (int)sizeof(path))
+		return false;
+	doc = json_load_file(path, 0, NULL);
+	src = json_object_get(json_object_get(doc, "directories"), "source");
+	if (json_is_string(src) && json_string_length(src) < PATH_MAX - 16) {
+		snprintf(out, PATH_MAX, "%s", json_string_value(src));
+		ok = true;
+	}
+	json_decref(doc);
+	return ok;
+}
+
+/*
+ * The directory that holds gpumemtrace/__init__.py, into @p out (PATH_MAX): installed,
+ * PREFIX/bin/gpumemtrace -> PREFIX/share/gpumemtrace/python; in a build tree,
+ * BUILD/tools/gpumemtrace -> the source tree's python/ (GMT_PYTHON_SRCDIR when the build defines
+ * it, else the source directory meson-info names). False when there is none.
+ */
+static bool
+find_python_dir(char *out)
+{
+	char exe[PATH_MAX], cand[PATH_MAX + 64], src[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	char *slash;
+
+	if (n <= 0)
+		return false;
+	exe[n] = '\0';
+	slash = strrchr(exe, '/');
+	if (slash)
+		*slash = '\0';
+	snprintf(cand, sizeof(cand), "%s/../share/gpumemtrace/python", exe);
+	if (has_module(cand))
+		return realpath(cand, out) != NULL;
+#ifdef GMT_PYTHON_SRCDIR
+	if (has_module(GMT_PYTHON_SRCDIR))
+		return realpath(GMT_PYTHON_SRCDIR, out) != NULL;
+#endif
+	snprintf(cand, sizeof(cand), "%s/..", exe);
+	if (build_tree_source(cand, src)) {
+		snprintf(cand, sizeof(cand), "%s/python", src);
+		if (has_module(cand))
+			return realpath(cand, out) != NULL;
+	}
+	return false;
+}
+
+/* PYTHONPATH=DIR[:old]; without the module nothing changes (Python programs run as before). */
+static int
+set_pythonpath(void)
+{
+	const char *old = getenv("PYTHONPATH");
+	char dir[PATH_MAX], *val;
+	int rc;
+
+	if (!find_python_dir(dir))
+		return 0;
+	if (old && *old)
+		rc = asprintf(&val, "%s:%s", dir, old);
+	else
+		rc = asprintf(&val, "%s", dir);
+	if (rc < 0)
+		return -ENOMEM;
+	rc = setenv("PYTHONPATH", val, 1);
+	free(val);
+	return rc ? -errno : 0;
 }
 
 // --- the output directory ---------------------------------------------------------------------
@@ -322,7 +418,8 @@ gmt_cmd_run(int argc, char **argv)
 			strerror(err ? -err : errno));
 		return GMT_EXIT_USAGE;
 	}
-	if (set_preload(lib) != 0 || setenv("GPUMEMTRACE_OUTPUT_DIR", absdir, 1) != 0) {
+	if (set_preload(lib) != 0 || setenv("GPUMEMTRACE_OUTPUT_DIR", absdir, 1) != 0 ||
+	    set_pythonpath() != 0) {
 		fprintf(stderr, "gpumemtrace run: cannot set the environment: %s\n",
 			strerror(errno));
 		return GMT_EXIT_USAGE;

@@ -320,21 +320,76 @@ gmt_fini(void)
 }
 
 // --- public API (include/gpumemtrace.h) ----------------------------------------------------------
+//
+// Markers go through the ring like events: no allocation, no I/O, no lock on the caller's thread.
 
-GMT_EXPORT void
-gmt_mark(const char *label)
+/*
+ * This thread's open ranges (gmt_range_push() without its gmt_range_pop() yet). Only the count:
+ * a pop is written with the depth it closes and the thread, and the reader pairs it with its
+ * push. Labels are not kept here on purpose: this library has initial-exec TLS (gmt_depth), so
+ * when the CUDA driver dlopen()s it (CUDA_INJECTION64_PATH) all of its TLS must fit in glibc's
+ * static TLS surplus, a few hundred bytes.
+ */
+static __thread uint32_t range_depth;
+
+/* @p label truncated to GMT_LABEL_MAX - 1 bytes, "" for NULL, into @p dst. A cut never splits a
+ * UTF-8 character: the character the limit falls into is left out whole. */
+static void
+copy_label(char *dst, const char *label)
 {
-	struct gmt_event ev = {.op = GMT_OP_MARKER, .device = -1};
+	size_t n = label ? strnlen(label, GMT_LABEL_MAX - 1) : 0;
+
+	if (n == GMT_LABEL_MAX - 1 && label[n] != '\0') {
+		while (n > 0 && ((unsigned char)label[n] & 0xc0) == 0x80)
+			n--;
+	}
+	memcpy(dst, label ? label : "", n);
+	dst[n] = '\0';
+}
+
+static void
+emit_marker(const char *label, enum gmt_range range, uint32_t depth)
+{
+	struct gmt_event ev = {
+	    .op = GMT_OP_MARKER,
+	    .device = -1,
+	    .range = (uint8_t)range,
+	    .range_depth = depth,
+	};
 
 	if (!gmt_hook_enter())
 		goto out;
-	if (label) {
-		size_t n = strnlen(label, GMT_LABEL_MAX - 1);
-		memcpy(ev.label, label, n);
-		ev.label[n] = '\0';
-	}
+	copy_label(ev.label, label);
 	gmt_stamp(&ev);
 	gmt_emit(&ev);
 out:
 	gmt_hook_leave();
+}
+
+GMT_EXPORT void
+gmt_mark(const char *label)
+{
+	emit_marker(label, GMT_RANGE_NONE, 0);
+}
+
+/* The depth is kept even while tracing is off (disabled, not started): a range opened then and
+ * closed while tracing still pops at the right depth. */
+GMT_EXPORT void
+gmt_range_push(const char *label)
+{
+	uint32_t depth = range_depth < UINT32_MAX ? range_depth + 1 : range_depth;
+
+	range_depth = depth;
+	emit_marker(label, GMT_RANGE_PUSH, depth);
+}
+
+GMT_EXPORT void
+gmt_range_pop(void)
+{
+	uint32_t depth = range_depth;
+
+	/* A pop with no open range is the caller's bug: recorded as depth 0. */
+	emit_marker(NULL, GMT_RANGE_POP, depth);
+	if (depth)
+		range_depth = depth - 1;
 }

@@ -64,6 +64,13 @@ enum gmt_event_flag {
 
 #define GMT_LABEL_MAX 64 /* marker label, NUL included */
 
+/** What a marker is (docs/trace-format.md, "marker"): a point, or one end of a range. */
+enum gmt_range {
+	GMT_RANGE_NONE = 0, /**< gmt_mark(): a point, no "range" key */
+	GMT_RANGE_PUSH,     /**< gmt_range_push(): a range opens */
+	GMT_RANGE_POP,      /**< gmt_range_pop(): the innermost open range of its thread closes */
+};
+
 struct gmt_event {
 	uint64_t seq;       /**< global order; see docs/trace-format.md for when it is taken */
 	uint64_t ts_ns;     /**< CLOCK_MONOTONIC */
@@ -88,6 +95,8 @@ struct gmt_event {
 	uint8_t kind;       /**< enum gmt_kind */
 	uint32_t flags;     /**< enum gmt_event_flag */
 	char label[GMT_LABEL_MAX]; /**< markers only */
+	uint32_t range_depth; /**< markers of ranges: nesting level of the range (1 = outermost) */
+	uint8_t range;        /**< markers only: enum gmt_range */
 };
 
 const char *gmt_api_name(enum gmt_api api);

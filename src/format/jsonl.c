@@ -413,6 +413,14 @@ event_marker(struct gmt_buf *b, const struct gmt_event *ev)
 	buf_i64(b, ev->tid);
 	LIT(b, ",\"label\":");
 	gmt_buf_json_string(b, ev->label, strnlen(ev->label, sizeof(ev->label)));
+	/* plain marks keep the line they always had: no range key */
+	if (ev->range == GMT_RANGE_PUSH || ev->range == GMT_RANGE_POP) {
+		if (ev->range == GMT_RANGE_PUSH)
+			LIT(b, ",\"range\":\"push\",\"depth\":");
+		else
+			LIT(b, ",\"range\":\"pop\",\"depth\":");
+		buf_u64(b, ev->range_depth);
+	}
 	LIT(b, "}\n");
 }
 

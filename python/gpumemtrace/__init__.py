@@ -1,0 +1,102 @@
+"""Markers and ranges in a gpumemtrace trace, from Python.
+
+    import gpumemtrace
+
+    gpumemtrace.mark("loaded weights")          # a point in the sequence of allocations
+
+    with gpumemtrace.range("forward"):          # a named span, nested per thread
+        loss = model(batch)
+
+    @gpumemtrace.range("optimizer step")        # the same, around every call
+    def step():
+        opt.step()
+
+    gpumemtrace.range_push("epoch 3")           # or by hand, as torch.cuda.nvtx does
+    ...
+    gpumemtrace.range_pop()
+
+The calls land in the trace when the program runs under the tracer (`gpumemtrace run`, or
+LD_PRELOAD=libgpumemtrace.so): the tracer's gmt_mark, gmt_range_push and gmt_range_pop are then in
+the process's global symbol scope, and this module calls them through ctypes. Without the tracer
+every function here does nothing (one Python call), so the calls can stay in production code.
+Labels are str (UTF-8) or bytes, truncated by the tracer to 63 bytes. Pure Python, no compiler;
+docs/markers.md has the details.
+"""
+import contextlib
+import ctypes
+
+__all__ = ["mark", "range_push", "range_pop", "range", "enabled"]
+__version__ = "0.1.0"
+
+
+def _symbol(lib, name, argtypes):
+    fn = getattr(lib, name, None) if lib is not None else None
+    if fn is not None:
+        fn.argtypes = argtypes
+        fn.restype = None
+    return fn
+
+
+def _load():
+    # The global scope of the process: the executable and everything loaded RTLD_GLOBAL, the
+    # preloaded tracer included. Resolved once, at import.
+    try:
+        lib = ctypes.CDLL(None)
+    except OSError:
+        lib = None
+    return (_symbol(lib, "gmt_mark", [ctypes.c_char_p]),
+            _symbol(lib, "gmt_range_push", [ctypes.c_char_p]),
+            _symbol(lib, "gmt_range_pop", []))
+
+
+_gmt_mark, _gmt_range_push, _gmt_range_pop = _load()
+
+
+def _label(label):
+    if isinstance(label, bytes):
+        return label
+    return str(label).encode("utf-8", "replace")
+
+
+def enabled():
+    """True when the tracer is loaded in this process (the calls are recorded)."""
+    return _gmt_mark is not None
+
+
+def mark(label):
+    """Put a marker named `label` in the trace (a point, e.g. "epoch 3 start")."""
+    if _gmt_mark is not None:
+        _gmt_mark(_label(label))
+
+
+def range_push(label):
+    """Open a range named `label` on this thread; close it with range_pop() on the same thread."""
+    if _gmt_range_push is not None:
+        _gmt_range_push(_label(label))
+
+
+def range_pop():
+    """Close this thread's innermost open range."""
+    if _gmt_range_pop is not None:
+        _gmt_range_pop()
+
+
+class range(contextlib.ContextDecorator):  # noqa: A001 (named like torch.cuda.nvtx.range)
+    """A range around a `with` block, or around every call of a decorated function.
+
+    The range is closed however the block ends (return, exception). One object can be used
+    several times and from several threads: it keeps no state but its label.
+    """
+
+    def __init__(self, label):
+        self.label = _label(label)
+
+    def __enter__(self):
+        if _gmt_range_push is not None:
+            _gmt_range_push(self.label)
+        return self
+
+    def __exit__(self, *exc):
+        if _gmt_range_pop is not None:
+            _gmt_range_pop()
+        return False
