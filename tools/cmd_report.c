@@ -1,5 +1,6 @@
 /*
- * @brief `gpumemtrace report`: read traces, print the text or JSON report.
+ * @brief `gpumemtrace report`: read traces, print the text, JSON, folded, HTML or Perfetto
+ * report.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -8,6 +9,7 @@
 #include <string.h>
 
 #include "analysis/report.h"
+#include "analysis/report_formats.h"
 #include "cli.h"
 
 static void
@@ -15,7 +17,8 @@ usage(FILE *out)
 {
 	fprintf(
 	    out,
-	    "Usage: gpumemtrace report [--format text|json|folded] [--stack site|full]\n"
+	    "Usage: gpumemtrace report [--format text|json|folded|html|perfetto]\n"
+	    "                          [--stack site|full]\n"
 	    "                          [--weight peak|leaked|allocated] [-o FILE] TRACE...\n"
 	    "\n"
 	    "Report the device memory held at its peak (with every memory kind on its own),\n"
@@ -25,8 +28,13 @@ usage(FILE *out)
 	    "\n"
 	    "Options:\n"
 	    "  -f, --format FMT  text (default: for people), json (stable keys, see\n"
-	    "                    docs/report-json.md) or folded (one line per stack, for\n"
-	    "                    flamegraph.pl, inferno or speedscope)\n"
+	    "                    docs/report-json.md), folded (one line per stack, for\n"
+	    "                    flamegraph.pl, inferno or speedscope), html (one\n"
+	    "                    self-contained page: summary, timeline, top sites, flame\n"
+	    "                    graph, leaks, failures; opens offline in a browser) or\n"
+	    "                    perfetto (Chrome trace-event JSON: open it in\n"
+	    "                    ui.perfetto.dev or chrome://tracing); see\n"
+	    "                    docs/report-formats.md\n"
 	    "  -s, --stack VIEW  text: site (default) groups allocations by call site, the\n"
 	    "                    innermost frame of your code; full also prints each group's\n"
 	    "                    whole stack, outermost frame first\n"
@@ -53,6 +61,8 @@ enum format {
 	FORMAT_TEXT,
 	FORMAT_JSON,
 	FORMAT_FOLDED,
+	FORMAT_HTML,
+	FORMAT_PERFETTO,
 };
 
 /* The option's value among @p names (NULL-terminated): its index, or -1 (reported). */
@@ -74,7 +84,8 @@ gmt_cmd_report(int argc, char **argv)
 	    {"weight", required_argument, NULL, 'w'}, {"output", required_argument, NULL, 'o'},
 	    {"help", no_argument, NULL, 'h'},	      {NULL, 0, NULL, 0},
 	};
-	static const char *const formats[] = {"text", "json", "folded", NULL};
+	static const char *const formats[] = {"text", "json", "folded", "html", "perfetto",
+						  NULL};
 	static const char *const views[] = {"site", "full", NULL};
 	static const char *const weights[] = {"peak", "leaked", "allocated", NULL};
 	struct gmt_report_options opt = {.stacks = GMT_STACKS_SITE};
@@ -90,7 +101,8 @@ gmt_cmd_report(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "f:s:w:o:h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'f':
-			if ((k = choice("format", optarg, formats, "text, json or folded")) < 0)
+			if ((k = choice("format", optarg, formats,
+					    "text, json, folded, html or perfetto")) < 0)
 				return gmt_usage_hint("report");
 			format = (enum format)k;
 			break;
@@ -138,6 +150,12 @@ gmt_cmd_report(int argc, char **argv)
 	}
 	if (format == FORMAT_JSON) {
 		if (gmt_report_json(out, in.models, in.n) != 0)
+			rc = GMT_EXIT_USAGE;
+	} else if (format == FORMAT_HTML) {
+		if (gmt_report_html(out, in.models, in.n) != 0)
+			rc = GMT_EXIT_USAGE;
+	} else if (format == FORMAT_PERFETTO) {
+		if (gmt_report_perfetto(out, in.models, in.n) != 0)
 			rc = GMT_EXIT_USAGE;
 	} else if (format == FORMAT_FOLDED) {
 		if (gmt_report_folded(out, in.models, in.n,

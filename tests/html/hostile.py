@@ -1,0 +1,89 @@
+"""Inputs shared by the html and perfetto tests: a trace whose names are HTML, and a report
+document with the analysis keys of docs/report-json.md (timeline, oom, growth, marker ranges)
+added by hand, so the formats are tested on them before the analysis writes them."""
+import copy
+import json
+import subprocess
+
+# Every name a trace carries reaches the page: each must stay text.
+FUNC = "<script>alert(1)</script>"
+FILE = "/home/u/</script><img src=x onerror=alert(2)>.py"
+QUAL2 = "Cls.q\"uo'te &amp; <b>bold</b>"
+FILE2 = "/home/u/a&amp;b \"c\" 'd'.py"
+LABEL = "<img src=x onerror=\"document.title='pwned'\">&amp;"
+ARGV = ["python3", "<script>document.title='argv'</script>", "a&amp;b"]
+EXPLANATION = "<i>not italic</i>: the process holds 3.0 MiB & asked for 80.0 GiB."
+
+PEAK = 3145728        # 1 MiB + 2 MiB, both live at the end
+FAILED_SIZE = 85899345920
+
+
+def write_trace(path):
+    lines = [
+        {"type": "header", "format": "gpumemtrace", "version": 1, "tracer": "0.1.0",
+         "pid": 777, "ppid": 1, "host": "node<1>", "argv": ARGV, "start_ts": 1000000000,
+         "start_unix_ns": 1796228579000000000, "coverage": "full", "capture": ["cupti"],
+         "stacks": {"native": True, "python": "3.11", "depth": 64}},
+        {"type": "modules", "seq": 0, "modules": [
+            {"path": "/nonexistent/gmt-html/python3.11", "base": "0x555500000000",
+             "build_id": "0123456789abcdef0123456789abcdef01234567", "segments": [[0, 65536]]}]},
+        {"type": "pycode", "id": 1, "file": FILE, "name": FUNC, "qualname": FUNC,
+         "firstlineno": 40, "python": "3.11", "linetable": "ef00"},
+        {"type": "pycode", "id": 2, "file": FILE2, "name": "q\"uo'te", "qualname": QUAL2,
+         "firstlineno": 7, "python": "3.11", "linetable": "ef00"},
+        {"type": "stack", "id": 1, "frames": ["0x555500001234"], "py": [[1, 4, 1]]},
+        {"type": "stack", "id": 2, "frames": ["0x555500001234"], "py": [[2, 4, 0], [1, 4, 1]]},
+        {"type": "event", "seq": 1, "ts": 1010000000, "tid": 777, "op": "alloc",
+         "api": "cudaMalloc", "driver": "cuMemAlloc_v2", "kind": "device", "device": 0,
+         "context": 1, "stream": "0x0", "ptr": "0x7f5500000000", "size": 1048576, "result": 0,
+         "stack": 1},
+        {"type": "marker", "seq": 2, "ts": 1015000000, "tid": 777, "label": LABEL},
+        {"type": "event", "seq": 3, "ts": 1020000000, "tid": 777, "op": "alloc",
+         "api": "cudaMalloc", "driver": "cuMemAlloc_v2", "kind": "device", "device": 0,
+         "context": 1, "stream": "0x0", "ptr": "0x7f5500100000", "size": 2097152, "result": 0,
+         "stack": 2},
+        {"type": "event", "seq": 4, "ts": 1030000000, "tid": 777, "op": "alloc",
+         "api": "cudaMalloc", "driver": "cuMemAlloc_v2", "kind": "device", "device": 0,
+         "context": 1, "stream": "0x0", "ptr": "0x0", "size": FAILED_SIZE, "result": 2,
+         "free_bytes": 1073741824, "total_bytes": 85899345920, "stack": 2},
+        {"type": "trailer", "ts": 1050000000, "events": 4, "dropped": 0, "reason": "exit"},
+    ]
+    with open(path, "w", encoding="utf-8") as f:
+        for line in lines:
+            f.write(json.dumps(line) + "\n")
+
+
+def report_doc(exe, trace):
+    p = subprocess.run([exe, "report", "--format", "json", trace], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, check=True, timeout=60)
+    return json.loads(p.stdout)
+
+
+def with_analyses(doc):
+    """@p doc with timeline[], oom[], growth[] and a push/pop marker range, as specified."""
+    d = copy.deepcopy(doc)
+    d["timeline"] = [
+        {"process": 0, "pid": 777, "device": 0, "kind": "held", "exact": True,
+         "points": [[0.01, 1048576], [0.02, PEAK], [0.04, PEAK]]},
+        {"process": 0, "pid": 777, "device": 0, "kind": "device", "exact": True,
+         "points": [[0.01, 1048576], [0.02, PEAK]]},
+    ]
+    f = d["failed"][0]
+    site = f["site"]
+    d["oom"] = [dict(f, held_bytes=PEAK, by_kind={"device": PEAK}, live_allocations=2,
+                     cache_bytes=0, pool_slack_bytes=None, nvml=None,
+                     untracked_bytes=f["total_bytes"] - f["free_bytes"] - PEAK,
+                     largest_gap_bytes=0, cause="held_outside", explanation=EXPLANATION,
+                     top_sites=[{"site": site, "api": "cudaMalloc", "driver": "cuMemAlloc_v2",
+                                 "kind": "device", "bytes": 2097152, "allocations": 1,
+                                 "cache": None, "stack": 2}])]
+    d["growth"] = [{"process": 0, "pid": 777, "api": "cudaMalloc", "driver": "cuMemAlloc_v2",
+                    "kind": "device", "site": site, "stack": 2, "cache": None,
+                    "basis": "markers", "samples": 3, "first_bytes": 1048576,
+                    "last_bytes": PEAK, "growth_bytes": PEAK - 1048576, "rises": 2, "falls": 0,
+                    "first_label": LABEL, "last_label": "epoch 2"}]
+    marks = d["processes"][0]["markers"]
+    marks.insert(0, {"seq": 0, "time_s": 0.005, "label": "step", "range": "push"})
+    marks.append({"seq": 5, "time_s": 0.03, "label": "step", "range": "pop"})
+    marks.append({"seq": 6, "time_s": 0.035, "label": "unclosed", "range": "push"})
+    return d

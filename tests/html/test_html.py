@@ -1,0 +1,182 @@
+#!/usr/bin/env python3
+"""`gpumemtrace report --format html` in headless Chromium (meson suite 'html').
+
+1. A trace whose function names, files, marker label and command line are HTML is rendered;
+   the page's data element must hold exactly the JSON report (escaped so it cannot end the
+   element), the page must reference nothing on the network, and in Chromium the script must
+   run to the end, show the summary's numbers, show every hostile name as text and create no
+   element from one.
+2. A report document with timeline[], oom[] and growth[] (hand-made, docs/report-json.md) must
+   draw the timeline chart with its marker and failure, the OOM explanation, the growth table and
+   the flame graph.
+Screenshots (hostile.png, analyses.png) and pages stay in the build directory. Without a
+chromium the test is skipped (exit 77); scripts/setup installs Debian's chromium.
+"""
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import browser  # noqa: E402
+import hostile  # noqa: E402
+
+failures = 0
+
+
+def check(cond, what, detail=""):
+    global failures
+    if cond:
+        print("ok: %s" % what)
+    else:
+        failures += 1
+        print("FAIL: %s" % what)
+        if detail:
+            print(str(detail).rstrip("\n"))
+
+
+DATA_RE = re.compile(r'<script type="application/json" id="gmt-data">(.*?)</script>', re.S)
+
+
+def check_file(path, doc):
+    """The page as written: data escaped, nothing fetched, a small template."""
+    with open(path, encoding="utf-8") as f:
+        page = f.read()
+    m = DATA_RE.search(page)
+    check(m is not None, "the page has its data element")
+    if not m:
+        return
+    data = m.group(1)
+    check(not re.search(r"[<>&\u2028\u2029]", data),
+          "the data holds no <, >, & or U+2028/2029 (they are \\u escapes)")
+    check(json.loads(data) == doc, "the data element is exactly the JSON report")
+    check(page.count("</script") == 2, "only the two script elements end in the page",
+          page.count("</script"))
+    template = page[:m.start()] + page[m.end():]
+    refs = re.findall(r"(?:\bsrc\s*=|\bhref\s*=|url\(|@import|https?://)", template)
+    check(not refs, "the template references nothing outside the page", refs)
+    sinks = re.findall(r"innerHTML|outerHTML|insertAdjacentHTML|document\.write|\beval\(",
+                       template)
+    check(not sinks, "the page's script builds no markup from strings", sinks)
+    check(len(template.encode()) < 48 * 1024, "the template is small (%d bytes)" %
+          len(template.encode()))
+
+
+def render(args, chromium, page, name):
+    """DOM and screenshot of @p page; returns the parsed DOM or None."""
+    rc, out, err = browser.dump_dom(chromium, page)
+    check(rc == 0 and "<body" in out, "%s: chromium dumps the DOM" % name, err[-2000:])
+    with open(os.path.join(args.outdir, name + ".dom.html"), "w", encoding="utf-8") as f:
+        f.write(out)
+    png = os.path.join(args.outdir, name + ".png")
+    if os.path.exists(png):
+        os.unlink(png)
+    rc, _, err = browser.screenshot(chromium, page, png)
+    check(rc == 0 and os.path.exists(png), "%s: screenshot %s" % (name, png), err[-2000:])
+    if os.path.exists(png):
+        st = browser.png_stats(png)
+        check(st["width"] == 1280 and st["height"] == 2000 and st["variance"] > 50 and
+              st["colors"] > 20 and st["inked"] > 0.02,
+              "%s: the screenshot is not blank" % name, st)
+    return browser.Dom(out) if "<body" in out else None
+
+
+def check_ran(dom, name):
+    body = dom.find("body")
+    check(body and body[0][1].get("data-rendered") == "1" and "data-error" not in body[0][1],
+          "%s: the page's script ran to the end" % name, body)
+
+
+def check_hostile_dom(dom):
+    check_ran(dom, "hostile")
+    peak = dom.find(id="sum-peak")
+    check(peak and peak[0][1].get("data-bytes") == str(hostile.PEAK) and
+          dom.text_under("sum-peak") == "3.0 MiB", "summary: peak held 3.0 MiB (3145728)",
+          peak)
+    leaked = dom.find(id="sum-leaked")
+    check(leaked and leaked[0][1].get("data-bytes") == str(hostile.PEAK) and
+          dom.text_under("sum-leaked") == "3.0 MiB", "summary: leaked 3.0 MiB", leaked)
+    failed = dom.find(id="sum-failed")
+    check(failed and failed[0][1].get("data-count") == "1", "summary: 1 failed allocation")
+    scripts = dom.find("script")
+    check(len(scripts) == 2, "no script element was injected", scripts)
+    for tag in ("img", "b", "i", "iframe", "object"):
+        check(not dom.find(tag), "no <%s> element was injected" % tag)
+    handlers = [(t, a) for t, a, _ in dom.elements if any(k.startswith("on") for k in a)]
+    check(not handlers, "no element has an event-handler attribute", handlers)
+    text = dom.all_text()
+    for what, s in (("function name", hostile.FUNC), ("file name", hostile.FILE),
+                    ("qualified name with quotes and &amp;", hostile.QUAL2),
+                    ("file with quotes and &amp;", hostile.FILE2),
+                    ("marker label", hostile.LABEL), ("command line", hostile.ARGV[1])):
+        check(s in text, "the %s shows as text: %s" % (what, s))
+    check(hostile.FUNC in dom.text_under("leaks") and hostile.QUAL2 in dom.text_under(
+        "peak-sites"), "the sites are in the leak and peak tables")
+
+
+def check_analyses_dom(dom):
+    check_ran(dom, "analyses")
+    tl = [e for e in dom.elements if "timeline" in e[2]]
+    paths = [e for e in tl if e[0] == "path"]
+    check(len(paths) == 2, "timeline: one line per series (held, device)", paths)
+    check(any(e[0] == "circle" for e in tl), "timeline: the failed allocation is marked")
+    check(hostile.LABEL in dom.text_under("timeline"), "timeline: the marker's label as text")
+    check(hostile.EXPLANATION in dom.text_under("ooms"), "oom: the explanation as text")
+    check("held_outside" in dom.text_under("ooms"), "oom: the cause")
+    sec = dom.find(id="growth-sec")
+    check(sec and "hidden" not in sec[0][1] and "2.0 MiB" in dom.text_under("growth"),
+          "growth: the site grew by 2.0 MiB", sec)
+    rects = [e for e in dom.elements if e[0] == "rect" and "flame-svg" in e[2]]
+    # all, the two Python frames, cudaMalloc, cuMemAlloc_v2 of stack 2; stack 1's own chain
+    check(len(rects) >= 6, "flame graph: a box per frame (%d)" % len(rects))
+    check("all" in dom.text_under("flame-svg"), "flame graph: labels as text")
+    check(not dom.find("i"), "no <i> element from the explanation")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--exe", required=True)
+    ap.add_argument("--render-doc", required=True)
+    ap.add_argument("--golden-traces", required=True)
+    ap.add_argument("--outdir", required=True)
+    args = ap.parse_args()
+
+    chromium = browser.find_chromium()
+    if not chromium:
+        print("SKIP: no chromium, chromium-browser or google-chrome on PATH (GMT_CHROMIUM "
+              "names another); scripts/setup installs Debian's chromium")
+        return 77
+
+    trace = os.path.join(args.outdir, "hostile.jsonl")
+    page = os.path.join(args.outdir, "hostile.html")
+    hostile.write_trace(trace)
+    doc = hostile.report_doc(args.exe, trace)
+    p = subprocess.run([args.exe, "report", "--format", "html", "-o", page, trace],
+                       stderr=subprocess.PIPE, timeout=60)
+    check(p.returncode == 0, "report --format html: exit 0", p.stderr)
+    check_file(page, doc)
+    dom = render(args, chromium, page, "hostile")
+    if dom:
+        check_hostile_dom(dom)
+
+    fixture = os.path.join(args.outdir, "analyses.json")
+    page = os.path.join(args.outdir, "analyses.html")
+    with open(fixture, "w", encoding="utf-8") as f:
+        json.dump(hostile.with_analyses(doc), f)
+    with open(page, "wb") as f:
+        p = subprocess.run([args.render_doc, "html", fixture], stdout=f, timeout=60)
+    check(p.returncode == 0, "render_doc html: exit 0")
+    dom = render(args, chromium, page, "analyses")
+    if dom:
+        check_analyses_dom(dom)
+
+    if failures:
+        print("%d check(s) failed" % failures)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
