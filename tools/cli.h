@@ -6,7 +6,10 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
+
+#include <jansson.h>
 
 #include "analysis/model.h"
 #include "analysis/symbolize.h"
@@ -15,7 +18,7 @@
 /** Exit codes of every subcommand (documented in `gpumemtrace --help`). */
 enum gmt_exit {
 	GMT_EXIT_OK = 0,
-	GMT_EXIT_GATE = 1,	 /**< a `check` threshold was exceeded (reserved) */
+	GMT_EXIT_GATE = 1,	 /**< a `check` gate failed */
 	GMT_EXIT_USAGE = 2,	 /**< bad command line, or nothing to run */
 	GMT_EXIT_UNREADABLE = 3, /**< no input could be read */
 };
@@ -27,7 +30,14 @@ struct gmt_inputs {
 	size_t n;
 	size_t unreadable; /**< paths that yielded nothing (each one reported on diag) */
 	struct gmt_symbolizer *sym; /**< shared by every model's stacks; made with the first */
+	struct gmt_range_opt range; /**< report --from/--to: what each model replays */
 };
+
+/**
+ * Parse a --from/--to value into @p b: seconds from the trace's start ("2.5", "2.5s") or else a
+ * marker label. Returns false (after a message naming @p option) for an empty value.
+ */
+bool gmt_parse_range_bound(const char *option, const char *value, struct gmt_range_bound *b);
 
 /**
  * Read @p path, a trace file or a directory (every `*.jsonl` in it, in name order), and append
@@ -54,6 +64,34 @@ char *gmt_path_join(const char *dir, const char *name);
 
 int gmt_cmd_report(int argc, char **argv);
 int gmt_cmd_run(int argc, char **argv);
+int gmt_cmd_check(int argc, char **argv);
+int gmt_cmd_diff(int argc, char **argv);
+
+// --- The JSON report as input (tools/reportdoc.c: check, diff) -----------------------------
+
+/**
+ * The JSON report document (docs/report-json.md) of @p paths: one file written by `report
+ * --format json` (a file whose first non-space byte is '{' and which is one object with
+ * "report_version"), else traces and directories of them, replayed. NULL with *@p rc set after
+ * a message naming @p cmd: GMT_EXIT_USAGE (a report given with other inputs),
+ * GMT_EXIT_UNREADABLE (nothing readable, or a report version this program does not read).
+ */
+json_t *gmt_report_doc_load(const char *cmd, char *const *paths, size_t n, int *rc);
+
+/** @p obj's integer @p key, 0 when absent, null or negative. */
+uint64_t gmt_json_u64(const json_t *obj, const char *key);
+
+/** Big enough for any gmt_size_text() result. */
+#define GMT_SIZE_TEXT 64
+
+/** "512 B", or "2.0 MiB (2097152 bytes)": human-readable and exact. Returns @p buf. */
+const char *gmt_size_text(uint64_t bytes, char buf[GMT_SIZE_TEXT]);
+
+/**
+ * A call-site frame of the report as one line: `function (file:line)`, `function [module]`,
+ * `module+offset`, the bare address, or "[no stack]" for a null site. Returns @p buf.
+ */
+const char *gmt_site_text(const json_t *site, char *buf, size_t size);
 
 /** "Try 'gpumemtrace CMD --help'." after a usage error; returns GMT_EXIT_USAGE. */
 int gmt_usage_hint(const char *cmd);

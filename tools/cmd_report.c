@@ -19,7 +19,8 @@ usage(FILE *out)
 	    out,
 	    "Usage: gpumemtrace report [--format text|json|folded|html|perfetto]\n"
 	    "                          [--stack site|full]\n"
-	    "                          [--weight peak|leaked|allocated] [-o FILE] TRACE...\n"
+	    "                          [--weight peak|leaked|allocated] [--from WHEN]\n"
+	    "                          [--to WHEN] [-o FILE] TRACE...\n"
 	    "\n"
 	    "Report the device memory held at its peak (with every memory kind on its own),\n"
 	    "who held it, leaks, failed allocations and, where the trace has NVML readings, what\n"
@@ -41,6 +42,11 @@ usage(FILE *out)
 	    "  -w, --weight W    folded: peak (default; bytes live at each device's peak),\n"
 	    "                    leaked (bytes live at the end) or allocated (bytes allocated\n"
 	    "                    over the whole run)\n"
+	    "      --from WHEN   report only from WHEN on: seconds from the trace's start\n"
+	    "                    (2.5) or the label of a marker (its first occurrence);\n"
+	    "                    what is live then is the starting state, not a leak\n"
+	    "      --to WHEN     ... and up to WHEN (seconds, or the first marker with that\n"
+	    "                    label after --from)\n"
 	    "  -o, --output FILE write the report to FILE instead of standard output\n"
 	    "  -h, --help        show this help\n"
 	    "\n"
@@ -82,6 +88,7 @@ gmt_cmd_report(int argc, char **argv)
 	static const struct option longopts[] = {
 	    {"format", required_argument, NULL, 'f'}, {"stack", required_argument, NULL, 's'},
 	    {"weight", required_argument, NULL, 'w'}, {"output", required_argument, NULL, 'o'},
+	    {"from", required_argument, NULL, 'F'},   {"to", required_argument, NULL, 'T'},
 	    {"help", no_argument, NULL, 'h'},	      {NULL, 0, NULL, 0},
 	};
 	static const char *const formats[] = {"text", "json", "folded", "html", "perfetto",
@@ -117,6 +124,14 @@ gmt_cmd_report(int argc, char **argv)
 				return gmt_usage_hint("report");
 			break;
 		case 'o': output = optarg; break;
+		case 'F':
+			if (!gmt_parse_range_bound("--from", optarg, &in.range.from))
+				return gmt_usage_hint("report");
+			break;
+		case 'T':
+			if (!gmt_parse_range_bound("--to", optarg, &in.range.to))
+				return gmt_usage_hint("report");
+			break;
 		case 'h': usage(stdout); return GMT_EXIT_OK;
 		default: gmt_bad_option("report", argv); return gmt_usage_hint("report");
 		}

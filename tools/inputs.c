@@ -73,7 +73,7 @@ gmt_inputs_add_file(struct gmt_inputs *in, const char *path, FILE *diag)
 		in->unreadable++;
 		return;
 	}
-	m = gmt_model_build(t);
+	m = gmt_model_build_range(t, &in->range);
 	if (!m) {
 		fprintf(diag, "%s: out of memory\n", path);
 		gmt_trace_free(t);
@@ -140,4 +140,25 @@ gmt_inputs_free(struct gmt_inputs *in)
 	in->traces = NULL;
 	in->sym = NULL;
 	in->n = 0;
+}
+
+bool
+gmt_parse_range_bound(const char *option, const char *value, struct gmt_range_bound *b)
+{
+	char *end;
+	double s;
+
+	if (!value || !*value) {
+		fprintf(stderr, "gpumemtrace: %s needs seconds or a marker label, not an empty "
+				"value\n", option);
+		return false;
+	}
+	*b = (struct gmt_range_bound){.set = true, .spec = value};
+	errno = 0;
+	s = strtod(value, &end);
+	if (end != value && errno == 0 && s >= 0 && (*end == '\0' || strcmp(end, "s") == 0))
+		b->seconds = s;
+	else
+		b->label = value;
+	return true;
 }

@@ -71,14 +71,25 @@ struct pool_reading {
 	uint64_t bytes;
 };
 
+enum phase {
+	PHASE_BEFORE, /* before --from: replayed for the state, not counted */
+	PHASE_INSIDE,
+};
+
 struct replay {
 	struct gmt_model *m;
 	struct gmt_livemap ptrs, maps, reserves, handles, arrays;
 	uint8_t *roles; /* per trace string */
 	struct pool_reading *pools;
 	size_t npools, poolcap;
-	size_t devcap, tlcap, failcap;
+	size_t devcap, tlcap, htlcap, failcap, sitecap;
 	size_t next_nvml; /* first NVML reading not yet captured */
+	uint32_t last_snapshot_line; /* the snapshot last sampled for growth */
+	uint64_t last_alloc_seq;     /* the latest successful allocation: temporaries */
+	uint32_t *site_index;	     /* open addressing over m->sites, UINT32_MAX empty */
+	size_t site_mask;
+	enum phase phase;
+	bool scratch; /* the second pass that takes the live set at each peak */
 };
 
 static enum role
@@ -123,6 +134,101 @@ device_get(struct replay *r, int32_t device)
 	return &m->devices[i];
 }
 
+// --- call sites ---------------------------------------------------------------------------------
+
+static uint64_t
+site_hash(uint32_t stack, uint16_t api, uint16_t driver, uint8_t kind, int32_t device)
+{
+	uint64_t h = ((uint64_t)stack << 32) ^ ((uint64_t)api << 16) ^ driver;
+	h ^= ((uint64_t)kind << 56) ^ ((uint64_t)(uint32_t)device << 40);
+	h *= 0x9e3779b97f4a7c15ull;
+	return h ^ (h >> 29);
+}
+
+static void
+site_rehash(struct replay *r)
+{
+	struct gmt_model *m = r->m;
+	size_t cap = r->site_mask ? (r->site_mask + 1) * 2 : 256;
+
+	free(r->site_index);
+	r->site_index = gmt_xrealloc(NULL, cap, sizeof(*r->site_index));
+	memset(r->site_index, 0xff, cap * sizeof(*r->site_index));
+	r->site_mask = cap - 1;
+	for (size_t i = 0; i < m->nsites; i++) {
+		const struct gmt_site_stats *st = &m->sites[i];
+		size_t j = site_hash(st->stack, st->api, st->driver, st->kind, st->device) & r->site_mask;
+
+		while (r->site_index[j] != UINT32_MAX)
+			j = (j + 1) & r->site_mask;
+		r->site_index[j] = (uint32_t)i;
+	}
+}
+
+/* The site of a new allocation, made on first use. */
+static uint32_t
+site_of(struct replay *r, const struct gmt_live *l)
+{
+	struct gmt_model *m = r->m;
+	size_t j;
+
+	if ((m->nsites + 1) * 2 > r->site_mask + 1)
+		site_rehash(r);
+	j = site_hash(l->stack, l->api, l->driver, l->kind, l->device) & r->site_mask;
+	for (; r->site_index[j] != UINT32_MAX; j = (j + 1) & r->site_mask) {
+		const struct gmt_site_stats *st = &m->sites[r->site_index[j]];
+
+		if (st->stack == l->stack && st->api == l->api && st->driver == l->driver &&
+		    st->kind == l->kind && st->device == l->device)
+			return r->site_index[j];
+	}
+	if (m->nsites == r->sitecap) {
+		r->sitecap = r->sitecap ? r->sitecap * 2 : 64;
+		m->sites = gmt_xrealloc(m->sites, r->sitecap, sizeof(*m->sites));
+	}
+	memset(&m->sites[m->nsites], 0, sizeof(m->sites[0]));
+	m->sites[m->nsites] = (struct gmt_site_stats){
+	    .stack = l->stack,
+	    .api = l->api,
+	    .driver = l->driver,
+	    .kind = l->kind,
+	    .device = l->device,
+	};
+	r->site_index[j] = (uint32_t)m->nsites;
+	return (uint32_t)m->nsites++;
+}
+
+static unsigned
+log2_bucket(uint64_t v)
+{
+	return v ? 63u - (unsigned)__builtin_clzll(v) : 0;
+}
+
+/* One growth sample of every site: at a marker or a snapshot. */
+static void
+growth_sample(struct replay *r, bool marker)
+{
+	struct gmt_model *m = r->m;
+	uint32_t n = marker ? m->marker_samples : m->snapshot_samples;
+
+	for (size_t i = 0; i < m->nsites; i++) {
+		struct gmt_site_stats *st = &m->sites[i];
+		struct gmt_growth *g = marker ? &st->at_markers : &st->at_snapshots;
+
+		if (n == 0)
+			g->first = st->live;
+		else if (st->live > g->last)
+			g->rises++;
+		else if (st->live < g->last)
+			g->falls++;
+		g->last = st->live;
+	}
+	if (marker)
+		m->marker_samples++;
+	else
+		m->snapshot_samples++;
+}
+
 // --- accounting ---------------------------------------------------------------------------------
 
 static void
@@ -147,6 +253,24 @@ timeline_add(struct replay *r,
 	};
 }
 
+static void
+held_timeline_add(struct replay *r, const struct gmt_trace_event *ev, int32_t device, uint64_t bytes)
+{
+	struct gmt_model *m = r->m;
+
+	if (m->nheld_timeline == r->htlcap) {
+		r->htlcap = r->htlcap ? r->htlcap * 2 : 256;
+		m->held_timeline = gmt_xrealloc(m->held_timeline, r->htlcap, sizeof(*m->held_timeline));
+	}
+	m->held_timeline[m->nheld_timeline++] = (struct gmt_live_point){
+	    .seq = ev->seq,
+	    .ts = ev->ts,
+	    .bytes = bytes,
+	    .device = device,
+	    .kind = GMT_TK_COUNT,
+	};
+}
+
 /* After (device, kind) changed: its own peak (the first moment of its maximum), the timeline. */
 static void
 kind_changed(struct replay *r,
@@ -162,19 +286,45 @@ kind_changed(struct replay *r,
 		if (k == GMT_TK_POOL_RESERVE)
 			d->pool_live_at_reserve_peak = d->kinds[GMT_TK_POOL].live;
 	}
+	if (k == GMT_TK_POOL_RESERVE && ks->live)
+		d->pool_read = true;
+	if ((k == GMT_TK_POOL || k == GMT_TK_POOL_RESERVE) && d->pool_read &&
+	    d->kinds[GMT_TK_POOL_RESERVE].live > d->kinds[GMT_TK_POOL].live) {
+		uint64_t slack = d->kinds[GMT_TK_POOL_RESERVE].live - d->kinds[GMT_TK_POOL].live;
+
+		if (slack > d->max_pool_slack) {
+			d->max_pool_slack = slack;
+			d->max_pool_slack_ts = ev->ts;
+		}
+	}
 	d->dirty = true;
-	timeline_add(r, ev, d->device, k, ks->live);
+	if (!r->scratch)
+		timeline_add(r, ev, d->device, k, ks->live);
 }
 
 static void
 account_add(struct replay *r, const struct gmt_trace_event *ev, const struct gmt_live *l)
 {
 	struct gmt_device_stats *d = device_get(r, l->device);
+	struct gmt_site_stats *st = &r->m->sites[l->site];
+	struct gmt_size_bucket *b = &d->sizes[l->kind][log2_bucket(l->size)];
 
 	d->kinds[l->kind].live += l->size;
 	d->kinds[l->kind].live_allocs++;
 	d->kinds[l->kind].allocations++;
 	d->allocations++;
+	b->allocations++;
+	b->bytes += l->size;
+	st->live += l->size;
+	st->live_allocs++;
+	st->allocations++;
+	st->allocated_bytes += l->size;
+	if (ev->flags & GMT_TEV_REQUESTED) {
+		d->requested_allocs++;
+		d->requested_bytes += ev->requested;
+		d->requested_granted += ev->size;
+	}
+	r->last_alloc_seq = ev->seq;
 	kind_changed(r, ev, d, l->kind);
 }
 
@@ -182,9 +332,21 @@ static void
 account_sub(struct replay *r, const struct gmt_trace_event *ev, const struct gmt_live *l)
 {
 	struct gmt_device_stats *d = device_get(r, l->device);
+	struct gmt_site_stats *st = &r->m->sites[l->site];
 
 	d->kinds[l->kind].live -= l->size;
 	d->kinds[l->kind].live_allocs--;
+	st->live -= l->size;
+	st->live_allocs--;
+	/* allocations made before the range started are its starting state, not its traffic */
+	if (r->phase == PHASE_INSIDE && l->seq >= r->m->range_from.seq) {
+		st->frees++;
+		st->lifetime[log2_bucket(ev->ts > l->ts ? ev->ts - l->ts : 0)]++;
+		if (l->seq == r->last_alloc_seq) {
+			st->temporaries++;
+			st->temporary_bytes += l->size;
+		}
+	}
 	kind_changed(r, ev, d, l->kind);
 }
 
@@ -201,7 +363,10 @@ settle(struct replay *r, const struct gmt_trace_event *ev)
 		d->dirty = false;
 		for (int k = 0; k < GMT_TK_COUNT; k++)
 			by_kind[k] = d->kinds[k].live;
-		d->held = gmt_kind_held(by_kind);
+		uint64_t held = gmt_kind_held(by_kind);
+		if (held != d->held && !r->scratch)
+			held_timeline_add(r, ev, d->device, held);
+		d->held = held;
 		/* Strictly greater: a peak is the first moment the maximum was reached. */
 		if (d->held > d->peak.bytes) {
 			d->peak = (struct gmt_peak){d->held, ev->ts, ev->seq};
@@ -326,15 +491,123 @@ alloc_table(struct replay *r, const struct gmt_trace_event *ev)
 	return &r->ptrs;
 }
 
+/* Whether @p l is part of device memory held on @p device (kinds that are allocations). */
+static bool
+held_on(const struct gmt_live *l, const void *ctx)
+{
+	const int32_t *device = ctx;
+
+	return l->device == *device && gmt_kind_in_held((enum gmt_tkind)l->kind) &&
+	       !gmt_kind_is_reading((enum gmt_tkind)l->kind);
+}
+
+static int
+cmp_key(const void *pa, const void *pb)
+{
+	const struct gmt_live *a = pa, *b = pb;
+
+	return a->key < b->key ? -1 : a->key > b->key;
+}
+
+#define SEPARATE_RANGE (1ull << 30) /* a hole this large is another address range */
+
+/* The layout of the live allocations by address (ptrs table) held on @p device. */
+static struct gmt_gaps
+gaps_of(struct replay *r, int32_t device)
+{
+	struct gmt_gaps g = {0};
+	size_t n, k = 0;
+	struct gmt_live *all = gmt_livemap_all(&r->ptrs, &n);
+	uint64_t end = 0;
+
+	for (size_t i = 0; i < n; i++)
+		if (held_on(&all[i], &device))
+			all[k++] = all[i];
+	if (k) {
+		qsort(all, k, sizeof(*all), cmp_key);
+		g.valid = true;
+		g.live_allocations = k;
+		for (size_t i = 0; i < k; i++) {
+			if (i && all[i].key > end && all[i].key - end < SEPARATE_RANGE) {
+				uint64_t hole = all[i].key - end;
+
+				g.gap_bytes += hole;
+				g.gaps++;
+				if (hole > g.largest_gap)
+					g.largest_gap = hole;
+			}
+			if (i == 0 || all[i].key + all[i].size > end)
+				end = all[i].key + all[i].size;
+		}
+		g.span = end - all[0].key;
+	}
+	free(all);
+	return g;
+}
+
+static int
+cmp_oom_site(const void *pa, const void *pb)
+{
+	const struct gmt_oom_site *a = pa, *b = pb;
+
+	if (a->bytes != b->bytes)
+		return a->bytes > b->bytes ? -1 : 1;
+	return a->site < b->site ? -1 : a->site > b->site;
+}
+
+/* What the replay holds on the failing call's device, for the OOM explanation. */
+static void
+oom_snapshot(struct replay *r, const struct gmt_trace_event *ev, struct gmt_oom *o)
+{
+	struct gmt_model *m = r->m;
+	const struct gmt_device_stats *d = device_find(m, ev->device);
+
+	memset(o, 0, sizeof(*o));
+	o->ev = ev;
+	for (size_t i = m->nledger; i-- > 0;) {
+		if (m->ledger[i].nvml->device == ev->device) {
+			o->nvml = m->ledger[i].nvml;
+			break;
+		}
+	}
+	if (!d)
+		return;
+	for (int k = 0; k < GMT_TK_COUNT; k++) {
+		o->by_kind[k] = d->kinds[k].live;
+		if (gmt_kind_in_held((enum gmt_tkind)k) && !gmt_kind_is_reading((enum gmt_tkind)k))
+			o->live_allocations += d->kinds[k].live_allocs;
+	}
+	o->held = gmt_kind_held(o->by_kind);
+	if (d->pool_read) {
+		o->has_pool_slack = true;
+		o->pool_slack = (int64_t)(d->kinds[GMT_TK_POOL_RESERVE].live - d->kinds[GMT_TK_POOL].live);
+	}
+	o->gaps = gaps_of(r, ev->device);
+	for (size_t i = 0; i < m->nsites; i++) {
+		const struct gmt_site_stats *st = &m->sites[i];
+
+		if (st->device != ev->device || !st->live || !gmt_kind_in_held((enum gmt_tkind)st->kind))
+			continue;
+		o->sites = gmt_xrealloc(o->sites, o->nsites + 1, sizeof(*o->sites));
+		o->sites[o->nsites++] = (struct gmt_oom_site){(uint32_t)i, st->live, st->live_allocs};
+	}
+	if (o->nsites > 1)
+		qsort(o->sites, o->nsites, sizeof(*o->sites), cmp_oom_site);
+}
+
 static void
 record_failed(struct replay *r, const struct gmt_trace_event *ev)
 {
 	struct gmt_model *m = r->m;
 
+	if (r->phase != PHASE_INSIDE)
+		return;
 	if (m->nfailed == r->failcap) {
 		r->failcap = r->failcap ? r->failcap * 2 : 8;
 		m->failed = gmt_xrealloc(m->failed, r->failcap, sizeof(*m->failed));
+		m->oom = gmt_xrealloc(m->oom, r->failcap, sizeof(*m->oom));
 	}
+	oom_snapshot(r, ev, &m->oom[m->nfailed]);
 	m->failed[m->nfailed++] = ev;
 }
 
@@ -353,11 +626,14 @@ replay_alloc(struct replay *r, const struct gmt_trace_event *ev)
 	    .api = ev->api,
 	    .driver = ev->driver,
 	    .kind = ev->kind,
+	    .seq = ev->seq,
+	    .ts = ev->ts,
 	};
 	struct gmt_live *old;
 
 	if (ev->result != 0) {
-		record_failed(r, ev);
+		if (!r->scratch)
+			record_failed(r, ev);
 		return;
 	}
 	/* cudaMalloc(&p, 0) succeeds with p == NULL: nothing was allocated. */
@@ -375,6 +651,7 @@ replay_alloc(struct replay *r, const struct gmt_trace_event *ev)
 	}
 	if (table == &r->maps)
 		mapping_attach(r, &l);
+	l.site = site_of(r, &l);
 	gmt_livemap_insert(table, &l);
 	r->m->allocations++;
 	account_add(r, ev, &l);
@@ -619,16 +896,6 @@ capture_reading(struct replay *r, const struct gmt_trace_nvml *n)
 	p->held = gmt_kind_held(p->by_kind);
 }
 
-/* Capture the readings taken before @p ev (all that are left when @p ev is NULL). */
-static void
-capture_readings(struct replay *r, const struct gmt_trace_event *ev)
-{
-	const struct gmt_trace *t = r->m->trace;
-
-	while (r->next_nvml < t->nnvml && (!ev || reading_before(&t->nvml[r->next_nvml], ev)))
-		capture_reading(r, &t->nvml[r->next_nvml++]);
-}
-
 // --- leaks: what is live at the end, by call site -----------------------------------------------
 
 static int
@@ -700,6 +967,19 @@ collect_leaks(struct replay *r)
 
 	if (n == 0)
 		return;
+	if (m->range_from.found) {
+		/* in a range, leaks are what was allocated inside it */
+		size_t k = 0;
+
+		for (size_t i = 0; i < n; i++)
+			if (all[i].seq >= m->range_from.seq)
+				all[k++] = all[i];
+		n = k;
+		if (n == 0) {
+			free(all);
+			return;
+		}
+	}
 	qsort(all, n, sizeof(*all), cmp_live_site);
 	m->leaks = gmt_xrealloc(NULL, n, sizeof(*m->leaks));
 	for (size_t i = 0; i < n; i++) {
@@ -726,16 +1006,6 @@ collect_leaks(struct replay *r)
 }
 
 // --- what was live at each device's peak --------------------------------------------------------
-
-/* Whether @p l is part of device memory held on @p device (kinds that are allocations). */
-static bool
-held_on(const struct gmt_live *l, const void *ctx)
-{
-	const int32_t *device = ctx;
-
-	return l->device == *device && gmt_kind_in_held((enum gmt_tkind)l->kind) &&
-	       !gmt_kind_is_reading((enum gmt_tkind)l->kind);
-}
 
 /* Group @p all by call site into a new array of leaks-shaped rows, largest first. */
 static struct gmt_leak *
@@ -783,6 +1053,7 @@ capture_peak(struct replay *r, struct gmt_device_stats *d)
 		free(part);
 	}
 	d->peak_sites = group_sites(r->m->trace, all, n, &d->npeak_sites);
+	d->peak_gaps = gaps_of(r, d->device);
 	free(all);
 }
 
@@ -808,6 +1079,7 @@ collect_peak_sites(struct gmt_model *m)
 	if (!left)
 		return;
 	replay_init(&r, &scratch);
+	r.scratch = true;
 	for (size_t i = 0; i < t->nevents && left; i++) {
 		const struct gmt_trace_event *ev = &t->events[i];
 
@@ -826,8 +1098,7 @@ collect_peak_sites(struct gmt_model *m)
 	}
 	replay_fini(&r);
 	free(scratch.devices);
-	free(scratch.failed);
-	free(scratch.timeline);
+	free(scratch.sites);
 	free(scratch.ledger);
 }
 
@@ -839,6 +1110,7 @@ replay_init(struct replay *r, struct gmt_model *m)
 	const struct gmt_trace *t = m->trace;
 
 	r->m = m;
+	r->phase = PHASE_INSIDE;
 	gmt_livemap_init(&r->ptrs);
 	gmt_livemap_init(&r->maps);
 	gmt_livemap_init(&r->reserves);
@@ -860,6 +1132,7 @@ replay_fini(struct replay *r)
 	gmt_livemap_fini(&r->arrays);
 	free(r->roles);
 	free(r->pools);
+	free(r->site_index);
 }
 
 static void
@@ -876,27 +1149,183 @@ replay_event(struct replay *r, const struct gmt_trace_event *ev)
 	settle(r, ev);
 }
 
+// --- time ranges (report --from/--to) -----------------------------------------------------------
+
+/* Where @p b lands in @p t: the first marker with its label at or after @p after_seq, or the
+ * first moment at its time. */
+static struct gmt_range_point
+range_locate(const struct gmt_trace *t, const struct gmt_range_bound *b, uint64_t after_seq)
+{
+	struct gmt_range_point p = {0};
+
+	if (!b->set)
+		return p;
+	if (b->label) {
+		for (size_t i = 0; i < t->nmarkers; i++) {
+			if (t->markers[i].seq >= after_seq && strcmp(t->markers[i].label, b->label) == 0) {
+				p = (struct gmt_range_point){true, t->markers[i].seq, t->markers[i].ts};
+				break;
+			}
+		}
+		return p;
+	}
+	p.found = true;
+	p.ts = t->start_ts + (uint64_t)(b->seconds * 1e9 + 0.5);
+	p.seq = UINT64_MAX; /* resolved at the first event at or after ts */
+	return p;
+}
+
+/* Whether the replay reaches the bound at an item (event or marker) with @p seq and @p ts. */
+static bool
+range_reached(const struct gmt_range_bound *b, const struct gmt_range_point *p, uint64_t seq,
+	      uint64_t ts, bool is_to)
+{
+	if (!b->set || !p->found)
+		return false;
+	if (b->label)
+		return seq >= p->seq;
+	return is_to ? ts > p->ts : ts >= p->ts;
+}
+
+/* The range starts: what is live now is the starting state; counting starts from zero. */
+static void
+range_enter(struct replay *r, uint64_t seq, uint64_t ts)
+{
+	struct gmt_model *m = r->m;
+
+	r->phase = PHASE_INSIDE;
+	m->range_from.seq = seq;
+	m->range_from.ts = ts;
+	m->allocations = m->frees = m->unmatched_frees = m->failed_frees = 0;
+	m->resets = m->reused_addresses = m->retains = m->unmatched_retains = m->readings = 0;
+	m->ntimeline = m->nheld_timeline = 0;
+	for (size_t i = 0; i < m->ndevices; i++) {
+		struct gmt_device_stats *d = &m->devices[i];
+		struct gmt_trace_event at = {.seq = seq, .ts = ts};
+
+		for (int k = 0; k < GMT_TK_COUNT; k++) {
+			struct gmt_kind_stats *ks = &d->kinds[k];
+
+			ks->peak = (struct gmt_peak){ks->live, ts, seq};
+			ks->peak_allocs = ks->live_allocs;
+			ks->allocations = 0;
+			if (ks->live)
+				timeline_add(r, &at, d->device, (uint8_t)k, ks->live);
+		}
+		d->peak = (struct gmt_peak){d->held, ts, seq};
+		for (int k = 0; k < GMT_TK_COUNT; k++)
+			d->peak_by_kind[k] = d->kinds[k].live;
+		d->allocations = 0;
+		memset(d->sizes, 0, sizeof(d->sizes));
+		d->max_pool_slack = 0;
+		d->requested_allocs = d->requested_bytes = d->requested_granted = 0;
+		if (d->held)
+			held_timeline_add(r, &at, d->device, d->held);
+	}
+	for (size_t i = 0; i < m->nsites; i++) {
+		struct gmt_site_stats *st = &m->sites[i];
+
+		st->allocations = st->allocated_bytes = st->frees = 0;
+		st->temporaries = st->temporary_bytes = 0;
+		memset(st->lifetime, 0, sizeof(st->lifetime));
+		memset(&st->at_markers, 0, sizeof(st->at_markers));
+		memset(&st->at_snapshots, 0, sizeof(st->at_snapshots));
+	}
+	m->marker_samples = m->snapshot_samples = 0;
+}
+
+// --- the model ----------------------------------------------------------------------------------
+
+/* Readings before @p ev (all when NULL), each new snapshot sampled for growth inside the range. */
+static void
+readings_until(struct replay *r, const struct gmt_trace_event *ev)
+{
+	const struct gmt_trace *t = r->m->trace;
+
+	while (r->next_nvml < t->nnvml && (!ev || reading_before(&t->nvml[r->next_nvml], ev))) {
+		const struct gmt_trace_nvml *n = &t->nvml[r->next_nvml++];
+
+		capture_reading(r, n);
+		if (r->phase == PHASE_INSIDE && n->line != r->last_snapshot_line) {
+			r->last_snapshot_line = n->line;
+			growth_sample(r, false);
+		}
+	}
+}
+
+static void
+marker_seen(struct replay *r, const struct gmt_trace_marker *mk)
+{
+	struct gmt_model *m = r->m;
+
+	if (r->phase != PHASE_INSIDE)
+		return;
+	if (!m->marker_samples)
+		m->first_marker = mk->label;
+	m->last_marker = mk->label;
+	growth_sample(r, true);
+}
+
 struct gmt_model *
-gmt_model_build(const struct gmt_trace *trace)
+gmt_model_build_range(const struct gmt_trace *trace, const struct gmt_range_opt *range)
 {
 	struct replay r = {0};
 	struct gmt_model *m = calloc(1, sizeof(*m));
+	size_t mi = 0, ei = 0;
 
 	if (!m) {
 		errno = ENOMEM;
 		return NULL;
 	}
 	m->trace = trace;
+	if (range)
+		m->range = *range;
 	replay_init(&r, m);
-	for (size_t i = 0; i < trace->nevents; i++) {
-		capture_readings(&r, &trace->events[i]);
-		replay_event(&r, &trace->events[i]);
+	m->range_from = range_locate(trace, &m->range.from, 0);
+	if (m->range.from.set)
+		r.phase = PHASE_BEFORE;
+	else
+		m->range_to = range_locate(trace, &m->range.to, 0);
+	/* events and markers in one seq order */
+	while (ei < trace->nevents || mi < trace->nmarkers) {
+		bool marker = mi < trace->nmarkers &&
+			      (ei == trace->nevents || trace->markers[mi].seq < trace->events[ei].seq);
+		uint64_t seq = marker ? trace->markers[mi].seq : trace->events[ei].seq;
+		uint64_t ts = marker ? trace->markers[mi].ts : trace->events[ei].ts;
+
+		if (r.phase == PHASE_BEFORE &&
+		    range_reached(&m->range.from, &m->range_from, seq, ts, false)) {
+			range_enter(&r, seq, ts);
+			m->range_to = range_locate(trace, &m->range.to, seq);
+		}
+		if (r.phase == PHASE_INSIDE &&
+		    range_reached(&m->range.to, &m->range_to, seq, ts, true)) {
+			m->range_to.seq = seq;
+			m->range_to.ts = ts;
+			break;
+		}
+		if (marker) {
+			marker_seen(&r, &trace->markers[mi++]);
+		} else {
+			readings_until(&r, &trace->events[ei]);
+			replay_event(&r, &trace->events[ei++]);
+		}
 	}
-	capture_readings(&r, NULL);
-	collect_leaks(&r);
+	if (r.phase == PHASE_BEFORE)
+		m->range_from.found = false; /* the range never started: nothing counts */
+	if (ei == trace->nevents)
+		readings_until(&r, NULL);
+	if (r.phase == PHASE_INSIDE)
+		collect_leaks(&r);
 	replay_fini(&r);
 	collect_peak_sites(m);
 	return m;
+}
+
+struct gmt_model *
+gmt_model_build(const struct gmt_trace *trace)
+{
+	return gmt_model_build_range(trace, NULL);
 }
 
 void
@@ -906,6 +1335,11 @@ gmt_model_free(struct gmt_model *m)
 		return;
 	for (size_t d = 0; d < m->ndevices; d++)
 		free(m->devices[d].peak_sites);
+	for (size_t i = 0; i < m->nfailed; i++)
+		free(m->oom[i].sites);
+	free(m->oom);
+	free(m->sites);
+	free(m->held_timeline);
 	gmt_callstacks_free(m->stacks);
 	free(m->devices);
 	free(m->leaks);

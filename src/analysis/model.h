@@ -35,6 +35,28 @@ struct gmt_kind_stats {
 
 struct gmt_leak;
 
+/** Size histogram bucket b: allocations with 2^b <= size < 2^(b+1) (bucket 0 also holds 0). */
+struct gmt_size_bucket {
+	uint64_t allocations;
+	uint64_t bytes;
+};
+
+#define GMT_SIZE_BUCKETS 64
+
+/**
+ * The address-space layout of a device's live allocations (ptrs table, kinds held): how far they
+ * spread and the holes between them. Gaps of 1 GiB or more are taken for separate address
+ * ranges, not holes. A hint only: the driver maps pages, so a hole is not free memory.
+ */
+struct gmt_gaps {
+	bool valid; /**< there were live allocations */
+	uint64_t live_allocations;
+	uint64_t span;	       /**< lowest address to the end of the highest allocation */
+	uint64_t gap_bytes;    /**< sum of the holes */
+	uint64_t largest_gap;
+	uint64_t gaps;
+};
+
 /**
  * One device of one process. Host memory (pinned, registered) counts on the device current at
  * the call. `held` is gmt_kind_held(): the device memory this process holds.
@@ -53,8 +75,83 @@ struct gmt_device_stats {
 	 */
 	struct gmt_leak *peak_sites;
 	size_t npeak_sites;
+	struct gmt_gaps peak_gaps; /**< layout of the live allocations at `peak` */
+	struct gmt_size_bucket sizes[GMT_TK_COUNT][GMT_SIZE_BUCKETS]; /**< successful allocations */
+	bool pool_read;		 /**< some pool_reserve reading was non-zero */
+	uint64_t max_pool_slack; /**< largest pool_reserve - live pool bytes, after a reading */
+	uint64_t max_pool_slack_ts;
+	uint64_t requested_allocs; /**< allocations that said what was asked (pitched) */
+	uint64_t requested_bytes;
+	uint64_t requested_granted;
 	bool dirty; /**< replay only: changed by the current event */
 };
+
+/** A site's live bytes sampled at markers or snapshots: does it keep growing? */
+struct gmt_growth {
+	uint64_t first; /**< at the first sample (0: the site had nothing live, or did not exist) */
+	uint64_t last;
+	uint32_t rises, falls; /**< intervals between samples in which it rose, fell */
+};
+
+#define GMT_LIFETIME_BUCKETS 64
+
+/**
+ * One call site of one device: allocations of one (stack, api, driver, kind) on one device, and
+ * their traffic over the trace (or the range).
+ */
+struct gmt_site_stats {
+	uint32_t stack;
+	uint16_t api;
+	uint16_t driver;
+	uint8_t kind;
+	int32_t device;
+	uint64_t live, live_allocs;
+	uint64_t allocations, allocated_bytes;
+	uint64_t frees; /**< of those allocations, freed */
+	/** freed before any other allocation of the process was made (heaptrack's temporaries) */
+	uint64_t temporaries, temporary_bytes;
+	/** freed allocations by lifetime: bucket b holds 2^b <= ns < 2^(b+1) */
+	uint32_t lifetime[GMT_LIFETIME_BUCKETS];
+	struct gmt_growth at_markers, at_snapshots;
+};
+
+/** One failed allocation, with what the replay held on its device at that moment. */
+struct gmt_oom_site {
+	uint32_t site; /**< index into the model's sites */
+	uint64_t bytes, allocations;
+};
+
+struct gmt_oom {
+	const struct gmt_trace_event *ev;
+	uint64_t held; /**< gmt_kind_held() of by_kind */
+	uint64_t by_kind[GMT_TK_COUNT];
+	uint64_t live_allocations; /**< of the kinds held that are allocations */
+	bool has_pool_slack;
+	int64_t pool_slack; /**< pool_reserve minus live pool bytes */
+	const struct gmt_trace_nvml *nvml; /**< the device's latest reading before, or NULL */
+	struct gmt_gaps gaps;
+	struct gmt_oom_site *sites; /**< every site holding bytes of held kinds, largest first */
+	size_t nsites;
+};
+
+/** A bound of `report --from/--to`: seconds from the trace's start, or a marker's label. */
+struct gmt_range_bound {
+	bool set;
+	const char *label; /**< a marker label, or NULL for seconds */
+	double seconds;
+	const char *spec;  /**< as given, for the report */
+};
+
+struct gmt_range_opt {
+	struct gmt_range_bound from, to;
+};
+
+/** Where a range bound landed in one trace. */
+struct gmt_range_point {
+	bool found; /**< false: the label is not in the trace, or the time is past its end */
+	uint64_t seq, ts;
+};
+
 
 /** Allocations still live at the end of a trace, grouped by call site (stack, api, driver). */
 struct gmt_leak {
@@ -97,9 +194,22 @@ struct gmt_model {
 
 	const struct gmt_trace_event **failed; /**< failed allocations, in seq order */
 	size_t nfailed;
+	struct gmt_oom *oom; /**< oom[i] explains failed[i] */
 
 	struct gmt_live_point *timeline; /**< every change of live bytes, in seq order */
 	size_t ntimeline;
+	/** every change of held bytes per device, kind GMT_TK_COUNT, in seq order */
+	struct gmt_live_point *held_timeline;
+	size_t nheld_timeline;
+
+	struct gmt_site_stats *sites; /**< every call site of every device, in order of first use */
+	size_t nsites;
+	uint32_t marker_samples;   /**< markers sampled for growth (inside the range) */
+	uint32_t snapshot_samples; /**< snapshots sampled for growth */
+	const char *first_marker, *last_marker; /**< labels of the first and last sampled marker */
+
+	struct gmt_range_opt range;	       /**< as asked (both unset: the whole trace) */
+	struct gmt_range_point range_from, range_to;
 
 	struct gmt_ledger_point *ledger; /**< one per NVML reading of the trace, in its order */
 	size_t nledger;
@@ -146,6 +256,58 @@ struct gmt_ledger_row *gmt_ledger_rows(const struct gmt_model *m, size_t *n);
 
 /** Replay @p trace. The model points into the trace, which must outlive it. */
 struct gmt_model *gmt_model_build(const struct gmt_trace *trace);
+
+/** Replay only what lies in @p range (NULL: everything); see docs/report-json.md, "range". */
+struct gmt_model *gmt_model_build_range(const struct gmt_trace *trace,
+					const struct gmt_range_opt *range);
+
+/** Which known caching allocator made an allocation (docs/report-json.md, "cache"). */
+enum gmt_cache {
+	GMT_CACHE_NONE = 0,
+	GMT_CACHE_PYTORCH,   /**< a frame in libc10_cuda: PyTorch's CUDA caching allocator */
+	GMT_CACHE_CUDA_POOL, /**< a stream-ordered allocation (kind pool) */
+};
+
+/** "pytorch", "cuda_pool", or NULL. */
+const char *gmt_cache_name(enum gmt_cache c);
+
+/** The caching allocator behind allocations of @p kind at stack @p stack of @p m. */
+enum gmt_cache gmt_model_cache(const struct gmt_model *m, uint32_t stack, uint8_t kind);
+
+/** The growth samples the report uses: at markers when there were two or more, else snapshots. */
+const struct gmt_growth *gmt_site_growth(const struct gmt_model *m, const struct gmt_site_stats *s);
+
+/** Whether @p s counts as growing: it ends higher than it started and rose in at least half of
+ * the intervals between samples. */
+bool gmt_site_grows(const struct gmt_model *m, const struct gmt_site_stats *s);
+
+/** Median lifetime in ns of the freed allocations of @p s, from its histogram; 0 when none. */
+uint64_t gmt_site_median_lifetime(const struct gmt_site_stats *s);
+
+/** Why an allocation failed (docs/report-json.md, "oom[]"). */
+enum gmt_oom_cause {
+	GMT_OOM_UNKNOWN = 0,
+	GMT_OOM_LARGER_THAN_DEVICE,
+	GMT_OOM_HELD_BY_CACHE,
+	GMT_OOM_HELD_BY_PROCESS,
+	GMT_OOM_HELD_OUTSIDE,
+	GMT_OOM_FRAGMENTED,
+	GMT_OOM_NOT_OUT_OF_MEMORY,
+};
+
+const char *gmt_oom_cause_name(enum gmt_oom_cause c);
+
+/** Bytes of @p o's held memory in allocations made by a known caching allocator. */
+uint64_t gmt_oom_cache_bytes(const struct gmt_model *m, const struct gmt_oom *o);
+
+/**
+ * The cause of failure @p o and, into @p buf, a plain-language explanation (answer first, sizes
+ * and the top site named, what the CUDA-level view cannot see).
+ */
+enum gmt_oom_cause gmt_oom_explain(const struct gmt_model *m,
+				   const struct gmt_oom *o,
+				   char *buf,
+				   size_t size);
 
 void gmt_model_free(struct gmt_model *model);
 

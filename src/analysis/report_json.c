@@ -243,6 +243,43 @@ stack_capture_json(const struct gmt_trace *t)
 	return o;
 }
 
+/* Wall-clock seconds of @p ts, from the header's start_unix_ns; null without it. */
+static json_t *
+junix(const struct gmt_trace *t, uint64_t ts)
+{
+	if (!t->start_unix_ns)
+		return json_null();
+	return json_real(round(((double)t->start_unix_ns + (double)(ts - t->start_ts)) / 1e3) / 1e6);
+}
+
+/* The process's largest peak of held memory (any device), or NULL. */
+static const struct gmt_device_stats *
+process_peak(const struct gmt_model *m)
+{
+	const struct gmt_device_stats *best = NULL;
+
+	for (size_t d = 0; d < m->ndevices; d++)
+		if (m->devices[d].peak.bytes && (!best || m->devices[d].peak.bytes > best->peak.bytes))
+			best = &m->devices[d];
+	return best;
+}
+
+/* processes[]: the figures that compare ranks (docs/report-json.md, "Per-process figures"). */
+static void
+process_peak_keys(json_t *p, const struct gmt_model *m)
+{
+	const struct gmt_trace *t = m->trace;
+	const struct gmt_device_stats *d = process_peak(m);
+
+	json_object_set_new(p, "peak_held_bytes", jint(d ? d->peak.bytes : 0));
+	json_object_set_new(p, "peak_time_s", d ? jtime(t, d->peak.ts) : json_null());
+	json_object_set_new(p, "peak_unix_s", d ? junix(t, d->peak.ts) : json_null());
+	json_object_set_new(p, "first_failure_time_s",
+			    m->nfailed ? jtime(t, m->failed[0]->ts) : json_null());
+	json_object_set_new(p, "first_failure_unix_s",
+			    m->nfailed ? junix(t, m->failed[0]->ts) : json_null());
+}
+
 static json_t *
 process_json(const struct gmt_model *m)
 {
@@ -294,11 +331,18 @@ process_json(const struct gmt_model *m)
 		json_object_set_new(mk, "seq", jint(t->markers[i].seq));
 		json_object_set_new(mk, "time_s", jtime(t, t->markers[i].ts));
 		json_object_set_new(mk, "label", json_string(t->markers[i].label));
+		if (t->markers[i].range != GMT_TRANGE_NONE) {
+			json_object_set_new(mk, "range",
+					    json_string(t->markers[i].range == GMT_TRANGE_PUSH ? "push"
+											: "pop"));
+			json_object_set_new(mk, "depth", json_integer(t->markers[i].depth));
+		}
 		json_array_append_new(markers, mk);
 	}
 	json_object_set_new(p, "markers", markers);
 	json_object_set_new(p, "stack_capture", stack_capture_json(t));
 	json_object_set_new(p, "modules_lines", jint(t->nmodsets));
+	process_peak_keys(p, m);
 	return p;
 }
 
@@ -592,6 +636,482 @@ site_list_json(struct gmt_model *const *models, size_t n, enum site_list which)
 	return a;
 }
 
+
+// --- analyses: range, timeline, OOM forensics, growth, churn, fragmentation ---------------------
+
+#define TIMELINE_MAX_POINTS 4096
+#define TIMELINE_BUCKETS 1024
+#define CHURN_MAX_SITES 50
+#define OOM_TOP_SITES 10
+
+static json_t *
+jcache(const struct gmt_model *m, uint32_t stack, uint8_t kind)
+{
+	const char *c = gmt_cache_name(gmt_model_cache(m, stack, kind));
+
+	return c ? json_string(c) : json_null();
+}
+
+static json_t *
+range_bound_json(const struct gmt_range_bound *b, const struct gmt_range_point *p,
+		 const struct gmt_model *m)
+{
+	json_t *o;
+
+	if (!b->set)
+		return json_null();
+	o = json_object();
+	json_object_set_new(o, "spec", json_string(b->spec ? b->spec : ""));
+	json_object_set_new(o, "time_s", p->found ? jtime(m->trace, p->ts) : json_null());
+	json_object_set_new(o, "seq", p->found && p->seq != UINT64_MAX ? jint(p->seq) : json_null());
+	json_object_set_new(o, "marker", jstr_or_null(b->label));
+	return o;
+}
+
+/* `range`: where --from/--to landed; by the first process (each trace has its own times). */
+static json_t *
+range_json(struct gmt_model *const *models, size_t n)
+{
+	json_t *o;
+
+	if (n == 0 || (!models[0]->range.from.set && !models[0]->range.to.set))
+		return json_null();
+	o = json_object();
+	json_object_set_new(o, "from", range_bound_json(&models[0]->range.from,
+							&models[0]->range_from, models[0]));
+	json_object_set_new(o, "to", range_bound_json(&models[0]->range.to, &models[0]->range_to,
+						      models[0]));
+	return o;
+}
+
+/* One series' points: every change, or per time bucket its first, lowest, highest and last. */
+static json_t *
+series_points(const struct gmt_trace *t, const struct gmt_live_point *v, size_t n, bool *exact)
+{
+	json_t *a = json_array();
+
+	*exact = n <= TIMELINE_MAX_POINTS;
+	for (size_t i = 0; i < n;) {
+		size_t end = i + 1, lo = i, hi = i;
+
+		if (!*exact) {
+			uint64_t t0 = v[0].ts, span = v[n - 1].ts - t0 + 1;
+			uint64_t bucket = (uint64_t)((v[i].ts - t0) * (__uint128_t)TIMELINE_BUCKETS / span);
+
+			while (end < n &&
+			       (uint64_t)((v[end].ts - t0) * (__uint128_t)TIMELINE_BUCKETS / span) == bucket)
+				end++;
+			for (size_t j = i; j < end; j++) {
+				if (v[j].bytes < v[lo].bytes)
+					lo = j;
+				if (v[j].bytes > v[hi].bytes)
+					hi = j;
+			}
+		}
+		size_t pick[4] = {i, lo < hi ? lo : hi, lo < hi ? hi : lo, end - 1};
+		for (int k = 0; k < 4; k++) {
+			if (k && pick[k] == pick[k - 1])
+				continue;
+			json_t *pt = json_array();
+			json_array_append_new(pt, jtime(t, v[pick[k]].ts));
+			json_array_append_new(pt, jint(v[pick[k]].bytes));
+			json_array_append_new(a, pt);
+			if (*exact)
+				break;
+		}
+		i = end;
+	}
+	return a;
+}
+
+static void
+timeline_series(json_t *a, size_t proc, const struct gmt_model *m, int32_t device, int kind)
+{
+	const struct gmt_live_point *src = kind == GMT_TK_COUNT ? m->held_timeline : m->timeline;
+	size_t nsrc = kind == GMT_TK_COUNT ? m->nheld_timeline : m->ntimeline, n = 0;
+	struct gmt_live_point *v = NULL;
+	json_t *o;
+	bool exact;
+
+	for (size_t i = 0; i < nsrc; i++)
+		if (src[i].device == device && src[i].kind == kind)
+			n++;
+	if (!n)
+		return;
+	v = malloc(n * sizeof(*v));
+	if (!v)
+		return;
+	n = 0;
+	for (size_t i = 0; i < nsrc; i++)
+		if (src[i].device == device && src[i].kind == kind)
+			v[n++] = src[i];
+	o = json_object();
+	json_object_set_new(o, "process", jint(proc));
+	json_object_set_new(o, "pid", jll_or_null(m->trace->pid));
+	json_object_set_new(o, "device", json_integer(device));
+	json_object_set_new(o, "kind", json_string(kind == GMT_TK_COUNT
+							  ? "held"
+							  : gmt_kind_str((enum gmt_tkind)kind)));
+	json_object_set_new(o, "points", series_points(m->trace, v, n, &exact));
+	json_object_set_new(o, "exact", json_boolean(exact));
+	json_array_append_new(a, o);
+	free(v);
+}
+
+static json_t *
+timeline_json(struct gmt_model *const *models, size_t n)
+{
+	json_t *a = json_array();
+
+	for (size_t i = 0; i < n; i++) {
+		for (size_t d = 0; d < models[i]->ndevices; d++) {
+			int32_t dev = models[i]->devices[d].device;
+
+			timeline_series(a, i, models[i], dev, GMT_TK_COUNT);
+			for (int k = GMT_TK_NONE + 1; k < GMT_TK_COUNT; k++)
+				timeline_series(a, i, models[i], dev, k);
+		}
+	}
+	return a;
+}
+
+/* The keys that name a site of the model's site table. */
+static void
+site_keys(json_t *o, size_t proc, const struct gmt_model *m, const struct gmt_site_stats *st)
+{
+	json_object_set_new(o, "process", jint(proc));
+	json_object_set_new(o, "pid", jll_or_null(m->trace->pid));
+	json_object_set_new(o, "device", json_integer(st->device));
+	json_object_set_new(o, "api", json_string(gmt_trace_string(m->trace, st->api)));
+	json_object_set_new(o, "driver", jdriver(m->trace, st->driver));
+	json_object_set_new(o, "kind", json_string(gmt_kind_str((enum gmt_tkind)st->kind)));
+	json_object_set_new(o, "site", site_json(gmt_model_stack(m, st->stack)));
+	json_object_set_new(o, "stack", jint(st->stack));
+	json_object_set_new(o, "cache", jcache(m, st->stack, st->kind));
+}
+
+static json_t *
+oom_json(size_t proc, const struct gmt_model *m, const struct gmt_oom *o)
+{
+	const struct gmt_trace *t = m->trace;
+	const struct gmt_trace_event *ev = o->ev;
+	bool meminfo = ev->flags & GMT_TEV_MEMINFO;
+	json_t *j = json_object(), *top = json_array(), *nv;
+	char text[2048];
+	enum gmt_oom_cause cause = gmt_oom_explain(m, o, text, sizeof(text));
+
+	json_object_set_new(j, "process", jint(proc));
+	json_object_set_new(j, "pid", jll_or_null(t->pid));
+	json_object_set_new(j, "seq", jint(ev->seq));
+	json_object_set_new(j, "time_s", jtime(t, ev->ts));
+	json_object_set_new(j, "device", json_integer(ev->device));
+	json_object_set_new(j, "api", json_string(gmt_trace_string(t, ev->api)));
+	json_object_set_new(j, "kind", json_string(gmt_kind_str((enum gmt_tkind)ev->kind)));
+	json_object_set_new(j, "size", jint(ev->size));
+	json_object_set_new(j, "result", json_integer(ev->result));
+	json_object_set_new(j, "free_bytes", meminfo ? jint(ev->free_bytes) : json_null());
+	json_object_set_new(j, "total_bytes", meminfo ? jint(ev->total_bytes) : json_null());
+	json_object_set_new(j, "held_bytes", jint(o->held));
+	json_object_set_new(j, "by_kind", kinds_by_value(o->by_kind));
+	json_object_set_new(j, "live_allocations", jint(o->live_allocations));
+	json_object_set_new(j, "cache_bytes", jint(gmt_oom_cache_bytes(m, o)));
+	json_object_set_new(j, "pool_slack_bytes",
+			    o->has_pool_slack ? json_integer(o->pool_slack) : json_null());
+	if (o->nvml) {
+		nv = json_object();
+		json_object_set_new(nv, "time_s", jtime(t, o->nvml->ts));
+		json_object_set_new(nv, "used_bytes", jint(o->nvml->used));
+		json_object_set_new(nv, "total_bytes", jint(o->nvml->total));
+		json_object_set_new(nv, "process_used_bytes", o->nvml->has_process_used
+								   ? jint(o->nvml->process_used)
+								   : json_null());
+	} else {
+		nv = json_null();
+	}
+	json_object_set_new(j, "nvml", nv);
+	if (meminfo && ev->total_bytes >= ev->free_bytes) {
+		uint64_t used = ev->total_bytes - ev->free_bytes;
+		json_object_set_new(j, "untracked_bytes",
+				    json_integer((json_int_t)used - (json_int_t)o->held));
+	} else {
+		json_object_set_new(j, "untracked_bytes", json_null());
+	}
+	json_object_set_new(j, "largest_gap_bytes",
+			    o->gaps.valid ? jint(o->gaps.largest_gap) : json_null());
+	json_object_set_new(j, "cause", json_string(gmt_oom_cause_name(cause)));
+	json_object_set_new(j, "explanation", json_string(text));
+	for (size_t i = 0; i < o->nsites && i < OOM_TOP_SITES; i++) {
+		const struct gmt_site_stats *st = &m->sites[o->sites[i].site];
+		json_t *s = json_object();
+
+		json_object_set_new(s, "site", site_json(gmt_model_stack(m, st->stack)));
+		json_object_set_new(s, "api", json_string(gmt_trace_string(t, st->api)));
+		json_object_set_new(s, "driver", jdriver(t, st->driver));
+		json_object_set_new(s, "kind", json_string(gmt_kind_str((enum gmt_tkind)st->kind)));
+		json_object_set_new(s, "bytes", jint(o->sites[i].bytes));
+		json_object_set_new(s, "allocations", jint(o->sites[i].allocations));
+		json_object_set_new(s, "cache", jcache(m, st->stack, st->kind));
+		json_object_set_new(s, "stack", jint(st->stack));
+		json_array_append_new(top, s);
+	}
+	json_object_set_new(j, "top_sites", top);
+	return j;
+}
+
+struct ranked {
+	size_t proc;
+	const struct gmt_model *m;
+	const struct gmt_site_stats *st;
+	uint64_t key;
+};
+
+/* Largest key first; then process and site order, so every run gives the same order. */
+static int
+cmp_ranked(const void *pa, const void *pb)
+{
+	const struct ranked *a = pa, *b = pb;
+
+	if (a->key != b->key)
+		return a->key > b->key ? -1 : 1;
+	if (a->proc != b->proc)
+		return a->proc < b->proc ? -1 : 1;
+	return a->st < b->st ? -1 : a->st > b->st;
+}
+
+static json_t *
+growth_json(struct gmt_model *const *models, size_t n)
+{
+	struct ranked *v = NULL;
+	size_t nv = 0;
+	json_t *a = json_array();
+
+	for (size_t i = 0; i < n; i++) {
+		const struct gmt_model *m = models[i];
+
+		for (size_t k = 0; k < m->nsites; k++) {
+			const struct gmt_growth *g = gmt_site_growth(m, &m->sites[k]);
+
+			if (!gmt_site_grows(m, &m->sites[k]))
+				continue;
+			v = realloc(v, (nv + 1) * sizeof(*v));
+			if (!v)
+				return a;
+			v[nv++] = (struct ranked){i, m, &m->sites[k], g->last - g->first};
+		}
+	}
+	if (nv > 1)
+		qsort(v, nv, sizeof(*v), cmp_ranked);
+	for (size_t i = 0; i < nv; i++) {
+		const struct gmt_model *m = v[i].m;
+		const struct gmt_growth *g = gmt_site_growth(m, v[i].st);
+		bool markers = m->marker_samples >= 2;
+		json_t *o = json_object();
+
+		site_keys(o, v[i].proc, m, v[i].st);
+		json_object_set_new(o, "basis", json_string(markers ? "markers" : "snapshots"));
+		json_object_set_new(o, "samples",
+				    jint(markers ? m->marker_samples : m->snapshot_samples));
+		json_object_set_new(o, "first_bytes", jint(g->first));
+		json_object_set_new(o, "last_bytes", jint(g->last));
+		json_object_set_new(o, "growth_bytes", jint(g->last - g->first));
+		json_object_set_new(o, "rises", jint(g->rises));
+		json_object_set_new(o, "falls", jint(g->falls));
+		json_object_set_new(o, "first_label", markers ? jstr_or_null(m->first_marker)
+							      : json_null());
+		json_object_set_new(o, "last_label", markers ? jstr_or_null(m->last_marker)
+							     : json_null());
+		json_array_append_new(a, o);
+	}
+	free(v);
+	return a;
+}
+
+static json_t *
+churn_json(struct gmt_model *const *models, size_t n)
+{
+	json_t *a = json_array();
+
+	for (size_t i = 0; i < n; i++) {
+		const struct gmt_model *m = models[i];
+		struct ranked *v = NULL;
+		size_t nv = 0;
+
+		for (size_t k = 0; k < m->nsites; k++) {
+			if (!m->sites[k].allocations)
+				continue;
+			v = realloc(v, (nv + 1) * sizeof(*v));
+			if (!v)
+				return a;
+			v[nv++] = (struct ranked){i, m, &m->sites[k], m->sites[k].allocations};
+		}
+		if (nv > 1)
+			qsort(v, nv, sizeof(*v), cmp_ranked);
+		for (size_t k = 0; k < nv && k < CHURN_MAX_SITES; k++) {
+			const struct gmt_site_stats *st = v[k].st;
+			uint64_t med = gmt_site_median_lifetime(st);
+			json_t *o = json_object();
+
+			site_keys(o, i, m, st);
+			json_object_set_new(o, "allocations", jint(st->allocations));
+			json_object_set_new(o, "allocated_bytes", jint(st->allocated_bytes));
+			json_object_set_new(o, "frees", jint(st->frees));
+			json_object_set_new(o, "temporaries", jint(st->temporaries));
+			json_object_set_new(o, "temporary_bytes", jint(st->temporary_bytes));
+			json_object_set_new(o, "median_lifetime_s",
+					    st->frees ? json_real((double)med / 1e9) : json_null());
+			json_array_append_new(a, o);
+		}
+		free(v);
+	}
+	return a;
+}
+
+static json_t *
+size_histogram_json(const struct gmt_device_stats *d)
+{
+	json_t *a = json_array();
+
+	for (int k = GMT_TK_NONE + 1; k < GMT_TK_COUNT; k++) {
+		json_t *buckets = json_array(), *o;
+
+		for (int b = 0; b < GMT_SIZE_BUCKETS; b++) {
+			const struct gmt_size_bucket *sb = &d->sizes[k][b];
+			json_t *e;
+
+			if (!sb->allocations)
+				continue;
+			e = json_object();
+			json_object_set_new(e, "min_bytes", jint(b ? 1ull << b : 0));
+			json_object_set_new(e, "max_bytes", jint(b < 63 ? 1ull << (b + 1) : UINT64_MAX));
+			json_object_set_new(e, "allocations", jint(sb->allocations));
+			json_object_set_new(e, "bytes", jint(sb->bytes));
+			json_array_append_new(buckets, e);
+		}
+		if (!json_array_size(buckets)) {
+			json_decref(buckets);
+			continue;
+		}
+		o = json_object();
+		json_object_set_new(o, "kind", json_string(gmt_kind_str((enum gmt_tkind)k)));
+		json_object_set_new(o, "buckets", buckets);
+		json_array_append_new(a, o);
+	}
+	return a;
+}
+
+static json_t *
+gaps_json(const struct gmt_gaps *g)
+{
+	json_t *o;
+
+	if (!g->valid)
+		return json_null();
+	o = json_object();
+	json_object_set_new(o, "live_allocations", jint(g->live_allocations));
+	json_object_set_new(o, "span_bytes", jint(g->span));
+	json_object_set_new(o, "gap_bytes", jint(g->gap_bytes));
+	json_object_set_new(o, "largest_gap_bytes", jint(g->largest_gap));
+	json_object_set_new(o, "gaps", jint(g->gaps));
+	return o;
+}
+
+static json_t *
+fragmentation_one(size_t proc, const struct gmt_model *m, const struct gmt_device_stats *d)
+{
+	const struct gmt_trace *t = m->trace;
+	json_t *o = json_object(), *pool = json_null(), *vmm = json_null(), *req = json_null();
+	const struct gmt_kind_stats *k = d->kinds;
+
+	json_object_set_new(o, "process", jint(proc));
+	json_object_set_new(o, "pid", jll_or_null(t->pid));
+	json_object_set_new(o, "device", json_integer(d->device));
+	json_object_set_new(o, "size_histogram", size_histogram_json(d));
+	if (d->pool_read) {
+		pool = json_object();
+		uint64_t rp = k[GMT_TK_POOL_RESERVE].peak.bytes, lp = d->pool_live_at_reserve_peak;
+		json_object_set_new(pool, "reserve_peak_bytes", jint(rp));
+		json_object_set_new(pool, "live_at_reserve_peak_bytes", jint(lp));
+		json_object_set_new(pool, "slack_at_reserve_peak_bytes",
+				    json_integer((json_int_t)rp - (json_int_t)lp));
+		json_object_set_new(pool, "max_slack_bytes", jint(d->max_pool_slack));
+		json_object_set_new(pool, "max_slack_time_s", d->max_pool_slack
+								  ? jtime(t, d->max_pool_slack_ts)
+								  : json_null());
+	}
+	json_object_set_new(o, "pool", pool);
+	if (k[GMT_TK_VMM_RESERVE].peak.bytes || k[GMT_TK_VMM_MAPPED].peak.bytes ||
+	    k[GMT_TK_VMM_PHYSICAL].peak.bytes) {
+		vmm = json_object();
+		json_object_set_new(vmm, "reserved_peak_bytes", jint(k[GMT_TK_VMM_RESERVE].peak.bytes));
+		json_object_set_new(vmm, "mapped_peak_bytes", jint(k[GMT_TK_VMM_MAPPED].peak.bytes));
+		json_object_set_new(vmm, "physical_peak_bytes",
+				    jint(k[GMT_TK_VMM_PHYSICAL].peak.bytes));
+		json_object_set_new(vmm, "mapped_at_end_bytes", jint(k[GMT_TK_VMM_MAPPED].live));
+		json_object_set_new(vmm, "reserved_at_end_bytes", jint(k[GMT_TK_VMM_RESERVE].live));
+	}
+	json_object_set_new(o, "vmm", vmm);
+	if (d->requested_allocs) {
+		req = json_object();
+		json_object_set_new(req, "allocations", jint(d->requested_allocs));
+		json_object_set_new(req, "requested_bytes", jint(d->requested_bytes));
+		json_object_set_new(req, "granted_bytes", jint(d->requested_granted));
+	}
+	json_object_set_new(o, "requested_vs_granted", req);
+	json_object_set_new(o, "gaps_at_peak", gaps_json(&d->peak_gaps));
+	return o;
+}
+
+static json_t *
+fragmentation_json(struct gmt_model *const *models, size_t n)
+{
+	json_t *a = json_array();
+
+	for (size_t i = 0; i < n; i++)
+		for (size_t d = 0; d < models[i]->ndevices; d++)
+			if (models[i]->devices[d].allocations)
+				json_array_append_new(a, fragmentation_one(i, models[i],
+									   &models[i]->devices[d]));
+	return a;
+}
+
+/* summary.peak_process and first_failure_process: which rank to look at first. */
+static void
+summary_processes(json_t *s, struct gmt_model *const *models, size_t n)
+{
+	json_t *peak = json_null(), *first = json_null();
+	uint64_t best = 0;
+	double first_at = 0;
+	bool unix_all = true;
+
+	for (size_t i = 0; i < n; i++)
+		if (models[i]->nfailed && !models[i]->trace->start_unix_ns)
+			unix_all = false;
+	for (size_t i = 0; i < n; i++) {
+		const struct gmt_model *m = models[i];
+		const struct gmt_device_stats *d = process_peak(m);
+
+		if (d && d->peak.bytes > best) {
+			best = d->peak.bytes;
+			json_decref(peak);
+			peak = jint(i);
+		}
+		if (m->nfailed) {
+			const struct gmt_trace *t = m->trace;
+			double at = unix_all ? (double)t->start_unix_ns +
+						   (double)(m->failed[0]->ts - t->start_ts)
+					     : gmt_trace_time_s(t, m->failed[0]->ts);
+
+			if (json_is_null(first) || at < first_at) {
+				json_decref(first);
+				first = jint(i);
+				first_at = at;
+			}
+		}
+	}
+	json_object_set_new(s, "peak_process", peak);
+	json_object_set_new(s, "first_failure_process", first);
+}
+
 json_t *
 gmt_report_json_doc(struct gmt_model *const *models, size_t n)
 {
@@ -619,6 +1139,7 @@ gmt_report_json_doc(struct gmt_model *const *models, size_t n)
 	json_object_set_new(s, "failed_frees", jint(tot.failed_frees));
 	json_object_set_new(s, "reused_addresses", jint(tot.reused_addresses));
 	json_object_set_new(s, "unmatched_retains", jint(tot.unmatched_retains));
+	summary_processes(s, models, n);
 	json_object_set_new(root, "summary", s);
 
 	for (size_t i = 0; i < n; i++) {
@@ -642,6 +1163,16 @@ gmt_report_json_doc(struct gmt_model *const *models, size_t n)
 	json_object_set_new(root, "peak_sites", site_list_json(models, n, SITES_PEAK));
 	json_object_set_new(root, "failed_sites", site_list_json(models, n, SITES_FAILED));
 	json_object_set_new(root, "call_stacks", call_stacks_json(models, n));
+	json_object_set_new(root, "range", range_json(models, n));
+	json_object_set_new(root, "timeline", timeline_json(models, n));
+	json_t *oom = json_array();
+	for (size_t i = 0; i < n; i++)
+		for (size_t k = 0; k < models[i]->nfailed; k++)
+			json_array_append_new(oom, oom_json(i, models[i], &models[i]->oom[k]));
+	json_object_set_new(root, "oom", oom);
+	json_object_set_new(root, "growth", growth_json(models, n));
+	json_object_set_new(root, "churn", churn_json(models, n));
+	json_object_set_new(root, "fragmentation", fragmentation_json(models, n));
 	return root;
 }
 

@@ -642,11 +642,16 @@ gmt_report_text(FILE *out,
 		for (size_t i = 0; i < n; i++)
 			print_process_row(out, models[i]);
 	}
+	gmt_text_range(out, models, n);
+	gmt_text_oom(out, models, n);
 	gmt_text_devices(out, models, n);
 	print_peak_sites(out, models, n, opt);
+	gmt_text_growth(out, models, n);
 	gmt_text_ledger(out, models, n);
 	print_leaks(out, models, n, &tot, opt);
 	print_failed(out, models, n, tot.failed, opt);
+	gmt_text_churn(out, models, n);
+	gmt_text_fragmentation(out, models, n);
 	print_anomalies(out, &tot);
 	gmt_text_kinds(out, models, n);
 }

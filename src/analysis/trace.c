@@ -850,6 +850,8 @@ event_optional(struct reader *r, json_t *obj, size_t lineno, struct gmt_trace_ev
 		if ((err = get_hex(obj, "ptr", &ev->ptr)))
 			return key_error(r, lineno, "event", "ptr", err, "a hex string");
 	}
+	if (ev->op == GMT_TOP_ALLOC && get_u64(obj, "requested", &ev->requested) == 0)
+		ev->flags |= GMT_TEV_REQUESTED;
 	if (ev->op == GMT_TOP_ALLOC && get_u64(obj, "free_bytes", &ev->free_bytes) == 0 &&
 	    get_u64(obj, "total_bytes", &ev->total_bytes) == 0)
 		ev->flags |= GMT_TEV_MEMINFO;
@@ -914,7 +916,7 @@ read_marker(struct reader *r, json_t *obj, size_t lineno)
 {
 	struct gmt_trace *t = r->t;
 	struct gmt_trace_marker m = {.line = (uint32_t)lineno};
-	const char *label;
+	const char *label, *range;
 	int err;
 
 	if ((err = get_u64(obj, "seq", &m.seq)))
@@ -923,11 +925,54 @@ read_marker(struct reader *r, json_t *obj, size_t lineno)
 		return key_error(r, lineno, "marker", "ts", err, "an integer");
 	if ((err = get_str(obj, "label", &label)))
 		return key_error(r, lineno, "marker", "label", err, "a string");
+	json_t *tid = json_object_get(obj, "tid");
+	if (json_is_integer(tid))
+		m.tid = json_integer_value(tid);
+	if (!get_str(obj, "range", &range)) {
+		uint64_t depth = 0;
+		if (strcmp(range, "push") == 0)
+			m.range = GMT_TRANGE_PUSH;
+		else if (strcmp(range, "pop") == 0)
+			m.range = GMT_TRANGE_POP;
+		else
+			return key_error(r, lineno, "marker", "range", -EINVAL, "\"push\" or \"pop\"");
+		if ((err = get_u64(obj, "depth", &depth)) || depth > UINT32_MAX)
+			return key_error(r, lineno, "marker", "depth", err ? err : -EINVAL,
+					 "an integer");
+		m.depth = (uint32_t)depth;
+	}
 	m.label = xstrdup(label);
 	see_ts(r, m.ts);
 	t->markers = gmt_xrealloc(t->markers, t->nmarkers + 1, sizeof(*t->markers));
 	t->markers[t->nmarkers++] = m;
 	return true;
+}
+
+/*
+ * A pop line carries only the depth it closes (the tracer keeps no labels): give it the label of
+ * the push it closes, the latest push of the same thread at that depth. A pop with a label of
+ * its own (older writers) keeps it.
+ */
+static void
+name_pops(struct gmt_trace *t)
+{
+	for (size_t i = 0; i < t->nmarkers; i++) {
+		struct gmt_trace_marker *pop = &t->markers[i];
+
+		if (pop->range != GMT_TRANGE_POP || pop->depth == 0 || pop->label[0])
+			continue;
+		for (size_t j = i; j-- > 0;) {
+			const struct gmt_trace_marker *push = &t->markers[j];
+
+			if (push->tid != pop->tid || push->depth != pop->depth)
+				continue;
+			if (push->range == GMT_TRANGE_PUSH) {
+				free(pop->label);
+				pop->label = xstrdup(push->label);
+			}
+			break; /* the latest range end at that depth: a pop means it was closed */
+		}
+	}
 }
 
 /* One element of a snapshot's "nvml" array; false when it is malformed. */
@@ -1294,6 +1339,7 @@ gmt_trace_read(const char *path, FILE *diag, struct gmt_trace **out)
 		qsort(t->events, t->nevents, sizeof(*t->events), cmp_event);
 	if (t->nmarkers > 1)
 		qsort(t->markers, t->nmarkers, sizeof(*t->markers), cmp_marker);
+	name_pops(t);
 	*out = t;
 	return GMT_TRACE_OK;
 }

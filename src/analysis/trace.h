@@ -34,6 +34,7 @@ enum gmt_top {
 enum gmt_trace_event_flag {
 	GMT_TEV_MEMINFO = 1u << 0, /**< free_bytes/total_bytes were present (failed allocation) */
 	GMT_TEV_SIZE = 1u << 1,	   /**< a free named a range size (cuMemUnmap, cuMemAddressFree) */
+	GMT_TEV_REQUESTED = 1u << 2, /**< `requested` was present (pitched allocations) */
 };
 
 /** An event's `driver` when the line had none (never a valid string index). */
@@ -60,6 +61,7 @@ struct gmt_trace_event {
 	uint64_t context;    /**< CUPTI contextUid, 0 when absent (interposition) */
 	uint64_t free_bytes; /**< failed allocations with GMT_TEV_MEMINFO */
 	uint64_t total_bytes;
+	uint64_t requested;  /**< pitched allocations with GMT_TEV_REQUESTED: width x height asked */
 	uint32_t stack;	 /**< id of a stack line, 0 = none */
 	uint32_t line;	 /**< line number in the file, for messages and a stable sort */
 	int32_t device;	 /**< -1 unknown */
@@ -85,10 +87,21 @@ struct gmt_trace_nvml {
 	bool has_process_used; /**< false: NVML gave no per-process figure (null) */
 };
 
+/** What a marker line is: a point (gmt_mark), or one end of a range (gmt_range_push/pop). */
+enum gmt_trace_range {
+	GMT_TRANGE_NONE = 0,
+	GMT_TRANGE_PUSH,
+	GMT_TRANGE_POP,
+};
+
 struct gmt_trace_marker {
 	uint64_t seq;
 	uint64_t ts;
+	int64_t tid;
 	uint32_t line;
+	uint32_t depth; /**< ranges: nesting level, 1 = outermost; a pop names the depth it closes */
+	uint8_t range;	/**< enum gmt_trace_range */
+	/** a pop's label is its push's (same thread and depth), filled in after reading */
 	char *label;
 };
 

@@ -1,0 +1,223 @@
+/*
+ * @brief What the replay's facts mean: caching allocators, growing sites, lifetimes, and why an
+ * allocation failed, in words (model.h, docs/report-json.md "Analyses").
+ *
+ * The OOM causes are tested in this order, the first that holds wins:
+ *
+ *   not_out_of_memory    the result is not an out-of-memory error (a probe refused, a bad value)
+ *   larger_than_device   the request alone exceeds the device's total memory
+ *   fragmented           cudaMemGetInfo said enough was free right after the failure
+ *   held_outside         most of the used memory is not this process's tracked allocations
+ *   held_by_cache        a caching allocator's allocations are most of what this process holds
+ *   held_by_process      this process's own allocations fill the device
+ *   unknown              none of the above can be told (no free/total figures)
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "analysis/model.h"
+#include "analysis/units.h"
+
+#define CUDA_ERROR_MEMORY_ALLOCATION 2 /* cudaErrorMemoryAllocation, CUDA_ERROR_OUT_OF_MEMORY */
+
+const char *
+gmt_cache_name(enum gmt_cache c)
+{
+	switch (c) {
+	case GMT_CACHE_PYTORCH: return "pytorch";
+	case GMT_CACHE_CUDA_POOL: return "cuda_pool";
+	case GMT_CACHE_NONE: break;
+	}
+	return NULL;
+}
+
+/* Whether @p path's file name starts with libc10_cuda (libc10_cuda.so, a versioned name). */
+static bool
+is_c10_cuda(const char *path)
+{
+	const char *base = path ? strrchr(path, '/') : NULL;
+
+	base = base ? base + 1 : path;
+	return base && strncmp(base, "libc10_cuda", 11) == 0;
+}
+
+enum gmt_cache
+gmt_model_cache(const struct gmt_model *m, uint32_t stack, uint8_t kind)
+{
+	const struct gmt_cstack *cs = gmt_model_stack(m, stack);
+
+	for (uint32_t i = 0; cs && i < cs->nframes; i++)
+		if (cs->frames[i].kind == GMT_CF_NATIVE && is_c10_cuda(cs->frames[i].module))
+			return GMT_CACHE_PYTORCH;
+	return kind == GMT_TK_POOL ? GMT_CACHE_CUDA_POOL : GMT_CACHE_NONE;
+}
+
+const struct gmt_growth *
+gmt_site_growth(const struct gmt_model *m, const struct gmt_site_stats *s)
+{
+	return m->marker_samples >= 2 ? &s->at_markers : &s->at_snapshots;
+}
+
+bool
+gmt_site_grows(const struct gmt_model *m, const struct gmt_site_stats *s)
+{
+	uint32_t samples = m->marker_samples >= 2 ? m->marker_samples : m->snapshot_samples;
+	const struct gmt_growth *g = gmt_site_growth(m, s);
+
+	if (samples < 2 || g->last <= g->first)
+		return false;
+	return 2u * g->rises >= samples - 1;
+}
+
+uint64_t
+gmt_site_median_lifetime(const struct gmt_site_stats *s)
+{
+	uint64_t total = 0, seen = 0;
+
+	for (int b = 0; b < GMT_LIFETIME_BUCKETS; b++)
+		total += s->lifetime[b];
+	if (!total)
+		return 0;
+	for (int b = 0; b < GMT_LIFETIME_BUCKETS; b++) {
+		seen += s->lifetime[b];
+		if (2 * seen >= total)
+			/* the bucket's middle, [2^b, 2^(b+1)): 1.5 x 2^b */
+			return b == 0 ? 1 : (3ull << b) / 2;
+	}
+	return 0;
+}
+
+const char *
+gmt_oom_cause_name(enum gmt_oom_cause c)
+{
+	switch (c) {
+	case GMT_OOM_LARGER_THAN_DEVICE: return "larger_than_device";
+	case GMT_OOM_HELD_BY_CACHE: return "held_by_cache";
+	case GMT_OOM_HELD_BY_PROCESS: return "held_by_process";
+	case GMT_OOM_HELD_OUTSIDE: return "held_outside";
+	case GMT_OOM_FRAGMENTED: return "fragmented";
+	case GMT_OOM_NOT_OUT_OF_MEMORY: return "not_out_of_memory";
+	case GMT_OOM_UNKNOWN: break;
+	}
+	return "unknown";
+}
+
+uint64_t
+gmt_oom_cache_bytes(const struct gmt_model *m, const struct gmt_oom *o)
+{
+	uint64_t bytes = 0;
+
+	for (size_t i = 0; i < o->nsites; i++) {
+		const struct gmt_site_stats *st = &m->sites[o->sites[i].site];
+
+		if (gmt_model_cache(m, st->stack, st->kind) != GMT_CACHE_NONE)
+			bytes += o->sites[i].bytes;
+	}
+	return bytes;
+}
+
+/* "at train.py:42 in step" for the site holding the most, or "" without a known frame. */
+static void
+top_site_text(const struct gmt_model *m, const struct gmt_oom *o, char *buf, size_t size)
+{
+	const struct gmt_cstack *cs;
+	const struct gmt_cframe *f;
+	char b[GMT_BYTES_BUF];
+
+	buf[0] = '\0';
+	if (!o->nsites)
+		return;
+	cs = gmt_model_stack(m, m->sites[o->sites[0].site].stack);
+	f = gmt_cstack_site(cs);
+	if (!f)
+		return;
+	if (f->file && f->line)
+		snprintf(buf, size, " The largest holder is %s at %s:%u%s%s.",
+			 gmt_format_bytes(o->sites[0].bytes, b), f->file, f->line,
+			 f->function ? " in " : "", f->function ? f->function : "");
+	else if (f->function)
+		snprintf(buf, size, " The largest holder is %s in %s.",
+			 gmt_format_bytes(o->sites[0].bytes, b), f->function);
+}
+
+enum gmt_oom_cause
+gmt_oom_explain(const struct gmt_model *m, const struct gmt_oom *o, char *buf, size_t size)
+{
+	const struct gmt_trace_event *ev = o->ev;
+	bool meminfo = ev->flags & GMT_TEV_MEMINFO;
+	uint64_t cache = gmt_oom_cache_bytes(m, o);
+	uint64_t used = meminfo && ev->total_bytes > ev->free_bytes ? ev->total_bytes - ev->free_bytes
+								    : 0;
+	uint64_t outside = used > o->held ? used - o->held : 0;
+	char req[GMT_BYTES_BUF], fr[GMT_BYTES_BUF], tot[GMT_BYTES_BUF], held[GMT_BYTES_BUF];
+	char c[GMT_BYTES_BUF], out[GMT_BYTES_BUF], gap[GMT_BYTES_BUF], top[512];
+	enum gmt_oom_cause cause;
+
+	gmt_format_bytes(ev->size, req);
+	gmt_format_bytes(ev->free_bytes, fr);
+	gmt_format_bytes(ev->total_bytes, tot);
+	gmt_format_bytes(o->held, held);
+	gmt_format_bytes(cache, c);
+	gmt_format_bytes(outside, out);
+	gmt_format_bytes(o->gaps.largest_gap, gap);
+	top_site_text(m, o, top, sizeof(top));
+
+	if (ev->result != CUDA_ERROR_MEMORY_ALLOCATION) {
+		snprintf(buf, size,
+			 "Not an out-of-memory failure: the call returned error %d for %s (a refused "
+			 "request or an unsupported call, not a lack of memory).",
+			 ev->result, req);
+		return GMT_OOM_NOT_OUT_OF_MEMORY;
+	}
+	if (meminfo && ev->total_bytes && ev->size > ev->total_bytes) {
+		snprintf(buf, size,
+			 "The request alone is larger than the device: needed %s, the device has %s "
+			 "in total.",
+			 req, tot);
+		return GMT_OOM_LARGER_THAN_DEVICE;
+	}
+	if (meminfo && ev->free_bytes >= ev->size) {
+		snprintf(buf, size,
+			 "Fragmented: needed %s and %s was free on the device right after the failure, "
+			 "but not in one piece it could use (largest hole between this process's live "
+			 "allocations: %s; the driver maps pages, so that is a hint only).%s",
+			 req, fr, gap, top);
+		return GMT_OOM_FRAGMENTED;
+	}
+	if (!meminfo) {
+		snprintf(buf, size,
+			 "Needed %s; this process held %s on the device (%s of it in a caching "
+			 "allocator). The tracer could not ask the device how much was free, so the "
+			 "cause cannot be told.%s",
+			 req, held, c, top);
+		return GMT_OOM_UNKNOWN;
+	}
+	if (outside * 2 > used) {
+		snprintf(buf, size,
+			 "Memory held outside this process's allocations: needed %s with %s free of "
+			 "%s; %s in use is not tracked by any allocation of this process (other "
+			 "processes, the CUDA context, libraries' own allocations), against %s held "
+			 "by it.%s",
+			 req, fr, tot, out, held, top);
+		return GMT_OOM_HELD_OUTSIDE;
+	}
+	if (cache * 2 > o->held) {
+		cause = GMT_OOM_HELD_BY_CACHE;
+		snprintf(buf, size,
+			 "Held by a caching allocator: needed %s with %s free of %s; this process "
+			 "held %s, %s of it allocated by a caching allocator (PyTorch's, or a CUDA "
+			 "memory pool).%s The CUDA-level view cannot see inside the cache: how much "
+			 "of it is free blocks kept for reuse rather than live tensors, and whether "
+			 "its free blocks were too small or split. torch.cuda.memory_summary() or "
+			 "torch.cuda.memory_snapshot() at the failure tells; "
+			 "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True often helps when it is "
+			 "fragmentation inside the cache.",
+			 req, fr, tot, held, c, top);
+		return cause;
+	}
+	snprintf(buf, size,
+		 "Held by this process: needed %s with %s free of %s; this process held %s in "
+		 "%llu live allocations.%s",
+		 req, fr, tot, held, (unsigned long long)o->live_allocations, top);
+	return GMT_OOM_HELD_BY_PROCESS;
+}

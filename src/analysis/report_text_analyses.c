@@ -1,0 +1,238 @@
+/*
+ * @brief The text report's analyses: why allocations failed, sites that keep growing, churn and
+ * temporaries, fragmentation, and the time range (report_text.h).
+ *
+ * Each section is a few lines, the answer first; docs/report-json.md has every figure in full.
+ */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/report.h"
+#include "analysis/report_text.h"
+#include "analysis/units.h"
+
+#define TEXT_OOM_MAX 3
+#define TEXT_GROWTH_MAX 5
+#define TEXT_CHURN_MAX 5
+
+/* "train.py:42 in step", "step [libfoo.so]", "libfoo.so+0x1234", or "an unknown call site". */
+static void
+site_text(const struct gmt_model *m, uint32_t stack, char *buf, size_t size)
+{
+	const struct gmt_cstack *cs = gmt_model_stack(m, stack);
+	const struct gmt_cframe *f = gmt_cstack_site(cs);
+
+	if (!f) {
+		snprintf(buf, size, "an unknown call site (stack %" PRIu32 ")", stack);
+		return;
+	}
+	gmt_cframe_text(f, buf, size);
+	if (cs->pystate == GMT_TPY_EMPTY) {
+		size_t len = strlen(buf);
+
+		snprintf(buf + len, size - len, " %s", GMT_PYSTATE_EMPTY_LABEL);
+	}
+}
+
+static void
+process_note(const struct gmt_model *m, size_t n, char *buf, size_t size)
+{
+	char pid[64];
+
+	buf[0] = '\0';
+	if (n > 1) {
+		gmt_text_process_name(m->trace, pid, sizeof(pid));
+		snprintf(buf, size, " in pid %s", pid);
+	}
+}
+
+void
+gmt_text_range(FILE *out, struct gmt_model *const *models, size_t n)
+{
+	const struct gmt_model *m = n ? models[0] : NULL;
+
+	if (!m || (!m->range.from.set && !m->range.to.set))
+		return;
+	fprintf(out, "range: from %s to %s", m->range.from.set ? m->range.from.spec : "the start",
+		m->range.to.set ? m->range.to.spec : "the end");
+	if (m->range.from.set && !m->range_from.found)
+		fprintf(out, " (the start was not found in the trace: nothing is counted)");
+	else if (m->range.from.set)
+		fprintf(out, " (%.3f s", gmt_trace_time_s(m->trace, m->range_from.ts));
+	if (m->range.from.set && m->range_from.found)
+		fprintf(out, m->range.to.set && m->range_to.found ? " to %.3f s)" : ")",
+			gmt_trace_time_s(m->trace, m->range_to.ts));
+	fprintf(out, "; allocations live at its start are the starting state, not leaks\n");
+}
+
+void
+gmt_text_oom(FILE *out, struct gmt_model *const *models, size_t n)
+{
+	size_t shown = 0, total = 0;
+
+	for (size_t i = 0; i < n; i++)
+		total += models[i]->nfailed;
+	if (!total)
+		return;
+	fprintf(out, "why allocations failed (%zu %s):\n", total,
+		gmt_text_plural(total, "failure", "failures"));
+	for (size_t i = 0; i < n && shown < TEXT_OOM_MAX; i++) {
+		const struct gmt_model *m = models[i];
+
+		for (size_t k = 0; k < m->nfailed && shown < TEXT_OOM_MAX; k++, shown++) {
+			const struct gmt_oom *o = &m->oom[k];
+			char text[2048], call[160], b[GMT_BYTES_BUF], proc[96];
+			enum gmt_oom_cause cause = gmt_oom_explain(m, o, text, sizeof(text));
+
+			gmt_report_call(m->trace, o->ev->api, o->ev->driver, call, sizeof(call));
+			process_note(m, n, proc, sizeof(proc));
+			fprintf(out, "  %s %s on device %d at %.3f s%s [%s]:\n    %s\n", call,
+				gmt_format_bytes(o->ev->size, b), o->ev->device,
+				gmt_trace_time_s(m->trace, o->ev->ts), proc, gmt_oom_cause_name(cause),
+				text);
+		}
+	}
+	if (total > shown)
+		fprintf(out, "  ... %zu more (report --format json: oom[])\n", total - shown);
+}
+
+struct text_rank {
+	const struct gmt_model *m;
+	const struct gmt_site_stats *st;
+	uint64_t key;
+};
+
+static int
+cmp_rank(const void *pa, const void *pb)
+{
+	const struct text_rank *a = pa, *b = pb;
+
+	if (a->key != b->key)
+		return a->key > b->key ? -1 : 1;
+	return a->st < b->st ? -1 : a->st > b->st;
+}
+
+void
+gmt_text_growth(FILE *out, struct gmt_model *const *models, size_t n)
+{
+	struct text_rank *v = NULL;
+	size_t nv = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		for (size_t k = 0; k < models[i]->nsites; k++) {
+			const struct gmt_site_stats *st = &models[i]->sites[k];
+			const struct gmt_growth *g = gmt_site_growth(models[i], st);
+
+			if (!gmt_site_grows(models[i], st))
+				continue;
+			struct text_rank *nvp = realloc(v, (nv + 1) * sizeof(*v));
+			if (!nvp)
+				break;
+			v = nvp;
+			v[nv++] = (struct text_rank){models[i], st, g->last - g->first};
+		}
+	}
+	if (!nv)
+		return;
+	qsort(v, nv, sizeof(*v), cmp_rank);
+	fprintf(out, "growing: %zu call %s whose live bytes keep rising (a reference kept every "
+		"iteration?):\n", nv, gmt_text_plural(nv, "site", "sites"));
+	for (size_t i = 0; i < nv && i < TEXT_GROWTH_MAX; i++) {
+		const struct gmt_model *m = v[i].m;
+		const struct gmt_growth *g = gmt_site_growth(m, v[i].st);
+		bool markers = m->marker_samples >= 2;
+		uint32_t samples = markers ? m->marker_samples : m->snapshot_samples;
+		char site[512], b1[GMT_BYTES_BUF], b2[GMT_BYTES_BUF], b3[GMT_BYTES_BUF], proc[96];
+
+		site_text(m, v[i].st->stack, site, sizeof(site));
+		process_note(m, n, proc, sizeof(proc));
+		fprintf(out, "  +%s (%s -> %s, rose in %" PRIu32 " of %" PRIu32 " intervals between %s)"
+			" at %s%s\n",
+			gmt_format_bytes(g->last - g->first, b1), gmt_format_bytes(g->first, b2),
+			gmt_format_bytes(g->last, b3), g->rises, samples - 1,
+			markers ? "markers" : "snapshots", site, proc);
+	}
+	if (nv > TEXT_GROWTH_MAX)
+		fprintf(out, "  ... %zu more (report --format json: growth[])\n", nv - TEXT_GROWTH_MAX);
+	free(v);
+}
+
+void
+gmt_text_churn(FILE *out, struct gmt_model *const *models, size_t n)
+{
+	struct text_rank *v = NULL;
+	size_t nv = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		for (size_t k = 0; k < models[i]->nsites; k++) {
+			const struct gmt_site_stats *st = &models[i]->sites[k];
+
+			if (st->allocations < 2)
+				continue;
+			struct text_rank *nvp = realloc(v, (nv + 1) * sizeof(*v));
+			if (!nvp)
+				break;
+			v = nvp;
+			v[nv++] = (struct text_rank){models[i], st, st->allocations};
+		}
+	}
+	if (!nv)
+		return;
+	qsort(v, nv, sizeof(*v), cmp_rank);
+	fprintf(out, "churn (call sites by allocations; temporaries: freed before the next "
+		"allocation):\n");
+	for (size_t i = 0; i < nv && i < TEXT_CHURN_MAX; i++) {
+		const struct gmt_site_stats *st = v[i].st;
+		char site[512], b[GMT_BYTES_BUF], proc[96];
+		uint64_t med = gmt_site_median_lifetime(st);
+
+		site_text(v[i].m, st->stack, site, sizeof(site));
+		process_note(v[i].m, n, proc, sizeof(proc));
+		fprintf(out, "  %" PRIu64 " allocations (%s), %" PRIu64 " temporaries", st->allocations,
+			gmt_format_bytes(st->allocated_bytes, b), st->temporaries);
+		if (st->frees)
+			fprintf(out, ", median lifetime %.3g s", (double)med / 1e9);
+		fprintf(out, " at %s%s\n", site, proc);
+	}
+	free(v);
+}
+
+void
+gmt_text_fragmentation(FILE *out, struct gmt_model *const *models, size_t n)
+{
+	bool header = false;
+
+	for (size_t i = 0; i < n; i++) {
+		const struct gmt_model *m = models[i];
+
+		for (size_t k = 0; k < m->ndevices; k++) {
+			const struct gmt_device_stats *d = &m->devices[k];
+			const struct gmt_gaps *g = &d->peak_gaps;
+			char b1[GMT_BYTES_BUF], b2[GMT_BYTES_BUF], b3[GMT_BYTES_BUF], proc[96];
+
+			if (!(g->valid && g->gaps) && !d->max_pool_slack && !d->requested_allocs)
+				continue;
+			if (!header)
+				fprintf(out, "fragmentation:\n");
+			header = true;
+			process_note(m, n, proc, sizeof(proc));
+			fprintf(out, "  device %d%s:", d->device, proc);
+			if (g->valid && g->gaps)
+				fprintf(out, " at the peak %" PRIu64 " live allocations span %s with %s "
+					"in %" PRIu64 " holes (largest %s);",
+					g->live_allocations, gmt_format_bytes(g->span, b1),
+					gmt_format_bytes(g->gap_bytes, b2), g->gaps,
+					gmt_format_bytes(g->largest_gap, b3));
+			if (d->max_pool_slack)
+				fprintf(out, " pools held up to %s more than their live allocations at "
+					"%.3f s;", gmt_format_bytes(d->max_pool_slack, b1),
+					gmt_trace_time_s(m->trace, d->max_pool_slack_ts));
+			if (d->requested_allocs)
+				fprintf(out, " pitched allocations asked %s, got %s;",
+					gmt_format_bytes(d->requested_bytes, b1),
+					gmt_format_bytes(d->requested_granted, b2));
+			fprintf(out, "\n");
+		}
+	}
+}
