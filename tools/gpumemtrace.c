@@ -24,6 +24,10 @@ usage(FILE *out)
 		"process)\n"
 		"  report [--format text|json|folded] [--stack site|full] [-o FILE] TRACE...\n"
 		"                                  report on trace files or directories of them\n"
+		"  check [--max-leaked-bytes N] [--max-peak-bytes [DEV=]N] [--baseline B] ...\n"
+		"        TRACE...                  CI gates: exit 1 when a limit is exceeded\n"
+		"  diff [--format text|json] BASE NEW\n"
+		"                                  what changed between two runs, per call site\n"
 		"\n"
 		"Options:\n"
 		"  -h, --help       show this help ('gpumemtrace COMMAND --help' for a command)\n"
@@ -31,7 +35,7 @@ usage(FILE *out)
 		"\n"
 		"Exit status:\n"
 		"  0  success (run: the traced program's own exit status instead)\n"
-		"  1  a gate failed (reserved for 'check')\n"
+		"  1  a gate failed ('check')\n"
 		"  2  usage error\n"
 		"  3  unreadable input: no trace could be read\n");
 }
@@ -82,6 +86,10 @@ main(int argc, char **argv)
 		return gmt_cmd_report(argc - 1, argv + 1);
 	if (strcmp(cmd, "run") == 0)
 		return gmt_cmd_run(argc - 1, argv + 1);
+	if (strcmp(cmd, "check") == 0)
+		return gmt_cmd_check(argc - 1, argv + 1);
+	if (strcmp(cmd, "diff") == 0)
+		return gmt_cmd_diff(argc - 1, argv + 1);
 	if (cmd[0] == '-')
 		fprintf(stderr, "gpumemtrace: unknown option: %s\n", cmd);
 	else

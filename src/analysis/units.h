@@ -20,4 +20,12 @@
  */
 const char *gmt_format_bytes(uint64_t bytes, char buf[GMT_BYTES_BUF]);
 
+/**
+ * Parse a size given on a command line: plain bytes ("1048576"), or a number (decimals allowed,
+ * "1.5G") with a unit: K/M/G/T and KiB/MiB/GiB/TiB (binary), KB/MB/GB/TB (decimal), B (bytes);
+ * case-insensitive, an optional space before the unit. Returns 0, or -1 for anything else
+ * (empty, negative, unknown unit, trailing junk, over 2^64 - 1) with @p out untouched.
+ */
+int gmt_parse_bytes(const char *s, uint64_t *out);
+
 #endif

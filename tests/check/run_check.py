@@ -1,0 +1,537 @@
+#!/usr/bin/env python3
+"""Check suite: `gpumemtrace check` (CI gates) and `gpumemtrace diff` (meson suite 'check').
+
+    run_check.py --exe BUILD/tools/gpumemtrace --golden tests/golden/traces \\
+                 --victim BUILD/tests/stacks/victim_stacks GROUP
+
+GROUP: usage, gates, suppress, growth, baseline, junit, diff.
+
+Traces are written here, small and synthetic (docs/trace-format.md). Their stacks are real return
+addresses of tests/stacks/victim_stacks (built -O0 -g; tests/stacks/make_trace.py finds them), so
+the report names real functions and lines: `b (victim_stacks.c:29)`, `a`, `main`. Expected values
+come from the trace as written here, never from the tool.
+"""
+import argparse
+import copy
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import xml.etree.ElementTree as ET
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "stacks"))
+import make_trace  # noqa: E402  (tests/stacks: objdump/readelf helpers)
+
+MiB = 1 << 20
+failures = []
+
+
+def check(cond, what, detail=""):
+    print(("ok: " if cond else "FAIL: ") + what)
+    if not cond:
+        failures.append(what)
+        if detail:
+            print("  " + detail.replace("\n", "\n  "))
+
+
+class Tool:
+    def __init__(self, exe, tmp):
+        self.exe = exe
+        self.tmp = tmp
+
+    def run(self, *args):
+        env = dict(os.environ)
+        env.pop("LD_PRELOAD", None)
+        p = subprocess.run([self.exe] + list(args), stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, timeout=60, env=env)
+        return p.returncode, p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8", "replace")
+
+    def path(self, name):
+        return os.path.join(self.tmp, name)
+
+    def report(self, trace):
+        rc, out, err = self.run("report", "--format", "json", trace)
+        if rc != 0:
+            raise SystemExit("report failed on %s: %s" % (trace, err))
+        return json.loads(out)
+
+    def write_json(self, name, doc):
+        p = self.path(name)
+        with open(p, "w", encoding="utf-8") as f:
+            json.dump(doc, f)
+        return p
+
+    def write_text(self, name, text):
+        p = self.path(name)
+        with open(p, "w", encoding="utf-8") as f:
+            f.write(text)
+        return p
+
+
+# --- Synthetic traces --------------------------------------------------------------------------
+
+class Victim:
+    """Stacks of victim_stacks: S_B = b -> a -> main (site b), S_A = a -> main (site a),
+    S_MAIN = main (site main)."""
+    S_B, S_A, S_MAIN = 1, 2, 3
+
+    def __init__(self, exe):
+        self.exe = os.path.abspath(exe)
+        t = make_trace.calls(self.exe)
+        ret_b = make_trace.return_after(t, "b", "lib_alloc_weights")
+        ret_a = make_trace.return_after(t, "a", "b")
+        ret_main = make_trace.return_after(t, "main", "a")
+        base = make_trace.BASE_EXE
+        self.module = make_trace.module(self.exe, base)
+        self.stacks = {self.S_B: [base + ret_b, base + ret_a, base + ret_main],
+                       self.S_A: [base + ret_a, base + ret_main],
+                       self.S_MAIN: [base + ret_main]}
+        self.lines = make_trace.markers(os.path.join(HERE, "..", "stacks", "victim_stacks.c"))
+
+
+class Trace(make_trace.Trace):
+    """A trace with the victim's modules and stacks; allocations by stack, markers."""
+
+    def __init__(self, victim):
+        super().__init__(["python3", "train.py"])
+        self.modules([victim.module])
+        for sid, frames in victim.stacks.items():
+            self.stack(sid, frames)
+
+    def alloc(self, stack, size, api="cudaMalloc", kind="device", device=0):
+        ptr = self.event("alloc", stack, size)
+        self.lines[-1].update({"api": api, "kind": kind, "device": device})
+        return ptr
+
+    def free(self, ptr, api="cudaFree", kind="device", device=0):
+        self.event("free", 0, ptr=ptr)
+        self.lines[-1].update({"api": api, "kind": kind, "device": device})
+
+    def fail(self, stack, size):
+        self.event("alloc", stack, size, result=2)
+
+    def mark(self, label):
+        self.seq += 1
+        self.add({"type": "marker", "seq": self.seq, "ts": 1000000000 + 1000 * self.seq,
+                  "tid": 4242, "label": label})
+
+
+def leaky_trace(tool, victim, name, b_bytes=2 * MiB, a_bytes=MiB, main_bytes=4 * MiB):
+    """b leaks b_bytes (two allocations), a leaks a_bytes, main holds main_bytes until the end
+    (freed, through the driver API: cuMemAlloc_v2): peak = all three; leaked = b + a."""
+    t = Trace(victim)
+    t.alloc(Victim.S_B, b_bytes // 2)
+    t.alloc(Victim.S_B, b_bytes - b_bytes // 2)
+    if a_bytes:
+        t.alloc(Victim.S_A, a_bytes)
+    p = t.alloc(Victim.S_MAIN, main_bytes, api="cuMemAlloc_v2")
+    t.free(p, api="cuMemFree_v2")
+    path = tool.path(name)
+    t.write(path)
+    return path
+
+
+def last_line(out):
+    lines = [ln for ln in out.splitlines() if ln.strip()]
+    return lines[-1] if lines else ""
+
+
+# --- Groups ------------------------------------------------------------------------------------
+
+def group_usage(tool, victim, golden):
+    basic = os.path.join(golden, "basic.jsonl")
+
+    rc, out, err = tool.run("check", "--max-peak-bytes", "12QB", basic)
+    check(rc == 2, "bad size: exit 2 (%d)" % rc)
+    check("--max-peak-bytes" in err and "'12QB'" in err, "bad size: names option and value", err)
+    rc, out, err = tool.run("check", "--max-peak-bytes", "x=1G", basic)
+    check(rc == 2 and "'x'" in err, "bad device in DEV=N: exit 2, named", err)
+    rc, out, err = tool.run("check", "--max-leaked-bytes", "-1", basic)
+    check(rc == 2 and "'-1'" in err, "negative size refused", err)
+    rc, out, err = tool.run("check", "--max-increase", "abc", "--baseline", basic, basic)
+    check(rc == 2 and "--max-increase" in err and "'abc'" in err, "bad percentage refused", err)
+    rc, out, err = tool.run("check", "--no-such-option", basic)
+    check(rc == 2 and "--no-such-option" in err, "unknown option: exit 2", err)
+    rc, out, err = tool.run("check", basic)
+    check(rc == 2 and "no gate" in err, "no gate given: exit 2", err)
+    rc, out, err = tool.run("check", "--max-leaked-bytes", "0")
+    check(rc == 2 and "no trace" in err, "no trace given: exit 2", err)
+    rc, out, err = tool.run("check", "--max-leaked-bytes", "0", tool.path("missing.jsonl"))
+    check(rc == 3, "unreadable input: exit 3 (%d)" % rc, err)
+    rc, out, err = tool.run("check", "--max-leaked-bytes", "0",
+                            os.path.join(golden, "empty.jsonl"))
+    check(rc == 3, "empty trace: exit 3 (%d)" % rc, err)
+    rc, out, err = tool.run("check", "--help")
+    check(rc == 0 and "--max-peak-bytes" in out and "Exit status" in out, "--help: exit 0")
+    rc, out, err = tool.run("--help")
+    check(rc == 0 and "check" in out and "diff" in out, "gpumemtrace --help lists check, diff")
+
+    # A report of another version is refused, not misread.
+    doc = tool.report(basic)
+    doc["report_version"] = 99
+    rc, out, err = tool.run("check", "--max-leaked-bytes", "0", tool.write_json("v99.json", doc))
+    check(rc == 3 and "report_version 99" in err, "unknown report_version: exit 3", err)
+    # A JSON report cannot be merged with other inputs.
+    doc["report_version"] = 2
+    rc, out, err = tool.run("check", "--max-leaked-bytes", "0", tool.write_json("r.json", doc),
+                            basic)
+    check(rc == 2 and "alone" in err, "JSON report with a trace: exit 2", err)
+
+    # Sizes: basic.jsonl peaks at 3 MiB on device 0, 256 KiB (a pool) on device 1.
+    for limit, want in [("3MiB", 0), ("3M", 0), ("3145728", 0), ("3145727", 1), ("3.1MB", 1),
+                        ("0.003GiB", 0), ("3 MiB", 0), ("3mib", 0), ("4KB", 1)]:
+        rc, out, err = tool.run("check", "--max-peak-bytes", limit, basic)
+        check(rc == want, "--max-peak-bytes %s: exit %d (%d)" % (limit, want, rc), out + err)
+    rc, out, err = tool.run("check", "--max-peak-bytes", "0=3M", "--max-peak-bytes", "1=100K",
+                            basic)
+    check(rc == 1 and "FAIL max-peak-bytes device 1" in out and
+          "PASS max-peak-bytes device 0" in out, "per-device limits", out)
+    rc, out, err = tool.run("check", "--max-peak-bytes", "1K", "--max-peak-bytes", "0=3M",
+                            basic)
+    check("PASS max-peak-bytes device 0" in out and "FAIL max-peak-bytes device 1" in out,
+          "DEV= overrides the plain limit for its device", out)
+
+    # diff usage
+    rc, out, err = tool.run("diff", basic)
+    check(rc == 2 and "BASE and NEW" in err, "diff with one argument: exit 2", err)
+    rc, out, err = tool.run("diff", "--format", "xml", basic, basic)
+    check(rc == 2 and "'xml'" in err, "diff --format xml: exit 2", err)
+    rc, out, err = tool.run("diff", basic, tool.path("missing"))
+    check(rc == 3 and "NEW" in err, "diff with NEW unreadable: exit 3", err)
+
+
+def group_gates(tool, victim, golden):
+    path = leaky_trace(tool, victim, "leaky.jsonl")
+    b_line = victim.lines["b-weights"]
+
+    rc, out, err = tool.run("check", "--max-leaked-bytes", "0", path)
+    check(rc == 1, "leak over 0 bytes: exit 1 (%d)" % rc, out + err)
+    check("FAIL max-leaked-bytes: leaked 3.0 MiB (3145728 bytes) > limit 0 B" in out,
+          "leak gate states human and exact bytes", out)
+    site_b = re.search(r"2\.0 MiB \(2097152 bytes\) in 2 allocations never freed: cudaMalloc "
+                       r"device at b \(\S*victim_stacks\.c:%d\)" % b_line, out)
+    check(site_b is not None, "violation names site b (victim_stacks.c:%d)" % b_line, out)
+    check(re.search(r"1\.0 MiB \(1048576 bytes\) in 1 allocation never freed: .* at a \(", out)
+          is not None, "violation names site a", out)
+    check(out.find(" at b (") < out.find(" at a ("), "largest leak listed first", out)
+    check(last_line(out) == "gpumemtrace check: FAIL: 1 of 1 gates", "summary line", out)
+
+    rc, out, err = tool.run("check", "--max-leaked-bytes", "3MiB", "--max-leaked-allocs", "3",
+                            path)
+    check(rc == 0 and last_line(out) == "gpumemtrace check: PASS (2 gates)",
+          "at the limits: pass", out)
+    rc, out, err = tool.run("check", "--max-leaked-allocs", "2", path)
+    check(rc == 1 and "leaked allocations 3 > limit 2" in out, "allocation count gate", out)
+
+    # Peak: 7 MiB on device 0, held by main (4 MiB), b, a.
+    rc, out, err = tool.run("check", "--max-peak-bytes", "0=6MiB", path)
+    check(rc == 1 and "FAIL max-peak-bytes device 0: peak held 7.0 MiB (7340032 bytes) > limit "
+          "6.0 MiB (6291456 bytes)" in out, "peak gate fails with sizes", out)
+    check(re.search(r"4\.0 MiB \(4194304 bytes\) in 1 allocation live at the peak: "
+                    r"cuMemAlloc_v2 device at main \(\S*victim_stacks\.c:%d\)" % victim.lines["main-a"], out)
+          is not None, "peak violation names the largest holder, main", out)
+    rc, out, err = tool.run("check", "-q", "--max-peak-bytes", "7MiB", "--max-leaked-bytes",
+                            "0", path)
+    check(rc == 1 and "PASS" not in out.replace("PASS (", "") and "FAIL max-leaked" in out,
+          "--quiet prints only the failed gates", out)
+
+    # Failed allocations
+    t = Trace(victim)
+    t.alloc(Victim.S_A, MiB)
+    t.fail(Victim.S_B, 80 << 30)
+    failing = tool.path("failing.jsonl")
+    t.write(failing)
+    rc, out, err = tool.run("check", "--max-failed", "0", failing)
+    check(rc == 1 and "failed allocations 1 > limit 0" in out and
+          "1 failed call requesting 80.0 GiB (85899345920 bytes) on device 0" in out and
+          " at b (" in out, "failed-allocation gate names size and site", out)
+    rc, out, err = tool.run("check", "--max-failed", "1", failing)
+    check(rc == 0, "one failure allowed: pass", out)
+
+    # A directory of traces: the peak gate covers every process.
+    d = tool.path("dir")
+    os.mkdir(d)
+    leaky_trace(tool, victim, "dir/p0.jsonl", main_bytes=MiB)
+    leaky_trace(tool, victim, "dir/p1.jsonl", main_bytes=8 * MiB)
+    rc, out, err = tool.run("check", "--max-peak-bytes", "5MiB", d)
+    check(rc == 1 and "process 1 (pid 4242) held 11.0 MiB" in out and
+          "process 0 (pid" not in out, "directory: the process over the limit is named", out)
+
+    # A JSON report is read like its traces.
+    doc = tool.report(path)
+    rc2, out2, _ = tool.run("check", "--max-leaked-bytes", "0", "--max-peak-bytes", "6M",
+                            tool.write_json("leaky.json", doc))
+    rc, out, _ = tool.run("check", "--max-leaked-bytes", "0", "--max-peak-bytes", "6M", path)
+    check(rc2 == rc == 1 and out2 == out, "a saved JSON report gives the same result", out2)
+
+
+def write_supp(tool, name, lines):
+    return tool.write_text(name, "\n".join(lines) + "\n")
+
+
+def group_suppress(tool, victim, golden):
+    path = leaky_trace(tool, victim, "leaky.jsonl")
+
+    supp = write_supp(tool, "b.supp", ["# known: b's weights are kept for the process's life",
+                                       "", "leak:^b$", "leak:no_such_function",
+                                       "peak:cuMemAlloc", "growth:b"])
+    rc, out, err = tool.run("check", "--max-leaked-bytes", "1MiB", "--suppressions", supp, path)
+    check(rc == 0, "leak:^b$ takes b's 2 MiB out: 1 MiB left passes (%d)" % rc, out + err)
+    check("(2.0 MiB (2097152 bytes) suppressed)" in out, "suppressed bytes stated", out)
+    check(re.search(r"Suppressions used:\n.*\n\s+1\s+2\.0 MiB \(2097152 bytes\)\s+leak:\^b\$ "
+                    r"\(\S*b\.supp:3\)", out) is not None, "used suppression listed with hits",
+          out)
+    check(re.search(r"Suppressions never matched:\n(  .*\n)*  leak:no_such_function "
+                    r"\(\S*b\.supp:4\)", out) is not None, "unused suppression listed", out)
+    rc, out, err = tool.run("check", "--max-leaked-bytes", "0", "--suppressions", supp, path)
+    check(rc == 1 and " at a (" in out and " at b (" not in out,
+          "what is left still fails, and only a is named", out)
+
+    # Anywhere in any frame: "^a$" is an outer frame of b's stack too, so both go.
+    supp_a = write_supp(tool, "a.supp", ["leak:^a$"])
+    rc, out, err = tool.run("check", "--max-leaked-bytes", "0", "--suppressions", supp_a, path)
+    check(rc == 0, "leak:^a$ matches every stack through a (%d)" % rc, out)
+    # Globs on the source file, and the api.
+    for pat, want in [("victim_st?cks.c", 0), ("*/victim_*.c$", 0), ("^victim_stacks.c", 1),
+                      ("cudaMalloc", 0), ("^cudaMallocHost$", 1), ("victim_stacks", 0)]:
+        s = write_supp(tool, "g.supp", ["leak:" + pat])
+        rc, out, err = tool.run("check", "--max-leaked-bytes", "0", "--suppressions", s, path)
+        check(rc == want, "leak:%s -> exit %d (%d)" % (pat, want, rc), out)
+
+    # peak: main's 4 MiB out of the peak (7 MiB -> 3 MiB).
+    rc, out, err = tool.run("check", "--max-peak-bytes", "3MiB", "--suppressions", supp, path)
+    check(rc == 0 and "(4.0 MiB (4194304 bytes) suppressed)" in out,
+          "peak:cuMemAlloc takes main's bytes out of the peak", out)
+    check(re.search(r"\n\s+1\s+4\.0 MiB \(4194304 bytes\)\s+peak:cuMemAlloc ", out) is not None,
+          "peak suppression: 1 hit, 4 MiB", out)
+    # Every stack runs through main: a pattern on an outer frame takes them all.
+    s = write_supp(tool, "m.supp", ["peak:^main$"])
+    rc, out, err = tool.run("check", "--max-peak-bytes", "0", "--suppressions", s, path)
+    check(rc == 0 and re.search(r"\n\s+3\s+7\.0 MiB", out) is not None,
+          "peak:^main$ matches the outer frame of every stack", out)
+    # leak suppressions do not touch the peak gate.
+    rc, out, err = tool.run("check", "--max-peak-bytes", "3MiB", "--suppressions", supp_a, path)
+    check(rc == 1, "a leak: suppression leaves the peak alone", out)
+
+    # Bad files: FILE:LINE and exit 2.
+    bad = write_supp(tool, "bad.supp", ["leak:ok", "# fine", "lek:typo"])
+    rc, out, err = tool.run("check", "--max-leaked-bytes", "0", "--suppressions", bad, path)
+    check(rc == 2 and re.search(r"bad\.supp:3: unknown suppression type 'lek'", err),
+          "bad type: FILE:LINE error, exit 2", err)
+    bad = write_supp(tool, "bad2.supp", ["", "just a pattern"])
+    rc, out, err = tool.run("check", "--max-leaked-bytes", "0", "--suppressions", bad, path)
+    check(rc == 2 and "bad2.supp:2: expected TYPE:PATTERN" in err, "no type: FILE:LINE", err)
+    bad = write_supp(tool, "bad3.supp", ["peak:   "])
+    rc, out, err = tool.run("check", "--max-leaked-bytes", "0", "--suppressions", bad, path)
+    check(rc == 2 and "bad3.supp:1: empty pattern" in err, "empty pattern: FILE:LINE", err)
+    rc, out, err = tool.run("check", "--max-leaked-bytes", "0", "--suppressions",
+                            tool.path("nope.supp"), path)
+    check(rc == 2 and "nope.supp: cannot read" in err, "missing suppression file: exit 2", err)
+
+
+def growth_doc(tool, victim):
+    """A JSON report of a leaky trace with growth[] entries set by hand (docs/report-json.md,
+    "growth[]"): b grew 3 MiB, a 512 KiB."""
+    doc = tool.report(leaky_trace(tool, victim, "leaky.jsonl"))
+    by_fn = {}
+    for s in doc["leak_sites"]:
+        by_fn[s["site"]["function"]] = s
+
+    def entry(fn, first, last):
+        s = by_fn[fn]
+        return {"process": 0, "pid": 4242, "api": "cudaMalloc", "driver": None,
+                "kind": "device", "site": s["site"], "stack": s["stacks"][0]["stack"],
+                "cache": None, "basis": "markers", "samples": 4, "first_bytes": first,
+                "last_bytes": last, "growth_bytes": last - first, "rises": 3, "falls": 0,
+                "first_label": "iter 0", "last_label": "iter 3"}
+    doc["growth"] = [entry("b", MiB, 4 * MiB), entry("a", 0, 512 << 10)]
+    return doc
+
+
+def group_growth(tool, victim, golden):
+    path = tool.write_json("growth.json", growth_doc(tool, victim))
+    rc, out, err = tool.run("check", "--max-growth-bytes", "1MiB", path)
+    check(rc == 1 and "FAIL max-growth-bytes: 1 call site grew by more than 1.0 MiB" in out,
+          "growth gate fails on one site", out)
+    check(re.search(r"grew 3\.0 MiB \(3145728 bytes\) \(1\.0 MiB \(1048576 bytes\) -> 4\.0 MiB "
+                    r"\(4194304 bytes\)\) over 4 markers 'iter 0' to 'iter 3', rose 3 times, "
+                    r"fell 0: cudaMalloc device at b \(", out) is not None,
+          "growth violation names site b, sizes and markers", out)
+    check(" at a (" not in out, "the site under the limit is not listed", out)
+    rc, out, err = tool.run("check", "--max-growth-bytes", "3MiB", path)
+    check(rc == 0 and "largest growth 3.0 MiB" in out, "growth at the limit passes", out)
+    supp = write_supp(tool, "growth.supp", ["growth:^b$"])
+    rc, out, err = tool.run("check", "--max-growth-bytes", "100K", "--suppressions", supp, path)
+    check(rc == 1 and " at a (" in out and " at b (" not in out,
+          "growth:^b$ takes b out; a (512 KiB) still fails 100K", out)
+
+    # A report without growth[] (an older report): nothing to gate, passes.
+    doc = growth_doc(tool, victim)
+    del doc["growth"]
+    rc, out, err = tool.run("check", "--max-growth-bytes", "0", tool.write_json("old.json", doc))
+    check(rc == 0 and "no growth[]" in out, "no growth[] key: the gate passes and says so", out)
+
+    # From a trace: b grows 1 MiB per iteration across markers, a allocates and frees.
+    t = Trace(victim)
+    for i in range(5):
+        t.mark("iter %d" % i)
+        t.alloc(Victim.S_B, MiB)
+        t.free(t.alloc(Victim.S_A, 8 * MiB))
+    t.mark("end")
+    trace = tool.path("grows.jsonl")
+    t.write(trace)
+    if "growth" not in tool.report(trace):
+        print("skip: this build's report has no growth[] yet (the trace part of this group)")
+        return
+    rc, out, err = tool.run("check", "--max-growth-bytes", "1MiB", trace)
+    check(rc == 1 and " at b (" in out and " at a (" not in out,
+          "trace with markers: the growing site b fails the gate", out)
+
+
+def group_baseline(tool, victim, golden):
+    base = leaky_trace(tool, victim, "base.jsonl", b_bytes=2 * MiB, main_bytes=4 * MiB)
+    same = leaky_trace(tool, victim, "same.jsonl", b_bytes=2 * MiB, main_bytes=4 * MiB)
+    # peak 7 -> 7.5 MiB (+7.1%), leaked 3 -> 3.5 MiB (+16.7%)
+    worse = leaky_trace(tool, victim, "worse.jsonl", b_bytes=(5 * MiB) // 2, main_bytes=4 * MiB)
+
+    rc, out, err = tool.run("check", "--baseline", base, same)
+    check(rc == 0 and last_line(out) == "gpumemtrace check: PASS (2 gates)",
+          "same run as the baseline passes", out)
+    rc, out, err = tool.run("check", "--baseline", base, worse)
+    check(rc == 1, "leak +16.7%% over the default 10%%: exit 1 (%d)" % rc, out)
+    check("FAIL baseline leaked-bytes: 3.0 MiB (3145728 bytes) -> 3.5 MiB (3670016 bytes), "
+          "+16.7% (limit +10%)" in out, "baseline states before, after, percent", out)
+    check("PASS baseline peak process 0 device 0: 7.0 MiB (7340032 bytes) -> 7.5 MiB "
+          "(7864320 bytes), +7.1% (limit +10%)" in out, "peak within 10% passes", out)
+    rc, out, err = tool.run("check", "--baseline", base, "--max-increase", "5", worse)
+    check(rc == 1 and "FAIL baseline peak process 0 device 0" in out, "--max-increase 5", out)
+    rc, out, err = tool.run("check", "--baseline", base, "--max-increase", "20%", worse)
+    check(rc == 0, "--max-increase 20%: pass", out)
+    # Improvements never fail.
+    rc, out, err = tool.run("check", "--baseline", worse, "--max-increase", "0", base)
+    check(rc == 0, "a smaller run passes with --max-increase 0", out)
+    # The baseline as a JSON report.
+    bj = tool.write_json("base.json", tool.report(base))
+    rc2, out2, _ = tool.run("check", "--baseline", bj, worse)
+    check(rc2 == 1 and "FAIL baseline leaked-bytes" in out2, "baseline from a JSON report", out2)
+    # Nothing leaked before, something now: no percentage, fails.
+    clean = leaky_trace(tool, victim, "clean.jsonl", b_bytes=0, a_bytes=0)
+    rc, out, err = tool.run("check", "--baseline", clean, base)
+    check(rc == 1 and "FAIL baseline leaked-bytes: 0 B -> 3.0 MiB (3145728 bytes), up from "
+          "nothing" in out, "leak from zero fails", out)
+    rc, out, err = tool.run("check", "--baseline", tool.path("nope"), base)
+    check(rc == 3 and "baseline" in err, "unreadable baseline: exit 3", err)
+
+
+def group_junit(tool, victim, golden):
+    path = leaky_trace(tool, victim, "leaky.jsonl")
+    xml = tool.path("gmt.xml")
+    rc, out, err = tool.run("check", "--max-leaked-bytes", "0", "--max-leaked-allocs", "10",
+                            "--max-peak-bytes", "1MiB", "--max-failed", "0", "--junit", xml,
+                            path)
+    check(rc == 1, "junit run: exit 1", out)
+    root = ET.parse(xml).getroot()
+    suites = root.findall("testsuite") if root.tag == "testsuites" else [root]
+    cases = [c for s in suites for c in s.findall("testcase")]
+    failed = [c for c in cases if c.find("failure") is not None]
+    names = [c.get("name") for c in cases]
+    check(names == ["max-leaked-bytes", "max-leaked-allocs", "max-peak-bytes device 0",
+                    "max-failed"], "one testcase per gate, named: %s" % names)
+    check([c.get("name") for c in failed] == ["max-leaked-bytes", "max-peak-bytes device 0"],
+          "failures: the two failed gates")
+    check(suites[0].get("tests") == "4" and suites[0].get("failures") == "2",
+          "testsuite counts (tests=%s failures=%s)" % (suites[0].get("tests"),
+                                                        suites[0].get("failures")))
+    check(last_line(out) == "gpumemtrace check: FAIL: 2 of 4 gates", "summary line agrees", out)
+    msg = failed[0].find("failure").get("message")
+    check("leaked 3.0 MiB (3145728 bytes)" in msg, "failure message", msg)
+    check(" at b (" in failed[0].find("failure").text, "failure text names the site")
+
+    # Escaping: a site whose name is full of XML.
+    doc = tool.report(path)
+    doc["leak_sites"][0]["site"]["function"] = "operator<<(A&, \"B\" 'c') ]]> \x01"
+    rc, out, err = tool.run("check", "--max-leaked-bytes", "0", "--junit", xml,
+                            tool.write_json("xml.json", doc))
+    try:
+        root = ET.parse(xml).getroot()
+        text = "".join(root.itertext())
+        check("operator<<(A&, \"B\" 'c') ]]>" in text, "XML special characters round-trip")
+    except ET.ParseError as e:
+        check(False, "JUnit XML with special characters parses", str(e))
+    rc, out, err = tool.run("check", "--max-leaked-bytes", "0", "--junit",
+                            tool.path("no/such/dir/x.xml"), path)
+    check(rc == 2 and "cannot write" in err, "unwritable --junit file: exit 2", err)
+
+
+def group_diff(tool, victim, golden):
+    base = leaky_trace(tool, victim, "base.jsonl", b_bytes=MiB, a_bytes=0, main_bytes=4 * MiB)
+    # b +2 MiB (leaked and at peak), a new +1 MiB, main unchanged
+    t = Trace(victim)
+    t.alloc(Victim.S_B, 3 * MiB)
+    t.alloc(Victim.S_A, MiB)
+    t.free(t.alloc(Victim.S_MAIN, 4 * MiB, api="cuMemAlloc_v2"), api="cuMemFree_v2")
+    new = tool.path("new.jsonl")
+    t.write(new)
+
+    rc, out, err = tool.run("diff", base, new)
+    check(rc == 0, "diff: exit 0 (%d)" % rc, err)
+    check("peak held            5.0 MiB (5242880 bytes) -> 8.0 MiB (8388608 bytes): +3.0 MiB "
+          "(+3145728 bytes), +60.0%" in out, "diff totals: peak held", out)
+    check(re.search(r"leaked\s+1\.0 MiB \(1048576 bytes\) -> 4\.0 MiB \(4194304 bytes\): "
+                    r"\+3\.0 MiB", out) is not None, "diff totals: leaked", out)
+    ib, ia = out.find("cudaMalloc device at b ("), out.find("cudaMalloc device at a (")
+    check(0 <= ib < ia, "b (+2 MiB) listed before a (+1 MiB)", out)
+    check("at main (" not in out, "the unchanged site is not listed", out)
+    check("(2 of 2 changed; 1 unchanged)" in out, "counts of changed sites", out)
+
+    rc, out, err = tool.run("diff", "--format", "json", "--top", "1", base, new)
+    d = json.loads(out)
+    check(rc == 0 and d["totals"]["peak_held_bytes"] == {"before": 5 * MiB, "after": 8 * MiB,
+                                                         "delta": 3 * MiB},
+          "json totals", out)
+    check(d["totals"]["failed_allocations"]["delta"] == 0, "json failed delta")
+    check(len(d["sites"]) == 1 and d["sites"][0]["site"]["function"] == "b" and
+          d["sites"][0]["peak"]["delta"] == 2 * MiB and
+          d["sites"][0]["leaked"] == {"before": MiB, "after": 3 * MiB, "delta": 2 * MiB},
+          "--top 1: the largest change, b", out)
+    check(d["sites_changed"] == 2 and d["sites_compared"] == 3, "json site counts", out)
+    # Reversed: shrinking is listed by absolute change too.
+    rc, out, err = tool.run("diff", "--format", "json", new, base)
+    d = json.loads(out)
+    check([s["site"]["function"] for s in d["sites"]] == ["b", "a"] and
+          d["sites"][0]["peak"]["delta"] == -2 * MiB, "reversed: largest absolute change first")
+    # A JSON report on one side.
+    rc, out, err = tool.run("diff", "--format", "json",
+                            tool.write_json("base.json", tool.report(base)), new)
+    check(rc == 0 and json.loads(out)["sites"][0]["site"]["function"] == "b",
+          "diff of a JSON report against a trace")
+    rc, out, err = tool.run("diff", base, base)
+    check(rc == 0 and "No call site changed" in out, "diff of a run with itself", out)
+
+
+GROUPS = {"usage": group_usage, "gates": group_gates, "suppress": group_suppress,
+          "growth": group_growth, "baseline": group_baseline, "junit": group_junit,
+          "diff": group_diff}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--exe", required=True)
+    ap.add_argument("--golden", required=True, help="tests/golden/traces")
+    ap.add_argument("--victim", required=True)
+    ap.add_argument("group", choices=sorted(GROUPS))
+    a = ap.parse_args()
+    victim = Victim(a.victim)
+    with tempfile.TemporaryDirectory(prefix="gmt-check-") as tmp:
+        GROUPS[a.group](Tool(os.path.abspath(a.exe), tmp), victim, os.path.abspath(a.golden))
+    if failures:
+        print("%d check(s) failed" % len(failures))
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,163 @@
+/*
+ * @brief The JSON report as input of `check` and `diff`: built from traces, or read back from a
+ * file that `report --format json` wrote, and the few ways those commands print its entries.
+ */
+#define _GNU_SOURCE
+#include "analysis/report.h"
+#include "analysis/units.h"
+#include "cli.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+uint64_t
+gmt_json_u64(const json_t *obj, const char *key)
+{
+	json_int_t v = json_integer_value(json_object_get(obj, key));
+
+	return v > 0 ? (uint64_t)v : 0;
+}
+
+const char *
+gmt_size_text(uint64_t bytes, char buf[GMT_SIZE_TEXT])
+{
+	char h[GMT_BYTES_BUF];
+
+	if (bytes < 1024)
+		snprintf(buf, GMT_SIZE_TEXT, "%" PRIu64 " B", bytes);
+	else
+		snprintf(buf, GMT_SIZE_TEXT, "%s (%" PRIu64 " bytes)", gmt_format_bytes(bytes, h),
+			 bytes);
+	return buf;
+}
+
+const char *
+gmt_site_text(const json_t *site, char *buf, size_t size)
+{
+	const char *fn = json_string_value(json_object_get(site, "function"));
+	const char *file = json_string_value(json_object_get(site, "file"));
+	const char *module = json_string_value(json_object_get(site, "module"));
+	const char *offset = json_string_value(json_object_get(site, "offset"));
+	const char *addr = json_string_value(json_object_get(site, "address"));
+	json_int_t line = json_integer_value(json_object_get(site, "line"));
+
+	if (!json_is_object(site))
+		snprintf(buf, size, "[no stack]");
+	else if (fn && file && line > 0)
+		snprintf(buf, size, "%s (%s:%lld)", fn, file, (long long)line);
+	else if (fn && file)
+		snprintf(buf, size, "%s (%s)", fn, file);
+	else if (fn && module)
+		snprintf(buf, size, "%s [%s]", fn, module);
+	else if (fn)
+		snprintf(buf, size, "%s", fn);
+	else if (module && offset)
+		snprintf(buf, size, "%s+%s", module, offset);
+	else if (addr)
+		snprintf(buf, size, "%s", addr);
+	else
+		snprintf(buf, size, "[unknown frame]");
+	return buf;
+}
+
+// --- Loading ------------------------------------------------------------------------------
+
+/*
+ * A JSON report file: @p path's first non-space byte is '{' and the whole file is one object
+ * with "report_version". Returns it, NULL when @p path is not one (a trace, a directory, or
+ * unreadable: the trace reader says why). *@p bad is set when it is a report this program
+ * cannot read (reported).
+ */
+static json_t *
+load_json_report(const char *cmd, const char *path, bool *bad)
+{
+	FILE *f = fopen(path, "r");
+	json_t *doc, *version;
+	json_error_t err;
+	int c;
+
+	*bad = false;
+	if (!f)
+		return NULL;
+	while ((c = getc(f)) != EOF && isspace(c))
+		;
+	fclose(f);
+	if (c != '{')
+		return NULL;
+	doc = json_load_file(path, 0, &err);
+	version = json_object_get(doc, "report_version");
+	if (!json_is_object(doc) || !version) {
+		json_decref(doc);
+		return NULL;
+	}
+	if (json_integer_value(version) != GMT_REPORT_JSON_VERSION) {
+		fprintf(stderr,
+			"gpumemtrace %s: %s: report_version %s%lld is not supported (this version "
+			"reads %d)\n",
+			cmd, path, json_is_integer(version) ? "" : "(not an integer) ",
+			(long long)json_integer_value(version), GMT_REPORT_JSON_VERSION);
+		json_decref(doc);
+		*bad = true;
+		return NULL;
+	}
+	return doc;
+}
+
+json_t *
+gmt_report_doc_load(const char *cmd, char *const *paths, size_t n, int *rc)
+{
+	struct gmt_inputs in = {0};
+	json_t *doc = NULL;
+	size_t reports = 0;
+	bool bad;
+
+	*rc = GMT_EXIT_OK;
+	for (size_t i = 0; i < n; i++) {
+		json_t *r = load_json_report(cmd, paths[i], &bad);
+
+		if (bad) {
+			json_decref(doc);
+			*rc = GMT_EXIT_UNREADABLE;
+			return NULL;
+		}
+		if (!r)
+			continue;
+		reports++;
+		json_decref(doc);
+		doc = r;
+	}
+	if (reports > 0 && n > 1) {
+		/* Two reports cannot be merged into one (process indices would collide). */
+		fprintf(stderr,
+			"gpumemtrace %s: a JSON report must be given alone, not with other "
+			"reports or traces\n",
+			cmd);
+		json_decref(doc);
+		*rc = GMT_EXIT_USAGE;
+		return NULL;
+	}
+	if (doc)
+		return doc;
+
+	for (size_t i = 0; i < n; i++)
+		gmt_inputs_add_path(&in, paths[i], stderr);
+	if (in.n == 0) {
+		fprintf(stderr, "gpumemtrace %s: no readable trace in", cmd);
+		for (size_t i = 0; i < n; i++)
+			fprintf(stderr, " %s", paths[i]);
+		fprintf(stderr, "\n");
+		gmt_inputs_free(&in);
+		*rc = GMT_EXIT_UNREADABLE;
+		return NULL;
+	}
+	doc = gmt_report_json_doc(in.models, in.n);
+	gmt_inputs_free(&in);
+	if (!doc) {
+		fprintf(stderr, "gpumemtrace %s: out of memory building the report\n", cmd);
+		*rc = GMT_EXIT_UNREADABLE;
+	}
+	return doc;
+}
