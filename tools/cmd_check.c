@@ -56,6 +56,12 @@ usage(FILE *out)
 	    "  --max-increase PCT       allowed increase over the baseline (default 10)\n"
 	    "  --suppressions FILE      leak:, peak: and growth: patterns taking known call sites\n"
 	    "                           out of the gates (repeatable; see docs/ci.md)\n"
+	    "  --count-cached           count memory a caching allocator (PyTorch's, CUDA\n"
+	    "                           pools) holds at exit as leaked; by default it is not:\n"
+	    "                           PyTorch never frees its cache at exit\n"
+	    "  --no-default-suppressions  also count what NVIDIA's libraries (cuBLAS, cuDNN,\n"
+	    "                           NCCL, cuFFT, cuSPARSE, cuSOLVER, cuRAND) keep until\n"
+	    "                           exit\n"
 	    "  --junit FILE             also write a JUnit XML file, one testcase per gate\n"
 	    "  -q, --quiet              print only the failed gates and the last line\n"
 	    "  -h, --help               show this help\n"
@@ -151,7 +157,20 @@ struct options {
 	double max_increase;
 	const char *junit;
 	bool quiet;
+	bool count_cached;    /* --count-cached: caching allocators' memory live at exit leaks too */
+	bool no_default_supp; /* --no-default-suppressions */
 	struct gmt_suppressions supp;
+};
+
+/*
+ * What NVIDIA's libraries allocate for their own handles and workspaces and keep until the
+ * process exits (cuBLAS, cuDNN, NCCL, ...): live at exit, but not the program's leak, and not
+ * something it can free. Like the default suppressions of LeakSanitizer and Valgrind; listed
+ * with the other suppressions when used, and off with --no-default-suppressions.
+ */
+static const char *const default_suppressions[] = {
+    "leak:libcublas", "leak:libcudnn",	   "leak:libnccl",  "leak:libcufft",
+    "leak:libcusparse", "leak:libcusolver", "leak:libcurand",
 };
 
 /* A size option's value; -1 after naming the option and the value. */
@@ -229,6 +248,8 @@ enum {
 	OPT_INCREASE,
 	OPT_SUPP,
 	OPT_JUNIT,
+	OPT_COUNT_CACHED,
+	OPT_NO_DEFAULT_SUPP,
 };
 
 /* Returns -1 to go on, else the exit status. */
@@ -245,6 +266,8 @@ parse_options(struct options *o, int argc, char **argv)
 	    {"max-increase", required_argument, NULL, OPT_INCREASE},
 	    {"suppressions", required_argument, NULL, OPT_SUPP},
 	    {"junit", required_argument, NULL, OPT_JUNIT},
+	    {"count-cached", no_argument, NULL, OPT_COUNT_CACHED},
+	    {"no-default-suppressions", no_argument, NULL, OPT_NO_DEFAULT_SUPP},
 	    {"quiet", no_argument, NULL, 'q'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
@@ -279,6 +302,8 @@ parse_options(struct options *o, int argc, char **argv)
 				return GMT_EXIT_USAGE;
 			break;
 		case OPT_JUNIT: o->junit = optarg; break;
+		case OPT_COUNT_CACHED: o->count_cached = true; break;
+		case OPT_NO_DEFAULT_SUPP: o->no_default_supp = true; break;
 		case 'q': o->quiet = true; break;
 		case 'h': usage(stdout); return GMT_EXIT_OK;
 		default: gmt_bad_option("check", argv); return gmt_usage_hint("check");
@@ -286,6 +311,10 @@ parse_options(struct options *o, int argc, char **argv)
 	}
 	if (bad)
 		return gmt_usage_hint("check");
+	for (size_t i = 0; !o->no_default_supp && i < sizeof(default_suppressions) /
+							  sizeof(default_suppressions[0]); i++)
+		gmt_suppressions_add(&o->supp, default_suppressions[i], "built-in",
+				     (unsigned)i + 1, stderr);
 	if (!o->leaked_bytes_set && !o->leaked_allocs_set && !o->npeaks && !o->growth_set &&
 	    !o->failed_set && !o->baseline) {
 		fprintf(stderr, "gpumemtrace check: no gate given (--max-leaked-bytes, "
@@ -339,7 +368,8 @@ suppress_group(const json_t *doc,
 	       const json_t *group,
 	       enum gmt_supp_type type,
 	       struct gmt_suppressions *supp,
-	       bool count)
+	       bool count,
+	       struct kept *cached)
 {
 	const json_t *stacks = json_object_get(group, "stacks");
 	json_int_t process = json_integer_value(json_object_get(group, "process"));
@@ -347,12 +377,20 @@ suppress_group(const json_t *doc,
 	const json_t *st;
 	size_t i;
 
-	if (supp->n == 0)
+	if (supp->n == 0 && !cached)
 		return k;
 	json_array_foreach(stacks, i, st)
 	{
 		uint64_t bytes = gmt_json_u64(st, "bytes"),
 			 allocs = gmt_json_u64(st, "allocations");
+		if (cached && json_is_string(json_object_get(st, "cache"))) {
+			/* a caching allocator's memory: not a leak unless --count-cached */
+			k.bytes -= bytes < k.bytes ? bytes : k.bytes;
+			k.allocations -= allocs < k.allocations ? allocs : k.allocations;
+			cached->bytes += bytes;
+			cached->allocations += allocs;
+			continue;
+		}
 		const json_t *cs =
 		    call_stack_of(doc, process, json_integer_value(json_object_get(st, "stack")));
 		struct gmt_suppression *s =
@@ -375,12 +413,13 @@ suppress_group(const json_t *doc,
 /* The leaks that count (docs/report-json.md: at_exit and counted), suppressions applied. */
 struct leak_view {
 	struct kept total, taken;
+	struct kept cached; /* a caching allocator's memory live at exit: not counted */
 	struct kept *sites; /* per leak_sites[] entry; zero for the ones that do not count */
 	size_t nsites;
 };
 
 static struct leak_view
-leak_view(const json_t *doc, struct gmt_suppressions *supp, bool count)
+leak_view(const json_t *doc, struct gmt_suppressions *supp, bool count, bool count_cached)
 {
 	const json_t *summary = json_object_get(doc, "summary");
 	const json_t *sites = json_object_get(doc, "leak_sites");
@@ -399,7 +438,8 @@ leak_view(const json_t *doc, struct gmt_suppressions *supp, bool count)
 		if (!json_is_true(json_object_get(g, "at_exit")) ||
 		    !json_is_true(json_object_get(g, "counted")))
 			continue;
-		v.sites[i] = suppress_group(doc, g, GMT_SUPP_LEAK, supp, count);
+		v.sites[i] = suppress_group(doc, g, GMT_SUPP_LEAK, supp, count,
+					    count_cached ? NULL : &v.cached);
 		v.taken.bytes += gmt_json_u64(g, "bytes") - v.sites[i].bytes;
 		v.taken.allocations += gmt_json_u64(g, "allocations") - v.sites[i].allocations;
 	}
@@ -500,8 +540,13 @@ leak_gates(struct gates *gates,
 
 		gate_result(g, lv->total.bytes > o->max_leaked_bytes, "leaked", lv->total.bytes,
 			    o->max_leaked_bytes, true);
-		if (lv->taken.bytes)
-			append(&g->text, " (%s suppressed)", gmt_size_text(lv->taken.bytes, t));
+		if (lv->taken.bytes > lv->cached.bytes)
+			append(&g->text, " (%s suppressed)",
+			       gmt_size_text(lv->taken.bytes - lv->cached.bytes, t));
+		if (lv->cached.bytes)
+			append(&g->text, " (%s held by a caching allocator at exit, not counted: "
+					 "--count-cached)",
+			       gmt_size_text(lv->cached.bytes, t));
 		if (g->failed)
 			leak_details(g, doc, lv);
 	}
@@ -510,8 +555,12 @@ leak_gates(struct gates *gates,
 
 		gate_result(g, lv->total.allocations > o->max_leaked_allocs, "leaked allocations",
 			    lv->total.allocations, o->max_leaked_allocs, false);
-		if (lv->taken.allocations)
-			append(&g->text, " (%" PRIu64 " suppressed)", lv->taken.allocations);
+		if (lv->taken.allocations > lv->cached.allocations)
+			append(&g->text, " (%" PRIu64 " suppressed)",
+			       lv->taken.allocations - lv->cached.allocations);
+		if (lv->cached.allocations)
+			append(&g->text, " (%" PRIu64 " held by a caching allocator, not counted)",
+			       lv->cached.allocations);
 		if (g->failed)
 			leak_details(g, doc, lv);
 	}
@@ -558,7 +607,7 @@ peak_kept(const json_t *doc,
 		if (json_integer_value(json_object_get(g, "process")) != process ||
 		    json_integer_value(json_object_get(g, "device")) != device)
 			continue;
-		k = suppress_group(doc, g, GMT_SUPP_PEAK, supp, details == NULL);
+		k = suppress_group(doc, g, GMT_SUPP_PEAK, supp, details == NULL, NULL);
 		*taken += gmt_json_u64(g, "bytes") - k.bytes;
 		if (!details || !k.bytes)
 			continue;
@@ -879,7 +928,7 @@ print_suppressions(const struct gmt_suppressions *s)
 	for (size_t i = 0; i < s->n; i++) {
 		const struct gmt_suppression *x = &s->v[i];
 
-		if (x->hits)
+		if (x->hits || strcmp(x->file, "built-in") == 0)
 			continue;
 		if (!unused)
 			printf("Suppressions never matched:\n");
@@ -957,7 +1006,7 @@ write_junit(const char *path, const struct gates *g, size_t failed)
 static void
 run_gates(struct gates *gates, struct options *o, const json_t *doc, const json_t *base)
 {
-	struct leak_view lv = leak_view(doc, &o->supp, true);
+	struct leak_view lv = leak_view(doc, &o->supp, true, o->count_cached);
 
 	leak_gates(gates, o, doc, &lv);
 	free(lv.sites);

@@ -33,6 +33,15 @@ jstr_or_null(const char *s)
 	return s ? json_string(s) : json_null();
 }
 
+/* The caching allocator behind allocations at @p stack (docs/report-json.md, "cache"). */
+static json_t *
+jcache(const struct gmt_model *m, uint32_t stack, uint8_t kind)
+{
+	const char *c = gmt_cache_name(gmt_model_cache(m, stack, kind));
+
+	return c ? json_string(c) : json_null();
+}
+
 static json_t *
 jll_or_null(long long v)
 {
@@ -451,6 +460,7 @@ leak_json(size_t proc, const struct gmt_model *m, const struct gmt_leak *l)
 	json_object_set_new(o, "stack", jint(l->stack));
 	json_object_set_new(o, "frames", frames_json(t, l->stack));
 	stack_keys(o, m, l->stack);
+	json_object_set_new(o, "cache", jcache(m, l->stack, l->kind));
 	return o;
 }
 
@@ -580,6 +590,7 @@ site_stacks_json(const struct gmt_site *g)
 		json_object_set_new(o, "stack", jint(st->stack));
 		json_object_set_new(o, "bytes", jint(st->bytes));
 		json_object_set_new(o, "allocations", jint(st->count));
+		json_object_set_new(o, "cache", jcache(g->m, st->stack, g->kind));
 		json_array_append_new(a, o);
 	}
 	return a;
@@ -610,6 +621,9 @@ site_group_json(const struct gmt_site *g, enum site_list which)
 		json_object_set_new(o, "counted",
 				    json_boolean(gmt_kind_counted((enum gmt_tkind)g->kind)));
 	json_object_set_new(o, "site", site_json(g->cs));
+	if (which != SITES_FAILED)
+		json_object_set_new(o, "cache", g->nstacks ? jcache(g->m, g->stacks[0].stack, g->kind)
+							   : json_null());
 	json_object_set_new(o, "stacks", site_stacks_json(g));
 	return o;
 }
@@ -643,14 +657,6 @@ site_list_json(struct gmt_model *const *models, size_t n, enum site_list which)
 #define TIMELINE_BUCKETS 1024
 #define CHURN_MAX_SITES 50
 #define OOM_TOP_SITES 10
-
-static json_t *
-jcache(const struct gmt_model *m, uint32_t stack, uint8_t kind)
-{
-	const char *c = gmt_cache_name(gmt_model_cache(m, stack, kind));
-
-	return c ? json_string(c) : json_null();
-}
 
 static json_t *
 range_bound_json(const struct gmt_range_bound *b, const struct gmt_range_point *p,

@@ -118,6 +118,17 @@ gmt_suppressions_load(struct gmt_suppressions *s, const char *path, FILE *diag)
 	return rc;
 }
 
+int
+gmt_suppressions_add(struct gmt_suppressions *s, const char *line, const char *origin,
+		     unsigned lineno, FILE *diag)
+{
+	char *copy = xstrdup(line);
+	int rc = parse_line(s, trim(copy), origin, lineno, diag);
+
+	free(copy);
+	return rc;
+}
+
 void
 gmt_suppressions_free(struct gmt_suppressions *s)
 {

@@ -49,6 +49,13 @@ struct gmt_suppressions {
  */
 int gmt_suppressions_load(struct gmt_suppressions *s, const char *path, FILE *diag);
 
+/**
+ * Append one suppression line (`leak:PATTERN`, ...) that comes from @p origin (a file name, or
+ * "built-in") at @p lineno. Returns 0, or -1 after saying why on @p diag.
+ */
+int gmt_suppressions_add(struct gmt_suppressions *s, const char *line, const char *origin,
+			 unsigned lineno, FILE *diag);
+
 void gmt_suppressions_free(struct gmt_suppressions *s);
 
 /** "leak", "peak" or "growth". */

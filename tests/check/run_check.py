@@ -512,9 +512,41 @@ def group_diff(tool, victim, golden):
     check(rc == 0 and "No call site changed" in out, "diff of a run with itself", out)
 
 
+def group_cached(tool, victim, golden):
+    """Memory live at exit that PyTorch's cache or cuBLAS holds is not a leak by default."""
+    t = Trace(victim)
+    torch_base, cublas_base = 0x7f1000000000, 0x7f2000000000
+    seg = [[0, 1 << 20]]
+    t.modules([victim.module,
+               {"path": "/opt/torch/lib/libc10_cuda.so", "base": "0x%x" % torch_base,
+                "build_id": "", "segments": seg},
+               {"path": "/opt/nvidia/lib/libcublas.so.13", "base": "0x%x" % cublas_base,
+                "build_id": "", "segments": seg}])
+    main_ret = victim.stacks[Victim.S_MAIN][0]
+    t.stack(10, [torch_base + 0x1234, main_ret])      # CUDACachingAllocator::malloc <- main
+    t.stack(11, [cublas_base + 0x5678, main_ret])     # cuBLAS's own workspace <- main
+    t.alloc(10, 20 * MiB)
+    t.alloc(11, 8 * MiB)
+    t.alloc(Victim.S_B, MiB)
+    path = tool.path("cached.jsonl")
+    t.write(path)
+    rc, out, err = tool.run("check", "--max-leaked-bytes", "1MiB", path)
+    check(rc == 0, "the cache's 20 MiB and cuBLAS's 8 MiB are not leaks: b's 1 MiB passes (%d)" % rc,
+          out + err)
+    check("20.0 MiB (20971520 bytes) held by a caching allocator at exit, not counted" in out,
+          "the uncounted cache is stated", out)
+    check(re.search(r"1\s+8\.0 MiB \(8388608 bytes\)\s+leak:libcublas \(built-in:\d+\)", out)
+          is not None, "the built-in suppression is listed as used", out)
+    check("never matched" not in out, "unused built-in suppressions are not listed", out)
+    rc, out, err = tool.run("check", "--max-leaked-bytes", "1MiB", "--count-cached", path)
+    check(rc == 1 and "20.0 MiB (20971520 bytes) in 1 allocation never freed" in out, "--count-cached counts the cache (%d)" % rc, out)
+    rc, out, err = tool.run("check", "--max-leaked-bytes", "1MiB", "--no-default-suppressions", path)
+    check(rc == 1, "--no-default-suppressions counts cuBLAS's memory (%d)" % rc, out)
+
+
 GROUPS = {"usage": group_usage, "gates": group_gates, "suppress": group_suppress,
           "growth": group_growth, "baseline": group_baseline, "junit": group_junit,
-          "diff": group_diff}
+          "diff": group_diff, "cached": group_cached}
 
 
 def main():
