@@ -31,14 +31,27 @@ gmt_cache_name(enum gmt_cache c)
 	return NULL;
 }
 
-/* Whether @p path's file name starts with libc10_cuda (libc10_cuda.so, a versioned name). */
+/* Whether @p path's file name starts with @p prefix (libc10_cuda.so, a versioned name). */
 static bool
-is_c10_cuda(const char *path)
+module_is(const char *path, const char *prefix)
 {
 	const char *base = path ? strrchr(path, '/') : NULL;
 
 	base = base ? base + 1 : path;
-	return base && strncmp(base, "libc10_cuda", 11) == 0;
+	return base && strncmp(base, prefix, strlen(prefix)) == 0;
+}
+
+/*
+ * PyTorch's pinned host memory cache (CachingHostAllocator, in libtorch_cuda: tensor.item(),
+ * pin_memory(), non_blocking copies) keeps its blocks as the device cache does. Told by the
+ * function's name; a frame of libtorch_cuda without a name is taken for it too (the library
+ * allocates pinned memory nowhere else).
+ */
+static bool
+is_host_cache(const struct gmt_cframe *f)
+{
+	return module_is(f->module, "libtorch_cuda") &&
+	       (!f->function || strstr(f->function, "HostAllocator"));
 }
 
 enum gmt_cache
@@ -46,9 +59,16 @@ gmt_model_cache(const struct gmt_model *m, uint32_t stack, uint8_t kind)
 {
 	const struct gmt_cstack *cs = gmt_model_stack(m, stack);
 
-	for (uint32_t i = 0; cs && i < cs->nframes; i++)
-		if (cs->frames[i].kind == GMT_CF_NATIVE && is_c10_cuda(cs->frames[i].module))
+	for (uint32_t i = 0; cs && i < cs->nframes; i++) {
+		const struct gmt_cframe *f = &cs->frames[i];
+
+		if (f->kind != GMT_CF_NATIVE)
+			continue;
+		if (module_is(f->module, "libc10_cuda"))
 			return GMT_CACHE_PYTORCH;
+		if (kind == GMT_TK_PINNED && is_host_cache(f))
+			return GMT_CACHE_PYTORCH;
+	}
 	return kind == GMT_TK_POOL ? GMT_CACHE_CUDA_POOL : GMT_CACHE_NONE;
 }
 

@@ -521,19 +521,23 @@ def group_cached(tool, victim, golden):
                {"path": "/opt/torch/lib/libc10_cuda.so", "base": "0x%x" % torch_base,
                 "build_id": "", "segments": seg},
                {"path": "/opt/nvidia/lib/libcublas.so.13", "base": "0x%x" % cublas_base,
+                "build_id": "", "segments": seg},
+               {"path": "/opt/torch/lib/libtorch_cuda.so", "base": "0x%x" % (torch_base + (1 << 24)),
                 "build_id": "", "segments": seg}])
     main_ret = victim.stacks[Victim.S_MAIN][0]
     t.stack(10, [torch_base + 0x1234, main_ret])      # CUDACachingAllocator::malloc <- main
     t.stack(11, [cublas_base + 0x5678, main_ret])     # cuBLAS's own workspace <- main
+    t.stack(12, [torch_base + (1 << 24) + 0x99, main_ret])  # the pinned host cache (.item())
     t.alloc(10, 20 * MiB)
     t.alloc(11, 8 * MiB)
+    t.alloc(12, 4, api="cudaHostAlloc", kind="pinned")
     t.alloc(Victim.S_B, MiB)
     path = tool.path("cached.jsonl")
     t.write(path)
     rc, out, err = tool.run("check", "--max-leaked-bytes", "1MiB", path)
     check(rc == 0, "the cache's 20 MiB and cuBLAS's 8 MiB are not leaks: b's 1 MiB passes (%d)" % rc,
           out + err)
-    check("20.0 MiB (20971520 bytes) held by a caching allocator at exit, not counted" in out,
+    check("20.0 MiB (20971524 bytes) held by a caching allocator at exit, not counted" in out,
           "the uncounted cache is stated", out)
     check(re.search(r"1\s+8\.0 MiB \(8388608 bytes\)\s+leak:libcublas \(built-in:\d+\)", out)
           is not None, "the built-in suppression is listed as used", out)
