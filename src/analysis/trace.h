@@ -205,6 +205,7 @@ struct gmt_trace {
 	struct gmt_trace_stack *stacks; /**< sorted by id */
 	size_t nstacks;
 	char **strings; /**< interned API names */
+	uint16_t string_cache[256]; /**< reading only: string index + 1 by a hash of the name */
 	size_t nstrings;
 	struct gmt_trace_nvml *nvml; /**< every NVML reading, in file order (snapshot order) */
 	size_t nnvml;

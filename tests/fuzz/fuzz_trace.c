@@ -75,8 +75,20 @@ one_trace(const char *path)
 	gmt_report_folded(devnull, &m, 1, GMT_FOLD_LEAKED);
 	gmt_report_folded(devnull, &m, 1, GMT_FOLD_ALLOCATED);
 	gmt_report_summary(devnull, "", &m, 1);
-
 	gmt_model_free(m);
+
+	/* report --from 0.001 --to <the first marker's label, when there is one> */
+	struct gmt_range_opt range = {.from = {.set = true, .seconds = 0.001, .spec = "0.001"}};
+	if (t->nmarkers)
+		range.to = (struct gmt_range_bound){.set = true, .label = t->markers[0].label,
+						    .spec = t->markers[0].label};
+	m = gmt_model_build_range(t, &range);
+	if (m) {
+		gmt_model_set_stacks(m, gmt_callstacks_new(t, sym));
+		json_decref(gmt_report_json_doc(&m, 1));
+		gmt_report_text(devnull, &m, 1, NULL);
+		gmt_model_free(m);
+	}
 	gmt_trace_free(t);
 	gmt_symbolizer_free(sym);
 }

@@ -1,0 +1,128 @@
+/*
+ * @brief The flat-object JSON reader (flatjson.h).
+ *
+ * One pass over the bytes: `{`, then `"key":value` pairs separated by commas, then `}` and
+ * nothing but whitespace. Anything outside that grammar returns false at once; the caller then
+ * hands the line to jansson, which either reads it (an escape, a nested value) or says what is
+ * wrong with it.
+ */
+#include "analysis/flatjson.h"
+
+#include <limits.h>
+#include <string.h>
+
+static const char *
+skip_ws(const char *p, const char *end)
+{
+	while (p < end && (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n'))
+		p++;
+	return p;
+}
+
+/* A string without escapes, control or non-ASCII bytes: NUL-terminated in place. */
+static char *
+plain_string(char *p, const char *end, const char **out)
+{
+	char *s = ++p; /* after the opening quote */
+
+	for (; p < end; p++) {
+		unsigned char c = (unsigned char)*p;
+
+		if (c == '"') {
+			*p = '\0';
+			*out = s;
+			return p + 1;
+		}
+		if (c == '\\' || c < 0x20 || c >= 0x80)
+			return NULL;
+	}
+	return NULL;
+}
+
+/* An integer as JSON writes it (no leading zeros, no fraction or exponent), within long long. */
+static char *
+integer(char *p, const char *end, long long *out)
+{
+	bool neg = p < end && *p == '-';
+	unsigned long long v = 0, limit = neg ? (unsigned long long)LLONG_MAX + 1 : LLONG_MAX;
+	char *digits;
+
+	if (neg)
+		p++;
+	digits = p;
+	for (; p < end && *p >= '0' && *p <= '9'; p++) {
+		unsigned d = (unsigned)(*p - '0');
+
+		if (v > (limit - d) / 10)
+			return NULL;
+		v = v * 10 + d;
+	}
+	if (p == digits || (*digits == '0' && p - digits > 1))
+		return NULL;
+	if (p < end && (*p == '.' || *p == 'e' || *p == 'E'))
+		return NULL;
+	*out = neg ? (long long)(0 - v) : (long long)v;
+	return p;
+}
+
+bool
+gmt_flat_parse(char *buf, size_t len, struct gmt_flat *out)
+{
+	char *p = buf;
+	const char *end = buf + len;
+
+	out->n = 0;
+	p = (char *)skip_ws(p, end);
+	if (p >= end || *p != '{')
+		return false;
+	p = (char *)skip_ws(p + 1, end);
+	if (p < end && *p == '}')
+		return false; /* {} is not an event: let the slow path say so */
+	for (;;) {
+		struct gmt_flat_value *v;
+
+		if (out->n == GMT_FLAT_MAX || p >= end || *p != '"')
+			return false;
+		v = &out->v[out->n++];
+		if (!(p = plain_string(p, end, &v->key)))
+			return false;
+		p = (char *)skip_ws(p, end);
+		if (p >= end || *p != ':')
+			return false;
+		p = (char *)skip_ws(p + 1, end);
+		if (p >= end)
+			return false;
+		if (*p == '"') {
+			v->type = GMT_FLAT_STR;
+			p = plain_string(p, end, &v->str);
+		} else if (*p == 'n') {
+			if (end - p < 4 || memcmp(p, "null", 4) != 0)
+				return false;
+			v->type = GMT_FLAT_NULL;
+			p += 4;
+		} else {
+			v->type = GMT_FLAT_INT;
+			p = integer(p, end, &v->num);
+		}
+		if (!p)
+			return false;
+		p = (char *)skip_ws(p, end);
+		if (p < end && *p == ',') {
+			p = (char *)skip_ws(p + 1, end);
+			continue;
+		}
+		if (p < end && *p == '}')
+			break;
+		return false;
+	}
+	return skip_ws(p + 1, end) == end;
+}
+
+const struct gmt_flat_value *
+gmt_flat_get(const struct gmt_flat *f, const char *key)
+{
+	for (size_t i = f->n; i-- > 0;)
+		if (f->v[i].key[0] == key[0] && strcmp(f->v[i].key, key) == 0)
+			return &f->v[i];
+	return NULL;
+}
