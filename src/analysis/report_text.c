@@ -682,6 +682,22 @@ gmt_report_summary(FILE *out, const char *prefix, struct gmt_model *const *model
 			gmt_format_bytes(tot.live_at_end_bytes, b));
 	fprintf(out, "; %zu failed %s\n", tot.failed,
 		gmt_text_plural(tot.failed, "allocation", "allocations"));
+	for (size_t i = 0; i < n; i++) {
+		if (models[i]->nfailed) {
+			char text[2048];
+
+			gmt_oom_explain(models[i], &models[i]->oom[0], text, sizeof(text));
+			fprintf(out, "%sfirst failure: %s\n", prefix, text);
+			break;
+		}
+	}
+	size_t growing = 0;
+	for (size_t i = 0; i < n; i++)
+		for (size_t k = 0; k < models[i]->nsites; k++)
+			growing += gmt_site_grows(models[i], &models[i]->sites[k]);
+	if (growing)
+		fprintf(out, "%s%zu call %s kept growing (gpumemtrace report: \"growing\")\n", prefix,
+			growing, gmt_text_plural(growing, "site", "sites"));
 	if (tot.dropped)
 		fprintf(out, "%swarning: %" PRIu64 " %s dropped: the numbers are incomplete\n",
 			prefix, tot.dropped,
