@@ -231,44 +231,76 @@ growth_sample(struct replay *r, bool marker)
 
 // --- accounting ---------------------------------------------------------------------------------
 
+/*
+ * Bucket a series' points into GMT_SERIES_MAX_POINTS / 4 equal time buckets, each keeping its
+ * first, lowest, highest and last point in time order. Bucketing bucketed points again keeps
+ * them: a peak survives every round.
+ */
 static void
-timeline_add(struct replay *r,
-	     const struct gmt_trace_event *ev,
-	     int32_t device,
-	     uint8_t kind,
-	     uint64_t bytes)
+series_compress(struct gmt_series *s)
+{
+	const size_t buckets = GMT_SERIES_MAX_POINTS / 4;
+	uint64_t t0 = s->points[0].ts, span = s->points[s->n - 1].ts - t0 + 1;
+	size_t out = 0;
+
+	for (size_t i = 0; i < s->n;) {
+		uint64_t b = (uint64_t)((__uint128_t)(s->points[i].ts - t0) * buckets / span);
+		size_t end = i + 1, lo = i, hi = i;
+
+		while (end < s->n &&
+		       (uint64_t)((__uint128_t)(s->points[end].ts - t0) * buckets / span) == b)
+			end++;
+		for (size_t j = i; j < end; j++) {
+			if (s->points[j].bytes < s->points[lo].bytes)
+				lo = j;
+			if (s->points[j].bytes > s->points[hi].bytes)
+				hi = j;
+		}
+		size_t pick[4] = {i, lo < hi ? lo : hi, lo < hi ? hi : lo, end - 1};
+		for (int k = 0; k < 4; k++)
+			if (k == 0 || pick[k] != pick[k - 1])
+				s->points[out++] = s->points[pick[k]];
+		i = end;
+	}
+	s->n = out;
+	s->exact = false;
+}
+
+static void
+series_add(struct replay *r, int32_t device, uint8_t kind, uint64_t ts, uint64_t bytes)
 {
 	struct gmt_model *m = r->m;
+	struct gmt_series *s = NULL;
 
-	if (m->ntimeline == r->tlcap) {
-		r->tlcap = r->tlcap ? r->tlcap * 2 : 256;
-		m->timeline = gmt_xrealloc(m->timeline, r->tlcap, sizeof(*m->timeline));
+	for (size_t i = 0; i < m->nseries; i++)
+		if (m->series[i].device == device && m->series[i].kind == kind)
+			s = &m->series[i];
+	if (!s) {
+		m->series = gmt_xrealloc(m->series, m->nseries + 1, sizeof(*m->series));
+		s = &m->series[m->nseries++];
+		*s = (struct gmt_series){.device = device, .kind = kind, .exact = true};
 	}
-	m->timeline[m->ntimeline++] = (struct gmt_live_point){
-	    .seq = ev->seq,
-	    .ts = ev->ts,
-	    .bytes = bytes,
-	    .device = device,
-	    .kind = kind,
-	};
+	/* twice the limit before compressing: each round halves the points at least */
+	if (s->n == 2 * GMT_SERIES_MAX_POINTS)
+		series_compress(s);
+	if (s->n == s->cap) {
+		s->cap = s->cap ? s->cap * 2 : 64;
+		s->points = gmt_xrealloc(s->points, s->cap, sizeof(*s->points));
+	}
+	s->points[s->n++] = (struct gmt_point){ts, bytes};
+}
+
+static void
+timeline_add(struct replay *r, const struct gmt_trace_event *ev, int32_t device, uint8_t kind,
+	     uint64_t bytes)
+{
+	series_add(r, device, kind, ev->ts, bytes);
 }
 
 static void
 held_timeline_add(struct replay *r, const struct gmt_trace_event *ev, int32_t device, uint64_t bytes)
 {
-	struct gmt_model *m = r->m;
-
-	if (m->nheld_timeline == r->htlcap) {
-		r->htlcap = r->htlcap ? r->htlcap * 2 : 256;
-		m->held_timeline = gmt_xrealloc(m->held_timeline, r->htlcap, sizeof(*m->held_timeline));
-	}
-	m->held_timeline[m->nheld_timeline++] = (struct gmt_live_point){
-	    .seq = ev->seq,
-	    .ts = ev->ts,
-	    .bytes = bytes,
-	    .device = device,
-	    .kind = GMT_TK_COUNT,
-	};
+	series_add(r, device, GMT_TK_COUNT, ev->ts, bytes);
 }
 
 /* After (device, kind) changed: its own peak (the first moment of its maximum), the timeline. */
@@ -1198,7 +1230,10 @@ range_enter(struct replay *r, uint64_t seq, uint64_t ts)
 	m->range_from.ts = ts;
 	m->allocations = m->frees = m->unmatched_frees = m->failed_frees = 0;
 	m->resets = m->reused_addresses = m->retains = m->unmatched_retains = m->readings = 0;
-	m->ntimeline = m->nheld_timeline = 0;
+	for (size_t i = 0; i < m->nseries; i++) {
+		m->series[i].n = 0;
+		m->series[i].exact = true;
+	}
 	for (size_t i = 0; i < m->ndevices; i++) {
 		struct gmt_device_stats *d = &m->devices[i];
 		struct gmt_trace_event at = {.seq = seq, .ts = ts};
@@ -1319,6 +1354,9 @@ gmt_model_build_range(const struct gmt_trace *trace, const struct gmt_range_opt 
 		collect_leaks(&r);
 	replay_fini(&r);
 	collect_peak_sites(m);
+	for (size_t i = 0; i < m->nseries; i++)
+		if (m->series[i].n > GMT_SERIES_MAX_POINTS)
+			series_compress(&m->series[i]);
 	return m;
 }
 
@@ -1339,12 +1377,13 @@ gmt_model_free(struct gmt_model *m)
 		free(m->oom[i].sites);
 	free(m->oom);
 	free(m->sites);
-	free(m->held_timeline);
+	for (size_t i = 0; i < m->nseries; i++)
+		free(m->series[i].points);
+	free(m->series);
 	gmt_callstacks_free(m->stacks);
 	free(m->devices);
 	free(m->leaks);
 	free(m->failed);
-	free(m->timeline);
 	free(m->ledger);
 	free(m);
 }

@@ -163,6 +163,25 @@ struct gmt_leak {
 	uint64_t allocations;
 };
 
+/** A point of a series: from `ts` on, the series' value is `bytes`. */
+struct gmt_point {
+	uint64_t ts;
+	uint64_t bytes;
+};
+
+/** Points kept per series; past that, time buckets keep each bucket's first, lowest, highest
+ * and last point (so peaks are never lost), and memory stays bounded whatever the trace's length. */
+#define GMT_SERIES_MAX_POINTS 4096
+
+/** Live bytes of one (device, kind) over time, or held bytes of a device (kind GMT_TK_COUNT). */
+struct gmt_series {
+	int32_t device;
+	uint8_t kind;
+	bool exact; /**< every change is in `points` */
+	struct gmt_point *points; /**< in time order; at most GMT_SERIES_MAX_POINTS after finishing */
+	size_t n, cap;
+};
+
 /** One change of live bytes: after event `seq`, (device, kind) holds `bytes`. */
 struct gmt_live_point {
 	uint64_t seq;
@@ -196,11 +215,9 @@ struct gmt_model {
 	size_t nfailed;
 	struct gmt_oom *oom; /**< oom[i] explains failed[i] */
 
-	struct gmt_live_point *timeline; /**< every change of live bytes, in seq order */
-	size_t ntimeline;
-	/** every change of held bytes per device, kind GMT_TK_COUNT, in seq order */
-	struct gmt_live_point *held_timeline;
-	size_t nheld_timeline;
+	/** live bytes over time per (device, kind), and held bytes per device (kind GMT_TK_COUNT) */
+	struct gmt_series *series;
+	size_t nseries;
 
 	struct gmt_site_stats *sites; /**< every call site of every device, in order of first use */
 	size_t nsites;

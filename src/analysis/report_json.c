@@ -653,8 +653,6 @@ site_list_json(struct gmt_model *const *models, size_t n, enum site_list which)
 
 // --- analyses: range, timeline, OOM forensics, growth, churn, fragmentation ---------------------
 
-#define TIMELINE_MAX_POINTS 4096
-#define TIMELINE_BUCKETS 1024
 #define CHURN_MAX_SITES 50
 #define OOM_TOP_SITES 10
 
@@ -690,92 +688,50 @@ range_json(struct gmt_model *const *models, size_t n)
 	return o;
 }
 
-/* One series' points: every change, or per time bucket its first, lowest, highest and last. */
 static json_t *
-series_points(const struct gmt_trace *t, const struct gmt_live_point *v, size_t n, bool *exact)
+series_json(size_t proc, const struct gmt_model *m, const struct gmt_series *s)
 {
-	json_t *a = json_array();
+	json_t *o = json_object(), *pts = json_array();
 
-	*exact = n <= TIMELINE_MAX_POINTS;
-	for (size_t i = 0; i < n;) {
-		size_t end = i + 1, lo = i, hi = i;
+	for (size_t i = 0; i < s->n; i++) {
+		json_t *pt = json_array();
 
-		if (!*exact) {
-			uint64_t t0 = v[0].ts, span = v[n - 1].ts - t0 + 1;
-			uint64_t bucket = (uint64_t)((v[i].ts - t0) * (__uint128_t)TIMELINE_BUCKETS / span);
-
-			while (end < n &&
-			       (uint64_t)((v[end].ts - t0) * (__uint128_t)TIMELINE_BUCKETS / span) == bucket)
-				end++;
-			for (size_t j = i; j < end; j++) {
-				if (v[j].bytes < v[lo].bytes)
-					lo = j;
-				if (v[j].bytes > v[hi].bytes)
-					hi = j;
-			}
-		}
-		size_t pick[4] = {i, lo < hi ? lo : hi, lo < hi ? hi : lo, end - 1};
-		for (int k = 0; k < 4; k++) {
-			if (k && pick[k] == pick[k - 1])
-				continue;
-			json_t *pt = json_array();
-			json_array_append_new(pt, jtime(t, v[pick[k]].ts));
-			json_array_append_new(pt, jint(v[pick[k]].bytes));
-			json_array_append_new(a, pt);
-			if (*exact)
-				break;
-		}
-		i = end;
+		json_array_append_new(pt, jtime(m->trace, s->points[i].ts));
+		json_array_append_new(pt, jint(s->points[i].bytes));
+		json_array_append_new(pts, pt);
 	}
-	return a;
-}
-
-static void
-timeline_series(json_t *a, size_t proc, const struct gmt_model *m, int32_t device, int kind)
-{
-	const struct gmt_live_point *src = kind == GMT_TK_COUNT ? m->held_timeline : m->timeline;
-	size_t nsrc = kind == GMT_TK_COUNT ? m->nheld_timeline : m->ntimeline, n = 0;
-	struct gmt_live_point *v = NULL;
-	json_t *o;
-	bool exact;
-
-	for (size_t i = 0; i < nsrc; i++)
-		if (src[i].device == device && src[i].kind == kind)
-			n++;
-	if (!n)
-		return;
-	v = malloc(n * sizeof(*v));
-	if (!v)
-		return;
-	n = 0;
-	for (size_t i = 0; i < nsrc; i++)
-		if (src[i].device == device && src[i].kind == kind)
-			v[n++] = src[i];
-	o = json_object();
 	json_object_set_new(o, "process", jint(proc));
 	json_object_set_new(o, "pid", jll_or_null(m->trace->pid));
-	json_object_set_new(o, "device", json_integer(device));
-	json_object_set_new(o, "kind", json_string(kind == GMT_TK_COUNT
+	json_object_set_new(o, "device", json_integer(s->device));
+	json_object_set_new(o, "kind", json_string(s->kind == GMT_TK_COUNT
 							  ? "held"
-							  : gmt_kind_str((enum gmt_tkind)kind)));
-	json_object_set_new(o, "points", series_points(m->trace, v, n, &exact));
-	json_object_set_new(o, "exact", json_boolean(exact));
-	json_array_append_new(a, o);
-	free(v);
+							  : gmt_kind_str((enum gmt_tkind)s->kind)));
+	json_object_set_new(o, "points", pts);
+	json_object_set_new(o, "exact", json_boolean(s->exact));
+	return o;
 }
 
+/* By process, device, then held and the kinds in their order. */
 static json_t *
 timeline_json(struct gmt_model *const *models, size_t n)
 {
 	json_t *a = json_array();
 
 	for (size_t i = 0; i < n; i++) {
-		for (size_t d = 0; d < models[i]->ndevices; d++) {
-			int32_t dev = models[i]->devices[d].device;
+		const struct gmt_model *m = models[i];
 
-			timeline_series(a, i, models[i], dev, GMT_TK_COUNT);
-			for (int k = GMT_TK_NONE + 1; k < GMT_TK_COUNT; k++)
-				timeline_series(a, i, models[i], dev, k);
+		for (size_t d = 0; d < m->ndevices; d++) {
+			/* held first (kind GMT_TK_COUNT), then every kind */
+			for (int o = 0; o < GMT_TK_COUNT; o++) {
+				int k = o == 0 ? GMT_TK_COUNT : o;
+
+				for (size_t j = 0; j < m->nseries; j++) {
+					const struct gmt_series *s = &m->series[j];
+
+					if (s->device == m->devices[d].device && s->kind == k && s->n)
+						json_array_append_new(a, series_json(i, m, s));
+				}
+			}
 		}
 	}
 	return a;
