@@ -89,7 +89,6 @@ struct replay {
 	uint32_t *site_index;	     /* open addressing over m->sites, UINT32_MAX empty */
 	size_t site_mask;
 	enum phase phase;
-	bool scratch; /* the second pass that takes the live set at each peak */
 };
 
 static enum role
@@ -330,8 +329,7 @@ kind_changed(struct replay *r,
 		}
 	}
 	d->dirty = true;
-	if (!r->scratch)
-		timeline_add(r, ev, d->device, k, ks->live);
+	timeline_add(r, ev, d->device, k, ks->live);
 }
 
 static void
@@ -396,12 +394,13 @@ settle(struct replay *r, const struct gmt_trace_event *ev)
 		for (int k = 0; k < GMT_TK_COUNT; k++)
 			by_kind[k] = d->kinds[k].live;
 		uint64_t held = gmt_kind_held(by_kind);
-		if (held != d->held && !r->scratch)
+		if (held != d->held)
 			held_timeline_add(r, ev, d->device, held);
 		d->held = held;
 		/* Strictly greater: a peak is the first moment the maximum was reached. */
 		if (d->held > d->peak.bytes) {
 			d->peak = (struct gmt_peak){d->held, ev->ts, ev->seq};
+			d->peak_pending = true;
 			memcpy(d->peak_by_kind, by_kind, sizeof(by_kind));
 		}
 	}
@@ -506,6 +505,8 @@ unmap_range(struct replay *r, const struct gmt_trace_event *ev)
 }
 
 // --- one function per op ------------------------------------------------------------------------
+
+static void flush_peaks(struct replay *r);
 
 static struct gmt_livemap *
 alloc_table(struct replay *r, const struct gmt_trace_event *ev)
@@ -664,8 +665,7 @@ replay_alloc(struct replay *r, const struct gmt_trace_event *ev)
 	struct gmt_live *old;
 
 	if (ev->result != 0) {
-		if (!r->scratch)
-			record_failed(r, ev);
+		record_failed(r, ev);
 		return;
 	}
 	/* cudaMalloc(&p, 0) succeeds with p == NULL: nothing was allocated. */
@@ -679,6 +679,7 @@ replay_alloc(struct replay *r, const struct gmt_trace_event *ev)
 		 * The new allocation is the truth; the old one is released here.
 		 */
 		r->m->reused_addresses++;
+		flush_peaks(r);
 		entry_drop(r, ev, table, old);
 	}
 	if (table == &r->maps)
@@ -1039,99 +1040,52 @@ collect_leaks(struct replay *r)
 
 // --- what was live at each device's peak --------------------------------------------------------
 
-/* Group @p all by call site into a new array of leaks-shaped rows, largest first. */
-static struct gmt_leak *
-group_sites(const struct gmt_trace *t, struct gmt_live *all, size_t n, size_t *nout)
-{
-	struct gmt_leak *v;
-	size_t k = 0;
-
-	*nout = 0;
-	if (n == 0)
-		return NULL;
-	qsort(all, n, sizeof(*all), cmp_live_site);
-	v = gmt_xrealloc(NULL, n, sizeof(*v));
-	for (size_t i = 0; i < n; i++) {
-		if (i == 0 || cmp_live_site(&all[i - 1], &all[i]) != 0)
-			v[k++] = (struct gmt_leak){.stack = all[i].stack,
-						   .api = all[i].api,
-						   .driver = all[i].driver,
-						   .kind = all[i].kind};
-		v[k - 1].bytes += all[i].size;
-		v[k - 1].allocations++;
-	}
-	qsort_r(v, k, sizeof(*v), cmp_leak, (void *)t);
-	*nout = k;
-	return v;
-}
-
+/*
+ * Who holds the memory at @p d's peak: the live bytes per call site of the held kinds, from the
+ * site table (no second pass over the events). Taken when something is about to lower what the
+ * device holds after a new peak, so the live set is the peak's. The address layout costs a sort
+ * of the live allocations: it is taken again only when the peak grew by more than 1% since.
+ */
 static void
 capture_peak(struct replay *r, struct gmt_device_stats *d)
 {
-	struct gmt_livemap *tables[] = {&r->ptrs, &r->maps, &r->reserves, &r->handles, &r->arrays};
-	struct gmt_live *all = NULL;
+	const struct gmt_model *m = r->m;
 	size_t n = 0;
 
-	for (size_t t = 0; t < sizeof(tables) / sizeof(tables[0]); t++) {
-		size_t k;
-		struct gmt_live *part = gmt_livemap_all(tables[t], &k);
+	free(d->peak_sites);
+	d->peak_sites = NULL;
+	for (size_t i = 0; i < m->nsites; i++) {
+		const struct gmt_site_stats *st = &m->sites[i];
 
-		for (size_t i = 0; i < k; i++) {
-			if (!held_on(&part[i], &d->device))
-				continue;
-			all = gmt_xrealloc(all, n + 1, sizeof(*all));
-			all[n++] = part[i];
-		}
-		free(part);
+		if (st->device != d->device || !st->live_allocs ||
+		    !gmt_kind_in_held((enum gmt_tkind)st->kind) ||
+		    gmt_kind_is_reading((enum gmt_tkind)st->kind))
+			continue;
+		d->peak_sites = gmt_xrealloc(d->peak_sites, n + 1, sizeof(*d->peak_sites));
+		d->peak_sites[n++] = (struct gmt_leak){.stack = st->stack,
+						       .api = st->api,
+						       .driver = st->driver,
+						       .kind = st->kind,
+						       .bytes = st->live,
+						       .allocations = st->live_allocs};
 	}
-	d->peak_sites = group_sites(r->m->trace, all, n, &d->npeak_sites);
-	d->peak_gaps = gaps_of(r, d->device);
-	free(all);
+	if (n > 1)
+		qsort_r(d->peak_sites, n, sizeof(*d->peak_sites), cmp_leak, (void *)m->trace);
+	d->npeak_sites = n;
+	if (!d->peak_gaps.valid || d->peak.bytes > d->peak_gaps_bytes + d->peak_gaps_bytes / 100) {
+		d->peak_gaps = gaps_of(r, d->device);
+		d->peak_gaps_bytes = d->peak.bytes;
+	}
+	d->peak_pending = false;
 }
 
-static void replay_init(struct replay *r, struct gmt_model *m);
-static void replay_fini(struct replay *r);
-static void replay_event(struct replay *r, const struct gmt_trace_event *ev);
-
-/*
- * Who held the memory at each device's peak: the replay runs again, into a scratch model, and
- * stops at each peak's event to take the live set. A second pass costs one more replay but keeps
- * the first one free of snapshots at every new maximum (a growing trace reaches many).
- */
+/* Take every pending peak's live set: the next event may lower what a device holds. */
 static void
-collect_peak_sites(struct gmt_model *m)
+flush_peaks(struct replay *r)
 {
-	const struct gmt_trace *t = m->trace;
-	struct gmt_model scratch = {.trace = t};
-	struct replay r = {0};
-	size_t left = 0;
-
-	for (size_t d = 0; d < m->ndevices; d++)
-		left += m->devices[d].peak.bytes != 0;
-	if (!left)
-		return;
-	replay_init(&r, &scratch);
-	r.scratch = true;
-	for (size_t i = 0; i < t->nevents && left; i++) {
-		const struct gmt_trace_event *ev = &t->events[i];
-
-		replay_event(&r, ev);
-		/* Events of one seq (never in a sound trace) all apply before the snapshot. */
-		if (i + 1 < t->nevents && t->events[i + 1].seq == ev->seq)
-			continue;
-		for (size_t d = 0; d < m->ndevices; d++) {
-			struct gmt_device_stats *dev = &m->devices[d];
-
-			if (dev->peak.bytes && dev->peak.seq == ev->seq && !dev->peak_sites) {
-				capture_peak(&r, dev);
-				left--;
-			}
-		}
-	}
-	replay_fini(&r);
-	free(scratch.devices);
-	free(scratch.sites);
-	free(scratch.ledger);
+	for (size_t i = 0; i < r->m->ndevices; i++)
+		if (r->m->devices[i].peak_pending)
+			capture_peak(r, &r->m->devices[i]);
 }
 
 // --- the model ----------------------------------------------------------------------------------
@@ -1170,6 +1124,9 @@ replay_fini(struct replay *r)
 static void
 replay_event(struct replay *r, const struct gmt_trace_event *ev)
 {
+	/* an allocation only raises what a device holds (a reused address takes care of itself) */
+	if (ev->op != GMT_TOP_ALLOC)
+		flush_peaks(r);
 	switch (ev->op) {
 	case GMT_TOP_ALLOC: replay_alloc(r, ev); break;
 	case GMT_TOP_FREE: replay_free(r, ev); break;
@@ -1248,6 +1205,7 @@ range_enter(struct replay *r, uint64_t seq, uint64_t ts)
 				timeline_add(r, &at, d->device, (uint8_t)k, ks->live);
 		}
 		d->peak = (struct gmt_peak){d->held, ts, seq};
+		d->peak_pending = d->held != 0;
 		for (int k = 0; k < GMT_TK_COUNT; k++)
 			d->peak_by_kind[k] = d->kinds[k].live;
 		d->allocations = 0;
@@ -1350,10 +1308,10 @@ gmt_model_build_range(const struct gmt_trace *trace, const struct gmt_range_opt 
 		m->range_from.found = false; /* the range never started: nothing counts */
 	if (ei == trace->nevents)
 		readings_until(&r, NULL);
+	flush_peaks(&r);
 	if (r.phase == PHASE_INSIDE)
 		collect_leaks(&r);
 	replay_fini(&r);
-	collect_peak_sites(m);
 	for (size_t i = 0; i < m->nseries; i++)
 		if (m->series[i].n > GMT_SERIES_MAX_POINTS)
 			series_compress(&m->series[i]);

@@ -83,7 +83,9 @@ struct gmt_device_stats {
 	uint64_t requested_allocs; /**< allocations that said what was asked (pitched) */
 	uint64_t requested_bytes;
 	uint64_t requested_granted;
-	bool dirty; /**< replay only: changed by the current event */
+	bool dirty;		  /**< replay only: changed by the current event */
+	bool peak_pending;	  /**< replay only: `peak` rose; its live set is not taken yet */
+	uint64_t peak_gaps_bytes; /**< replay only: the peak `peak_gaps` was taken at */
 };
 
 /** A site's live bytes sampled at markers or snapshots: does it keep growing? */
