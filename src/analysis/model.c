@@ -74,6 +74,7 @@ struct pool_reading {
 enum phase {
 	PHASE_BEFORE, /* before --from: replayed for the state, not counted */
 	PHASE_INSIDE,
+	PHASE_AFTER, /* past --to: nothing more is applied */
 };
 
 struct replay {
@@ -82,7 +83,8 @@ struct replay {
 	uint8_t *roles; /* per trace string */
 	struct pool_reading *pools;
 	size_t npools, poolcap;
-	size_t devcap, tlcap, htlcap, failcap, sitecap;
+	size_t devcap, failcap, sitecap, ledgercap;
+	size_t nroles;
 	size_t next_nvml; /* first NVML reading not yet captured */
 	uint32_t last_snapshot_line; /* the snapshot last sampled for growth */
 	uint64_t last_alloc_seq;     /* the latest successful allocation: temporaries */
@@ -92,9 +94,16 @@ struct replay {
 };
 
 static enum role
-event_role(const struct replay *r, const struct gmt_trace_event *ev)
+event_role(struct replay *r, const struct gmt_trace_event *ev)
 {
 	const struct gmt_trace *t = r->m->trace;
+
+	if (r->nroles < t->nstrings) { /* names the reader met since */
+		r->roles = gmt_xrealloc(r->roles, t->nstrings, sizeof(*r->roles));
+		for (size_t i = r->nroles; i < t->nstrings; i++)
+			r->roles[i] = (uint8_t)role_of_name(t->strings[i]);
+		r->nroles = t->nstrings;
+	}
 
 	if (ev->api < t->nstrings && r->roles[ev->api] != ROLE_NONE)
 		return (enum role)r->roles[ev->api];
@@ -596,10 +605,10 @@ oom_snapshot(struct replay *r, const struct gmt_trace_event *ev, struct gmt_oom 
 	const struct gmt_device_stats *d = device_find(m, ev->device);
 
 	memset(o, 0, sizeof(*o));
-	o->ev = ev;
+	o->nvml_index = SIZE_MAX;
 	for (size_t i = m->nledger; i-- > 0;) {
-		if (m->ledger[i].nvml->device == ev->device) {
-			o->nvml = m->ledger[i].nvml;
+		if (m->trace->nvml[m->ledger[i].nvml_index].device == ev->device) {
+			o->nvml_index = m->ledger[i].nvml_index;
 			break;
 		}
 	}
@@ -638,10 +647,13 @@ record_failed(struct replay *r, const struct gmt_trace_event *ev)
 	if (m->nfailed == r->failcap) {
 		r->failcap = r->failcap ? r->failcap * 2 : 8;
 		m->failed = gmt_xrealloc(m->failed, r->failcap, sizeof(*m->failed));
+		m->failed_events = gmt_xrealloc(m->failed_events, r->failcap, sizeof(*m->failed_events));
 		m->oom = gmt_xrealloc(m->oom, r->failcap, sizeof(*m->oom));
 	}
+	/* the event is the reader's for the length of the call: a copy (pointers set at finish) */
 	oom_snapshot(r, ev, &m->oom[m->nfailed]);
-	m->failed[m->nfailed++] = ev;
+	m->failed_events[m->nfailed] = *ev;
+	m->failed[m->nfailed++] = NULL;
 }
 
 static void
@@ -917,11 +929,18 @@ reading_before(const struct gmt_trace_nvml *n, const struct gmt_trace_event *ev)
 static void
 capture_reading(struct replay *r, const struct gmt_trace_nvml *n)
 {
-	struct gmt_ledger_point *p = &r->m->ledger[r->m->nledger++];
+	struct gmt_model *m = r->m;
+	struct gmt_ledger_point *p;
+
+	if (m->nledger == r->ledgercap) {
+		r->ledgercap = r->ledgercap ? r->ledgercap * 2 : 16;
+		m->ledger = gmt_xrealloc(m->ledger, r->ledgercap, sizeof(*m->ledger));
+	}
+	p = &m->ledger[m->nledger++];
 	const struct gmt_device_stats *d = device_find(r->m, n->device);
 
 	memset(p, 0, sizeof(*p));
-	p->nvml = n;
+	p->nvml_index = (size_t)(n - m->trace->nvml);
 	if (!d)
 		return;
 	for (int k = 0; k < GMT_TK_COUNT; k++)
@@ -1102,10 +1121,7 @@ replay_init(struct replay *r, struct gmt_model *m)
 	gmt_livemap_init(&r->reserves);
 	gmt_livemap_init(&r->handles);
 	gmt_livemap_init(&r->arrays);
-	r->roles = gmt_xrealloc(NULL, t->nstrings ? t->nstrings : 1, sizeof(*r->roles));
-	for (size_t i = 0; i < t->nstrings; i++)
-		r->roles[i] = (uint8_t)role_of_name(t->strings[i]);
-	m->ledger = gmt_xrealloc(NULL, t->nnvml ? t->nnvml : 1, sizeof(*m->ledger));
+	(void)t;
 }
 
 static void
@@ -1140,40 +1156,16 @@ replay_event(struct replay *r, const struct gmt_trace_event *ev)
 
 // --- time ranges (report --from/--to) -----------------------------------------------------------
 
-/* Where @p b lands in @p t: the first marker with its label at or after @p after_seq, or the
- * first moment at its time. */
+/* Where a bound in seconds lands in @p t: its time from the trace's start (seq unknown). */
 static struct gmt_range_point
 range_locate(const struct gmt_trace *t, const struct gmt_range_bound *b, uint64_t after_seq)
 {
-	struct gmt_range_point p = {0};
-
-	if (!b->set)
-		return p;
-	if (b->label) {
-		for (size_t i = 0; i < t->nmarkers; i++) {
-			if (t->markers[i].seq >= after_seq && strcmp(t->markers[i].label, b->label) == 0) {
-				p = (struct gmt_range_point){true, t->markers[i].seq, t->markers[i].ts};
-				break;
-			}
-		}
-		return p;
-	}
-	p.found = true;
-	p.ts = t->start_ts + (uint64_t)(b->seconds * 1e9 + 0.5);
-	p.seq = UINT64_MAX; /* resolved at the first event at or after ts */
-	return p;
-}
-
-/* Whether the replay reaches the bound at an item (event or marker) with @p seq and @p ts. */
-static bool
-range_reached(const struct gmt_range_bound *b, const struct gmt_range_point *p, uint64_t seq,
-	      uint64_t ts, bool is_to)
-{
-	if (!b->set || !p->found)
-		return false;
-	if (b->label)
-		return seq >= p->seq;
-	return is_to ? ts > p->ts : ts >= p->ts;
+	(void)after_seq;
+	return (struct gmt_range_point){
+	    .found = true,
+	    .seq = UINT64_MAX, /* the first event at or after ts */
+	    .ts = t->start_ts + (uint64_t)(b->seconds * 1e9 + 0.5),
+	};
 }
 
 /* The range starts: what is live now is the starting state; counting starts from zero. */
@@ -1260,61 +1252,139 @@ marker_seen(struct replay *r, const struct gmt_trace_marker *mk)
 }
 
 struct gmt_model *
-gmt_model_build_range(const struct gmt_trace *trace, const struct gmt_range_opt *range)
+gmt_model_new(const struct gmt_trace *trace, const struct gmt_range_opt *range)
 {
-	struct replay r = {0};
 	struct gmt_model *m = calloc(1, sizeof(*m));
-	size_t mi = 0, ei = 0;
+	struct replay *r = calloc(1, sizeof(*r));
 
-	if (!m) {
+	if (!m || !r) {
+		free(m);
+		free(r);
 		errno = ENOMEM;
 		return NULL;
 	}
 	m->trace = trace;
+	m->replay = r;
 	if (range)
 		m->range = *range;
-	replay_init(&r, m);
-	m->range_from = range_locate(trace, &m->range.from, 0);
-	if (m->range.from.set)
-		r.phase = PHASE_BEFORE;
-	else
+	replay_init(r, m);
+	if (m->range.from.set) {
+		r->phase = PHASE_BEFORE;
+		if (!m->range.from.label)
+			m->range_from = range_locate(trace, &m->range.from, 0);
+	} else if (m->range.to.set && !m->range.to.label) {
 		m->range_to = range_locate(trace, &m->range.to, 0);
-	/* events and markers in one seq order */
-	while (ei < trace->nevents || mi < trace->nmarkers) {
-		bool marker = mi < trace->nmarkers &&
-			      (ei == trace->nevents || trace->markers[mi].seq < trace->events[ei].seq);
-		uint64_t seq = marker ? trace->markers[mi].seq : trace->events[ei].seq;
-		uint64_t ts = marker ? trace->markers[mi].ts : trace->events[ei].ts;
+	}
+	return m;
+}
 
-		if (r.phase == PHASE_BEFORE &&
-		    range_reached(&m->range.from, &m->range_from, seq, ts, false)) {
-			range_enter(&r, seq, ts);
-			m->range_to = range_locate(trace, &m->range.to, seq);
-		}
-		if (r.phase == PHASE_INSIDE &&
-		    range_reached(&m->range.to, &m->range_to, seq, ts, true)) {
-			m->range_to.seq = seq;
-			m->range_to.ts = ts;
-			break;
-		}
-		if (marker) {
-			marker_seen(&r, &trace->markers[mi++]);
-		} else {
-			readings_until(&r, &trace->events[ei]);
-			replay_event(&r, &trace->events[ei++]);
+/*
+ * The range's edges at an item (event or marker) with @p seq and @p ts: enter it, or leave it.
+ * False when the item is outside the range (before it, or after its end).
+ */
+static bool
+range_step(struct replay *r, uint64_t seq, uint64_t ts, const struct gmt_trace_marker *mk)
+{
+	struct gmt_model *m = r->m;
+	const struct gmt_range_bound *from = &m->range.from, *to = &m->range.to;
+
+	if (r->phase == PHASE_AFTER)
+		return false;
+	if (r->phase == PHASE_BEFORE) {
+		bool enter = from->label ? mk && strcmp(mk->label, from->label) == 0
+					 : ts >= m->range_from.ts;
+		if (!enter)
+			return false;
+		m->range_from.found = true;
+		range_enter(r, seq, ts);
+		if (to->set && !to->label)
+			m->range_to = range_locate(m->trace, to, seq);
+		return true; /* the marker that opens the range does not also close it */
+	}
+	if (to->set) {
+		bool leave = to->label ? mk && strcmp(mk->label, to->label) == 0 : ts > m->range_to.ts;
+		if (leave) {
+			m->range_to = (struct gmt_range_point){true, seq, ts};
+			r->phase = PHASE_AFTER;
+			return false;
 		}
 	}
-	if (r.phase == PHASE_BEFORE)
+	return true;
+}
+
+void
+gmt_model_event(struct gmt_model *m, const struct gmt_trace_event *ev)
+{
+	struct replay *r = m->replay;
+
+	if (!range_step(r, ev->seq, ev->ts, NULL)) {
+		if (r->phase == PHASE_BEFORE) {
+			/* before the range: the state, not the counts */
+			readings_until(r, ev);
+			replay_event(r, ev);
+		}
+		return;
+	}
+	readings_until(r, ev);
+	replay_event(r, ev);
+}
+
+void
+gmt_model_marker(struct gmt_model *m, const struct gmt_trace_marker *mk)
+{
+	if (range_step(m->replay, mk->seq, mk->ts, mk))
+		marker_seen(m->replay, mk);
+}
+
+void
+gmt_model_finish(struct gmt_model *m)
+{
+	struct replay *r = m->replay;
+	const struct gmt_trace *t = m->trace;
+
+	if (!r)
+		return;
+	if (r->phase == PHASE_BEFORE)
 		m->range_from.found = false; /* the range never started: nothing counts */
-	if (ei == trace->nevents)
-		readings_until(&r, NULL);
-	flush_peaks(&r);
-	if (r.phase == PHASE_INSIDE)
-		collect_leaks(&r);
-	replay_fini(&r);
+	if (r->phase != PHASE_AFTER)
+		readings_until(r, NULL);
+	flush_peaks(r);
+	if (r->phase == PHASE_INSIDE || r->phase == PHASE_AFTER)
+		collect_leaks(r);
+	replay_fini(r);
+	free(r);
+	m->replay = NULL;
 	for (size_t i = 0; i < m->nseries; i++)
 		if (m->series[i].n > GMT_SERIES_MAX_POINTS)
 			series_compress(&m->series[i]);
+	/* what pointed into arrays that grew while reading points at their final place now */
+	for (size_t i = 0; i < m->nledger; i++)
+		m->ledger[i].nvml = &t->nvml[m->ledger[i].nvml_index];
+	for (size_t i = 0; i < m->nfailed; i++) {
+		m->failed[i] = &m->failed_events[i];
+		m->oom[i].ev = &m->failed_events[i];
+		m->oom[i].nvml = m->oom[i].nvml_index != SIZE_MAX ? &t->nvml[m->oom[i].nvml_index]
+								   : NULL;
+	}
+}
+
+struct gmt_model *
+gmt_model_build_range(const struct gmt_trace *trace, const struct gmt_range_opt *range)
+{
+	struct gmt_model *m = gmt_model_new(trace, range);
+	size_t mi = 0, ei = 0;
+
+	if (!m)
+		return NULL;
+	/* events and markers in one seq order */
+	while (ei < trace->nevents || mi < trace->nmarkers) {
+		if (mi < trace->nmarkers &&
+		    (ei == trace->nevents || trace->markers[mi].seq < trace->events[ei].seq))
+			gmt_model_marker(m, &trace->markers[mi++]);
+		else
+			gmt_model_event(m, &trace->events[ei++]);
+	}
+	gmt_model_finish(m);
 	return m;
 }
 
@@ -1342,6 +1412,11 @@ gmt_model_free(struct gmt_model *m)
 	free(m->devices);
 	free(m->leaks);
 	free(m->failed);
+	free(m->failed_events);
+	if (m->replay) {
+		replay_fini(m->replay);
+		free(m->replay);
+	}
 	free(m->ledger);
 	free(m);
 }

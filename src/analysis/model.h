@@ -131,6 +131,7 @@ struct gmt_oom {
 	bool has_pool_slack;
 	int64_t pool_slack; /**< pool_reserve minus live pool bytes */
 	const struct gmt_trace_nvml *nvml; /**< the device's latest reading before, or NULL */
+	size_t nvml_index;		   /**< of that reading, SIZE_MAX none */
 	struct gmt_gaps gaps;
 	struct gmt_oom_site *sites; /**< every site holding bytes of held kinds, largest first */
 	size_t nsites;
@@ -195,7 +196,8 @@ struct gmt_live_point {
 
 /** What the replay tracked on a device at the moment of one NVML reading. */
 struct gmt_ledger_point {
-	const struct gmt_trace_nvml *nvml;
+	const struct gmt_trace_nvml *nvml; /**< set when the model is finished */
+	size_t nvml_index;		   /**< into the trace's nvml[] */
 	uint64_t by_kind[GMT_TK_COUNT];
 	uint64_t held; /**< gmt_kind_held(by_kind) */
 };
@@ -215,6 +217,7 @@ struct gmt_model {
 
 	const struct gmt_trace_event **failed; /**< failed allocations, in seq order */
 	size_t nfailed;
+	struct gmt_trace_event *failed_events; /**< their copies, which failed[] points to */
 	struct gmt_oom *oom; /**< oom[i] explains failed[i] */
 
 	/** live bytes over time per (device, kind), and held bytes per device (kind GMT_TK_COUNT) */
@@ -244,6 +247,7 @@ struct gmt_model {
 	uint64_t readings;	    /**< usage readings applied */
 
 	struct gmt_callstacks *stacks; /**< symbolized stacks (gmt_model_set_stacks()), or NULL */
+	struct replay *replay; /**< the replay's state until gmt_model_finish() */
 };
 
 /**
@@ -275,6 +279,16 @@ struct gmt_ledger_row *gmt_ledger_rows(const struct gmt_model *m, size_t *n);
 
 /** Replay @p trace. The model points into the trace, which must outlive it. */
 struct gmt_model *gmt_model_build(const struct gmt_trace *trace);
+
+/**
+ * A model fed event by event, in seq order, as a trace is read (gmt_trace_read_sink()): new,
+ * then every event and marker, then finish. @p trace is the trace being read (the model reads
+ * its strings, readings and stacks as they arrive); @p range may be NULL (everything).
+ */
+struct gmt_model *gmt_model_new(const struct gmt_trace *trace, const struct gmt_range_opt *range);
+void gmt_model_event(struct gmt_model *m, const struct gmt_trace_event *ev);
+void gmt_model_marker(struct gmt_model *m, const struct gmt_trace_marker *mk);
+void gmt_model_finish(struct gmt_model *m);
 
 /** Replay only what lies in @p range (NULL: everything); see docs/report-json.md, "range". */
 struct gmt_model *gmt_model_build_range(const struct gmt_trace *trace,
