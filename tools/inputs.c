@@ -63,23 +63,70 @@ gmt_list_traces(const char *dir, char ***names)
 	return (int)n;
 }
 
+/* The model of the trace being read, made when the first event or marker arrives. */
+struct feed {
+	struct gmt_model *m;
+	const struct gmt_range_opt *range;
+	bool oom;
+};
+
+static bool
+feed_model(struct feed *f, const struct gmt_trace *t)
+{
+	if (!f->m && !f->oom && !(f->m = gmt_model_new(t, f->range)))
+		f->oom = true;
+	return f->m != NULL;
+}
+
+static void
+feed_event(void *ctx, const struct gmt_trace *t, const struct gmt_trace_event *ev)
+{
+	if (feed_model(ctx, t))
+		gmt_model_event(((struct feed *)ctx)->m, ev);
+}
+
+static void
+feed_marker(void *ctx, const struct gmt_trace *t, const struct gmt_trace_marker *mk)
+{
+	if (feed_model(ctx, t))
+		gmt_model_marker(((struct feed *)ctx)->m, mk);
+}
+
 void
 gmt_inputs_add_file(struct gmt_inputs *in, const char *path, FILE *diag)
 {
+	struct feed f = {.range = &in->range};
+	struct gmt_trace_sink sink = {feed_event, feed_marker, &f};
 	struct gmt_trace *t;
 	struct gmt_model *m;
 
-	if (gmt_trace_read(path, diag, &t) != GMT_TRACE_OK) {
+	/*
+	 * Streamed: the events go to the model as they are read, and are not kept.
+	 * GMT_TRACE_STORED=1 reads the whole trace first and replays it (the tests compare both).
+	 */
+	const char *stored = getenv("GMT_TRACE_STORED");
+	if (stored && strcmp(stored, "1") == 0) {
+		if (gmt_trace_read(path, diag, &t) != GMT_TRACE_OK) {
+			in->unreadable++;
+			return;
+		}
+		f.m = gmt_model_build_range(t, f.range);
+		f.oom = !f.m;
+	} else if (gmt_trace_read_sink(path, diag, &sink, &t) != GMT_TRACE_OK) {
+		gmt_model_free(f.m);
 		in->unreadable++;
 		return;
 	}
-	m = gmt_model_build_range(t, &in->range);
+	if (!f.oom && !f.m)
+		f.m = gmt_model_new(t, f.range); /* a trace without events */
+	m = f.m;
 	if (!m) {
 		fprintf(diag, "%s: out of memory\n", path);
 		gmt_trace_free(t);
 		in->unreadable++;
 		return;
 	}
+	gmt_model_finish(m); /* nothing to do when it was replayed from a stored trace */
 	if (!in->sym)
 		in->sym = gmt_symbolizer_new(diag);
 	gmt_model_set_stacks(m, gmt_callstacks_new(t, in->sym));

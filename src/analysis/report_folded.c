@@ -131,20 +131,19 @@ cmp_alloc_key(const void *pa, const void *pb)
 	return a->driver < b->driver ? -1 : a->driver > b->driver;
 }
 
+/* Bytes allocated per (stack, call), counted kinds, from the model's site table. */
 static void
 fold_allocated(struct fold_set *f, const struct gmt_model *m)
 {
-	const struct gmt_trace *t = m->trace;
-	struct alloc_key *k = gmt_xrealloc(NULL, t->nevents, sizeof(*k));
+	struct alloc_key *k = gmt_xrealloc(NULL, m->nsites + 1, sizeof(*k));
 	size_t n = 0;
 
-	for (size_t i = 0; i < t->nevents; i++) {
-		const struct gmt_trace_event *ev = &t->events[i];
+	for (size_t i = 0; i < m->nsites; i++) {
+		const struct gmt_site_stats *st = &m->sites[i];
 
-		if (ev->op != GMT_TOP_ALLOC || ev->result != 0 || ev->ptr == 0 ||
-		    !gmt_kind_counted((enum gmt_tkind)ev->kind))
+		if (!st->allocated_bytes || !gmt_kind_counted((enum gmt_tkind)st->kind))
 			continue;
-		k[n++] = (struct alloc_key){ev->stack, ev->api, ev->driver, ev->size};
+		k[n++] = (struct alloc_key){st->stack, st->api, st->driver, st->allocated_bytes};
 	}
 	qsort(k, n, sizeof(*k), cmp_alloc_key);
 	for (size_t i = 0; i < n;) {

@@ -13,6 +13,7 @@
 #include "analysis/xalloc.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <jansson.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -33,8 +34,29 @@ struct reader {
 	uint32_t *modhash; /* open addressing over t->modules (index + 1; 0 empty) */
 	size_t modhash_mask;
 	bool no_fast;	   /* GMT_TRACE_SLOW=1: every line through jansson (tests compare both) */
+	/* streaming (gmt_trace_read_sink()): a min-heap by seq of what is not delivered yet */
+	const struct gmt_trace_sink *sink;
+	struct pending *heap;
+	size_t nheap;
+	uint64_t delivered_seq;
+	struct open_range *open;	/* pushes delivered and not popped yet, to name pops */
+	size_t nopen;
 	char *scratch;	   /* the fast path's copy of a line */
 	size_t scratch_cap;
+};
+
+/* An event or a marker waiting in the reorder window. */
+struct pending {
+	uint64_t seq;
+	uint32_t line;
+	uint32_t marker; /* index into t->markers + 1; 0: an event */
+	struct gmt_trace_event ev;
+};
+
+struct open_range {
+	int64_t tid;
+	uint32_t depth;
+	const char *label;
 };
 
 // --- messages ---------------------------------------------------------------------------------
@@ -958,6 +980,123 @@ full:
 	return false;
 }
 
+// --- the reorder window (streaming) -------------------------------------------------------------
+//
+// Events and markers wait in a min-heap by (seq, events before markers, line) until the window
+// is full; then the smallest goes to the sink. Same order as sorting a stored trace.
+
+static bool
+pending_before(const struct pending *a, const struct pending *b)
+{
+	if (a->seq != b->seq)
+		return a->seq < b->seq;
+	if ((a->marker != 0) != (b->marker != 0))
+		return a->marker == 0;
+	return a->line < b->line;
+}
+
+/* A pop's label is its push's: the latest open push of the same thread at that depth. */
+static void
+name_pop_now(struct reader *r, struct gmt_trace_marker *mk)
+{
+	if (mk->range == GMT_TRANGE_PUSH) {
+		r->open = gmt_xrealloc(r->open, r->nopen + 1, sizeof(*r->open));
+		r->open[r->nopen++] = (struct open_range){mk->tid, mk->depth, mk->label};
+		return;
+	}
+	if (mk->range != GMT_TRANGE_POP)
+		return;
+	for (size_t i = r->nopen; i-- > 0;) {
+		if (r->open[i].tid != mk->tid || r->open[i].depth != mk->depth)
+			continue;
+		if (!mk->label[0]) {
+			free(mk->label);
+			mk->label = xstrdup(r->open[i].label);
+		}
+		memmove(&r->open[i], &r->open[i + 1], (r->nopen - i - 1) * sizeof(*r->open));
+		r->nopen--;
+		break;
+	}
+}
+
+static void
+deliver(struct reader *r, struct pending *p)
+{
+	struct gmt_trace *t = r->t;
+
+	if (p->seq < r->delivered_seq && !p->marker) {
+		if (t->late_events++ == 0)
+			note_line(r, p->line,
+			     "event seq %" PRIu64 " comes more than %d lines after later events: "
+			     "applied late (the counts stay right, the order of that moment may not)",
+			     p->seq, GMT_TRACE_REORDER_WINDOW);
+	}
+	if (p->seq > r->delivered_seq)
+		r->delivered_seq = p->seq;
+	if (p->marker) {
+		struct gmt_trace_marker *mk = &t->markers[p->marker - 1];
+
+		name_pop_now(r, mk);
+		r->sink->marker(r->sink->ctx, t, mk);
+	} else {
+		r->sink->event(r->sink->ctx, t, &p->ev);
+	}
+}
+
+static struct pending
+window_pop(struct reader *r)
+{
+	struct pending top = r->heap[0];
+	size_t i = 0, n = --r->nheap;
+
+	r->heap[0] = r->heap[n];
+	for (;;) {
+		size_t l = 2 * i + 1, m = i;
+
+		if (l < n && pending_before(&r->heap[l], &r->heap[m]))
+			m = l;
+		if (l + 1 < n && pending_before(&r->heap[l + 1], &r->heap[m]))
+			m = l + 1;
+		if (m == i)
+			break;
+		struct pending tmp = r->heap[i];
+		r->heap[i] = r->heap[m];
+		r->heap[m] = tmp;
+		i = m;
+	}
+	return top;
+}
+
+static void
+window_push(struct reader *r, const struct pending *p)
+{
+	size_t i;
+
+	if (!r->heap)
+		r->heap = gmt_xrealloc(NULL, GMT_TRACE_REORDER_WINDOW + 1, sizeof(*r->heap));
+	i = r->nheap++;
+	r->heap[i] = *p;
+	while (i > 0 && pending_before(&r->heap[i], &r->heap[(i - 1) / 2])) {
+		struct pending tmp = r->heap[i];
+		r->heap[i] = r->heap[(i - 1) / 2];
+		r->heap[(i - 1) / 2] = tmp;
+		i = (i - 1) / 2;
+	}
+	if (r->nheap > GMT_TRACE_REORDER_WINDOW) {
+		struct pending top = window_pop(r);
+		deliver(r, &top);
+	}
+}
+
+static void
+window_drain(struct reader *r)
+{
+	while (r->nheap) {
+		struct pending top = window_pop(r);
+		deliver(r, &top);
+	}
+}
+
 static bool
 read_event(struct reader *r, struct src obj, size_t lineno)
 {
@@ -969,6 +1108,11 @@ read_event(struct reader *r, struct src obj, size_t lineno)
 	    !event_names(r, obj, lineno, &ev))
 		return false;
 	see_ts(r, ev.ts);
+	if (r->sink) {
+		t->nevents++;
+		window_push(r, &(struct pending){ev.seq, ev.line, 0, ev});
+		return true;
+	}
 	if ((t->nevents & (t->nevents - 1)) == 0)
 		t->events =
 		    gmt_xrealloc(t->events, t->nevents ? t->nevents * 2 : 64, sizeof(*t->events));
@@ -1010,6 +1154,9 @@ read_marker(struct reader *r, json_t *obj, size_t lineno)
 	see_ts(r, m.ts);
 	t->markers = gmt_xrealloc(t->markers, t->nmarkers + 1, sizeof(*t->markers));
 	t->markers[t->nmarkers++] = m;
+	if (r->sink)
+		window_push(r, &(struct pending){.seq = m.seq, .line = m.line,
+						 .marker = (uint32_t)t->nmarkers});
 	return true;
 }
 
@@ -1346,9 +1493,18 @@ settle_pycodes(struct reader *r)
 enum gmt_trace_status
 gmt_trace_read(const char *path, FILE *diag, struct gmt_trace **out)
 {
+	return gmt_trace_read_sink(path, diag, NULL, out);
+}
+
+enum gmt_trace_status
+gmt_trace_read_sink(const char *path,
+		    FILE *diag,
+		    const struct gmt_trace_sink *sink,
+		    struct gmt_trace **out)
+{
 	struct gmt_trace *t;
 	const char *slow = getenv("GMT_TRACE_SLOW");
-	struct reader r = {.diag = diag, .no_fast = slow && strcmp(slow, "1") == 0};
+	struct reader r = {.diag = diag, .no_fast = slow && strcmp(slow, "1") == 0, .sink = sink};
 	char *buf = NULL;
 	size_t cap = 0;
 	ssize_t n;
@@ -1402,6 +1558,10 @@ gmt_trace_read(const char *path, FILE *diag, struct gmt_trace **out)
 	free(buf);
 	fclose(f);
 
+	if (!r.refused)
+		window_drain(&r);
+	free(r.heap);
+	free(r.open);
 	free(r.modhash);
 	free(r.scratch);
 	if (!r.refused) {
@@ -1434,7 +1594,7 @@ gmt_trace_read(const char *path, FILE *diag, struct gmt_trace **out)
 	}
 
 	/* The writer emits lines in drain order; what happened is the seq order. */
-	if (t->nevents > 1)
+	if (t->events && t->nevents > 1) /* streamed traces keep no events */
 		qsort(t->events, t->nevents, sizeof(*t->events), cmp_event);
 	if (t->nmarkers > 1)
 		qsort(t->markers, t->nmarkers, sizeof(*t->markers), cmp_marker);

@@ -200,6 +200,7 @@ struct gmt_trace {
 
 	struct gmt_trace_event *events; /**< sorted by seq once read */
 	size_t nevents;
+	uint64_t late_events; /**< streaming: events delivered after a later seq (see the sink) */
 	struct gmt_trace_marker *markers; /**< sorted by seq */
 	size_t nmarkers;
 	struct gmt_trace_stack *stacks; /**< sorted by id */
@@ -238,6 +239,32 @@ struct gmt_trace {
  * NULL and @p diag says why.
  */
 enum gmt_trace_status gmt_trace_read(const char *path, FILE *diag, struct gmt_trace **out);
+
+/**
+ * Where gmt_trace_read_sink() delivers the events and markers, in seq order, as it reads; @p t
+ * is the trace being read (its header, strings and readings so far). The pointers are valid for
+ * the length of the call.
+ */
+struct gmt_trace_sink {
+	void (*event)(void *ctx, const struct gmt_trace *t, const struct gmt_trace_event *ev);
+	void (*marker)(void *ctx, const struct gmt_trace *t, const struct gmt_trace_marker *mk);
+	void *ctx;
+};
+
+/** Lines a sink's events may come out of seq order by and still be delivered in order. */
+#define GMT_TRACE_REORDER_WINDOW 65536
+
+/**
+ * Read @p path as gmt_trace_read() does, but hand every event and marker to @p sink instead of
+ * keeping the events: memory stays bounded by the reorder window, whatever the trace's length
+ * (`events` stays NULL; `nevents` counts them). The writer emits lines in drain order, at most
+ * a ring's worth out of seq order; an event later than the window is delivered late and
+ * counted in `late_events` (with a note). On GMT_TRACE_UNREADABLE what the sink got is void.
+ */
+enum gmt_trace_status gmt_trace_read_sink(const char *path,
+					  FILE *diag,
+					  const struct gmt_trace_sink *sink,
+					  struct gmt_trace **out);
 
 void gmt_trace_free(struct gmt_trace *trace);
 
