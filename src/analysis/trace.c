@@ -36,8 +36,11 @@ struct reader {
 	bool no_fast;	   /* GMT_TRACE_SLOW=1: every line through jansson (tests compare both) */
 	/* streaming (gmt_trace_read_sink()): a min-heap by seq of what is not delivered yet */
 	const struct gmt_trace_sink *sink;
-	struct pending *heap;
+	struct heap_key *heap;
 	size_t nheap;
+	struct pending *slots; /* GMT_TRACE_REORDER_WINDOW + 1 */
+	uint32_t *free_slots;
+	size_t nfree;
 	uint64_t delivered_seq;
 	struct open_range *open;	/* pushes delivered and not popped yet, to name pops */
 	size_t nopen;
@@ -52,6 +55,15 @@ struct pending {
 	uint32_t marker; /* index into t->markers + 1; 0: an event */
 	struct gmt_trace_event ev;
 };
+
+/* The heap orders small keys; the events wait in slots (a heap of whole events moves too much). */
+struct heap_key {
+	uint64_t seq;
+	uint32_t line;
+	uint32_t slot; /* into r->slots; the top bit: a marker */
+};
+
+#define KEY_MARKER 0x80000000u
 
 struct open_range {
 	int64_t tid;
@@ -986,12 +998,12 @@ full:
 // is full; then the smallest goes to the sink. Same order as sorting a stored trace.
 
 static bool
-pending_before(const struct pending *a, const struct pending *b)
+key_before(const struct heap_key *a, const struct heap_key *b)
 {
 	if (a->seq != b->seq)
 		return a->seq < b->seq;
-	if ((a->marker != 0) != (b->marker != 0))
-		return a->marker == 0;
+	if ((a->slot & KEY_MARKER) != (b->slot & KEY_MARKER))
+		return !(a->slot & KEY_MARKER); /* events before markers of the same seq */
 	return a->line < b->line;
 }
 
@@ -1043,28 +1055,38 @@ deliver(struct reader *r, struct pending *p)
 	}
 }
 
-static struct pending
+/* Take the smallest key off the heap. */
+static struct heap_key
 window_pop(struct reader *r)
 {
-	struct pending top = r->heap[0];
-	size_t i = 0, n = --r->nheap;
+	struct heap_key top = r->heap[0], last = r->heap[--r->nheap];
+	size_t i = 0, n = r->nheap;
 
-	r->heap[0] = r->heap[n];
 	for (;;) {
-		size_t l = 2 * i + 1, m = i;
+		size_t l = 2 * i + 1, m;
 
-		if (l < n && pending_before(&r->heap[l], &r->heap[m]))
-			m = l;
-		if (l + 1 < n && pending_before(&r->heap[l + 1], &r->heap[m]))
-			m = l + 1;
-		if (m == i)
+		if (l >= n)
 			break;
-		struct pending tmp = r->heap[i];
+		m = l + 1 < n && key_before(&r->heap[l + 1], &r->heap[l]) ? l + 1 : l;
+		if (!key_before(&r->heap[m], &last))
+			break;
 		r->heap[i] = r->heap[m];
-		r->heap[m] = tmp;
 		i = m;
 	}
+	if (n)
+		r->heap[i] = last;
 	return top;
+}
+
+/* Deliver the smallest; its slot goes back to the free list. */
+static void
+window_deliver_top(struct reader *r)
+{
+	struct heap_key k = window_pop(r);
+	uint32_t slot = k.slot & ~KEY_MARKER;
+
+	deliver(r, &r->slots[slot]);
+	r->free_slots[r->nfree++] = slot;
 }
 
 static void
@@ -1072,29 +1094,32 @@ window_push(struct reader *r, const struct pending *p)
 {
 	size_t i;
 
-	if (!r->heap)
-		r->heap = gmt_xrealloc(NULL, GMT_TRACE_REORDER_WINDOW + 1, sizeof(*r->heap));
-	i = r->nheap++;
-	r->heap[i] = *p;
-	while (i > 0 && pending_before(&r->heap[i], &r->heap[(i - 1) / 2])) {
-		struct pending tmp = r->heap[i];
+	if (!r->heap) {
+		size_t n = GMT_TRACE_REORDER_WINDOW + 1;
+
+		r->heap = gmt_xrealloc(NULL, n, sizeof(*r->heap));
+		r->slots = gmt_xrealloc(NULL, n, sizeof(*r->slots));
+		r->free_slots = gmt_xrealloc(NULL, n, sizeof(*r->free_slots));
+		for (size_t k = 0; k < n; k++)
+			r->free_slots[k] = (uint32_t)(n - 1 - k);
+		r->nfree = n;
+	}
+	uint32_t slot = r->free_slots[--r->nfree];
+	struct heap_key key = {p->seq, p->line, slot | (p->marker ? KEY_MARKER : 0)};
+
+	r->slots[slot] = *p;
+	for (i = r->nheap++; i > 0 && key_before(&key, &r->heap[(i - 1) / 2]); i = (i - 1) / 2)
 		r->heap[i] = r->heap[(i - 1) / 2];
-		r->heap[(i - 1) / 2] = tmp;
-		i = (i - 1) / 2;
-	}
-	if (r->nheap > GMT_TRACE_REORDER_WINDOW) {
-		struct pending top = window_pop(r);
-		deliver(r, &top);
-	}
+	r->heap[i] = key;
+	if (r->nheap > GMT_TRACE_REORDER_WINDOW)
+		window_deliver_top(r);
 }
 
 static void
 window_drain(struct reader *r)
 {
-	while (r->nheap) {
-		struct pending top = window_pop(r);
-		deliver(r, &top);
-	}
+	while (r->nheap)
+		window_deliver_top(r);
 }
 
 static bool
@@ -1561,6 +1586,8 @@ gmt_trace_read_sink(const char *path,
 	if (!r.refused)
 		window_drain(&r);
 	free(r.heap);
+	free(r.slots);
+	free(r.free_slots);
 	free(r.open);
 	free(r.modhash);
 	free(r.scratch);
