@@ -18,6 +18,9 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 /* Bad lines shown per file; a garbled file must not bury the report under its diagnostics. */
 #define GMT_TRACE_MAX_DIAG 20
@@ -1515,6 +1518,65 @@ settle_pycodes(struct reader *r)
 	}
 }
 
+// --- progress on a terminal --------------------------------------------------------------------
+
+#define PROGRESS_EVERY ((1u << 18) - 1) /* lines between looks at the clock */
+
+/* A line on @p diag, rewritten in place at most once a second, for traces that take a while. */
+struct progress {
+	FILE *f, *diag;
+	bool on;
+	bool shown;
+	double start, last;
+	long long size;
+};
+
+static double
+now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static struct progress
+progress_start(FILE *f, FILE *diag)
+{
+	struct progress p = {.f = f, .diag = diag};
+	struct stat st;
+
+	p.on = isatty(fileno(diag)) && fstat(fileno(f), &st) == 0;
+	p.size = p.on ? (long long)st.st_size : 0;
+	p.start = p.last = now_s();
+	return p;
+}
+
+static void
+progress_show(struct progress *p, const char *path, size_t lines)
+{
+	double t;
+	long long at;
+
+	if (!p->on || (t = now_s()) - p->last < 1.0)
+		return;
+	p->last = t;
+	at = ftell(p->f);
+	fprintf(p->diag, "\rgpumemtrace: reading %s: %zu lines", path, lines);
+	if (p->size > 0 && at >= 0)
+		fprintf(p->diag, ", %.0f%% (%.0f MB/s)", 100.0 * (double)at / (double)p->size,
+			(double)at / 1e6 / (t - p->start));
+	fflush(p->diag);
+	p->shown = true;
+}
+
+static void
+progress_end(struct progress *p)
+{
+	if (p->shown) /* erase the line: what follows starts clean */
+		fprintf(p->diag, "\r\033[K");
+}
+
 enum gmt_trace_status
 gmt_trace_read(const char *path, FILE *diag, struct gmt_trace **out)
 {
@@ -1553,11 +1615,15 @@ gmt_trace_read_sink(const char *path,
 	t->pid = t->ppid = t->forked_from = -1;
 	t->rank = t->local_rank = t->world_size = -1;
 
+	struct progress prog = progress_start(f, diag);
+
 	errno = 0;
 	while ((n = getline(&buf, &cap, f)) >= 0) {
 		size_t len = (size_t)n;
 
 		t->lines++;
+		if ((t->lines & PROGRESS_EVERY) == 0)
+			progress_show(&prog, path, t->lines);
 		if (len == 0 || buf[len - 1] != '\n') {
 			/*
 			 * getline() only returns a line without its '\n' at the end of the file:
@@ -1580,6 +1646,7 @@ gmt_trace_read_sink(const char *path,
 	}
 	if (ferror(f))
 		read_errno = errno ? errno : EIO;
+	progress_end(&prog);
 	free(buf);
 	fclose(f);
 
