@@ -51,7 +51,29 @@ setup(void)
 	return 0;
 }
 
-/* The read path of `gpumemtrace report` on one file (tools/inputs.c, tools/cmd_report.c). */
+static void
+stream_event(void *ctx, const struct gmt_trace *t, const struct gmt_trace_event *ev)
+{
+	struct gmt_model **m = ctx;
+
+	if (!*m)
+		*m = gmt_model_new(t, NULL);
+	if (*m)
+		gmt_model_event(*m, ev);
+}
+
+static void
+stream_marker(void *ctx, const struct gmt_trace *t, const struct gmt_trace_marker *mk)
+{
+	struct gmt_model **m = ctx;
+
+	if (!*m)
+		*m = gmt_model_new(t, NULL);
+	if (*m)
+		gmt_model_marker(*m, mk);
+}
+
+/* The read paths of `gpumemtrace report` on one file (tools/inputs.c, tools/cmd_report.c). */
 static void
 one_trace(const char *path)
 {
@@ -91,6 +113,20 @@ one_trace(const char *path)
 	}
 	gmt_trace_free(t);
 	gmt_symbolizer_free(sym);
+
+	/* the streamed path of the CLI: events through the reorder window into a model */
+	struct gmt_model *sm = NULL;
+	struct gmt_trace_sink sink = {stream_event, stream_marker, &sm};
+	if (gmt_trace_read_sink(path, devnull, &sink, &t) == GMT_TRACE_OK) {
+		if (!sm)
+			sm = gmt_model_new(t, NULL);
+		if (sm) {
+			gmt_model_finish(sm);
+			json_decref(gmt_report_json_doc(&sm, 1));
+		}
+		gmt_trace_free(t);
+	}
+	gmt_model_free(sm);
 }
 
 int
