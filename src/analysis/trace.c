@@ -41,6 +41,8 @@ struct reader {
 	const struct gmt_trace_sink *sink;
 	struct heap_key *heap;
 	size_t nheap;
+	struct heap_key *run; /* a ring of keys that came in order: sorted, so a FIFO will do */
+	size_t run_head, nrun;
 	struct pending *slots; /* GMT_TRACE_REORDER_WINDOW + 1 */
 	uint32_t *free_slots;
 	size_t nfree;
@@ -1081,47 +1083,70 @@ window_pop(struct reader *r)
 	return top;
 }
 
-/* Deliver the smallest; its slot goes back to the free list. */
+/*
+ * Deliver the smallest waiting key: the heap's top or the run's head (the run is sorted). Its
+ * slot goes back to the free list.
+ */
 static void
 window_deliver_top(struct reader *r)
 {
-	struct heap_key k = window_pop(r);
-	uint32_t slot = k.slot & ~KEY_MARKER;
+	const size_t cap = GMT_TRACE_REORDER_WINDOW + 1;
+	struct heap_key k;
+	uint32_t slot;
 
+	if (r->nrun && (!r->nheap || key_before(&r->run[r->run_head], &r->heap[0]))) {
+		k = r->run[r->run_head];
+		r->run_head = (r->run_head + 1) % cap;
+		r->nrun--;
+	} else {
+		k = window_pop(r);
+	}
+	slot = k.slot & ~KEY_MARKER;
 	deliver(r, &r->slots[slot]);
 	r->free_slots[r->nfree++] = slot;
 }
 
+/*
+ * Hold @p p back until GMT_TRACE_REORDER_WINDOW later lines have been read. A key not smaller
+ * than the last one held goes to the run in O(1) (the common case: lines mostly come in seq
+ * order); only the others go through the heap.
+ */
 static void
 window_push(struct reader *r, const struct pending *p)
 {
+	const size_t cap = GMT_TRACE_REORDER_WINDOW + 1;
 	size_t i;
 
 	if (!r->heap) {
-		size_t n = GMT_TRACE_REORDER_WINDOW + 1;
-
-		r->heap = gmt_xrealloc(NULL, n, sizeof(*r->heap));
-		r->slots = gmt_xrealloc(NULL, n, sizeof(*r->slots));
-		r->free_slots = gmt_xrealloc(NULL, n, sizeof(*r->free_slots));
-		for (size_t k = 0; k < n; k++)
-			r->free_slots[k] = (uint32_t)(n - 1 - k);
-		r->nfree = n;
+		r->heap = gmt_xrealloc(NULL, cap, sizeof(*r->heap));
+		r->run = gmt_xrealloc(NULL, cap, sizeof(*r->run));
+		r->slots = gmt_xrealloc(NULL, cap, sizeof(*r->slots));
+		r->free_slots = gmt_xrealloc(NULL, cap, sizeof(*r->free_slots));
+		for (size_t k = 0; k < cap; k++)
+			r->free_slots[k] = (uint32_t)(cap - 1 - k);
+		r->nfree = cap;
 	}
 	uint32_t slot = r->free_slots[--r->nfree];
 	struct heap_key key = {p->seq, p->line, slot | (p->marker ? KEY_MARKER : 0)};
 
 	r->slots[slot] = *p;
-	for (i = r->nheap++; i > 0 && key_before(&key, &r->heap[(i - 1) / 2]); i = (i - 1) / 2)
-		r->heap[i] = r->heap[(i - 1) / 2];
-	r->heap[i] = key;
-	if (r->nheap > GMT_TRACE_REORDER_WINDOW)
+	if (!r->nrun || !key_before(&key, &r->run[(r->run_head + r->nrun - 1) % cap])) {
+		r->run[(r->run_head + r->nrun) % cap] = key;
+		r->nrun++;
+	} else {
+		for (i = r->nheap++; i > 0 && key_before(&key, &r->heap[(i - 1) / 2]);
+		     i = (i - 1) / 2)
+			r->heap[i] = r->heap[(i - 1) / 2];
+		r->heap[i] = key;
+	}
+	if (r->nheap + r->nrun > GMT_TRACE_REORDER_WINDOW)
 		window_deliver_top(r);
 }
 
 static void
 window_drain(struct reader *r)
 {
-	while (r->nheap)
+	while (r->nheap || r->nrun)
 		window_deliver_top(r);
 }
 
@@ -1653,6 +1678,7 @@ gmt_trace_read_sink(const char *path,
 	if (!r.refused)
 		window_drain(&r);
 	free(r.heap);
+	free(r.run);
 	free(r.slots);
 	free(r.free_slots);
 	free(r.open);
