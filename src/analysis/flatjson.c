@@ -65,6 +65,35 @@ integer(char *p, const char *end, long long *out)
 	return p;
 }
 
+static size_t
+key_hash(const char *key, size_t len)
+{
+	/* the format's keys differ in length, first or last letter: enough to spread them */
+	return (len * 31u + (unsigned char)key[0] * 7u + (unsigned char)key[len ? len - 1 : 0]) &
+	       (GMT_FLAT_INDEX - 1);
+}
+
+/* Index v[i]; a key seen before points at its last occurrence (jansson's rule). */
+static void
+index_key(struct gmt_flat *f, size_t i)
+{
+	const struct gmt_flat_value *v = &f->v[i];
+
+	for (size_t h = key_hash(v->key, v->klen);; h = (h + 1) & (GMT_FLAT_INDEX - 1)) {
+		const struct gmt_flat_value *o;
+
+		if (!f->index[h]) {
+			f->index[h] = (uint8_t)(i + 1);
+			return;
+		}
+		o = &f->v[f->index[h] - 1];
+		if (o->klen == v->klen && memcmp(o->key, v->key, v->klen) == 0) {
+			f->index[h] = (uint8_t)(i + 1);
+			return;
+		}
+	}
+}
+
 bool
 gmt_flat_parse(char *buf, size_t len, struct gmt_flat *out)
 {
@@ -72,6 +101,7 @@ gmt_flat_parse(char *buf, size_t len, struct gmt_flat *out)
 	const char *end = buf + len;
 
 	out->n = 0;
+	memset(out->index, 0, sizeof(out->index));
 	p = (char *)skip_ws(p, end);
 	if (p >= end || *p != '{')
 		return false;
@@ -84,8 +114,11 @@ gmt_flat_parse(char *buf, size_t len, struct gmt_flat *out)
 		if (out->n == GMT_FLAT_MAX || p >= end || *p != '"')
 			return false;
 		v = &out->v[out->n++];
+		char *key_start = p + 1;
 		if (!(p = plain_string(p, end, &v->key)))
 			return false;
+		v->klen = (size_t)(p - 1 - key_start);
+		index_key(out, out->n - 1);
 		p = (char *)skip_ws(p, end);
 		if (p >= end || *p != ':')
 			return false;
@@ -121,8 +154,13 @@ gmt_flat_parse(char *buf, size_t len, struct gmt_flat *out)
 const struct gmt_flat_value *
 gmt_flat_get(const struct gmt_flat *f, const char *key)
 {
-	for (size_t i = f->n; i-- > 0;)
-		if (f->v[i].key[0] == key[0] && strcmp(f->v[i].key, key) == 0)
-			return &f->v[i];
+	size_t len = strlen(key);
+
+	for (size_t h = key_hash(key, len); f->index[h]; h = (h + 1) & (GMT_FLAT_INDEX - 1)) {
+		const struct gmt_flat_value *v = &f->v[f->index[h] - 1];
+
+		if (v->klen == len && memcmp(v->key, key, len) == 0)
+			return v;
+	}
 	return NULL;
 }

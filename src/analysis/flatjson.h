@@ -14,6 +14,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #define GMT_FLAT_MAX 40
 
@@ -25,14 +26,18 @@ enum gmt_flat_type {
 
 struct gmt_flat_value {
 	const char *key;
+	size_t klen;
 	const char *str; /**< GMT_FLAT_STR */
 	long long num;	 /**< GMT_FLAT_INT */
 	enum gmt_flat_type type;
 };
 
+#define GMT_FLAT_INDEX 128 /* open addressing over the keys: a power of two > 2 x GMT_FLAT_MAX */
+
 struct gmt_flat {
 	struct gmt_flat_value v[GMT_FLAT_MAX];
 	size_t n;
+	uint8_t index[GMT_FLAT_INDEX]; /**< v's position + 1 by a hash of the key; 0 empty */
 };
 
 /**
