@@ -13,10 +13,12 @@
  *   unknown              none of the above can be told (no free/total figures)
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "analysis/model.h"
 #include "analysis/units.h"
+#include "analysis/xalloc.h"
 
 #define CUDA_ERROR_MEMORY_ALLOCATION 2 /* cudaErrorMemoryAllocation, CUDA_ERROR_OUT_OF_MEMORY */
 
@@ -87,6 +89,56 @@ gmt_site_grows(const struct gmt_model *m, const struct gmt_site_stats *s)
 	if (samples < 2 || g->last <= g->first)
 		return false;
 	return 2u * g->rises >= samples - 1;
+}
+
+static int
+cmp_site_ref(const void *pa, const void *pb)
+{
+	const struct gmt_site_ref *a = pa, *b = pb;
+
+	if (a->key != b->key)
+		return a->key > b->key ? -1 : 1;
+	if (a->proc != b->proc)
+		return a->proc < b->proc ? -1 : 1;
+	return a->st < b->st ? -1 : a->st > b->st;
+}
+
+struct gmt_site_ref *
+gmt_sites_ranked(struct gmt_model *const *models, size_t n, enum gmt_site_order order,
+		 size_t *count)
+{
+	struct gmt_site_ref *v = NULL;
+	size_t nv = 0, cap = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		const struct gmt_model *m = models[i];
+
+		for (size_t k = 0; k < m->nsites; k++) {
+			const struct gmt_site_stats *st = &m->sites[k];
+			uint64_t key;
+
+			if (order == GMT_SITES_GROWING) {
+				const struct gmt_growth *g = gmt_site_growth(m, st);
+
+				if (!gmt_site_grows(m, st))
+					continue;
+				key = g->last - g->first;
+			} else {
+				if (!st->allocations)
+					continue;
+				key = st->allocations;
+			}
+			if (nv == cap) {
+				cap = cap ? cap * 2 : 16;
+				v = gmt_xrealloc(v, cap, sizeof(*v));
+			}
+			v[nv++] = (struct gmt_site_ref){i, m, st, key};
+		}
+	}
+	if (nv > 1)
+		qsort(v, nv, sizeof(*v), cmp_site_ref);
+	*count = nv;
+	return v;
 }
 
 uint64_t

@@ -1158,9 +1158,8 @@ replay_event(struct replay *r, const struct gmt_trace_event *ev)
 
 /* Where a bound in seconds lands in @p t: its time from the trace's start (seq unknown). */
 static struct gmt_range_point
-range_locate(const struct gmt_trace *t, const struct gmt_range_bound *b, uint64_t after_seq)
+range_at_seconds(const struct gmt_trace *t, const struct gmt_range_bound *b)
 {
-	(void)after_seq;
 	return (struct gmt_range_point){
 	    .found = true,
 	    .seq = UINT64_MAX, /* the first event at or after ts */
@@ -1271,9 +1270,9 @@ gmt_model_new(const struct gmt_trace *trace, const struct gmt_range_opt *range)
 	if (m->range.from.set) {
 		r->phase = PHASE_BEFORE;
 		if (!m->range.from.label)
-			m->range_from = range_locate(trace, &m->range.from, 0);
+			m->range_from = range_at_seconds(trace, &m->range.from);
 	} else if (m->range.to.set && !m->range.to.label) {
-		m->range_to = range_locate(trace, &m->range.to, 0);
+		m->range_to = range_at_seconds(trace, &m->range.to);
 	}
 	return m;
 }
@@ -1298,7 +1297,7 @@ range_step(struct replay *r, uint64_t seq, uint64_t ts, const struct gmt_trace_m
 		m->range_from.found = true;
 		range_enter(r, seq, ts);
 		if (to->set && !to->label)
-			m->range_to = range_locate(m->trace, to, seq);
+			m->range_to = range_at_seconds(m->trace, to);
 		return true; /* the marker that opens the range does not also close it */
 	}
 	if (to->set) {

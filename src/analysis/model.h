@@ -314,6 +314,29 @@ const struct gmt_growth *gmt_site_growth(const struct gmt_model *m, const struct
  * the intervals between samples. */
 bool gmt_site_grows(const struct gmt_model *m, const struct gmt_site_stats *s);
 
+/** Which call sites gmt_sites_ranked() lists, and by what. */
+enum gmt_site_order {
+	GMT_SITES_GROWING, /**< the sites that grow (gmt_site_grows()), by growth in bytes */
+	GMT_SITES_BUSIEST, /**< the sites that allocated, by allocations */
+};
+
+/** One call site of one model, as gmt_sites_ranked() lists it. */
+struct gmt_site_ref {
+	size_t proc; /**< index of the model among those given */
+	const struct gmt_model *m;
+	const struct gmt_site_stats *st;
+	uint64_t key; /**< what they are ranked by */
+};
+
+/**
+ * The sites of @p models that @p order selects, largest key first (then by model, then by site
+ * order: the same on every run). A new array (free()), *@p count entries.
+ */
+struct gmt_site_ref *gmt_sites_ranked(struct gmt_model *const *models,
+				      size_t n,
+				      enum gmt_site_order order,
+				      size_t *count);
+
 /** Median lifetime in ns of the freed allocations of @p s, from its histogram; 0 when none. */
 uint64_t gmt_site_median_lifetime(const struct gmt_site_stats *s);
 

@@ -820,49 +820,13 @@ oom_json(size_t proc, const struct gmt_model *m, const struct gmt_oom *o)
 	return j;
 }
 
-struct ranked {
-	size_t proc;
-	const struct gmt_model *m;
-	const struct gmt_site_stats *st;
-	uint64_t key;
-};
-
-/* Largest key first; then process and site order, so every run gives the same order. */
-static int
-cmp_ranked(const void *pa, const void *pb)
-{
-	const struct ranked *a = pa, *b = pb;
-
-	if (a->key != b->key)
-		return a->key > b->key ? -1 : 1;
-	if (a->proc != b->proc)
-		return a->proc < b->proc ? -1 : 1;
-	return a->st < b->st ? -1 : a->st > b->st;
-}
-
 static json_t *
 growth_json(struct gmt_model *const *models, size_t n)
 {
-	struct ranked *v = NULL;
-	size_t nv = 0;
+	size_t nv;
+	struct gmt_site_ref *v = gmt_sites_ranked(models, n, GMT_SITES_GROWING, &nv);
 	json_t *a = json_array();
 
-	for (size_t i = 0; i < n; i++) {
-		const struct gmt_model *m = models[i];
-
-		for (size_t k = 0; k < m->nsites; k++) {
-			const struct gmt_growth *g = gmt_site_growth(m, &m->sites[k]);
-
-			if (!gmt_site_grows(m, &m->sites[k]))
-				continue;
-			v = realloc(v, (nv + 1) * sizeof(*v));
-			if (!v)
-				return a;
-			v[nv++] = (struct ranked){i, m, &m->sites[k], g->last - g->first};
-		}
-	}
-	if (nv > 1)
-		qsort(v, nv, sizeof(*v), cmp_ranked);
 	for (size_t i = 0; i < nv; i++) {
 		const struct gmt_model *m = v[i].m;
 		const struct gmt_growth *g = gmt_site_growth(m, v[i].st);
@@ -888,32 +852,27 @@ growth_json(struct gmt_model *const *models, size_t n)
 	return a;
 }
 
+/* By process, then most allocations first, at most CHURN_MAX_SITES per process. */
 static json_t *
 churn_json(struct gmt_model *const *models, size_t n)
 {
+	size_t nv;
+	struct gmt_site_ref *v = gmt_sites_ranked(models, n, GMT_SITES_BUSIEST, &nv);
 	json_t *a = json_array();
 
 	for (size_t i = 0; i < n; i++) {
-		const struct gmt_model *m = models[i];
-		struct ranked *v = NULL;
-		size_t nv = 0;
+		size_t shown = 0;
 
-		for (size_t k = 0; k < m->nsites; k++) {
-			if (!m->sites[k].allocations)
-				continue;
-			v = realloc(v, (nv + 1) * sizeof(*v));
-			if (!v)
-				return a;
-			v[nv++] = (struct ranked){i, m, &m->sites[k], m->sites[k].allocations};
-		}
-		if (nv > 1)
-			qsort(v, nv, sizeof(*v), cmp_ranked);
-		for (size_t k = 0; k < nv && k < CHURN_MAX_SITES; k++) {
+		for (size_t k = 0; k < nv && shown < CHURN_MAX_SITES; k++) {
 			const struct gmt_site_stats *st = v[k].st;
 			uint64_t med = gmt_site_median_lifetime(st);
-			json_t *o = json_object();
+			json_t *o;
 
-			site_keys(o, i, m, st);
+			if (v[k].proc != i)
+				continue;
+			shown++;
+			o = json_object();
+			site_keys(o, i, models[i], st);
 			json_object_set_new(o, "allocations", jint(st->allocations));
 			json_object_set_new(o, "allocated_bytes", jint(st->allocated_bytes));
 			json_object_set_new(o, "frees", jint(st->frees));
@@ -923,8 +882,8 @@ churn_json(struct gmt_model *const *models, size_t n)
 					    st->frees ? json_real((double)med / 1e9) : json_null());
 			json_array_append_new(a, o);
 		}
-		free(v);
 	}
+	free(v);
 	return a;
 }
 

@@ -97,47 +97,15 @@ gmt_text_oom(FILE *out, struct gmt_model *const *models, size_t n)
 		fprintf(out, "  ... %zu more (report --format json: oom[])\n", total - shown);
 }
 
-struct text_rank {
-	const struct gmt_model *m;
-	const struct gmt_site_stats *st;
-	uint64_t key;
-};
-
-static int
-cmp_rank(const void *pa, const void *pb)
-{
-	const struct text_rank *a = pa, *b = pb;
-
-	if (a->key != b->key)
-		return a->key > b->key ? -1 : 1;
-	return a->st < b->st ? -1 : a->st > b->st;
-}
-
 void
 gmt_text_growth(FILE *out, struct gmt_model *const *models, size_t n)
 {
-	struct text_rank *v = NULL;
-	size_t nv = 0;
+	size_t nv;
+	struct gmt_site_ref *v = gmt_sites_ranked(models, n, GMT_SITES_GROWING, &nv);
 
-	for (size_t i = 0; i < n; i++) {
-		for (size_t k = 0; k < models[i]->nsites; k++) {
-			const struct gmt_site_stats *st = &models[i]->sites[k];
-			const struct gmt_growth *g = gmt_site_growth(models[i], st);
-
-			if (!gmt_site_grows(models[i], st))
-				continue;
-			struct text_rank *nvp = realloc(v, (nv + 1) * sizeof(*v));
-			if (!nvp)
-				break;
-			v = nvp;
-			v[nv++] = (struct text_rank){models[i], st, g->last - g->first};
-		}
-	}
-	if (!nv)
-		return;
-	qsort(v, nv, sizeof(*v), cmp_rank);
-	fprintf(out, "growing: %zu call %s whose live bytes keep rising (a reference kept every "
-		"iteration?):\n", nv, gmt_text_plural(nv, "site", "sites"));
+	if (nv)
+		fprintf(out, "growing: %zu call %s whose live bytes keep rising (a reference kept "
+			"every iteration?):\n", nv, gmt_text_plural(nv, "site", "sites"));
 	for (size_t i = 0; i < nv && i < TEXT_GROWTH_MAX; i++) {
 		const struct gmt_model *m = v[i].m;
 		const struct gmt_growth *g = gmt_site_growth(m, v[i].st);
@@ -161,32 +129,18 @@ gmt_text_growth(FILE *out, struct gmt_model *const *models, size_t n)
 void
 gmt_text_churn(FILE *out, struct gmt_model *const *models, size_t n)
 {
-	struct text_rank *v = NULL;
-	size_t nv = 0;
+	size_t nv, shown = 0;
+	struct gmt_site_ref *v = gmt_sites_ranked(models, n, GMT_SITES_BUSIEST, &nv);
 
-	for (size_t i = 0; i < n; i++) {
-		for (size_t k = 0; k < models[i]->nsites; k++) {
-			const struct gmt_site_stats *st = &models[i]->sites[k];
-
-			if (st->allocations < 2)
-				continue;
-			struct text_rank *nvp = realloc(v, (nv + 1) * sizeof(*v));
-			if (!nvp)
-				break;
-			v = nvp;
-			v[nv++] = (struct text_rank){models[i], st, st->allocations};
-		}
-	}
-	if (!nv)
-		return;
-	qsort(v, nv, sizeof(*v), cmp_rank);
-	fprintf(out, "churn (call sites by allocations; temporaries: freed before the next "
-		"allocation):\n");
-	for (size_t i = 0; i < nv && i < TEXT_CHURN_MAX; i++) {
+	/* a site that allocated once is not churn */
+	for (size_t i = 0; i < nv && shown < TEXT_CHURN_MAX && v[i].key >= 2; i++, shown++) {
 		const struct gmt_site_stats *st = v[i].st;
 		char site[512], b[GMT_BYTES_BUF], proc[96];
 		uint64_t med = gmt_site_median_lifetime(st);
 
+		if (shown == 0)
+			fprintf(out, "churn (call sites by allocations; temporaries: freed before the "
+				"next allocation):\n");
 		site_text(v[i].m, st->stack, site, sizeof(site));
 		process_note(v[i].m, n, proc, sizeof(proc));
 		fprintf(out, "  %" PRIu64 " allocations (%s), %" PRIu64 " temporaries", st->allocations,
