@@ -65,21 +65,13 @@ integer(char *p, const char *end, long long *out)
 	return p;
 }
 
-static size_t
-key_hash(const char *key, size_t len)
-{
-	/* the format's keys differ in length, first or last letter: enough to spread them */
-	return (len * 31u + (unsigned char)key[0] * 7u + (unsigned char)key[len ? len - 1 : 0]) &
-	       (GMT_FLAT_INDEX - 1);
-}
-
 /* Index v[i]; a key seen before points at its last occurrence (jansson's rule). */
 static void
 index_key(struct gmt_flat *f, size_t i)
 {
 	const struct gmt_flat_value *v = &f->v[i];
 
-	for (size_t h = key_hash(v->key, v->klen);; h = (h + 1) & (GMT_FLAT_INDEX - 1)) {
+	for (size_t h = gmt_flat_hash(v->key, v->klen);; h = (h + 1) & (GMT_FLAT_INDEX - 1)) {
 		const struct gmt_flat_value *o;
 
 		if (!f->index[h]) {
@@ -149,18 +141,4 @@ gmt_flat_parse(char *buf, size_t len, struct gmt_flat *out)
 		return false;
 	}
 	return skip_ws(p + 1, end) == end;
-}
-
-const struct gmt_flat_value *
-gmt_flat_get(const struct gmt_flat *f, const char *key)
-{
-	size_t len = strlen(key);
-
-	for (size_t h = key_hash(key, len); f->index[h]; h = (h + 1) & (GMT_FLAT_INDEX - 1)) {
-		const struct gmt_flat_value *v = &f->v[f->index[h] - 1];
-
-		if (v->klen == len && memcmp(v->key, key, len) == 0)
-			return v;
-	}
-	return NULL;
 }

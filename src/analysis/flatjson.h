@@ -46,7 +46,31 @@ struct gmt_flat {
  */
 bool gmt_flat_parse(char *buf, size_t len, struct gmt_flat *out);
 
-/** The value of @p key (the last occurrence), or NULL when the object has no such key. */
-const struct gmt_flat_value *gmt_flat_get(const struct gmt_flat *f, const char *key);
+/* The index's hash: the format's keys differ in length, first or last letter. */
+static inline size_t
+gmt_flat_hash(const char *key, size_t len)
+{
+	return (len * 31u + (unsigned char)key[0] * 7u + (unsigned char)key[len ? len - 1 : 0]) &
+	       (GMT_FLAT_INDEX - 1);
+}
+
+/**
+ * The value of @p key (the last occurrence), or NULL when the object has no such key. Inline: a
+ * key given as a literal has its length and hash folded at compile time (it is called ~15 times
+ * per event line).
+ */
+static inline const struct gmt_flat_value *
+gmt_flat_get(const struct gmt_flat *f, const char *key)
+{
+	size_t len = __builtin_strlen(key);
+
+	for (size_t h = gmt_flat_hash(key, len); f->index[h]; h = (h + 1) & (GMT_FLAT_INDEX - 1)) {
+		const struct gmt_flat_value *v = &f->v[f->index[h] - 1];
+
+		if (v->klen == len && __builtin_memcmp(v->key, key, len) == 0)
+			return v;
+	}
+	return NULL;
+}
 
 #endif

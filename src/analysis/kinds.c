@@ -130,8 +130,8 @@ gmt_kind_str(enum gmt_tkind kind)
 enum gmt_tkind
 gmt_kind_parse(const char *name)
 {
-	for (int k = GMT_TK_NONE + 1; k < GMT_TK_COUNT; k++)
-		if (strcmp(name, kinds[k].name) == 0)
+	for (int k = GMT_TK_NONE + 1; k < GMT_TK_COUNT; k++) /* per event: the first byte first */
+		if (name[0] == kinds[k].name[0] && strcmp(name, kinds[k].name) == 0)
 			return (enum gmt_tkind)k;
 	return GMT_TK_NONE;
 }

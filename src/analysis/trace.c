@@ -25,6 +25,23 @@
 /* Bad lines shown per file; a garbled file must not bury the report under its diagnostics. */
 #define GMT_TRACE_MAX_DIAG 20
 
+/* An event or a marker waiting in the reorder window. */
+struct pending {
+	uint64_t seq;
+	uint32_t line;
+	uint32_t marker; /* index into t->markers + 1; 0: an event */
+	struct gmt_trace_event ev;
+};
+
+/* The heap orders small keys; the events wait in slots (a heap of whole events moves too much). */
+struct heap_key {
+	uint64_t seq;
+	uint32_t line;
+	uint32_t slot; /* into r->slots; the top bit: a marker */
+};
+
+#define KEY_MARKER 0x80000000u
+
 struct reader {
 	struct gmt_trace *t;
 	FILE *diag;
@@ -46,29 +63,17 @@ struct reader {
 	struct pending *slots; /* GMT_TRACE_REORDER_WINDOW + 1 */
 	uint32_t *free_slots;
 	size_t nfree;
-	uint64_t delivered_seq;
+	struct heap_key last; /* the last key delivered in order */
+	bool delivered_any;
+	uint64_t event_seq, event_ts; /* of the last event delivered in order */
+	size_t first_late_line; /* and its seq: for the note on lines applied late */
+	uint64_t first_late_seq;
 	struct open_range *open;	/* pushes delivered and not popped yet, to name pops */
 	size_t nopen;
 	char *scratch;	   /* the fast path's copy of a line */
 	size_t scratch_cap;
 };
 
-/* An event or a marker waiting in the reorder window. */
-struct pending {
-	uint64_t seq;
-	uint32_t line;
-	uint32_t marker; /* index into t->markers + 1; 0: an event */
-	struct gmt_trace_event ev;
-};
-
-/* The heap orders small keys; the events wait in slots (a heap of whole events moves too much). */
-struct heap_key {
-	uint64_t seq;
-	uint32_t line;
-	uint32_t slot; /* into r->slots; the top bit: a marker */
-};
-
-#define KEY_MARKER 0x80000000u
 
 struct open_range {
 	int64_t tid;
@@ -114,6 +119,7 @@ note_line(struct reader *r, size_t lineno, const char *fmt, ...)
 //
 // Each getter returns 0 when the key is present and well-formed, -ENOENT when it is absent (or
 // null) and -EINVAL when it has the wrong type, so callers can say which of the two it was.
+// Always inlined: with the key a literal, the flat record's lookup folds to a compare or two.
 
 /*
  * Where a line's keys come from: the jansson object, or (event lines of the plain shape) the
@@ -134,7 +140,7 @@ struct fval {
 	const char *str;
 };
 
-static struct fval
+static inline __attribute__((always_inline)) struct fval
 field(struct src o, const char *key)
 {
 	struct fval f = {F_ABSENT, 0, NULL};
@@ -163,7 +169,7 @@ field(struct src o, const char *key)
 	return f;
 }
 
-static int
+static inline __attribute__((always_inline)) int
 get_u64(struct src obj, const char *key, uint64_t *out)
 {
 	struct fval v = field(obj, key);
@@ -176,7 +182,7 @@ get_u64(struct src obj, const char *key, uint64_t *out)
 	return 0;
 }
 
-static int
+static inline __attribute__((always_inline)) int
 get_i64(struct src obj, const char *key, long long *out)
 {
 	struct fval v = field(obj, key);
@@ -189,22 +195,42 @@ get_i64(struct src obj, const char *key, long long *out)
 	return 0;
 }
 
+/* The value of hex digit @p c, or -1. */
 static int
-parse_hex(const char *s, uint64_t *out)
+hex_digit(char c)
 {
-	char *end;
-
-	/* The format writes every pointer as "0x" + hex digits so 64-bit values survive JSON. */
-	if (s[0] != '0' || (s[1] != 'x' && s[1] != 'X') || s[2] == '\0')
-		return -EINVAL;
-	errno = 0;
-	*out = strtoull(s + 2, &end, 16);
-	if (errno || *end != '\0' || s[2] == '-' || s[2] == '+' || s[2] == ' ')
-		return -EINVAL;
-	return 0;
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
 }
 
 static int
+parse_hex(const char *s, uint64_t *out)
+{
+	uint64_t v = 0;
+	const char *p = s + 2;
+	int d;
+
+	/* The format writes every pointer as "0x" + hex digits so 64-bit values survive JSON:
+	 * one or more digits and nothing else, at most 64 bits once leading zeros are dropped. */
+	if (s[0] != '0' || (s[1] != 'x' && s[1] != 'X') || *p == '\0')
+		return -EINVAL;
+	for (; (d = hex_digit(*p)) >= 0; p++) {
+		if (v >> 60)
+			return -EINVAL; /* a 17th significant digit */
+		v = v << 4 | (uint64_t)d;
+	}
+	if (*p != '\0')
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+static inline __attribute__((always_inline)) int
 get_hex(struct src obj, const char *key, uint64_t *out)
 {
 	struct fval v = field(obj, key);
@@ -216,7 +242,7 @@ get_hex(struct src obj, const char *key, uint64_t *out)
 	return parse_hex(v.str, out);
 }
 
-static int
+static inline __attribute__((always_inline)) int
 get_str(struct src obj, const char *key, const char **out)
 {
 	struct fval v = field(obj, key);
@@ -708,18 +734,6 @@ read_modules(struct reader *r, json_t *obj, size_t lineno)
 	return true;
 }
 
-static int
-hex_digit(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* Decode a hex string into a new buffer; NULL when it is not whole bytes of hex. */
 static uint8_t *
 hex_decode(const char *s, size_t *n)
@@ -820,7 +834,7 @@ static bool
 parse_op(const char *name, uint8_t *op)
 {
 	for (size_t i = GMT_TOP_NONE + 1; i < sizeof(op_names) / sizeof(op_names[0]); i++) {
-		if (strcmp(name, op_names[i]) == 0) {
+		if (name[0] == op_names[i][0] && strcmp(name, op_names[i]) == 0) {
 			*op = (uint8_t)i;
 			return true;
 		}
@@ -999,8 +1013,13 @@ full:
 
 // --- the reorder window (streaming) -------------------------------------------------------------
 //
-// Events and markers wait in a min-heap by (seq, events before markers, line) until the window
-// is full; then the smallest goes to the sink. Same order as sorting a stored trace.
+// The sink gets events and markers in the order of sorting a stored trace: by (seq, events
+// before markers of the same seq, line). The tracer hands out seqs one by one from 1, so a key
+// whose seq is the next one after the last delivered goes to the sink at once, and so do the
+// waiting keys it unblocks; only lines that come before their predecessors wait, in a min-heap
+// (or, when they arrive in order among themselves, in a FIFO run beside it). A seq that never
+// comes (a stamp with no line, a dropped event) holds the window up until
+// GMT_TRACE_REORDER_WINDOW keys wait; then the smallest goes, and the flow resumes after it.
 
 static bool
 key_before(const struct heap_key *a, const struct heap_key *b)
@@ -1037,21 +1056,33 @@ name_pop_now(struct reader *r, struct gmt_trace_marker *mk)
 }
 
 static void
-deliver(struct reader *r, struct pending *p)
+late(struct reader *r, size_t line, uint64_t seq)
+{
+	if (r->t->late_events++ == 0) {
+		r->first_late_line = line;
+		r->first_late_seq = seq;
+	}
+}
+
+/* Hand @p p (whose key is @p k) to the sink; a key that sorts before one already delivered is
+ * late: counted (noted once the file is read). */
+static void
+deliver(struct reader *r, const struct heap_key *k, const struct pending *p)
 {
 	struct gmt_trace *t = r->t;
 
-	if (p->seq < r->delivered_seq && !p->marker) {
-		if (t->late_events++ == 0)
-			note_line(r, p->line,
-			     "event seq %" PRIu64 " comes more than %d lines after later events: "
-			     "applied late (the counts stay right, the order of that moment may not)",
-			     p->seq, GMT_TRACE_REORDER_WINDOW);
+	if (r->delivered_any && key_before(k, &r->last)) {
+		late(r, p->line, p->seq);
+	} else {
+		r->last = *k;
+		r->delivered_any = true;
+		if (!p->marker) {
+			r->event_seq = p->seq;
+			r->event_ts = p->ev.ts;
+		}
 	}
-	if (p->seq > r->delivered_seq)
-		r->delivered_seq = p->seq;
 	if (p->marker) {
-		struct gmt_trace_marker *mk = &t->markers[p->marker - 1];
+		struct gmt_trace_marker *mk = &r->t->markers[p->marker - 1];
 
 		name_pop_now(r, mk);
 		r->sink->marker(r->sink->ctx, t, mk);
@@ -1083,18 +1114,28 @@ window_pop(struct reader *r)
 	return top;
 }
 
-/*
- * Deliver the smallest waiting key: the heap's top or the run's head (the run is sorted). Its
- * slot goes back to the free list.
- */
+/* The smallest waiting key: the heap's top or the run's head (the run is sorted); NULL if none. */
+static const struct heap_key *
+window_min(const struct reader *r)
+{
+	const struct heap_key *run = r->nrun ? &r->run[r->run_head] : NULL;
+
+	if (!r->nheap)
+		return run;
+	if (run && key_before(run, &r->heap[0]))
+		return run;
+	return &r->heap[0];
+}
+
+/* Deliver the smallest waiting key; its slot goes back to the free list. */
 static void
-window_deliver_top(struct reader *r)
+window_deliver_min(struct reader *r)
 {
 	const size_t cap = GMT_TRACE_REORDER_WINDOW + 1;
 	struct heap_key k;
 	uint32_t slot;
 
-	if (r->nrun && (!r->nheap || key_before(&r->run[r->run_head], &r->heap[0]))) {
+	if (window_min(r) != &r->heap[0]) {
 		k = r->run[r->run_head];
 		r->run_head = (r->run_head + 1) % cap;
 		r->nrun--;
@@ -1102,34 +1143,63 @@ window_deliver_top(struct reader *r)
 		k = window_pop(r);
 	}
 	slot = k.slot & ~KEY_MARKER;
-	deliver(r, &r->slots[slot]);
+	deliver(r, &k, &r->slots[slot]);
 	r->free_slots[r->nfree++] = slot;
 }
 
+/* May a key with @p seq go now? Yes when every smaller seq has gone (the tracer's seqs are
+ * consecutive), and for a repeat or a late one, which would wait for nothing. */
+static bool
+may_go(const struct reader *r, uint64_t seq)
+{
+	return seq <= (r->delivered_any ? r->last.seq : 0) + 1;
+}
+
+/* Deliver the waiting keys that may go now. */
+static void
+window_flow(struct reader *r)
+{
+	const struct heap_key *k;
+
+	while ((k = window_min(r)) && may_go(r, k->seq))
+		window_deliver_min(r);
+}
+
+static void
+window_init(struct reader *r)
+{
+	const size_t cap = GMT_TRACE_REORDER_WINDOW + 1;
+
+	r->heap = gmt_xrealloc(NULL, cap, sizeof(*r->heap));
+	r->run = gmt_xrealloc(NULL, cap, sizeof(*r->run));
+	r->slots = gmt_xrealloc(NULL, cap, sizeof(*r->slots));
+	r->free_slots = gmt_xrealloc(NULL, cap, sizeof(*r->free_slots));
+	for (size_t k = 0; k < cap; k++)
+		r->free_slots[k] = (uint32_t)(cap - 1 - k);
+	r->nfree = cap;
+}
+
 /*
- * Hold @p p back until GMT_TRACE_REORDER_WINDOW later lines have been read. A key not smaller
- * than the last one held goes to the run in O(1) (the common case: lines mostly come in seq
- * order); only the others go through the heap.
+ * @p p goes to the sink now if it may (see may_go()); else it waits. A waiting key not smaller
+ * than the last one of the run joins the run in O(1) (lines of one thread come in seq order);
+ * the others go through the heap. When GMT_TRACE_REORDER_WINDOW keys wait, the smallest goes.
  */
 static void
 window_push(struct reader *r, const struct pending *p)
 {
 	const size_t cap = GMT_TRACE_REORDER_WINDOW + 1;
+	struct heap_key key = {p->seq, p->line, p->marker ? KEY_MARKER : 0};
 	size_t i;
 
-	if (!r->heap) {
-		r->heap = gmt_xrealloc(NULL, cap, sizeof(*r->heap));
-		r->run = gmt_xrealloc(NULL, cap, sizeof(*r->run));
-		r->slots = gmt_xrealloc(NULL, cap, sizeof(*r->slots));
-		r->free_slots = gmt_xrealloc(NULL, cap, sizeof(*r->free_slots));
-		for (size_t k = 0; k < cap; k++)
-			r->free_slots[k] = (uint32_t)(cap - 1 - k);
-		r->nfree = cap;
+	if (may_go(r, p->seq)) {
+		deliver(r, &key, p);
+		window_flow(r);
+		return;
 	}
-	uint32_t slot = r->free_slots[--r->nfree];
-	struct heap_key key = {p->seq, p->line, slot | (p->marker ? KEY_MARKER : 0)};
-
-	r->slots[slot] = *p;
+	if (!r->heap)
+		window_init(r);
+	key.slot |= r->free_slots[--r->nfree];
+	r->slots[key.slot & ~KEY_MARKER] = *p;
 	if (!r->nrun || !key_before(&key, &r->run[(r->run_head + r->nrun - 1) % cap])) {
 		r->run[(r->run_head + r->nrun) % cap] = key;
 		r->nrun++;
@@ -1139,15 +1209,17 @@ window_push(struct reader *r, const struct pending *p)
 			r->heap[i] = r->heap[(i - 1) / 2];
 		r->heap[i] = key;
 	}
-	if (r->nheap + r->nrun > GMT_TRACE_REORDER_WINDOW)
-		window_deliver_top(r);
+	if (r->nheap + r->nrun >= GMT_TRACE_REORDER_WINDOW) {
+		window_deliver_min(r);
+		window_flow(r);
+	}
 }
 
 static void
 window_drain(struct reader *r)
 {
 	while (r->nheap || r->nrun)
-		window_deliver_top(r);
+		window_deliver_min(r);
 }
 
 static bool
@@ -1293,6 +1365,7 @@ read_snapshot(struct reader *r, json_t *obj, size_t lineno)
 {
 	struct gmt_trace *t = r->t;
 	struct gmt_trace_nvml proto = {.line = (uint32_t)lineno};
+	size_t nvml_before = t->nnvml;
 	uint64_t dropped;
 	int err;
 
@@ -1307,6 +1380,12 @@ read_snapshot(struct reader *r, json_t *obj, size_t lineno)
 	if (!read_nvml(r, obj, lineno, &proto))
 		return false;
 	see_ts(r, proto.ts);
+	/* Streaming: the model takes a reading in before the first event after it (by seq, else
+	 * ts). The writer's snapshot names the last seq it wrote, so no later event went before
+	 * it; in a file where one did, the reading comes late. */
+	if (r->sink && t->nnvml > nvml_before && r->delivered_any &&
+	    (proto.has_seq ? proto.seq < r->event_seq : proto.ts < r->event_ts))
+		late(r, lineno, proto.seq);
 	/* The trailer's count wins when there is one; a dead process only left snapshots. */
 	if (!t->complete && dropped > t->dropped)
 		t->dropped = dropped;
@@ -1344,10 +1423,11 @@ read_trailer(struct reader *r, json_t *obj, size_t lineno)
 static bool
 read_line_fast(struct reader *r, const char *buf, size_t len, size_t lineno)
 {
-	static const char lead[] = "{\"type\":\"event\"";
 	struct gmt_flat flat;
 
-	if (r->no_fast || len < sizeof(lead) - 1 || memcmp(buf, lead, sizeof(lead) - 1) != 0)
+	/* any flat object is tried (a writer may put spaces or order keys its own way); a line
+	 * with a nested value (stack, snapshot, header) is declined at its first '[' or '{' */
+	if (r->no_fast || len < 2)
 		return false;
 	if (len + 1 > r->scratch_cap) {
 		r->scratch_cap = len + 1 > 4096 ? len + 1 : 4096;
@@ -1545,7 +1625,7 @@ settle_pycodes(struct reader *r)
 
 // --- progress on a terminal --------------------------------------------------------------------
 
-#define PROGRESS_EVERY ((1u << 18) - 1) /* lines between looks at the clock */
+#define PROGRESS_EVERY ((1u << 14) - 1) /* lines between looks at the clock */
 
 /* A line on @p diag, rewritten in place at most once a second, for traces that take a while. */
 struct progress {
@@ -1553,6 +1633,7 @@ struct progress {
 	bool on;
 	bool shown;
 	double start, last;
+	double every; /* seconds between updates */
 	long long size;
 };
 
@@ -1574,6 +1655,16 @@ progress_start(FILE *f, FILE *diag)
 	p.on = isatty(fileno(diag)) && fstat(fileno(f), &st) == 0;
 	p.size = p.on ? (long long)st.st_size : 0;
 	p.start = p.last = now_s();
+	p.every = 1.0;
+	/* tests show it on a small trace: GMT_PROGRESS_INTERVAL_S=0 (docs/testing.md) */
+	const char *iv = getenv("GMT_PROGRESS_INTERVAL_S");
+	if (iv && *iv) {
+		char *end;
+		double v = strtod(iv, &end);
+
+		if (*end == '\0' && v >= 0)
+			p.every = v;
+	}
 	return p;
 }
 
@@ -1583,7 +1674,7 @@ progress_show(struct progress *p, const char *path, size_t lines)
 	double t;
 	long long at;
 
-	if (!p->on || (t = now_s()) - p->last < 1.0)
+	if (!p->on || (t = now_s()) - p->last < p->every)
 		return;
 	p->last = t;
 	at = ftell(p->f);
@@ -1688,6 +1779,15 @@ gmt_trace_read_sink(const char *path,
 		settle_stacks(&r);
 		settle_pycodes(&r);
 	}
+	if (t->late_events) /* one line whatever the cap: it says how far to trust the order */
+		fprintf(diag,
+			"%s:%zu: note: %" PRIu64 " line%s applied late, the first with seq %" PRIu64
+			": a seq that repeats, one that came after %d waiting lines gave up on it, or a "
+			"snapshot behind the events before it (the counts stay right; the order at %s "
+			"may not)\n",
+			path, r.first_late_line, t->late_events, t->late_events == 1 ? "" : "s",
+			r.first_late_seq, GMT_TRACE_REORDER_WINDOW,
+			t->late_events == 1 ? "that moment" : "those moments");
 	if (r.shown < t->bad_lines)
 		fprintf(diag, "%s: %zu more bad lines not shown\n", path, t->bad_lines - r.shown);
 	if (read_errno) {

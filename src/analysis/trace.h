@@ -200,7 +200,7 @@ struct gmt_trace {
 
 	struct gmt_trace_event *events; /**< sorted by seq once read */
 	size_t nevents;
-	uint64_t late_events; /**< streaming: events delivered after a later seq (see the sink) */
+	uint64_t late_events; /**< streaming: lines applied after a later one (see the sink) */
 	struct gmt_trace_marker *markers; /**< sorted by seq */
 	size_t nmarkers;
 	struct gmt_trace_stack *stacks; /**< sorted by id */
@@ -251,15 +251,19 @@ struct gmt_trace_sink {
 	void *ctx;
 };
 
-/** Lines a sink's events may come out of seq order by and still be delivered in order. */
+/** Lines that may wait for a missing seq before the reader gives up on it and goes on. */
 #define GMT_TRACE_REORDER_WINDOW 65536
 
 /**
  * Read @p path as gmt_trace_read() does, but hand every event and marker to @p sink instead of
  * keeping the events: memory stays bounded by the reorder window, whatever the trace's length
- * (`events` stays NULL; `nevents` counts them). The writer emits lines in drain order, at most
- * a ring's worth out of seq order; an event later than the window is delivered late and
- * counted in `late_events` (with a note). On GMT_TRACE_UNREADABLE what the sink got is void.
+ * (`events` stays NULL; `nevents` counts them). The writer emits lines in drain order, not seq
+ * order; the tracer's seqs are consecutive, so a line goes to the sink as soon as every smaller
+ * seq has, and only lines that come before their predecessors wait. A seq that never comes (a
+ * stamp without a line, a dropped event) holds the others back until GMT_TRACE_REORDER_WINDOW
+ * wait. A line that sorts before one already delivered (a repeated seq, one later than the
+ * window, a snapshot behind the events before it) is applied late: counted in `late_events`
+ * and noted once on @p diag. On GMT_TRACE_UNREADABLE what the sink got is void.
  */
 enum gmt_trace_status gmt_trace_read_sink(const char *path,
 					  FILE *diag,

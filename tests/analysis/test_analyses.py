@@ -6,8 +6,9 @@
 Each case writes small traces (docs/trace-format.md) into a temporary directory, runs the report
 (JSON, and text where the wording matters) and checks the keys of docs/report-json.md,
 "Analyses": growth across markers, temporaries and churn, OOM causes and explanations, --from/--to,
-the timeline's bounded series, fragmentation, the per-process figures for many ranks, and range
-markers whose pops name their push.
+the timeline's bounded series, fragmentation, the per-process figures for many ranks, range
+markers whose pops name their push, lines out of seq order (the reorder window, lines applied
+late) and the progress line on a terminal.
 """
 import argparse
 import json
@@ -377,9 +378,130 @@ def case_ranges(exe, tmp):
     check(got == want, "pops named by their push:\n  got  %s\n  want %s" % (got, want))
 
 
+def run_report(exe, path, env=None, stderr=subprocess.PIPE):
+    """`report --format json PATH`: (exit status, the report or None, stderr as text)."""
+    p = subprocess.run([exe, "report", "--format", "json", path], stdout=subprocess.PIPE,
+                       stderr=stderr, env=dict(os.environ, **(env or {})), timeout=120)
+    rep = json.loads(p.stdout) if p.returncode == 0 else None
+    return p.returncode, rep, (p.stderr or b"").decode(errors="replace")
+
+
+def without_file(rep):
+    """The report less what names the file, to compare two files with the same events."""
+    for proc in rep["processes"]:
+        proc.pop("file", None)
+    return rep
+
+
+def case_order(exe, tmp):
+    """Lines out of seq order: put back in order within the window, the rest applied late."""
+    t = Trace()
+    for i in range(3000):
+        t.alloc(0x7f0000000000 + (i % 50) * 16 * MiB, (i % 7 + 1) * MiB, stack=1 + i % 3)
+        if i % 50 == 49:
+            for k in range(50):
+                t.free(0x7f0000000000 + k * 16 * MiB)
+        if i % 500 == 0:
+            t.mark("step %d" % i)
+    t.alloc(0x7f8000000000, 3 * MiB, stack=4)   # leaked
+    head = [l for l in t.lines if l["type"] not in ("event", "marker")]
+    body = [l for l in t.lines if l["type"] in ("event", "marker")]
+    sorted_path = os.path.join(tmp, "sorted.jsonl")
+    t.write(sorted_path)
+    # as the writer drains: blocks of up to 997 lines, the odd seqs of a block before the even
+    shuffled = []
+    for b in range(0, len(body), 997):
+        block = body[b:b + 997]
+        shuffled += [l for l in block if l["seq"] % 2] + [l for l in block if not l["seq"] % 2]
+    t.lines = head + shuffled
+    shuffled_path = os.path.join(tmp, "shuffled.jsonl")
+    t.write(shuffled_path)
+    rc_a, a, err_a = run_report(exe, sorted_path)
+    rc_b, b, err_b = run_report(exe, shuffled_path)
+    check(rc_a == rc_b == 0 and a and b and without_file(a) == without_file(b),
+          "lines in drain order give the report of lines in seq order")
+    check("applied late" not in err_b, "no line applied late (%s)" % err_b.strip()[-300:])
+
+    # seq 1 missing (a stamp that wrote no line): the window waits, gives up, and goes on
+    gap = Trace()
+    gap.seq = 1
+    for i in range(70000):
+        gap.alloc(0x7f0000000000, MiB, stack=1)
+        gap.free(0x7f0000000000)
+    gap.alloc(0x7f8000000000, 2 * MiB, stack=2)
+    gap_path = os.path.join(tmp, "gap.jsonl")
+    gap.write(gap_path)
+    rc, rep, err = run_report(exe, gap_path)
+    check(rc == 0 and rep["summary"]["events"] == 140001 and rep["summary"]["leaked_bytes"] == 2 * MiB,
+          "a seq that never comes: every event counted, the leak found (%s)"
+          % (rep and {k: rep["summary"][k] for k in ("events", "leaked_bytes")}))
+    check("applied late" not in err, "a missing seq is not a late line (%s)" % err.strip()[-300:])
+
+    # ... and when it comes after all: applied late, counted, noted once with its file:line
+    ev = {"type": "event", "seq": 1, "ts": gap.ts + 5, "tid": 1, "op": "alloc", "api": "cudaMalloc",
+          "kind": "device", "device": 0, "ptr": "0x7f9000000000", "size": 5 * MiB, "result": 0,
+          "stack": 3}
+    gap.stack(3)
+    gap.lines.append(ev)
+    late_path = os.path.join(tmp, "late.jsonl")
+    gap.write(late_path)
+    late_line = len(gap.lines)
+    rc, rep, err = run_report(exe, late_path)
+    check(rc == 0 and rep["summary"]["leaked_bytes"] == 7 * MiB and rep["summary"]["events"] == 140002,
+          "the late allocation still counts: 7 MiB leaked (%s)" % (rep and rep["summary"]["leaked_bytes"]))
+    want = "%s:%d: note: 1 line applied late, the first with seq 1" % (late_path, late_line)
+    check(want in err and err.count("applied late") == 1, "noted once: %r in %r" % (want, err[-400:]))
+
+    # a repeated seq, and a snapshot behind the events before it: also late
+    dup = Trace()
+    dup.alloc(0x7f0000000000, MiB, stack=1)
+    dup.alloc(0x7f0010000000, MiB, stack=1)
+    dup.lines.append(dict(dup.lines[-2], ptr="0x7f0020000000"))  # seq 1 again, after seq 2
+    dup.lines.append({"type": "snapshot", "ts": dup.ts - 500, "seq": 1, "events": 1, "dropped": 0,
+                      "live": [], "nvml": [{"device": 0, "total": 80 * GiB, "used": GiB,
+                                            "process_used": GiB}]})
+    dup_path = os.path.join(tmp, "dup.jsonl")
+    dup.write(dup_path)
+    rc, rep, err = run_report(exe, dup_path)
+    check(rc == 0 and rep["summary"]["leaked_bytes"] == 3 * MiB, "a repeated seq still counts")
+    check("2 lines applied late, the first with seq 1" in err, "repeat and snapshot noted (%r)" % err[-400:])
+
+
+def case_progress(exe, tmp):
+    """On a terminal the reader shows where it is, then erases the line; in a pipe, nothing."""
+    import pty
+    t = Trace()
+    for i in range(40000):
+        t.alloc(0x7f0000000000, MiB, stack=1)
+        t.free(0x7f0000000000)
+    path = os.path.join(tmp, "progress.jsonl")
+    t.write(path)
+    master, slave = pty.openpty()
+    rc, tty_rep, _ = run_report(exe, path, env={"GMT_PROGRESS_INTERVAL_S": "0"}, stderr=slave)
+    os.close(slave)
+    shown = b""
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        shown += chunk
+    os.close(master)
+    text = shown.decode(errors="replace")
+    want = "\rgpumemtrace: reading %s: " % path
+    check(rc == 0 and want in text, "progress line on a terminal (%r)" % text[:200])
+    check(" lines, " in text and "% (" in text and "MB/s)" in text, "it says lines, percent and MB/s")
+    check(text.endswith("\r\x1b[K"), "the line is erased at the end (%r)" % text[-40:])
+    rc2, pipe_rep, err = run_report(exe, path, env={"GMT_PROGRESS_INTERVAL_S": "0"})
+    check(rc2 == 0 and "reading" not in err, "no progress line into a pipe (%r)" % err[:200])
+    check(tty_rep == pipe_rep, "the report is the same either way")
+
+
 CASES = {"growth": case_growth, "growth-snapshots": case_growth_snapshots, "oom": case_oom,
          "range": case_range, "timeline": case_timeline, "fragmentation": case_fragmentation,
-         "ranks": case_ranks, "ranges": case_ranges}
+         "ranks": case_ranks, "ranges": case_ranges, "order": case_order, "progress": case_progress}
 
 
 def main():
