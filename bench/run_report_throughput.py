@@ -4,7 +4,7 @@ stays bounded by what the trace keeps live (allocations, stacks) rather than by 
 
     run_report_throughput.py --build BUILD [--sizes 1000000,3000000,10000000] [--rounds 3]
                              [--formats json,text] [--cpu N|none] [--seed 1] [--live 10000]
-                             [--stacks 300] [--cache DIR]
+                             [--stacks 300] [--cache DIR] [--baseline EXE]
 
 Builds nothing: BUILD must hold bench/gen_trace and tools/gpumemtrace (ninja -C BUILD). For each
 size it writes a trace with bench/gen_trace (cached in BUILD/bench/report-traces and reused while
@@ -22,6 +22,10 @@ ratio, and the bytes added per extra event. Memory bounded by the live set and t
 generator keeps both fixed whatever the size) adds ~0 bytes per event and gives a ratio near 1;
 a reader that keeps every event adds its per-event size. The goal (docs/performance.md,
 "Analyzer throughput"): >= 1M events/s on one core, and under 2 bytes of RSS per extra event.
+
+With --baseline EXE (an older gpumemtrace, e.g. built from the commit before a change), every
+run of BUILD's gpumemtrace is followed by the same run of EXE, so both see the same machine
+state; it prints the median wall time of both and their ratio per size and format.
 
 The last line of output is one JSON object with every figure and sample. Python 3 standard
 library only. Traces are ~226 bytes per event (10M events: ~2.3 GB).
@@ -102,6 +106,7 @@ def main():
     ap.add_argument("--live", type=int, default=10000, help="gen_trace --live: most allocations live at once")
     ap.add_argument("--stacks", type=int, default=300, help="gen_trace --stacks: distinct stacks")
     ap.add_argument("--cache", help="where the traces are kept (default BUILD/bench/report-traces)")
+    ap.add_argument("--baseline", help="another gpumemtrace to run after each run of BUILD's, for a before/after ratio")
     args = ap.parse_args()
 
     build = os.path.abspath(args.build)
@@ -130,22 +135,35 @@ def main():
     check = validate(exe, traces[sizes[0]], sizes[0])
     print(f"  {sizes[0]} events read back: {check}")
 
-    samples = {(n, f): [] for n in sizes for f in formats}
+    variants = [("", exe)] + ([("baseline", os.path.abspath(args.baseline))] if args.baseline else [])
+    samples = {(v, n, f): [] for v, _ in variants for n in sizes for f in formats}
     for r in range(args.rounds):
         for n in sizes:
             for fmt in formats:
-                cmd = [exe, "report", "--format", fmt, "-o", "/dev/null", traces[n]]
-                wall, cpu_s, rss, rc, stderr = run_once(cmd, prefix)
-                if rc != 0:
-                    sys.exit(f"run_report_throughput: {' '.join(cmd)} exited {rc}: {stderr[-400:]}")
-                samples[(n, fmt)].append({"wall_s": round(wall, 3), "cpu_s": round(cpu_s, 3), "max_rss_kib": rss})
-                print(f"  round {r + 1}: {n:>10,} events {fmt:<5} {wall:8.2f} s wall {cpu_s:8.2f} s cpu "
-                      f"{rss / 1024:8.0f} MiB RSS  {n / wall:>12,.0f} events/s")
+                for variant, program in variants:
+                    cmd = [program, "report", "--format", fmt, "-o", "/dev/null", traces[n]]
+                    wall, cpu_s, rss, rc, stderr = run_once(cmd, prefix)
+                    if rc != 0:
+                        sys.exit(f"run_report_throughput: {' '.join(cmd)} exited {rc}: {stderr[-400:]}")
+                    samples[(variant, n, fmt)].append({"wall_s": round(wall, 3), "cpu_s": round(cpu_s, 3),
+                                                       "max_rss_kib": rss})
+                    print(f"  round {r + 1}: {n:>10,} events {fmt:<5} {wall:8.2f} s wall {cpu_s:8.2f} s cpu "
+                          f"{rss / 1024:8.0f} MiB RSS  {n / wall:>12,.0f} events/s {variant}")
 
+    baseline = []
+    for n in sizes:
+        for fmt in formats:
+            if not args.baseline:
+                break
+            new_s = statistics.median(x["wall_s"] for x in samples[("", n, fmt)])
+            old_s = statistics.median(x["wall_s"] for x in samples[("baseline", n, fmt)])
+            baseline.append({"events": n, "format": fmt, "median_wall_s": new_s,
+                             "baseline_median_wall_s": old_s, "speedup": old_s / new_s,
+                             "baseline_samples": samples[("baseline", n, fmt)]})
     rows = []
     for n in sizes:
         for fmt in formats:
-            s = samples[(n, fmt)]
+            s = samples[("", n, fmt)]
             wall = statistics.median(x["wall_s"] for x in s)
             rows.append({"events": n, "format": fmt, "trace_bytes": os.path.getsize(traces[n]),
                          "median_wall_s": wall, "events_per_s": n / wall if wall else None,
@@ -172,18 +190,26 @@ def main():
     bounded = True
     for fmt in formats:
         g = growth[fmt]
-        ok = g["bytes_per_extra_event"] is not None and g["bytes_per_extra_event"] < BOUNDED_BYTES_PER_EVENT
+        if g["bytes_per_extra_event"] is None:
+            print(f"  {fmt}: one size only: memory growth not measured")
+            bounded = False
+            continue
+        ok = g["bytes_per_extra_event"] < BOUNDED_BYTES_PER_EVENT
         bounded = bounded and ok
         print(f"  {fmt}: max RSS at {sizes[-1]:,} / at {sizes[0]:,} events = {g['ratio']:.2f} "
               f"(event ratio {sizes[-1] / sizes[0]:.0f}), {g['bytes_per_extra_event']:.1f} bytes per extra event: "
               f"{'bounded' if ok else 'grows with the event count'}")
+    for b in baseline:
+        print(f"  against the baseline: {b['events']:>11,} {b['format']:<5} {b['baseline_median_wall_s']:.2f} s -> "
+              f"{b['median_wall_s']:.2f} s: {b['speedup']:.2f}x")
     met = slowest >= GOAL_EVENTS_PER_S and bounded
     print(f"  goal (>= {GOAL_EVENTS_PER_S:,} events/s wall on one core, < {BOUNDED_BYTES_PER_EVENT:g} bytes of RSS "
           f"per extra event): {'met' if met else 'not met'} (slowest {slowest:,.0f} events/s)")
     print(json.dumps({"bench": "report_throughput", "cpus": os.cpu_count(), "pinned_cpu": cpu,
                       "rounds": args.rounds, "seed": args.seed, "live": args.live, "stacks": args.stacks,
                       "sizes": sizes, "formats": formats, "check": check, "rows": rows,
-                      "rss_growth": growth, "slowest_events_per_s": slowest, "goal_met": met}))
+                      "rss_growth": growth, "slowest_events_per_s": slowest, "goal_met": met,
+                      "baseline": {"exe": args.baseline, "rows": baseline} if args.baseline else None}))
 
 
 if __name__ == "__main__":

@@ -11,10 +11,20 @@
 #include <limits.h>
 #include <string.h>
 
+/* Bytes that end the fast scans: whitespace for skip_ws(); for plain_string(), the closing
+ * quote and what it declines (an escape, a control byte, a byte of a multi-byte character). */
+enum { WS = 1, STR_END = 2 };
+
+static const unsigned char byte_class[256] = {
+    [0x00 ... 0x08] = STR_END, ['\t'] = WS | STR_END, ['\n'] = WS | STR_END,
+    [0x0b ... 0x0c] = STR_END, ['\r'] = WS | STR_END, [0x0e ... 0x1f] = STR_END,
+    [' '] = WS, ['"'] = STR_END, ['\\'] = STR_END, [0x80 ... 0xff] = STR_END,
+};
+
 static const char *
 skip_ws(const char *p, const char *end)
 {
-	while (p < end && (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n'))
+	while (p < end && (byte_class[(unsigned char)*p] & WS))
 		p++;
 	return p;
 }
@@ -25,16 +35,12 @@ plain_string(char *p, const char *end, const char **out)
 {
 	char *s = ++p; /* after the opening quote */
 
-	for (; p < end; p++) {
-		unsigned char c = (unsigned char)*p;
-
-		if (c == '"') {
-			*p = '\0';
-			*out = s;
-			return p + 1;
-		}
-		if (c == '\\' || c < 0x20 || c >= 0x80)
-			return NULL;
+	while (p < end && !(byte_class[(unsigned char)*p] & STR_END))
+		p++;
+	if (p < end && *p == '"') {
+		*p = '\0';
+		*out = s;
+		return p + 1;
 	}
 	return NULL;
 }
@@ -50,12 +56,13 @@ integer(char *p, const char *end, long long *out)
 	if (neg)
 		p++;
 	digits = p;
+	/* 18 digits cannot overflow (10^18 < 2^63); past them, check each step */
+	for (; p < end && *p >= '0' && *p <= '9' && p - digits < 18; p++)
+		v = v * 10 + (unsigned)(*p - '0');
 	for (; p < end && *p >= '0' && *p <= '9'; p++) {
-		unsigned d = (unsigned)(*p - '0');
-
-		if (v > (limit - d) / 10)
+		if (__builtin_mul_overflow(v, 10, &v) || __builtin_add_overflow(v, *p - '0', &v) ||
+		    v > limit)
 			return NULL;
-		v = v * 10 + d;
 	}
 	if (p == digits || (*digits == '0' && p - digits > 1))
 		return NULL;

@@ -1071,8 +1071,6 @@ capture_peak(struct replay *r, struct gmt_device_stats *d)
 	const struct gmt_model *m = r->m;
 	size_t n = 0;
 
-	free(d->peak_sites);
-	d->peak_sites = NULL;
 	for (size_t i = 0; i < m->nsites; i++) {
 		const struct gmt_site_stats *st = &m->sites[i];
 
@@ -1080,7 +1078,11 @@ capture_peak(struct replay *r, struct gmt_device_stats *d)
 		    !gmt_kind_in_held((enum gmt_tkind)st->kind) ||
 		    gmt_kind_is_reading((enum gmt_tkind)st->kind))
 			continue;
-		d->peak_sites = gmt_xrealloc(d->peak_sites, n + 1, sizeof(*d->peak_sites));
+		if (n == d->peak_sites_cap) {
+			d->peak_sites_cap = d->peak_sites_cap ? 2 * d->peak_sites_cap : 64;
+			d->peak_sites = gmt_xrealloc(d->peak_sites, d->peak_sites_cap,
+						     sizeof(*d->peak_sites));
+		}
 		d->peak_sites[n++] = (struct gmt_leak){.stack = st->stack,
 						       .api = st->api,
 						       .driver = st->driver,
@@ -1088,9 +1090,7 @@ capture_peak(struct replay *r, struct gmt_device_stats *d)
 						       .bytes = st->live,
 						       .allocations = st->live_allocs};
 	}
-	if (n > 1)
-		qsort_r(d->peak_sites, n, sizeof(*d->peak_sites), cmp_leak, (void *)m->trace);
-	d->npeak_sites = n;
+	d->npeak_sites = n; /* sorted once, when the replay is done */
 	if (!d->peak_gaps.valid || d->peak.bytes > d->peak_gaps_bytes + d->peak_gaps_bytes / 100) {
 		d->peak_gaps = gaps_of(r, d->device);
 		d->peak_gaps_bytes = d->peak.bytes;
@@ -1348,6 +1348,13 @@ gmt_model_finish(struct gmt_model *m)
 	if (r->phase != PHASE_AFTER)
 		readings_until(r, NULL);
 	flush_peaks(r);
+	for (size_t i = 0; i < m->ndevices; i++) {
+		struct gmt_device_stats *d = &m->devices[i];
+
+		if (d->npeak_sites > 1)
+			qsort_r(d->peak_sites, d->npeak_sites, sizeof(*d->peak_sites), cmp_leak,
+				(void *)t);
+	}
 	if (r->phase == PHASE_INSIDE || r->phase == PHASE_AFTER)
 		collect_leaks(r);
 	replay_fini(r);

@@ -75,6 +75,7 @@ struct gmt_device_stats {
 	 */
 	struct gmt_leak *peak_sites;
 	size_t npeak_sites;
+	size_t peak_sites_cap;
 	struct gmt_gaps peak_gaps; /**< layout of the live allocations at `peak` */
 	struct gmt_size_bucket sizes[GMT_TK_COUNT][GMT_SIZE_BUCKETS]; /**< successful allocations */
 	bool pool_read;		 /**< some pool_reserve reading was non-zero */

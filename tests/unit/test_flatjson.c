@@ -1,0 +1,94 @@
+/*
+ * The fast reader of flat JSON objects (src/analysis/flatjson.c): what it reads, and what it
+ * leaves to jansson. A line it declines is not an error (jansson then reads it or says what is
+ * wrong); a line it accepts must mean what jansson would read, so the limits are those of
+ * jansson's integers (long long) and its rule for duplicate keys (the last wins).
+ */
+#include <limits.h>
+#include <string.h>
+
+#include "analysis/flatjson.h"
+#include "check.h"
+
+static struct gmt_flat f;
+static char buf[512];
+
+static bool
+parse(const char *line)
+{
+	strcpy(buf, line);
+	return gmt_flat_parse(buf, strlen(buf), &f);
+}
+
+/* The integer of the only key "a" of @p line; the line must be accepted. */
+static long long
+int_of(const char *line)
+{
+	const struct gmt_flat_value *v;
+
+	CHECK(parse(line));
+	v = gmt_flat_get(&f, "a");
+	CHECK(v && v->type == GMT_FLAT_INT);
+	return v->num;
+}
+
+static void
+integers(void)
+{
+	CHECK(int_of("{\"a\":0}") == 0);
+	CHECK(int_of("{\"a\":-0}") == 0);
+	CHECK(int_of("{\"a\":123456789012345678}") == 123456789012345678LL); /* 18 digits */
+	CHECK(int_of("{\"a\":1234567890123456789}") == 1234567890123456789LL); /* 19 */
+	CHECK(int_of("{\"a\":9223372036854775807}") == LLONG_MAX);
+	CHECK(int_of("{\"a\":-9223372036854775808}") == LLONG_MIN);
+	/* past long long, leading zeros, fractions, exponents: jansson's to read or refuse */
+	CHECK(!parse("{\"a\":9223372036854775808}"));
+	CHECK(!parse("{\"a\":-9223372036854775809}"));
+	CHECK(!parse("{\"a\":18446744073709551616}"));
+	CHECK(!parse("{\"a\":99999999999999999999999}"));
+	CHECK(!parse("{\"a\":01}"));
+	CHECK(!parse("{\"a\":1.5}"));
+	CHECK(!parse("{\"a\":1e3}"));
+	CHECK(!parse("{\"a\":-}"));
+	CHECK(!parse("{\"a\":+1}"));
+}
+
+static void
+strings_and_shape(void)
+{
+	const struct gmt_flat_value *v;
+
+	CHECK(parse(" { \"type\" : \"event\" ,\t\"ptr\":\"0x7f00\", \"stream\":null }\r\n"));
+	CHECK(f.n == 3);
+	v = gmt_flat_get(&f, "ptr");
+	CHECK(v && v->type == GMT_FLAT_STR && strcmp(v->str, "0x7f00") == 0);
+	v = gmt_flat_get(&f, "stream");
+	CHECK(v && v->type == GMT_FLAT_NULL);
+	CHECK(!gmt_flat_get(&f, "size"));
+	CHECK(!gmt_flat_get(&f, "typ"));
+	/* the last of duplicate keys wins, as in jansson */
+	CHECK(parse("{\"type\":\"event\",\"size\":1,\"type\":\"marker\"}"));
+	v = gmt_flat_get(&f, "type");
+	CHECK(v && strcmp(v->str, "marker") == 0);
+	/* declined: escapes, control and non-ASCII bytes, nesting, true/false, {} and trailing bytes */
+	CHECK(!parse("{\"a\":\"x\\\"y\"}"));
+	CHECK(!parse("{\"a\":\"x\ty\"}"));
+	CHECK(!parse("{\"a\":\"caf\xc3\xa9\"}"));
+	CHECK(!parse("{\"a\":[1]}"));
+	CHECK(!parse("{\"a\":{\"b\":1}}"));
+	CHECK(!parse("{\"a\":true}"));
+	CHECK(!parse("{}"));
+	CHECK(!parse("{\"a\":1} x"));
+	CHECK(!parse("{\"a\":1"));
+	CHECK(!parse("{\"a\" 1}"));
+	CHECK(!parse("{\"a\":\"unterminated}"));
+}
+
+int
+main(void)
+{
+	integers();
+	strings_and_shape();
+	puts("flatjson: ok");
+	return 0;
+}
