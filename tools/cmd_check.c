@@ -732,10 +732,48 @@ peak_gates(struct gates *gates, struct options *o, const json_t *doc)
 	free(devices);
 }
 
+/*
+ * One growing call site against the limit: `growth_sites[]` entries (the stacks of one line
+ * together; a suppressed stack's growth is taken out of its site's), or, in a report written
+ * before them, `growth[]` entries (one stack each). Returns what is left of its growth.
+ */
+static uint64_t
+growth_kept(const json_t *doc, const json_t *e, struct gmt_suppressions *supp, uint64_t *taken)
+{
+	json_int_t process = json_integer_value(json_object_get(e, "process"));
+	const json_t *stacks = json_object_get(e, "stacks"), *st;
+	uint64_t kept = 0;
+	size_t i;
+
+	if (!json_is_array(stacks)) /* growth[]: the entry is its stack */
+		stacks = json_pack("[O]", e);
+	else
+		json_incref((json_t *)stacks);
+	json_array_foreach(stacks, i, st)
+	{
+		uint64_t grew = gmt_json_u64(st, "growth_bytes");
+		const json_t *cs =
+		    call_stack_of(doc, process, json_integer_value(json_object_get(st, "stack")));
+		struct gmt_suppression *s =
+		    gmt_suppressions_match(supp, GMT_SUPP_GROWTH, cs, json_object_get(e, "site"),
+					   str_key(e, "api"), str_key(e, "driver"));
+
+		if (s) {
+			s->hits++;
+			s->bytes += grew;
+			*taken += grew;
+		} else {
+			kept += grew;
+		}
+	}
+	json_decref((json_t *)stacks);
+	return kept;
+}
+
 static void
 growth_gate(struct gates *gates, struct options *o, const json_t *doc)
 {
-	const json_t *growth = json_object_get(doc, "growth");
+	const json_t *growth = json_object_get(doc, "growth_sites");
 	struct gate *gate;
 	uint64_t largest = 0, taken = 0;
 	size_t i, over = 0;
@@ -744,24 +782,17 @@ growth_gate(struct gates *gates, struct options *o, const json_t *doc)
 
 	if (!o->growth_set)
 		return;
+	if (!growth)
+		growth = json_object_get(doc, "growth");
 	gate = gate_add(gates, "max-growth-bytes");
 	json_array_foreach(growth, i, e)
 	{
-		uint64_t grew = gmt_json_u64(e, "growth_bytes");
-		const json_t *cs =
-		    call_stack_of(doc, json_integer_value(json_object_get(e, "process")),
-				  json_integer_value(json_object_get(e, "stack")));
-		struct gmt_suppression *s = gmt_suppressions_match(
-		    &o->supp, GMT_SUPP_GROWTH, cs, json_object_get(e, "site"), str_key(e, "api"),
-		    str_key(e, "driver"));
+		uint64_t grew = growth_kept(doc, e, &o->supp, &taken);
 		const char *first = str_key(e, "first_label"), *last = str_key(e, "last_label");
+		const json_t *stacks = json_object_get(e, "stacks");
+		uint64_t lo = gmt_json_u64(e, json_object_get(e, "min_rises") ? "min_rises" : "rises");
+		uint64_t hi = gmt_json_u64(e, json_object_get(e, "max_rises") ? "max_rises" : "rises");
 
-		if (s) {
-			s->hits++;
-			s->bytes += grew;
-			taken += grew;
-			continue;
-		}
 		if (grew > largest)
 			largest = grew;
 		if (grew <= o->max_growth)
@@ -774,9 +805,16 @@ growth_gate(struct gates *gates, struct options *o, const json_t *doc)
 		       str_key(e, "basis") ? str_key(e, "basis") : "samples");
 		if (first && last)
 			append(&gate->details, " '%s' to '%s'", first, last);
-		append(&gate->details,
-		       ", rose %" PRIu64 " times, fell %" PRIu64 ": %s %s at %s, %s\n",
-		       gmt_json_u64(e, "rises"), gmt_json_u64(e, "falls"),
+		if (lo == hi)
+			append(&gate->details, ", rose %" PRIu64 " times", hi);
+		else
+			append(&gate->details, ", rose %" PRIu64 "-%" PRIu64 " times", lo, hi);
+		if (json_array_size(stacks) > 1)
+			append(&gate->details, " (%zu stacks)", json_array_size(stacks));
+		else /* one stack: its falls too */
+			append(&gate->details, ", fell %" PRIu64,
+			       gmt_json_u64(stacks ? json_array_get(stacks, 0) : e, "falls"));
+		append(&gate->details, ": %s %s at %s, %s\n",
 		       str_key(e, "api") ? str_key(e, "api") : "?",
 		       str_key(e, "kind") ? str_key(e, "kind") : "?",
 		       gmt_site_text(json_object_get(e, "site"), site, sizeof(site)),

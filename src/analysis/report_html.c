@@ -622,22 +622,26 @@ static const char *const html_tail[] = {
 	"// ---- growth\n",
 	"function renderGrowth(i) {\n",
 	"  var sec = $('growth-sec'), box = clear($('growth'));\n",
-	"  sec.hidden = !Array.isArray(D.growth);\n",
+	"  var all = Array.isArray(D.growth_sites) ? D.growth_sites : D.growth;\n",
+	"  sec.hidden = !Array.isArray(all);\n",
 	"  if (sec.hidden) return;\n",
-	"  var list = ofProc(D.growth, i), max = 0;\n",
+	"  var list = ofProc(all, i), max = 0;\n",
 	"  if (!list.length) { box.appendChild(el('p', 'note', 'No call site grew.')); "
 	    "return; }\n",
 	"  list.forEach(function (r) { if (r.growth_bytes > max) max = r.growth_bytes; });\n",
 	"  var rows = list.map(function (r) {\n",
 	"    var over = r.basis === 'markers' ? r.samples + ' markers (' + r.first_label + ' "
 	    "\\u2192 ' + r.last_label + ')' : r.samples + ' ' + r.basis;\n",
+	"    var rises = r.stacks === undefined ? r.rises + ' / ' + r.falls : (r.min_rises === "
+	    "r.max_rises ? '' + r.max_rises : r.min_rises + '\\u2013' + r.max_rises) + "
+	    "(r.stacks.length > 1 ? ' (' + r.stacks.length + ' stacks)' : '');\n",
 	"    return row([bytesCell(r.growth_bytes, max), { cls: 'n', text: "
 	    "fmtBytes(r.first_bytes), title: exact(r.first_bytes) },\n",
 	"      { cls: 'n', text: fmtBytes(r.last_bytes), title: exact(r.last_bytes) }, { "
-	    "cls: 'n', text: r.rises + ' / ' + r.falls }, over, callText(r), { cls: 'site', "
+	    "cls: 'n', text: rises }, over, callText(r), { cls: 'site', "
 	    "text: frameText(r.site) }]);\n",
 	"  });\n",
-	"  limited(box, rows, ['growth', 'first', 'last', 'rises / falls', 'over', 'call', "
+	"  limited(box, rows, ['growth', 'first', 'last', 'rises', 'over', 'call', "
 	    "'call site'], 50);\n",
 	"}\n",
 	"\n",

@@ -211,6 +211,9 @@ call_stacks_json(struct gmt_model *const *models, size_t n)
 	items = gmt_sites_failed_items(models, n, &nitems);
 	refs_add(&v, &nv, &cap, items, nitems);
 	free(items);
+	items = gmt_sites_stat_items(models, n, GMT_SITES_GROWING, &nitems);
+	refs_add(&v, &nv, &cap, items, nitems);
+	free(items);
 	if (nv > 1)
 		qsort(v, nv, sizeof(*v), cmp_stack_ref);
 	for (size_t i = 0; i < nv; i++) {
@@ -642,7 +645,8 @@ site_list_json(struct gmt_model *const *models, size_t n, enum site_list which)
 		items = gmt_sites_peak_items(models, n, &nitems);
 	else
 		items = gmt_sites_failed_items(models, n, &nitems);
-	gmt_sites_group(items, nitems, which == SITES_FAILED, &sites);
+	gmt_sites_group(items, nitems,
+			which == SITES_FAILED ? GMT_GROUP_BY_SEQ : GMT_GROUP_BY_BYTES, &sites);
 	for (size_t i = 0; i < sites.n; i++)
 		json_array_append_new(a, site_group_json(&sites.v[i], which));
 	gmt_sites_free(&sites);
@@ -887,6 +891,117 @@ churn_json(struct gmt_model *const *models, size_t n)
 	return a;
 }
 
+/* The keys that name a call-site group of growth_sites[] and churn_sites[]. */
+static void
+group_keys(json_t *o, const struct gmt_site *g)
+{
+	const struct gmt_trace *t = g->m->trace;
+
+	json_object_set_new(o, "process", jint(g->proc));
+	json_object_set_new(o, "pid", jll_or_null(t->pid));
+	json_object_set_new(o, "device", json_integer(g->device));
+	json_object_set_new(o, "api", json_string(gmt_trace_string(t, g->api)));
+	json_object_set_new(o, "driver", jdriver(t, g->driver));
+	json_object_set_new(o, "kind", json_string(gmt_kind_str((enum gmt_tkind)g->kind)));
+	json_object_set_new(o, "site", site_json(g->cs));
+	json_object_set_new(o, "cache", jcache(g->m, g->stacks[0].stack, g->kind));
+}
+
+/* growth[] merged by call site: the stacks of one line grow together. */
+static json_t *
+growth_sites_json(struct gmt_model *const *models, size_t n)
+{
+	size_t nitems;
+	struct gmt_site_item *items = gmt_sites_stat_items(models, n, GMT_SITES_GROWING, &nitems);
+	struct gmt_sites sites;
+	json_t *a = json_array();
+
+	gmt_sites_group(items, nitems, GMT_GROUP_BY_BYTES, &sites);
+	for (size_t i = 0; i < sites.n; i++) {
+		const struct gmt_site *g = &sites.v[i];
+		const struct gmt_model *m = g->m;
+		bool markers = m->marker_samples >= 2;
+		uint32_t min_rises, max_rises;
+		struct gmt_growth sum = gmt_site_group_growth(g, &min_rises, &max_rises);
+		json_t *o = json_object(), *stacks = json_array();
+
+		group_keys(o, g);
+		json_object_set_new(o, "basis", json_string(markers ? "markers" : "snapshots"));
+		json_object_set_new(o, "samples",
+				    jint(markers ? m->marker_samples : m->snapshot_samples));
+		json_object_set_new(o, "first_bytes", jint(sum.first));
+		json_object_set_new(o, "last_bytes", jint(sum.last));
+		json_object_set_new(o, "growth_bytes", jint(sum.last - sum.first));
+		json_object_set_new(o, "min_rises", jint(min_rises));
+		json_object_set_new(o, "max_rises", jint(max_rises));
+		json_object_set_new(o, "first_label", markers ? jstr_or_null(m->first_marker)
+							      : json_null());
+		json_object_set_new(o, "last_label", markers ? jstr_or_null(m->last_marker)
+							     : json_null());
+		for (size_t k = 0; k < g->nstacks; k++) {
+			const struct gmt_growth *sg = gmt_site_growth(m, g->stacks[k].st);
+			json_t *e = json_object();
+
+			json_object_set_new(e, "stack", jint(g->stacks[k].stack));
+			json_object_set_new(e, "first_bytes", jint(sg->first));
+			json_object_set_new(e, "last_bytes", jint(sg->last));
+			json_object_set_new(e, "growth_bytes", jint(sg->last - sg->first));
+			json_object_set_new(e, "rises", jint(sg->rises));
+			json_object_set_new(e, "falls", jint(sg->falls));
+			json_array_append_new(stacks, e);
+		}
+		json_object_set_new(o, "stacks", stacks);
+		json_array_append_new(a, o);
+	}
+	gmt_sites_free(&sites);
+	free(items);
+	return a;
+}
+
+/* churn[] merged by call site, most allocations first, at most CHURN_MAX_SITES per process. */
+static json_t *
+churn_sites_json(struct gmt_model *const *models, size_t n)
+{
+	size_t nitems;
+	struct gmt_site_item *items = gmt_sites_stat_items(models, n, GMT_SITES_BUSIEST, &nitems);
+	struct gmt_sites sites;
+	json_t *a = json_array();
+
+	gmt_sites_group(items, nitems, GMT_GROUP_BY_COUNT, &sites);
+	for (size_t i = 0; i < n; i++) {
+		size_t shown = 0;
+
+		for (size_t k = 0; k < sites.n && shown < CHURN_MAX_SITES; k++) {
+			const struct gmt_site *g = &sites.v[k];
+			struct gmt_site_stats sum;
+			json_t *o, *stacks;
+
+			if (g->proc != i)
+				continue;
+			shown++;
+			sum = gmt_site_group_traffic(g);
+			o = json_object();
+			group_keys(o, g);
+			json_object_set_new(o, "allocations", jint(sum.allocations));
+			json_object_set_new(o, "allocated_bytes", jint(sum.allocated_bytes));
+			json_object_set_new(o, "frees", jint(sum.frees));
+			json_object_set_new(o, "temporaries", jint(sum.temporaries));
+			json_object_set_new(o, "temporary_bytes", jint(sum.temporary_bytes));
+			json_object_set_new(o, "median_lifetime_s",
+					    sum.frees ? json_real((double)gmt_site_median_lifetime(&sum) / 1e9)
+						      : json_null());
+			stacks = json_array();
+			for (size_t s = 0; s < g->nstacks; s++)
+				json_array_append_new(stacks, jint(g->stacks[s].stack));
+			json_object_set_new(o, "stacks", stacks);
+			json_array_append_new(a, o);
+		}
+	}
+	gmt_sites_free(&sites);
+	free(items);
+	return a;
+}
+
 static json_t *
 size_histogram_json(const struct gmt_device_stats *d)
 {
@@ -1093,6 +1208,8 @@ gmt_report_json_doc(struct gmt_model *const *models, size_t n)
 	json_object_set_new(root, "oom", oom);
 	json_object_set_new(root, "growth", growth_json(models, n));
 	json_object_set_new(root, "churn", churn_json(models, n));
+	json_object_set_new(root, "growth_sites", growth_sites_json(models, n));
+	json_object_set_new(root, "churn_sites", churn_sites_json(models, n));
 	json_object_set_new(root, "fragmentation", fragmentation_json(models, n));
 	return root;
 }

@@ -383,7 +383,7 @@ print_leaks(FILE *out,
 	size_t nitems, nsites;
 	struct gmt_site_item *items = gmt_sites_leak_items(models, n, &nitems);
 
-	gmt_sites_group(items, nitems, false, &sites);
+	gmt_sites_group(items, nitems, GMT_GROUP_BY_BYTES, &sites);
 	if (tot->processes > tot->died) {
 		nsites = count_sites(&sites, true);
 		if (tot->leak_sites == 0 && !any_live(models, n, true))
@@ -440,7 +440,7 @@ print_peak_sites(FILE *out,
 	uint64_t rest = 0;
 	char b[GMT_BYTES_BUF], extra[64];
 
-	gmt_sites_group(items, nitems, false, &sites);
+	gmt_sites_group(items, nitems, GMT_GROUP_BY_BYTES, &sites);
 	for (size_t i = 0; i < sites.n; i++)
 		known |= sites.v[i].frame != NULL;
 	for (size_t i = 0; i < n; i++)
@@ -533,7 +533,7 @@ print_failed(FILE *out,
 	if (total == 0)
 		return;
 	items = gmt_sites_failed_items(models, n, &nitems);
-	gmt_sites_group(items, nitems, true, &sites);
+	gmt_sites_group(items, nitems, GMT_GROUP_BY_SEQ, &sites);
 	if (total == 1) {
 		for (size_t i = 0; i < n; i++) {
 			if (models[i]->nfailed) {

@@ -10,6 +10,7 @@
 
 #include "analysis/report.h"
 #include "analysis/report_text.h"
+#include "analysis/sites.h"
 #include "analysis/units.h"
 
 #define TEXT_OOM_MAX 3
@@ -97,59 +98,86 @@ gmt_text_oom(FILE *out, struct gmt_model *const *models, size_t n)
 		fprintf(out, "  ... %zu more (report --format json: oom[])\n", total - shown);
 }
 
+/* The stacks of a call-site group: "" for one, " (2 stacks)" for more. */
+static void
+stacks_note(const struct gmt_site *g, char *buf, size_t size)
+{
+	buf[0] = '\0';
+	if (g->nstacks > 1)
+		snprintf(buf, size, ", %zu stacks", g->nstacks);
+}
+
 void
 gmt_text_growth(FILE *out, struct gmt_model *const *models, size_t n)
 {
-	size_t nv;
-	struct gmt_site_ref *v = gmt_sites_ranked(models, n, GMT_SITES_GROWING, &nv);
+	size_t nitems;
+	struct gmt_site_item *items = gmt_sites_stat_items(models, n, GMT_SITES_GROWING, &nitems);
+	struct gmt_sites sites;
 
-	if (nv)
+	gmt_sites_group(items, nitems, GMT_GROUP_BY_BYTES, &sites);
+	if (sites.n)
 		fprintf(out, "growing: %zu call %s whose live bytes keep rising (a reference kept "
-			"every iteration?):\n", nv, gmt_text_plural(nv, "site", "sites"));
-	for (size_t i = 0; i < nv && i < TEXT_GROWTH_MAX; i++) {
-		const struct gmt_model *m = v[i].m;
-		const struct gmt_growth *g = gmt_site_growth(m, v[i].st);
+			"every iteration?):\n", sites.n, gmt_text_plural(sites.n, "site", "sites"));
+	for (size_t i = 0; i < sites.n && i < TEXT_GROWTH_MAX; i++) {
+		const struct gmt_site *g = &sites.v[i];
+		const struct gmt_model *m = g->m;
 		bool markers = m->marker_samples >= 2;
 		uint32_t samples = markers ? m->marker_samples : m->snapshot_samples;
+		uint32_t lo, hi;
+		struct gmt_growth sum = gmt_site_group_growth(g, &lo, &hi);
 		char site[512], b1[GMT_BYTES_BUF], b2[GMT_BYTES_BUF], b3[GMT_BYTES_BUF], proc[96];
+		char rises[32], stacks[32];
 
-		site_text(m, v[i].st->stack, site, sizeof(site));
+		site_text(m, g->stacks[0].stack, site, sizeof(site));
 		process_note(m, n, proc, sizeof(proc));
-		fprintf(out, "  +%s (%s -> %s, rose in %" PRIu32 " of %" PRIu32 " intervals between %s)"
+		stacks_note(g, stacks, sizeof(stacks));
+		if (lo == hi)
+			snprintf(rises, sizeof(rises), "%" PRIu32, hi);
+		else
+			snprintf(rises, sizeof(rises), "%" PRIu32 "-%" PRIu32, lo, hi);
+		fprintf(out, "  +%s (%s -> %s, rose in %s of %" PRIu32 " intervals between %s%s)"
 			" at %s%s\n",
-			gmt_format_bytes(g->last - g->first, b1), gmt_format_bytes(g->first, b2),
-			gmt_format_bytes(g->last, b3), g->rises, samples - 1,
-			markers ? "markers" : "snapshots", site, proc);
+			gmt_format_bytes(sum.last - sum.first, b1), gmt_format_bytes(sum.first, b2),
+			gmt_format_bytes(sum.last, b3), rises, samples - 1,
+			markers ? "markers" : "snapshots", stacks, site, proc);
 	}
-	if (nv > TEXT_GROWTH_MAX)
-		fprintf(out, "  ... %zu more (report --format json: growth[])\n", nv - TEXT_GROWTH_MAX);
-	free(v);
+	if (sites.n > TEXT_GROWTH_MAX)
+		fprintf(out, "  ... %zu more (report --format json: growth_sites[])\n",
+			sites.n - TEXT_GROWTH_MAX);
+	gmt_sites_free(&sites);
+	free(items);
 }
 
 void
 gmt_text_churn(FILE *out, struct gmt_model *const *models, size_t n)
 {
-	size_t nv, shown = 0;
-	struct gmt_site_ref *v = gmt_sites_ranked(models, n, GMT_SITES_BUSIEST, &nv);
+	size_t nitems, shown = 0;
+	struct gmt_site_item *items = gmt_sites_stat_items(models, n, GMT_SITES_BUSIEST, &nitems);
+	struct gmt_sites sites;
 
+	gmt_sites_group(items, nitems, GMT_GROUP_BY_COUNT, &sites);
 	/* a site that allocated once is not churn */
-	for (size_t i = 0; i < nv && shown < TEXT_CHURN_MAX && v[i].key >= 2; i++, shown++) {
-		const struct gmt_site_stats *st = v[i].st;
-		char site[512], b[GMT_BYTES_BUF], proc[96];
-		uint64_t med = gmt_site_median_lifetime(st);
+	for (size_t i = 0; i < sites.n && shown < TEXT_CHURN_MAX && sites.v[i].count >= 2;
+	     i++, shown++) {
+		const struct gmt_site *g = &sites.v[i];
+		struct gmt_site_stats sum = gmt_site_group_traffic(g);
+		char site[512], b[GMT_BYTES_BUF], proc[96], stacks[32];
 
 		if (shown == 0)
 			fprintf(out, "churn (call sites by allocations; temporaries: freed before the "
 				"next allocation):\n");
-		site_text(v[i].m, st->stack, site, sizeof(site));
-		process_note(v[i].m, n, proc, sizeof(proc));
-		fprintf(out, "  %" PRIu64 " allocations (%s), %" PRIu64 " temporaries", st->allocations,
-			gmt_format_bytes(st->allocated_bytes, b), st->temporaries);
-		if (st->frees)
-			fprintf(out, ", median lifetime %.3g s", (double)med / 1e9);
-		fprintf(out, " at %s%s\n", site, proc);
+		site_text(g->m, g->stacks[0].stack, site, sizeof(site));
+		process_note(g->m, n, proc, sizeof(proc));
+		stacks_note(g, stacks, sizeof(stacks));
+		fprintf(out, "  %" PRIu64 " allocations (%s), %" PRIu64 " temporaries", sum.allocations,
+			gmt_format_bytes(sum.allocated_bytes, b), sum.temporaries);
+		if (sum.frees)
+			fprintf(out, ", median lifetime %.3g s",
+				(double)gmt_site_median_lifetime(&sum) / 1e9);
+		fprintf(out, "%s at %s%s\n", stacks, site, proc);
 	}
-	free(v);
+	gmt_sites_free(&sites);
+	free(items);
 }
 
 void

@@ -76,11 +76,13 @@ static int
 cmp_site(const void *pa, const void *pb, void *arg)
 {
 	const struct gmt_site *a = pa, *b = pb;
-	const bool *by_seq = arg;
+	const enum gmt_group_order *order = arg;
 	const struct gmt_trace *ta = a->m->trace, *tb = b->m->trace;
 	int c;
 
-	if (*by_seq) {
+	if (*order == GMT_GROUP_BY_COUNT && a->count != b->count)
+		return a->count > b->count ? -1 : 1;
+	if (*order == GMT_GROUP_BY_SEQ) {
 		if (a->proc != b->proc)
 			return a->proc < b->proc ? -1 : 1;
 		if (a->first_seq != b->first_seq)
@@ -128,7 +130,8 @@ make_group(const struct keyed *k, size_t n, struct gmt_site *g)
 		/* Items are sorted by stack within the group: equal ids are adjacent. */
 		if (!s || s->stack != k[i].it->stack) {
 			s = &g->stacks[g->nstacks++];
-			*s = (struct gmt_site_stack){.stack = k[i].it->stack, .cs = k[i].cs};
+			*s = (struct gmt_site_stack){
+			    .stack = k[i].it->stack, .cs = k[i].cs, .st = k[i].it->st};
 		}
 		s->bytes += k[i].it->bytes;
 		s->count += k[i].it->count;
@@ -143,7 +146,10 @@ make_group(const struct keyed *k, size_t n, struct gmt_site *g)
 }
 
 void
-gmt_sites_group(const struct gmt_site_item *items, size_t n, bool by_seq, struct gmt_sites *out)
+gmt_sites_group(const struct gmt_site_item *items,
+		size_t n,
+		enum gmt_group_order order,
+		struct gmt_sites *out)
 {
 	struct keyed *k;
 	size_t start = 0;
@@ -167,7 +173,7 @@ gmt_sites_group(const struct gmt_site_item *items, size_t n, bool by_seq, struct
 		start = i;
 	}
 	free(k);
-	qsort_r(out->v, out->n, sizeof(*out->v), cmp_site, &by_seq);
+	qsort_r(out->v, out->n, sizeof(*out->v), cmp_site, &order);
 }
 
 void
@@ -273,4 +279,81 @@ gmt_sites_failed_items(struct gmt_model *const *models, size_t n, size_t *nitems
 		}
 	}
 	return v;
+}
+
+struct gmt_site_item *
+gmt_sites_stat_items(struct gmt_model *const *models,
+		     size_t n,
+		     enum gmt_site_order order,
+		     size_t *nitems)
+{
+	size_t nref, cap = 0;
+	struct gmt_site_ref *ref = gmt_sites_ranked(models, n, order, &nref);
+	struct gmt_site_item *v = NULL;
+
+	*nitems = 0;
+	for (size_t i = 0; i < nref; i++) {
+		const struct gmt_site_stats *st = ref[i].st;
+
+		v = items_push(v, nitems, &cap);
+		v[*nitems - 1] = (struct gmt_site_item){
+		    .proc = ref[i].proc,
+		    .m = ref[i].m,
+		    .stack = st->stack,
+		    .api = st->api,
+		    .driver = st->driver,
+		    .kind = st->kind,
+		    .device = st->device,
+		    .bytes = order == GMT_SITES_GROWING ? ref[i].key : st->allocated_bytes,
+		    .count = order == GMT_SITES_GROWING ? 1 : st->allocations,
+		    .st = st,
+		};
+	}
+	free(ref);
+	return v;
+}
+
+struct gmt_growth
+gmt_site_group_growth(const struct gmt_site *g, uint32_t *min_rises, uint32_t *max_rises)
+{
+	struct gmt_growth sum = {0};
+
+	*min_rises = UINT32_MAX;
+	*max_rises = 0;
+	for (size_t i = 0; i < g->nstacks; i++) {
+		const struct gmt_growth *s = gmt_site_growth(g->m, g->stacks[i].st);
+
+		sum.first += s->first;
+		sum.last += s->last;
+		if (i == 0) { /* stacks are largest first */
+			sum.rises = s->rises;
+			sum.falls = s->falls;
+		}
+		if (s->rises < *min_rises)
+			*min_rises = s->rises;
+		if (s->rises > *max_rises)
+			*max_rises = s->rises;
+	}
+	if (!g->nstacks)
+		*min_rises = 0;
+	return sum;
+}
+
+struct gmt_site_stats
+gmt_site_group_traffic(const struct gmt_site *g)
+{
+	struct gmt_site_stats sum = {0};
+
+	for (size_t i = 0; i < g->nstacks; i++) {
+		const struct gmt_site_stats *s = g->stacks[i].st;
+
+		sum.allocations += s->allocations;
+		sum.allocated_bytes += s->allocated_bytes;
+		sum.frees += s->frees;
+		sum.temporaries += s->temporaries;
+		sum.temporary_bytes += s->temporary_bytes;
+		for (int b = 0; b < GMT_LIFETIME_BUCKETS; b++)
+			sum.lifetime[b] += s->lifetime[b];
+	}
+	return sum;
 }

@@ -1,5 +1,6 @@
 /*
- * @brief Grouping by call site: leaks, the allocations live at a peak, failed allocations.
+ * @brief Grouping by call site: leaks, the allocations live at a peak, failed allocations, growth
+ * and churn.
  *
  * The model groups by stack id (one row per distinct raw stack); people think in call sites.
  * A site group merges the rows of one process whose stacks have the same call-site frame
@@ -27,6 +28,7 @@ struct gmt_site_item {
 	uint64_t bytes;
 	uint64_t count;
 	uint64_t seq; /**< failed: the event's seq (groups keep the first) */
+	const struct gmt_site_stats *st; /**< growth, churn: the row of the model's site table */
 };
 
 /** One stack of a group. */
@@ -35,6 +37,7 @@ struct gmt_site_stack {
 	const struct gmt_cstack *cs; /**< NULL when the stack is unknown (0, or not in the trace) */
 	uint64_t bytes;
 	uint64_t count;
+	const struct gmt_site_stats *st; /**< growth, churn: its row of the site table */
 };
 
 struct gmt_site {
@@ -57,13 +60,21 @@ struct gmt_sites {
 	size_t n;
 };
 
+/** How gmt_sites_group() orders the groups. */
+enum gmt_group_order {
+	GMT_GROUP_BY_BYTES, /**< largest `bytes` first */
+	GMT_GROUP_BY_SEQ,   /**< by process, then first seq (failed allocations, as they happened) */
+	GMT_GROUP_BY_COUNT, /**< largest `count` first */
+};
+
 /**
- * Group @p items (@p n of them) by call site into @p out, largest `bytes` first; ties by process,
- * then call site, call and kind, so the order is the same on every run. With @p by_seq, groups
- * are ordered by their first seq instead (failed allocations, in the order they happened).
+ * Group @p items (@p n of them) by call site into @p out, in @p order; ties by process, then
+ * call site, call and kind, so the order is the same on every run.
  */
-void
-gmt_sites_group(const struct gmt_site_item *items, size_t n, bool by_seq, struct gmt_sites *out);
+void gmt_sites_group(const struct gmt_site_item *items,
+		     size_t n,
+		     enum gmt_group_order order,
+		     struct gmt_sites *out);
 
 void gmt_sites_free(struct gmt_sites *s);
 
@@ -78,5 +89,26 @@ gmt_sites_peak_items(struct gmt_model *const *models, size_t n, size_t *nitems);
 /** Every failed allocation (one item per event), of every process, as site items. */
 struct gmt_site_item *
 gmt_sites_failed_items(struct gmt_model *const *models, size_t n, size_t *nitems);
+
+/**
+ * Rows of the models' site tables as site items, each with its row (`st`): with
+ * GMT_SITES_GROWING the sites that grow (`bytes` their growth), with GMT_SITES_BUSIEST the sites
+ * that allocated (`bytes` allocated, `count` allocations). Group them to merge the stacks of one
+ * call site.
+ */
+struct gmt_site_item *gmt_sites_stat_items(struct gmt_model *const *models,
+					   size_t n,
+					   enum gmt_site_order order,
+					   size_t *nitems);
+
+/**
+ * The growth of a group of growing sites: `first` and `last` summed over its stacks; its rises
+ * and falls are per stack and do not add up, so *@p min_rises and *@p max_rises give their range
+ * (`rises`/`falls` of the result are those of the stack that grew most).
+ */
+struct gmt_growth gmt_site_group_growth(const struct gmt_site *g, uint32_t *min_rises, uint32_t *max_rises);
+
+/** The traffic of a group of sites: counts and lifetime histograms of its stacks summed. */
+struct gmt_site_stats gmt_site_group_traffic(const struct gmt_site *g);
 
 #endif

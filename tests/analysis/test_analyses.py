@@ -153,6 +153,43 @@ def case_growth(exe, tmp):
           "the text report names the growth:\n" + "\n".join(l for l in text.splitlines() if "grow" in l or "+80" in l))
 
 
+def case_growth_sites(exe, tmp):
+    """One line reached through two native paths (two stacks, one call site): growth_sites[]
+    and churn_sites[] merge them, as the text report does; growth[] keeps them apart."""
+    t = Trace()
+    for sid, caller in ((11, 0x600000), (12, 0x610000)):
+        t.stacks.add(sid)
+        t.lines.append({"type": "stack", "id": sid, "frames": ["0x500000", "0x%x" % caller]})
+    ptr = 0x7f0000000000
+    for step in range(8):
+        t.mark("step %d" % step)
+        t.alloc(ptr + step * 64 * MiB, 8 * MiB, stack=11)
+        t.alloc(ptr + step * 64 * MiB + 32 * MiB, 2 * MiB, stack=12 if step % 4 else 11)
+    t.mark("end")
+    path = os.path.join(tmp, "two-paths.jsonl")
+    t.write(path)
+    rep = report(exe, [path])
+    check(sorted(e["stack"] for e in rep["growth"]) == [11, 12], "growth[]: one entry per stack")
+    gs = rep["growth_sites"]
+    check(len(gs) == 1, "growth_sites[]: one call site (%d)" % len(gs))
+    if gs:
+        g = gs[0]
+        check(g["growth_bytes"] == 8 * 10 * MiB and g["first_bytes"] == 0 and g["last_bytes"] == 80 * MiB,
+              "their growth summed: 80 MiB (%s)" % g["growth_bytes"])
+        check([s["stack"] for s in g["stacks"]] == [11, 12] and g["stacks"][0]["growth_bytes"] == 68 * MiB,
+              "its stacks, largest first (%s)" % g["stacks"])
+        check(g["site"]["address"] == "0x500000", "the shared frame is the site")
+        check(g["min_rises"] == 6 and g["max_rises"] == 8, "rises per stack: 6 to 8 (%s-%s)"
+              % (g["min_rises"], g["max_rises"]))
+    cs = rep["churn_sites"]
+    check(len(cs) == 1 and cs[0]["allocations"] == 16 and cs[0]["stacks"] == [11, 12],
+          "churn_sites[]: the two stacks' 16 allocations together (%s)" % cs)
+    text = report(exe, [path], fmt="text")
+    check("growing: 1 call site" in text and "+80.0 MiB (0 B -> 80.0 MiB, rose in 6-8 of 8 intervals "
+          "between markers, 2 stacks) at " in text,
+          "the text report merges them:\n" + "\n".join(l for l in text.splitlines() if "grow" in l or "+80" in l))
+
+
 def case_growth_snapshots(exe, tmp):
     """Without markers, growth is sampled at snapshots."""
     t = Trace()
@@ -499,7 +536,8 @@ def case_progress(exe, tmp):
     check(tty_rep == pipe_rep, "the report is the same either way")
 
 
-CASES = {"growth": case_growth, "growth-snapshots": case_growth_snapshots, "oom": case_oom,
+CASES = {"growth": case_growth, "growth-sites": case_growth_sites,
+         "growth-snapshots": case_growth_snapshots, "oom": case_oom,
          "range": case_range, "timeline": case_timeline, "fragmentation": case_fragmentation,
          "ranks": case_ranks, "ranges": case_ranges, "order": case_order, "progress": case_progress}
 

@@ -333,8 +333,9 @@ def group_suppress(tool, victim, golden):
 
 
 def growth_doc(tool, victim):
-    """A JSON report of a leaky trace with growth[] entries set by hand (docs/report-json.md,
-    "growth[]"): b grew 3 MiB, a 512 KiB."""
+    """A JSON report of a leaky trace with growth_sites[] entries set by hand (docs/report-json.md,
+    "growth_sites[]"): b grew 3 MiB, a 512 KiB; and growth[] as a report before growth_sites[]
+    had it (one entry per stack)."""
     doc = tool.report(leaky_trace(tool, victim, "leaky.jsonl"))
     by_fn = {}
     for s in doc["leak_sites"]:
@@ -347,7 +348,15 @@ def growth_doc(tool, victim):
                 "cache": None, "basis": "markers", "samples": 4, "first_bytes": first,
                 "last_bytes": last, "growth_bytes": last - first, "rises": 3, "falls": 0,
                 "first_label": "iter 0", "last_label": "iter 3"}
+
+    def site(e):
+        g = {k: v for k, v in e.items() if k not in ("stack", "rises", "falls")}
+        g.update(min_rises=e["rises"], max_rises=e["rises"],
+                 stacks=[{k: e[k] for k in ("stack", "first_bytes", "last_bytes", "growth_bytes",
+                                            "rises", "falls")}])
+        return g
     doc["growth"] = [entry("b", MiB, 4 * MiB), entry("a", 0, 512 << 10)]
+    doc["growth_sites"] = [site(e) for e in doc["growth"]]
     return doc
 
 
@@ -368,8 +377,27 @@ def group_growth(tool, victim, golden):
     check(rc == 1 and " at a (" in out and " at b (" not in out,
           "growth:^b$ takes b out; a (512 KiB) still fails 100K", out)
 
-    # A report without growth[] (an older report): nothing to gate, passes.
+    # One line reached through two stacks: gated on the sum (2 + 1.5 MiB > 3 MiB), both named.
     doc = growth_doc(tool, victim)
+    b = doc["growth_sites"][0]
+    second = dict(b["stacks"][0], stack=b["stacks"][0]["stack"] + 1000, first_bytes=0,
+                  last_bytes=1536 << 10, growth_bytes=1536 << 10, rises=2)
+    b["stacks"][0].update(first_bytes=MiB, last_bytes=3 * MiB, growth_bytes=2 * MiB)
+    b["stacks"].append(second)
+    b.update(first_bytes=MiB, last_bytes=(3 * MiB) + (1536 << 10), growth_bytes=(2 * MiB) + (1536 << 10),
+             min_rises=2)
+    rc, out, err = tool.run("check", "--max-growth-bytes", "3MiB", tool.write_json("two.json", doc))
+    check(rc == 1 and "grew 3.5 MiB" in out and "rose 2-3 times (2 stacks)" in out,
+          "two stacks of one line: gated on their sum", out)
+
+    # A report before growth_sites[]: its growth[] entries, one stack each, are gated.
+    doc = growth_doc(tool, victim)
+    del doc["growth_sites"]
+    rc, out, err = tool.run("check", "--max-growth-bytes", "1MiB", tool.write_json("older.json", doc))
+    check(rc == 1 and "over 4 markers 'iter 0' to 'iter 3', rose 3 times, fell 0: cudaMalloc device at b (" in out
+          and " at a (" not in out, "an older report: growth[] gated", out)
+
+    # A report without growth[] (an older report): nothing to gate, passes.
     del doc["growth"]
     rc, out, err = tool.run("check", "--max-growth-bytes", "0", tool.write_json("old.json", doc))
     check(rc == 0 and "no growth[]" in out, "no growth[] key: the gate passes and says so", out)

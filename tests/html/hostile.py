@@ -60,7 +60,8 @@ def report_doc(exe, trace):
 
 
 def with_analyses(doc):
-    """@p doc with timeline[], oom[], growth[] and a push/pop marker range, as specified."""
+    """@p doc with timeline[], oom[], growth[] and growth_sites[] and a push/pop marker range, as
+    specified."""
     d = copy.deepcopy(doc)
     d["timeline"] = [
         {"process": 0, "pid": 777, "device": 0, "kind": "held", "exact": True,
@@ -82,6 +83,10 @@ def with_analyses(doc):
                     "basis": "markers", "samples": 3, "first_bytes": 1048576,
                     "last_bytes": PEAK, "growth_bytes": PEAK - 1048576, "rises": 2, "falls": 0,
                     "first_label": LABEL, "last_label": "epoch 2"}]
+    g = {k: v for k, v in d["growth"][0].items() if k not in ("stack", "rises", "falls")}
+    d["growth_sites"] = [dict(g, min_rises=2, max_rises=2, stacks=[
+        {"stack": 2, "first_bytes": 1048576, "last_bytes": PEAK, "growth_bytes": PEAK - 1048576,
+         "rises": 2, "falls": 0}])]
     marks = d["processes"][0]["markers"]
     marks.insert(0, {"seq": 0, "time_s": 0.005, "label": "step", "range": "push"})
     marks.append({"seq": 5, "time_s": 0.03, "label": "step", "range": "pop"})
