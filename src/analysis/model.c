@@ -91,6 +91,7 @@ struct replay {
 	uint32_t *site_index;	     /* open addressing over m->sites, UINT32_MAX empty */
 	size_t site_mask;
 	enum phase phase;
+	bool bounds_pending; /* a range's bounds in seconds are not placed yet */
 };
 
 static enum role
@@ -1267,13 +1268,9 @@ gmt_model_new(const struct gmt_trace *trace, const struct gmt_range_opt *range)
 	if (range)
 		m->range = *range;
 	replay_init(r, m);
-	if (m->range.from.set) {
+	if (m->range.from.set)
 		r->phase = PHASE_BEFORE;
-		if (!m->range.from.label)
-			m->range_from = range_at_seconds(trace, &m->range.from);
-	} else if (m->range.to.set && !m->range.to.label) {
-		m->range_to = range_at_seconds(trace, &m->range.to);
-	}
+	r->bounds_pending = true; /* in seconds: from the trace's start, known by the first item */
 	return m;
 }
 
@@ -1287,6 +1284,14 @@ range_step(struct replay *r, uint64_t seq, uint64_t ts, const struct gmt_trace_m
 	struct gmt_model *m = r->m;
 	const struct gmt_range_bound *from = &m->range.from, *to = &m->range.to;
 
+	if (r->bounds_pending) {
+		/* a trace without a header starts at its earliest time: by now, the reader's */
+		r->bounds_pending = false;
+		if (from->set && !from->label)
+			m->range_from = range_at_seconds(m->trace, from);
+		else if (!from->set && to->set && !to->label)
+			m->range_to = range_at_seconds(m->trace, to);
+	}
 	if (r->phase == PHASE_AFTER)
 		return false;
 	if (r->phase == PHASE_BEFORE) {

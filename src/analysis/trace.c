@@ -294,6 +294,11 @@ see_ts(struct reader *r, uint64_t ts)
 	if (!r->have_min_ts || ts < r->min_ts)
 		r->min_ts = ts;
 	r->have_min_ts = true;
+	/* no start_ts from a header: times count from the earliest seen so far (a streamed
+	 * report's --from/--to in seconds are placed by the first event; the final origin is the
+	 * earliest of the file, later lines can only be out of order by the writer's drain) */
+	if (!r->have_start_ts)
+		t->start_ts = r->min_ts;
 }
 
 static int

@@ -322,6 +322,15 @@ def case_range(exe, tmp):
           "an unknown marker: nothing counted, and the range says it was not found")
     text = report(exe, [path], "--from", "train", fmt="text")
     check("range: from train to the end" in text, "the text report states the range")
+    # without a header, times count from the earliest line: the range moves with it
+    first = min(l["ts"] for l in t.lines if "ts" in l)
+    t.lines = t.lines[1:]
+    bare = os.path.join(tmp, "range-noheader.jsonl")
+    t.write(bare)
+    rep4 = report(exe, [bare], "--from", "%.9f" % ((m["train"] - first) / 1e9),
+                  "--to", "%.9f" % ((m["eval"] - first - 1) / 1e9))
+    check(rep4["summary"]["leaked_bytes"] == 8 * MiB,
+          "no header: --from/--to in seconds from the first line (%d)" % rep4["summary"]["leaked_bytes"])
 
 
 def case_timeline(exe, tmp):
