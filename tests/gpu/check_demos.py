@@ -12,7 +12,8 @@ the checks find the lines there, never in the report. The demo's --stats file (D
 written by gpu-check's run) gives what PyTorch itself saw. Sites are matched by the script's file
 name and the line (a script run by a relative path has a relative `file`).
 
-leak: growth[] (docs/report-json.md) has an entry at demo_leak.py:LEAK-SITE, basis "markers",
+leak: growth_sites[] (docs/report-json.md; growth[] in an older report) has one entry at
+  demo_leak.py:LEAK-SITE per call (its stacks merged), basis "markers",
   rising in at least half of the intervals, more than 64 MiB, the largest growth of the report;
   the growth of all sites in the script is at least 90% of what torch.cuda.memory_allocated()
   grew between the first and last marker (the CUDA-level view sees segments, which hold at least
@@ -120,26 +121,35 @@ def judge_leak(rep, text, chk, stats, script_dir=HERE, out=print):
     problems = []
     if not line:
         return [f"{script} has no LEAK-SITE comment"]
-    growth = rep.get("growth")
+    # growth_sites[]: one entry per line (its stacks merged); growth[] in a report before it
+    key = "growth_sites" if isinstance(rep.get("growth_sites"), list) else "growth"
+    growth = rep.get(key)
     if not isinstance(growth, list):
         return [f"the report has no growth[] (the analysis is missing): expected {script}:{line}"] + \
             check_exit(chk, 1, script, line)
-    out(f"growth[]: {len(growth)} sites")
+
+    def rises(g):  # growth_sites[]: the fewest rises among its stacks
+        return g.get("min_rises", g.get("rises")) or 0
+    out(f"{key}[]: {len(growth)} sites")
     for g in growth[:6]:
+        stacks = len(g.get("stacks") or [1])
         out(f"  {g.get('growth_bytes', 0) / MiB:10.1f} MiB  {g.get('first_bytes', 0) / MiB:8.1f} -> "
-            f"{g.get('last_bytes', 0) / MiB:8.1f} MiB  rises {g.get('rises')} falls {g.get('falls')} of "
-            f"{(g.get('samples') or 1) - 1} intervals ({g.get('basis')})  {g.get('api')}  {describe(site_of(g))}")
+            f"{g.get('last_bytes', 0) / MiB:8.1f} MiB  rises {rises(g)}-{g.get('max_rises', g.get('rises'))} of "
+            f"{(g.get('samples') or 1) - 1} intervals ({g.get('basis')}), {stacks} stack(s)  {g.get('api')}  "
+            f"{describe(site_of(g))}")
     hits = [g for g in growth if at_line(site_of(g), script, line)]
     if not hits:
-        problems.append(f"growth[] has no site at {script}:{line} (LEAK-SITE); sites: "
+        problems.append(f"{key}[] has no site at {script}:{line} (LEAK-SITE); sites: "
                         + ", ".join(describe(site_of(g)) for g in growth[:5]))
     else:
+        if key == "growth_sites" and len({(h.get("api"), h.get("kind"), h.get("device")) for h in hits}) < len(hits):
+            problems.append(f"growth_sites[] lists {script}:{line} {len(hits)} times for one call (not merged)")
         g = max(hits, key=lambda h: h.get("growth_bytes") or 0)
         intervals = (g.get("samples") or 0) - 1
         if g.get("basis") != "markers":
             problems.append(f"the LEAK-SITE growth is sampled by {g.get('basis')!r}, not the demo's markers")
-        if intervals < 2 or (g.get("rises") or 0) * 2 < intervals:
-            problems.append(f"the LEAK-SITE rose in {g.get('rises')} of {intervals} intervals (expected at least half)")
+        if intervals < 2 or rises(g) * 2 < intervals:
+            problems.append(f"the LEAK-SITE rose in {rises(g)} of {intervals} intervals (expected at least half)")
         if (g.get("growth_bytes") or 0) <= GROWTH_LIMIT_BYTES:
             problems.append(f"the LEAK-SITE grew {g.get('growth_bytes')} bytes, not more than {GROWTH_LIMIT}")
         top = max(growth, key=lambda h: h.get("growth_bytes") or 0)

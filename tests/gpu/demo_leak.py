@@ -23,26 +23,9 @@ tests/gpu/check_demos.py finds the line by its marker comment.
 check can compare the trace's growth with torch's own accounting.
 """
 import argparse
-import ctypes
 import json
-import sys
 
-
-def marker():
-    """mark(label): the gpumemtrace Python module's, else the preloaded tracer's gmt_mark."""
-    try:
-        import gpumemtrace
-
-        return gpumemtrace.mark
-    except ImportError:
-        pass
-    fn = getattr(ctypes.CDLL(None), "gmt_mark", None)
-    if fn is None:
-        print("demo_leak: not traced (no gmt_mark): no markers", file=sys.stderr)
-        return lambda label: None
-    fn.argtypes = [ctypes.c_char_p]
-    fn.restype = None
-    return lambda label: fn(label.encode())
+from demo_common import B, D, marker, model_and_optimizer
 
 
 def main():
@@ -51,15 +34,11 @@ def main():
     ap.add_argument("--stats")
     args = ap.parse_args()
     import torch
-    import torch.nn as nn
     import torch.nn.functional as F
 
-    mark = marker()
-    torch.manual_seed(0)
+    mark = marker("demo_leak")
     dev = torch.device("cuda")
-    D, H, B = 1024, 4096, 2048  # a B x H fp32 activation is 32 MiB
-    model = nn.Sequential(nn.Linear(D, H), nn.GELU(), nn.Linear(H, H), nn.GELU(), nn.Linear(H, D)).to(dev)
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    model, opt = model_and_optimizer(torch, dev)
     losses = []
     allocated = []
     opt.zero_grad(set_to_none=True)
