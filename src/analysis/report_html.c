@@ -245,11 +245,24 @@ static const char *const html_tail[] = {
 	    "fmtBytes(s.peak_held_bytes), exact(s.peak_held_bytes));\n",
 	"  peak.firstChild.setAttribute('data-bytes', String(s.peak_held_bytes));\n",
 	"  box.appendChild(peak);\n",
-	"  var leak = card('sum-leaked', 'leaked at exit in ' + (s.leaked_allocations || 0) "
-	    "+ ' allocations', fmtBytes(s.leaked_bytes), exact(s.leaked_bytes), s.leaked_bytes > "
+	"  // a caching allocator's memory at exit is not the program's leak (check: --count-cached)\n",
+	"  var cached = 0, cachedAllocs = 0;\n",
+	"  (D.leak_sites || []).forEach(function (g) { if (!g.at_exit || !g.counted) return; "
+	    "(g.stacks || []).forEach(function (st) { if (st.cache) { cached += st.bytes; "
+	    "cachedAllocs += st.allocations; } }); });\n",
+	"  var own = Math.max(0, (s.leaked_bytes || 0) - cached), ownAllocs = Math.max(0, "
+	    "(s.leaked_allocations || 0) - cachedAllocs);\n",
+	"  var leak = card('sum-leaked', 'leaked at exit in ' + ownAllocs + ' allocations' + "
+	    "(cached ? ', caching allocators not counted' : ''), fmtBytes(own), exact(own), own > "
 	    "0);\n",
-	"  leak.firstChild.setAttribute('data-bytes', String(s.leaked_bytes));\n",
+	"  leak.firstChild.setAttribute('data-bytes', String(own));\n",
 	"  box.appendChild(leak);\n",
+	"  if (cached) {\n",
+	"    var c = card('sum-cached', 'kept by caching allocators at exit (PyTorch, CUDA pools): "
+	    "theirs to free, not a leak', fmtBytes(cached), exact(cached));\n",
+	"    c.firstChild.setAttribute('data-bytes', String(cached));\n",
+	"    box.appendChild(c);\n",
+	"  }\n",
 	"  var failed = card('sum-failed', 'failed allocations', String(s.failed_allocations "
 	    "|| 0), '', s.failed_allocations > 0);\n",
 	"  failed.firstChild.setAttribute('data-count', String(s.failed_allocations || 0));\n",

@@ -118,6 +118,10 @@ def check_hostile_dom(dom):
 
 def check_analyses_dom(dom):
     check_ran(dom, "analyses")
+    leaked, cached = dom.find(id="sum-leaked"), dom.find(id="sum-cached")
+    check(leaked and leaked[0][1].get("data-bytes") == str(hostile.PEAK) and cached
+          and cached[0][1].get("data-bytes") == str(hostile.CACHED),
+          "summary: PyTorch's 20 MiB at exit shown apart, not as leaked", (leaked, cached))
     tl = [e for e in dom.elements if "timeline" in e[2]]
     paths = [e for e in tl if e[0] == "path"]
     check(len(paths) == 2, "timeline: one line per series (held, device)", paths)
