@@ -80,13 +80,18 @@ gmt_site_growth(const struct gmt_model *m, const struct gmt_site_stats *s)
 	return m->marker_samples >= 2 ? &s->at_markers : &s->at_snapshots;
 }
 
+/* Snapshots come once a second whatever the program does: a short run's two or three say little
+ * (a site filled once rose in 1 of 2 intervals). Markers are placed by the user, two will do. */
+#define MIN_SNAPSHOT_SAMPLES 4
+
 bool
 gmt_site_grows(const struct gmt_model *m, const struct gmt_site_stats *s)
 {
-	uint32_t samples = m->marker_samples >= 2 ? m->marker_samples : m->snapshot_samples;
+	bool markers = m->marker_samples >= 2;
+	uint32_t samples = markers ? m->marker_samples : m->snapshot_samples;
 	const struct gmt_growth *g = gmt_site_growth(m, s);
 
-	if (samples < 2 || g->last <= g->first)
+	if (samples < (markers ? 2 : MIN_SNAPSHOT_SAMPLES) || g->last <= g->first)
 		return false;
 	return 2u * g->rises >= samples - 1;
 }

@@ -312,7 +312,7 @@ enum gmt_cache gmt_model_cache(const struct gmt_model *m, uint32_t stack, uint8_
 const struct gmt_growth *gmt_site_growth(const struct gmt_model *m, const struct gmt_site_stats *s);
 
 /** Whether @p s counts as growing: it ends higher than it started and rose in at least half of
- * the intervals between samples. */
+ * the intervals between samples, of which there are enough (2 markers, else 4 snapshots). */
 bool gmt_site_grows(const struct gmt_model *m, const struct gmt_site_stats *s);
 
 /** Which call sites gmt_sites_ranked() lists, and by what. */
