@@ -1087,7 +1087,7 @@ deliver(struct reader *r, const struct heap_key *k, const struct pending *p)
 		}
 	}
 	if (p->marker) {
-		struct gmt_trace_marker *mk = &r->t->markers[p->marker - 1];
+		struct gmt_trace_marker *mk = &t->markers[p->marker - 1];
 
 		name_pop_now(r, mk);
 		r->sink->marker(r->sink->ctx, t, mk);
