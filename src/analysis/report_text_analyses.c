@@ -202,9 +202,10 @@ gmt_text_fragmentation(FILE *out, struct gmt_model *const *models, size_t n)
 			fprintf(out, "  device %d%s:", d->device, proc);
 			if (g->valid && g->gaps)
 				fprintf(out, " at the peak %" PRIu64 " live allocations span %s with %s "
-					"in %" PRIu64 " holes (largest %s);",
+					"in %" PRIu64 " %s (largest %s);",
 					g->live_allocations, gmt_format_bytes(g->span, b1),
 					gmt_format_bytes(g->gap_bytes, b2), g->gaps,
+					gmt_text_plural(g->gaps, "hole", "holes"),
 					gmt_format_bytes(g->largest_gap, b3));
 			if (d->max_pool_slack)
 				fprintf(out, " pools held up to %s more than their live allocations at "
