@@ -146,25 +146,13 @@ gmt_pyline(
 	return -1;
 }
 
-static int
-hex_digit(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 ssize_t
 gmt_pyline_unhex(const char *hex, size_t len, uint8_t *out, size_t cap)
 {
 	if (len % 2 != 0 || len / 2 > cap)
 		return -1;
 	for (size_t i = 0; i < len; i += 2) {
-		int hi = hex_digit(hex[i]), lo = hex_digit(hex[i + 1]);
+		int hi = gmt_hex_digit(hex[i]), lo = gmt_hex_digit(hex[i + 1]);
 		if (hi < 0 || lo < 0)
 			return -1;
 		out[i / 2] = (uint8_t)(hi << 4 | lo);

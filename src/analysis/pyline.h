@@ -29,4 +29,18 @@ int gmt_pyline(
  */
 ssize_t gmt_pyline_unhex(const char *hex, size_t len, uint8_t *out, size_t cap);
 
+/** The value of the hex digit @p c (either case), or -1 (the trace reader's pointers use it too:
+ * inline, it runs for every digit of every event's address). */
+static inline int
+gmt_hex_digit(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
 #endif

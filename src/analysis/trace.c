@@ -10,6 +10,7 @@
 #define _GNU_SOURCE
 #include "analysis/trace.h"
 #include "analysis/flatjson.h"
+#include "analysis/pyline.h"
 #include "analysis/xalloc.h"
 
 #include <errno.h>
@@ -195,19 +196,6 @@ get_i64(struct src obj, const char *key, long long *out)
 	return 0;
 }
 
-/* The value of hex digit @p c, or -1. */
-static int
-hex_digit(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 static int
 parse_hex(const char *s, uint64_t *out)
 {
@@ -219,7 +207,7 @@ parse_hex(const char *s, uint64_t *out)
 	 * one or more digits and nothing else, at most 64 bits once leading zeros are dropped. */
 	if (s[0] != '0' || (s[1] != 'x' && s[1] != 'X') || *p == '\0')
 		return -EINVAL;
-	for (; (d = hex_digit(*p)) >= 0; p++) {
+	for (; (d = gmt_hex_digit(*p)) >= 0; p++) {
 		if (v >> 60)
 			return -EINVAL; /* a 17th significant digit */
 		v = v << 4 | (uint64_t)d;
@@ -744,21 +732,14 @@ static uint8_t *
 hex_decode(const char *s, size_t *n)
 {
 	size_t len = strlen(s);
-	uint8_t *d;
+	uint8_t *d = gmt_xrealloc(NULL, len / 2 ? len / 2 : 1, 1);
+	ssize_t got = gmt_pyline_unhex(s, len, d, len / 2);
 
-	if (len % 2)
+	if (got < 0) {
+		free(d);
 		return NULL;
-	d = gmt_xrealloc(NULL, len / 2 ? len / 2 : 1, 1);
-	for (size_t i = 0; i < len / 2; i++) {
-		int hi = hex_digit(s[2 * i]), lo = hex_digit(s[2 * i + 1]);
-
-		if (hi < 0 || lo < 0) {
-			free(d);
-			return NULL;
-		}
-		d[i] = (uint8_t)(hi << 4 | lo);
 	}
-	*n = len / 2;
+	*n = (size_t)got;
 	return d;
 }
 
