@@ -824,6 +824,49 @@ oom_json(size_t proc, const struct gmt_model *m, const struct gmt_oom *o)
 	return j;
 }
 
+/* growth[] and growth_sites[]: what the samples were. */
+static void
+sampling_keys(json_t *o, const struct gmt_model *m)
+{
+	bool markers = m->marker_samples >= 2;
+
+	json_object_set_new(o, "basis", json_string(markers ? "markers" : "snapshots"));
+	json_object_set_new(o, "samples", jint(markers ? m->marker_samples : m->snapshot_samples));
+}
+
+/* ... the bytes at the first and last sample, and the difference. */
+static void
+growth_bytes_keys(json_t *o, const struct gmt_growth *g)
+{
+	json_object_set_new(o, "first_bytes", jint(g->first));
+	json_object_set_new(o, "last_bytes", jint(g->last));
+	json_object_set_new(o, "growth_bytes", jint(g->last - g->first));
+}
+
+/* ... the labels of the first and last marker (null for snapshots). */
+static void
+label_keys(json_t *o, const struct gmt_model *m)
+{
+	bool markers = m->marker_samples >= 2;
+
+	json_object_set_new(o, "first_label", markers ? jstr_or_null(m->first_marker) : json_null());
+	json_object_set_new(o, "last_label", markers ? jstr_or_null(m->last_marker) : json_null());
+}
+
+/* churn[] and churn_sites[]: allocation traffic. */
+static void
+traffic_keys(json_t *o, const struct gmt_site_stats *st)
+{
+	json_object_set_new(o, "allocations", jint(st->allocations));
+	json_object_set_new(o, "allocated_bytes", jint(st->allocated_bytes));
+	json_object_set_new(o, "frees", jint(st->frees));
+	json_object_set_new(o, "temporaries", jint(st->temporaries));
+	json_object_set_new(o, "temporary_bytes", jint(st->temporary_bytes));
+	json_object_set_new(o, "median_lifetime_s",
+			    st->frees ? json_real((double)gmt_site_median_lifetime(st) / 1e9)
+				      : json_null());
+}
+
 static json_t *
 growth_json(struct gmt_model *const *models, size_t n)
 {
@@ -834,22 +877,14 @@ growth_json(struct gmt_model *const *models, size_t n)
 	for (size_t i = 0; i < nv; i++) {
 		const struct gmt_model *m = v[i].m;
 		const struct gmt_growth *g = gmt_site_growth(m, v[i].st);
-		bool markers = m->marker_samples >= 2;
 		json_t *o = json_object();
 
 		site_keys(o, v[i].proc, m, v[i].st);
-		json_object_set_new(o, "basis", json_string(markers ? "markers" : "snapshots"));
-		json_object_set_new(o, "samples",
-				    jint(markers ? m->marker_samples : m->snapshot_samples));
-		json_object_set_new(o, "first_bytes", jint(g->first));
-		json_object_set_new(o, "last_bytes", jint(g->last));
-		json_object_set_new(o, "growth_bytes", jint(g->last - g->first));
+		sampling_keys(o, m);
+		growth_bytes_keys(o, g);
 		json_object_set_new(o, "rises", jint(g->rises));
 		json_object_set_new(o, "falls", jint(g->falls));
-		json_object_set_new(o, "first_label", markers ? jstr_or_null(m->first_marker)
-							      : json_null());
-		json_object_set_new(o, "last_label", markers ? jstr_or_null(m->last_marker)
-							     : json_null());
+		label_keys(o, m);
 		json_array_append_new(a, o);
 	}
 	free(v);
@@ -868,22 +903,14 @@ churn_json(struct gmt_model *const *models, size_t n)
 		size_t shown = 0;
 
 		for (size_t k = 0; k < nv && shown < CHURN_MAX_SITES; k++) {
-			const struct gmt_site_stats *st = v[k].st;
-			uint64_t med = gmt_site_median_lifetime(st);
 			json_t *o;
 
 			if (v[k].proc != i)
 				continue;
 			shown++;
 			o = json_object();
-			site_keys(o, i, models[i], st);
-			json_object_set_new(o, "allocations", jint(st->allocations));
-			json_object_set_new(o, "allocated_bytes", jint(st->allocated_bytes));
-			json_object_set_new(o, "frees", jint(st->frees));
-			json_object_set_new(o, "temporaries", jint(st->temporaries));
-			json_object_set_new(o, "temporary_bytes", jint(st->temporary_bytes));
-			json_object_set_new(o, "median_lifetime_s",
-					    st->frees ? json_real((double)med / 1e9) : json_null());
+			site_keys(o, i, models[i], v[k].st);
+			traffic_keys(o, v[k].st);
 			json_array_append_new(a, o);
 		}
 	}
@@ -920,32 +947,22 @@ growth_sites_json(struct gmt_model *const *models, size_t n)
 	for (size_t i = 0; i < sites.n; i++) {
 		const struct gmt_site *g = &sites.v[i];
 		const struct gmt_model *m = g->m;
-		bool markers = m->marker_samples >= 2;
 		uint32_t min_rises, max_rises;
 		struct gmt_growth sum = gmt_site_group_growth(g, &min_rises, &max_rises);
 		json_t *o = json_object(), *stacks = json_array();
 
 		group_keys(o, g);
-		json_object_set_new(o, "basis", json_string(markers ? "markers" : "snapshots"));
-		json_object_set_new(o, "samples",
-				    jint(markers ? m->marker_samples : m->snapshot_samples));
-		json_object_set_new(o, "first_bytes", jint(sum.first));
-		json_object_set_new(o, "last_bytes", jint(sum.last));
-		json_object_set_new(o, "growth_bytes", jint(sum.last - sum.first));
+		sampling_keys(o, m);
+		growth_bytes_keys(o, &sum);
 		json_object_set_new(o, "min_rises", jint(min_rises));
 		json_object_set_new(o, "max_rises", jint(max_rises));
-		json_object_set_new(o, "first_label", markers ? jstr_or_null(m->first_marker)
-							      : json_null());
-		json_object_set_new(o, "last_label", markers ? jstr_or_null(m->last_marker)
-							     : json_null());
+		label_keys(o, m);
 		for (size_t k = 0; k < g->nstacks; k++) {
 			const struct gmt_growth *sg = gmt_site_growth(m, g->stacks[k].st);
 			json_t *e = json_object();
 
 			json_object_set_new(e, "stack", jint(g->stacks[k].stack));
-			json_object_set_new(e, "first_bytes", jint(sg->first));
-			json_object_set_new(e, "last_bytes", jint(sg->last));
-			json_object_set_new(e, "growth_bytes", jint(sg->last - sg->first));
+			growth_bytes_keys(e, sg);
 			json_object_set_new(e, "rises", jint(sg->rises));
 			json_object_set_new(e, "falls", jint(sg->falls));
 			json_array_append_new(stacks, e);
@@ -982,14 +999,7 @@ churn_sites_json(struct gmt_model *const *models, size_t n)
 			sum = gmt_site_group_traffic(g);
 			o = json_object();
 			group_keys(o, g);
-			json_object_set_new(o, "allocations", jint(sum.allocations));
-			json_object_set_new(o, "allocated_bytes", jint(sum.allocated_bytes));
-			json_object_set_new(o, "frees", jint(sum.frees));
-			json_object_set_new(o, "temporaries", jint(sum.temporaries));
-			json_object_set_new(o, "temporary_bytes", jint(sum.temporary_bytes));
-			json_object_set_new(o, "median_lifetime_s",
-					    sum.frees ? json_real((double)gmt_site_median_lifetime(&sum) / 1e9)
-						      : json_null());
+			traffic_keys(o, &sum);
 			stacks = json_array();
 			for (size_t s = 0; s < g->nstacks; s++)
 				json_array_append_new(stacks, jint(g->stacks[s].stack));
