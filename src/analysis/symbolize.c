@@ -10,6 +10,7 @@
 #define _GNU_SOURCE
 #include "analysis/symbolize.h"
 #include "analysis/xalloc.h"
+#include "util/hash.h"
 
 #include <dlfcn.h>
 #include <dwarf.h>
@@ -120,11 +121,7 @@ static const Dwfl_Callbacks offline_callbacks = {
 static uint64_t
 hash_str(const char *str)
 {
-	uint64_t h = 0xcbf29ce484222325ull;
-
-	for (; *str; str++)
-		h = (h ^ (unsigned char)*str) * 0x100000001b3ull;
-	return h;
+	return gmt_fnv1a(GMT_FNV_SEED, str, strlen(str));
 }
 
 const char *

@@ -11,6 +11,7 @@
 #include "analysis/trace.h"
 #include "analysis/flatjson.h"
 #include "analysis/pyline.h"
+#include "util/hash.h"
 #include "analysis/xalloc.h"
 
 #include <errno.h>
@@ -554,25 +555,13 @@ read_stack(struct reader *r, json_t *obj, size_t lineno)
 // --- modules, pycode, pyinfo --------------------------------------------------------------------
 
 static uint64_t
-hash_bytes(uint64_t h, const void *p, size_t n)
-{
-	const unsigned char *b = p;
-
-	/* FNV-1a: only to spread module entries over the dedup table. */
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ b[i]) * 0x100000001b3ull;
-	return h;
-}
-
-static uint64_t
 module_hash(const struct gmt_trace_module *m)
 {
-	uint64_t h = 0xcbf29ce484222325ull;
-
-	h = hash_bytes(h, m->path, strlen(m->path));
-	h = hash_bytes(h, &m->base, sizeof(m->base));
-	h = hash_bytes(h, m->build_id, strlen(m->build_id));
-	return hash_bytes(h, m->segments, m->nsegments * sizeof(*m->segments));
+	/* only to spread module entries over the dedup table */
+	uint64_t h = gmt_fnv1a(GMT_FNV_SEED, m->path, strlen(m->path));
+	h = gmt_fnv1a(h, &m->base, sizeof(m->base));
+	h = gmt_fnv1a(h, m->build_id, strlen(m->build_id));
+	return gmt_fnv1a(h, m->segments, m->nsegments * sizeof(*m->segments));
 }
 
 static bool

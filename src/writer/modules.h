@@ -3,7 +3,8 @@
  * so that stack addresses can be symbolized after the process is gone (modules lines).
  *
  * Writer thread only. gmt_modules_changed() is cheap (one dl_iterate_phdr call that stops at the
- * first object and compares glibc's load/unload counters); gmt_modules_write() walks them all.
+ * first object and compares glibc's load/unload counters); gmt_modules_write() walks them all,
+ * without letting glibc compute any object's TLS block (modules.c says why).
  */
 #ifndef GMT_WRITER_MODULES_H
 #define GMT_WRITER_MODULES_H
