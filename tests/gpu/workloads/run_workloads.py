@@ -1,0 +1,141 @@
+#!/usr/bin/env python3
+"""Real workloads under the tracer with default options (scripts/gpu-check, group "workloads").
+
+    run_workloads.py --build BUILD --out DIR [--only gpt2,jax] [--jobs 3]
+
+Each workload (a script in this directory, built on a real framework: transformers, timm,
+torch.compile, DataLoader workers, NCCL, JAX, CuPy) runs twice: untraced, then under
+`gpumemtrace run` with no GPUMEMTRACE_* option. Required, per workload:
+  - the traced run exits exactly as the untraced one does (and that is 0);
+  - `gpumemtrace report` reads the traces (exit 0), the main process's trace is complete (a
+    trailer) with no dropped event;
+The summary (one line per workload) goes to stdout and DIR/summary.json; exit 1 if any failed.
+JAX preallocates 75% of the device, so it runs alone, after the others.
+"""
+import argparse
+import concurrent.futures
+import json
+import os
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+# name: (script, extra environment, runs alone)
+WORKLOADS = {
+    "gpt2": ("gpt2.py", {}, False),
+    "gpt2-expandable": ("gpt2.py", {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}, False),
+    "timm": ("timm_resnet.py", {}, False),
+    "compile": ("compile_graphs.py", {}, False),
+    "dataloader": ("dataloader.py", {}, False),
+    "nccl": ("nccl_single.py", {}, False),
+    "cupy": ("cupy_pool.py", {}, False),
+    "jax": ("jax_matmul.py", {}, True),
+}
+TIMEOUT = 300
+
+
+def run(argv, env, log):
+    t0 = time.time()
+    with open(log, "w") as f:
+        try:
+            rc = subprocess.run(argv, env=env, cwd=HERE, stdout=f, stderr=subprocess.STDOUT,
+                                timeout=TIMEOUT).returncode
+        except subprocess.TimeoutExpired:
+            rc = "timeout"
+    return rc, time.time() - t0
+
+
+def last_json(log):
+    for line in reversed(open(log, errors="replace").read().splitlines()):
+        if line.startswith("{"):
+            try:
+                return json.loads(line)
+            except ValueError:
+                pass
+    return None
+
+
+def one(name, gmt, out):
+    script, extra, _ = WORKLOADS[name]
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("GPUMEMTRACE_") and k not in ("PYTORCH_CUDA_ALLOC_CONF", "LD_PRELOAD",
+                                                           "CUDA_INJECTION64_PATH")}
+    env.update(extra)
+    env["PYTHONUNBUFFERED"] = "1"
+    wdir = os.path.join(out, name)
+    os.makedirs(wdir, exist_ok=True)
+    tdir = os.path.join(wdir, "trace")
+    res = {"workload": name, "ok": False, "notes": []}
+    rc_plain, t_plain = run([sys.executable, script], env, os.path.join(wdir, "plain.log"))
+    rc_traced, t_traced = run([gmt, "run", "-o", tdir, "--", sys.executable, script], env,
+                              os.path.join(wdir, "traced.log"))
+    res.update(rc_plain=rc_plain, rc_traced=rc_traced, seconds_plain=round(t_plain, 1),
+               seconds_traced=round(t_traced, 1), figures_plain=last_json(os.path.join(wdir, "plain.log")),
+               figures_traced=last_json(os.path.join(wdir, "traced.log")))
+    if rc_plain != 0:
+        res["notes"].append(f"untraced run exits {rc_plain}: the workload itself fails here")
+    if rc_traced != rc_plain:
+        res["notes"].append(f"traced run exits {rc_traced}, untraced {rc_plain}")
+    p = subprocess.run([gmt, "report", "--format", "json", tdir], capture_output=True, text=True,
+                       timeout=TIMEOUT)
+    if p.returncode != 0:
+        res["notes"].append(f"report exits {p.returncode}: {p.stderr.strip()[:200]}")
+    else:
+        rep = json.loads(p.stdout)
+        procs = rep["processes"]
+        res["processes"] = len(procs)
+        res["events"] = rep["summary"]["events"]
+        res["dropped"] = rep["summary"]["dropped"]
+        res["peak_held_bytes"] = rep["summary"]["peak_held_bytes"]
+        main = [q for q in procs if not q.get("forked_from")] or procs
+        for q in main[:1]:
+            if not q["complete"]:
+                res["notes"].append(f"{os.path.basename(q['file'])}: no trailer")
+            if q["dropped"]:
+                res["notes"].append(f"{os.path.basename(q['file'])}: {q['dropped']} events dropped")
+            res["coverage"] = q.get("coverage")
+        other = [q for q in procs if q not in main[:1] and not q["complete"]]
+        if other:
+            res["incomplete_other_processes"] = len(other)
+        t = subprocess.run([gmt, "report", tdir], capture_output=True, text=True, timeout=TIMEOUT)
+        with open(os.path.join(wdir, "report.txt"), "w") as f:
+            f.write(t.stdout + t.stderr)
+    res["ok"] = rc_plain == 0 and rc_traced == 0 and not res["notes"]
+    return res
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--only", help="comma-separated workloads (default: all)")
+    ap.add_argument("--jobs", type=int, default=3)
+    args = ap.parse_args()
+    gmt = os.path.join(os.path.abspath(args.build), "tools", "gpumemtrace")
+    out = os.path.abspath(args.out)
+    names = args.only.split(",") if args.only else list(WORKLOADS)
+    for n in names:
+        if n not in WORKLOADS:
+            sys.exit(f"run_workloads.py: unknown workload {n!r} (known: {', '.join(WORKLOADS)})")
+    together = [n for n in names if not WORKLOADS[n][2]]
+    alone = [n for n in names if WORKLOADS[n][2]]
+    results = []
+    with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as ex:
+        results += list(ex.map(lambda n: one(n, gmt, out), together))
+    results += [one(n, gmt, out) for n in alone]
+    print("workloads summary")
+    for r in results:
+        state = "PASS" if r["ok"] else "FAIL"
+        print(f"  {state} {r['workload']:16} exit {r['rc_plain']}/{r['rc_traced']} (untraced/traced), "
+              f"{r['seconds_plain']}/{r['seconds_traced']} s, {r.get('processes', '?')} traces, "
+              f"{r.get('events', '?')} events, {r.get('dropped', '?')} dropped"
+              + ("; " + "; ".join(r["notes"]) if r["notes"] else ""))
+    with open(os.path.join(out, "summary.json"), "w") as f:
+        json.dump(results, f, indent=1)
+    return 0 if all(r["ok"] for r in results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
