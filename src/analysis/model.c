@@ -544,48 +544,82 @@ held_on(const struct gmt_live *l, const void *ctx)
 	       !gmt_kind_is_reading((enum gmt_tkind)l->kind);
 }
 
+/* By kind, then by address: each kind's allocations laid out on their own. */
 static int
-cmp_key(const void *pa, const void *pb)
+cmp_kind_key(const void *pa, const void *pb)
 {
 	const struct gmt_live *a = pa, *b = pb;
 
+	if (a->kind != b->kind)
+		return a->kind < b->kind ? -1 : 1;
 	return a->key < b->key ? -1 : a->key > b->key;
 }
 
 #define SEPARATE_RANGE (1ull << 30) /* a hole this large is another address range */
 
-/* The layout of the live allocations by address (ptrs table) held on @p device. */
+/* The layout of @p n live allocations of one kind, sorted by address. */
 static struct gmt_gaps
-gaps_of(struct replay *r, int32_t device)
+layout(const struct gmt_live *l, size_t n)
 {
-	struct gmt_gaps g = {0};
+	struct gmt_gaps g = {.valid = true, .kind = l[0].kind, .live_allocations = n, .ranges = 1};
+	uint64_t lo = l[0].key, end = l[0].key + l[0].size;
+
+	for (size_t i = 1; i < n; i++) {
+		if (l[i].key > end && l[i].key - end >= SEPARATE_RANGE) {
+			g.span += end - lo;
+			g.ranges++;
+			lo = l[i].key;
+		} else if (l[i].key > end) {
+			uint64_t hole = l[i].key - end;
+
+			g.gap_bytes += hole;
+			g.gaps++;
+			if (hole > g.largest_gap)
+				g.largest_gap = hole;
+		}
+		if (l[i].key + l[i].size > end)
+			end = l[i].key + l[i].size;
+	}
+	g.span += end - lo;
+	return g;
+}
+
+/*
+ * The layout of the live allocations by address (ptrs table) held on @p device: per kind into
+ * @p by_kind (when not NULL), the sum over kinds returned.
+ */
+static struct gmt_gaps
+gaps_of(struct replay *r, int32_t device, struct gmt_gaps by_kind[GMT_TK_COUNT])
+{
+	struct gmt_gaps sum = {0};
 	size_t n, k = 0;
 	struct gmt_live *all = gmt_livemap_all(&r->ptrs, &n);
-	uint64_t end = 0;
 
+	if (by_kind)
+		memset(by_kind, 0, GMT_TK_COUNT * sizeof(*by_kind));
 	for (size_t i = 0; i < n; i++)
 		if (held_on(&all[i], &device))
 			all[k++] = all[i];
-	if (k) {
-		qsort(all, k, sizeof(*all), cmp_key);
-		g.valid = true;
-		g.live_allocations = k;
-		for (size_t i = 0; i < k; i++) {
-			if (i && all[i].key > end && all[i].key - end < SEPARATE_RANGE) {
-				uint64_t hole = all[i].key - end;
+	qsort(all, k, sizeof(*all), cmp_kind_key);
+	for (size_t i = 0, j; i < k; i = j) {
+		struct gmt_gaps g;
 
-				g.gap_bytes += hole;
-				g.gaps++;
-				if (hole > g.largest_gap)
-					g.largest_gap = hole;
-			}
-			if (i == 0 || all[i].key + all[i].size > end)
-				end = all[i].key + all[i].size;
-		}
-		g.span = end - all[0].key;
+		for (j = i + 1; j < k && all[j].kind == all[i].kind; j++)
+			;
+		g = layout(&all[i], j - i);
+		if (by_kind && g.kind < GMT_TK_COUNT)
+			by_kind[g.kind] = g;
+		sum.valid = true;
+		sum.live_allocations += g.live_allocations;
+		sum.span += g.span;
+		sum.ranges += g.ranges;
+		sum.gap_bytes += g.gap_bytes;
+		sum.gaps += g.gaps;
+		if (g.largest_gap > sum.largest_gap)
+			sum.largest_gap = g.largest_gap;
 	}
 	free(all);
-	return g;
+	return sum;
 }
 
 static int
@@ -625,7 +659,7 @@ oom_snapshot(struct replay *r, const struct gmt_trace_event *ev, struct gmt_oom 
 		o->has_pool_slack = true;
 		o->pool_slack = (int64_t)(d->kinds[GMT_TK_POOL_RESERVE].live - d->kinds[GMT_TK_POOL].live);
 	}
-	o->gaps = gaps_of(r, ev->device);
+	o->gaps = gaps_of(r, ev->device, NULL);
 	for (size_t i = 0; i < m->nsites; i++) {
 		const struct gmt_site_stats *st = &m->sites[i];
 
@@ -1093,7 +1127,7 @@ capture_peak(struct replay *r, struct gmt_device_stats *d)
 	}
 	d->npeak_sites = n; /* sorted once, when the replay is done */
 	if (!d->peak_gaps.valid || d->peak.bytes > d->peak_gaps_bytes + d->peak_gaps_bytes / 100) {
-		d->peak_gaps = gaps_of(r, d->device);
+		d->peak_gaps = gaps_of(r, d->device, d->peak_gaps_kind);
 		d->peak_gaps_bytes = d->peak.bytes;
 	}
 	d->peak_pending = false;

@@ -388,6 +388,45 @@ def case_fragmentation(exe, tmp):
               == [(512, 1), (1 * MiB, 2), (2 * MiB, 1)], "size histogram by powers of two (%s)" % h)
 
 
+def case_fragmentation_kinds(exe, tmp):
+    """cudaMalloc's and a pool's addresses come from different reservations, terabytes apart:
+    each kind is laid out on its own, and a gap of 1 GiB or more starts another address range
+    (it is not part of the span), so no span adds up the distance between them."""
+    t = Trace()
+    t.alloc(0x7f0000000000, 2 * MiB, stack=1)
+    t.alloc(0x7f0000300000, 1 * MiB, stack=1)                 # device: a 1 MiB hole
+    t.alloc(0x302000000, 2 * MiB, stack=2, kind="pool", api="cudaMallocAsync")
+    t.alloc(0x302400000, 1 * MiB, stack=2, kind="pool", api="cudaMallocAsync")  # pool: 2 MiB hole
+    t.alloc(0x302800000, 1 * MiB, stack=1)                    # device, next to the pool's
+    path = os.path.join(tmp, "frag-kinds.jsonl")
+    t.write(path)
+    fr = report(exe, [path])["fragmentation"]
+    check(len(fr) == 1, "one fragmentation entry")
+    if not fr:
+        return
+    by_kind = {g["kind"]: g for g in fr[0].get("gaps_at_peak_by_kind", [])}
+    want = {
+        "device": {"live_allocations": 3, "span_bytes": 5 * MiB, "address_ranges": 2,
+                   "gap_bytes": 1 * MiB, "largest_gap_bytes": 1 * MiB, "gaps": 1},
+        "pool": {"live_allocations": 2, "span_bytes": 5 * MiB, "address_ranges": 1,
+                 "gap_bytes": 2 * MiB, "largest_gap_bytes": 2 * MiB, "gaps": 1},
+    }
+    for kind, w in want.items():
+        got = {k: by_kind.get(kind, {}).get(k) for k in w}
+        check(got == w, "%s: laid out on its own (%s)" % (kind, by_kind.get(kind)))
+    check(set(by_kind) == set(want), "only the kinds held by address (%s)" % sorted(by_kind))
+    g = fr[0]["gaps_at_peak"]
+    check(g["live_allocations"] == 5 and g["span_bytes"] == 10 * MiB and g["gaps"] == 2
+          and g["gap_bytes"] == 3 * MiB and g["largest_gap_bytes"] == 2 * MiB
+          and g["address_ranges"] == 3, "gaps_at_peak: the kinds summed, no hole across kinds (%s)" % g)
+    text = report(exe, [path], fmt="text")
+    line = [l for l in text.splitlines() if l.startswith("  device 0") and "span" in l]
+    check(len(line) == 1 and "3 live device allocations span 5.0 MiB in 2 address ranges with "
+          "1.0 MiB in 1 hole (largest 1.0 MiB)" in line[0] and "2 live pool allocations span "
+          "5.0 MiB with 2.0 MiB in 1 hole" in line[0] and "TiB" not in line[0],
+          "the text names each kind's span (%s)" % line)
+
+
 def case_ranks(exe, tmp):
     paths = []
     for rank, (peak, fail_after_ns) in enumerate([(1 * GiB, None), (3 * GiB, 5_000_000), (2 * GiB, 1_000_000)]):
@@ -553,6 +592,7 @@ def case_progress(exe, tmp):
 CASES = {"growth": case_growth, "growth-sites": case_growth_sites,
          "growth-snapshots": case_growth_snapshots, "oom": case_oom,
          "range": case_range, "timeline": case_timeline, "fragmentation": case_fragmentation,
+         "fragmentation-kinds": case_fragmentation_kinds,
          "ranks": case_ranks, "ranges": case_ranges, "order": case_order, "progress": case_progress}
 
 
