@@ -87,6 +87,8 @@ struct replay {
 	size_t nroles;
 	size_t next_nvml; /* first NVML reading not yet captured */
 	uint32_t last_snapshot_line; /* the snapshot last sampled for growth */
+	uint32_t range_end_samples;  /* outermost range pops sampled (at_range_ends) */
+	const char *first_range_end, *last_range_end;
 	uint64_t last_alloc_seq;     /* the latest successful allocation: temporaries */
 	uint32_t *site_index;	     /* open addressing over m->sites, UINT32_MAX empty */
 	size_t site_mask;
@@ -213,18 +215,28 @@ log2_bucket(uint64_t v)
 	return v ? 63u - (unsigned)__builtin_clzll(v) : 0;
 }
 
-/* One growth sample of every site: at a marker or a snapshot. */
+enum sample {
+	SAMPLE_MARK,
+	SAMPLE_RANGE_END,
+	SAMPLE_SNAPSHOT,
+};
+
+/* One growth sample of every site: at a mark, the end of an outermost range, or a snapshot. */
 static void
-growth_sample(struct replay *r, bool marker)
+growth_sample(struct replay *r, enum sample which)
 {
 	struct gmt_model *m = r->m;
-	uint32_t n = marker ? m->marker_samples : m->snapshot_samples;
+	uint32_t *count = which == SAMPLE_MARK	    ? &m->marker_samples
+			  : which == SAMPLE_RANGE_END ? &r->range_end_samples
+						      : &m->snapshot_samples;
 
 	for (size_t i = 0; i < m->nsites; i++) {
 		struct gmt_site_stats *st = &m->sites[i];
-		struct gmt_growth *g = marker ? &st->at_markers : &st->at_snapshots;
+		struct gmt_growth *g = which == SAMPLE_MARK	 ? &st->at_markers
+				       : which == SAMPLE_RANGE_END ? &st->at_range_ends
+								   : &st->at_snapshots;
 
-		if (n == 0)
+		if (*count == 0)
 			g->first = st->live;
 		else if (st->live > g->last)
 			g->rises++;
@@ -232,10 +244,7 @@ growth_sample(struct replay *r, bool marker)
 			g->falls++;
 		g->last = st->live;
 	}
-	if (marker)
-		m->marker_samples++;
-	else
-		m->snapshot_samples++;
+	(*count)++;
 }
 
 // --- accounting ---------------------------------------------------------------------------------
@@ -1249,8 +1258,9 @@ range_enter(struct replay *r, uint64_t seq, uint64_t ts)
 		memset(st->lifetime, 0, sizeof(st->lifetime));
 		memset(&st->at_markers, 0, sizeof(st->at_markers));
 		memset(&st->at_snapshots, 0, sizeof(st->at_snapshots));
+		memset(&st->at_range_ends, 0, sizeof(st->at_range_ends));
 	}
-	m->marker_samples = m->snapshot_samples = 0;
+	m->marker_samples = m->snapshot_samples = r->range_end_samples = 0;
 }
 
 // --- the model ----------------------------------------------------------------------------------
@@ -1267,11 +1277,18 @@ readings_until(struct replay *r, const struct gmt_trace_event *ev)
 		capture_reading(r, n);
 		if (r->phase == PHASE_INSIDE && n->line != r->last_snapshot_line) {
 			r->last_snapshot_line = n->line;
-			growth_sample(r, false);
+			growth_sample(r, SAMPLE_SNAPSHOT);
 		}
 	}
 }
 
+/*
+ * Growth is sampled at marks. Range pushes and pops are not samples: docs/markers.md's pattern,
+ * a mark per step with ranges inside it, would otherwise cut each step into several intervals of
+ * which a leak rises in one, and "rose in at least half of them" would never hold. A trace with
+ * ranges but (almost) no marks is sampled where its outermost ranges end, one per iteration of a
+ * `with range("step")` loop; gmt_model_finish() picks those samples then.
+ */
 static void
 marker_seen(struct replay *r, const struct gmt_trace_marker *mk)
 {
@@ -1279,10 +1296,32 @@ marker_seen(struct replay *r, const struct gmt_trace_marker *mk)
 
 	if (r->phase != PHASE_INSIDE)
 		return;
-	if (!m->marker_samples)
-		m->first_marker = mk->label;
-	m->last_marker = mk->label;
-	growth_sample(r, true);
+	if (mk->range == GMT_TRANGE_NONE) {
+		if (!m->marker_samples)
+			m->first_marker = mk->label;
+		m->last_marker = mk->label;
+		growth_sample(r, SAMPLE_MARK);
+	} else if (mk->range == GMT_TRANGE_POP && mk->depth == 1) {
+		if (!r->range_end_samples)
+			r->first_range_end = mk->label;
+		r->last_range_end = mk->label;
+		growth_sample(r, SAMPLE_RANGE_END);
+	}
+}
+
+/* Fewer than two marks: the outermost ranges' ends are the marker samples, when there are two. */
+static void
+growth_basis(struct replay *r)
+{
+	struct gmt_model *m = r->m;
+
+	if (m->marker_samples >= 2 || r->range_end_samples < 2)
+		return;
+	for (size_t i = 0; i < m->nsites; i++)
+		m->sites[i].at_markers = m->sites[i].at_range_ends;
+	m->marker_samples = r->range_end_samples;
+	m->first_marker = r->first_range_end;
+	m->last_marker = r->last_range_end;
 }
 
 struct gmt_model *
@@ -1396,6 +1435,7 @@ gmt_model_finish(struct gmt_model *m)
 	}
 	if (r->phase == PHASE_INSIDE || r->phase == PHASE_AFTER)
 		collect_leaks(r);
+	growth_basis(r);
 	replay_fini(r);
 	free(r);
 	m->replay = NULL;

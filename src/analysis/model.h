@@ -123,6 +123,8 @@ struct gmt_site_stats {
 	/** freed allocations by lifetime: bucket b holds 2^b <= ns < 2^(b+1) */
 	uint32_t lifetime[GMT_LIFETIME_BUCKETS];
 	struct gmt_growth at_markers, at_snapshots;
+	/** replay only: sampled at the pops of outermost ranges, for a trace without marks */
+	struct gmt_growth at_range_ends;
 };
 
 /** One failed allocation, with what the replay held on its device at that moment. */
@@ -234,7 +236,12 @@ struct gmt_model {
 
 	struct gmt_site_stats *sites; /**< every call site of every device, in order of first use */
 	size_t nsites;
-	uint32_t marker_samples;   /**< markers sampled for growth (inside the range) */
+	/**
+	 * markers sampled for growth (inside the range): the marks, not range pushes and pops (a
+	 * step's ranges would split its interval); with fewer than two marks, the pops of the
+	 * outermost ranges
+	 */
+	uint32_t marker_samples;
 	uint32_t snapshot_samples; /**< snapshots sampled for growth */
 	const char *first_marker, *last_marker; /**< labels of the first and last sampled marker */
 

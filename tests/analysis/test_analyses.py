@@ -190,6 +190,61 @@ def case_growth_sites(exe, tmp):
           "the text report merges them:\n" + "\n".join(l for l in text.splitlines() if "grow" in l or "+80" in l))
 
 
+def leak_steps(t, steps, marks, ranges_only=False):
+    """docs/markers.md's pattern: mark("step N"), then range("forward") and range("backward")
+    per step; forward keeps 1 MiB (stack 5) and both use a temporary (stack 6). With
+    ranges_only, no marks: each step is an outermost range("step") around the two."""
+    for step in range(steps):
+        if marks:
+            t.mark("step %d" % step)
+        if ranges_only:
+            t.mark("step", "push", 1)
+        d = 2 if ranges_only else 1
+        t.mark("forward", "push", d)
+        t.alloc(0x7f0000000000 + step * 2 * MiB, MiB, stack=5)
+        t.alloc(0x7e0000000000, 4 * MiB, stack=6)
+        t.free(0x7e0000000000)
+        t.mark("", "pop", d)
+        t.mark("backward", "push", d)
+        t.alloc(0x7e0000000000, 4 * MiB, stack=6)
+        t.free(0x7e0000000000)
+        t.mark("", "pop", d)
+        if ranges_only:
+            t.mark("", "pop", 1)
+
+
+def case_growth_ranges(exe, tmp):
+    """Range pushes and pops are not growth samples: with a mark per step and ranges inside
+    (docs/markers.md's own pattern) the 1 MiB-per-step leak is found as without the ranges, and
+    `check --max-growth-bytes 1MiB` fails on it. A trace with ranges and no marks is sampled at
+    the end of each outermost range."""
+    for name, marks, ranges_only, samples, first, last in (
+            ("marks", True, False, 10, "step 0", "step 9"),
+            ("ranges-only", False, True, 10, "step", "step")):
+        t = Trace()
+        leak_steps(t, 10, marks, ranges_only)
+        path = os.path.join(tmp, "growth-ranges-%s.jsonl" % name)
+        t.write(path)
+        rep = report(exe, [path])
+        gs = rep["growth_sites"]
+        check(len(gs) == 1 and gs[0]["stacks"][0]["stack"] == 5,
+              "%s: the kept site grows, the temporary does not (%s)" % (name, [
+                  [s["stack"] for s in g["stacks"]] for g in gs]))
+        g = [e for e in rep["growth"] if e["stack"] == 5]
+        if g:
+            e = g[0]
+            check(e["basis"] == "markers" and e["samples"] == samples,
+                  "%s: sampled %d times (%s, %s)" % (name, samples, e["basis"], e["samples"]))
+            check(e["growth_bytes"] == 9 * MiB and e["rises"] == samples - 1 and e["falls"] == 0,
+                  "%s: +9 MiB, rose in every interval (%s, %s rises)" % (name, e["growth_bytes"], e["rises"]))
+            check(e["first_label"] == first and e["last_label"] == last,
+                  "%s: labels %s .. %s (%s .. %s)" % (name, first, last, e["first_label"], e["last_label"]))
+        p = subprocess.run([exe, "check", "--max-growth-bytes", "1MiB", path], capture_output=True,
+                           text=True, timeout=120)
+        check(p.returncode == 1 and "max-growth-bytes" in p.stdout,
+              "%s: check --max-growth-bytes 1MiB fails (exit %d: %s)" % (name, p.returncode, p.stdout[-300:]))
+
+
 def case_growth_snapshots(exe, tmp):
     """Without markers, growth is sampled at snapshots."""
     t = Trace()
@@ -590,6 +645,7 @@ def case_progress(exe, tmp):
 
 
 CASES = {"growth": case_growth, "growth-sites": case_growth_sites,
+         "growth-ranges": case_growth_ranges,
          "growth-snapshots": case_growth_snapshots, "oom": case_oom,
          "range": case_range, "timeline": case_timeline, "fragmentation": case_fragmentation,
          "fragmentation-kinds": case_fragmentation_kinds,
