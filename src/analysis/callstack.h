@@ -35,7 +35,7 @@ enum gmt_cframe_kind {
 /** What a native frame's module is, for the call-site rule and for display. */
 enum gmt_cframe_class {
 	GMT_CC_USER = 0,    /**< everything below does not apply (also: module unknown) */
-	GMT_CC_CUDA,	    /**< libcudart, libcuda, libcupti, libnvidia-*; static cudart's functions */
+	GMT_CC_CUDA,	    /**< libcudart, libcuda, libcupti, libnvidia-*, static cudart */
 	GMT_CC_TRACER,	    /**< libgpumemtrace */
 	GMT_CC_SYSTEM,	    /**< libc, libstdc++, libgcc_s, libpthread, libdl, libm, librt, ld.so */
 	GMT_CC_ALLOCATOR,   /**< libc10_cuda, libtorch_cuda*: PyTorch's CUDA caching allocator */

@@ -226,13 +226,13 @@ static void
 growth_sample(struct replay *r, enum sample which)
 {
 	struct gmt_model *m = r->m;
-	uint32_t *count = which == SAMPLE_MARK	    ? &m->marker_samples
+	uint32_t *count = which == SAMPLE_MARK	      ? &m->marker_samples
 			  : which == SAMPLE_RANGE_END ? &r->range_end_samples
 						      : &m->snapshot_samples;
 
 	for (size_t i = 0; i < m->nsites; i++) {
 		struct gmt_site_stats *st = &m->sites[i];
-		struct gmt_growth *g = which == SAMPLE_MARK	 ? &st->at_markers
+		struct gmt_growth *g = which == SAMPLE_MARK	   ? &st->at_markers
 				       : which == SAMPLE_RANGE_END ? &st->at_range_ends
 								   : &st->at_snapshots;
 

@@ -83,7 +83,7 @@ struct gmt_device_stats {
 	size_t npeak_sites;
 	size_t peak_sites_cap;
 	struct gmt_gaps peak_gaps; /**< layout of the live allocations at `peak`, all kinds */
-	struct gmt_gaps peak_gaps_kind[GMT_TK_COUNT]; /**< the same, per kind (valid: it had some) */
+	struct gmt_gaps peak_gaps_kind[GMT_TK_COUNT]; /**< the same per kind (valid: some) */
 	struct gmt_size_bucket sizes[GMT_TK_COUNT][GMT_SIZE_BUCKETS]; /**< successful allocations */
 	bool pool_read;		 /**< some pool_reserve reading was non-zero */
 	uint64_t max_pool_slack; /**< largest pool_reserve - live pool bytes, after a reading */
@@ -142,7 +142,7 @@ struct gmt_oom {
 	int64_t pool_slack; /**< pool_reserve minus live pool bytes */
 	const struct gmt_trace_nvml *nvml; /**< the device's latest reading before, or NULL */
 	size_t nvml_index;		   /**< of that reading, SIZE_MAX none */
-	struct gmt_gaps gaps; /**< the layout summed over kinds (largest_gap: of any kind) */
+	struct gmt_gaps gaps;	    /**< the layout summed over kinds (largest_gap: of any kind) */
 	struct gmt_oom_site *sites; /**< every site holding bytes of held kinds, largest first */
 	size_t nsites;
 };

@@ -343,8 +343,8 @@ process_json(const struct gmt_model *m)
 		json_object_set_new(mk, "seq", jint(t->markers[i].seq));
 		json_object_set_new(mk, "time_s", jtime(t, t->markers[i].ts));
 		json_object_set_new(mk, "label", json_string(t->markers[i].label));
-		json_object_set_new(mk, "tid",
-				    t->markers[i].tid ? json_integer(t->markers[i].tid) : json_null());
+		json_object_set_new(
+		    mk, "tid", t->markers[i].tid ? json_integer(t->markers[i].tid) : json_null());
 		if (t->markers[i].range != GMT_TRANGE_NONE) {
 			json_object_set_new(mk, "range",
 					    json_string(t->markers[i].range == GMT_TRANGE_PUSH ? "push"

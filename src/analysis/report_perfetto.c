@@ -157,8 +157,8 @@ cmp_event(const void *pa, const void *pb)
 
 /* An event of process @p p on thread @p tid. */
 static json_t *
-thread_event_new(const struct pf_proc *p, json_int_t tid, const char *ph, const char *name,
-		 long long ts)
+thread_event_new(
+    const struct pf_proc *p, json_int_t tid, const char *ph, const char *name, long long ts)
 {
 	json_t *ev = json_object();
 
@@ -374,8 +374,8 @@ markers_add(struct pf_events *e, json_t *out, const json_t *proc, const struct p
 
 			thread_named(out, p, tid, &named, &nnamed);
 			json_object_set_new(ev, "cat", json_string("range"));
-			json_object_set_new(ev, "args",
-					    json_pack("{s:I,s:I}", "push_seq", seq, "depth", depth));
+			json_object_set_new(
+			    ev, "args", json_pack("{s:I,s:I}", "push_seq", seq, "depth", depth));
 			events_add(e, last, ev);
 			open = gmt_xrealloc(open, nopen + 1, sizeof(*open));
 			open[nopen++] = (struct pf_open){tid, depth, last, ev};
@@ -383,11 +383,11 @@ markers_add(struct pf_events *e, json_t *out, const json_t *proc, const struct p
 			size_t k = innermost(open, nopen, tid);
 			json_int_t closed;
 
-			/* none open on the thread, or only outer ones: its push was before the trace */
+			/* none open on the thread, or only outer ones: pushed before the trace */
 			if (!k || (depth && open[k - 1].depth && open[k - 1].depth < depth))
 				continue;
-			/* A pop of depth d closes its thread's range of depth d, and deeper ones whose
-			 * pops are missing; one range when the depths are unknown. */
+			/* A pop of depth d closes its thread's range of depth d, and deeper ones
+			 * whose pops are missing; one range when the depths are unknown. */
 			do {
 				closed = open[k - 1].depth;
 				range_close(&open[k - 1], last, &seq);

@@ -221,7 +221,8 @@ gmt_text_fragmentation(FILE *out, struct gmt_model *const *models, size_t n)
 			if (g->valid && g->gaps) {
 				fprintf(out, " at the peak");
 				for (int kind = 0; kind < GMT_TK_COUNT; kind++)
-					if (d->peak_gaps_kind[kind].valid && d->peak_gaps_kind[kind].gaps)
+					if (d->peak_gaps_kind[kind].valid &&
+					    d->peak_gaps_kind[kind].gaps)
 						gaps_text(out, &d->peak_gaps_kind[kind]);
 			}
 			if (d->max_pool_slack)

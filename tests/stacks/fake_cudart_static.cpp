@@ -27,7 +27,8 @@ libcudart_static_5382377d1a7b0c4e9f20d6e8b1c3a5f7e9d0b2c4(CUdeviceptr *p, size_t
 	return cuMemAlloc_v2(p, n);
 }
 
-namespace cudart {
+namespace cudart
+{
 
 struct globalState {
 	static __attribute__((noinline)) cudaError_t mallocPtr(void **p, size_t n);
