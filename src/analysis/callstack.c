@@ -397,12 +397,57 @@ python_library_file(const char *file)
 	return lib != NULL;
 }
 
+/*
+ * Whether a native frame of a module that is otherwise the user's belongs to the CUDA runtime
+ * linked into it: nvcc links libcudart_static.a by default, so cudaMalloc and the runtime's
+ * internals are functions of the program's own executable (or of a library that linked it).
+ * CUDA 13 names the internals libcudart_static_<sha1>, older toolkits cudart::... and
+ * __cudart...; the archive has no debug information, so a frame with a source file and a
+ * cuda.../cu... name is the user's own function (a wrapper called cudaCheckedMalloc, say). The
+ * typed wrappers of cuda_runtime.h (cudaMalloc<float>, inline) are the API entry too.
+ */
+static bool
+static_cuda_frame(const struct gmt_cframe *f)
+{
+	static const char *const internal[] = {"libcudart_static_", "cudart::", "__cudart"};
+	const char *fn = f->function, *base;
+
+	if (f->file) {
+		base = strrchr(f->file, '/');
+		base = base ? base + 1 : f->file;
+		if (!strcmp(base, "cuda_runtime.h") || !strcmp(base, "cuda_runtime_api.h"))
+			return true;
+	}
+	if (!fn)
+		return false;
+	for (size_t i = 0; i < sizeof(internal) / sizeof(internal[0]); i++)
+		if (!strncmp(fn, internal[i], strlen(internal[i])))
+			return true;
+	if (f->file)
+		return false;
+	/* The runtime's and the driver's C API entries: cudaMalloc, __cudaRegisterFatBinary,
+	 * cuMemAlloc_v2 (a program that links a static driver shim). */
+	if (!strncmp(fn, "__cuda", 6))
+		return true;
+	if (!strncmp(fn, "cuda", 4))
+		fn += 4;
+	else if (!strncmp(fn, "cu", 2))
+		fn += 2;
+	else
+		return false;
+	return *fn >= 'A' && *fn <= 'Z';
+}
+
 /* Frames that text and folded stacks leave out, and the call site. */
 static void
 settle(struct gmt_cstack *st)
 {
 	uint32_t k = 0;
 
+	for (uint32_t i = 0; i < st->nframes; i++)
+		if (st->frames[i].kind == GMT_CF_NATIVE && st->frames[i].cls == GMT_CC_USER &&
+		    st->frames[i].status == GMT_SYM_OK && static_cuda_frame(&st->frames[i]))
+			st->frames[i].cls = GMT_CC_CUDA;
 	/* The innermost run inside the CUDA libraries and the tracer: the API name says it. */
 	while (k < st->nframes && st->frames[k].kind == GMT_CF_NATIVE &&
 	       (st->frames[k].cls == GMT_CC_CUDA || st->frames[k].cls == GMT_CC_TRACER))

@@ -11,7 +11,9 @@
  * The call site of a stack (docs/report-json.md, "Call sites") is the innermost frame of the
  * user's code: the innermost Python frame when the stack has any; otherwise the innermost native
  * frame outside the CUDA runtime, driver and CUPTI, gpumemtrace itself, the C and C++ runtimes
- * and the loader, and PyTorch's CUDA allocator libraries (libc10_cuda, libtorch_cuda).
+ * and the loader, and PyTorch's CUDA allocator libraries (libc10_cuda, libtorch_cuda). A CUDA
+ * runtime linked statically into the user's own module (libcudart_static.a) is told by its
+ * functions' names and counts as the CUDA runtime.
  *
  * Stacks are built on first use and kept, one per stack id of a trace.
  */
@@ -33,7 +35,7 @@ enum gmt_cframe_kind {
 /** What a native frame's module is, for the call-site rule and for display. */
 enum gmt_cframe_class {
 	GMT_CC_USER = 0,    /**< everything below does not apply (also: module unknown) */
-	GMT_CC_CUDA,	    /**< libcudart, libcuda, libcupti, libnvidia-* */
+	GMT_CC_CUDA,	    /**< libcudart, libcuda, libcupti, libnvidia-*, static cudart */
 	GMT_CC_TRACER,	    /**< libgpumemtrace */
 	GMT_CC_SYSTEM,	    /**< libc, libstdc++, libgcc_s, libpthread, libdl, libm, librt, ld.so */
 	GMT_CC_ALLOCATOR,   /**< libc10_cuda, libtorch_cuda*: PyTorch's CUDA caching allocator */

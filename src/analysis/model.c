@@ -87,6 +87,8 @@ struct replay {
 	size_t nroles;
 	size_t next_nvml; /* first NVML reading not yet captured */
 	uint32_t last_snapshot_line; /* the snapshot last sampled for growth */
+	uint32_t range_end_samples;  /* outermost range pops sampled (at_range_ends) */
+	const char *first_range_end, *last_range_end;
 	uint64_t last_alloc_seq;     /* the latest successful allocation: temporaries */
 	uint32_t *site_index;	     /* open addressing over m->sites, UINT32_MAX empty */
 	size_t site_mask;
@@ -213,18 +215,28 @@ log2_bucket(uint64_t v)
 	return v ? 63u - (unsigned)__builtin_clzll(v) : 0;
 }
 
-/* One growth sample of every site: at a marker or a snapshot. */
+enum sample {
+	SAMPLE_MARK,
+	SAMPLE_RANGE_END,
+	SAMPLE_SNAPSHOT,
+};
+
+/* One growth sample of every site: at a mark, the end of an outermost range, or a snapshot. */
 static void
-growth_sample(struct replay *r, bool marker)
+growth_sample(struct replay *r, enum sample which)
 {
 	struct gmt_model *m = r->m;
-	uint32_t n = marker ? m->marker_samples : m->snapshot_samples;
+	uint32_t *count = which == SAMPLE_MARK	      ? &m->marker_samples
+			  : which == SAMPLE_RANGE_END ? &r->range_end_samples
+						      : &m->snapshot_samples;
 
 	for (size_t i = 0; i < m->nsites; i++) {
 		struct gmt_site_stats *st = &m->sites[i];
-		struct gmt_growth *g = marker ? &st->at_markers : &st->at_snapshots;
+		struct gmt_growth *g = which == SAMPLE_MARK	   ? &st->at_markers
+				       : which == SAMPLE_RANGE_END ? &st->at_range_ends
+								   : &st->at_snapshots;
 
-		if (n == 0)
+		if (*count == 0)
 			g->first = st->live;
 		else if (st->live > g->last)
 			g->rises++;
@@ -232,10 +244,7 @@ growth_sample(struct replay *r, bool marker)
 			g->falls++;
 		g->last = st->live;
 	}
-	if (marker)
-		m->marker_samples++;
-	else
-		m->snapshot_samples++;
+	(*count)++;
 }
 
 // --- accounting ---------------------------------------------------------------------------------
@@ -544,48 +553,82 @@ held_on(const struct gmt_live *l, const void *ctx)
 	       !gmt_kind_is_reading((enum gmt_tkind)l->kind);
 }
 
+/* By kind, then by address: each kind's allocations laid out on their own. */
 static int
-cmp_key(const void *pa, const void *pb)
+cmp_kind_key(const void *pa, const void *pb)
 {
 	const struct gmt_live *a = pa, *b = pb;
 
+	if (a->kind != b->kind)
+		return a->kind < b->kind ? -1 : 1;
 	return a->key < b->key ? -1 : a->key > b->key;
 }
 
 #define SEPARATE_RANGE (1ull << 30) /* a hole this large is another address range */
 
-/* The layout of the live allocations by address (ptrs table) held on @p device. */
+/* The layout of @p n live allocations of one kind, sorted by address. */
 static struct gmt_gaps
-gaps_of(struct replay *r, int32_t device)
+layout(const struct gmt_live *l, size_t n)
 {
-	struct gmt_gaps g = {0};
+	struct gmt_gaps g = {.valid = true, .kind = l[0].kind, .live_allocations = n, .ranges = 1};
+	uint64_t lo = l[0].key, end = l[0].key + l[0].size;
+
+	for (size_t i = 1; i < n; i++) {
+		if (l[i].key > end && l[i].key - end >= SEPARATE_RANGE) {
+			g.span += end - lo;
+			g.ranges++;
+			lo = l[i].key;
+		} else if (l[i].key > end) {
+			uint64_t hole = l[i].key - end;
+
+			g.gap_bytes += hole;
+			g.gaps++;
+			if (hole > g.largest_gap)
+				g.largest_gap = hole;
+		}
+		if (l[i].key + l[i].size > end)
+			end = l[i].key + l[i].size;
+	}
+	g.span += end - lo;
+	return g;
+}
+
+/*
+ * The layout of the live allocations by address (ptrs table) held on @p device: per kind into
+ * @p by_kind (when not NULL), the sum over kinds returned.
+ */
+static struct gmt_gaps
+gaps_of(struct replay *r, int32_t device, struct gmt_gaps by_kind[GMT_TK_COUNT])
+{
+	struct gmt_gaps sum = {0};
 	size_t n, k = 0;
 	struct gmt_live *all = gmt_livemap_all(&r->ptrs, &n);
-	uint64_t end = 0;
 
+	if (by_kind)
+		memset(by_kind, 0, GMT_TK_COUNT * sizeof(*by_kind));
 	for (size_t i = 0; i < n; i++)
 		if (held_on(&all[i], &device))
 			all[k++] = all[i];
-	if (k) {
-		qsort(all, k, sizeof(*all), cmp_key);
-		g.valid = true;
-		g.live_allocations = k;
-		for (size_t i = 0; i < k; i++) {
-			if (i && all[i].key > end && all[i].key - end < SEPARATE_RANGE) {
-				uint64_t hole = all[i].key - end;
+	qsort(all, k, sizeof(*all), cmp_kind_key);
+	for (size_t i = 0, j; i < k; i = j) {
+		struct gmt_gaps g;
 
-				g.gap_bytes += hole;
-				g.gaps++;
-				if (hole > g.largest_gap)
-					g.largest_gap = hole;
-			}
-			if (i == 0 || all[i].key + all[i].size > end)
-				end = all[i].key + all[i].size;
-		}
-		g.span = end - all[0].key;
+		for (j = i + 1; j < k && all[j].kind == all[i].kind; j++)
+			;
+		g = layout(&all[i], j - i);
+		if (by_kind && g.kind < GMT_TK_COUNT)
+			by_kind[g.kind] = g;
+		sum.valid = true;
+		sum.live_allocations += g.live_allocations;
+		sum.span += g.span;
+		sum.ranges += g.ranges;
+		sum.gap_bytes += g.gap_bytes;
+		sum.gaps += g.gaps;
+		if (g.largest_gap > sum.largest_gap)
+			sum.largest_gap = g.largest_gap;
 	}
 	free(all);
-	return g;
+	return sum;
 }
 
 static int
@@ -625,7 +668,7 @@ oom_snapshot(struct replay *r, const struct gmt_trace_event *ev, struct gmt_oom 
 		o->has_pool_slack = true;
 		o->pool_slack = (int64_t)(d->kinds[GMT_TK_POOL_RESERVE].live - d->kinds[GMT_TK_POOL].live);
 	}
-	o->gaps = gaps_of(r, ev->device);
+	o->gaps = gaps_of(r, ev->device, NULL);
 	for (size_t i = 0; i < m->nsites; i++) {
 		const struct gmt_site_stats *st = &m->sites[i];
 
@@ -1093,7 +1136,7 @@ capture_peak(struct replay *r, struct gmt_device_stats *d)
 	}
 	d->npeak_sites = n; /* sorted once, when the replay is done */
 	if (!d->peak_gaps.valid || d->peak.bytes > d->peak_gaps_bytes + d->peak_gaps_bytes / 100) {
-		d->peak_gaps = gaps_of(r, d->device);
+		d->peak_gaps = gaps_of(r, d->device, d->peak_gaps_kind);
 		d->peak_gaps_bytes = d->peak.bytes;
 	}
 	d->peak_pending = false;
@@ -1215,8 +1258,9 @@ range_enter(struct replay *r, uint64_t seq, uint64_t ts)
 		memset(st->lifetime, 0, sizeof(st->lifetime));
 		memset(&st->at_markers, 0, sizeof(st->at_markers));
 		memset(&st->at_snapshots, 0, sizeof(st->at_snapshots));
+		memset(&st->at_range_ends, 0, sizeof(st->at_range_ends));
 	}
-	m->marker_samples = m->snapshot_samples = 0;
+	m->marker_samples = m->snapshot_samples = r->range_end_samples = 0;
 }
 
 // --- the model ----------------------------------------------------------------------------------
@@ -1233,11 +1277,18 @@ readings_until(struct replay *r, const struct gmt_trace_event *ev)
 		capture_reading(r, n);
 		if (r->phase == PHASE_INSIDE && n->line != r->last_snapshot_line) {
 			r->last_snapshot_line = n->line;
-			growth_sample(r, false);
+			growth_sample(r, SAMPLE_SNAPSHOT);
 		}
 	}
 }
 
+/*
+ * Growth is sampled at marks. Range pushes and pops are not samples: docs/markers.md's pattern,
+ * a mark per step with ranges inside it, would otherwise cut each step into several intervals of
+ * which a leak rises in one, and "rose in at least half of them" would never hold. A trace with
+ * ranges but (almost) no marks is sampled where its outermost ranges end, one per iteration of a
+ * `with range("step")` loop; gmt_model_finish() picks those samples then.
+ */
 static void
 marker_seen(struct replay *r, const struct gmt_trace_marker *mk)
 {
@@ -1245,10 +1296,32 @@ marker_seen(struct replay *r, const struct gmt_trace_marker *mk)
 
 	if (r->phase != PHASE_INSIDE)
 		return;
-	if (!m->marker_samples)
-		m->first_marker = mk->label;
-	m->last_marker = mk->label;
-	growth_sample(r, true);
+	if (mk->range == GMT_TRANGE_NONE) {
+		if (!m->marker_samples)
+			m->first_marker = mk->label;
+		m->last_marker = mk->label;
+		growth_sample(r, SAMPLE_MARK);
+	} else if (mk->range == GMT_TRANGE_POP && mk->depth == 1) {
+		if (!r->range_end_samples)
+			r->first_range_end = mk->label;
+		r->last_range_end = mk->label;
+		growth_sample(r, SAMPLE_RANGE_END);
+	}
+}
+
+/* Fewer than two marks: the outermost ranges' ends are the marker samples, when there are two. */
+static void
+growth_basis(struct replay *r)
+{
+	struct gmt_model *m = r->m;
+
+	if (m->marker_samples >= 2 || r->range_end_samples < 2)
+		return;
+	for (size_t i = 0; i < m->nsites; i++)
+		m->sites[i].at_markers = m->sites[i].at_range_ends;
+	m->marker_samples = r->range_end_samples;
+	m->first_marker = r->first_range_end;
+	m->last_marker = r->last_range_end;
 }
 
 struct gmt_model *
@@ -1362,6 +1435,7 @@ gmt_model_finish(struct gmt_model *m)
 	}
 	if (r->phase == PHASE_INSIDE || r->phase == PHASE_AFTER)
 		collect_leaks(r);
+	growth_basis(r);
 	replay_fini(r);
 	free(r);
 	m->replay = NULL;

@@ -44,15 +44,21 @@ struct gmt_size_bucket {
 #define GMT_SIZE_BUCKETS 64
 
 /**
- * The address-space layout of a device's live allocations (ptrs table, kinds held): how far they
- * spread and the holes between them. Gaps of 1 GiB or more are taken for separate address
- * ranges, not holes. A hint only: the driver maps pages, so a hole is not free memory.
+ * The address-space layout of a device's live allocations of one kind (ptrs table, kinds held:
+ * device, pool): how far they spread and the holes between them. Each kind is laid out on its
+ * own (cudaMalloc's and a pool's addresses come from different reservations, terabytes apart),
+ * and a gap of 1 GiB or more starts another address range: it is neither a hole nor part of the
+ * span. A hint only: the driver maps pages, so a hole is not free memory. The sum over kinds
+ * (kind GMT_TK_NONE) adds each field up (largest_gap: the largest).
  */
 struct gmt_gaps {
-	bool valid; /**< there were live allocations */
+	bool valid;   /**< there were live allocations */
+	uint8_t kind; /**< enum gmt_tkind; GMT_TK_NONE for the sum over kinds */
 	uint64_t live_allocations;
-	uint64_t span;	       /**< lowest address to the end of the highest allocation */
-	uint64_t gap_bytes;    /**< sum of the holes */
+	uint64_t span;	    /**< per address range, lowest address to the end of the highest
+				 allocation, summed over the ranges */
+	uint64_t ranges;    /**< address ranges */
+	uint64_t gap_bytes; /**< sum of the holes */
 	uint64_t largest_gap;
 	uint64_t gaps;
 };
@@ -76,7 +82,8 @@ struct gmt_device_stats {
 	struct gmt_leak *peak_sites;
 	size_t npeak_sites;
 	size_t peak_sites_cap;
-	struct gmt_gaps peak_gaps; /**< layout of the live allocations at `peak` */
+	struct gmt_gaps peak_gaps; /**< layout of the live allocations at `peak`, all kinds */
+	struct gmt_gaps peak_gaps_kind[GMT_TK_COUNT]; /**< the same per kind (valid: some) */
 	struct gmt_size_bucket sizes[GMT_TK_COUNT][GMT_SIZE_BUCKETS]; /**< successful allocations */
 	bool pool_read;		 /**< some pool_reserve reading was non-zero */
 	uint64_t max_pool_slack; /**< largest pool_reserve - live pool bytes, after a reading */
@@ -116,6 +123,8 @@ struct gmt_site_stats {
 	/** freed allocations by lifetime: bucket b holds 2^b <= ns < 2^(b+1) */
 	uint32_t lifetime[GMT_LIFETIME_BUCKETS];
 	struct gmt_growth at_markers, at_snapshots;
+	/** replay only: sampled at the pops of outermost ranges, for a trace without marks */
+	struct gmt_growth at_range_ends;
 };
 
 /** One failed allocation, with what the replay held on its device at that moment. */
@@ -133,7 +142,7 @@ struct gmt_oom {
 	int64_t pool_slack; /**< pool_reserve minus live pool bytes */
 	const struct gmt_trace_nvml *nvml; /**< the device's latest reading before, or NULL */
 	size_t nvml_index;		   /**< of that reading, SIZE_MAX none */
-	struct gmt_gaps gaps;
+	struct gmt_gaps gaps;	    /**< the layout summed over kinds (largest_gap: of any kind) */
 	struct gmt_oom_site *sites; /**< every site holding bytes of held kinds, largest first */
 	size_t nsites;
 };
@@ -227,7 +236,12 @@ struct gmt_model {
 
 	struct gmt_site_stats *sites; /**< every call site of every device, in order of first use */
 	size_t nsites;
-	uint32_t marker_samples;   /**< markers sampled for growth (inside the range) */
+	/**
+	 * markers sampled for growth (inside the range): the marks, not range pushes and pops (a
+	 * step's ranges would split its interval); with fewer than two marks, the pops of the
+	 * outermost ranges
+	 */
+	uint32_t marker_samples;
 	uint32_t snapshot_samples; /**< snapshots sampled for growth */
 	const char *first_marker, *last_marker; /**< labels of the first and last sampled marker */
 

@@ -26,8 +26,9 @@ int gmt_report_html_doc(FILE *out, const json_t *doc);
 
 /**
  * Chrome trace-event JSON ("traceEvents"): a process per trace, counter tracks of live bytes per
- * device and kind, instant events for markers and failed allocations, marker ranges as B/E
- * pairs. Returns 0, or -1 when the document could not be built or written.
+ * device and kind, instant events for markers and failed allocations, marker ranges as complete
+ * slices on their thread's track. Returns 0, or -1 when the document could not be built or
+ * written.
  */
 int gmt_report_perfetto(FILE *out, struct gmt_model *const *models, size_t n);
 

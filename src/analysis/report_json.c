@@ -343,6 +343,8 @@ process_json(const struct gmt_model *m)
 		json_object_set_new(mk, "seq", jint(t->markers[i].seq));
 		json_object_set_new(mk, "time_s", jtime(t, t->markers[i].ts));
 		json_object_set_new(mk, "label", json_string(t->markers[i].label));
+		json_object_set_new(
+		    mk, "tid", t->markers[i].tid ? json_integer(t->markers[i].tid) : json_null());
 		if (t->markers[i].range != GMT_TRANGE_NONE) {
 			json_object_set_new(mk, "range",
 					    json_string(t->markers[i].range == GMT_TRANGE_PUSH ? "push"
@@ -1045,16 +1047,20 @@ size_histogram_json(const struct gmt_device_stats *d)
 	return a;
 }
 
+/* One layout; @p kind names its kind first (the per-kind list), NULL for the sum. */
 static json_t *
-gaps_json(const struct gmt_gaps *g)
+gaps_json(const struct gmt_gaps *g, const char *kind)
 {
 	json_t *o;
 
 	if (!g->valid)
 		return json_null();
 	o = json_object();
+	if (kind)
+		json_object_set_new(o, "kind", json_string(kind));
 	json_object_set_new(o, "live_allocations", jint(g->live_allocations));
 	json_object_set_new(o, "span_bytes", jint(g->span));
+	json_object_set_new(o, "address_ranges", jint(g->ranges));
 	json_object_set_new(o, "gap_bytes", jint(g->gap_bytes));
 	json_object_set_new(o, "largest_gap_bytes", jint(g->largest_gap));
 	json_object_set_new(o, "gaps", jint(g->gaps));
@@ -1066,6 +1072,7 @@ fragmentation_one(size_t proc, const struct gmt_model *m, const struct gmt_devic
 {
 	const struct gmt_trace *t = m->trace;
 	json_t *o = json_object(), *pool = json_null(), *vmm = json_null(), *req = json_null();
+	json_t *by_kind;
 	const struct gmt_kind_stats *k = d->kinds;
 
 	json_object_set_new(o, "process", jint(proc));
@@ -1103,7 +1110,14 @@ fragmentation_one(size_t proc, const struct gmt_model *m, const struct gmt_devic
 		json_object_set_new(req, "granted_bytes", jint(d->requested_granted));
 	}
 	json_object_set_new(o, "requested_vs_granted", req);
-	json_object_set_new(o, "gaps_at_peak", gaps_json(&d->peak_gaps));
+	json_object_set_new(o, "gaps_at_peak", gaps_json(&d->peak_gaps, NULL));
+	by_kind = json_array();
+	for (int kind = 0; kind < GMT_TK_COUNT; kind++)
+		if (d->peak_gaps_kind[kind].valid)
+			json_array_append_new(by_kind,
+					      gaps_json(&d->peak_gaps_kind[kind],
+							gmt_kind_str((enum gmt_tkind)kind)));
+	json_object_set_new(o, "gaps_at_peak_by_kind", by_kind);
 	return o;
 }
 

@@ -5,9 +5,10 @@
  * The JSON Object format ({"traceEvents":[...]}), one event per line. Each traced process is a
  * process (its pid, named by its command line); live bytes per device and kind (`timeline[]`)
  * are counter tracks; markers, failed allocations and device peaks are process-scoped instant
- * events; markers with `"range":"push"|"pop"` become B/E slices. Times are microseconds since the
- * earliest process's start when every process's wall-clock start is known, else since each
- * process's own start. The mapping is documented in docs/report-formats.md.
+ * events; markers with `"range":"push"|"pop"` become complete slices on their thread's track.
+ * Times are microseconds since the earliest process's start when every process's wall-clock
+ * start is known, else since each process's own start. The mapping is documented in
+ * docs/report-formats.md.
  */
 #include "analysis/report_formats.h"
 
@@ -154,18 +155,26 @@ cmp_event(const void *pa, const void *pb)
 	return a->order < b->order ? -1 : a->order > b->order;
 }
 
-/* An event of process @p p on its one thread (tid = pid). */
+/* An event of process @p p on thread @p tid. */
 static json_t *
-event_new(const struct pf_proc *p, const char *ph, const char *name, long long ts)
+thread_event_new(
+    const struct pf_proc *p, json_int_t tid, const char *ph, const char *name, long long ts)
 {
 	json_t *ev = json_object();
 
 	json_object_set_new(ev, "ph", json_string(ph));
 	json_object_set_new(ev, "name", json_string(name ? name : ""));
 	json_object_set_new(ev, "pid", json_integer(p->pid));
-	json_object_set_new(ev, "tid", json_integer(p->pid));
+	json_object_set_new(ev, "tid", json_integer(tid));
 	json_object_set_new(ev, "ts", json_integer(ts));
 	return ev;
+}
+
+/* An event of process @p p on its main track (tid = pid). */
+static json_t *
+event_new(const struct pf_proc *p, const char *ph, const char *name, long long ts)
+{
+	return thread_event_new(p, p->pid, ph, name, ts);
 }
 
 static json_t *
@@ -286,35 +295,106 @@ counters_add(json_t *out, const json_t *doc, const struct pf_proc *p, size_t ind
 	}
 }
 
-/* Markers: instants, or B/E slices for range push/pop; an unclosed range ends with the trace. */
+/* A range pushed and not popped yet: its X event, whose dur the pop sets. */
+struct pf_open {
+	json_int_t tid, depth;
+	long long ts;
+	json_t *ev;
+};
+
+/* 1 + the index of the innermost range open on thread @p tid, 0 when none is. */
+static size_t
+innermost(const struct pf_open *open, size_t n, json_int_t tid)
+{
+	while (n > 0 && open[n - 1].tid != tid)
+		n--;
+	return n;
+}
+
 static void
-markers_add(struct pf_events *e, const json_t *proc, const struct pf_proc *p)
+range_close(struct pf_open *o, long long ts, const json_int_t *pop_seq)
+{
+	json_object_set_new(o->ev, "dur", json_integer(ts > o->ts ? ts - o->ts : 0));
+	if (pop_seq)
+		json_object_set_new(json_object_get(o->ev, "args"), "pop_seq",
+				    json_integer(*pop_seq));
+}
+
+/* A thread_name for @p tid, once: the ranges of other threads get a track each. */
+static void
+thread_named(json_t *out, const struct pf_proc *p, json_int_t tid, json_int_t **seen, size_t *n)
+{
+	char name[48];
+	json_t *ev;
+
+	if (tid == p->pid)
+		return; /* the main track, named by process_meta() */
+	for (size_t i = 0; i < *n; i++)
+		if ((*seen)[i] == tid)
+			return;
+	*seen = gmt_xrealloc(*seen, *n + 1, sizeof(**seen));
+	(*seen)[(*n)++] = tid;
+	snprintf(name, sizeof(name), "thread %" JSON_INTEGER_FORMAT, tid);
+	ev = thread_event_new(p, tid, "M", "thread_name", 0);
+	json_object_set_new(ev, "args", json_pack("{s:s}", "name", name));
+	json_array_append_new(out, ev);
+}
+
+/*
+ * Markers: instants; range push/pop: one complete ("X") slice per range, on the track of the
+ * thread that pushed it. Ranges nest per thread (the tracer keeps a depth per thread), so a pop
+ * closes its thread's innermost open range; on one shared track two threads' overlapping ranges
+ * would nest into each other and take each other's ends. The slice's name is the label alone,
+ * the seqs and depth are its args. A pop without its push (before the trace) is left out; an
+ * unclosed range ends with the trace.
+ */
+static void
+markers_add(struct pf_events *e, json_t *out, const json_t *proc, const struct pf_proc *p)
 {
 	const json_t *m;
+	struct pf_open *open = NULL;
+	json_int_t *named = NULL;
+	size_t i, nopen = 0, nnamed = 0;
 	long long last = 0;
-	size_t i, open = 0;
 
 	json_array_foreach(obj_get(proc, "markers"), i, m) {
 		const char *label = get_str(m, "label"), *range = get_str(m, "range");
-		json_int_t seq = 0;
+		json_int_t seq = 0, tid = p->pid, depth = 0;
 		double t;
 
 		if (!get_num(m, "time_s", &t))
 			continue;
 		last = pf_ts(p, t);
 		get_int(m, "seq", &seq);
+		get_int(m, "depth", &depth);
+		if (!get_int(m, "tid", &tid) || tid <= 0)
+			tid = p->pid; /* a report from before markers had their thread */
 		if (range && strcmp(range, "push") == 0) {
-			json_t *ev = event_new(p, "B", label, last);
+			json_t *ev = thread_event_new(p, tid, "X", label, last);
 
+			thread_named(out, p, tid, &named, &nnamed);
 			json_object_set_new(ev, "cat", json_string("range"));
-			json_object_set_new(ev, "args", json_pack("{s:I}", "seq", seq));
+			json_object_set_new(
+			    ev, "args", json_pack("{s:I,s:I}", "push_seq", seq, "depth", depth));
 			events_add(e, last, ev);
-			open++;
+			open = gmt_xrealloc(open, nopen + 1, sizeof(*open));
+			open[nopen++] = (struct pf_open){tid, depth, last, ev};
 		} else if (range && strcmp(range, "pop") == 0) {
-			if (!open)
-				continue; /* a pop without its push (it happened before the trace) */
-			events_add(e, last, event_new(p, "E", label, last));
-			open--;
+			size_t k = innermost(open, nopen, tid);
+			json_int_t closed;
+
+			/* none open on the thread, or only outer ones: pushed before the trace */
+			if (!k || (depth && open[k - 1].depth && open[k - 1].depth < depth))
+				continue;
+			/* A pop of depth d closes its thread's range of depth d, and deeper ones
+			 * whose pops are missing; one range when the depths are unknown. */
+			do {
+				closed = open[k - 1].depth;
+				range_close(&open[k - 1], last, &seq);
+				memmove(&open[k - 1], &open[k], (nopen - k) * sizeof(*open));
+				nopen--;
+				k = innermost(open, nopen, tid);
+			} while (depth && closed > depth && k && open[k - 1].depth >= depth);
 		} else {
 			json_t *ev = instant_new(p, "marker", label, last);
 
@@ -324,8 +404,10 @@ markers_add(struct pf_events *e, const json_t *proc, const struct pf_proc *p)
 	}
 	if (pf_ts(p, p->end_s) > last)
 		last = pf_ts(p, p->end_s);
-	for (; open; open--)
-		events_add(e, last, event_new(p, "E", "", last));
+	for (size_t k = 0; k < nopen; k++)
+		range_close(&open[k], last, NULL);
+	free(open);
+	free(named);
 }
 
 /* The oom[] entry of (process, seq), when the document has one. */
@@ -442,7 +524,7 @@ trace_events(const json_t *doc)
 
 		process_meta(out, &p[i], proc, i);
 		counters_add(out, doc, &p[i], i);
-		markers_add(&e, proc, &p[i]);
+		markers_add(&e, out, proc, &p[i]);
 		peaks_add(&e, doc, &p[i], i);
 		failures_add(&e, doc, &p[i], i);
 		if (e.n)

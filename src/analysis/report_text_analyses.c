@@ -180,6 +180,23 @@ gmt_text_churn(FILE *out, struct gmt_model *const *models, size_t n)
 	free(items);
 }
 
+/* " 5 live device allocations span 12.0 MiB with 2.0 MiB in 3 holes (largest 1.0 MiB);" */
+static void
+gaps_text(FILE *out, const struct gmt_gaps *g)
+{
+	char b1[GMT_BYTES_BUF], b2[GMT_BYTES_BUF], b3[GMT_BYTES_BUF];
+
+	fprintf(out, " %" PRIu64 " live %s %s span %s", g->live_allocations,
+		gmt_kind_str((enum gmt_tkind)g->kind),
+		gmt_text_plural(g->live_allocations, "allocation", "allocations"),
+		gmt_format_bytes(g->span, b1));
+	if (g->ranges > 1)
+		fprintf(out, " in %" PRIu64 " address ranges", g->ranges);
+	fprintf(out, " with %s in %" PRIu64 " %s (largest %s);", gmt_format_bytes(g->gap_bytes, b2),
+		g->gaps, gmt_text_plural(g->gaps, "hole", "holes"),
+		gmt_format_bytes(g->largest_gap, b3));
+}
+
 void
 gmt_text_fragmentation(FILE *out, struct gmt_model *const *models, size_t n)
 {
@@ -191,7 +208,7 @@ gmt_text_fragmentation(FILE *out, struct gmt_model *const *models, size_t n)
 		for (size_t k = 0; k < m->ndevices; k++) {
 			const struct gmt_device_stats *d = &m->devices[k];
 			const struct gmt_gaps *g = &d->peak_gaps;
-			char b1[GMT_BYTES_BUF], b2[GMT_BYTES_BUF], b3[GMT_BYTES_BUF], proc[96];
+			char b1[GMT_BYTES_BUF], b2[GMT_BYTES_BUF], proc[96];
 
 			if (!(g->valid && g->gaps) && !d->max_pool_slack && !d->requested_allocs)
 				continue;
@@ -200,13 +217,14 @@ gmt_text_fragmentation(FILE *out, struct gmt_model *const *models, size_t n)
 			header = true;
 			process_note(m, n, proc, sizeof(proc));
 			fprintf(out, "  device %d%s:", d->device, proc);
-			if (g->valid && g->gaps)
-				fprintf(out, " at the peak %" PRIu64 " live allocations span %s with %s "
-					"in %" PRIu64 " %s (largest %s);",
-					g->live_allocations, gmt_format_bytes(g->span, b1),
-					gmt_format_bytes(g->gap_bytes, b2), g->gaps,
-					gmt_text_plural(g->gaps, "hole", "holes"),
-					gmt_format_bytes(g->largest_gap, b3));
+			/* Each kind's addresses on their own: a span across kinds means nothing. */
+			if (g->valid && g->gaps) {
+				fprintf(out, " at the peak");
+				for (int kind = 0; kind < GMT_TK_COUNT; kind++)
+					if (d->peak_gaps_kind[kind].valid &&
+					    d->peak_gaps_kind[kind].gaps)
+						gaps_text(out, &d->peak_gaps_kind[kind]);
+			}
 			if (d->max_pool_slack)
 				fprintf(out, " pools held up to %s more than their live allocations at "
 					"%.3f s;", gmt_format_bytes(d->max_pool_slack, b1),

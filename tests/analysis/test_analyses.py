@@ -190,6 +190,61 @@ def case_growth_sites(exe, tmp):
           "the text report merges them:\n" + "\n".join(l for l in text.splitlines() if "grow" in l or "+80" in l))
 
 
+def leak_steps(t, steps, marks, ranges_only=False):
+    """docs/markers.md's pattern: mark("step N"), then range("forward") and range("backward")
+    per step; forward keeps 1 MiB (stack 5) and both use a temporary (stack 6). With
+    ranges_only, no marks: each step is an outermost range("step") around the two."""
+    for step in range(steps):
+        if marks:
+            t.mark("step %d" % step)
+        if ranges_only:
+            t.mark("step", "push", 1)
+        d = 2 if ranges_only else 1
+        t.mark("forward", "push", d)
+        t.alloc(0x7f0000000000 + step * 2 * MiB, MiB, stack=5)
+        t.alloc(0x7e0000000000, 4 * MiB, stack=6)
+        t.free(0x7e0000000000)
+        t.mark("", "pop", d)
+        t.mark("backward", "push", d)
+        t.alloc(0x7e0000000000, 4 * MiB, stack=6)
+        t.free(0x7e0000000000)
+        t.mark("", "pop", d)
+        if ranges_only:
+            t.mark("", "pop", 1)
+
+
+def case_growth_ranges(exe, tmp):
+    """Range pushes and pops are not growth samples: with a mark per step and ranges inside
+    (docs/markers.md's own pattern) the 1 MiB-per-step leak is found as without the ranges, and
+    `check --max-growth-bytes 1MiB` fails on it. A trace with ranges and no marks is sampled at
+    the end of each outermost range."""
+    for name, marks, ranges_only, samples, first, last in (
+            ("marks", True, False, 10, "step 0", "step 9"),
+            ("ranges-only", False, True, 10, "step", "step")):
+        t = Trace()
+        leak_steps(t, 10, marks, ranges_only)
+        path = os.path.join(tmp, "growth-ranges-%s.jsonl" % name)
+        t.write(path)
+        rep = report(exe, [path])
+        gs = rep["growth_sites"]
+        check(len(gs) == 1 and gs[0]["stacks"][0]["stack"] == 5,
+              "%s: the kept site grows, the temporary does not (%s)" % (name, [
+                  [s["stack"] for s in g["stacks"]] for g in gs]))
+        g = [e for e in rep["growth"] if e["stack"] == 5]
+        if g:
+            e = g[0]
+            check(e["basis"] == "markers" and e["samples"] == samples,
+                  "%s: sampled %d times (%s, %s)" % (name, samples, e["basis"], e["samples"]))
+            check(e["growth_bytes"] == 9 * MiB and e["rises"] == samples - 1 and e["falls"] == 0,
+                  "%s: +9 MiB, rose in every interval (%s, %s rises)" % (name, e["growth_bytes"], e["rises"]))
+            check(e["first_label"] == first and e["last_label"] == last,
+                  "%s: labels %s .. %s (%s .. %s)" % (name, first, last, e["first_label"], e["last_label"]))
+        p = subprocess.run([exe, "check", "--max-growth-bytes", "1MiB", path], capture_output=True,
+                           text=True, timeout=120)
+        check(p.returncode == 1 and "max-growth-bytes" in p.stdout,
+              "%s: check --max-growth-bytes 1MiB fails (exit %d: %s)" % (name, p.returncode, p.stdout[-300:]))
+
+
 def case_growth_snapshots(exe, tmp):
     """Without markers, growth is sampled at snapshots."""
     t = Trace()
@@ -388,6 +443,45 @@ def case_fragmentation(exe, tmp):
               == [(512, 1), (1 * MiB, 2), (2 * MiB, 1)], "size histogram by powers of two (%s)" % h)
 
 
+def case_fragmentation_kinds(exe, tmp):
+    """cudaMalloc's and a pool's addresses come from different reservations, terabytes apart:
+    each kind is laid out on its own, and a gap of 1 GiB or more starts another address range
+    (it is not part of the span), so no span adds up the distance between them."""
+    t = Trace()
+    t.alloc(0x7f0000000000, 2 * MiB, stack=1)
+    t.alloc(0x7f0000300000, 1 * MiB, stack=1)                 # device: a 1 MiB hole
+    t.alloc(0x302000000, 2 * MiB, stack=2, kind="pool", api="cudaMallocAsync")
+    t.alloc(0x302400000, 1 * MiB, stack=2, kind="pool", api="cudaMallocAsync")  # pool: 2 MiB hole
+    t.alloc(0x302800000, 1 * MiB, stack=1)                    # device, next to the pool's
+    path = os.path.join(tmp, "frag-kinds.jsonl")
+    t.write(path)
+    fr = report(exe, [path])["fragmentation"]
+    check(len(fr) == 1, "one fragmentation entry")
+    if not fr:
+        return
+    by_kind = {g["kind"]: g for g in fr[0].get("gaps_at_peak_by_kind", [])}
+    want = {
+        "device": {"live_allocations": 3, "span_bytes": 5 * MiB, "address_ranges": 2,
+                   "gap_bytes": 1 * MiB, "largest_gap_bytes": 1 * MiB, "gaps": 1},
+        "pool": {"live_allocations": 2, "span_bytes": 5 * MiB, "address_ranges": 1,
+                 "gap_bytes": 2 * MiB, "largest_gap_bytes": 2 * MiB, "gaps": 1},
+    }
+    for kind, w in want.items():
+        got = {k: by_kind.get(kind, {}).get(k) for k in w}
+        check(got == w, "%s: laid out on its own (%s)" % (kind, by_kind.get(kind)))
+    check(set(by_kind) == set(want), "only the kinds held by address (%s)" % sorted(by_kind))
+    g = fr[0]["gaps_at_peak"]
+    check(g["live_allocations"] == 5 and g["span_bytes"] == 10 * MiB and g["gaps"] == 2
+          and g["gap_bytes"] == 3 * MiB and g["largest_gap_bytes"] == 2 * MiB
+          and g["address_ranges"] == 3, "gaps_at_peak: the kinds summed, no hole across kinds (%s)" % g)
+    text = report(exe, [path], fmt="text")
+    line = [l for l in text.splitlines() if l.startswith("  device 0") and "span" in l]
+    check(len(line) == 1 and "3 live device allocations span 5.0 MiB in 2 address ranges with "
+          "1.0 MiB in 1 hole (largest 1.0 MiB)" in line[0] and "2 live pool allocations span "
+          "5.0 MiB with 2.0 MiB in 1 hole" in line[0] and "TiB" not in line[0],
+          "the text names each kind's span (%s)" % line)
+
+
 def case_ranks(exe, tmp):
     paths = []
     for rank, (peak, fail_after_ns) in enumerate([(1 * GiB, None), (3 * GiB, 5_000_000), (2 * GiB, 1_000_000)]):
@@ -551,8 +645,10 @@ def case_progress(exe, tmp):
 
 
 CASES = {"growth": case_growth, "growth-sites": case_growth_sites,
+         "growth-ranges": case_growth_ranges,
          "growth-snapshots": case_growth_snapshots, "oom": case_oom,
          "range": case_range, "timeline": case_timeline, "fragmentation": case_fragmentation,
+         "fragmentation-kinds": case_fragmentation_kinds,
          "ranks": case_ranks, "ranges": case_ranges, "order": case_order, "progress": case_progress}
 
 

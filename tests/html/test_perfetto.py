@@ -3,9 +3,11 @@
 
 On every checked-in golden trace, the hostile trace, and a report document with timeline[],
 oom[] and marker ranges added by hand: the file is JSON with "traceEvents"; every event has
-ph/ts/pid/tid; counters have numeric args; timestamps never go back on a track; B/E pairs nest;
+ph/ts/pid/tid; counters have numeric args; timestamps never go back on a track; range slices
+nest on their thread's track;
 there is one named process per traced process. On the hand-made document: the counter values,
-the failure's args (size, api, explanation, site) and the range slices are the document's.
+the failure's args (size, api, explanation, site) and the range slices are the document's. On a
+trace with two threads' overlapping ranges: each on its own thread's track, with its duration.
 """
 import argparse
 import json
@@ -48,7 +50,7 @@ def structure(name, text, nprocs):
             problems.append("event %d lacks ph/ts/pid/tid/name: %r" % (k, ev))
             continue
         ph = ev["ph"]
-        if ph not in ("M", "C", "i", "B", "E"):
+        if ph not in ("M", "C", "i", "X"):
             problems.append("event %d: unexpected ph %r" % (k, ph))
         if not isinstance(ev["ts"], (int, float)) or not isinstance(ev["pid"], int):
             problems.append("event %d: ts or pid not a number: %r" % (k, ev))
@@ -70,14 +72,19 @@ def structure(name, text, nprocs):
             problems.append("event %d: ts %s goes back on its track (after %s)" %
                             (k, ev["ts"], last[track]))
         last[track] = ev["ts"]
-        if ph == "B":
-            open_ranges[track] = open_ranges.get(track, 0) + 1
-        elif ph == "E":
-            if not open_ranges.get(track):
-                problems.append("event %d: E without B" % k)
-            else:
-                open_ranges[track] -= 1
-    problems += ["track %r: %d ranges never end" % (t, n) for t, n in open_ranges.items() if n]
+        if ph == "X":
+            # complete slices on a thread track must nest: each one inside the enclosing one
+            dur = ev.get("dur")
+            if not isinstance(dur, int) or dur < 0:
+                problems.append("slice %d: dur %r" % (k, dur))
+                continue
+            ends = open_ranges.setdefault(track, [])
+            while ends and ends[-1] <= ev["ts"]:
+                ends.pop()
+            if ends and ev["ts"] + dur > ends[-1]:
+                problems.append("slice %d (%s) ends at %d, after its enclosing slice (%d)" %
+                                (k, ev["name"], ev["ts"] + dur, ends[-1]))
+            ends.append(ev["ts"] + dur)
     names = [e for e in events if e.get("ph") == "M" and e.get("name") == "process_name"]
     if len(names) != nprocs or len({e["pid"] for e in names}) != nprocs:
         problems.append("%d process_name events with %d pids for %d processes" %
@@ -104,16 +111,66 @@ def check_analyses(events, doc):
           fails[0]["args"].get("explanation") == hostile.EXPLANATION and
           fails[0]["args"].get("site") == site and fails[0]["ts"] == 30000,
           "the failed allocation: size, api, explanation, site", fails)
-    be = [(e["ph"], e["name"], e["ts"]) for e in events if e["ph"] in ("B", "E")]
-    check(be == [("B", "step", 5000), ("E", "step", 30000), ("B", "unclosed", 35000),
-                 ("E", "", 50000)], "marker ranges: B/E pairs, an unclosed one ends with the "
-          "trace", be)
+    xs = [(e["name"], e["tid"], e["ts"], e["dur"], e["args"]) for e in events if e["ph"] == "X"]
+    check(xs == [("step", 777, 5000, 25000, {"push_seq": 0, "depth": 0, "pop_seq": 5}),
+                 ("unclosed", 777, 35000, 15000, {"push_seq": 6, "depth": 0})],
+          "marker ranges: one slice per push/pop pair named by its label (a document without "
+          "tids: on the process's track), an unclosed one ends with the trace", xs)
     marks = [e["name"] for e in events if e["ph"] == "i" and e.get("cat") == "marker"]
     check(marks == [hostile.LABEL], "a plain marker is an instant", marks)
     procs = [e for e in events if e["ph"] == "M" and e["name"] == "process_name"]
     check(procs and procs[0]["pid"] == 777 and
           procs[0]["args"]["name"] == " ".join(hostile.ARGV),
           "the process: its pid, named by its command line", procs)
+
+
+def slices(events):
+    """The slices a viewer draws, per thread track: (pid, tid, name, ts, dur, args). B/E pair
+    innermost-first on their track, as Perfetto and chrome://tracing pair them; X carries dur."""
+    out, open_ = [], {}
+    for ev in events:
+        track = (ev.get("pid"), ev.get("tid"))
+        if ev.get("ph") == "X":
+            out.append((track[0], track[1], ev["name"], ev["ts"], ev.get("dur"), ev.get("args")))
+        elif ev.get("ph") == "B":
+            open_.setdefault(track, []).append(ev)
+        elif ev.get("ph") == "E" and open_.get(track):
+            b = open_[track].pop()
+            out.append((track[0], track[1], b["name"], b["ts"], ev["ts"] - b["ts"], b.get("args")))
+    return sorted(out, key=lambda s: (s[3], s[1]))
+
+
+def check_threads(exe, tmp):
+    """Two threads' overlapping ranges (A on the main thread 0.1-0.4 s, B on a worker 0.2-0.5 s):
+    each on its own thread's track with its own duration, named by its label alone."""
+    trace = os.path.join(tmp, "threads.jsonl")
+    t0 = 1000000000
+    lines = [
+        {"type": "header", "format": "gpumemtrace", "version": 1, "tracer": "0.1.0", "pid": 900,
+         "ppid": 1, "host": "h", "argv": ["prog"], "start_ts": t0,
+         "start_unix_ns": 1796228579000000000, "coverage": "full", "capture": ["cupti"]},
+        {"type": "marker", "seq": 1, "ts": t0 + 100000000, "tid": 900, "label": "A",
+         "range": "push", "depth": 1},
+        {"type": "marker", "seq": 2, "ts": t0 + 200000000, "tid": 901, "label": "B",
+         "range": "push", "depth": 1},
+        {"type": "marker", "seq": 3, "ts": t0 + 400000000, "tid": 900, "label": "",
+         "range": "pop", "depth": 1},
+        {"type": "marker", "seq": 4, "ts": t0 + 500000000, "tid": 901, "label": "",
+         "range": "pop", "depth": 1},
+        {"type": "trailer", "ts": t0 + 600000000, "events": 0, "dropped": 0, "reason": "exit"},
+    ]
+    with open(trace, "w", encoding="utf-8") as f:
+        for line in lines:
+            f.write(json.dumps(line) + "\n")
+    rc, out, err = run([exe, "report", "--format", "perfetto", trace])
+    check(rc == 0, "threads: exit 0", err)
+    events = structure("threads", out, 1)
+    got = [(s[1], s[2], s[3], s[4]) for s in slices(events)]
+    check(got == [(900, "A", 100000, 300000), (901, "B", 200000, 300000)],
+          "threads: each range on its thread's track, 300 ms each", got)
+    names = {(e.get("tid"), e["args"].get("name")) for e in events
+             if e.get("ph") == "M" and e.get("name") == "thread_name"}
+    check((901, "thread 901") in names, "threads: the worker's track is named", names)
 
 
 def main():
@@ -149,6 +206,7 @@ def main():
         rc, out, err = run([args.render_doc, "perfetto", fixture])
         check(rc == 0, "render_doc perfetto: exit 0", err)
         check_analyses(structure("analyses", out, 1), doc)
+        check_threads(args.exe, tmp)
 
     if failures:
         print("%d check(s) failed" % failures)

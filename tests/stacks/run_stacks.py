@@ -9,6 +9,9 @@ tracer on the simulated runtime; `gpumemtrace report --format json` must name ev
   dlopen  victim_dlopen: libvictim.so loaded, used, unloaded, then libvictim_other.so: the
           first library's frames must still resolve
   python  victim.py: cudaMalloc through ctypes from known Python functions and lines
+  static  victim_static (C++): the runtime linked into the program as with nvcc's default
+          static cudart (fake_cudart_static.cpp: cudaMalloc, cudart::..., libcudart_static_<sha1>
+          frames in the executable, no debug information); the sites are the user's functions
 
 Each victim prints the function, file and line of every frame it expects, innermost first
 (recorded on the line of each call); the report's call-site groups (leak_sites, failed_sites)
@@ -149,12 +152,13 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--build", required=True)
     ap.add_argument("--capture", choices=["cupti", "interpose"], default="cupti")
-    ap.add_argument("scenario", choices=["native", "dlopen", "python"])
+    ap.add_argument("scenario", choices=["native", "dlopen", "python", "static"])
     a = ap.parse_args()
     build = os.path.abspath(a.build)
     here = os.path.join(build, "tests", "stacks")
     argv = {
         "native": [os.path.join(here, "victim_stacks")],
+        "static": [os.path.join(here, "victim_static")],
         "dlopen": [os.path.join(here, "victim_dlopen"), os.path.join(here, "libvictim.so"),
                    os.path.join(here, "libvictim_other.so")],
         "python": [sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)),
