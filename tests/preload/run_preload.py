@@ -121,6 +121,9 @@ def run_report(build, path):
         return None
     p = subprocess.run([exe, "report", "--format", "json", path], capture_output=True, text=True)
     check(p.returncode == 0, f"gpumemtrace report exits 0 on {path} (got {p.returncode}: {p.stderr.strip()})")
+    # every line carries the seq of its moment: none is applied out of place
+    late = [l for l in p.stderr.splitlines() if "applied late" in l]
+    check(not late, f"gpumemtrace report applies no line late: {late}")
     try:
         return json.loads(p.stdout)
     except ValueError:
@@ -137,6 +140,12 @@ def compare(build, did, path, recs, coverage, expect_trailer=True, expect_drops=
     check(header["coverage"] == coverage, f"{path}: header coverage {header['coverage']!r} == {coverage!r}")
     if not expect_drops:  # a dropped free makes its address look allocated twice
         check(got["twice"] == 0, f"{path}: every allocation is recorded once ({got['twice']} recorded twice)")
+        # one seq per recorded call, taken at its moment: none is 0, none is skipped (a seq
+        # that no line carries holds the reader's window up); a fork child continues the count
+        seqs = sorted(r["seq"] for r in recs if r["type"] in ("event", "marker"))
+        check(not seqs or (seqs[0] > 0 and seqs == list(range(seqs[0], seqs[0] + len(seqs)))),
+              f"{path}: seqs are consecutive and none is 0 ({seqs[:3]}... {len(seqs)} lines, "
+              f"missing {sorted(set(range(seqs[0], seqs[-1] + 1)) - set(seqs))[:5] if seqs else []})")
     trailers = [r for r in recs if r["type"] == "trailer"]
     if expect_trailer:
         check(len(trailers) == 1 and recs[-1]["type"] == "trailer", f"{path}: ends with one trailer")
@@ -368,6 +377,13 @@ def main():
         check(ev["cudaMallocAsync"]["stream"] != "0x0", "cudaMallocAsync records its stream")
         if args.capture == "interpose":
             check(all(r["stack"] > 0 for r in ev.values()), "every event names its call site")
+        # the bad free comes after the last good free and before the "end" marker, by seq
+        bad = [r for r in recs if r["type"] == "event" and r["op"] == "free" and r["result"] != 0]
+        good = [r["seq"] for r in recs if r["type"] == "event" and r["op"] == "free" and r["result"] == 0]
+        end = [r["seq"] for r in recs if r["type"] == "marker" and r["label"] == "end"]
+        check(len(bad) == 1 and good and end and max(good) < bad[0]["seq"] < end[0],
+              f"the failed free has the seq of its moment: {[b['seq'] for b in bad]} "
+              f"after the frees {good} and before the end marker {end}")
     if sc == "cupti-taken":
         reason = traces[dids[0]["pid"]][1][0].get("coverage_reason") or ""
         check("Nsight Systems" in reason and "39" in reason, f"the header names the other subscriber: {reason!r}")
