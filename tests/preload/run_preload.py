@@ -166,6 +166,14 @@ def compare(build, did, path, recs, coverage, expect_trailer=True, expect_drops=
         check(got["leaked_allocations"] == did["leaked_allocations"],
               f"{path}: live allocations at end {got['leaked_allocations']} == {did['leaked_allocations']}")
         check(got["markers"] == did["markers"], f"{path}: markers {got['markers']} == {did['markers']}")
+    snaps = [r for r in recs if r["type"] == "snapshot"]
+    if expect_trailer and not expect_drops and report_leaks:
+        # the writer's own live table, in the last snapshot (written after the last event)
+        live = snaps[-1]["live"] if snaps else []
+        n, b = sum(x["allocations"] for x in live), sum(x["bytes"] for x in live)
+        check(snaps and n == did["leaked_allocations"] and b == did["leaked_bytes"],
+              f"{path}: the last snapshot's live {n} allocations, {b} bytes == "
+              f"{did['leaked_allocations']}, {did['leaked_bytes']}")
     rep = run_report(build, path)
     if rep is not None:
         s = rep["summary"]
