@@ -288,9 +288,12 @@ arm_injection(void)
 		return;
 	}
 	const char *base = strrchr(current, '/');
-	if (strcmp(base ? base + 1 : current, "libgpumemtrace.so") != 0)
+	if (strcmp(base ? base + 1 : current, "libgpumemtrace.so") != 0) {
+		char shown[GMT_LOG_VALUE_MAX];
 		gmt_warn("CUDA_INJECTION64_PATH is already set (%s): CUDA will not inject gpumemtrace; "
-			 "programs with a static cudart are not traced", current);
+			 "programs with a static cudart are not traced",
+			 gmt_log_value(shown, current));
+	}
 }
 
 __attribute__((constructor)) static void
@@ -298,6 +301,7 @@ gmt_init(void)
 {
 	start_ts = mono_ns();
 	load_options();
+	gmt_options_check_names(environ);
 	if (opts.help)
 		gmt_options_print_help(2, &opts);
 	if (!opts.enable) {

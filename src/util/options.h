@@ -32,6 +32,17 @@ typedef const char *(*gmt_getenv_fn)(const char *name);
  */
 int gmt_options_load(struct gmt_options *opts, gmt_getenv_fn get);
 
+/**
+ * Warn once for each GPUMEMTRACE_* name in @p envp (any case of the prefix) that is no option,
+ * with the closest option's name when one is near (a typo, a cut or swapped letters, another
+ * case). Returns how many were unknown. No allocation.
+ */
+int gmt_options_check_names(char *const *envp);
+
+/** The option name (without the prefix) closest to the @p len bytes at @p name, NULL if none is
+ * near. */
+const char *gmt_options_closest(const char *name, size_t len);
+
 /** Write the option table with help text, defaults and current values to @p fd. */
 void gmt_options_print_help(int fd, const struct gmt_options *opts);
 

@@ -267,6 +267,8 @@ def main():
         env["GPUMEMTRACE_OUTPUT_DIR"] = os.path.join(outdir, "does", "not", "exist")
     if sc == "bad-option":
         env["GPUMEMTRACE_RING_SLOTS"] = "lots"
+        env["GPUMEMTRACE_FLUSHMS"] = "10"  # a typo: warned with the name meant
+        env["GPUMEMTRACE_SNAPSHOT_MS"] = "9" * 5000  # the warning still names the variable
     if sc == "disabled":
         env["GPUMEMTRACE_ENABLE"] = "0"
 
@@ -321,8 +323,15 @@ def main():
         return finish()
     if sc == "bad-option":
         warnings = [l for l in stderr.splitlines() if "gpumemtrace" in l]
-        check(len(warnings) == 1 and "GPUMEMTRACE_RING_SLOTS" in warnings[0] and "default 65536" in warnings[0],
-              f"one warning names the variable and the default used: {warnings}")
+        check(len(warnings) == 3, f"one warning per bad variable: {warnings}")
+        check(any("GPUMEMTRACE_RING_SLOTS" in w and "default 65536" in w for w in warnings),
+              f"a warning names the variable and the default used: {warnings}")
+        check(any("'GPUMEMTRACE_FLUSHMS' is ignored" in w and "did you mean GPUMEMTRACE_FLUSH_MS?" in w
+                  for w in warnings), f"an unknown variable is named with the closest option: {warnings}")
+        long = [w for w in warnings if "SNAPSHOT_MS" in w]
+        check(len(long) == 1 and "GPUMEMTRACE_SNAPSHOT_MS" in long[0] and "(5000 bytes)" in long[0]
+              and long[0].endswith("using the default 1000") and len(long[0]) < 300,
+              f"a 5000-byte value is cut in its warning, the variable's name and the default are not: {long}")
         check(len(traces) == 1 and traces[next(iter(traces))][1][0]["options"]["ring_slots"] == 65536,
               "the trace was written with the default ring size")
     if sc == "disabled":
