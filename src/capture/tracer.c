@@ -84,7 +84,7 @@ load_options(void)
 {
 	if (atomic_load_explicit(&opts_loaded, memory_order_acquire))
 		return;
-	gmt_options_load(&opts, (gmt_getenv_fn)getenv);
+	gmt_options_load(&opts, (gmt_getenv_fn)getenv, gmt_options_secure());
 	atomic_store_explicit(&opts_loaded, true, memory_order_release);
 }
 
@@ -220,6 +220,7 @@ tracer_start(void)
 		.python_version = python_version,
 		.on_failure = on_writer_failure,
 		.thread_init = writer_thread_init,
+		.private_file = gmt_options_secure(),
 	};
 	int rc = gmt_writer_start(&cfg);
 	if (rc < 0) {

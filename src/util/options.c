@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/auxv.h>
 #include <unistd.h>
 
 #include "util/log.h"
@@ -151,15 +152,50 @@ load_str(char *field, const char *name, const char *value, const char *def)
 	load_uint(&opts->field, name, get(GMT_OPTION_PREFIX name), (def), (min), (max))
 #define GMT_OPT_LOAD_STR(field, name, def, min, max) \
 	load_str(opts->field, name, get(GMT_OPTION_PREFIX name), (const char *)(def))
+#define GMT_OPT_LOAD_PATH(field, name, def, min, max) \
+	load_str(opts->field, name, secure ? NULL : get(GMT_OPTION_PREFIX name), (const char *)(def))
+
+bool
+gmt_options_secure(void)
+{
+	return getauxval(AT_SECURE) != 0;
+}
+
+/* In a secure-execution process: one line naming the PATH options the environment set. */
+static void
+note_ignored_paths(gmt_getenv_fn get)
+{
+	char names[256];
+	size_t n = 0;
+
+	names[0] = '\0';
+#define GMT_OPT_IGNORED_BOOL(name)
+#define GMT_OPT_IGNORED_UINT(name)
+#define GMT_OPT_IGNORED_STR(name)
+#define GMT_OPT_IGNORED_PATH(name) \
+	if (get(GMT_OPTION_PREFIX name) && n < sizeof(names)) \
+		n += (size_t)snprintf(names + n, sizeof(names) - n, "%s" GMT_OPTION_PREFIX name, \
+				      n ? ", " : "");
+#define GMT_OPTION(type, field, name, def, min, max, help) GMT_OPT_IGNORED_##type(name)
+#include "util/options.def"
+#undef GMT_OPTION
+	if (n)
+		gmt_warn("secure-execution process (setuid, setgid or capabilities): %s ignored (a file "
+			 "or library chosen by the invoker's environment); traces go to the working "
+			 "directory, readable by the owner only",
+			 names);
+}
 
 int
-gmt_options_load(struct gmt_options *opts, gmt_getenv_fn get)
+gmt_options_load(struct gmt_options *opts, gmt_getenv_fn get, bool secure)
 {
 	int bad = 0;
 #define GMT_OPTION(type, field, name, def, min, max, help) \
 	bad += GMT_OPT_LOAD_##type(field, name, def, min, max);
 #include "util/options.def"
 #undef GMT_OPTION
+	if (secure)
+		note_ignored_paths(get);
 	return bad;
 }
 
@@ -320,6 +356,7 @@ gmt_options_print_help(int fd, const struct gmt_options *opts)
 #define GMT_OPT_PRINT_STR(field, name, def, help) \
 	print_line(fd, "  " GMT_OPTION_PREFIX "%-12s %s (default '%s') [%s]\n", name, help, \
 		   (const char *)(def), opts->field);
+#define GMT_OPT_PRINT_PATH GMT_OPT_PRINT_STR
 #define GMT_OPTION(type, field, name, def, min, max, help) GMT_OPT_PRINT_##type(field, name, def, help)
 #include "util/options.def"
 #undef GMT_OPTION

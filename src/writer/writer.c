@@ -147,7 +147,8 @@ open_trace_file(struct gmt_rank_info *rank, const char *host)
 			snprintf(w.path, sizeof(w.path), "%s/%s.jsonl", w.cfg.opts->output_dir, name);
 		else
 			snprintf(w.path, sizeof(w.path), "%s/%s.%d.jsonl", w.cfg.opts->output_dir, name, attempt);
-		int fd = open(w.path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_APPEND, 0644);
+		int fd = open(w.path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_APPEND,
+			      w.cfg.private_file ? 0600 : 0644);
 		if (fd >= 0 || errno != EEXIST)
 			return fd;
 	}

@@ -280,6 +280,9 @@ def main():
         check(p.returncode == 0, "the program still runs normally")
         return finish()
 
+    if sc == "secure":
+        return secure(build, lib, env)
+
     if sc == "no-cuda":
         # A process that never touches GPU memory leaves no file and no output.
         p = subprocess.run(["sh", "-c", "echo hello"], env=env, capture_output=True, text=True, timeout=60)
@@ -428,6 +431,71 @@ def main():
               "the failed request is recorded with its size and cudaErrorMemoryAllocation")
         check(failed and failed[0]["free_bytes"] == 32 << 20 and failed[0]["total_bytes"] == 64 << 20,
               "with the device's free memory at that moment (32 MiB free, in pieces)")
+    return finish()
+
+
+def secure(build, lib, env):
+    """A setuid-root copy of the victim run as nobody is a secure-execution process (AT_SECURE):
+    the loader drops LD_PRELOAD and LD_LIBRARY_PATH, CUDA_INJECTION64_PATH still brings the
+    tracer in (simcuda loads it at cuInit, as the driver does), and the tracer must not open the
+    files and libraries the invoker's environment names. A control run of the same binary as
+    root (not secure) shows that the same environment would be obeyed."""
+    import pwd
+    import shutil
+    import stat
+    try:
+        nobody = pwd.getpwnam("nobody")
+    except KeyError:
+        nobody = None
+    if os.geteuid() != 0 or not shutil.which("setpriv") or nobody is None:
+        print("needs root, setpriv and a nobody user to make a setuid program: skipped")
+        sys.exit(77)
+    top = tempfile.mkdtemp(prefix="gmt-preload-secure-")
+    os.chmod(top, 0o755)
+    prog = os.path.join(top, "victim_secure")
+    shutil.copy(os.path.join(build, "tests", "preload", "victim_secure"), prog)
+    os.chmod(prog, 0o4755 | stat.S_IXGRP | stat.S_IXOTH)
+    chosen_dir, cwd = os.path.join(top, "chosen"), os.path.join(top, "cwd")
+    for d in (chosen_dir, cwd):
+        os.mkdir(d)
+        os.chmod(d, 0o777)
+    evil = os.path.join(build, "tests", "preload", "libgmt_evil.so")
+    senv = {"PATH": env.get("PATH", "/usr/bin:/bin"), "CUDA_INJECTION64_PATH": lib,
+            "GPUMEMTRACE_OUTPUT_DIR": chosen_dir, "GPUMEMTRACE_CUPTI_LIB": evil,
+            "SIMCUDA_MEM_BYTES": "1G", "SIMCUDA_DEVICES": "1"}
+
+    # control: as root the process is not secure, and the environment's choices are followed
+    p = subprocess.run([prog, "basic"], env=senv, cwd=cwd, capture_output=True, text=True, timeout=120)
+    check(p.returncode == 0, f"control run exits 0 ({p.returncode}: {p.stderr.strip()})")
+    check("evil_lib: loaded" in p.stderr, f"control: GPUMEMTRACE_CUPTI_LIB is loaded when not secure: {p.stderr}")
+    # (with that "libcupti" nothing is recorded: no LD_PRELOAD, no interposition) and without it
+    p = subprocess.run([prog, "basic"], env={k: v for k, v in senv.items() if k != "GPUMEMTRACE_CUPTI_LIB"},
+                       cwd=cwd, capture_output=True, text=True, timeout=120)
+    check(len(glob.glob(os.path.join(chosen_dir, "*.jsonl"))) == 1 and not os.listdir(cwd),
+          f"control: the trace goes to GPUMEMTRACE_OUTPUT_DIR ({os.listdir(chosen_dir)}, {p.stderr.strip()})")
+    for f in os.listdir(chosen_dir) + os.listdir(cwd):
+        for d in (chosen_dir, cwd):
+            if os.path.exists(os.path.join(d, f)):
+                os.unlink(os.path.join(d, f))
+
+    p = subprocess.run(["setpriv", f"--reuid={nobody.pw_uid}", f"--regid={nobody.pw_gid}",
+                        "--clear-groups", "--", prog, "basic"],
+                       env=senv, cwd=cwd, capture_output=True, text=True, timeout=120)
+    check(p.returncode == 0, f"the setuid victim exits 0 ({p.returncode}: {p.stderr.strip()})")
+    lines = [l for l in p.stderr.splitlines() if "gpumemtrace" in l and "holding the CUPTI" not in l]
+    check("evil_lib" not in p.stderr, f"a secure process does not load GPUMEMTRACE_CUPTI_LIB: {p.stderr}")
+    check(len(lines) == 1 and "secure-execution" in lines[0] and "GPUMEMTRACE_OUTPUT_DIR" in lines[0]
+          and "GPUMEMTRACE_CUPTI_LIB" in lines[0], f"one line says which options were ignored: {lines}")
+    check(not os.listdir(chosen_dir), "nothing is written to the GPUMEMTRACE_OUTPUT_DIR a secure process was given")
+    traces = glob.glob(os.path.join(cwd, "*.jsonl"))
+    check(len(traces) == 1, f"the trace is in the working directory ({os.listdir(cwd)})")
+    dids = [json.loads(l) for l in p.stdout.splitlines() if l.startswith("{")]
+    if len(traces) == 1 and dids:
+        st = os.stat(traces[0])
+        check(st.st_uid == 0 and stat.S_IMODE(st.st_mode) == 0o600,
+              f"the trace belongs to the privileged user, readable by it only ({oct(st.st_mode)}, uid {st.st_uid})")
+        recs = load_trace(traces[0])
+        compare(build, dids[0], traces[0], recs, "full")
     return finish()
 
 

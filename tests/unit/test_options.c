@@ -23,13 +23,13 @@ fake_getenv(const char *name)
 
 /* Run gmt_options_load with stderr captured into buf. */
 static int
-load_capturing(struct gmt_options *o, const char *const *env, char *buf, size_t cap)
+load_capturing_as(struct gmt_options *o, const char *const *env, char *buf, size_t cap, bool secure)
 {
 	int pipefd[2], saved = dup(2);
 	CHECK(pipe(pipefd) == 0);
 	dup2(pipefd[1], 2);
 	fake_env = env;
-	int bad = gmt_options_load(o, fake_getenv);
+	int bad = gmt_options_load(o, fake_getenv, secure);
 	dup2(saved, 2);
 	close(pipefd[1]);
 	ssize_t n = read(pipefd[0], buf, cap - 1);
@@ -37,6 +37,12 @@ load_capturing(struct gmt_options *o, const char *const *env, char *buf, size_t 
 	close(pipefd[0]);
 	close(saved);
 	return bad;
+}
+
+static int
+load_capturing(struct gmt_options *o, const char *const *env, char *buf, size_t cap)
+{
+	return load_capturing_as(o, env, buf, cap, false);
 }
 
 int
@@ -78,6 +84,23 @@ main(void)
 	CHECK(strcmp(o.output_dir, "/tmp/x") == 0);
 	CHECK_EQ_U64(o.ring_slots, 4096);
 	CHECK_EQ_U64(o.flush_ms, 10);
+
+	/* a secure-execution process keeps the defaults of the options naming files and libraries,
+	 * says so once, and takes the others */
+	const char *const chosen[] = {"GPUMEMTRACE_OUTPUT_DIR", "/tmp/x", "GPUMEMTRACE_CUPTI_LIB",
+				      "/tmp/evil.so", "GPUMEMTRACE_FLUSH_MS", "10", NULL};
+	CHECK(load_capturing_as(&o, chosen, err, sizeof(err), true) == 0);
+	CHECK(strcmp(o.output_dir, ".") == 0 && o.cupti_lib[0] == '\0');
+	CHECK_EQ_U64(o.flush_ms, 10);
+	CHECK(strstr(err, "secure-execution process") &&
+	      strstr(err, "GPUMEMTRACE_OUTPUT_DIR, GPUMEMTRACE_CUPTI_LIB ignored"));
+	CHECK(strchr(err, '\n') == err + strlen(err) - 1); /* one line */
+	CHECK(load_capturing_as(&o, good, err, sizeof(err), false) == 0 && err[0] == '\0');
+	CHECK(strcmp(o.output_dir, "/tmp/x") == 0); /* the same environment, not secure */
+	CHECK(load_capturing_as(&o, none, err, sizeof(err), true) == 0 && err[0] == '\0');
+	/* this test is no setuid program: the real check says so (the preload suite's "secure"
+	 * scenario runs a setuid copy of the victim, where it says the opposite) */
+	CHECK(!gmt_options_secure());
 
 	/* invalid: warning names the variable and the default; the default is used */
 	const char *const bad[] = {"GPUMEMTRACE_RING_SLOTS", "1000", "GPUMEMTRACE_FLUSH_MS", "500",
