@@ -33,6 +33,7 @@
 
 #include "capture/capture.h"
 #include "capture/cupti_ids.h"
+#include "capture/instance.h"
 #include "capture/stacks.h"
 #include "util/devices.h"
 #include "util/log.h"
@@ -1282,11 +1283,23 @@ gmt_cupti_reason(void)
  * for programs with a static cudart (and the constructor sets the variable under LD_PRELOAD).
  * Returns 1 (success) whatever happens: a tracer problem must never fail the application's cuInit.
  */
-GMT_EXPORT int
-InitializeInjection(void)
+int
+gmt_cupti_inject(void)
 {
 	if (atomic_load_explicit(&gmt_state, memory_order_relaxed) == GMT_STATE_DISABLED)
 		return 1;
 	gmt_cupti_start();
 	return 1;
+}
+
+/* The driver may load another copy of the tracer than the one tracing the process (a second
+ * build named by CUDA_INJECTION64_PATH): that copy defers (instance.h) and hands the call on. */
+GMT_EXPORT int
+InitializeInjection(void)
+{
+	const struct gmt_instance *f = gmt_instance_forward();
+
+	if (f)
+		return f->initialize_injection ? f->initialize_injection() : 1;
+	return gmt_cupti_inject();
 }

@@ -22,6 +22,7 @@
 #include <dlfcn.h>
 
 #include "capture/cupti.h"
+#include "capture/instance.h"
 #include "capture/stacks.h"
 #include "gmt-config.h"
 #if GMT_HAVE_PYSTACK
@@ -297,10 +298,27 @@ arm_injection(void)
 	}
 }
 
+/* GPUMEMTRACE_ENABLE as the options will read it; before they are read (another copy of the
+ * tracer may be the one to read and warn about them). */
+static bool
+enabled_by_env(void)
+{
+	const char *v = getenv(GMT_OPTION_PREFIX "ENABLE");
+	bool on = true;
+
+	return !v || !gmt_parse_bool(v, &on) || on;
+}
+
 __attribute__((constructor)) static void
 gmt_init(void)
 {
 	start_ts = mono_ns();
+	/* One tracer per process: a second copy of the library stays inert (one line says so),
+	 * before it reads, warns about or acts on anything. */
+	if (gmt_instance_defer(!enabled_by_env())) {
+		atomic_store(&gmt_state, GMT_STATE_DISABLED);
+		return;
+	}
 	load_options();
 	gmt_options_check_names(environ);
 	if (opts.help)
@@ -371,16 +389,16 @@ out:
 	gmt_hook_leave();
 }
 
-GMT_EXPORT void
-gmt_mark(const char *label)
+void
+gmt_api_mark(const char *label)
 {
 	emit_marker(label, GMT_RANGE_NONE, 0);
 }
 
 /* The depth is kept even while tracing is off (disabled, not started): a range opened then and
  * closed while tracing still pops at the right depth. */
-GMT_EXPORT void
-gmt_range_push(const char *label)
+void
+gmt_api_range_push(const char *label)
 {
 	uint32_t depth = range_depth < UINT32_MAX ? range_depth + 1 : range_depth;
 
@@ -388,8 +406,8 @@ gmt_range_push(const char *label)
 	emit_marker(label, GMT_RANGE_PUSH, depth);
 }
 
-GMT_EXPORT void
-gmt_range_pop(void)
+void
+gmt_api_range_pop(void)
 {
 	uint32_t depth = range_depth;
 
@@ -397,4 +415,45 @@ gmt_range_pop(void)
 	emit_marker(NULL, GMT_RANGE_POP, depth);
 	if (depth)
 		range_depth = depth - 1;
+}
+
+/* The exported names. In a copy of the tracer that defers to another one (instance.h) they go
+ * to that copy, whose ranges and ring these are. */
+GMT_EXPORT void
+gmt_mark(const char *label)
+{
+	const struct gmt_instance *f = gmt_instance_forward();
+
+	if (__builtin_expect(f != NULL, 0)) {
+		if (f->mark)
+			f->mark(label);
+		return;
+	}
+	gmt_api_mark(label);
+}
+
+GMT_EXPORT void
+gmt_range_push(const char *label)
+{
+	const struct gmt_instance *f = gmt_instance_forward();
+
+	if (__builtin_expect(f != NULL, 0)) {
+		if (f->range_push)
+			f->range_push(label);
+		return;
+	}
+	gmt_api_range_push(label);
+}
+
+GMT_EXPORT void
+gmt_range_pop(void)
+{
+	const struct gmt_instance *f = gmt_instance_forward();
+
+	if (__builtin_expect(f != NULL, 0)) {
+		if (f->range_pop)
+			f->range_pop();
+		return;
+	}
+	gmt_api_range_pop();
 }

@@ -282,6 +282,8 @@ def main():
 
     if sc == "secure":
         return secure(build, lib, env)
+    if sc == "two-copies":
+        return two_copies(build, lib, victim, env)
 
     if sc == "no-cuda":
         # A process that never touches GPU memory leaves no file and no output.
@@ -496,6 +498,56 @@ def secure(build, lib, env):
               f"the trace belongs to the privileged user, readable by it only ({oct(st.st_mode)}, uid {st.st_uid})")
         recs = load_trace(traces[0])
         compare(build, dids[0], traces[0], recs, "full")
+    return finish()
+
+
+def two_copies(build, lib, victim, env):
+    """Two copies of the tracer (two paths, so two objects) in one process: one traces, the
+    other says so in one line and stays quiet. Preloaded in either order, the second one
+    injected by CUDA, and both dlopen()ed RTLD_LOCAL (the second one's markers forwarded)."""
+    import shutil
+    top = tempfile.mkdtemp(prefix="gmt-preload-two-")
+    other = os.path.join(top, "other", "libgpumemtrace.so")
+    os.mkdir(os.path.dirname(other))
+    shutil.copy(lib, other)
+
+    def one(what, extra, cmd, markers=None):
+        outdir = tempfile.mkdtemp(prefix="out-", dir=top)
+        e = dict(env, GPUMEMTRACE_OUTPUT_DIR=outdir)
+        e.pop("LD_PRELOAD", None)
+        e.update(extra)
+        p = subprocess.run(cmd, env=e, capture_output=True, text=True, timeout=120)
+        check(p.returncode == 0, f"{what}: exits 0 ({p.returncode}: {p.stderr.strip()})")
+        said = [l for l in p.stderr.splitlines() if "another copy of the tracer" in l]
+        check(len(said) == 1 and other in said[0] and lib in said[0] and "stays inactive" in said[0],
+              f"{what}: one line names both copies: {p.stderr.strip()}")
+        holding = [l for l in p.stderr.splitlines() if "holding the CUPTI" in l]
+        check(len(holding) == 1, f"{what}: one copy holds CUPTI ({len(holding)} lines say so)")
+        traces = traces_by_pid(outdir)
+        check(len(traces) == 1, f"{what}: one trace file ({sorted(os.listdir(outdir))})")
+        if len(traces) != 1:
+            return
+        path, recs = next(iter(traces.values()))
+        if markers is not None:
+            got = [r["label"] for r in recs if r["type"] == "marker"]
+            check(got == markers, f"{what}: the markers of both copies' symbols, once: {got}")
+            return
+        dids = [json.loads(l) for l in p.stdout.splitlines() if l.startswith("{")]
+        check(len(dids) == 1 and dids[0]["markers"] == 3, f"{what}: the victim's markers went through")
+        if dids:
+            compare(build, dids[0], path, recs, "full")  # every event once
+
+    one("the other copy preloaded first", {"LD_PRELOAD": f"{other}:{lib}"}, [victim, "basic"])
+    one("the other copy preloaded second", {"LD_PRELOAD": f"{lib}:{other}"}, [victim, "basic"])
+    one("the other copy injected by CUDA", {"LD_PRELOAD": lib, "CUDA_INJECTION64_PATH": other},
+        [victim, "basic"])
+    script = ("import ctypes, os\n"
+              "a = ctypes.CDLL(os.environ['GMT_A'])\n"
+              "b = ctypes.CDLL(os.environ['GMT_B'])\n"
+              "b.gmt_mark(b'from the second copy')\n"
+              "a.gmt_mark(b'from the first copy')\n")
+    one("two copies dlopen()ed RTLD_LOCAL", {"GMT_A": lib, "GMT_B": other},
+        [sys.executable, "-c", script], markers=["from the second copy", "from the first copy"])
     return finish()
 
 
