@@ -803,9 +803,10 @@ on_driver_exit(CUpti_CallbackId cbid, enum gmt_api api, bool ptsz, const CUpti_C
 	if (!ok && op == GMT_OP_RETAIN)
 		return; /* a failed retain says nothing */
 	if (!ok && joined) {
-		/* cudart may retry a failed driver call (seen on the H200 under contention for a pool):
-		 * the failure is the application's only if the runtime call fails, at its EXIT. A free
-		 * hands its order back to the runtime call: the EXIT (or the retry) records with it. */
+		/* cudart may retry a failed driver call (seen on the H200 under contention for a
+		 * pool): the failure is the application's only if the runtime call fails, at its
+		 * EXIT. A free hands its order back to the runtime call: the EXIT (or the retry)
+		 * records with it. */
 		rt.failed_driver = (uint16_t)api;
 		if (op == GMT_OP_FREE && seen_enter && drv.seq && !rt.seq) {
 			rt.seq = drv.seq;
@@ -929,7 +930,8 @@ runtime_frees_null(CUpti_CallbackId cbid, const void *params)
 	case RT(cudaFree_v3020): return !((const cudaFree_v3020_params *)params)->devPtr;
 	case RT(cudaFreeHost_v3020): return !((const cudaFreeHost_v3020_params *)params)->ptr;
 	case RT(cudaFreeAsync_v11020):
-	case RT(cudaFreeAsync_ptsz_v11020): return !((const cudaFreeAsync_v11020_params *)params)->devPtr;
+	case RT(cudaFreeAsync_ptsz_v11020):
+		return !((const cudaFreeAsync_v11020_params *)params)->devPtr;
 	default: return false;
 	}
 }

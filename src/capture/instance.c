@@ -34,7 +34,8 @@ extern struct gmt_instance gmt_tracer_instance
 	__attribute__((alias("self_instance"), visibility("default")));
 
 /* The entry points of a legacy copy (no gmt_tracer_instance), from the global scope. */
-static struct gmt_instance legacy = {.magic = GMT_INSTANCE_MAGIC, .size = sizeof(struct gmt_instance)};
+static struct gmt_instance legacy = {.magic = GMT_INSTANCE_MAGIC,
+				     .size = sizeof(struct gmt_instance)};
 
 static const struct gmt_instance *forward;
 
@@ -90,7 +91,8 @@ find_legacy(void)
 	Dl_info a, b, me;
 
 	if (!mark || !init || !dladdr(mark, &a) || !dladdr(init, &b) ||
-	    !dladdr(&self_instance, &me) || a.dli_fbase != b.dli_fbase || a.dli_fbase == me.dli_fbase)
+	    !dladdr(&self_instance, &me) || a.dli_fbase != b.dli_fbase ||
+	    a.dli_fbase == me.dli_fbase)
 		return NULL; /* not both from one other object: not another tracer */
 	legacy.mark = (void (*)(const char *))mark;
 	legacy.range_push = (void (*)(const char *))dlsym(RTLD_DEFAULT, "gmt_range_push");
@@ -112,8 +114,7 @@ gmt_instance_defer(bool quiet)
 	} else if ((g = find_loaded()) != NULL) {
 		other_addr = g;
 	} else {
-		atomic_store_explicit(&self_instance.owner, &self_instance,
-				      memory_order_release);
+		atomic_store_explicit(&self_instance.owner, &self_instance, memory_order_release);
 		return false;
 	}
 	forward = g;

@@ -167,8 +167,8 @@ gmt_stacks_setup(void)
 	const char *mode = opts->stacks;
 	if (strcmp(mode, "all") && strcmp(mode, "native") && strcmp(mode, "python") && strcmp(mode, "none")) {
 		char shown[GMT_LOG_VALUE_MAX];
-		gmt_warn(GMT_OPTION_PREFIX "STACKS: invalid value %s (expected all, native, python or "
-			 "none); using all",
+		gmt_warn(GMT_OPTION_PREFIX "STACKS: invalid value %s (expected all, native, "
+			 "python or none); using all",
 			 gmt_log_value(shown, mode));
 		mode = "all";
 	}

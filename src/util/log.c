@@ -77,9 +77,13 @@ gmt_log_value_n(char buf[GMT_LOG_VALUE_MAX], const char *s, size_t len)
 
 	buf[o++] = '\'';
 	while (i < len) {
-		size_t n = u[i] >= 0x20 && u[i] < 0x7f ? 1 : u[i] >= 0x80 ? utf8_char(u + i, len - i) : 0;
+		size_t n = 0; /* 0: a control character or a byte that is not text */
 
-		if (n == 0) { /* a control character or a byte that is not text */
+		if (u[i] >= 0x20 && u[i] < 0x7f)
+			n = 1;
+		else if (u[i] >= 0x80)
+			n = utf8_char(u + i, len - i);
+		if (n == 0) {
 			if (o + 4 > shown)
 				break;
 			snprintf(buf + o, 5, "\\x%02x", u[i]);

@@ -121,7 +121,8 @@ load_uint(uint64_t *field, const char *name, const char *value, uint64_t def, ui
 	}
 	gmt_warn(GMT_OPTION_PREFIX "%s: invalid value %s (expected an integer in [%llu, %llu]%s); "
 		 "using the default %llu",
-		 name, gmt_log_value(shown, value), (unsigned long long)min, (unsigned long long)max,
+		 name, gmt_log_value(shown, value), (unsigned long long)min,
+		 (unsigned long long)max,
 		 strcmp(name, "RING_SLOTS") == 0 ? ", a power of two" : "", (unsigned long long)def);
 	return 1;
 }
@@ -136,8 +137,8 @@ load_str(char *field, const char *name, const char *value, const char *def)
 		if (strlen(value) < GMT_OPTION_STR_MAX) {
 			use = value;
 		} else {
-			gmt_warn(GMT_OPTION_PREFIX "%s: the value is longer than %d bytes (%zu); using "
-				 "the default '%s'",
+			gmt_warn(GMT_OPTION_PREFIX "%s: the value is longer than %d bytes "
+				 "(%zu); using the default '%s'",
 				 name, GMT_OPTION_STR_MAX - 1, strlen(value), def);
 			bad = 1;
 		}
@@ -153,7 +154,8 @@ load_str(char *field, const char *name, const char *value, const char *def)
 #define GMT_OPT_LOAD_STR(field, name, def, min, max) \
 	load_str(opts->field, name, get(GMT_OPTION_PREFIX name), (const char *)(def))
 #define GMT_OPT_LOAD_PATH(field, name, def, min, max) \
-	load_str(opts->field, name, secure ? NULL : get(GMT_OPTION_PREFIX name), (const char *)(def))
+	load_str(opts->field, name, secure ? NULL : get(GMT_OPTION_PREFIX name), \
+		 (const char *)(def))
 
 bool
 gmt_options_secure(void)
@@ -180,9 +182,9 @@ note_ignored_paths(gmt_getenv_fn get)
 #include "util/options.def"
 #undef GMT_OPTION
 	if (n)
-		gmt_warn("secure-execution process (setuid, setgid or capabilities): %s ignored (a file "
-			 "or library chosen by the invoker's environment); traces go to the working "
-			 "directory, readable by the owner only",
+		gmt_warn("secure-execution process (setuid, setgid or capabilities): %s "
+			 "ignored (a file or library chosen by the invoker's environment); traces "
+			 "go to the working directory, readable by the owner only",
 			 names);
 }
 
@@ -226,7 +228,8 @@ name_distance(const char *a, size_t la, const char *b, size_t lb)
 	for (size_t i = 1; i <= la; i++) {
 		c[0] = i;
 		for (size_t j = 1; j <= lb; j++) {
-			int ai = toupper((unsigned char)a[i - 1]), bj = toupper((unsigned char)b[j - 1]);
+			int ai = toupper((unsigned char)a[i - 1]);
+			int bj = toupper((unsigned char)b[j - 1]);
 			size_t best = p[j - 1] + (ai != bj);
 			if (p[j] + 1 < best)
 				best = p[j] + 1;
@@ -302,7 +305,8 @@ gmt_options_check_names(char *const *envp)
 			continue;
 		for (size_t k = 0; !known && k < KNOWN_NAMES; k++)
 			known = strncmp(e, GMT_OPTION_PREFIX, plen) == 0 &&
-				strlen(known_names[k]) == rlen && memcmp(rest, known_names[k], rlen) == 0;
+				strlen(known_names[k]) == rlen &&
+				memcmp(rest, known_names[k], rlen) == 0;
 		for (size_t j = 0; !known && !seen && j < i; j++)
 			seen = same_name(e, len, envp[j]);
 		if (known || seen)
@@ -311,7 +315,8 @@ gmt_options_check_names(char *const *envp)
 		char shown[GMT_LOG_VALUE_MAX];
 		const char *close = gmt_options_closest(rest, rlen);
 		if (close)
-			gmt_warn("unknown variable %s is ignored; did you mean " GMT_OPTION_PREFIX "%s?",
+			gmt_warn("unknown variable %s is ignored; did you mean " GMT_OPTION_PREFIX
+				 "%s?",
 				 gmt_log_value_n(shown, e, len), close);
 		else
 			gmt_warn("unknown variable %s is ignored (" GMT_OPTION_PREFIX

@@ -88,7 +88,8 @@ writer_fail(const char *what, int err)
 		return;
 	w.failed = true;
 	/* the path last: a long one may be cut, the message is not */
-	gmt_warn("%s: %s; tracing stops, the program runs on untraced (%s)", what, strerror(err), w.path);
+	gmt_warn("%s: %s; tracing stops, the program runs on untraced (%s)", what, strerror(err),
+		 w.path);
 	if (w.cfg.on_failure)
 		w.cfg.on_failure();
 }

@@ -35,7 +35,8 @@ main(void)
 	const char *how = "weak";
 	void *a, *b;
 
-	if (cudaMalloc(&a, 1 << 20) != cudaSuccess) /* initialises CUDA: the driver loads the tracer */
+	/* the first CUDA call initialises CUDA: the driver loads the tracer */
+	if (cudaMalloc(&a, 1 << 20) != cudaSuccess)
 		return 1;
 	if (!mark) {
 		mark = (void (*)(const char *))tracer_fn("gmt_mark");
