@@ -20,8 +20,14 @@
  *
  * Python users need no compiler: the `gpumemtrace` module (python/, made importable by
  * `gpumemtrace run`) has mark(), range_push(), range_pop() and range() (a context manager and
- * decorator); or, by hand, `ctypes.CDLL(None).gmt_mark(b"epoch 1")` (under the tracer the symbols
- * are in the process's global scope; guard with `hasattr(..., "gmt_mark")`). docs/markers.md.
+ * decorator); or, by hand, `ctypes.CDLL(None).gmt_mark(b"epoch 1")` (under LD_PRELOAD the symbols
+ * are in the process's global scope; guard with `hasattr(..., "gmt_mark")`).
+ *
+ * With CUDA_INJECTION64_PATH alone (no LD_PRELOAD) the driver loads the tracer RTLD_LOCAL at
+ * cuInit, after these weak symbols were bound: they stay NULL. Use LD_PRELOAD, or look the
+ * functions up after the first CUDA call with dlopen(getenv("CUDA_INJECTION64_PATH"),
+ * RTLD_NOW | RTLD_NOLOAD) and dlsym (docs/markers.md shows how). The Python module does that
+ * by itself.
  */
 #ifndef GPUMEMTRACE_H
 #define GPUMEMTRACE_H

@@ -15,15 +15,17 @@
     ...
     gpumemtrace.range_pop()
 
-The calls land in the trace when the program runs under the tracer (`gpumemtrace run`, or
-LD_PRELOAD=libgpumemtrace.so): the tracer's gmt_mark, gmt_range_push and gmt_range_pop are then in
-the process's global symbol scope, and this module calls them through ctypes. Without the tracer
-every function here does nothing (one Python call), so the calls can stay in production code.
+The calls land in the trace when the program runs under the tracer (`gpumemtrace run`,
+LD_PRELOAD=libgpumemtrace.so, or CUDA_INJECTION64_PATH=/path/to/libgpumemtrace.so alone): this
+module calls the tracer's gmt_mark, gmt_range_push and gmt_range_pop through ctypes. Without the
+tracer every function here does nothing (one Python call), so the calls can stay in production
+code.
 Labels are str (UTF-8) or bytes, truncated by the tracer to 63 bytes. Pure Python, no compiler;
 docs/markers.md has the details.
 """
 import contextlib
 import ctypes
+import os
 
 __all__ = ["mark", "range_push", "range_pop", "range", "enabled"]
 __version__ = "0.1.0"
@@ -37,13 +39,53 @@ def _symbol(lib, name, argtypes):
     return fn
 
 
+def _is_tracer(path):
+    return os.path.basename(path).startswith("libgpumemtrace")
+
+
+def _mapped_tracer():
+    """A tracer already loaded outside the global scope (the CUDA driver dlopen()s the
+    CUDA_INJECTION64_PATH library RTLD_LOCAL at cuInit): its path from /proc/self/maps."""
+    try:
+        with open("/proc/self/maps") as maps:
+            for line in maps:
+                path = line.rstrip("\n").split(None, 5)[5:]
+                if path and path[0].startswith("/") and _is_tracer(path[0]):
+                    return path[0]
+    except OSError:
+        pass
+    return None
+
+
+def _tracer_library():
+    """The tracer when it is not in the global scope: the copy already loaded (RTLD_NOLOAD,
+    nothing new is loaded), else the library CUDA_INJECTION64_PATH names, loaded now (when CUDA
+    initialises, the driver's dlopen() of the same file gets this very object)."""
+    path = _mapped_tracer()
+    if path:
+        try:
+            return ctypes.CDLL(path, mode=os.RTLD_NOLOAD)
+        except OSError:
+            pass
+    inject = os.environ.get("CUDA_INJECTION64_PATH", "")
+    if inject and _is_tracer(inject) and os.path.isfile(inject):
+        try:
+            return ctypes.CDLL(inject)
+        except OSError:
+            pass
+    return None
+
+
 def _load():
-    # The global scope of the process: the executable and everything loaded RTLD_GLOBAL, the
-    # preloaded tracer included. Resolved once, at import.
+    # The global scope of the process first: the executable and everything loaded RTLD_GLOBAL,
+    # the preloaded tracer included; then a tracer loaded (or to be loaded) RTLD_LOCAL by the
+    # CUDA driver. Resolved once, at import.
     try:
         lib = ctypes.CDLL(None)
     except OSError:
         lib = None
+    if lib is None or getattr(lib, "gmt_mark", None) is None:
+        lib = _tracer_library()
     return (_symbol(lib, "gmt_mark", [ctypes.c_char_p]),
             _symbol(lib, "gmt_range_push", [ctypes.c_char_p]),
             _symbol(lib, "gmt_range_pop", []))

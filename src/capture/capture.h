@@ -66,4 +66,10 @@ int gmt_real_dlclose(void *handle);
 /** Hand a stamped event to the writer. Never blocks: a full ring counts a drop. */
 void gmt_emit(struct gmt_event *ev);
 
+/* The public API's work (include/gpumemtrace.h): the exported gmt_mark() etc. call these, or
+ * forward to another copy of the tracer that traces the process (instance.h). */
+void gmt_api_mark(const char *label);
+void gmt_api_range_push(const char *label);
+void gmt_api_range_pop(void);
+
 #endif

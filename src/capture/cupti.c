@@ -33,6 +33,7 @@
 
 #include "capture/capture.h"
 #include "capture/cupti_ids.h"
+#include "capture/instance.h"
 #include "capture/stacks.h"
 #include "util/devices.h"
 #include "util/log.h"
@@ -736,8 +737,22 @@ after_usage_call(CUpti_CallbackId cbid, const void *params, const struct gmt_eve
 	}
 }
 
+/* A free of NULL frees nothing and is not recorded, so it takes no seq: a seq that no line
+ * carries is a gap the reader's reorder window waits for. */
+static bool
+driver_frees_null(CUpti_CallbackId cbid, const void *params)
+{
+	switch (cbid) {
+	case DRV(cuMemFree_v2): return !((const cuMemFree_v2_params *)params)->dptr;
+	case DRV(cuMemFreeHost): return !((const cuMemFreeHost_params *)params)->p;
+	case DRV(cuMemFreeAsync):
+	case DRV(cuMemFreeAsync_ptsz): return !((const cuMemFreeAsync_params *)params)->dptr;
+	default: return false;
+	}
+}
+
 static void
-on_driver_enter(enum gmt_api api, const CUpti_CallbackData *cb)
+on_driver_enter(CUpti_CallbackId cbid, enum gmt_api api, const CUpti_CallbackData *cb)
 {
 	drv.corr = cb->correlationId;
 	drv.api = (uint16_t)api;
@@ -745,7 +760,7 @@ on_driver_enter(enum gmt_api api, const CUpti_CallbackData *cb)
 	drv.context = cb->contextUid;
 	drv.device = context_device(cb->context, cb->contextUid);
 	drv.seq = drv.ts = 0;
-	if (gmt_api_op(api) == GMT_OP_FREE)
+	if (gmt_api_op(api) == GMT_OP_FREE && !driver_frees_null(cbid, cb->functionParams))
 		take_free_order(&drv.seq, &drv.ts, cb->correlationId);
 }
 
@@ -788,9 +803,15 @@ on_driver_exit(CUpti_CallbackId cbid, enum gmt_api api, bool ptsz, const CUpti_C
 	if (!ok && op == GMT_OP_RETAIN)
 		return; /* a failed retain says nothing */
 	if (!ok && joined) {
-		/* cudart may retry a failed driver call (seen on the H200 under contention for a pool):
-		 * the failure is the application's only if the runtime call fails, at its EXIT */
+		/* cudart may retry a failed driver call (seen on the H200 under contention for a
+		 * pool): the failure is the application's only if the runtime call fails, at its
+		 * EXIT. A free hands its order back to the runtime call: the EXIT (or the retry)
+		 * records with it. */
 		rt.failed_driver = (uint16_t)api;
+		if (op == GMT_OP_FREE && seen_enter && drv.seq && !rt.seq) {
+			rt.seq = drv.seq;
+			rt.ts = drv.ts;
+		}
 		return;
 	}
 	if (!ok && op == GMT_OP_ALLOC)
@@ -824,7 +845,7 @@ on_driver(CUpti_CallbackId cbid, const CUpti_CallbackData *cb)
 		return;
 	}
 	if (cb->callbackSite == CUPTI_API_ENTER)
-		on_driver_enter(api, cb);
+		on_driver_enter(cbid, api, cb);
 	else
 		on_driver_exit(cbid, api, ptsz, cb);
 }
@@ -901,6 +922,20 @@ runtime_event(CUpti_CallbackId cbid, const void *params, bool ok, struct gmt_eve
 	}
 }
 
+/* The runtime's frees of NULL: no seq either (see driver_frees_null()). */
+static bool
+runtime_frees_null(CUpti_CallbackId cbid, const void *params)
+{
+	switch (cbid) {
+	case RT(cudaFree_v3020): return !((const cudaFree_v3020_params *)params)->devPtr;
+	case RT(cudaFreeHost_v3020): return !((const cudaFreeHost_v3020_params *)params)->ptr;
+	case RT(cudaFreeAsync_v11020):
+	case RT(cudaFreeAsync_ptsz_v11020):
+		return !((const cudaFreeAsync_v11020_params *)params)->devPtr;
+	default: return false;
+	}
+}
+
 static void
 on_runtime(CUpti_CallbackId cbid, const CUpti_CallbackData *cb)
 {
@@ -916,7 +951,7 @@ on_runtime(CUpti_CallbackId cbid, const CUpti_CallbackData *cb)
 		rt.ptsz = ptsz;
 		rt.failed_driver = GMT_API_NONE;
 		rt.seq = rt.ts = 0;
-		if (gmt_api_op(api) == GMT_OP_FREE)
+		if (gmt_api_op(api) == GMT_OP_FREE && !runtime_frees_null(cbid, cb->functionParams))
 			stamp_order(&rt.seq, &rt.ts);
 		return;
 	}
@@ -941,7 +976,7 @@ on_runtime(CUpti_CallbackId cbid, const CUpti_CallbackData *cb)
 			add_meminfo(&ev);
 		if (op == GMT_OP_ALLOC)
 			ev.stack = callback_stack();
-		if (op == GMT_OP_FREE) {
+		if (op == GMT_OP_FREE && rt.seq) {
 			ev.seq = rt.seq;
 			ev.ts_ns = rt.ts;
 			ev.tid = gmt_tid();
@@ -1250,11 +1285,23 @@ gmt_cupti_reason(void)
  * for programs with a static cudart (and the constructor sets the variable under LD_PRELOAD).
  * Returns 1 (success) whatever happens: a tracer problem must never fail the application's cuInit.
  */
-GMT_EXPORT int
-InitializeInjection(void)
+int
+gmt_cupti_inject(void)
 {
 	if (atomic_load_explicit(&gmt_state, memory_order_relaxed) == GMT_STATE_DISABLED)
 		return 1;
 	gmt_cupti_start();
 	return 1;
+}
+
+/* The driver may load another copy of the tracer than the one tracing the process (a second
+ * build named by CUDA_INJECTION64_PATH): that copy defers (instance.h) and hands the call on. */
+GMT_EXPORT int
+InitializeInjection(void)
+{
+	const struct gmt_instance *f = gmt_instance_forward();
+
+	if (f)
+		return f->initialize_injection ? f->initialize_injection() : 1;
+	return gmt_cupti_inject();
 }

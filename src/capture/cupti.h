@@ -43,6 +43,9 @@ gmt_cupti_records(void)
 /** Called by the CUDA driver at cuInit when CUDA_INJECTION64_PATH names this library. */
 int InitializeInjection(void);
 
+/** InitializeInjection()'s work in this copy of the tracer (another copy forwards to it). */
+int gmt_cupti_inject(void);
+
 /** Why CUPTI is not used (for the trace header), or NULL when it is. */
 const char *gmt_cupti_reason(void);
 

@@ -166,8 +166,10 @@ gmt_stacks_setup(void)
 		return;
 	const char *mode = opts->stacks;
 	if (strcmp(mode, "all") && strcmp(mode, "native") && strcmp(mode, "python") && strcmp(mode, "none")) {
-		gmt_warn("invalid value '%s' for " GMT_OPTION_PREFIX "STACKS (expected all, native, python "
-			 "or none); using all", mode);
+		char shown[GMT_LOG_VALUE_MAX];
+		gmt_warn(GMT_OPTION_PREFIX "STACKS: invalid value %s (expected all, native, "
+			 "python or none); using all",
+			 gmt_log_value(shown, mode));
 		mode = "all";
 	}
 	st.native = !strcmp(mode, "all") || !strcmp(mode, "native");

@@ -22,6 +22,7 @@
 #include <dlfcn.h>
 
 #include "capture/cupti.h"
+#include "capture/instance.h"
 #include "capture/stacks.h"
 #include "gmt-config.h"
 #if GMT_HAVE_PYSTACK
@@ -84,7 +85,7 @@ load_options(void)
 {
 	if (atomic_load_explicit(&opts_loaded, memory_order_acquire))
 		return;
-	gmt_options_load(&opts, (gmt_getenv_fn)getenv);
+	gmt_options_load(&opts, (gmt_getenv_fn)getenv, gmt_options_secure());
 	atomic_store_explicit(&opts_loaded, true, memory_order_release);
 }
 
@@ -220,6 +221,7 @@ tracer_start(void)
 		.python_version = python_version,
 		.on_failure = on_writer_failure,
 		.thread_init = writer_thread_init,
+		.private_file = gmt_options_secure(),
 	};
 	int rc = gmt_writer_start(&cfg);
 	if (rc < 0) {
@@ -288,16 +290,37 @@ arm_injection(void)
 		return;
 	}
 	const char *base = strrchr(current, '/');
-	if (strcmp(base ? base + 1 : current, "libgpumemtrace.so") != 0)
+	if (strcmp(base ? base + 1 : current, "libgpumemtrace.so") != 0) {
+		char shown[GMT_LOG_VALUE_MAX];
 		gmt_warn("CUDA_INJECTION64_PATH is already set (%s): CUDA will not inject gpumemtrace; "
-			 "programs with a static cudart are not traced", current);
+			 "programs with a static cudart are not traced",
+			 gmt_log_value(shown, current));
+	}
+}
+
+/* GPUMEMTRACE_ENABLE as the options will read it; before they are read (another copy of the
+ * tracer may be the one to read and warn about them). */
+static bool
+enabled_by_env(void)
+{
+	const char *v = getenv(GMT_OPTION_PREFIX "ENABLE");
+	bool on = true;
+
+	return !v || !gmt_parse_bool(v, &on) || on;
 }
 
 __attribute__((constructor)) static void
 gmt_init(void)
 {
 	start_ts = mono_ns();
+	/* One tracer per process: a second copy of the library stays inert (one line says so),
+	 * before it reads, warns about or acts on anything. */
+	if (gmt_instance_defer(!enabled_by_env())) {
+		atomic_store(&gmt_state, GMT_STATE_DISABLED);
+		return;
+	}
 	load_options();
+	gmt_options_check_names(environ);
 	if (opts.help)
 		gmt_options_print_help(2, &opts);
 	if (!opts.enable) {
@@ -366,16 +389,16 @@ out:
 	gmt_hook_leave();
 }
 
-GMT_EXPORT void
-gmt_mark(const char *label)
+void
+gmt_api_mark(const char *label)
 {
 	emit_marker(label, GMT_RANGE_NONE, 0);
 }
 
 /* The depth is kept even while tracing is off (disabled, not started): a range opened then and
  * closed while tracing still pops at the right depth. */
-GMT_EXPORT void
-gmt_range_push(const char *label)
+void
+gmt_api_range_push(const char *label)
 {
 	uint32_t depth = range_depth < UINT32_MAX ? range_depth + 1 : range_depth;
 
@@ -383,8 +406,8 @@ gmt_range_push(const char *label)
 	emit_marker(label, GMT_RANGE_PUSH, depth);
 }
 
-GMT_EXPORT void
-gmt_range_pop(void)
+void
+gmt_api_range_pop(void)
 {
 	uint32_t depth = range_depth;
 
@@ -392,4 +415,45 @@ gmt_range_pop(void)
 	emit_marker(NULL, GMT_RANGE_POP, depth);
 	if (depth)
 		range_depth = depth - 1;
+}
+
+/* The exported names. In a copy of the tracer that defers to another one (instance.h) they go
+ * to that copy, whose ranges and ring these are. */
+GMT_EXPORT void
+gmt_mark(const char *label)
+{
+	const struct gmt_instance *f = gmt_instance_forward();
+
+	if (__builtin_expect(f != NULL, 0)) {
+		if (f->mark)
+			f->mark(label);
+		return;
+	}
+	gmt_api_mark(label);
+}
+
+GMT_EXPORT void
+gmt_range_push(const char *label)
+{
+	const struct gmt_instance *f = gmt_instance_forward();
+
+	if (__builtin_expect(f != NULL, 0)) {
+		if (f->range_push)
+			f->range_push(label);
+		return;
+	}
+	gmt_api_range_push(label);
+}
+
+GMT_EXPORT void
+gmt_range_pop(void)
+{
+	const struct gmt_instance *f = gmt_instance_forward();
+
+	if (__builtin_expect(f != NULL, 0)) {
+		if (f->range_pop)
+			f->range_pop();
+		return;
+	}
+	gmt_api_range_pop();
 }

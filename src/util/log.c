@@ -46,3 +46,60 @@ gmt_log(enum gmt_log_level level, const char *fmt, ...)
 out:
 	errno = saved_errno;
 }
+
+/* Length of the well-formed UTF-8 character at @p s (up to @p left bytes), 0 when it is not one
+ * (an invalid or stray byte) or is a C1 control (U+0080..U+009F: CSI among them). */
+static size_t
+utf8_char(const unsigned char *s, size_t left)
+{
+	size_t n = s[0] >= 0xf0 && s[0] < 0xf5 ? 4 : s[0] >= 0xe0 ? 3 : s[0] >= 0xc2 ? 2 : 0;
+
+	if (n == 0 || n > left || (n == 2 && s[0] == 0xc2 && s[1] <= 0x9f))
+		return 0;
+	for (size_t k = 1; k < n; k++)
+		if ((s[k] & 0xc0) != 0x80)
+			return 0;
+	return n;
+}
+
+const char *
+gmt_log_value(char buf[GMT_LOG_VALUE_MAX], const char *s)
+{
+	return gmt_log_value_n(buf, s, strlen(s));
+}
+
+const char *
+gmt_log_value_n(char buf[GMT_LOG_VALUE_MAX], const char *s, size_t len)
+{
+	const size_t shown = 1 + 64; /* the opening quote and 64 bytes of the value */
+	const unsigned char *u = (const unsigned char *)s;
+	size_t o = 0, i = 0;
+
+	buf[o++] = '\'';
+	while (i < len) {
+		size_t n = 0; /* 0: a control character or a byte that is not text */
+
+		if (u[i] >= 0x20 && u[i] < 0x7f)
+			n = 1;
+		else if (u[i] >= 0x80)
+			n = utf8_char(u + i, len - i);
+		if (n == 0) {
+			if (o + 4 > shown)
+				break;
+			snprintf(buf + o, 5, "\\x%02x", u[i]);
+			o += 4;
+			i++;
+			continue;
+		}
+		if (o + n > shown)
+			break;
+		memcpy(buf + o, s + i, n);
+		o += n;
+		i += n;
+	}
+	if (i < len)
+		snprintf(buf + o, GMT_LOG_VALUE_MAX - o, "...' (%zu bytes)", len);
+	else
+		snprintf(buf + o, GMT_LOG_VALUE_MAX - o, "'");
+	return buf;
+}

@@ -8,6 +8,8 @@
 #ifndef GMT_UTIL_LOG_H
 #define GMT_UTIL_LOG_H
 
+#include <stddef.h>
+
 enum gmt_log_level {
 	GMT_LOG_INFO,
 	GMT_LOG_WARN,
@@ -16,6 +18,19 @@ enum gmt_log_level {
 #define GMT_MAX_WARNINGS 16
 
 void gmt_log(enum gmt_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Room for gmt_log_value()'s result: 64 bytes of the value, quotes, escapes, its length. */
+#define GMT_LOG_VALUE_MAX 128
+
+/**
+ * @p s as a log line shows a value from outside (an environment variable, a path): quoted, at
+ * most 64 bytes of it (cut at a UTF-8 character, then "...' (N bytes)"), control characters
+ * and C1 controls as \xNN, so that a long or hostile value neither pushes the rest of the
+ * message out of the line nor reaches the terminal raw. Writes into @p buf, returns it.
+ */
+const char *gmt_log_value(char buf[GMT_LOG_VALUE_MAX], const char *s);
+/** The same for the @p len bytes at @p s (no NUL needed). */
+const char *gmt_log_value_n(char buf[GMT_LOG_VALUE_MAX], const char *s, size_t len);
 
 #define gmt_warn(...) gmt_log(GMT_LOG_WARN, __VA_ARGS__)
 #define gmt_info(...) gmt_log(GMT_LOG_INFO, __VA_ARGS__)

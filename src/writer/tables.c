@@ -96,6 +96,18 @@ survives_reset(uint8_t kind)
 	}
 }
 
+/*
+ * Did @p ev (a free, unmap or reset) happen after allocation @p e? A free takes its seq before
+ * the real call and reaches the ring after it returns; in between another thread may be handed
+ * the same address, and its allocation (a larger seq) may be drained in an earlier batch. The
+ * late free then belongs to the block that allocation replaced. seq 0: order unknown, it ends.
+ */
+static bool
+ends(const struct gmt_live_entry *e, const struct gmt_event *ev)
+{
+	return !ev->seq || e->seq < ev->seq;
+}
+
 /* Remove every entry the predicate selects (resets, range unmaps, external memory). */
 static void
 live_remove_if(struct gmt_live_table *t, const struct gmt_event *ev,
@@ -103,7 +115,7 @@ live_remove_if(struct gmt_live_table *t, const struct gmt_event *ev,
 {
 	for (size_t i = 0; i < t->cap; i++) {
 		struct gmt_live_entry *e = &t->e[i];
-		if (e->ptr && !e->tomb && pred(e, ev))
+		if (e->ptr && !e->tomb && ends(e, ev) && pred(e, ev))
 			live_remove(t, e);
 	}
 }
@@ -133,8 +145,13 @@ live_insert(struct gmt_live_table *t, const struct gmt_event *ev)
 {
 	uint64_t key = live_key(ev);
 	struct gmt_live_entry *e = live_find(t, key);
-	if (e) /* the free of the old block was dropped or reordered: the new block replaces it */
+	if (e) {
+		/* The free of the older block was dropped or comes later (ends()): the newer block
+		 * of the two is the one live. */
+		if (ev->seq && e->seq > ev->seq)
+			return true;
 		live_remove(t, e);
+	}
 	if ((t->used + t->tombs + 1) * 2 > t->cap) {
 		size_t cap = t->cap ? t->cap : 1024;
 		while ((t->used + 1) * 2 > cap)
@@ -148,6 +165,7 @@ live_insert(struct gmt_live_table *t, const struct gmt_event *ev)
 	if (t->e[j].tomb)
 		t->tombs--;
 	t->e[j] = (struct gmt_live_entry){.ptr = key,
+					  .seq = ev->seq,
 					  .size = ev->size,
 					  .context = ev->context,
 					  .handle = ev->handle,
@@ -181,7 +199,7 @@ gmt_live_apply(struct gmt_live_table *t, const struct gmt_event *ev)
 			return true;
 		}
 		struct gmt_live_entry *e = live_find(t, live_key(ev));
-		if (e)
+		if (e && ends(e, ev))
 			live_remove(t, e);
 		return true;
 	}

@@ -18,6 +18,7 @@
 
 struct gmt_live_entry {
 	uint64_t ptr; /* the key (see live_key() in tables.c); 0 = empty */
+	uint64_t seq; /* of the allocation: a free or reset ordered before it is not its end */
 	uint64_t size;
 	uint64_t context;
 	uint64_t handle; /* external memory object of an imported buffer */
@@ -34,7 +35,13 @@ struct gmt_live_table {
 	uint64_t count[GMT_MAX_DEVICES + 1][GMT_KIND_COUNT];
 };
 
-/** Apply one event (alloc, free, reset; readings and markers are ignored) to the table. Returns false only on allocation failure. */
+/**
+ * Apply one event (alloc, free, reset; readings and markers are ignored) to the table. Events
+ * may come out of seq order (the writer orders each drained batch, not across batches): a free
+ * or reset ends only allocations with a smaller seq, so a free that reaches the table after an
+ * allocation that reused its address leaves that allocation live. Returns false only on
+ * allocation failure.
+ */
 bool gmt_live_apply(struct gmt_live_table *t, const struct gmt_event *ev);
 /** Fill up to @p max totals with non-zero (device, kind) rows; returns how many. */
 size_t gmt_live_totals(const struct gmt_live_table *t, struct gmt_live_total *out, size_t max);

@@ -87,7 +87,9 @@ writer_fail(const char *what, int err)
 	if (w.failed)
 		return;
 	w.failed = true;
-	gmt_warn("%s %s: %s; tracing stops, the program runs on untraced", what, w.path, strerror(err));
+	/* the path last: a long one may be cut, the message is not */
+	gmt_warn("%s: %s; tracing stops, the program runs on untraced (%s)", what, strerror(err),
+		 w.path);
 	if (w.cfg.on_failure)
 		w.cfg.on_failure();
 }
@@ -146,7 +148,8 @@ open_trace_file(struct gmt_rank_info *rank, const char *host)
 			snprintf(w.path, sizeof(w.path), "%s/%s.jsonl", w.cfg.opts->output_dir, name);
 		else
 			snprintf(w.path, sizeof(w.path), "%s/%s.%d.jsonl", w.cfg.opts->output_dir, name, attempt);
-		int fd = open(w.path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_APPEND, 0644);
+		int fd = open(w.path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_APPEND,
+			      w.cfg.private_file ? 0600 : 0644);
 		if (fd >= 0 || errno != EEXIST)
 			return fd;
 	}
@@ -193,9 +196,10 @@ open_and_write_header(void)
 	w.fd = open_trace_file(&rank, host);
 	if (w.fd < 0) {
 		int err = errno;
-		gmt_warn("cannot create a trace file in '%s' (" GMT_OPTION_PREFIX "OUTPUT_DIR): %s; "
+		char dir[GMT_LOG_VALUE_MAX];
+		gmt_warn("cannot create a trace file in " GMT_OPTION_PREFIX "OUTPUT_DIR %s: %s; "
 			 "this process runs on untraced",
-			 w.cfg.opts->output_dir, strerror(err));
+			 gmt_log_value(dir, w.cfg.opts->output_dir), strerror(err));
 		w.failed = true;
 		if (w.cfg.on_failure)
 			w.cfg.on_failure();
@@ -469,7 +473,8 @@ gmt_writer_stop(unsigned timeout_ms)
 	if (pthread_timedjoin_np(w.thread, NULL, &deadline) == 0)
 		w.started = false;
 	else
-		gmt_warn("the trace writer did not finish within %u ms at exit; %s has no trailer",
+		gmt_warn("the trace writer did not finish within %u ms at exit; the trace has no "
+			 "trailer (%s)",
 			 timeout_ms, w.path);
 	return atomic_load_explicit(&w.done, memory_order_acquire);
 }

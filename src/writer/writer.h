@@ -42,6 +42,9 @@ struct gmt_writer_config {
 	const char *(*python_version)(void);
 	void (*on_failure)(void);      /**< called once if the writer cannot go on (no file, disk full) */
 	void (*thread_init)(void);     /**< run first on the writer thread (marks it as not traced) */
+	/** the file is readable by its owner only (a secure-execution process: its stacks and
+	 * addresses are not for the less privileged user who started it) */
+	bool private_file;
 };
 
 /** Start the writer thread. Returns 0 or -errno. */

@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
 """Markers suite: the marker lines a traced program writes (docs/trace-format.md, "marker").
 
-    check_markers.py --build BUILD --source SRC c-traced|c-untraced|py-traced|py-untraced
+    check_markers.py --build BUILD --source SRC c-traced|c-untraced|py-traced|py-untraced|
+                                                c-inject|py-inject
 
 c-*: tests/markers/marker_program (include/gpumemtrace.h, weak symbols) with LD_PRELOAD of the
 tracer, or alone. py-*: py_markers.py under `gpumemtrace run` (the module found through the
-PYTHONPATH it sets), or with only python/ on PYTHONPATH and no tracer. Both on tests/simcuda.
+PYTHONPATH it sets), or with only python/ on PYTHONPATH and no tracer. *-inject: with
+CUDA_INJECTION64_PATH alone (the driver loads the tracer RTLD_LOCAL at cuInit). On tests/simcuda.
 """
 import argparse
 import glob
@@ -166,11 +168,75 @@ def py_untraced(build, src):
     check(said.get("enabled") is False, "gpumemtrace.enabled() is False without the tracer")
 
 
+def c_inject(build, src):
+    """CUDA_INJECTION64_PATH alone: the weak symbols of a C program stay NULL (bound before the
+    driver loads the tracer), the documented run-time lookup finds the functions."""
+    lib = os.path.join(build, "src", "libgpumemtrace.so")
+    outdir = tempfile.mkdtemp(prefix="gmt-markers-inject-c-")
+    env = env_sim(build)
+    env.update({"CUDA_INJECTION64_PATH": lib, "GPUMEMTRACE_OUTPUT_DIR": outdir})
+    p = subprocess.run([os.path.join(build, "tests", "markers", "inject_markers")], env=env,
+                       capture_output=True, text=True, timeout=120)
+    check(p.returncode == 0, "the program exits 0 under injection (%d: %s)" % (p.returncode, p.stderr))
+    check(p.stdout.strip() == "markers: lookup",
+          "weak symbols are NULL under injection alone, the documented lookup finds them (%r)" % p.stdout)
+    recs = load(outdir)
+    markers = sorted((r for r in recs if r["type"] == "marker"), key=lambda r: r["seq"])
+    check_lines(markers)
+    got = [(m["label"], m.get("range"), m.get("depth")) for m in markers]
+    want = [("after init", None, None), ("phase", "push", 1), ("", "pop", 1), ("end", None, None)]
+    check(got == want, "marker lines by seq: %r == %r" % (got, want))
+    allocs = [r for r in recs if r["type"] == "event" and r["op"] == "alloc"]
+    phase = [m["seq"] for m in markers if m.get("range")]
+    check(len(allocs) == 2 and len(phase) == 2 and phase[0] < max(a["seq"] for a in allocs) < phase[1],
+          "the allocation made inside the range lies between its push and pop")
+
+
+def py_inject(build, src):
+    """CUDA_INJECTION64_PATH alone, no LD_PRELOAD: the module finds the tracer, both when it is
+    imported before CUDA is initialised (it loads the library the variable names, which the
+    driver then reuses) and after (the copy the driver loaded RTLD_LOCAL)."""
+    lib = os.path.join(build, "src", "libgpumemtrace.so")
+    outdir = tempfile.mkdtemp(prefix="gmt-markers-inject-py-")
+    env = env_sim(build)
+    env.update({"CUDA_INJECTION64_PATH": lib, "GPUMEMTRACE_OUTPUT_DIR": outdir,
+                "PYTHONPATH": os.path.join(src, "python")})
+    p = subprocess.run([sys.executable, os.path.join(src, "tests", "markers", "py_markers.py")],
+                       env=env, capture_output=True, text=True, timeout=120)
+    check(p.returncode == 0, "the script exits 0 under injection (%d: %s)" % (p.returncode, p.stderr))
+    said = json.loads(p.stdout.strip().splitlines()[-1]) if p.stdout.strip() else {}
+    check(said.get("enabled") is True, "gpumemtrace.enabled() is True under CUDA_INJECTION64_PATH alone")
+    recs = load(outdir)
+    check(recs and recs[0].get("capture") == ["cupti"], "traced through CUPTI, the driver's injection")
+    markers = sorted((r for r in recs if r["type"] == "marker"), key=lambda r: r["seq"])
+    got = [(m["label"], m.get("range"), m.get("depth")) for m in markers]
+    check(got == popless(PY_EXPECTED), "marker lines by seq:\n  got      %r\n  expected %r"
+          % (got, popless(PY_EXPECTED)))
+
+    # imported after CUDA initialised: the tracer is already mapped, loaded RTLD_LOCAL
+    outdir = tempfile.mkdtemp(prefix="gmt-markers-inject-py-late-")
+    env["GPUMEMTRACE_OUTPUT_DIR"] = outdir
+    script = ("import ctypes, json\n"
+              "cudart = ctypes.CDLL('libcudart.so.13')\n"
+              "assert cudart.cudaFree(None) == 0\n"
+              "loaded = [l for l in open('/proc/self/maps') if 'libgpumemtrace' in l] != []\n"
+              "import gpumemtrace\n"
+              "gpumemtrace.mark('late import')\n"
+              "print(json.dumps({'loaded_before': loaded, 'enabled': gpumemtrace.enabled()}))\n")
+    p = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
+    said = json.loads(p.stdout.strip().splitlines()[-1]) if p.stdout.strip() else {}
+    check(p.returncode == 0 and said.get("loaded_before") is True and said.get("enabled") is True,
+          "imported after the driver loaded the tracer: enabled (%s, %s)" % (said, p.stderr.strip()))
+    labels = [r["label"] for r in load(outdir) if r["type"] == "marker"]
+    check(labels == ["late import"], "its marker is in the trace (%r)" % labels)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", required=True)
     ap.add_argument("--source", required=True)
-    ap.add_argument("case", choices=["c-traced", "c-untraced", "py-traced", "py-untraced"])
+    ap.add_argument("case", choices=["c-traced", "c-untraced", "py-traced", "py-untraced",
+                                     "c-inject", "py-inject"])
     a = ap.parse_args()
     globals()[a.case.replace("-", "_")](os.path.abspath(a.build), os.path.abspath(a.source))
     print("%d failure(s)" % len(failures))

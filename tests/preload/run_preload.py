@@ -20,6 +20,7 @@ import tempfile
 import time
 
 failures = []
+runtime = "sim"  # --runtime: the seq-gap check is strict on tests/simcuda, a note on a GPU
 
 
 def check(cond, what):
@@ -121,6 +122,9 @@ def run_report(build, path):
         return None
     p = subprocess.run([exe, "report", "--format", "json", path], capture_output=True, text=True)
     check(p.returncode == 0, f"gpumemtrace report exits 0 on {path} (got {p.returncode}: {p.stderr.strip()})")
+    # every line carries the seq of its moment: none is applied out of place
+    late = [l for l in p.stderr.splitlines() if "applied late" in l]
+    check(not late, f"gpumemtrace report applies no line late: {late}")
     try:
         return json.loads(p.stdout)
     except ValueError:
@@ -137,6 +141,15 @@ def compare(build, did, path, recs, coverage, expect_trailer=True, expect_drops=
     check(header["coverage"] == coverage, f"{path}: header coverage {header['coverage']!r} == {coverage!r}")
     if not expect_drops:  # a dropped free makes its address look allocated twice
         check(got["twice"] == 0, f"{path}: every allocation is recorded once ({got['twice']} recorded twice)")
+        # one seq per recorded call, taken at its moment: none is 0, none is skipped (a seq
+        # that no line carries holds the reader's window up); a fork child continues the count
+        seqs = sorted(r["seq"] for r in recs if r["type"] in ("event", "marker"))
+        check(not seqs or seqs[0] > 0, f"{path}: no seq is 0")
+        missing = sorted(set(range(seqs[0], seqs[-1] + 1)) - set(seqs)) if seqs else []
+        if runtime == "sim":
+            check(not missing, f"{path}: seqs are consecutive ({len(seqs)} lines, missing {missing[:5]})")
+        elif missing:  # the real runtime may reach calls the test double does not make
+            print(f"note: {path}: {len(missing)} seqs without a line, the first {missing[:5]}")
     trailers = [r for r in recs if r["type"] == "trailer"]
     if expect_trailer:
         check(len(trailers) == 1 and recs[-1]["type"] == "trailer", f"{path}: ends with one trailer")
@@ -157,6 +170,14 @@ def compare(build, did, path, recs, coverage, expect_trailer=True, expect_drops=
         check(got["leaked_allocations"] == did["leaked_allocations"],
               f"{path}: live allocations at end {got['leaked_allocations']} == {did['leaked_allocations']}")
         check(got["markers"] == did["markers"], f"{path}: markers {got['markers']} == {did['markers']}")
+    snaps = [r for r in recs if r["type"] == "snapshot"]
+    if expect_trailer and not expect_drops and report_leaks:
+        # the writer's own live table, in the last snapshot (written after the last event)
+        live = snaps[-1]["live"] if snaps else []
+        n, b = sum(x["allocations"] for x in live), sum(x["bytes"] for x in live)
+        check(snaps and n == did["leaked_allocations"] and b == did["leaked_bytes"],
+              f"{path}: the last snapshot's live {n} allocations, {b} bytes == "
+              f"{did['leaked_allocations']}, {did['leaked_bytes']}")
     rep = run_report(build, path)
     if rep is not None:
         s = rep["summary"]
@@ -206,6 +227,8 @@ def main():
     if args.runtime == "real" and not have_gpu():
         print("no GPU here: skipped")
         sys.exit(77)
+    global runtime
+    runtime = args.runtime
     build = os.path.abspath(args.build)
     victim = os.path.abspath(args.victim) if args.victim else os.path.join(build, "tests", "preload", "victim")
     lib = os.path.join(build, "src", "libgpumemtrace.so")
@@ -250,6 +273,8 @@ def main():
         env["GPUMEMTRACE_OUTPUT_DIR"] = os.path.join(outdir, "does", "not", "exist")
     if sc == "bad-option":
         env["GPUMEMTRACE_RING_SLOTS"] = "lots"
+        env["GPUMEMTRACE_FLUSHMS"] = "10"  # a typo: warned with the name meant
+        env["GPUMEMTRACE_SNAPSHOT_MS"] = "9" * 5000  # the warning still names the variable
     if sc == "disabled":
         env["GPUMEMTRACE_ENABLE"] = "0"
 
@@ -260,6 +285,11 @@ def main():
             check(f"GPUMEMTRACE_{name} " in p.stderr, f"GPUMEMTRACE_HELP=1 lists GPUMEMTRACE_{name}")
         check(p.returncode == 0, "the program still runs normally")
         return finish()
+
+    if sc == "secure":
+        return secure(build, lib, env)
+    if sc == "two-copies":
+        return two_copies(build, lib, victim, env)
 
     if sc == "no-cuda":
         # A process that never touches GPU memory leaves no file and no output.
@@ -304,8 +334,15 @@ def main():
         return finish()
     if sc == "bad-option":
         warnings = [l for l in stderr.splitlines() if "gpumemtrace" in l]
-        check(len(warnings) == 1 and "GPUMEMTRACE_RING_SLOTS" in warnings[0] and "default 65536" in warnings[0],
-              f"one warning names the variable and the default used: {warnings}")
+        check(len(warnings) == 3, f"one warning per bad variable: {warnings}")
+        check(any("GPUMEMTRACE_RING_SLOTS" in w and "default 65536" in w for w in warnings),
+              f"a warning names the variable and the default used: {warnings}")
+        check(any("'GPUMEMTRACE_FLUSHMS' is ignored" in w and "did you mean GPUMEMTRACE_FLUSH_MS?" in w
+                  for w in warnings), f"an unknown variable is named with the closest option: {warnings}")
+        long = [w for w in warnings if "SNAPSHOT_MS" in w]
+        check(len(long) == 1 and "GPUMEMTRACE_SNAPSHOT_MS" in long[0] and "(5000 bytes)" in long[0]
+              and long[0].endswith("using the default 1000") and len(long[0]) < 300,
+              f"a 5000-byte value is cut in its warning, the variable's name and the default are not: {long}")
         check(len(traces) == 1 and traces[next(iter(traces))][1][0]["options"]["ring_slots"] == 65536,
               "the trace was written with the default ring size")
     if sc == "disabled":
@@ -368,6 +405,13 @@ def main():
         check(ev["cudaMallocAsync"]["stream"] != "0x0", "cudaMallocAsync records its stream")
         if args.capture == "interpose":
             check(all(r["stack"] > 0 for r in ev.values()), "every event names its call site")
+        # the bad free comes after the last good free and before the "end" marker, by seq
+        bad = [r for r in recs if r["type"] == "event" and r["op"] == "free" and r["result"] != 0]
+        good = [r["seq"] for r in recs if r["type"] == "event" and r["op"] == "free" and r["result"] == 0]
+        end = [r["seq"] for r in recs if r["type"] == "marker" and r["label"] == "end"]
+        check(len(bad) == 1 and good and end and max(good) < bad[0]["seq"] < end[0],
+              f"the failed free has the seq of its moment: {[b['seq'] for b in bad]} "
+              f"after the frees {good} and before the end marker {end}")
     if sc == "cupti-taken":
         reason = traces[dids[0]["pid"]][1][0].get("coverage_reason") or ""
         check("Nsight Systems" in reason and "39" in reason, f"the header names the other subscriber: {reason!r}")
@@ -395,6 +439,121 @@ def main():
               "the failed request is recorded with its size and cudaErrorMemoryAllocation")
         check(failed and failed[0]["free_bytes"] == 32 << 20 and failed[0]["total_bytes"] == 64 << 20,
               "with the device's free memory at that moment (32 MiB free, in pieces)")
+    return finish()
+
+
+def secure(build, lib, env):
+    """A setuid-root copy of the victim run as nobody is a secure-execution process (AT_SECURE):
+    the loader drops LD_PRELOAD and LD_LIBRARY_PATH, CUDA_INJECTION64_PATH still brings the
+    tracer in (simcuda loads it at cuInit, as the driver does), and the tracer must not open the
+    files and libraries the invoker's environment names. A control run of the same binary as
+    root (not secure) shows that the same environment would be obeyed."""
+    import pwd
+    import shutil
+    import stat
+    try:
+        nobody = pwd.getpwnam("nobody")
+    except KeyError:
+        nobody = None
+    if os.geteuid() != 0 or not shutil.which("setpriv") or nobody is None:
+        print("needs root, setpriv and a nobody user to make a setuid program: skipped")
+        sys.exit(77)
+    top = tempfile.mkdtemp(prefix="gmt-preload-secure-")
+    os.chmod(top, 0o755)
+    prog = os.path.join(top, "victim_secure")
+    shutil.copy(os.path.join(build, "tests", "preload", "victim_secure"), prog)
+    os.chmod(prog, 0o4755 | stat.S_IXGRP | stat.S_IXOTH)
+    chosen_dir, cwd = os.path.join(top, "chosen"), os.path.join(top, "cwd")
+    for d in (chosen_dir, cwd):
+        os.mkdir(d)
+        os.chmod(d, 0o777)
+    evil = os.path.join(build, "tests", "preload", "libgmt_evil.so")
+    senv = {"PATH": env.get("PATH", "/usr/bin:/bin"), "CUDA_INJECTION64_PATH": lib,
+            "GPUMEMTRACE_OUTPUT_DIR": chosen_dir, "GPUMEMTRACE_CUPTI_LIB": evil,
+            "SIMCUDA_MEM_BYTES": "1G", "SIMCUDA_DEVICES": "1"}
+
+    # control: as root the process is not secure, and the environment's choices are followed
+    p = subprocess.run([prog, "basic"], env=senv, cwd=cwd, capture_output=True, text=True, timeout=120)
+    check(p.returncode == 0, f"control run exits 0 ({p.returncode}: {p.stderr.strip()})")
+    check("evil_lib: loaded" in p.stderr, f"control: GPUMEMTRACE_CUPTI_LIB is loaded when not secure: {p.stderr}")
+    # (with that "libcupti" nothing is recorded: no LD_PRELOAD, no interposition) and without it
+    p = subprocess.run([prog, "basic"], env={k: v for k, v in senv.items() if k != "GPUMEMTRACE_CUPTI_LIB"},
+                       cwd=cwd, capture_output=True, text=True, timeout=120)
+    check(len(glob.glob(os.path.join(chosen_dir, "*.jsonl"))) == 1 and not os.listdir(cwd),
+          f"control: the trace goes to GPUMEMTRACE_OUTPUT_DIR ({os.listdir(chosen_dir)}, {p.stderr.strip()})")
+    for f in os.listdir(chosen_dir) + os.listdir(cwd):
+        for d in (chosen_dir, cwd):
+            if os.path.exists(os.path.join(d, f)):
+                os.unlink(os.path.join(d, f))
+
+    p = subprocess.run(["setpriv", f"--reuid={nobody.pw_uid}", f"--regid={nobody.pw_gid}",
+                        "--clear-groups", "--", prog, "basic"],
+                       env=senv, cwd=cwd, capture_output=True, text=True, timeout=120)
+    check(p.returncode == 0, f"the setuid victim exits 0 ({p.returncode}: {p.stderr.strip()})")
+    lines = [l for l in p.stderr.splitlines() if "gpumemtrace" in l and "holding the CUPTI" not in l]
+    check("evil_lib" not in p.stderr, f"a secure process does not load GPUMEMTRACE_CUPTI_LIB: {p.stderr}")
+    check(len(lines) == 1 and "secure-execution" in lines[0] and "GPUMEMTRACE_OUTPUT_DIR" in lines[0]
+          and "GPUMEMTRACE_CUPTI_LIB" in lines[0], f"one line says which options were ignored: {lines}")
+    check(not os.listdir(chosen_dir), "nothing is written to the GPUMEMTRACE_OUTPUT_DIR a secure process was given")
+    traces = glob.glob(os.path.join(cwd, "*.jsonl"))
+    check(len(traces) == 1, f"the trace is in the working directory ({os.listdir(cwd)})")
+    dids = [json.loads(l) for l in p.stdout.splitlines() if l.startswith("{")]
+    if len(traces) == 1 and dids:
+        st = os.stat(traces[0])
+        check(st.st_uid == 0 and stat.S_IMODE(st.st_mode) == 0o600,
+              f"the trace belongs to the privileged user, readable by it only ({oct(st.st_mode)}, uid {st.st_uid})")
+        recs = load_trace(traces[0])
+        compare(build, dids[0], traces[0], recs, "full")
+    return finish()
+
+
+def two_copies(build, lib, victim, env):
+    """Two copies of the tracer (two paths, so two objects) in one process: one traces, the
+    other says so in one line and stays quiet. Preloaded in either order, the second one
+    injected by CUDA, and both dlopen()ed RTLD_LOCAL (the second one's markers forwarded)."""
+    import shutil
+    top = tempfile.mkdtemp(prefix="gmt-preload-two-")
+    other = os.path.join(top, "other", "libgpumemtrace.so")
+    os.mkdir(os.path.dirname(other))
+    shutil.copy(lib, other)
+
+    def one(what, extra, cmd, markers=None):
+        outdir = tempfile.mkdtemp(prefix="out-", dir=top)
+        e = dict(env, GPUMEMTRACE_OUTPUT_DIR=outdir)
+        e.pop("LD_PRELOAD", None)
+        e.update(extra)
+        p = subprocess.run(cmd, env=e, capture_output=True, text=True, timeout=120)
+        check(p.returncode == 0, f"{what}: exits 0 ({p.returncode}: {p.stderr.strip()})")
+        said = [l for l in p.stderr.splitlines() if "another copy of the tracer" in l]
+        check(len(said) == 1 and other in said[0] and lib in said[0] and "stays inactive" in said[0],
+              f"{what}: one line names both copies: {p.stderr.strip()}")
+        holding = [l for l in p.stderr.splitlines() if "holding the CUPTI" in l]
+        check(len(holding) == 1, f"{what}: one copy holds CUPTI ({len(holding)} lines say so)")
+        traces = traces_by_pid(outdir)
+        check(len(traces) == 1, f"{what}: one trace file ({sorted(os.listdir(outdir))})")
+        if len(traces) != 1:
+            return
+        path, recs = next(iter(traces.values()))
+        if markers is not None:
+            got = [r["label"] for r in recs if r["type"] == "marker"]
+            check(got == markers, f"{what}: the markers of both copies' symbols, once: {got}")
+            return
+        dids = [json.loads(l) for l in p.stdout.splitlines() if l.startswith("{")]
+        check(len(dids) == 1 and dids[0]["markers"] == 3, f"{what}: the victim's markers went through")
+        if dids:
+            compare(build, dids[0], path, recs, "full")  # every event once
+
+    one("the other copy preloaded first", {"LD_PRELOAD": f"{other}:{lib}"}, [victim, "basic"])
+    one("the other copy preloaded second", {"LD_PRELOAD": f"{lib}:{other}"}, [victim, "basic"])
+    one("the other copy injected by CUDA", {"LD_PRELOAD": lib, "CUDA_INJECTION64_PATH": other},
+        [victim, "basic"])
+    script = ("import ctypes, os\n"
+              "a = ctypes.CDLL(os.environ['GMT_A'])\n"
+              "b = ctypes.CDLL(os.environ['GMT_B'])\n"
+              "b.gmt_mark(b'from the second copy')\n"
+              "a.gmt_mark(b'from the first copy')\n")
+    one("two copies dlopen()ed RTLD_LOCAL", {"GMT_A": lib, "GMT_B": other},
+        [sys.executable, "-c", script], markers=["from the second copy", "from the first copy"])
     return finish()
 
 

@@ -13,6 +13,69 @@ ev_alloc(uint64_t ptr, uint64_t size, int dev, enum gmt_kind kind)
 	return (struct gmt_event){.op = GMT_OP_ALLOC, .ptr = ptr, .size = size, .device = dev, .kind = kind};
 }
 
+/*
+ * Events reach the table out of seq order: a free takes its seq before the real call and is
+ * pushed after it returns, so another thread's allocation of the same address (a larger seq)
+ * can be drained in an earlier batch. The late free must not end that allocation.
+ */
+static void
+out_of_order(void)
+{
+	struct gmt_live_table t = {0};
+	struct gmt_event e;
+
+	/* A: alloc p (1); A: free p takes seq 2; B: alloc p (3) drained first; then A's free */
+	e = ev_alloc(0x1000, 512, 0, GMT_KIND_DEVICE);
+	e.seq = 1;
+	CHECK(gmt_live_apply(&t, &e));
+	e = ev_alloc(0x1000, 1024, 0, GMT_KIND_DEVICE);
+	e.seq = 3;
+	CHECK(gmt_live_apply(&t, &e));
+	e = (struct gmt_event){.op = GMT_OP_FREE, .ptr = 0x1000, .seq = 2};
+	CHECK(gmt_live_apply(&t, &e));
+	CHECK_EQ_U64(t.count[1][GMT_KIND_DEVICE], 1);
+	CHECK_EQ_U64(t.bytes[1][GMT_KIND_DEVICE], 1024);
+	/* its own free, in order, ends it */
+	e = (struct gmt_event){.op = GMT_OP_FREE, .ptr = 0x1000, .seq = 4};
+	CHECK(gmt_live_apply(&t, &e));
+	CHECK_EQ_U64(t.count[1][GMT_KIND_DEVICE], 0);
+
+	/* the older allocation of an address arriving after the newer one: the newer stays */
+	e = ev_alloc(0x2000, 2048, 0, GMT_KIND_DEVICE);
+	e.seq = 12;
+	CHECK(gmt_live_apply(&t, &e));
+	e = ev_alloc(0x2000, 512, 0, GMT_KIND_DEVICE);
+	e.seq = 10;
+	CHECK(gmt_live_apply(&t, &e));
+	e = (struct gmt_event){.op = GMT_OP_FREE, .ptr = 0x2000, .seq = 11};
+	CHECK(gmt_live_apply(&t, &e));
+	CHECK_EQ_U64(t.count[1][GMT_KIND_DEVICE], 1);
+	CHECK_EQ_U64(t.bytes[1][GMT_KIND_DEVICE], 2048);
+
+	/* a reset ends what was allocated before it, not an allocation drained before it */
+	e = ev_alloc(0x3000, 4096, 0, GMT_KIND_DEVICE);
+	e.seq = 22;
+	CHECK(gmt_live_apply(&t, &e));
+	e = (struct gmt_event){.op = GMT_OP_RESET, .device = 0, .seq = 21};
+	CHECK(gmt_live_apply(&t, &e));
+	CHECK_EQ_U64(t.count[1][GMT_KIND_DEVICE], 1);
+	CHECK_EQ_U64(t.bytes[1][GMT_KIND_DEVICE], 4096);
+
+	/* an unmap of a range spares a mapping made at its address after it */
+	e = ev_alloc(0x40000, 1 << 16, 0, GMT_KIND_VMM_MAPPED);
+	e.seq = 30;
+	CHECK(gmt_live_apply(&t, &e));
+	e = ev_alloc(0x40000, 1 << 17, 0, GMT_KIND_VMM_MAPPED);
+	e.seq = 32;
+	CHECK(gmt_live_apply(&t, &e)); /* replaces the first: its unmap comes late */
+	e = (struct gmt_event){.op = GMT_OP_FREE, .kind = GMT_KIND_VMM_MAPPED, .ptr = 0x40000,
+			       .size = 1 << 16, .seq = 31};
+	CHECK(gmt_live_apply(&t, &e));
+	CHECK_EQ_U64(t.count[1][GMT_KIND_VMM_MAPPED], 1);
+	CHECK_EQ_U64(t.bytes[1][GMT_KIND_VMM_MAPPED], 1 << 17);
+	gmt_live_free(&t);
+}
+
 int
 main(void)
 {
@@ -62,6 +125,7 @@ main(void)
 	CHECK_EQ_U64(t.bytes[1][GMT_KIND_DEVICE], 1024);
 	gmt_live_free(&t);
 
+	out_of_order();
 	printf("tables: ok\n");
 	return 0;
 }

@@ -1,0 +1,136 @@
+/*
+ * @brief One tracer per process (see instance.h).
+ *
+ * Which copy traces: the first in the global scope when there is one, since its symbols are the
+ * ones the program's markers and cudart calls bind to, whatever order the constructors run in;
+ * else (copies loaded RTLD_LOCAL: the driver's CUDA_INJECTION64_PATH) the first constructed.
+ * Found through the exported gmt_tracer_instance: dlsym(RTLD_DEFAULT) for the global scope, a
+ * dlopen(RTLD_NOLOAD) + dlsym per loaded object for the others. A copy from before this
+ * handshake is recognised by its gmt_mark and InitializeInjection in the global scope.
+ */
+#define _GNU_SOURCE
+#include "capture/instance.h"
+
+#include <dlfcn.h>
+#include <link.h>
+#include <string.h>
+
+#include "capture/capture.h"
+#include "capture/cupti.h"
+#include "util/log.h"
+
+/* This copy's instance under a hidden name: a reference to an exported symbol from inside the
+ * library may bind to another copy's (the first in the global scope), this one cannot. The
+ * entry points are the internal ones for the same reason. */
+static struct gmt_instance self_instance = {
+	.magic = GMT_INSTANCE_MAGIC,
+	.size = sizeof(struct gmt_instance),
+	.mark = gmt_api_mark,
+	.range_push = gmt_api_range_push,
+	.range_pop = gmt_api_range_pop,
+	.initialize_injection = gmt_cupti_inject,
+};
+extern struct gmt_instance gmt_tracer_instance
+	__attribute__((alias("self_instance"), visibility("default")));
+
+/* The entry points of a legacy copy (no gmt_tracer_instance), from the global scope. */
+static struct gmt_instance legacy = {.magic = GMT_INSTANCE_MAGIC,
+				     .size = sizeof(struct gmt_instance)};
+
+static const struct gmt_instance *forward;
+
+static bool
+valid(const struct gmt_instance *g)
+{
+	return g && g->magic == GMT_INSTANCE_MAGIC && g->size >= sizeof(struct gmt_instance);
+}
+
+/* The object @p addr lies in, for the warning ("?" when unknown). */
+static const char *
+object_of(const void *addr)
+{
+	Dl_info info;
+	return dladdr(addr, &info) && info.dli_fname && info.dli_fname[0] ? info.dli_fname : "?";
+}
+
+/* A copy that traces among the objects loaded so far, outside the global scope. */
+static const struct gmt_instance *
+find_loaded(void)
+{
+	struct link_map *lm = NULL;
+	void *main_h = dlopen(NULL, RTLD_LAZY | RTLD_NOLOAD);
+	const char *self = object_of(&self_instance);
+	const struct gmt_instance *found = NULL;
+
+	if (!main_h)
+		return NULL;
+	if (dlinfo(main_h, RTLD_DI_LINKMAP, &lm) != 0)
+		lm = NULL;
+	for (; lm && !found; lm = lm->l_next) {
+		if (!lm->l_name || !lm->l_name[0] || strcmp(lm->l_name, self) == 0)
+			continue;
+		void *h = dlopen(lm->l_name, RTLD_LAZY | RTLD_NOLOAD);
+		if (!h)
+			continue;
+		const struct gmt_instance *g = dlsym(h, "gmt_tracer_instance");
+		if (valid(g) && g != &self_instance &&
+		    atomic_load_explicit(&g->owner, memory_order_acquire) == g)
+			found = g;
+		gmt_real_dlclose(h);
+	}
+	gmt_real_dlclose(main_h);
+	return found;
+}
+
+/* A copy of the tracer from before gmt_tracer_instance, first in the global scope. */
+static const struct gmt_instance *
+find_legacy(void)
+{
+	void *mark = dlsym(RTLD_DEFAULT, "gmt_mark");
+	void *init = dlsym(RTLD_DEFAULT, "InitializeInjection");
+	Dl_info a, b, me;
+
+	if (!mark || !init || !dladdr(mark, &a) || !dladdr(init, &b) ||
+	    !dladdr(&self_instance, &me) || a.dli_fbase != b.dli_fbase ||
+	    a.dli_fbase == me.dli_fbase)
+		return NULL; /* not both from one other object: not another tracer */
+	legacy.mark = (void (*)(const char *))mark;
+	legacy.range_push = (void (*)(const char *))dlsym(RTLD_DEFAULT, "gmt_range_push");
+	legacy.range_pop = (void (*)(void))dlsym(RTLD_DEFAULT, "gmt_range_pop");
+	legacy.initialize_injection = (int (*)(void))init;
+	return &legacy;
+}
+
+bool
+gmt_instance_defer(bool quiet)
+{
+	const struct gmt_instance *g = dlsym(RTLD_DEFAULT, "gmt_tracer_instance");
+	const void *other_addr;
+
+	if (valid(g) && g != &self_instance) {
+		other_addr = g; /* first in the global scope, constructed or not yet */
+	} else if ((g = find_legacy()) != NULL) {
+		other_addr = (const void *)g->mark;
+	} else if ((g = find_loaded()) != NULL) {
+		other_addr = g;
+	} else {
+		atomic_store_explicit(&self_instance.owner, &self_instance, memory_order_release);
+		return false;
+	}
+	forward = g;
+	atomic_store_explicit(&self_instance.owner, g, memory_order_release);
+	if (!quiet) {
+		char other[GMT_LOG_VALUE_MAX], self[GMT_LOG_VALUE_MAX];
+		gmt_warn("another copy of the tracer traces this process (%s); this one (%s) stays "
+			 "inactive",
+			 gmt_log_value(other, object_of(other_addr)),
+			 gmt_log_value(self, object_of(&self_instance)));
+	}
+	return true;
+}
+
+const struct gmt_instance *
+gmt_instance_forward(void)
+{
+	return forward;
+}

@@ -1,0 +1,46 @@
+/*
+ * @brief One tracer per process: a second copy of libgpumemtrace.so (another path, so another
+ * object: `LD_PRELOAD=/other/libgpumemtrace.so gpumemtrace run ...`, or CUDA_INJECTION64_PATH
+ * naming another build) finds the first one at its constructor, stays inert and forwards the
+ * public API (markers, InitializeInjection) to it. Without this every event was recorded twice,
+ * into two trace files.
+ */
+#ifndef GMT_CAPTURE_INSTANCE_H
+#define GMT_CAPTURE_INSTANCE_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#define GMT_INSTANCE_MAGIC 0x31736e69746d67ULL /* "gmtins1" */
+
+/*
+ * Exported as gmt_tracer_instance (libgpumemtrace.sym): what another copy needs to find this
+ * one and forward to it. Fields are only ever appended; `size` says how many there are.
+ */
+struct gmt_instance {
+	uint64_t magic;
+	uint32_t size;
+	uint32_t reserved;
+	/* NULL until this copy's constructor ran; itself when it traces; else where it forwards */
+	const struct gmt_instance *_Atomic owner;
+	void (*mark)(const char *label);
+	void (*range_push)(const char *label);
+	void (*range_pop)(void);
+	int (*initialize_injection)(void);
+};
+
+/**
+ * At the constructor, before anything else: true when another copy of the tracer is (or will
+ * be, being first in the global scope) the one tracing this process. This copy then stays
+ * inert: one warning line (unless @p quiet), and gmt_instance_forward() says where the public
+ * API goes. False: this copy traces. Runs in the constructor only (the loader's lock is held or
+ * the process is single-threaded), so it may walk the list of loaded objects.
+ */
+bool gmt_instance_defer(bool quiet);
+
+/** Where this copy's public API goes: the tracing copy's entry points (for a copy too old to
+ * export gmt_tracer_instance, its symbols), or NULL when this copy traces. */
+const struct gmt_instance *gmt_instance_forward(void);
+
+#endif
