@@ -56,9 +56,9 @@ usage(FILE *out)
 	    "  --max-increase PCT       allowed increase over the baseline (default 10)\n"
 	    "  --suppressions FILE      leak:, peak: and growth: patterns taking known call sites\n"
 	    "                           out of the gates (repeatable; see docs/ci.md)\n"
-	    "  --count-cached           count memory a caching allocator (PyTorch's, CUDA\n"
-	    "                           pools) holds at exit as leaked; by default it is not:\n"
-	    "                           PyTorch never frees its cache at exit\n"
+	    "  --count-cached           count memory a caching allocator (PyTorch's, CuPy's,\n"
+	    "                           JAX/XLA's) holds at exit as leaked; by default it is\n"
+	    "                           not: they never free their cache at exit\n"
 	    "  --no-default-suppressions  also count what NVIDIA's libraries (cuBLAS, cuDNN,\n"
 	    "                           NCCL, cuFFT, cuSPARSE, cuSOLVER, cuRAND) keep until\n"
 	    "                           exit\n"
@@ -361,7 +361,8 @@ struct kept {
 /*
  * Split one site group's stacks between the suppressions of @p type and what is kept. Each
  * suppressed stack adds to its suppression's counters when @p count (the baseline's report is
- * matched without counting). Returns what is kept.
+ * matched without counting). With @p cached, the stacks of a caching allocator (`cached`) are
+ * set apart there, neither kept nor suppressed. Returns what is kept.
  */
 static struct kept
 suppress_group(const json_t *doc,
@@ -383,7 +384,7 @@ suppress_group(const json_t *doc,
 	{
 		uint64_t bytes = gmt_json_u64(st, "bytes"),
 			 allocs = gmt_json_u64(st, "allocations");
-		if (cached && json_is_string(json_object_get(st, "cache"))) {
+		if (cached && json_is_true(json_object_get(st, "cached"))) {
 			/* a caching allocator's memory: not a leak unless --count-cached */
 			k.bytes -= bytes < k.bytes ? bytes : k.bytes;
 			k.allocations -= allocs < k.allocations ? allocs : k.allocations;
@@ -410,11 +411,14 @@ suppress_group(const json_t *doc,
 	return k;
 }
 
-/* The leaks that count (docs/report-json.md: at_exit and counted), suppressions applied. */
+/*
+ * The leaks that count (docs/report-json.md: at_exit and counted, and not `cached` unless
+ * --count-cached), suppressions applied.
+ */
 struct leak_view {
-	struct kept total, taken;
-	struct kept cached; /* a caching allocator's memory live at exit: not counted */
-	struct kept *sites; /* per leak_sites[] entry; zero for the ones that do not count */
+	struct kept total, taken; /* taken: by suppressions */
+	struct kept cached;	  /* a caching allocator's memory live at exit: not counted */
+	struct kept *sites;	  /* per leak_sites[] entry; zero for the ones that do not count */
 	size_t nsites;
 };
 
@@ -431,22 +435,52 @@ leak_view(const json_t *doc, struct gmt_suppressions *supp, bool count, bool cou
 	const json_t *g;
 	size_t i;
 
+	if (count_cached) {
+		/* summary.leaked_* leave the caches out; counted, they come back in */
+		v.total.bytes += gmt_json_u64(summary, "cached_at_exit_bytes");
+		v.total.allocations += gmt_json_u64(summary, "cached_at_exit_allocations");
+	}
 	v.sites = gmt_xrealloc(NULL, v.nsites + 1, sizeof(*v.sites));
 	json_array_foreach(sites, i, g)
 	{
+		struct kept before = v.cached;
+
 		v.sites[i] = (struct kept){0};
 		if (!json_is_true(json_object_get(g, "at_exit")) ||
 		    !json_is_true(json_object_get(g, "counted")))
 			continue;
 		v.sites[i] = suppress_group(doc, g, GMT_SUPP_LEAK, supp, count,
 					    count_cached ? NULL : &v.cached);
-		v.taken.bytes += gmt_json_u64(g, "bytes") - v.sites[i].bytes;
-		v.taken.allocations += gmt_json_u64(g, "allocations") - v.sites[i].allocations;
+		v.taken.bytes +=
+		    gmt_json_u64(g, "bytes") - v.sites[i].bytes - (v.cached.bytes - before.bytes);
+		v.taken.allocations += gmt_json_u64(g, "allocations") - v.sites[i].allocations -
+				       (v.cached.allocations - before.allocations);
 	}
 	v.total.bytes -= v.taken.bytes < v.total.bytes ? v.taken.bytes : v.total.bytes;
 	v.total.allocations -=
 	    v.taken.allocations < v.total.allocations ? v.taken.allocations : v.total.allocations;
 	return v;
+}
+
+/* ", PyTorch 3.5 GiB" per caching allocator of summary.cached_at_exit that held something. */
+static void
+cached_by_allocator(char **out, const json_t *doc)
+{
+	static const struct {
+		const char *key, *label;
+	} names[] = {{"pytorch", "PyTorch"}, {"cupy", "CuPy"}, {"xla", "JAX/XLA"}};
+	const json_t *by = json_object_get(json_object_get(doc, "summary"), "cached_at_exit");
+	const char *sep = ": ";
+	char b[GMT_SIZE_TEXT];
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		uint64_t bytes = gmt_json_u64(json_object_get(by, names[i].key), "bytes");
+
+		if (!bytes)
+			continue;
+		append(out, "%s%s %s", sep, names[i].label, gmt_size_text(bytes, b));
+		sep = ", ";
+	}
 }
 
 /* "pid 4242" or "process 1" for a message. */
@@ -540,13 +574,14 @@ leak_gates(struct gates *gates,
 
 		gate_result(g, lv->total.bytes > o->max_leaked_bytes, "leaked", lv->total.bytes,
 			    o->max_leaked_bytes, true);
-		if (lv->taken.bytes > lv->cached.bytes)
-			append(&g->text, " (%s suppressed)",
-			       gmt_size_text(lv->taken.bytes - lv->cached.bytes, t));
-		if (lv->cached.bytes)
-			append(&g->text, " (%s held by a caching allocator at exit, not counted: "
-					 "--count-cached)",
+		if (lv->taken.bytes)
+			append(&g->text, " (%s suppressed)", gmt_size_text(lv->taken.bytes, t));
+		if (lv->cached.bytes) {
+			append(&g->text, " (%s held by a caching allocator at exit, not counted",
 			       gmt_size_text(lv->cached.bytes, t));
+			cached_by_allocator(&g->text, doc);
+			append(&g->text, "; --count-cached counts it)");
+		}
 		if (g->failed)
 			leak_details(g, doc, lv);
 	}
@@ -555,9 +590,8 @@ leak_gates(struct gates *gates,
 
 		gate_result(g, lv->total.allocations > o->max_leaked_allocs, "leaked allocations",
 			    lv->total.allocations, o->max_leaked_allocs, false);
-		if (lv->taken.allocations > lv->cached.allocations)
-			append(&g->text, " (%" PRIu64 " suppressed)",
-			       lv->taken.allocations - lv->cached.allocations);
+		if (lv->taken.allocations)
+			append(&g->text, " (%" PRIu64 " suppressed)", lv->taken.allocations);
 		if (lv->cached.allocations)
 			append(&g->text, " (%" PRIu64 " held by a caching allocator, not counted)",
 			       lv->cached.allocations);

@@ -22,25 +22,64 @@
 
 #define CUDA_ERROR_MEMORY_ALLOCATION 2 /* cudaErrorMemoryAllocation, CUDA_ERROR_OUT_OF_MEMORY */
 
+// --- caching allocators -------------------------------------------------------------------------
+
 const char *
 gmt_cache_name(enum gmt_cache c)
 {
 	switch (c) {
 	case GMT_CACHE_PYTORCH: return "pytorch";
 	case GMT_CACHE_CUDA_POOL: return "cuda_pool";
-	case GMT_CACHE_NONE: break;
+	case GMT_CACHE_CUPY: return "cupy";
+	case GMT_CACHE_XLA: return "xla";
+	case GMT_CACHE_NONE:
+	case GMT_CACHE_COUNT: break;
 	}
 	return NULL;
+}
+
+const char *
+gmt_cache_label(enum gmt_cache c)
+{
+	switch (c) {
+	case GMT_CACHE_PYTORCH: return "PyTorch";
+	case GMT_CACHE_CUDA_POOL: return "a CUDA memory pool";
+	case GMT_CACHE_CUPY: return "CuPy";
+	case GMT_CACHE_XLA: return "JAX/XLA";
+	case GMT_CACHE_NONE:
+	case GMT_CACHE_COUNT: break;
+	}
+	return "";
+}
+
+bool
+gmt_cache_holds(enum gmt_cache c)
+{
+	return c == GMT_CACHE_PYTORCH || c == GMT_CACHE_CUPY || c == GMT_CACHE_XLA;
+}
+
+/* The file name of @p path (after the last '/'), or NULL. */
+static const char *
+base_name(const char *path)
+{
+	const char *slash = path ? strrchr(path, '/') : NULL;
+
+	return slash ? slash + 1 : path;
 }
 
 /* Whether @p path's file name starts with @p prefix (libc10_cuda.so, a versioned name). */
 static bool
 module_is(const char *path, const char *prefix)
 {
-	const char *base = path ? strrchr(path, '/') : NULL;
+	const char *base = base_name(path);
 
-	base = base ? base + 1 : path;
 	return base && strncmp(base, prefix, strlen(prefix)) == 0;
+}
+
+static bool
+has(const char *s, const char *part)
+{
+	return s && strstr(s, part);
 }
 
 /*
@@ -56,10 +95,81 @@ is_host_cache(const struct gmt_cframe *f)
 	       (!f->function || strstr(f->function, "HostAllocator"));
 }
 
+/*
+ * CuPy's pools are Cython (cupy/cuda/memory.pyx, pinned_memory.pyx), compiled into extension
+ * modules `cupy/cuda/memory.cpython-312-x86_64-linux-gnu.so` and `pinned_memory.cpython-...so`:
+ * no Python frame runs in them, so only native frames tell. Cython names its C functions after
+ * the class and method (`__pyx_f_4cupy_4cuda_6memory_22SingleDeviceMemoryPool__malloc`), so a
+ * pool's frames carry `MemoryPool` (MemoryPool, SingleDeviceMemoryPool, PinnedMemoryPool) or
+ * `MemoryAsyncPool`. Without the pool (cupy.cuda.set_allocator(None)) the same module allocates
+ * through `_malloc` and `Memory.__init__`, which name no pool.
+ */
+static bool
+is_cupy_module(const char *path)
+{
+	return has(path, "cupy/cuda/memory.") || has(path, "cupy/cuda/pinned_memory.");
+}
+
+static bool
+is_cupy_pool_function(const char *fn)
+{
+	return has(fn, "MemoryPool") || has(fn, "MemoryAsyncPool");
+}
+
+/*
+ * XLA's GPU allocator (JAX's default: it preallocates 75% of the device at start) is
+ * tsl::BFCAllocator over a stream_executor sub-allocator that calls cuMemAlloc; with
+ * XLA_PYTHON_CLIENT_ALLOCATOR=cuda_async it is se::GpuCudaMallocAsyncAllocator, and with
+ * `platform` no cache at all (stream_executor allocates and frees each buffer). The code is in
+ * jax_plugins/xla_cuda12|13/xla_cuda_plugin.so (the CUDA plugin), jaxlib's xla_extension.so
+ * before it, or pjrt_c_api_gpu_plugin.so when built from source; TensorFlow shares the allocator
+ * (libtensorflow_framework), and its named frames are recognised too.
+ */
+static bool
+is_xla_module(const char *path)
+{
+	return module_is(path, "xla_cuda_plugin") || module_is(path, "xla_extension") ||
+	       module_is(path, "pjrt_c_api_gpu_plugin") || has(path, "/jax_plugins/") ||
+	       has(path, "/jaxlib/");
+}
+
+static bool
+is_xla_cache_function(const char *fn)
+{
+	return has(fn, "BFCAllocator") || has(fn, "GpuCudaMallocAsyncAllocator");
+}
+
+/* What the frames of one stack say about CuPy or XLA, gathered over the whole stack. */
+struct framework_frames {
+	bool named, unnamed, cache;
+};
+
+static void
+framework_frame(struct framework_frames *fw, const struct gmt_cframe *f, bool cache_fn)
+{
+	if (f->function)
+		fw->named = true;
+	else
+		fw->unnamed = true;
+	fw->cache |= cache_fn;
+}
+
+/*
+ * A framework's module whose frames all lack a name (its symbols stripped, as wheels often
+ * ship) cannot say which of its allocators ran: it is taken for the default one, the cache.
+ * Once any frame of the module has a name, only a cache's name counts.
+ */
+static bool
+framework_cached(const struct framework_frames *fw)
+{
+	return fw->cache || (fw->unnamed && !fw->named);
+}
+
 enum gmt_cache
 gmt_model_cache(const struct gmt_model *m, uint32_t stack, uint8_t kind)
 {
 	const struct gmt_cstack *cs = gmt_model_stack(m, stack);
+	struct framework_frames cupy = {0}, xla = {0};
 
 	for (uint32_t i = 0; cs && i < cs->nframes; i++) {
 		const struct gmt_cframe *f = &cs->frames[i];
@@ -70,8 +180,49 @@ gmt_model_cache(const struct gmt_model *m, uint32_t stack, uint8_t kind)
 			return GMT_CACHE_PYTORCH;
 		if (kind == GMT_TK_PINNED && is_host_cache(f))
 			return GMT_CACHE_PYTORCH;
+		if (is_cupy_module(f->module))
+			framework_frame(&cupy, f, is_cupy_pool_function(f->function));
+		if (is_xla_cache_function(f->function))
+			xla.cache = true;
+		else if (is_xla_module(f->module))
+			framework_frame(&xla, f, false);
 	}
+	if (framework_cached(&cupy))
+		return GMT_CACHE_CUPY;
+	if (framework_cached(&xla))
+		return GMT_CACHE_XLA;
 	return kind == GMT_TK_POOL ? GMT_CACHE_CUDA_POOL : GMT_CACHE_NONE;
+}
+
+bool
+gmt_model_cached(const struct gmt_model *m, uint32_t stack, uint8_t kind)
+{
+	return gmt_cache_holds(gmt_model_cache(m, stack, kind));
+}
+
+void
+gmt_model_cached_at_end(const struct gmt_model *m, struct gmt_cached out[GMT_CACHE_COUNT])
+{
+	memset(out, 0, GMT_CACHE_COUNT * sizeof(*out));
+	if (!m->stacks)
+		return;
+	for (size_t i = 0; i < m->nleaks; i++) {
+		const struct gmt_leak *l = &m->leaks[i];
+		enum gmt_cache c;
+
+		if (!gmt_kind_counted((enum gmt_tkind)l->kind))
+			continue;
+		c = gmt_model_cache(m, l->stack, l->kind);
+		if (!gmt_cache_holds(c))
+			continue;
+		for (int k = 0; k < 2; k++) {
+			struct gmt_cached *o = &out[k ? GMT_CACHE_NONE : c];
+
+			o->bytes += l->bytes;
+			o->allocations += l->allocations;
+			o->entries++;
+		}
+	}
 }
 
 const struct gmt_growth *

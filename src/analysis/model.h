@@ -295,18 +295,49 @@ void gmt_model_finish(struct gmt_model *m);
 struct gmt_model *gmt_model_build_range(const struct gmt_trace *trace,
 					const struct gmt_range_opt *range);
 
-/** Which known caching allocator made an allocation (docs/report-json.md, "cache"). */
+/**
+ * Which known caching allocator made an allocation (docs/report-json.md, "cache"), told from the
+ * native frames of its stack (explain.c lists the patterns).
+ */
 enum gmt_cache {
 	GMT_CACHE_NONE = 0,
-	GMT_CACHE_PYTORCH,   /**< a frame in libc10_cuda: PyTorch's CUDA caching allocator */
-	GMT_CACHE_CUDA_POOL, /**< a stream-ordered allocation (kind pool) */
+	GMT_CACHE_PYTORCH,   /**< PyTorch's CUDA caching allocator (libc10_cuda), its host cache */
+	GMT_CACHE_CUDA_POOL, /**< a stream-ordered allocation (kind pool) of no known framework */
+	GMT_CACHE_CUPY,	     /**< CuPy's memory pools (cupy/cuda/memory, pinned_memory) */
+	GMT_CACHE_XLA,	     /**< XLA's BFC allocator (JAX; TensorFlow shares it) */
+	GMT_CACHE_COUNT,
 };
 
-/** "pytorch", "cuda_pool", or NULL. */
+/** "pytorch", "cuda_pool", "cupy", "xla", or NULL. */
 const char *gmt_cache_name(enum gmt_cache c);
+
+/** For people: "PyTorch", "a CUDA memory pool", "CuPy", "JAX/XLA", or "". */
+const char *gmt_cache_label(enum gmt_cache c);
+
+/**
+ * Whether @p c keeps the memory it got from CUDA for the life of the process, so that what it
+ * holds at exit is its cache, not the program's leak: PyTorch, CuPy and XLA. A live allocation
+ * of a CUDA pool is not: the program never freed it (the pool's own keep is pool_reserve).
+ */
+bool gmt_cache_holds(enum gmt_cache c);
 
 /** The caching allocator behind allocations of @p kind at stack @p stack of @p m. */
 enum gmt_cache gmt_model_cache(const struct gmt_model *m, uint32_t stack, uint8_t kind);
+
+/** Whether allocations of @p kind at @p stack are a holding cache's (gmt_cache_holds()). */
+bool gmt_model_cached(const struct gmt_model *m, uint32_t stack, uint8_t kind);
+
+/** Memory a caching allocator held at the end of a trace. */
+struct gmt_cached {
+	uint64_t bytes, allocations;
+	size_t entries; /**< `leaks` rows (stack, call, kind) */
+};
+
+/**
+ * What the holding caches had live at the end of @p m, counted kinds only, per allocator
+ * (out[GMT_CACHE_NONE] is the sum over all of them). Without symbolized stacks: nothing.
+ */
+void gmt_model_cached_at_end(const struct gmt_model *m, struct gmt_cached out[GMT_CACHE_COUNT]);
 
 /** The growth samples the report uses: at markers when there were two or more, else snapshots. */
 const struct gmt_growth *gmt_site_growth(const struct gmt_model *m, const struct gmt_site_stats *s);
@@ -379,10 +410,14 @@ struct gmt_totals {
 	const struct gmt_model *peak_model;
 	const struct gmt_device_stats *peak_device;
 	uint64_t peak_bytes; /**< device memory held */
-	/* live at the end of processes that exited normally, counted kinds: leaks */
+	/* live at the end of processes that exited normally, counted kinds, not a holding cache's:
+	 * leaks */
 	uint64_t leaked_bytes;
 	uint64_t leaked_allocations;
 	size_t leak_sites;
+	/* the rest of it: what caching allocators kept (gmt_cache_holds()), per allocator, and
+	 * [GMT_CACHE_NONE] the sum; not leaks unless asked (check --count-cached) */
+	struct gmt_cached cached[GMT_CACHE_COUNT];
 	/* live at the end of processes that died: not leaks, the state when they stopped */
 	uint64_t live_at_end_bytes;
 	uint64_t live_at_end_allocations;

@@ -464,6 +464,7 @@ leak_json(size_t proc, const struct gmt_model *m, const struct gmt_leak *l)
 	json_object_set_new(o, "frames", frames_json(t, l->stack));
 	stack_keys(o, m, l->stack);
 	json_object_set_new(o, "cache", jcache(m, l->stack, l->kind));
+	json_object_set_new(o, "cached", json_boolean(gmt_model_cached(m, l->stack, l->kind)));
 	return o;
 }
 
@@ -581,8 +582,10 @@ leaks_json(struct gmt_model *const *models, size_t n)
 
 // --- call-site groups ---------------------------------------------------------------------------
 
+enum site_list { SITES_LEAK, SITES_PEAK, SITES_FAILED };
+
 static json_t *
-site_stacks_json(const struct gmt_site *g)
+site_stacks_json(const struct gmt_site *g, enum site_list which)
 {
 	json_t *a = json_array();
 
@@ -594,12 +597,29 @@ site_stacks_json(const struct gmt_site *g)
 		json_object_set_new(o, "bytes", jint(st->bytes));
 		json_object_set_new(o, "allocations", jint(st->count));
 		json_object_set_new(o, "cache", jcache(g->m, st->stack, g->kind));
+		if (which == SITES_LEAK)
+			json_object_set_new(
+			    o, "cached", json_boolean(gmt_model_cached(g->m, st->stack, g->kind)));
 		json_array_append_new(a, o);
 	}
 	return a;
 }
 
-enum site_list { SITES_LEAK, SITES_PEAK, SITES_FAILED };
+/* leak_sites[]: the group's bytes and allocations in stacks of a holding cache. */
+static void
+site_cached_json(json_t *o, const struct gmt_site *g)
+{
+	uint64_t bytes = 0, allocs = 0;
+
+	for (size_t i = 0; i < g->nstacks; i++) {
+		if (!gmt_model_cached(g->m, g->stacks[i].stack, g->kind))
+			continue;
+		bytes += g->stacks[i].bytes;
+		allocs += g->stacks[i].count;
+	}
+	json_object_set_new(o, "cached_bytes", jint(bytes));
+	json_object_set_new(o, "cached_allocations", jint(allocs));
+}
 
 static json_t *
 site_group_json(const struct gmt_site *g, enum site_list which)
@@ -627,7 +647,9 @@ site_group_json(const struct gmt_site *g, enum site_list which)
 	if (which != SITES_FAILED)
 		json_object_set_new(o, "cache", g->nstacks ? jcache(g->m, g->stacks[0].stack, g->kind)
 							   : json_null());
-	json_object_set_new(o, "stacks", site_stacks_json(g));
+	if (which == SITES_LEAK)
+		site_cached_json(o, g);
+	json_object_set_new(o, "stacks", site_stacks_json(g, which));
 	return o;
 }
 
@@ -1120,6 +1142,25 @@ fragmentation_json(struct gmt_model *const *models, size_t n)
 	return a;
 }
 
+/* summary.cached_at_exit: one key per caching allocator that keeps its memory, always all. */
+static json_t *
+cached_at_exit_json(const struct gmt_totals *tot)
+{
+	json_t *o = json_object();
+
+	for (int c = GMT_CACHE_NONE + 1; c < GMT_CACHE_COUNT; c++) {
+		json_t *e;
+
+		if (!gmt_cache_holds((enum gmt_cache)c))
+			continue;
+		e = json_object();
+		json_object_set_new(e, "bytes", jint(tot->cached[c].bytes));
+		json_object_set_new(e, "allocations", jint(tot->cached[c].allocations));
+		json_object_set_new(o, gmt_cache_name((enum gmt_cache)c), e);
+	}
+	return o;
+}
+
 /* summary.peak_process and first_failure_process: which rank to look at first. */
 static void
 summary_processes(json_t *s, struct gmt_model *const *models, size_t n)
@@ -1178,6 +1219,10 @@ gmt_report_json_doc(struct gmt_model *const *models, size_t n)
 	json_object_set_new(s, "leaked_bytes", jint(tot.leaked_bytes));
 	json_object_set_new(s, "leaked_allocations", jint(tot.leaked_allocations));
 	json_object_set_new(s, "leak_sites", jint(tot.leak_sites));
+	json_object_set_new(s, "cached_at_exit_bytes", jint(tot.cached[GMT_CACHE_NONE].bytes));
+	json_object_set_new(s, "cached_at_exit_allocations",
+			    jint(tot.cached[GMT_CACHE_NONE].allocations));
+	json_object_set_new(s, "cached_at_exit", cached_at_exit_json(&tot));
 	json_object_set_new(s, "live_at_end_bytes", jint(tot.live_at_end_bytes));
 	json_object_set_new(s, "live_at_end_allocations", jint(tot.live_at_end_allocations));
 	json_object_set_new(s, "failed_allocations", jint(tot.failed));

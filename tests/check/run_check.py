@@ -575,6 +575,41 @@ def group_cached(tool, victim, golden):
     rc, out, err = tool.run("check", "--max-leaked-bytes", "1MiB", "--no-default-suppressions", path)
     check(rc == 1, "--no-default-suppressions counts cuBLAS's memory (%d)" % rc, out)
 
+    # A report written by report_version 2 (a saved baseline): leaked_bytes held the cache then,
+    # and the stacks had only `cache`. It is read as version 3: the same gates, the same figures.
+    doc = tool.report(path)
+    s = doc["summary"]
+    check(s["leaked_bytes"] == 9 * MiB and s["cached_at_exit_bytes"] == 20 * MiB + 4,
+          "summary: leaked_bytes leaves the cache out (%d), cached_at_exit_bytes has it (%d)"
+          % (s["leaked_bytes"], s["cached_at_exit_bytes"]))
+    old = copy.deepcopy(doc)
+    old["report_version"] = 2
+    for k in ("cached_at_exit_bytes", "cached_at_exit_allocations", "cached_at_exit"):
+        del old["summary"][k]
+    old["summary"]["leaked_bytes"] += 20 * MiB + 4
+    old["summary"]["leaked_allocations"] += 2
+    old["summary"]["leak_sites"] += 2
+    for e in old["leaks"]:
+        del e["cached"]
+    for g in old["leak_sites"]:
+        del g["cached_bytes"], g["cached_allocations"]
+        for st in g["stacks"]:
+            del st["cached"]
+    v2 = tool.write_json("v2.json", old)
+    rc, out, err = tool.run("check", "--max-leaked-bytes", "1MiB", v2)
+    check(rc == 0 and "20.0 MiB (20971524 bytes) held by a caching allocator at exit" in out,
+          "a version 2 report: the cache is still not a leak (%d)" % rc, out + err)
+    rc, out, err = tool.run("check", "--baseline", v2, "--max-increase", "0", path)
+    check(rc == 0 and "baseline leaked-bytes: 9.0 MiB (9437184 bytes) -> 9.0 MiB" in out,
+          "a version 2 baseline's leaked bytes compare without its cache (%d)" % rc, out + err)
+    rc, out, err = tool.run("diff", "--format", "json", v2, path)
+    check(rc == 0 and json.loads(out)["totals"]["leaked_bytes"]["delta"] == 0 and
+          json.loads(out)["sites_changed"] == 0,
+          "diff of a version 2 report and its traces: nothing changed (%d)" % rc, out + err)
+    old["report_version"] = 1
+    rc, out, err = tool.run("check", "--max-leaked-bytes", "1MiB", tool.write_json("v1.json", old))
+    check(rc == 3 and "report_version 1 is not supported" in err, "version 1 is refused (%d)" % rc, err)
+
 
 GROUPS = {"usage": group_usage, "gates": group_gates, "suppress": group_suppress,
           "growth": group_growth, "baseline": group_baseline, "junit": group_junit,
