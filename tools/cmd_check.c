@@ -46,7 +46,9 @@ usage(FILE *out)
 	    "                           repeatable\n"
 	    "  --max-growth-bytes N     any call site whose live bytes grew by more than N\n"
 	    "                           across markers or snapshots (growth[])\n"
-	    "  --max-failed N           failed allocations (summary.failed_allocations)\n"
+	    "  --max-failed N           failed allocations (summary.failed_allocations; not\n"
+	    "                           capability probes or failures the allocator's retry\n"
+	    "                           recovered: docs/ci.md)\n"
 	    "  --baseline FILE|DIR      traces or a JSON report of a known-good run: fail when "
 	    "the\n"
 	    "                           peak held (per process and device) or the leaked bytes\n"
@@ -871,7 +873,10 @@ growth_gate(struct gates *gates, struct options *o, const json_t *doc)
 static void
 failed_gate(struct gates *gates, const struct options *o, const json_t *doc)
 {
-	uint64_t failed = gmt_json_u64(json_object_get(doc, "summary"), "failed_allocations");
+	const json_t *summary = json_object_get(doc, "summary");
+	uint64_t failed = gmt_json_u64(summary, "failed_allocations");
+	uint64_t probes = gmt_json_u64(summary, "probe_failures");
+	uint64_t recovered = gmt_json_u64(summary, "recovered_failures");
 	struct gate *gate;
 	const json_t *g;
 	size_t i;
@@ -881,6 +886,11 @@ failed_gate(struct gates *gates, const struct options *o, const json_t *doc)
 	gate = gate_add(gates, "max-failed");
 	gate_result(gate, failed > o->max_failed, "failed allocations", failed, o->max_failed,
 		    false);
+	if (probes || recovered)
+		append(&gate->text,
+		       " (not counted: %" PRIu64 " capability probe%s, %" PRIu64
+		       " recovered by the allocator's retry)",
+		       probes, probes == 1 ? "" : "s", recovered);
 	if (!gate->failed)
 		return;
 	json_array_foreach(json_object_get(doc, "failed_sites"), i, g)

@@ -78,7 +78,7 @@ add_u64(json_t *obj, const char *key, int64_t v)
  * A report of version 2 read as version 3 (docs/report-json.md, "Changes from report version
  * 2"), so that `check --baseline` and `diff` compare like with like: version 2 counted in
  * `leaked_bytes` what caching allocators held at exit; the only one it named is PyTorch's
- * (`cache` "pytorch").
+ * (`cache` "pytorch"). Its failed allocations all count (it told no probe apart).
  */
 static void
 upgrade_v2(json_t *doc)
@@ -120,6 +120,10 @@ upgrade_v2(json_t *doc)
 		json_object_set_new(e, "cached_bytes", json_integer(gb));
 		json_object_set_new(e, "cached_allocations", json_integer(ga));
 	}
+	json_array_foreach(json_object_get(doc, "failed"), i, e)
+	    json_object_set_new(e, "class", json_string("failure"));
+	json_array_foreach(json_object_get(doc, "oom"), i, e)
+	    json_object_set_new(e, "class", json_string("failure"));
 	if (!json_is_object(summary)) {
 		json_decref(pytorch);
 		json_decref(by);
@@ -134,6 +138,8 @@ upgrade_v2(json_t *doc)
 	json_object_set_new(pytorch, "allocations", json_integer(allocs));
 	json_object_set_new(by, "pytorch", pytorch);
 	json_object_set_new(summary, "cached_at_exit", by);
+	json_object_set_new(summary, "probe_failures", json_integer(0));
+	json_object_set_new(summary, "recovered_failures", json_integer(0));
 	json_object_set_new(doc, "report_version", json_integer(GMT_REPORT_JSON_VERSION));
 }
 

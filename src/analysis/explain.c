@@ -21,6 +21,8 @@
 #include "analysis/xalloc.h"
 
 #define CUDA_ERROR_MEMORY_ALLOCATION 2 /* cudaErrorMemoryAllocation, CUDA_ERROR_OUT_OF_MEMORY */
+#define CUDA_ERROR_NOT_PERMITTED 800   /* cudaErrorNotPermitted, CUDA_ERROR_NOT_PERMITTED */
+#define CUDA_ERROR_NOT_SUPPORTED 801   /* cudaErrorNotSupported, CUDA_ERROR_NOT_SUPPORTED */
 
 // --- caching allocators -------------------------------------------------------------------------
 
@@ -225,6 +227,139 @@ gmt_model_cached_at_end(const struct gmt_model *m, struct gmt_cached out[GMT_CAC
 	}
 }
 
+// --- failed allocations the application never saw ----------------------------------------------
+
+/*
+ * The rule (docs/ci.md, "Failed allocations that do not count"). A failed allocation is the
+ * application's unless the trace shows the library went past it:
+ *
+ *   probe      the call was refused as not permitted or not supported (800, 801: the same codes
+ *              in the runtime and the driver), never for lack of memory, and the same call
+ *              succeeded later in the process. PyTorch's expandable segments start with a
+ *              cuMemCreate of a fabric handle that returns 800 where the system has no fabric,
+ *              then allocate with another handle type.
+ *   recovered  out of memory (2), and the very next allocation attempt on the same device was
+ *              the same call for the same size and succeeded: the allocator freed memory and
+ *              retried (PyTorch frees its cached blocks and calls cudaMalloc again). Frees in
+ *              between are expected; any other attempt in between, or a failed retry, leaves
+ *              it counted, so a real OOM (retried and failed again) counts both times.
+ *
+ * Anything else, and a candidate the trace ends before deciding, counts.
+ */
+const char *
+gmt_fail_class_name(enum gmt_fail_class c)
+{
+	switch (c) {
+	case GMT_FAIL_PROBE: return "probe";
+	case GMT_FAIL_RECOVERED: return "recovered";
+	case GMT_FAIL_COUNTED:
+	case GMT_FAIL_PENDING_RETRY:
+	case GMT_FAIL_PENDING_PROBE: break;
+	}
+	return "failure";
+}
+
+enum gmt_fail_class
+gmt_model_fail_class(const struct gmt_model *m, size_t k)
+{
+	enum gmt_fail_class c = k < m->nfailed && m->failed_class
+				    ? (enum gmt_fail_class)m->failed_class[k]
+				    : GMT_FAIL_COUNTED;
+
+	return c == GMT_FAIL_PROBE || c == GMT_FAIL_RECOVERED ? c : GMT_FAIL_COUNTED;
+}
+
+size_t
+gmt_model_failure_at(const struct gmt_model *m, uint64_t seq)
+{
+	size_t lo = 0, hi = m->nfailed;
+
+	/* failed[] is in seq order */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (m->failed_events[mid].seq < seq)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < m->nfailed && m->failed_events[lo].seq == seq ? lo : SIZE_MAX;
+}
+
+size_t
+gmt_model_first_counted_failure(const struct gmt_model *m)
+{
+	for (size_t k = 0; k < m->nfailed; k++)
+		if (gmt_model_fail_class(m, k) == GMT_FAIL_COUNTED)
+			return k;
+	return SIZE_MAX;
+}
+
+void
+gmt_failures_add(struct gmt_model *m, size_t k)
+{
+	const struct gmt_trace_event *f = &m->failed_events[k];
+	uint8_t c = GMT_FAIL_COUNTED;
+
+	if (f->result == CUDA_ERROR_MEMORY_ALLOCATION)
+		c = GMT_FAIL_PENDING_RETRY;
+	else if (f->result == CUDA_ERROR_NOT_PERMITTED || f->result == CUDA_ERROR_NOT_SUPPORTED)
+		c = GMT_FAIL_PENDING_PROBE;
+	m->failed_class[k] = c;
+	if (c == GMT_FAIL_COUNTED)
+		return;
+	if (m->nfail_pending == m->fail_pending_cap) {
+		m->fail_pending_cap = m->fail_pending_cap ? 2 * m->fail_pending_cap : 8;
+		m->fail_pending =
+		    gmt_xrealloc(m->fail_pending, m->fail_pending_cap, sizeof(*m->fail_pending));
+	}
+	m->fail_pending[m->nfail_pending++] = k;
+}
+
+void
+gmt_failures_note(struct gmt_model *m, const struct gmt_trace_event *ev)
+{
+	size_t keep = 0;
+
+	for (size_t i = 0; i < m->nfail_pending; i++) {
+		size_t k = m->fail_pending[i];
+		const struct gmt_trace_event *f = &m->failed_events[k];
+		bool ok = ev->result == 0 && ev->api == f->api && ev->driver == f->driver;
+
+		if (m->failed_class[k] == GMT_FAIL_PENDING_RETRY) {
+			if (ev->device != f->device) {
+				m->fail_pending[keep++] = k;
+				continue;
+			}
+			m->failed_class[k] =
+			    ok && ev->size == f->size ? GMT_FAIL_RECOVERED : GMT_FAIL_COUNTED;
+		} else if (ok) {
+			m->failed_class[k] = GMT_FAIL_PROBE;
+		} else {
+			m->fail_pending[keep++] = k;
+		}
+	}
+	m->nfail_pending = keep;
+}
+
+void
+gmt_failures_finish(struct gmt_model *m)
+{
+	m->nfailed_counted = m->nprobes = m->nrecovered = 0;
+	for (size_t k = 0; k < m->nfailed; k++) {
+		uint8_t *c = &m->failed_class[k];
+
+		if (*c == GMT_FAIL_PENDING_RETRY || *c == GMT_FAIL_PENDING_PROBE)
+			*c = GMT_FAIL_COUNTED;
+		m->nprobes += *c == GMT_FAIL_PROBE;
+		m->nrecovered += *c == GMT_FAIL_RECOVERED;
+		m->nfailed_counted += *c == GMT_FAIL_COUNTED;
+	}
+	free(m->fail_pending);
+	m->fail_pending = NULL;
+	m->nfail_pending = m->fail_pending_cap = 0;
+}
+
 const struct gmt_growth *
 gmt_site_growth(const struct gmt_model *m, const struct gmt_site_stats *s)
 {
@@ -325,6 +460,7 @@ gmt_oom_cause_name(enum gmt_oom_cause c)
 	case GMT_OOM_HELD_OUTSIDE: return "held_outside";
 	case GMT_OOM_FRAGMENTED: return "fragmented";
 	case GMT_OOM_NOT_OUT_OF_MEMORY: return "not_out_of_memory";
+	case GMT_OOM_PROBE: return "probe";
 	case GMT_OOM_UNKNOWN: break;
 	}
 	return "unknown";
@@ -368,8 +504,12 @@ top_site_text(const struct gmt_model *m, const struct gmt_oom *o, char *buf, siz
 			 gmt_format_bytes(o->sites[0].bytes, b), f->function);
 }
 
-enum gmt_oom_cause
-gmt_oom_explain(const struct gmt_model *m, const struct gmt_oom *o, char *buf, size_t size)
+static enum gmt_oom_cause
+explain_cause(const struct gmt_model *m,
+	      const struct gmt_oom *o,
+	      enum gmt_fail_class fclass,
+	      char *buf,
+	      size_t size)
 {
 	const struct gmt_trace_event *ev = o->ev;
 	bool meminfo = ev->flags & GMT_TEV_MEMINFO;
@@ -390,6 +530,19 @@ gmt_oom_explain(const struct gmt_model *m, const struct gmt_oom *o, char *buf, s
 	gmt_format_bytes(o->gaps.largest_gap, gap);
 	top_site_text(m, o, top, sizeof(top));
 
+	if (fclass == GMT_FAIL_PROBE) {
+		snprintf(
+		    buf, size,
+		    "A capability probe, not a failed allocation: the call returned error %d "
+		    "(%s) for %s, and the same call succeeded later, so the library asked for "
+		    "something this system does not offer and went on without it (PyTorch's "
+		    "expandable segments first ask for a fabric-shareable handle). Not counted as "
+		    "a failed allocation.",
+		    ev->result,
+		    ev->result == CUDA_ERROR_NOT_PERMITTED ? "not permitted" : "not supported",
+		    req);
+		return GMT_OOM_PROBE;
+	}
 	if (ev->result != CUDA_ERROR_MEMORY_ALLOCATION) {
 		snprintf(buf, size,
 			 "Not an out-of-memory failure: the call returned error %d for %s (a refused "
@@ -448,4 +601,21 @@ gmt_oom_explain(const struct gmt_model *m, const struct gmt_oom *o, char *buf, s
 		 "%llu live allocations.%s",
 		 req, fr, tot, held, (unsigned long long)o->live_allocations, top);
 	return GMT_OOM_HELD_BY_PROCESS;
+}
+
+enum gmt_oom_cause
+gmt_oom_explain(const struct gmt_model *m, const struct gmt_oom *o, char *buf, size_t size)
+{
+	size_t k = o >= m->oom && o < m->oom + m->nfailed ? (size_t)(o - m->oom) : SIZE_MAX;
+	enum gmt_fail_class fclass = gmt_model_fail_class(m, k);
+	enum gmt_oom_cause cause = explain_cause(m, o, fclass, buf, size);
+	size_t len = strlen(buf);
+
+	if (fclass == GMT_FAIL_RECOVERED && len < size)
+		snprintf(
+		    buf + len, size - len,
+		    " The allocator retried at once and got the memory (PyTorch frees its cached "
+		    "blocks and tries again): the program never saw this failure, and it is not "
+		    "counted as a failed allocation.");
+	return cause;
 }

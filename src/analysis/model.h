@@ -220,6 +220,11 @@ struct gmt_model {
 	size_t nfailed;
 	struct gmt_trace_event *failed_events; /**< their copies, which failed[] points to */
 	struct gmt_oom *oom; /**< oom[i] explains failed[i] */
+	uint8_t *failed_class;	    /**< failed_class[i]: enum gmt_fail_class of failed[i] */
+	size_t nfailed_counted;	    /**< of failed[], GMT_FAIL_COUNTED: the program's failures */
+	size_t nprobes, nrecovered; /**< GMT_FAIL_PROBE, GMT_FAIL_RECOVERED */
+	size_t *fail_pending;	    /**< replay only: failures whose class the next events decide */
+	size_t nfail_pending, fail_pending_cap;
 
 	/** live bytes over time per (device, kind), and held bytes per device (kind GMT_TK_COUNT) */
 	struct gmt_series *series;
@@ -372,6 +377,42 @@ struct gmt_site_ref *gmt_sites_ranked(struct gmt_model *const *models,
 /** Median lifetime in ns of the freed allocations of @p s, from its histogram; 0 when none. */
 uint64_t gmt_site_median_lifetime(const struct gmt_site_stats *s);
 
+/**
+ * Whether a failed allocation is the application's (docs/report-json.md, "failed[]", `class`;
+ * explain.c has the rule). Probes and recovered failures stay in failed[] and oom[], but do not
+ * count as failed allocations (summary.failed_allocations, check --max-failed).
+ */
+enum gmt_fail_class {
+	GMT_FAIL_COUNTED = 0, /**< an allocation the program asked for and did not get */
+	GMT_FAIL_PROBE,	      /**< a capability refused (not permitted, not supported), the same
+				   call succeeding later: the library tried a feature and went on */
+	GMT_FAIL_RECOVERED,   /**< out of memory, and the next attempt on the device, the same call
+				   and size, succeeded: the library freed memory and retried */
+	GMT_FAIL_PENDING_RETRY, /**< replay only: waiting for the next attempt on its device */
+	GMT_FAIL_PENDING_PROBE, /**< replay only: waiting for a success of the same call */
+};
+
+/** "failure", "probe" or "recovered". */
+const char *gmt_fail_class_name(enum gmt_fail_class c);
+
+/** The class of failed[@p k] of @p m. */
+enum gmt_fail_class gmt_model_fail_class(const struct gmt_model *m, size_t k);
+
+/** The index in failed[] of the failure with @p seq, or SIZE_MAX. */
+size_t gmt_model_failure_at(const struct gmt_model *m, uint64_t seq);
+
+/** The index of @p m's first failure that counts (GMT_FAIL_COUNTED), or SIZE_MAX. */
+size_t gmt_model_first_counted_failure(const struct gmt_model *m);
+
+/**
+ * Replay hooks (model.c): gmt_failures_note() before each allocation event is applied, which
+ * decides the pending failures it answers; gmt_failures_add() when failed[@p k] was recorded;
+ * gmt_failures_finish() at the end (what is still pending counts).
+ */
+void gmt_failures_note(struct gmt_model *m, const struct gmt_trace_event *ev);
+void gmt_failures_add(struct gmt_model *m, size_t k);
+void gmt_failures_finish(struct gmt_model *m);
+
 /** Why an allocation failed (docs/report-json.md, "oom[]"). */
 enum gmt_oom_cause {
 	GMT_OOM_UNKNOWN = 0,
@@ -381,6 +422,7 @@ enum gmt_oom_cause {
 	GMT_OOM_HELD_OUTSIDE,
 	GMT_OOM_FRAGMENTED,
 	GMT_OOM_NOT_OUT_OF_MEMORY,
+	GMT_OOM_PROBE, /**< a capability probe (GMT_FAIL_PROBE), not a lack of memory */
 };
 
 const char *gmt_oom_cause_name(enum gmt_oom_cause c);
@@ -422,7 +464,9 @@ struct gmt_totals {
 	uint64_t live_at_end_bytes;
 	uint64_t live_at_end_allocations;
 	size_t live_at_end_sites;
-	size_t failed;
+	size_t failed; /**< failed allocations that count (GMT_FAIL_COUNTED) */
+	size_t probes,
+	    recovered; /**< failed allocations that do not (GMT_FAIL_PROBE, _RECOVERED) */
 	uint64_t unmatched_frees;
 	uint64_t failed_frees;
 	uint64_t reused_addresses;

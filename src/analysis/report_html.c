@@ -265,8 +265,12 @@ static const char *const html_tail[] = {
 	"    c.firstChild.setAttribute('data-bytes', String(cached));\n",
 	"    box.appendChild(c);\n",
 	"  }\n",
-	"  var failed = card('sum-failed', 'failed allocations', String(s.failed_allocations "
-	    "|| 0), '', s.failed_allocations > 0);\n",
+	"  // probes and failures the allocator recovered from are listed, not counted (check: "
+	    "--max-failed)\n",
+	"  var uncounted = (s.probe_failures || 0) + (s.recovered_failures || 0);\n",
+	"  var failed = card('sum-failed', 'failed allocations' + (uncounted ? ' (' + uncounted + "
+	    "' more not counted: probes or recovered)' : ''), String(s.failed_allocations || 0), '', "
+	    "s.failed_allocations > 0);\n",
 	"  failed.firstChild.setAttribute('data-count', String(s.failed_allocations || 0));\n",
 	"  box.appendChild(failed);\n",
 	"  if (s.live_at_end_bytes) box.appendChild(card('sum-live-end', 'live when a "
@@ -609,7 +613,8 @@ static const char *const html_tail[] = {
 	"    var d = el('div', 'oom');\n",
 	"    d.appendChild(el('strong', '', callText(f) + ' of ' + fmtBytes(f.size) + ' "
 	    "failed on GPU ' + f.device + ' at ' + fmtTime(f.time_s) + (f.cause ? ' (' + f.cause "
-	    "+ ')' : '')));\n",
+	    "+ ')' : '') + (f['class'] === 'probe' ? ' \u2014 a probe, not counted' : f['class'] === "
+	    "'recovered' ? ' \u2014 recovered by a retry, not counted' : '')));\n",
 	"    d.title = exact(f.size);\n",
 	"    if (f.explanation) d.appendChild(el('p', 'expl', f.explanation));\n",
 	"    var facts = ['error ' + f.result];\n",

@@ -286,10 +286,12 @@ process_peak_keys(json_t *p, const struct gmt_model *m)
 	json_object_set_new(p, "peak_held_bytes", jint(d ? d->peak.bytes : 0));
 	json_object_set_new(p, "peak_time_s", d ? jtime(t, d->peak.ts) : json_null());
 	json_object_set_new(p, "peak_unix_s", d ? junix(t, d->peak.ts) : json_null());
+	size_t first = gmt_model_first_counted_failure(m);
+
 	json_object_set_new(p, "first_failure_time_s",
-			    m->nfailed ? jtime(t, m->failed[0]->ts) : json_null());
+			    first != SIZE_MAX ? jtime(t, m->failed[first]->ts) : json_null());
 	json_object_set_new(p, "first_failure_unix_s",
-			    m->nfailed ? junix(t, m->failed[0]->ts) : json_null());
+			    first != SIZE_MAX ? junix(t, m->failed[first]->ts) : json_null());
 }
 
 static json_t *
@@ -468,6 +470,14 @@ leak_json(size_t proc, const struct gmt_model *m, const struct gmt_leak *l)
 	return o;
 }
 
+/* failed[].class, oom[].class: "failure", "probe" or "recovered" (explain.c has the rule). */
+static json_t *
+jfail_class(const struct gmt_model *m, const struct gmt_trace_event *ev)
+{
+	return json_string(
+	    gmt_fail_class_name(gmt_model_fail_class(m, gmt_model_failure_at(m, ev->seq))));
+}
+
 static json_t *
 failed_json(size_t proc, const struct gmt_model *m, const struct gmt_trace_event *ev)
 {
@@ -490,6 +500,7 @@ failed_json(size_t proc, const struct gmt_model *m, const struct gmt_trace_event
 	json_object_set_new(o, "stack", jint(ev->stack));
 	json_object_set_new(o, "frames", frames_json(t, ev->stack));
 	stack_keys(o, m, ev->stack);
+	json_object_set_new(o, "class", jfail_class(m, ev));
 	return o;
 }
 
@@ -584,6 +595,24 @@ leaks_json(struct gmt_model *const *models, size_t n)
 
 enum site_list { SITES_LEAK, SITES_PEAK, SITES_FAILED };
 
+/* failed_sites[]: the failed allocations that count (not probes, not recovered ones). */
+static struct gmt_site_item *
+counted_failed_items(struct gmt_model *const *models, size_t n, size_t *nitems)
+{
+	struct gmt_site_item *items = gmt_sites_failed_items(models, n, nitems);
+	size_t k = 0;
+
+	for (size_t i = 0; i < *nitems; i++) {
+		const struct gmt_model *m = items[i].m;
+
+		if (gmt_model_fail_class(m, gmt_model_failure_at(m, items[i].seq)) ==
+		    GMT_FAIL_COUNTED)
+			items[k++] = items[i];
+	}
+	*nitems = k;
+	return items;
+}
+
 static json_t *
 site_stacks_json(const struct gmt_site *g, enum site_list which)
 {
@@ -666,7 +695,7 @@ site_list_json(struct gmt_model *const *models, size_t n, enum site_list which)
 	else if (which == SITES_PEAK)
 		items = gmt_sites_peak_items(models, n, &nitems);
 	else
-		items = gmt_sites_failed_items(models, n, &nitems);
+		items = counted_failed_items(models, n, &nitems);
 	gmt_sites_group(items, nitems,
 			which == SITES_FAILED ? GMT_GROUP_BY_SEQ : GMT_GROUP_BY_BYTES, &sites);
 	for (size_t i = 0; i < sites.n; i++)
@@ -799,6 +828,7 @@ oom_json(size_t proc, const struct gmt_model *m, const struct gmt_oom *o)
 	json_object_set_new(j, "result", json_integer(ev->result));
 	json_object_set_new(j, "free_bytes", meminfo ? jint(ev->free_bytes) : json_null());
 	json_object_set_new(j, "total_bytes", meminfo ? jint(ev->total_bytes) : json_null());
+	json_object_set_new(j, "class", jfail_class(m, ev));
 	json_object_set_new(j, "held_bytes", jint(o->held));
 	json_object_set_new(j, "by_kind", kinds_by_value(o->by_kind));
 	json_object_set_new(j, "live_allocations", jint(o->live_allocations));
@@ -1171,7 +1201,7 @@ summary_processes(json_t *s, struct gmt_model *const *models, size_t n)
 	bool unix_all = true;
 
 	for (size_t i = 0; i < n; i++)
-		if (models[i]->nfailed && !models[i]->trace->start_unix_ns)
+		if (models[i]->nfailed_counted && !models[i]->trace->start_unix_ns)
 			unix_all = false;
 	for (size_t i = 0; i < n; i++) {
 		const struct gmt_model *m = models[i];
@@ -1182,11 +1212,13 @@ summary_processes(json_t *s, struct gmt_model *const *models, size_t n)
 			json_decref(peak);
 			peak = jint(i);
 		}
-		if (m->nfailed) {
+		if (m->nfailed_counted) {
+			/* the first failure that counts: a probe at start on every rank says
+			 * nothing */
 			const struct gmt_trace *t = m->trace;
-			double at = unix_all ? (double)t->start_unix_ns +
-						   (double)(m->failed[0]->ts - t->start_ts)
-					     : gmt_trace_time_s(t, m->failed[0]->ts);
+			uint64_t ts = m->failed[gmt_model_first_counted_failure(m)]->ts;
+			double at = unix_all ? (double)t->start_unix_ns + (double)(ts - t->start_ts)
+					     : gmt_trace_time_s(t, ts);
 
 			if (json_is_null(first) || at < first_at) {
 				json_decref(first);
@@ -1226,6 +1258,8 @@ gmt_report_json_doc(struct gmt_model *const *models, size_t n)
 	json_object_set_new(s, "live_at_end_bytes", jint(tot.live_at_end_bytes));
 	json_object_set_new(s, "live_at_end_allocations", jint(tot.live_at_end_allocations));
 	json_object_set_new(s, "failed_allocations", jint(tot.failed));
+	json_object_set_new(s, "probe_failures", jint(tot.probes));
+	json_object_set_new(s, "recovered_failures", jint(tot.recovered));
 	json_object_set_new(s, "unmatched_frees", jint(tot.unmatched_frees));
 	json_object_set_new(s, "failed_frees", jint(tot.failed_frees));
 	json_object_set_new(s, "reused_addresses", jint(tot.reused_addresses));

@@ -119,9 +119,9 @@ print_process_row(FILE *out, const struct gmt_model *m)
 	} else
 		fprintf(out, ", died at %.3f s with %s live", gmt_trace_time_s(t, t->last_ts),
 			gmt_format_bytes(m->live_end_bytes, b2));
-	if (m->nfailed)
-		fprintf(out, ", %zu failed %s", m->nfailed,
-			gmt_text_plural(m->nfailed, "allocation", "allocations"));
+	if (m->nfailed_counted)
+		fprintf(out, ", %zu failed %s", m->nfailed_counted,
+			gmt_text_plural(m->nfailed_counted, "allocation", "allocations"));
 	fprintf(out, "  [%s]\n", cmd);
 }
 
@@ -627,7 +627,7 @@ print_failed_events(
 		bool in = false;
 
 		if (ev->api != g->api || ev->driver != g->driver || ev->kind != g->kind ||
-		    ev->device != g->device)
+		    ev->device != g->device || gmt_model_fail_class(m, k) != GMT_FAIL_COUNTED)
 			continue;
 		for (size_t s = 0; s < g->nstacks && !in; s++)
 			in = g->stacks[s].stack == ev->stack;
@@ -641,6 +641,52 @@ print_failed_events(
 	return shown;
 }
 
+/* Keep of @p items (one per failed allocation) those that count; returns how many. */
+static size_t
+counted_failures(struct gmt_site_item *items, size_t n)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < n; i++)
+		if (gmt_model_fail_class(items[i].m,
+					 gmt_model_failure_at(items[i].m, items[i].seq)) ==
+		    GMT_FAIL_COUNTED)
+			items[k++] = items[i];
+	return k;
+}
+
+/* "not counted as failed allocations: ..." for probes and recovered failures, one line each. */
+static void
+print_uncounted_failures(FILE *out, struct gmt_model *const *models, size_t n)
+{
+	size_t shown = 0, total = 0;
+
+	for (size_t i = 0; i < n; i++)
+		total += models[i]->nprobes + models[i]->nrecovered;
+	if (!total)
+		return;
+	fprintf(out,
+		"not counted as failed allocations (the library went on; see \"why allocations "
+		"failed\"):\n");
+	for (size_t i = 0; i < n; i++) {
+		const struct gmt_model *m = models[i];
+
+		for (size_t k = 0; k < m->nfailed && shown < GMT_REPORT_MAX_ROWS; k++) {
+			enum gmt_fail_class c = gmt_model_fail_class(m, k);
+
+			if (c == GMT_FAIL_COUNTED)
+				continue;
+			fprintf(out, "  %s: ",
+				c == GMT_FAIL_PROBE ? "capability probe" : "recovered by a retry");
+			print_failed_one(out, m, m->failed[k], true, n > 1);
+			fprintf(out, "\n");
+			shown++;
+		}
+	}
+	if (total > shown)
+		fprintf(out, "  ... and %zu more (see --format json)\n", total - shown);
+}
+
 static void
 print_failed(FILE *out,
 	     struct gmt_model *const *models,
@@ -652,15 +698,19 @@ print_failed(FILE *out,
 	size_t nitems, shown = 0;
 	struct gmt_site_item *items;
 
+	print_uncounted_failures(out, models, n);
 	if (total == 0)
 		return;
 	items = gmt_sites_failed_items(models, n, &nitems);
+	nitems = counted_failures(items, nitems);
 	gmt_sites_group(items, nitems, GMT_GROUP_BY_SEQ, &sites);
 	if (total == 1) {
 		for (size_t i = 0; i < n; i++) {
-			if (models[i]->nfailed) {
+			size_t first = gmt_model_first_counted_failure(models[i]);
+
+			if (first != SIZE_MAX) {
 				fprintf(out, "failed allocations: 1 (");
-				print_failed_one(out, models[i], models[i]->failed[0], false,
+				print_failed_one(out, models[i], models[i]->failed[first], false,
 						 n > 1);
 				fprintf(out, ")");
 			}
@@ -805,13 +855,19 @@ gmt_report_summary(FILE *out, const char *prefix, struct gmt_model *const *model
 	if (tot.died)
 		fprintf(out, "; %s live when the trace ends",
 			gmt_format_bytes(tot.live_at_end_bytes, b));
-	fprintf(out, "; %zu failed %s\n", tot.failed,
+	fprintf(out, "; %zu failed %s", tot.failed,
 		gmt_text_plural(tot.failed, "allocation", "allocations"));
+	if (tot.probes || tot.recovered)
+		fprintf(out, " (not counted: %zu probe%s, %zu recovered)", tot.probes,
+			tot.probes == 1 ? "" : "s", tot.recovered);
+	fprintf(out, "\n");
 	for (size_t i = 0; i < n; i++) {
-		if (models[i]->nfailed) {
+		size_t first = gmt_model_first_counted_failure(models[i]);
+
+		if (first != SIZE_MAX) {
 			char text[2048];
 
-			gmt_oom_explain(models[i], &models[i]->oom[0], text, sizeof(text));
+			gmt_oom_explain(models[i], &models[i]->oom[first], text, sizeof(text));
 			fprintf(out, "%sfirst failure: %s\n", prefix, text);
 			break;
 		}

@@ -671,11 +671,102 @@ def case_caches(exe, tmp):
           "check --count-cached counts them (%d: %s)" % (rc.returncode, rc.stdout))
 
 
+def case_probes(exe, tmp):
+    """A capability probe (cuMemCreate refused with 800, the same call succeeding later: PyTorch's
+    expandable segments on the H200) and an out-of-memory failure the allocator's retry recovered
+    from are listed and explained, but are not failed allocations: not in failed_allocations,
+    failed_sites[] or `check --max-failed`. A refusal never followed by a success, and an OOM
+    whose retry failed too, count."""
+    def vmm(t, seq_api, size, ptr=0, result=0, kind="vmm_physical", **extra):
+        t.stack(3)
+        seq, ts = t._next(1000)
+        ev = {"type": "event", "seq": seq, "ts": ts, "tid": 1, "op": "alloc", "api": seq_api,
+              "kind": kind, "device": 0, "ptr": "0x%x" % ptr, "size": size, "result": result,
+              "stack": 3}
+        ev.update(extra)
+        t.lines.append(ev)
+
+    def expandable(t):  # the sequence seen with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True
+        vmm(t, "cuMemCreate", 20 * MiB, result=800)
+        vmm(t, "cuMemAddressReserve", 90 * GiB, ptr=0x7f4000000000, kind="vmm_reserve")
+        vmm(t, "cuMemCreate", 20 * MiB, ptr=0x5a0001)
+        vmm(t, "cuMemMap", 20 * MiB, ptr=0x7f4000000000, kind="vmm_mapped", handle="0x5a0001")
+
+    def refused(t):  # 800 and the call never succeeds: the program did not get its memory
+        t.alloc(0x7f0000000000, MiB)
+        vmm(t, "cuMemCreate", 20 * MiB, result=800)
+
+    def retried(t):  # PyTorch: cudaMalloc fails, it frees cached blocks, the retry succeeds
+        t.alloc(0x7f0000000000, 30 * GiB)
+        t.alloc(0x7f1000000000, 30 * GiB)
+        t.fail(40 * GiB, free=20 * GiB, total=80 * GiB)
+        t.free(0x7f0000000000)
+        t.free(0x7f1000000000)
+        t.alloc(0x7f2000000000, 40 * GiB, stack=9)
+
+    def real_oom(t):  # the retry fails as well: torch.OutOfMemoryError, both count
+        t.alloc(0x7f0000000000, 30 * GiB)
+        t.fail(60 * GiB, free=20 * GiB, total=80 * GiB)
+        t.free(0x7f0000000000)
+        t.fail(60 * GiB, free=50 * GiB, total=80 * GiB)
+
+    def other_first(t):  # something else is allocated before the same size succeeds: counts
+        t.fail(60 * GiB, free=20 * GiB, total=80 * GiB)
+        t.alloc(0x7f0000000000, MiB)
+        t.alloc(0x7f1000000000, 60 * GiB, stack=9)
+
+    cases = [("expandable", expandable, ["probe"], 0), ("refused", refused, ["failure"], 1),
+             ("retried", retried, ["recovered"], 0), ("real_oom", real_oom, ["failure"] * 2, 2),
+             ("other_first", other_first, ["failure"], 1)]
+    for name, build, classes, counted in cases:
+        t = Trace()
+        build(t)
+        path = os.path.join(tmp, "probe-%s.jsonl" % name)
+        t.write(path)
+        rep = report(exe, [path])
+        s = rep["summary"]
+        got = [f.get("class") for f in rep["failed"]]
+        check(got == classes and [o.get("class") for o in rep["oom"]] == classes,
+              "%s: failed[].class %s (%s)" % (name, classes, got))
+        check(s["failed_allocations"] == counted and
+              s.get("probe_failures") == classes.count("probe") and
+              s.get("recovered_failures") == classes.count("recovered"),
+              "%s: summary counts %d failed allocations (%s, %s, %s)"
+              % (name, counted, s["failed_allocations"], s.get("probe_failures"),
+                 s.get("recovered_failures")))
+        check(sum(g["failures"] for g in rep["failed_sites"]) == counted,
+              "%s: failed_sites[] holds the %d that count" % (name, counted))
+        rc = subprocess.run([exe, "check", "--max-failed", "0", path], capture_output=True,
+                            text=True, timeout=120)
+        check(rc.returncode == (1 if counted else 0),
+              "%s: check --max-failed 0 exits %d (%d: %s)" % (name, 1 if counted else 0,
+                                                              rc.returncode, rc.stdout))
+        o = rep["oom"][0]
+        if name == "expandable":
+            check(o["cause"] == "probe" and "capability probe" in o["explanation"] and
+                  "800" in o["explanation"] and "out-of-memory" not in o["explanation"].lower(),
+                  "expandable: explained as a probe, not an OOM (%s)" % o["explanation"])
+            check("not counted: 1 capability probe" in rc.stdout,
+                  "expandable: the gate says what it did not count (%s)" % rc.stdout)
+            text = report(exe, [path], fmt="text")
+            check("[probe]" in text and "capability probe: cuMemCreate 20.0 MiB" in text and
+                  "\nfailed allocations:" not in text,
+                  "expandable: the text lists the probe apart, no failed allocation")
+        if name == "refused":
+            check(o["cause"] == "not_out_of_memory", "refused: not_out_of_memory (%s)" % o["cause"])
+        if name == "retried":
+            check(o["cause"] != "probe" and "retried" in o["explanation"],
+                  "retried: an OOM cause, and the retry said (%s: %s)" % (o["cause"], o["explanation"]))
+            text = report(exe, [path], fmt="text")
+            check(", recovered]" in text and "recovered by a retry: cudaMalloc 40.0 GiB" in text,
+                  "retried: the text marks it recovered")
+
+
 CASES = {"growth": case_growth, "growth-sites": case_growth_sites,
          "growth-snapshots": case_growth_snapshots, "oom": case_oom,
          "range": case_range, "timeline": case_timeline, "fragmentation": case_fragmentation,
          "ranks": case_ranks, "ranges": case_ranges, "order": case_order, "progress": case_progress,
-         "caches": case_caches}
+         "caches": case_caches, "probes": case_probes}
 
 
 def main():

@@ -156,7 +156,8 @@ def check_json_schema(g, name, text):
                     "peak_held_bytes", "leaked_bytes", "leaked_allocations", "leak_sites",
                     "live_at_end_bytes", "live_at_end_allocations", "failed_allocations",
                     "unmatched_frees", "failed_frees", "reused_addresses", "unmatched_retains",
-                    "cached_at_exit_bytes", "cached_at_exit_allocations"]
+                    "cached_at_exit_bytes", "cached_at_exit_allocations", "probe_failures",
+                    "recovered_failures"]
     problems = []
     if doc.get("report_version") != 3:
         problems.append("report_version is not 3")
@@ -180,7 +181,7 @@ def check_json_schema(g, name, text):
                   "cached"],
         "failed": ["process", "pid", "seq", "time_s", "api", "driver", "kind", "device", "size",
                    "result", "free_bytes", "total_bytes", "stack", "frames", "site", "pystate",
-                   "python_placement"],
+                   "python_placement", "class"],
         "call_stacks": ["process", "stack", "known", "site_index", "pystate", "python_placement",
                         "call_stack"],
         "leak_sites": ["process", "pid", "at_exit", "bytes", "allocations", "api", "driver", "kind",
@@ -257,8 +258,14 @@ def check_json_schema(g, name, text):
     sites = sum(l["bytes"] for l in doc.get("leak_sites", []))
     if sites != sum(l["bytes"] for l in doc.get("leaks", [])):
         problems.append("leak_sites[] and leaks[] hold different bytes")
-    if len(doc.get("failed", [])) != sum(f["failures"] for f in doc.get("failed_sites", [])):
+    classes = [f.get("class") for f in doc.get("failed", [])]
+    if [c for c in classes if c not in ("failure", "probe", "recovered")]:
+        problems.append("failed[].class is not failure, probe or recovered")
+    if classes.count("failure") != sum(f["failures"] for f in doc.get("failed_sites", [])):
         problems.append("failed_sites[] and failed[] count different failures")
+    if (s.get("failed_allocations"), s.get("probe_failures"), s.get("recovered_failures")) != \
+       (classes.count("failure"), classes.count("probe"), classes.count("recovered")):
+        problems.append("summary's failure counts are not those of failed[].class")
     for p in doc.get("peaks", []):
         at_peak = sum(s["bytes"] for s in doc.get("peak_sites", [])
                       if s["process"] == p["process"] and s["device"] == p["device"])
