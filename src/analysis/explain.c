@@ -480,6 +480,65 @@ gmt_oom_cache_bytes(const struct gmt_model *m, const struct gmt_oom *o)
 	return bytes;
 }
 
+/* The caching allocator that made the most of @p o's held memory (GMT_CACHE_NONE: none). */
+static enum gmt_cache
+oom_main_cache(const struct gmt_model *m, const struct gmt_oom *o)
+{
+	uint64_t bytes[GMT_CACHE_COUNT] = {0};
+	enum gmt_cache best = GMT_CACHE_NONE;
+
+	for (size_t i = 0; i < o->nsites; i++) {
+		const struct gmt_site_stats *st = &m->sites[o->sites[i].site];
+
+		bytes[gmt_model_cache(m, st->stack, st->kind)] += o->sites[i].bytes;
+	}
+	for (int c = GMT_CACHE_NONE + 1; c < GMT_CACHE_COUNT; c++)
+		if (bytes[c] > bytes[best] || (best == GMT_CACHE_NONE && bytes[c]))
+			best = (enum gmt_cache)c;
+	return best;
+}
+
+static const char *
+cache_whose(enum gmt_cache c)
+{
+	switch (c) {
+	case GMT_CACHE_CUPY: return "CuPy's memory pool";
+	case GMT_CACHE_XLA:
+		return "JAX/XLA's BFC allocator, which takes 75% of the device at start";
+	case GMT_CACHE_CUDA_POOL: return "a CUDA memory pool";
+	case GMT_CACHE_PYTORCH:
+	case GMT_CACHE_NONE:
+	case GMT_CACHE_COUNT: break;
+	}
+	return "PyTorch's";
+}
+
+/* What tells, from inside the process, and what helps: per allocator. */
+static const char *
+cache_advice(enum gmt_cache c)
+{
+	switch (c) {
+	case GMT_CACHE_CUPY:
+		return "cupy.get_default_memory_pool().used_bytes() and total_bytes() at the "
+		       "failure "
+		       "tell; free_all_blocks() gives its free blocks back to CUDA.";
+	case GMT_CACHE_XLA:
+		return "jax.devices()[0].memory_stats() at the failure tells; "
+		       "XLA_PYTHON_CLIENT_MEM_FRACTION or XLA_PYTHON_CLIENT_PREALLOCATE=false "
+		       "change "
+		       "how much it takes (other libraries in the process need the rest).";
+	case GMT_CACHE_CUDA_POOL:
+		return "The pool's release threshold (cudaMemPoolAttrReleaseThreshold) or "
+		       "cudaMemPoolTrimTo gives its free memory back to CUDA.";
+	case GMT_CACHE_PYTORCH:
+	case GMT_CACHE_NONE:
+	case GMT_CACHE_COUNT: break;
+	}
+	return "torch.cuda.memory_summary() or torch.cuda.memory_snapshot() at the failure tells; "
+	       "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True often helps when it is "
+	       "fragmentation inside the cache.";
+}
+
 /* "at train.py:42 in step" for the site holding the most, or "" without a known frame. */
 static void
 top_site_text(const struct gmt_model *m, const struct gmt_oom *o, char *buf, size_t size)
@@ -583,17 +642,19 @@ explain_cause(const struct gmt_model *m,
 		return GMT_OOM_HELD_OUTSIDE;
 	}
 	if (cache * 2 > o->held) {
+		enum gmt_cache which = oom_main_cache(m, o);
+
 		cause = GMT_OOM_HELD_BY_CACHE;
-		snprintf(buf, size,
-			 "Held by a caching allocator: needed %s with %s free of %s; this process "
-			 "held %s, %s of it allocated by a caching allocator (PyTorch's, or a CUDA "
-			 "memory pool).%s The CUDA-level view cannot see inside the cache: how much "
-			 "of it is free blocks kept for reuse rather than live tensors, and whether "
-			 "its free blocks were too small or split. torch.cuda.memory_summary() or "
-			 "torch.cuda.memory_snapshot() at the failure tells; "
-			 "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True often helps when it is "
-			 "fragmentation inside the cache.",
-			 req, fr, tot, held, c, top);
+		snprintf(
+		    buf, size,
+		    "Held by a caching allocator: needed %s with %s free of %s; this process "
+		    "held %s, %s of it allocated by a caching allocator (%s).%s The CUDA-level "
+		    "view cannot see inside the cache: how much of it is free blocks kept for "
+		    "reuse rather than live %s, and whether its free blocks were too small or "
+		    "split. %s",
+		    req, fr, tot, held, c, cache_whose(which), top,
+		    which == GMT_CACHE_CUPY || which == GMT_CACHE_XLA ? "arrays" : "tensors",
+		    cache_advice(which));
 		return cause;
 	}
 	snprintf(buf, size,

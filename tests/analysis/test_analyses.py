@@ -670,6 +670,22 @@ def case_caches(exe, tmp):
     check(rc.returncode == 1 and "leaked 175.5 MiB" in rc.stdout,
           "check --count-cached counts them (%d: %s)" % (rc.returncode, rc.stdout))
 
+    # An OOM while JAX's preallocation holds the device: explained with JAX's advice, not torch's.
+    for name, sid, want in (("xla", 7, "XLA_PYTHON_CLIENT_MEM_FRACTION"),
+                            ("cupy", 4, "free_all_blocks()")):
+        t = Trace()
+        t.lines.append({"type": "modules", "seq": 0, "modules": mods})
+        t.stacks.add(sid)
+        t.lines.append({"type": "stack", "id": sid, "frames": ["0x%x" % a for a in stacks[sid][0]]})
+        t.alloc(0x7e0000000000, 60 * GiB, stack=sid)
+        t.fail(4 * GiB, free=1 * GiB, total=80 * GiB)
+        p2 = os.path.join(tmp, "oom-%s.jsonl" % name)
+        t.write(p2)
+        o = report(exe, [p2])["oom"][0]
+        check(o["cause"] == "held_by_cache" and want in o["explanation"] and
+              "torch" not in o["explanation"],
+              "%s OOM: held_by_cache, with %s's advice (%s)" % (name, name, o["explanation"]))
+
 
 def case_probes(exe, tmp):
     """A capability probe (cuMemCreate refused with 800, the same call succeeding later: PyTorch's
