@@ -34,6 +34,9 @@ usage(FILE *out)
 	    "\n"
 	    "Gate a CI job on GPU memory: fail when the traces leak, hold too much device memory\n"
 	    "at their peak, grow across markers, fail allocations, or got worse than a baseline.\n"
+	    "Every check also has the gate complete-traces: it fails when a process did not exit\n"
+	    "normally or a trace dropped events, since the other figures are then not the whole\n"
+	    "story (--allow-incomplete, --allow-drops).\n"
 	    "TRACE is a trace file or a directory of them; a JSON report written by\n"
 	    "'gpumemtrace report --format json' may be given instead (alone).\n"
 	    "\n"
@@ -46,7 +49,9 @@ usage(FILE *out)
 	    "                           repeatable\n"
 	    "  --max-growth-bytes N     any call site whose live bytes grew by more than N\n"
 	    "                           across markers or snapshots (growth[])\n"
-	    "  --max-failed N           failed allocations (summary.failed_allocations)\n"
+	    "  --max-failed N           failed allocations (summary.failed_allocations; not\n"
+	    "                           capability probes or failures the allocator's retry\n"
+	    "                           recovered: docs/ci.md)\n"
 	    "  --baseline FILE|DIR      traces or a JSON report of a known-good run: fail when "
 	    "the\n"
 	    "                           peak held (per process and device) or the leaked bytes\n"
@@ -56,12 +61,17 @@ usage(FILE *out)
 	    "  --max-increase PCT       allowed increase over the baseline (default 10)\n"
 	    "  --suppressions FILE      leak:, peak: and growth: patterns taking known call sites\n"
 	    "                           out of the gates (repeatable; see docs/ci.md)\n"
-	    "  --count-cached           count memory a caching allocator (PyTorch's, CUDA\n"
-	    "                           pools) holds at exit as leaked; by default it is not:\n"
-	    "                           PyTorch never frees its cache at exit\n"
+	    "  --count-cached           count memory a caching allocator (PyTorch's, CuPy's,\n"
+	    "                           JAX/XLA's) holds at exit as leaked; by default it is\n"
+	    "                           not: they never free their cache at exit\n"
 	    "  --no-default-suppressions  also count what NVIDIA's libraries (cuBLAS, cuDNN,\n"
 	    "                           NCCL, cuFFT, cuSPARSE, cuSOLVER, cuRAND) keep until\n"
 	    "                           exit\n"
+	    "  --allow-incomplete       let a process that did not exit normally (killed,\n"
+	    "                           crashed, _exit: no trailer) pass; by default the\n"
+	    "                           complete-traces gate fails, as its leaks are unknown\n"
+	    "  --allow-drops            let a trace with dropped events pass; by default the\n"
+	    "                           complete-traces gate fails, as its figures are not exact\n"
 	    "  --junit FILE             also write a JUnit XML file, one testcase per gate\n"
 	    "  -q, --quiet              print only the failed gates and the last line\n"
 	    "  -h, --help               show this help\n"
@@ -81,6 +91,7 @@ struct gate {
 	bool failed;
 	char *text;    /* the result, one line */
 	char *details; /* violation lines, each indented and ending in '\n'; NULL when none */
+	bool notes;    /* print the details when it passed too */
 };
 
 struct gates {
@@ -158,6 +169,8 @@ struct options {
 	const char *junit;
 	bool quiet;
 	bool count_cached;    /* --count-cached: caching allocators' memory live at exit leaks too */
+	bool allow_incomplete; /* --allow-incomplete: a process that did not exit normally passes */
+	bool allow_drops;      /* --allow-drops: a trace that dropped events passes */
 	bool no_default_supp; /* --no-default-suppressions */
 	struct gmt_suppressions supp;
 };
@@ -250,6 +263,8 @@ enum {
 	OPT_JUNIT,
 	OPT_COUNT_CACHED,
 	OPT_NO_DEFAULT_SUPP,
+	OPT_ALLOW_INCOMPLETE,
+	OPT_ALLOW_DROPS,
 };
 
 /* Returns -1 to go on, else the exit status. */
@@ -268,6 +283,8 @@ parse_options(struct options *o, int argc, char **argv)
 	    {"junit", required_argument, NULL, OPT_JUNIT},
 	    {"count-cached", no_argument, NULL, OPT_COUNT_CACHED},
 	    {"no-default-suppressions", no_argument, NULL, OPT_NO_DEFAULT_SUPP},
+	    {"allow-incomplete", no_argument, NULL, OPT_ALLOW_INCOMPLETE},
+	    {"allow-drops", no_argument, NULL, OPT_ALLOW_DROPS},
 	    {"quiet", no_argument, NULL, 'q'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
@@ -304,6 +321,8 @@ parse_options(struct options *o, int argc, char **argv)
 		case OPT_JUNIT: o->junit = optarg; break;
 		case OPT_COUNT_CACHED: o->count_cached = true; break;
 		case OPT_NO_DEFAULT_SUPP: o->no_default_supp = true; break;
+		case OPT_ALLOW_INCOMPLETE: o->allow_incomplete = true; break;
+		case OPT_ALLOW_DROPS: o->allow_drops = true; break;
 		case 'q': o->quiet = true; break;
 		case 'h': usage(stdout); return GMT_EXIT_OK;
 		default: gmt_bad_option("check", argv); return gmt_usage_hint("check");
@@ -361,7 +380,8 @@ struct kept {
 /*
  * Split one site group's stacks between the suppressions of @p type and what is kept. Each
  * suppressed stack adds to its suppression's counters when @p count (the baseline's report is
- * matched without counting). Returns what is kept.
+ * matched without counting). With @p cached, the stacks of a caching allocator (`cached`) are
+ * set apart there, neither kept nor suppressed. Returns what is kept.
  */
 static struct kept
 suppress_group(const json_t *doc,
@@ -383,7 +403,7 @@ suppress_group(const json_t *doc,
 	{
 		uint64_t bytes = gmt_json_u64(st, "bytes"),
 			 allocs = gmt_json_u64(st, "allocations");
-		if (cached && json_is_string(json_object_get(st, "cache"))) {
+		if (cached && json_is_true(json_object_get(st, "cached"))) {
 			/* a caching allocator's memory: not a leak unless --count-cached */
 			k.bytes -= bytes < k.bytes ? bytes : k.bytes;
 			k.allocations -= allocs < k.allocations ? allocs : k.allocations;
@@ -410,11 +430,14 @@ suppress_group(const json_t *doc,
 	return k;
 }
 
-/* The leaks that count (docs/report-json.md: at_exit and counted), suppressions applied. */
+/*
+ * The leaks that count (docs/report-json.md: at_exit and counted, and not `cached` unless
+ * --count-cached), suppressions applied.
+ */
 struct leak_view {
-	struct kept total, taken;
-	struct kept cached; /* a caching allocator's memory live at exit: not counted */
-	struct kept *sites; /* per leak_sites[] entry; zero for the ones that do not count */
+	struct kept total, taken; /* taken: by suppressions */
+	struct kept cached;	  /* a caching allocator's memory live at exit: not counted */
+	struct kept *sites;	  /* per leak_sites[] entry; zero for the ones that do not count */
 	size_t nsites;
 };
 
@@ -431,22 +454,52 @@ leak_view(const json_t *doc, struct gmt_suppressions *supp, bool count, bool cou
 	const json_t *g;
 	size_t i;
 
+	if (count_cached) {
+		/* summary.leaked_* leave the caches out; counted, they come back in */
+		v.total.bytes += gmt_json_u64(summary, "cached_at_exit_bytes");
+		v.total.allocations += gmt_json_u64(summary, "cached_at_exit_allocations");
+	}
 	v.sites = gmt_xrealloc(NULL, v.nsites + 1, sizeof(*v.sites));
 	json_array_foreach(sites, i, g)
 	{
+		struct kept before = v.cached;
+
 		v.sites[i] = (struct kept){0};
 		if (!json_is_true(json_object_get(g, "at_exit")) ||
 		    !json_is_true(json_object_get(g, "counted")))
 			continue;
 		v.sites[i] = suppress_group(doc, g, GMT_SUPP_LEAK, supp, count,
 					    count_cached ? NULL : &v.cached);
-		v.taken.bytes += gmt_json_u64(g, "bytes") - v.sites[i].bytes;
-		v.taken.allocations += gmt_json_u64(g, "allocations") - v.sites[i].allocations;
+		v.taken.bytes +=
+		    gmt_json_u64(g, "bytes") - v.sites[i].bytes - (v.cached.bytes - before.bytes);
+		v.taken.allocations += gmt_json_u64(g, "allocations") - v.sites[i].allocations -
+				       (v.cached.allocations - before.allocations);
 	}
 	v.total.bytes -= v.taken.bytes < v.total.bytes ? v.taken.bytes : v.total.bytes;
 	v.total.allocations -=
 	    v.taken.allocations < v.total.allocations ? v.taken.allocations : v.total.allocations;
 	return v;
+}
+
+/* ", PyTorch 3.5 GiB" per caching allocator of summary.cached_at_exit that held something. */
+static void
+cached_by_allocator(char **out, const json_t *doc)
+{
+	static const struct {
+		const char *key, *label;
+	} names[] = {{"pytorch", "PyTorch"}, {"cupy", "CuPy"}, {"xla", "JAX/XLA"}};
+	const json_t *by = json_object_get(json_object_get(doc, "summary"), "cached_at_exit");
+	const char *sep = ": ";
+	char b[GMT_SIZE_TEXT];
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		uint64_t bytes = gmt_json_u64(json_object_get(by, names[i].key), "bytes");
+
+		if (!bytes)
+			continue;
+		append(out, "%s%s %s", sep, names[i].label, gmt_size_text(bytes, b));
+		sep = ", ";
+	}
 }
 
 /* "pid 4242" or "process 1" for a message. */
@@ -527,6 +580,31 @@ leak_details(struct gate *gate, const json_t *doc, const struct leak_view *lv)
 	}
 }
 
+/*
+ * What makes a leak figure less than the truth: processes that did not exit normally have no
+ * leaks at exit (what was live when they stopped is not counted: their leaks are unknown), and
+ * dropped events may have lost allocations or frees.
+ */
+static void
+leak_caveats(char **text, const json_t *doc)
+{
+	const json_t *summary = json_object_get(doc, "summary");
+	uint64_t died = gmt_json_u64(summary, "incomplete_processes");
+	uint64_t dropped = gmt_json_u64(summary, "dropped");
+	char t[GMT_SIZE_TEXT];
+
+	if (died)
+		append(text,
+		       " (a lower bound: %" PRIu64 " process%s did not exit normally, %s leaks "
+		       "unknown; %s live when %s trace%s ended)",
+		       died, died == 1 ? "" : "es", died == 1 ? "its" : "their",
+		       gmt_size_text(gmt_json_u64(summary, "live_at_end_bytes"), t),
+		       died == 1 ? "its" : "their", died == 1 ? "" : "s");
+	if (dropped)
+		append(text, " (not exact: %" PRIu64 " event%s dropped)", dropped,
+		       dropped == 1 ? "" : "s");
+}
+
 static void
 leak_gates(struct gates *gates,
 	   const struct options *o,
@@ -540,13 +618,15 @@ leak_gates(struct gates *gates,
 
 		gate_result(g, lv->total.bytes > o->max_leaked_bytes, "leaked", lv->total.bytes,
 			    o->max_leaked_bytes, true);
-		if (lv->taken.bytes > lv->cached.bytes)
-			append(&g->text, " (%s suppressed)",
-			       gmt_size_text(lv->taken.bytes - lv->cached.bytes, t));
-		if (lv->cached.bytes)
-			append(&g->text, " (%s held by a caching allocator at exit, not counted: "
-					 "--count-cached)",
+		if (lv->taken.bytes)
+			append(&g->text, " (%s suppressed)", gmt_size_text(lv->taken.bytes, t));
+		if (lv->cached.bytes) {
+			append(&g->text, " (%s held by a caching allocator at exit, not counted",
 			       gmt_size_text(lv->cached.bytes, t));
+			cached_by_allocator(&g->text, doc);
+			append(&g->text, "; --count-cached counts it)");
+		}
+		leak_caveats(&g->text, doc);
 		if (g->failed)
 			leak_details(g, doc, lv);
 	}
@@ -555,12 +635,12 @@ leak_gates(struct gates *gates,
 
 		gate_result(g, lv->total.allocations > o->max_leaked_allocs, "leaked allocations",
 			    lv->total.allocations, o->max_leaked_allocs, false);
-		if (lv->taken.allocations > lv->cached.allocations)
-			append(&g->text, " (%" PRIu64 " suppressed)",
-			       lv->taken.allocations - lv->cached.allocations);
+		if (lv->taken.allocations)
+			append(&g->text, " (%" PRIu64 " suppressed)", lv->taken.allocations);
 		if (lv->cached.allocations)
 			append(&g->text, " (%" PRIu64 " held by a caching allocator, not counted)",
 			       lv->cached.allocations);
+		leak_caveats(&g->text, doc);
 		if (g->failed)
 			leak_details(g, doc, lv);
 	}
@@ -837,7 +917,10 @@ growth_gate(struct gates *gates, struct options *o, const json_t *doc)
 static void
 failed_gate(struct gates *gates, const struct options *o, const json_t *doc)
 {
-	uint64_t failed = gmt_json_u64(json_object_get(doc, "summary"), "failed_allocations");
+	const json_t *summary = json_object_get(doc, "summary");
+	uint64_t failed = gmt_json_u64(summary, "failed_allocations");
+	uint64_t probes = gmt_json_u64(summary, "probe_failures");
+	uint64_t recovered = gmt_json_u64(summary, "recovered_failures");
 	struct gate *gate;
 	const json_t *g;
 	size_t i;
@@ -847,6 +930,11 @@ failed_gate(struct gates *gates, const struct options *o, const json_t *doc)
 	gate = gate_add(gates, "max-failed");
 	gate_result(gate, failed > o->max_failed, "failed allocations", failed, o->max_failed,
 		    false);
+	if (probes || recovered)
+		append(&gate->text,
+		       " (not counted: %" PRIu64 " capability probe%s, %" PRIu64
+		       " recovered by the allocator's retry)",
+		       probes, probes == 1 ? "" : "s", recovered);
 	if (!gate->failed)
 		return;
 	json_array_foreach(json_object_get(doc, "failed_sites"), i, g)
@@ -860,6 +948,95 @@ failed_gate(struct gates *gates, const struct options *o, const json_t *doc)
 			 (long long)json_integer_value(json_object_get(g, "device")));
 		site_line(&gate->details, g, lead);
 	}
+}
+
+/* The counted live bytes of @p process at the end of its trace (leak_sites[]). */
+static uint64_t
+live_at_end_of(const json_t *doc, json_int_t process)
+{
+	uint64_t bytes = 0;
+	const json_t *g;
+	size_t i;
+
+	json_array_foreach(json_object_get(doc, "leak_sites"), i, g)
+	{
+		if (json_integer_value(json_object_get(g, "process")) == process &&
+		    json_is_true(json_object_get(g, "counted")))
+			bytes += gmt_json_u64(g, "bytes");
+	}
+	return bytes;
+}
+
+/*
+ * complete-traces, always there: every process exited normally (its trace has a trailer) and no
+ * trace dropped events. Otherwise the other gates judge part of the story: a crashed process
+ * has no leaks at exit, a dropped free looks like a leak and a dropped allocation hides one.
+ * Each offending file is named with its reason; --allow-incomplete and --allow-drops relax it.
+ */
+static void
+integrity_gate(struct gates *gates, const struct options *o, const json_t *doc)
+{
+	const json_t *procs = json_object_get(doc, "processes"), *p;
+	struct gate *gate = gate_add(gates, "complete-traces");
+	size_t i, died = 0, dropping = 0;
+	uint64_t dropped = 0;
+	char b[GMT_SIZE_TEXT], who_buf[64];
+
+	json_array_foreach(procs, i, p)
+	{
+		const char *file = str_key(p, "file");
+		const json_t *pid = json_object_get(p, "pid");
+		const json_t *end = json_object_get(p, "end_time_s");
+		uint64_t drops = gmt_json_u64(p, "dropped");
+
+		if (json_is_integer(pid))
+			snprintf(who_buf, sizeof(who_buf), "pid %lld",
+				 (long long)json_integer_value(pid));
+		else
+			snprintf(who_buf, sizeof(who_buf), "process %zu", i);
+		if (json_is_false(json_object_get(p, "complete"))) {
+			died++;
+			append(&gate->details,
+			       "    %s (%s): did not exit normally (no trailer: killed, crashed or "
+			       "_exit)",
+			       file ? file : "?", who_buf);
+			if (json_is_number(end))
+				append(&gate->details, "; its trace ends at %.3f s",
+				       json_number_value(end));
+			append(&gate->details, " with %s live: its leaks are unknown%s\n",
+			       gmt_size_text(live_at_end_of(doc, (json_int_t)i), b),
+			       o->allow_incomplete ? " (allowed: --allow-incomplete)" : "");
+		}
+		if (drops) {
+			dropping++;
+			dropped += drops;
+			append(&gate->details,
+			       "    %s (%s): %" PRIu64
+			       " event%s dropped (the tracer's ring buffer was "
+			       "full: GPUMEMTRACE_RING_SLOTS): its figures are not exact%s\n",
+			       file ? file : "?", who_buf, drops, drops == 1 ? "" : "s",
+			       o->allow_drops ? " (allowed: --allow-drops)" : "");
+		}
+	}
+	gate->failed = (died && !o->allow_incomplete) || (dropping && !o->allow_drops);
+	if (!died && !dropping) {
+		append(&gate->text, "%s: %zu process%s exited normally, no event dropped",
+		       gate->name, json_array_size(procs), json_array_size(procs) == 1 ? "" : "es");
+		return;
+	}
+	append(&gate->text, "%s:", gate->name);
+	if (died)
+		append(&gate->text, " %zu of %zu process%s did not exit normally%s", died,
+		       json_array_size(procs), json_array_size(procs) == 1 ? "" : "es",
+		       o->allow_incomplete ? " (allowed)" : "");
+	if (dropping)
+		append(&gate->text, "%s %zu trace%s dropped %" PRIu64 " event%s%s", died ? ";" : "",
+		       dropping, dropping == 1 ? "" : "s", dropped, dropped == 1 ? "" : "s",
+		       o->allow_drops ? " (allowed)" : "");
+	if (gate->failed)
+		append(&gate->text, ": the other gates saw part of the story (--allow-incomplete, "
+				    "--allow-drops)");
+	gate->notes = true; /* allowed, it still names the files */
 }
 
 // --- Baseline -----------------------------------------------------------------------------
@@ -941,7 +1118,7 @@ print_gates(const struct gates *g, bool quiet)
 		if (!g->v[i].failed && quiet)
 			continue;
 		printf("%s %s\n", g->v[i].failed ? "FAIL" : "PASS", g->v[i].text);
-		if (g->v[i].failed && g->v[i].details)
+		if ((g->v[i].failed || g->v[i].notes) && g->v[i].details)
 			fputs(g->v[i].details, stdout);
 	}
 }
@@ -1046,6 +1223,7 @@ run_gates(struct gates *gates, struct options *o, const json_t *doc, const json_
 {
 	struct leak_view lv = leak_view(doc, &o->supp, true, o->count_cached);
 
+	integrity_gate(gates, o, doc);
 	leak_gates(gates, o, doc, &lv);
 	free(lv.sites);
 	peak_gates(gates, o, doc);

@@ -65,6 +65,84 @@ gmt_site_text(const json_t *site, char *buf, size_t size)
 
 // --- Loading ------------------------------------------------------------------------------
 
+/* Add @p v to the integer at @p key of @p obj (created as 0). */
+static void
+add_u64(json_t *obj, const char *key, int64_t v)
+{
+	json_int_t have = json_integer_value(json_object_get(obj, key));
+
+	json_object_set_new(obj, key, json_integer(have + v > 0 ? have + v : 0));
+}
+
+/*
+ * A report of version 2 read as version 3 (docs/report-json.md, "Changes from report version
+ * 2"), so that `check --baseline` and `diff` compare like with like: version 2 counted in
+ * `leaked_bytes` what caching allocators held at exit; the only one it named is PyTorch's
+ * (`cache` "pytorch"). Its failed allocations all count (it told no probe apart).
+ */
+static void
+upgrade_v2(json_t *doc)
+{
+	json_t *summary = json_object_get(doc, "summary");
+	json_t *pytorch = json_object(), *by = json_object();
+	int64_t bytes = 0, allocs = 0, entries = 0;
+	json_t *e, *st;
+	size_t i, k;
+
+	json_array_foreach(json_object_get(doc, "leaks"), i, e)
+	{
+		const char *c = json_string_value(json_object_get(e, "cache"));
+		bool cached = c && strcmp(c, "pytorch") == 0;
+
+		json_object_set_new(e, "cached", json_boolean(cached));
+		if (!cached || !json_is_true(json_object_get(e, "at_exit")) ||
+		    !json_is_true(json_object_get(e, "counted")))
+			continue;
+		bytes += (int64_t)gmt_json_u64(e, "bytes");
+		allocs += (int64_t)gmt_json_u64(e, "allocations");
+		entries++;
+	}
+	json_array_foreach(json_object_get(doc, "leak_sites"), i, e)
+	{
+		int64_t gb = 0, ga = 0;
+
+		json_array_foreach(json_object_get(e, "stacks"), k, st)
+		{
+			const char *c = json_string_value(json_object_get(st, "cache"));
+			bool cached = c && strcmp(c, "pytorch") == 0;
+
+			json_object_set_new(st, "cached", json_boolean(cached));
+			if (cached) {
+				gb += (int64_t)gmt_json_u64(st, "bytes");
+				ga += (int64_t)gmt_json_u64(st, "allocations");
+			}
+		}
+		json_object_set_new(e, "cached_bytes", json_integer(gb));
+		json_object_set_new(e, "cached_allocations", json_integer(ga));
+	}
+	json_array_foreach(json_object_get(doc, "failed"), i, e)
+	    json_object_set_new(e, "class", json_string("failure"));
+	json_array_foreach(json_object_get(doc, "oom"), i, e)
+	    json_object_set_new(e, "class", json_string("failure"));
+	if (!json_is_object(summary)) {
+		json_decref(pytorch);
+		json_decref(by);
+		return;
+	}
+	add_u64(summary, "leaked_bytes", -bytes);
+	add_u64(summary, "leaked_allocations", -allocs);
+	add_u64(summary, "leak_sites", -entries);
+	json_object_set_new(summary, "cached_at_exit_bytes", json_integer(bytes));
+	json_object_set_new(summary, "cached_at_exit_allocations", json_integer(allocs));
+	json_object_set_new(pytorch, "bytes", json_integer(bytes));
+	json_object_set_new(pytorch, "allocations", json_integer(allocs));
+	json_object_set_new(by, "pytorch", pytorch);
+	json_object_set_new(summary, "cached_at_exit", by);
+	json_object_set_new(summary, "probe_failures", json_integer(0));
+	json_object_set_new(summary, "recovered_failures", json_integer(0));
+	json_object_set_new(doc, "report_version", json_integer(GMT_REPORT_JSON_VERSION));
+}
+
 /*
  * A JSON report file: @p path's first non-space byte is '{' and the whole file is one object
  * with "report_version". Returns it, NULL when @p path is not one (a trace, a directory, or
@@ -93,10 +171,14 @@ load_json_report(const char *cmd, const char *path, bool *bad)
 		json_decref(doc);
 		return NULL;
 	}
+	if (json_is_integer(version) && json_integer_value(version) == 2) {
+		upgrade_v2(doc);
+		return doc;
+	}
 	if (json_integer_value(version) != GMT_REPORT_JSON_VERSION) {
 		fprintf(stderr,
 			"gpumemtrace %s: %s: report_version %s%lld is not supported (this version "
-			"reads %d)\n",
+			"reads 2 and %d)\n",
 			cmd, path, json_is_integer(version) ? "" : "(not an integer) ",
 			(long long)json_integer_value(version), GMT_REPORT_JSON_VERSION);
 		json_decref(doc);

@@ -693,11 +693,14 @@ record_failed(struct replay *r, const struct gmt_trace_event *ev)
 		m->failed = gmt_xrealloc(m->failed, r->failcap, sizeof(*m->failed));
 		m->failed_events = gmt_xrealloc(m->failed_events, r->failcap, sizeof(*m->failed_events));
 		m->oom = gmt_xrealloc(m->oom, r->failcap, sizeof(*m->oom));
+		m->failed_class =
+		    gmt_xrealloc(m->failed_class, r->failcap, sizeof(*m->failed_class));
 	}
 	/* the event is the reader's for the length of the call: a copy (pointers set at finish) */
 	oom_snapshot(r, ev, &m->oom[m->nfailed]);
 	m->failed_events[m->nfailed] = *ev;
 	m->failed[m->nfailed++] = NULL;
+	gmt_failures_add(m, m->nfailed - 1);
 }
 
 static void
@@ -720,6 +723,8 @@ replay_alloc(struct replay *r, const struct gmt_trace_event *ev)
 	};
 	struct gmt_live *old;
 
+	/* whether earlier failures were probes or retried (explain.c) */
+	gmt_failures_note(r->m, ev);
 	if (ev->result != 0) {
 		record_failed(r, ev);
 		return;
@@ -1436,6 +1441,7 @@ gmt_model_finish(struct gmt_model *m)
 	if (r->phase == PHASE_INSIDE || r->phase == PHASE_AFTER)
 		collect_leaks(r);
 	growth_basis(r);
+	gmt_failures_finish(m);
 	replay_fini(r);
 	free(r);
 	m->replay = NULL;
@@ -1498,6 +1504,8 @@ gmt_model_free(struct gmt_model *m)
 	free(m->leaks);
 	free(m->failed);
 	free(m->failed_events);
+	free(m->failed_class);
+	free(m->fail_pending);
 	if (m->replay) {
 		replay_fini(m->replay);
 		free(m->replay);
@@ -1531,15 +1539,26 @@ totals_add(struct gmt_totals *t, const struct gmt_model *m)
 	t->events += gmt_model_events(m);
 	t->dropped += tr->dropped;
 	t->bad_lines += tr->bad_lines;
-	t->failed += m->nfailed;
+	t->failed += m->nfailed_counted;
+	t->probes += m->nprobes;
+	t->recovered += m->nrecovered;
 	t->unmatched_frees += m->unmatched_frees;
 	t->failed_frees += m->failed_frees;
 	t->reused_addresses += m->reused_addresses;
 	t->unmatched_retains += m->unmatched_retains;
 	if (tr->complete) {
-		t->leaked_bytes += m->live_end_bytes;
-		t->leaked_allocations += m->live_end_allocations;
-		t->leak_sites += m->live_end_sites;
+		/* what a caching allocator keeps at exit is its cache, not a leak (explain.c) */
+		struct gmt_cached c[GMT_CACHE_COUNT];
+
+		gmt_model_cached_at_end(m, c);
+		for (int k = 0; k < GMT_CACHE_COUNT; k++) {
+			t->cached[k].bytes += c[k].bytes;
+			t->cached[k].allocations += c[k].allocations;
+			t->cached[k].entries += c[k].entries;
+		}
+		t->leaked_bytes += m->live_end_bytes - c[GMT_CACHE_NONE].bytes;
+		t->leaked_allocations += m->live_end_allocations - c[GMT_CACHE_NONE].allocations;
+		t->leak_sites += m->live_end_sites - c[GMT_CACHE_NONE].entries;
 	} else {
 		t->died++;
 		t->live_at_end_bytes += m->live_end_bytes;

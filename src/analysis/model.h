@@ -229,6 +229,11 @@ struct gmt_model {
 	size_t nfailed;
 	struct gmt_trace_event *failed_events; /**< their copies, which failed[] points to */
 	struct gmt_oom *oom; /**< oom[i] explains failed[i] */
+	uint8_t *failed_class;	    /**< failed_class[i]: enum gmt_fail_class of failed[i] */
+	size_t nfailed_counted;	    /**< of failed[], GMT_FAIL_COUNTED: the program's failures */
+	size_t nprobes, nrecovered; /**< GMT_FAIL_PROBE, GMT_FAIL_RECOVERED */
+	size_t *fail_pending;	    /**< replay only: failures whose class the next events decide */
+	size_t nfail_pending, fail_pending_cap;
 
 	/** live bytes over time per (device, kind), and held bytes per device (kind GMT_TK_COUNT) */
 	struct gmt_series *series;
@@ -309,18 +314,49 @@ void gmt_model_finish(struct gmt_model *m);
 struct gmt_model *gmt_model_build_range(const struct gmt_trace *trace,
 					const struct gmt_range_opt *range);
 
-/** Which known caching allocator made an allocation (docs/report-json.md, "cache"). */
+/**
+ * Which known caching allocator made an allocation (docs/report-json.md, "cache"), told from the
+ * native frames of its stack (explain.c lists the patterns).
+ */
 enum gmt_cache {
 	GMT_CACHE_NONE = 0,
-	GMT_CACHE_PYTORCH,   /**< a frame in libc10_cuda: PyTorch's CUDA caching allocator */
-	GMT_CACHE_CUDA_POOL, /**< a stream-ordered allocation (kind pool) */
+	GMT_CACHE_PYTORCH,   /**< PyTorch's CUDA caching allocator (libc10_cuda), its host cache */
+	GMT_CACHE_CUDA_POOL, /**< a stream-ordered allocation (kind pool) of no known framework */
+	GMT_CACHE_CUPY,	     /**< CuPy's memory pools (cupy/cuda/memory, pinned_memory) */
+	GMT_CACHE_XLA,	     /**< XLA's BFC allocator (JAX; TensorFlow shares it) */
+	GMT_CACHE_COUNT,
 };
 
-/** "pytorch", "cuda_pool", or NULL. */
+/** "pytorch", "cuda_pool", "cupy", "xla", or NULL. */
 const char *gmt_cache_name(enum gmt_cache c);
+
+/** For people: "PyTorch", "a CUDA memory pool", "CuPy", "JAX/XLA", or "". */
+const char *gmt_cache_label(enum gmt_cache c);
+
+/**
+ * Whether @p c keeps the memory it got from CUDA for the life of the process, so that what it
+ * holds at exit is its cache, not the program's leak: PyTorch, CuPy and XLA. A live allocation
+ * of a CUDA pool is not: the program never freed it (the pool's own keep is pool_reserve).
+ */
+bool gmt_cache_holds(enum gmt_cache c);
 
 /** The caching allocator behind allocations of @p kind at stack @p stack of @p m. */
 enum gmt_cache gmt_model_cache(const struct gmt_model *m, uint32_t stack, uint8_t kind);
+
+/** Whether allocations of @p kind at @p stack are a holding cache's (gmt_cache_holds()). */
+bool gmt_model_cached(const struct gmt_model *m, uint32_t stack, uint8_t kind);
+
+/** Memory a caching allocator held at the end of a trace. */
+struct gmt_cached {
+	uint64_t bytes, allocations;
+	size_t entries; /**< `leaks` rows (stack, call, kind) */
+};
+
+/**
+ * What the holding caches had live at the end of @p m, counted kinds only, per allocator
+ * (out[GMT_CACHE_NONE] is the sum over all of them). Without symbolized stacks: nothing.
+ */
+void gmt_model_cached_at_end(const struct gmt_model *m, struct gmt_cached out[GMT_CACHE_COUNT]);
 
 /** The growth samples the report uses: at markers when there were two or more, else snapshots. */
 const struct gmt_growth *gmt_site_growth(const struct gmt_model *m, const struct gmt_site_stats *s);
@@ -355,6 +391,42 @@ struct gmt_site_ref *gmt_sites_ranked(struct gmt_model *const *models,
 /** Median lifetime in ns of the freed allocations of @p s, from its histogram; 0 when none. */
 uint64_t gmt_site_median_lifetime(const struct gmt_site_stats *s);
 
+/**
+ * Whether a failed allocation is the application's (docs/report-json.md, "failed[]", `class`;
+ * explain.c has the rule). Probes and recovered failures stay in failed[] and oom[], but do not
+ * count as failed allocations (summary.failed_allocations, check --max-failed).
+ */
+enum gmt_fail_class {
+	GMT_FAIL_COUNTED = 0, /**< an allocation the program asked for and did not get */
+	GMT_FAIL_PROBE,	      /**< a capability refused (not permitted, not supported), the same
+				   call succeeding later: the library tried a feature and went on */
+	GMT_FAIL_RECOVERED,   /**< out of memory, and the next attempt on the device, the same call
+				   and size, succeeded: the library freed memory and retried */
+	GMT_FAIL_PENDING_RETRY, /**< replay only: waiting for the next attempt on its device */
+	GMT_FAIL_PENDING_PROBE, /**< replay only: waiting for a success of the same call */
+};
+
+/** "failure", "probe" or "recovered". */
+const char *gmt_fail_class_name(enum gmt_fail_class c);
+
+/** The class of failed[@p k] of @p m. */
+enum gmt_fail_class gmt_model_fail_class(const struct gmt_model *m, size_t k);
+
+/** The index in failed[] of the failure with @p seq, or SIZE_MAX. */
+size_t gmt_model_failure_at(const struct gmt_model *m, uint64_t seq);
+
+/** The index of @p m's first failure that counts (GMT_FAIL_COUNTED), or SIZE_MAX. */
+size_t gmt_model_first_counted_failure(const struct gmt_model *m);
+
+/**
+ * Replay hooks (model.c): gmt_failures_note() before each allocation event is applied, which
+ * decides the pending failures it answers; gmt_failures_add() when failed[@p k] was recorded;
+ * gmt_failures_finish() at the end (what is still pending counts).
+ */
+void gmt_failures_note(struct gmt_model *m, const struct gmt_trace_event *ev);
+void gmt_failures_add(struct gmt_model *m, size_t k);
+void gmt_failures_finish(struct gmt_model *m);
+
 /** Why an allocation failed (docs/report-json.md, "oom[]"). */
 enum gmt_oom_cause {
 	GMT_OOM_UNKNOWN = 0,
@@ -364,6 +436,7 @@ enum gmt_oom_cause {
 	GMT_OOM_HELD_OUTSIDE,
 	GMT_OOM_FRAGMENTED,
 	GMT_OOM_NOT_OUT_OF_MEMORY,
+	GMT_OOM_PROBE, /**< a capability probe (GMT_FAIL_PROBE), not a lack of memory */
 };
 
 const char *gmt_oom_cause_name(enum gmt_oom_cause c);
@@ -393,15 +466,21 @@ struct gmt_totals {
 	const struct gmt_model *peak_model;
 	const struct gmt_device_stats *peak_device;
 	uint64_t peak_bytes; /**< device memory held */
-	/* live at the end of processes that exited normally, counted kinds: leaks */
+	/* live at the end of processes that exited normally, counted kinds, not a holding cache's:
+	 * leaks */
 	uint64_t leaked_bytes;
 	uint64_t leaked_allocations;
 	size_t leak_sites;
+	/* the rest of it: what caching allocators kept (gmt_cache_holds()), per allocator, and
+	 * [GMT_CACHE_NONE] the sum; not leaks unless asked (check --count-cached) */
+	struct gmt_cached cached[GMT_CACHE_COUNT];
 	/* live at the end of processes that died: not leaks, the state when they stopped */
 	uint64_t live_at_end_bytes;
 	uint64_t live_at_end_allocations;
 	size_t live_at_end_sites;
-	size_t failed;
+	size_t failed; /**< failed allocations that count (GMT_FAIL_COUNTED) */
+	size_t probes,
+	    recovered; /**< failed allocations that do not (GMT_FAIL_PROBE, _RECOVERED) */
 	uint64_t unmatched_frees;
 	uint64_t failed_frees;
 	uint64_t reused_addresses;

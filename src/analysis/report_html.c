@@ -239,6 +239,10 @@ static const char *const html_tail[] = {
 	"  c.appendChild(el('div', 'k', key));\n",
 	"  return c;\n",
 	"}\n",
+	"var CACHE_LABELS = { pytorch: 'PyTorch', cupy: 'CuPy', xla: 'JAX/XLA', cuda_pool: 'a CUDA "
+	    "memory pool' };\n",
+	"function cacheLabel(k) { return CACHE_LABELS.hasOwnProperty(k) ? CACHE_LABELS[k] : String(k); "
+	    "}\n",
 	"function renderSummary() {\n",
 	"  var s = D.summary || {}, box = clear($('summary'));\n",
 	"  var peak = card('sum-peak', 'peak device memory held (one process, one GPU)', "
@@ -246,25 +250,27 @@ static const char *const html_tail[] = {
 	"  peak.firstChild.setAttribute('data-bytes', String(s.peak_held_bytes));\n",
 	"  box.appendChild(peak);\n",
 	"  // a caching allocator's memory at exit is not the program's leak (check: --count-cached)\n",
-	"  var cached = 0, cachedAllocs = 0;\n",
-	"  (D.leak_sites || []).forEach(function (g) { if (!g.at_exit || !g.counted) return; "
-	    "(g.stacks || []).forEach(function (st) { if (st.cache) { cached += st.bytes; "
-	    "cachedAllocs += st.allocations; } }); });\n",
-	"  var own = Math.max(0, (s.leaked_bytes || 0) - cached), ownAllocs = Math.max(0, "
-	    "(s.leaked_allocations || 0) - cachedAllocs);\n",
-	"  var leak = card('sum-leaked', 'leaked at exit in ' + ownAllocs + ' allocations' + "
-	    "(cached ? ', caching allocators not counted' : ''), fmtBytes(own), exact(own), own > "
-	    "0);\n",
+	"  var cached = s.cached_at_exit_bytes || 0, own = s.leaked_bytes || 0;\n",
+	"  var leak = card('sum-leaked', 'leaked at exit in ' + (s.leaked_allocations || 0) + ' "
+	    "allocations' + (cached ? ', caching allocators not counted' : ''), fmtBytes(own), "
+	    "exact(own), own > 0);\n",
 	"  leak.firstChild.setAttribute('data-bytes', String(own));\n",
 	"  box.appendChild(leak);\n",
 	"  if (cached) {\n",
-	"    var c = card('sum-cached', 'kept by caching allocators at exit (PyTorch, CUDA pools): "
-	    "theirs to free, not a leak', fmtBytes(cached), exact(cached));\n",
+	"    var who = [], by = s.cached_at_exit || {};\n",
+	"    Object.keys(by).forEach(function (k) { if (by[k] && by[k].bytes) who.push(cacheLabel(k) "
+	    "+ ' ' + fmtBytes(by[k].bytes)); });\n",
+	"    var c = card('sum-cached', 'kept by caching allocators at exit (' + who.join(', ') + "
+	    "'): theirs to free, not a leak', fmtBytes(cached), exact(cached));\n",
 	"    c.firstChild.setAttribute('data-bytes', String(cached));\n",
 	"    box.appendChild(c);\n",
 	"  }\n",
-	"  var failed = card('sum-failed', 'failed allocations', String(s.failed_allocations "
-	    "|| 0), '', s.failed_allocations > 0);\n",
+	"  // probes and failures the allocator recovered from are listed, not counted (check: "
+	    "--max-failed)\n",
+	"  var uncounted = (s.probe_failures || 0) + (s.recovered_failures || 0);\n",
+	"  var failed = card('sum-failed', 'failed allocations' + (uncounted ? ' (' + uncounted + "
+	    "' more not counted: probes or recovered)' : ''), String(s.failed_allocations || 0), '', "
+	    "s.failed_allocations > 0);\n",
 	"  failed.firstChild.setAttribute('data-count', String(s.failed_allocations || 0));\n",
 	"  box.appendChild(failed);\n",
 	"  if (s.live_at_end_bytes) box.appendChild(card('sum-live-end', 'live when a "
@@ -327,8 +333,8 @@ static const char *const html_tail[] = {
 	"  if (procs.length < 2) { $('procs-sec').hidden = true; return; }\n",
 	"  var rows = procs.map(function (p, i) {\n",
 	"    var leaked = 0, failed = ofProc(D.failed, i).length;\n",
-	"    ofProc(D.leaks, i).forEach(function (l) { if (l.at_exit && l.counted) leaked += "
-	    "l.bytes; });\n",
+	"    ofProc(D.leaks, i).forEach(function (l) { if (l.at_exit && l.counted && !l.cached) "
+	    "leaked += l.bytes; });\n",
 	"    var r = row([String(i), p.host || '', procName(i), { cls: 'n', text: "
 	    "fmtBytes(procPeak(i)), title: exact(procPeak(i)) },\n",
 	"      { cls: 'n', text: fmtBytes(leaked), title: exact(leaked) }, { cls: 'n', text: "
@@ -585,6 +591,10 @@ static const char *const html_tail[] = {
 	"  list.forEach(function (r) { if (r.bytes > max) max = r.bytes; });\n",
 	"  var rows = list.map(function (r) {\n",
 	"    var what = r.at_exit ? 'leaked' : 'live at death';\n",
+	"    if (r.at_exit && r.cached_bytes && r.cached_bytes >= r.bytes) what = 'kept by ' + "
+	    "cacheLabel(r.cache) + \"'s cache (not a leak)\";\n",
+	"    else if (r.at_exit && r.cached_bytes) what += ' (' + fmtBytes(r.cached_bytes) + ' of "
+	    "it kept by a caching allocator)';\n",
 	"    if (r.counted === false) what += ' (not counted: ' + r.kind + ' is not memory "
 	    "this process allocated)';\n",
 	"    return row([bytesCell(r.bytes, max), { cls: 'n', text: String(r.allocations) }, "
@@ -603,7 +613,8 @@ static const char *const html_tail[] = {
 	"    var d = el('div', 'oom');\n",
 	"    d.appendChild(el('strong', '', callText(f) + ' of ' + fmtBytes(f.size) + ' "
 	    "failed on GPU ' + f.device + ' at ' + fmtTime(f.time_s) + (f.cause ? ' (' + f.cause "
-	    "+ ')' : '')));\n",
+	    "+ ')' : '') + (f['class'] === 'probe' ? ' \u2014 a probe, not counted' : f['class'] === "
+	    "'recovered' ? ' \u2014 recovered by a retry, not counted' : '')));\n",
 	"    d.title = exact(f.size);\n",
 	"    if (f.explanation) d.appendChild(el('p', 'expl', f.explanation));\n",
 	"    var facts = ['error ' + f.result];\n",

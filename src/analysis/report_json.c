@@ -286,10 +286,12 @@ process_peak_keys(json_t *p, const struct gmt_model *m)
 	json_object_set_new(p, "peak_held_bytes", jint(d ? d->peak.bytes : 0));
 	json_object_set_new(p, "peak_time_s", d ? jtime(t, d->peak.ts) : json_null());
 	json_object_set_new(p, "peak_unix_s", d ? junix(t, d->peak.ts) : json_null());
+	size_t first = gmt_model_first_counted_failure(m);
+
 	json_object_set_new(p, "first_failure_time_s",
-			    m->nfailed ? jtime(t, m->failed[0]->ts) : json_null());
+			    first != SIZE_MAX ? jtime(t, m->failed[first]->ts) : json_null());
 	json_object_set_new(p, "first_failure_unix_s",
-			    m->nfailed ? junix(t, m->failed[0]->ts) : json_null());
+			    first != SIZE_MAX ? junix(t, m->failed[first]->ts) : json_null());
 }
 
 static json_t *
@@ -466,7 +468,16 @@ leak_json(size_t proc, const struct gmt_model *m, const struct gmt_leak *l)
 	json_object_set_new(o, "frames", frames_json(t, l->stack));
 	stack_keys(o, m, l->stack);
 	json_object_set_new(o, "cache", jcache(m, l->stack, l->kind));
+	json_object_set_new(o, "cached", json_boolean(gmt_model_cached(m, l->stack, l->kind)));
 	return o;
+}
+
+/* failed[].class, oom[].class: "failure", "probe" or "recovered" (explain.c has the rule). */
+static json_t *
+jfail_class(const struct gmt_model *m, const struct gmt_trace_event *ev)
+{
+	return json_string(
+	    gmt_fail_class_name(gmt_model_fail_class(m, gmt_model_failure_at(m, ev->seq))));
 }
 
 static json_t *
@@ -491,6 +502,7 @@ failed_json(size_t proc, const struct gmt_model *m, const struct gmt_trace_event
 	json_object_set_new(o, "stack", jint(ev->stack));
 	json_object_set_new(o, "frames", frames_json(t, ev->stack));
 	stack_keys(o, m, ev->stack);
+	json_object_set_new(o, "class", jfail_class(m, ev));
 	return o;
 }
 
@@ -583,8 +595,28 @@ leaks_json(struct gmt_model *const *models, size_t n)
 
 // --- call-site groups ---------------------------------------------------------------------------
 
+enum site_list { SITES_LEAK, SITES_PEAK, SITES_FAILED };
+
+/* failed_sites[]: the failed allocations that count (not probes, not recovered ones). */
+static struct gmt_site_item *
+counted_failed_items(struct gmt_model *const *models, size_t n, size_t *nitems)
+{
+	struct gmt_site_item *items = gmt_sites_failed_items(models, n, nitems);
+	size_t k = 0;
+
+	for (size_t i = 0; i < *nitems; i++) {
+		const struct gmt_model *m = items[i].m;
+
+		if (gmt_model_fail_class(m, gmt_model_failure_at(m, items[i].seq)) ==
+		    GMT_FAIL_COUNTED)
+			items[k++] = items[i];
+	}
+	*nitems = k;
+	return items;
+}
+
 static json_t *
-site_stacks_json(const struct gmt_site *g)
+site_stacks_json(const struct gmt_site *g, enum site_list which)
 {
 	json_t *a = json_array();
 
@@ -596,12 +628,29 @@ site_stacks_json(const struct gmt_site *g)
 		json_object_set_new(o, "bytes", jint(st->bytes));
 		json_object_set_new(o, "allocations", jint(st->count));
 		json_object_set_new(o, "cache", jcache(g->m, st->stack, g->kind));
+		if (which == SITES_LEAK)
+			json_object_set_new(
+			    o, "cached", json_boolean(gmt_model_cached(g->m, st->stack, g->kind)));
 		json_array_append_new(a, o);
 	}
 	return a;
 }
 
-enum site_list { SITES_LEAK, SITES_PEAK, SITES_FAILED };
+/* leak_sites[]: the group's bytes and allocations in stacks of a holding cache. */
+static void
+site_cached_json(json_t *o, const struct gmt_site *g)
+{
+	uint64_t bytes = 0, allocs = 0;
+
+	for (size_t i = 0; i < g->nstacks; i++) {
+		if (!gmt_model_cached(g->m, g->stacks[i].stack, g->kind))
+			continue;
+		bytes += g->stacks[i].bytes;
+		allocs += g->stacks[i].count;
+	}
+	json_object_set_new(o, "cached_bytes", jint(bytes));
+	json_object_set_new(o, "cached_allocations", jint(allocs));
+}
 
 static json_t *
 site_group_json(const struct gmt_site *g, enum site_list which)
@@ -629,7 +678,9 @@ site_group_json(const struct gmt_site *g, enum site_list which)
 	if (which != SITES_FAILED)
 		json_object_set_new(o, "cache", g->nstacks ? jcache(g->m, g->stacks[0].stack, g->kind)
 							   : json_null());
-	json_object_set_new(o, "stacks", site_stacks_json(g));
+	if (which == SITES_LEAK)
+		site_cached_json(o, g);
+	json_object_set_new(o, "stacks", site_stacks_json(g, which));
 	return o;
 }
 
@@ -646,7 +697,7 @@ site_list_json(struct gmt_model *const *models, size_t n, enum site_list which)
 	else if (which == SITES_PEAK)
 		items = gmt_sites_peak_items(models, n, &nitems);
 	else
-		items = gmt_sites_failed_items(models, n, &nitems);
+		items = counted_failed_items(models, n, &nitems);
 	gmt_sites_group(items, nitems,
 			which == SITES_FAILED ? GMT_GROUP_BY_SEQ : GMT_GROUP_BY_BYTES, &sites);
 	for (size_t i = 0; i < sites.n; i++)
@@ -779,6 +830,7 @@ oom_json(size_t proc, const struct gmt_model *m, const struct gmt_oom *o)
 	json_object_set_new(j, "result", json_integer(ev->result));
 	json_object_set_new(j, "free_bytes", meminfo ? jint(ev->free_bytes) : json_null());
 	json_object_set_new(j, "total_bytes", meminfo ? jint(ev->total_bytes) : json_null());
+	json_object_set_new(j, "class", jfail_class(m, ev));
 	json_object_set_new(j, "held_bytes", jint(o->held));
 	json_object_set_new(j, "by_kind", kinds_by_value(o->by_kind));
 	json_object_set_new(j, "live_allocations", jint(o->live_allocations));
@@ -1134,6 +1186,25 @@ fragmentation_json(struct gmt_model *const *models, size_t n)
 	return a;
 }
 
+/* summary.cached_at_exit: one key per caching allocator that keeps its memory, always all. */
+static json_t *
+cached_at_exit_json(const struct gmt_totals *tot)
+{
+	json_t *o = json_object();
+
+	for (int c = GMT_CACHE_NONE + 1; c < GMT_CACHE_COUNT; c++) {
+		json_t *e;
+
+		if (!gmt_cache_holds((enum gmt_cache)c))
+			continue;
+		e = json_object();
+		json_object_set_new(e, "bytes", jint(tot->cached[c].bytes));
+		json_object_set_new(e, "allocations", jint(tot->cached[c].allocations));
+		json_object_set_new(o, gmt_cache_name((enum gmt_cache)c), e);
+	}
+	return o;
+}
+
 /* summary.peak_process and first_failure_process: which rank to look at first. */
 static void
 summary_processes(json_t *s, struct gmt_model *const *models, size_t n)
@@ -1144,7 +1215,7 @@ summary_processes(json_t *s, struct gmt_model *const *models, size_t n)
 	bool unix_all = true;
 
 	for (size_t i = 0; i < n; i++)
-		if (models[i]->nfailed && !models[i]->trace->start_unix_ns)
+		if (models[i]->nfailed_counted && !models[i]->trace->start_unix_ns)
 			unix_all = false;
 	for (size_t i = 0; i < n; i++) {
 		const struct gmt_model *m = models[i];
@@ -1155,11 +1226,13 @@ summary_processes(json_t *s, struct gmt_model *const *models, size_t n)
 			json_decref(peak);
 			peak = jint(i);
 		}
-		if (m->nfailed) {
+		if (m->nfailed_counted) {
+			/* the first failure that counts: a probe at start on every rank says
+			 * nothing */
 			const struct gmt_trace *t = m->trace;
-			double at = unix_all ? (double)t->start_unix_ns +
-						   (double)(m->failed[0]->ts - t->start_ts)
-					     : gmt_trace_time_s(t, m->failed[0]->ts);
+			uint64_t ts = m->failed[gmt_model_first_counted_failure(m)]->ts;
+			double at = unix_all ? (double)t->start_unix_ns + (double)(ts - t->start_ts)
+					     : gmt_trace_time_s(t, ts);
 
 			if (json_is_null(first) || at < first_at) {
 				json_decref(first);
@@ -1192,9 +1265,15 @@ gmt_report_json_doc(struct gmt_model *const *models, size_t n)
 	json_object_set_new(s, "leaked_bytes", jint(tot.leaked_bytes));
 	json_object_set_new(s, "leaked_allocations", jint(tot.leaked_allocations));
 	json_object_set_new(s, "leak_sites", jint(tot.leak_sites));
+	json_object_set_new(s, "cached_at_exit_bytes", jint(tot.cached[GMT_CACHE_NONE].bytes));
+	json_object_set_new(s, "cached_at_exit_allocations",
+			    jint(tot.cached[GMT_CACHE_NONE].allocations));
+	json_object_set_new(s, "cached_at_exit", cached_at_exit_json(&tot));
 	json_object_set_new(s, "live_at_end_bytes", jint(tot.live_at_end_bytes));
 	json_object_set_new(s, "live_at_end_allocations", jint(tot.live_at_end_allocations));
 	json_object_set_new(s, "failed_allocations", jint(tot.failed));
+	json_object_set_new(s, "probe_failures", jint(tot.probes));
+	json_object_set_new(s, "recovered_failures", jint(tot.recovered));
 	json_object_set_new(s, "unmatched_frees", jint(tot.unmatched_frees));
 	json_object_set_new(s, "failed_frees", jint(tot.failed_frees));
 	json_object_set_new(s, "reused_addresses", jint(tot.reused_addresses));

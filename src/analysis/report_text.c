@@ -16,6 +16,7 @@
 #include "analysis/report_text.h"
 #include "analysis/sites.h"
 #include "analysis/units.h"
+#include "analysis/xalloc.h"
 
 const char *
 gmt_text_plural(uint64_t n, const char *one, const char *many)
@@ -106,14 +107,21 @@ print_process_row(FILE *out, const struct gmt_model *m)
 			top->device);
 	else
 		fprintf(out, ", no device memory held");
-	if (t->complete)
-		fprintf(out, ", leaked %s at exit", gmt_format_bytes(m->live_end_bytes, b2));
-	else
+	if (t->complete) {
+		struct gmt_cached c[GMT_CACHE_COUNT];
+
+		gmt_model_cached_at_end(m, c);
+		fprintf(out, ", leaked %s at exit",
+			gmt_format_bytes(m->live_end_bytes - c[GMT_CACHE_NONE].bytes, b2));
+		if (c[GMT_CACHE_NONE].allocations)
+			fprintf(out, " (%s more held by caching allocators)",
+				gmt_format_bytes(c[GMT_CACHE_NONE].bytes, b2));
+	} else
 		fprintf(out, ", died at %.3f s with %s live", gmt_trace_time_s(t, t->last_ts),
 			gmt_format_bytes(m->live_end_bytes, b2));
-	if (m->nfailed)
-		fprintf(out, ", %zu failed %s", m->nfailed,
-			gmt_text_plural(m->nfailed, "allocation", "allocations"));
+	if (m->nfailed_counted)
+		fprintf(out, ", %zu failed %s", m->nfailed_counted,
+			gmt_text_plural(m->nfailed_counted, "allocation", "allocations"));
 	fprintf(out, "  [%s]\n", cmd);
 }
 
@@ -309,9 +317,62 @@ print_site_row(FILE *out,
 
 // --- live at the end: leaks, or the state of a process that died --------------------------------
 
+/* Which part of a group of counted kinds a list shows (caching allocators: explain.c). */
+enum live_part {
+	PART_ALL,    /**< every stack */
+	PART_OWN,    /**< the stacks of no holding cache: the program's own */
+	PART_CACHED, /**< the stacks of a caching allocator that keeps its memory */
+};
+
 /*
- * The sites of the processes whose trace is (or is not) @p complete, of counted kinds (or of the
- * others), largest first. Returns how many there were.
+ * @p g with only the stacks of @p part, into @p view (its stacks in @p buf, room for g->nstacks):
+ * false when none is left. A call site reached through a cache and through another path (rare)
+ * is listed in both lists, each with its own bytes.
+ */
+static bool
+group_part(const struct gmt_site *g,
+	   enum live_part part,
+	   struct gmt_site *view,
+	   struct gmt_site_stack *buf)
+{
+	*view = *g;
+	if (part == PART_ALL)
+		return true;
+	view->stacks = buf;
+	view->nstacks = 0;
+	view->bytes = view->count = 0;
+	for (size_t i = 0; i < g->nstacks; i++) {
+		const struct gmt_site_stack *st = &g->stacks[i];
+
+		if (gmt_model_cached(g->m, st->stack, g->kind) != (part == PART_CACHED))
+			continue;
+		buf[view->nstacks++] = *st;
+		view->bytes += st->bytes;
+		view->count += st->count;
+	}
+	return view->nstacks > 0;
+}
+
+/* A group's part (group_part()) and where the group was in its list. */
+struct part_row {
+	struct gmt_site view;
+	size_t index;
+};
+
+/* Largest part first; equal ones in the order of their groups. */
+static int
+cmp_part_row(const void *pa, const void *pb)
+{
+	const struct part_row *a = pa, *b = pb;
+
+	if (a->view.bytes != b->view.bytes)
+		return a->view.bytes > b->view.bytes ? -1 : 1;
+	return a->index < b->index ? -1 : a->index > b->index;
+}
+
+/*
+ * The sites of the processes whose trace is (or is not) @p complete, of counted kinds (the
+ * @p part of them) or of the others, largest first. Returns how many there were.
  */
 static size_t
 print_sites(FILE *out,
@@ -319,45 +380,69 @@ print_sites(FILE *out,
 	    size_t n,
 	    bool complete,
 	    bool counted,
+	    enum live_part part,
 	    const struct gmt_report_options *opt)
 {
+	struct part_row *rows = gmt_xrealloc(NULL, sites->n ? sites->n : 1, sizeof(*rows));
 	size_t nrows = 0;
 	uint64_t rest_bytes = 0;
 	char b[GMT_BYTES_BUF];
 
 	for (size_t i = 0; i < sites->n; i++) {
 		const struct gmt_site *g = &sites->v[i];
+		struct gmt_site_stack *buf;
 
 		if (g->m->trace->complete != complete ||
 		    gmt_kind_counted((enum gmt_tkind)g->kind) != counted)
 			continue;
-		if (nrows == 0 && !counted)
+		buf = gmt_xrealloc(NULL, g->nstacks ? g->nstacks : 1, sizeof(*buf));
+		if (!group_part(g, counted ? part : PART_ALL, &rows[nrows].view, buf)) {
+			free(buf);
+			continue;
+		}
+		rows[nrows++].index = i;
+	}
+	if (nrows > 1)
+		qsort(rows, nrows, sizeof(*rows), cmp_part_row);
+	for (size_t i = 0; i < nrows; i++) {
+		if (i == 0 && !counted)
 			fprintf(out,
 				"%s, not counted as memory (address space, views, other processes' "
 				"memory, host memory locked in place):\n",
 				complete ? "also not freed at exit"
 					 : "also live when the trace ends");
-		if (nrows < GMT_REPORT_MAX_ROWS)
-			print_site_row(out, g, n > 1, "", opt);
+		if (i < GMT_REPORT_MAX_ROWS)
+			print_site_row(out, &rows[i].view, n > 1, "", opt);
 		else
-			rest_bytes += g->bytes;
-		nrows++;
+			rest_bytes += rows[i].view.bytes;
+		if (rows[i].view.stacks != sites->v[rows[i].index].stacks)
+			free(rows[i].view.stacks);
 	}
 	if (nrows > GMT_REPORT_MAX_ROWS)
 		fprintf(out, "  ... and %zu more call sites with %s (see --format json)\n",
 			nrows - GMT_REPORT_MAX_ROWS, gmt_format_bytes(rest_bytes, b));
+	free(rows);
 	return nrows;
 }
 
-/* Call-site groups of counted kinds in processes whose trace is (or is not) @p complete. */
+/* Call-site groups of counted kinds, the @p part of them, in processes whose trace is (or is
+ * not) @p complete. */
 static size_t
-count_sites(const struct gmt_sites *sites, bool complete)
+count_sites(const struct gmt_sites *sites, bool complete, enum live_part part)
 {
 	size_t k = 0;
 
-	for (size_t i = 0; i < sites->n; i++)
-		k += sites->v[i].m->trace->complete == complete &&
-		     gmt_kind_counted((enum gmt_tkind)sites->v[i].kind);
+	for (size_t i = 0; i < sites->n; i++) {
+		const struct gmt_site *g = &sites->v[i];
+		bool want = part == PART_ALL;
+
+		if (g->m->trace->complete != complete || !gmt_kind_counted((enum gmt_tkind)g->kind))
+			continue;
+		for (size_t s = 0; !want && s < g->nstacks; s++)
+			want = gmt_model_cached(g->m, g->stacks[s].stack, g->kind) ==
+			       (part == PART_CACHED);
+		k += want;
+	}
 	return k;
 }
 
@@ -369,6 +454,40 @@ any_live(struct gmt_model *const *models, size_t n, bool complete)
 		if (models[i]->trace->complete == complete && models[i]->nleaks)
 			return true;
 	return false;
+}
+
+/* "held by caching allocators at exit ...: 3.5 GiB in 130 allocations from 2 call sites
+ * (PyTorch 3.5 GiB)" and their sites; nothing when they held nothing. */
+static void
+print_cached(FILE *out,
+	     const struct gmt_sites *sites,
+	     size_t n,
+	     const struct gmt_totals *tot,
+	     const struct gmt_report_options *opt)
+{
+	const struct gmt_cached *all = &tot->cached[GMT_CACHE_NONE];
+	size_t nsites = count_sites(sites, true, PART_CACHED);
+	const char *sep = " (";
+	char b[GMT_BYTES_BUF];
+
+	if (!all->allocations)
+		return;
+	fprintf(out,
+		"held by caching allocators at exit (their cache, kept until the process ends: "
+		"not leaks; check --count-cached counts them): %s in %" PRIu64 " %s from %zu "
+		"call %s",
+		gmt_format_bytes(all->bytes, b), all->allocations,
+		gmt_text_plural(all->allocations, "allocation", "allocations"), nsites,
+		gmt_text_plural(nsites, "site", "sites"));
+	for (int c = GMT_CACHE_NONE + 1; c < GMT_CACHE_COUNT; c++) {
+		if (!tot->cached[c].allocations)
+			continue;
+		fprintf(out, "%s%s %s", sep, gmt_cache_label((enum gmt_cache)c),
+			gmt_format_bytes(tot->cached[c].bytes, b));
+		sep = ", ";
+	}
+	fprintf(out, ")\n");
+	print_sites(out, sites, n, true, true, PART_CACHED, opt);
 }
 
 static void
@@ -385,9 +504,11 @@ print_leaks(FILE *out,
 
 	gmt_sites_group(items, nitems, GMT_GROUP_BY_BYTES, &sites);
 	if (tot->processes > tot->died) {
-		nsites = count_sites(&sites, true);
+		nsites = count_sites(&sites, true, PART_OWN);
 		if (tot->leak_sites == 0 && !any_live(models, n, true))
 			fprintf(out, "leaked at exit: nothing (every allocation was freed)\n");
+		else if (tot->leak_sites == 0 && tot->cached[GMT_CACHE_NONE].allocations)
+			fprintf(out, "leaked at exit: nothing of the program's own\n");
 		else if (tot->leak_sites == 0)
 			fprintf(out, "leaked at exit: no memory\n");
 		else
@@ -396,11 +517,12 @@ print_leaks(FILE *out,
 			    gmt_format_bytes(tot->leaked_bytes, b), tot->leaked_allocations,
 			    gmt_text_plural(tot->leaked_allocations, "allocation", "allocations"),
 			    nsites, gmt_text_plural(nsites, "site", "sites"));
-		print_sites(out, &sites, n, true, true, opt);
-		print_sites(out, &sites, n, true, false, opt);
+		print_sites(out, &sites, n, true, true, PART_OWN, opt);
+		print_cached(out, &sites, n, tot, opt);
+		print_sites(out, &sites, n, true, false, PART_ALL, opt);
 	}
 	if (tot->died) {
-		nsites = count_sites(&sites, false);
+		nsites = count_sites(&sites, false, PART_ALL);
 		if (tot->live_at_end_sites == 0 && !any_live(models, n, false))
 			fprintf(out, "live when the trace ends: nothing\n");
 		else if (tot->live_at_end_sites == 0)
@@ -414,8 +536,8 @@ print_leaks(FILE *out,
 				gmt_text_plural(tot->live_at_end_allocations, "allocation",
 						"allocations"),
 				nsites, gmt_text_plural(nsites, "site", "sites"));
-		print_sites(out, &sites, n, false, true, opt);
-		print_sites(out, &sites, n, false, false, opt);
+		print_sites(out, &sites, n, false, true, PART_ALL, opt);
+		print_sites(out, &sites, n, false, false, PART_ALL, opt);
 	}
 	gmt_sites_free(&sites);
 	free(items);
@@ -505,7 +627,7 @@ print_failed_events(
 		bool in = false;
 
 		if (ev->api != g->api || ev->driver != g->driver || ev->kind != g->kind ||
-		    ev->device != g->device)
+		    ev->device != g->device || gmt_model_fail_class(m, k) != GMT_FAIL_COUNTED)
 			continue;
 		for (size_t s = 0; s < g->nstacks && !in; s++)
 			in = g->stacks[s].stack == ev->stack;
@@ -519,6 +641,52 @@ print_failed_events(
 	return shown;
 }
 
+/* Keep of @p items (one per failed allocation) those that count; returns how many. */
+static size_t
+counted_failures(struct gmt_site_item *items, size_t n)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < n; i++)
+		if (gmt_model_fail_class(items[i].m,
+					 gmt_model_failure_at(items[i].m, items[i].seq)) ==
+		    GMT_FAIL_COUNTED)
+			items[k++] = items[i];
+	return k;
+}
+
+/* "not counted as failed allocations: ..." for probes and recovered failures, one line each. */
+static void
+print_uncounted_failures(FILE *out, struct gmt_model *const *models, size_t n)
+{
+	size_t shown = 0, total = 0;
+
+	for (size_t i = 0; i < n; i++)
+		total += models[i]->nprobes + models[i]->nrecovered;
+	if (!total)
+		return;
+	fprintf(out,
+		"not counted as failed allocations (the library went on; see \"why allocations "
+		"failed\"):\n");
+	for (size_t i = 0; i < n; i++) {
+		const struct gmt_model *m = models[i];
+
+		for (size_t k = 0; k < m->nfailed && shown < GMT_REPORT_MAX_ROWS; k++) {
+			enum gmt_fail_class c = gmt_model_fail_class(m, k);
+
+			if (c == GMT_FAIL_COUNTED)
+				continue;
+			fprintf(out, "  %s: ",
+				c == GMT_FAIL_PROBE ? "capability probe" : "recovered by a retry");
+			print_failed_one(out, m, m->failed[k], true, n > 1);
+			fprintf(out, "\n");
+			shown++;
+		}
+	}
+	if (total > shown)
+		fprintf(out, "  ... and %zu more (see --format json)\n", total - shown);
+}
+
 static void
 print_failed(FILE *out,
 	     struct gmt_model *const *models,
@@ -530,15 +698,19 @@ print_failed(FILE *out,
 	size_t nitems, shown = 0;
 	struct gmt_site_item *items;
 
+	print_uncounted_failures(out, models, n);
 	if (total == 0)
 		return;
 	items = gmt_sites_failed_items(models, n, &nitems);
+	nitems = counted_failures(items, nitems);
 	gmt_sites_group(items, nitems, GMT_GROUP_BY_SEQ, &sites);
 	if (total == 1) {
 		for (size_t i = 0; i < n; i++) {
-			if (models[i]->nfailed) {
+			size_t first = gmt_model_first_counted_failure(models[i]);
+
+			if (first != SIZE_MAX) {
 				fprintf(out, "failed allocations: 1 (");
-				print_failed_one(out, models[i], models[i]->failed[0], false,
+				print_failed_one(out, models[i], models[i]->failed[first], false,
 						 n > 1);
 				fprintf(out, ")");
 			}
@@ -677,16 +849,25 @@ gmt_report_summary(FILE *out, const char *prefix, struct gmt_model *const *model
 		fprintf(out, "; leaked at exit %s in %" PRIu64 " %s",
 			gmt_format_bytes(tot.leaked_bytes, b), tot.leaked_allocations,
 			gmt_text_plural(tot.leaked_allocations, "allocation", "allocations"));
+	if (tot.cached[GMT_CACHE_NONE].allocations)
+		fprintf(out, " (and %s held by caching allocators, not leaks)",
+			gmt_format_bytes(tot.cached[GMT_CACHE_NONE].bytes, b));
 	if (tot.died)
 		fprintf(out, "; %s live when the trace ends",
 			gmt_format_bytes(tot.live_at_end_bytes, b));
-	fprintf(out, "; %zu failed %s\n", tot.failed,
+	fprintf(out, "; %zu failed %s", tot.failed,
 		gmt_text_plural(tot.failed, "allocation", "allocations"));
+	if (tot.probes || tot.recovered)
+		fprintf(out, " (not counted: %zu probe%s, %zu recovered)", tot.probes,
+			tot.probes == 1 ? "" : "s", tot.recovered);
+	fprintf(out, "\n");
 	for (size_t i = 0; i < n; i++) {
-		if (models[i]->nfailed) {
+		size_t first = gmt_model_first_counted_failure(models[i]);
+
+		if (first != SIZE_MAX) {
 			char text[2048];
 
-			gmt_oom_explain(models[i], &models[i]->oom[0], text, sizeof(text));
+			gmt_oom_explain(models[i], &models[i]->oom[first], text, sizeof(text));
 			fprintf(out, "%sfirst failure: %s\n", prefix, text);
 			break;
 		}

@@ -70,14 +70,26 @@ gmt_text_range(FILE *out, struct gmt_model *const *models, size_t n)
 void
 gmt_text_oom(FILE *out, struct gmt_model *const *models, size_t n)
 {
-	size_t shown = 0, total = 0;
+	size_t shown = 0, total = 0, probes = 0, recovered = 0;
 
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
 		total += models[i]->nfailed;
+		probes += models[i]->nprobes;
+		recovered += models[i]->nrecovered;
+	}
 	if (!total)
 		return;
-	fprintf(out, "why allocations failed (%zu %s):\n", total,
+	fprintf(out, "why allocations failed (%zu %s", total,
 		gmt_text_plural(total, "failure", "failures"));
+	if (probes || recovered) {
+		fprintf(out, "; not counted: ");
+		if (probes)
+			fprintf(out, "%zu capability %s%s", probes,
+				gmt_text_plural(probes, "probe", "probes"), recovered ? ", " : "");
+		if (recovered)
+			fprintf(out, "%zu recovered by the allocator's retry", recovered);
+	}
+	fprintf(out, "):\n");
 	for (size_t i = 0; i < n && shown < TEXT_OOM_MAX; i++) {
 		const struct gmt_model *m = models[i];
 
@@ -88,10 +100,13 @@ gmt_text_oom(FILE *out, struct gmt_model *const *models, size_t n)
 
 			gmt_report_call(m->trace, o->ev->api, o->ev->driver, call, sizeof(call));
 			process_note(m, n, proc, sizeof(proc));
-			fprintf(out, "  %s %s on device %d at %.3f s%s [%s]:\n    %s\n", call,
+			enum gmt_fail_class fc = gmt_model_fail_class(m, k);
+
+			fprintf(out, "  %s %s on device %d at %.3f s%s [%s%s]:\n    %s\n", call,
 				gmt_format_bytes(o->ev->size, b), o->ev->device,
-				gmt_trace_time_s(m->trace, o->ev->ts), proc, gmt_oom_cause_name(cause),
-				text);
+				gmt_trace_time_s(m->trace, o->ev->ts), proc,
+				gmt_oom_cause_name(cause),
+				fc == GMT_FAIL_RECOVERED ? ", recovered" : "", text);
 		}
 	}
 	if (total > shown)

@@ -13,6 +13,7 @@ late) and the progress line on a terminal.
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -20,6 +21,7 @@ import tempfile
 MiB = 1 << 20
 GiB = 1 << 30
 failures = []
+FAKES = {}  # the built stand-ins of CuPy's and XLA's allocator modules (--fake-cupy, --fake-xla)
 
 
 def check(cond, what):
@@ -644,19 +646,249 @@ def case_progress(exe, tmp):
     check(tty_rep == pipe_rep, "the report is the same either way")
 
 
+def case_caches(exe, tmp):
+    """What caching allocators hold at exit is their own line, not a leak, in text, JSON and
+    html alike: PyTorch (a libc10_cuda frame), CuPy's pool (Cython frames named ...MemoryPool...
+    in cupy/cuda/memory, or that module without symbols), XLA's BFC allocator (a
+    tsl::BFCAllocator frame, or the CUDA plugin without symbols). CuPy without its pool, XLA's
+    `platform` allocator and a bare cudaMallocAsync never freed are leaks."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "stacks"))
+    import make_trace  # noqa: E402  (objdump/readelf helpers)
+    import shutil
+
+    site = os.path.join(tmp, "site-packages")
+    cupy = os.path.join(site, "cupy", "cuda", "memory.cpython-312-x86_64-linux-gnu.so")
+    xla = os.path.join(site, "jax_plugins", "xla_cuda12", "xla_cuda_plugin.so")
+    for src, dst in ((FAKES["cupy"], cupy), (FAKES["xla"], xla)):
+        os.makedirs(os.path.dirname(dst), exist_ok=True)
+        shutil.copyfile(src, dst)
+    gone = "/nonexistent/gmt-test/site-packages/"
+    base = {"cupy": 0x7f5000000000, "xla": 0x7f6000000000, "scupy": 0x7f7000000000,
+            "sxla": 0x7f8000000000, "torch": 0x7f9000000000, "app": 0x7fa000000000}
+    seg = [[0, 1 << 20]]
+    mods = [make_trace.module(cupy, base["cupy"]), make_trace.module(xla, base["xla"]),
+            {"path": gone + "cupy/cuda/memory.cpython-311-x86_64-linux-gnu.so",
+             "base": "0x%x" % base["scupy"], "build_id": "", "segments": seg},
+            {"path": gone + "jax_plugins/xla_cuda13/xla_cuda_plugin.so",
+             "base": "0x%x" % base["sxla"], "build_id": "", "segments": seg},
+            {"path": "/nonexistent/gmt-test/torch/lib/libc10_cuda.so",
+             "base": "0x%x" % base["torch"], "build_id": "", "segments": seg},
+            {"path": "/nonexistent/gmt-test/libapp.so", "base": "0x%x" % base["app"],
+             "build_id": "", "segments": seg}]
+    tc, tx = make_trace.calls(cupy), make_trace.calls(xla)
+    c = lambda fn, to: base["cupy"] + make_trace.return_after(tc, fn, to)
+    x = lambda fn, to: base["xla"] + make_trace.return_after(tx, fn, to)
+    app = lambda k: base["app"] + 0x100 * k
+    init, mal = "__pyx_pw_4cupy_4cuda_6memory_6Memory_1__init__", "__pyx_f_4cupy_4cuda_6memory__malloc"
+    try_m = "__pyx_f_4cupy_4cuda_6memory_22SingleDeviceMemoryPool__try_malloc"
+    pool_m, alloc_m = "__pyx_pw_4cupy_4cuda_6memory_10MemoryPool_5malloc", "__pyx_pw_4cupy_4cuda_6memory_3alloc"
+    dev = "_ZN15stream_executor3gpu9GpuDriver14DeviceAllocateEm"
+    bfc = "_ZN3tsl12BFCAllocator11AllocateRawEmm"
+    plat = "_ZN15stream_executor29StreamExecutorMemoryAllocator8AllocateEim"
+    # stack: (frames, bytes, api, kind, cache, cached)
+    stacks = {
+        1: ([base["torch"] + 0x1234, app(1)], 64 * MiB, "cudaMalloc", "device", "pytorch", True),
+        2: ([c(init, "fake_cuda_malloc"), c(mal, init), c(try_m, mal), c(pool_m, try_m), app(2)],
+            32 * MiB, "cudaMalloc", "device", "cupy", True),
+        3: ([c(init, "fake_cuda_malloc"), c(mal, init), c(alloc_m, mal), app(3)],
+            1 * MiB, "cudaMalloc", "device", None, False),
+        4: ([base["scupy"] + 0x100, base["scupy"] + 0x200, app(4)], 16 * MiB, "cudaMalloc",
+            "device", "cupy", True),
+        5: ([x(dev, "fake_cu_mem_alloc"), x(bfc, dev), app(5)], 48 * MiB, "cuMemAlloc_v2",
+            "device", "xla", True),
+        6: ([x(dev, "fake_cu_mem_alloc"), x(plat, dev), app(6)], 2 * MiB, "cuMemAlloc_v2",
+            "device", None, False),
+        7: ([base["sxla"] + 0x100, app(7)], 8 * MiB, "cuMemAlloc_v2", "device", "xla", True),
+        8: ([app(8)], 4 * MiB, "cudaMalloc", "device", None, False),
+        9: ([app(9)], 512 << 10, "cudaMallocAsync", "pool", "cuda_pool", False),
+    }
+    t = Trace()
+    t.lines.append({"type": "modules", "seq": 0, "modules": mods})
+    ptr = 0x7e0000000000
+    for sid, (frames, size, api, kind, _, _) in stacks.items():
+        t.stacks.add(sid)
+        t.lines.append({"type": "stack", "id": sid, "frames": ["0x%x" % a for a in frames]})
+        ptr += 1 << 30
+        t.alloc(ptr, size, stack=sid, api=api, kind=kind)
+    t.alloc(0x7d0000000000, MiB, stack=2)  # freed: neither leaked nor cached
+    t.free(0x7d0000000000)
+    path = os.path.join(tmp, "caches.jsonl")
+    t.write(path)
+
+    doc = report(exe, [path])
+    s = doc["summary"]
+    own = sum(v[1] for v in stacks.values() if not v[5])
+    held = {"pytorch": 64 * MiB, "cupy": 48 * MiB, "xla": 56 * MiB}
+    got = {e["stack"]: (e.get("cache"), e.get("cached")) for e in doc["leaks"]}
+    for sid, v in stacks.items():
+        check(got.get(sid) == (v[4], v[5]),
+              "stack %d: cache %s, cached %s (%s)" % (sid, v[4], v[5], got.get(sid)))
+    check(s["leaked_bytes"] == own and s["leaked_allocations"] == 4 and s["leak_sites"] == 4,
+          "summary: leaked_bytes %d is the program's own 7.5 MiB in 4 (%s, %s, %s)"
+          % (own, s["leaked_bytes"], s["leaked_allocations"], s["leak_sites"]))
+    by = s.get("cached_at_exit") or {}
+    check(s.get("cached_at_exit_bytes") == sum(held.values()) and
+          s.get("cached_at_exit_allocations") == 5,
+          "summary: cached_at_exit_bytes is the caches' 168 MiB in 5 (%s)" % s.get("cached_at_exit_bytes"))
+    check({k: v["bytes"] for k, v in by.items()} == held and by["cupy"]["allocations"] == 2,
+          "summary.cached_at_exit per allocator: %s" % by)
+    sites_cached = sum(g.get("cached_bytes", 0) for g in doc["leak_sites"])
+    check(sites_cached == sum(held.values()) and
+          all(st.get("cached") == stacks[st["stack"]][5] for g in doc["leak_sites"] for st in g["stacks"]),
+          "leak_sites[]: cached_bytes and stacks[].cached agree with leaks[]")
+
+    text = report(exe, [path], fmt="text")
+    check("leaked at exit: 7.5 MiB in 4 allocations" in text,
+          "text: the leak line counts the program's own memory only", )
+    check("held by caching allocators at exit" in text and
+          "168.0 MiB in 5 allocations" in text and
+          "(PyTorch 64.0 MiB, CuPy 48.0 MiB, JAX/XLA 56.0 MiB)" in text,
+          "text: the caches' line, per allocator")
+    leak_part = text.split("leaked at exit:")[1].split("held by caching allocators")[0]
+    check("64.0 MiB" not in leak_part and leak_part.split("\n")[1].startswith("  4.0 MiB"),
+          "text: the cache's sites are not listed as leaks; the largest own one first")
+
+    p = subprocess.run([exe, "report", "--format", "html", path], capture_output=True, text=True,
+                       timeout=120)
+    m = re.search(r'<script type="application/json" id="gmt-data">(.*?)</script>', p.stdout, re.S)
+    check(p.returncode == 0 and m and json.loads(m.group(1))["summary"] == s,
+          "html: the page's data has the same summary (its cards read leaked_bytes and "
+          "cached_at_exit)")
+    rc = subprocess.run([exe, "check", "--max-leaked-bytes", str(own), path],
+                        capture_output=True, text=True, timeout=120)
+    check(rc.returncode == 0 and "held by a caching allocator at exit, not counted: PyTorch 64.0 "
+          "MiB (67108864 bytes), CuPy 48.0 MiB (50331648 bytes), JAX/XLA 56.0 MiB" in rc.stdout,
+          "check: the leak gate leaves the caches out and says so (%d: %s)" % (rc.returncode, rc.stdout))
+    rc = subprocess.run([exe, "check", "--max-leaked-bytes", str(own), "--count-cached", path],
+                        capture_output=True, text=True, timeout=120)
+    check(rc.returncode == 1 and "leaked 175.5 MiB" in rc.stdout,
+          "check --count-cached counts them (%d: %s)" % (rc.returncode, rc.stdout))
+
+    # An OOM while JAX's preallocation holds the device: explained with JAX's advice, not torch's.
+    for name, sid, want in (("xla", 7, "XLA_PYTHON_CLIENT_MEM_FRACTION"),
+                            ("cupy", 4, "free_all_blocks()")):
+        t = Trace()
+        t.lines.append({"type": "modules", "seq": 0, "modules": mods})
+        t.stacks.add(sid)
+        t.lines.append({"type": "stack", "id": sid, "frames": ["0x%x" % a for a in stacks[sid][0]]})
+        t.alloc(0x7e0000000000, 60 * GiB, stack=sid)
+        t.fail(4 * GiB, free=1 * GiB, total=80 * GiB)
+        p2 = os.path.join(tmp, "oom-%s.jsonl" % name)
+        t.write(p2)
+        o = report(exe, [p2])["oom"][0]
+        check(o["cause"] == "held_by_cache" and want in o["explanation"] and
+              "torch" not in o["explanation"],
+              "%s OOM: held_by_cache, with %s's advice (%s)" % (name, name, o["explanation"]))
+
+
+def case_probes(exe, tmp):
+    """A capability probe (cuMemCreate refused with 800, the same call succeeding later: PyTorch's
+    expandable segments on the H200) and an out-of-memory failure the allocator's retry recovered
+    from are listed and explained, but are not failed allocations: not in failed_allocations,
+    failed_sites[] or `check --max-failed`. A refusal never followed by a success, and an OOM
+    whose retry failed too, count."""
+    def vmm(t, seq_api, size, ptr=0, result=0, kind="vmm_physical", **extra):
+        t.stack(3)
+        seq, ts = t._next(1000)
+        ev = {"type": "event", "seq": seq, "ts": ts, "tid": 1, "op": "alloc", "api": seq_api,
+              "kind": kind, "device": 0, "ptr": "0x%x" % ptr, "size": size, "result": result,
+              "stack": 3}
+        ev.update(extra)
+        t.lines.append(ev)
+
+    def expandable(t):  # the sequence seen with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True
+        vmm(t, "cuMemCreate", 20 * MiB, result=800)
+        vmm(t, "cuMemAddressReserve", 90 * GiB, ptr=0x7f4000000000, kind="vmm_reserve")
+        vmm(t, "cuMemCreate", 20 * MiB, ptr=0x5a0001)
+        vmm(t, "cuMemMap", 20 * MiB, ptr=0x7f4000000000, kind="vmm_mapped", handle="0x5a0001")
+
+    def refused(t):  # 800 and the call never succeeds: the program did not get its memory
+        t.alloc(0x7f0000000000, MiB)
+        vmm(t, "cuMemCreate", 20 * MiB, result=800)
+
+    def retried(t):  # PyTorch: cudaMalloc fails, it frees cached blocks, the retry succeeds
+        t.alloc(0x7f0000000000, 30 * GiB)
+        t.alloc(0x7f1000000000, 30 * GiB)
+        t.fail(40 * GiB, free=20 * GiB, total=80 * GiB)
+        t.free(0x7f0000000000)
+        t.free(0x7f1000000000)
+        t.alloc(0x7f2000000000, 40 * GiB, stack=9)
+
+    def real_oom(t):  # the retry fails as well: torch.OutOfMemoryError, both count
+        t.alloc(0x7f0000000000, 30 * GiB)
+        t.fail(60 * GiB, free=20 * GiB, total=80 * GiB)
+        t.free(0x7f0000000000)
+        t.fail(60 * GiB, free=50 * GiB, total=80 * GiB)
+
+    def other_first(t):  # something else is allocated before the same size succeeds: counts
+        t.fail(60 * GiB, free=20 * GiB, total=80 * GiB)
+        t.alloc(0x7f0000000000, MiB)
+        t.alloc(0x7f1000000000, 60 * GiB, stack=9)
+
+    cases = [("expandable", expandable, ["probe"], 0), ("refused", refused, ["failure"], 1),
+             ("retried", retried, ["recovered"], 0), ("real_oom", real_oom, ["failure"] * 2, 2),
+             ("other_first", other_first, ["failure"], 1)]
+    for name, build, classes, counted in cases:
+        t = Trace()
+        build(t)
+        path = os.path.join(tmp, "probe-%s.jsonl" % name)
+        t.write(path)
+        rep = report(exe, [path])
+        s = rep["summary"]
+        got = [f.get("class") for f in rep["failed"]]
+        check(got == classes and [o.get("class") for o in rep["oom"]] == classes,
+              "%s: failed[].class %s (%s)" % (name, classes, got))
+        check(s["failed_allocations"] == counted and
+              s.get("probe_failures") == classes.count("probe") and
+              s.get("recovered_failures") == classes.count("recovered"),
+              "%s: summary counts %d failed allocations (%s, %s, %s)"
+              % (name, counted, s["failed_allocations"], s.get("probe_failures"),
+                 s.get("recovered_failures")))
+        check(sum(g["failures"] for g in rep["failed_sites"]) == counted,
+              "%s: failed_sites[] holds the %d that count" % (name, counted))
+        rc = subprocess.run([exe, "check", "--max-failed", "0", path], capture_output=True,
+                            text=True, timeout=120)
+        check(rc.returncode == (1 if counted else 0),
+              "%s: check --max-failed 0 exits %d (%d: %s)" % (name, 1 if counted else 0,
+                                                              rc.returncode, rc.stdout))
+        o = rep["oom"][0]
+        if name == "expandable":
+            check(o["cause"] == "probe" and "capability probe" in o["explanation"] and
+                  "800" in o["explanation"] and "out-of-memory" not in o["explanation"].lower(),
+                  "expandable: explained as a probe, not an OOM (%s)" % o["explanation"])
+            check("not counted: 1 capability probe" in rc.stdout,
+                  "expandable: the gate says what it did not count (%s)" % rc.stdout)
+            text = report(exe, [path], fmt="text")
+            check("[probe]" in text and "capability probe: cuMemCreate 20.0 MiB" in text and
+                  "\nfailed allocations:" not in text,
+                  "expandable: the text lists the probe apart, no failed allocation")
+        if name == "refused":
+            check(o["cause"] == "not_out_of_memory", "refused: not_out_of_memory (%s)" % o["cause"])
+        if name == "retried":
+            check(o["cause"] != "probe" and "retried" in o["explanation"],
+                  "retried: an OOM cause, and the retry said (%s: %s)" % (o["cause"], o["explanation"]))
+            text = report(exe, [path], fmt="text")
+            check(", recovered]" in text and "recovered by a retry: cudaMalloc 40.0 GiB" in text,
+                  "retried: the text marks it recovered")
+
+
 CASES = {"growth": case_growth, "growth-sites": case_growth_sites,
          "growth-ranges": case_growth_ranges,
          "growth-snapshots": case_growth_snapshots, "oom": case_oom,
          "range": case_range, "timeline": case_timeline, "fragmentation": case_fragmentation,
          "fragmentation-kinds": case_fragmentation_kinds,
-         "ranks": case_ranks, "ranges": case_ranges, "order": case_order, "progress": case_progress}
+         "ranks": case_ranks, "ranges": case_ranges, "order": case_order, "progress": case_progress,
+         "caches": case_caches, "probes": case_probes}
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--exe", required=True)
+    ap.add_argument("--fake-cupy", help="tests/analysis/fake_cupy.c built (case caches)")
+    ap.add_argument("--fake-xla", help="tests/analysis/fake_xla.c built (case caches)")
     ap.add_argument("case", choices=sorted(CASES) + ["all"])
     a = ap.parse_args()
+    FAKES.update(cupy=a.fake_cupy, xla=a.fake_xla)
     with tempfile.TemporaryDirectory(prefix="gmt-analyses-") as tmp:
         for name, fn in CASES.items():
             if a.case in (name, "all"):

@@ -27,6 +27,7 @@ import make_trace  # noqa: E402  (tests/stacks: objdump/readelf helpers)
 
 MiB = 1 << 20
 failures = []
+PRELOAD = {}  # --preload-victim, --tracer, --simcuda: for running the real tracer (integrity)
 
 
 def check(cond, what, detail=""):
@@ -217,11 +218,13 @@ def group_gates(tool, victim, golden):
     check(re.search(r"1\.0 MiB \(1048576 bytes\) in 1 allocation never freed: .* at a \(", out)
           is not None, "violation names site a", out)
     check(out.find(" at b (") < out.find(" at a ("), "largest leak listed first", out)
-    check(last_line(out) == "gpumemtrace check: FAIL: 1 of 1 gates", "summary line", out)
+    check(last_line(out) == "gpumemtrace check: FAIL: 1 of 2 gates", "summary line", out)
+    check(out.startswith("PASS complete-traces: 1 process exited normally, no event dropped\n"),
+          "the complete-traces gate comes first and passes", out)
 
     rc, out, err = tool.run("check", "--max-leaked-bytes", "3MiB", "--max-leaked-allocs", "3",
                             path)
-    check(rc == 0 and last_line(out) == "gpumemtrace check: PASS (2 gates)",
+    check(rc == 0 and last_line(out) == "gpumemtrace check: PASS (3 gates)",
           "at the limits: pass", out)
     rc, out, err = tool.run("check", "--max-leaked-allocs", "2", path)
     check(rc == 1 and "leaked allocations 3 > limit 2" in out, "allocation count gate", out)
@@ -426,7 +429,7 @@ def group_baseline(tool, victim, golden):
     worse = leaky_trace(tool, victim, "worse.jsonl", b_bytes=(5 * MiB) // 2, main_bytes=4 * MiB)
 
     rc, out, err = tool.run("check", "--baseline", base, same)
-    check(rc == 0 and last_line(out) == "gpumemtrace check: PASS (2 gates)",
+    check(rc == 0 and last_line(out) == "gpumemtrace check: PASS (3 gates)",
           "same run as the baseline passes", out)
     rc, out, err = tool.run("check", "--baseline", base, worse)
     check(rc == 1, "leak +16.7%% over the default 10%%: exit 1 (%d)" % rc, out)
@@ -466,14 +469,15 @@ def group_junit(tool, victim, golden):
     cases = [c for s in suites for c in s.findall("testcase")]
     failed = [c for c in cases if c.find("failure") is not None]
     names = [c.get("name") for c in cases]
-    check(names == ["max-leaked-bytes", "max-leaked-allocs", "max-peak-bytes device 0",
-                    "max-failed"], "one testcase per gate, named: %s" % names)
+    check(names == ["complete-traces", "max-leaked-bytes", "max-leaked-allocs",
+                    "max-peak-bytes device 0", "max-failed"],
+          "one testcase per gate, named: %s" % names)
     check([c.get("name") for c in failed] == ["max-leaked-bytes", "max-peak-bytes device 0"],
           "failures: the two failed gates")
-    check(suites[0].get("tests") == "4" and suites[0].get("failures") == "2",
+    check(suites[0].get("tests") == "5" and suites[0].get("failures") == "2",
           "testsuite counts (tests=%s failures=%s)" % (suites[0].get("tests"),
                                                         suites[0].get("failures")))
-    check(last_line(out) == "gpumemtrace check: FAIL: 2 of 4 gates", "summary line agrees", out)
+    check(last_line(out) == "gpumemtrace check: FAIL: 2 of 5 gates", "summary line agrees", out)
     msg = failed[0].find("failure").get("message")
     check("leaked 3.0 MiB (3145728 bytes)" in msg, "failure message", msg)
     check(" at b (" in failed[0].find("failure").text, "failure text names the site")
@@ -575,10 +579,136 @@ def group_cached(tool, victim, golden):
     rc, out, err = tool.run("check", "--max-leaked-bytes", "1MiB", "--no-default-suppressions", path)
     check(rc == 1, "--no-default-suppressions counts cuBLAS's memory (%d)" % rc, out)
 
+    # A report written by report_version 2 (a saved baseline): leaked_bytes held the cache then,
+    # and the stacks had only `cache`. It is read as version 3: the same gates, the same figures.
+    doc = tool.report(path)
+    s = doc["summary"]
+    check(s["leaked_bytes"] == 9 * MiB and s["cached_at_exit_bytes"] == 20 * MiB + 4,
+          "summary: leaked_bytes leaves the cache out (%d), cached_at_exit_bytes has it (%d)"
+          % (s["leaked_bytes"], s["cached_at_exit_bytes"]))
+    old = copy.deepcopy(doc)
+    old["report_version"] = 2
+    for k in ("cached_at_exit_bytes", "cached_at_exit_allocations", "cached_at_exit"):
+        del old["summary"][k]
+    old["summary"]["leaked_bytes"] += 20 * MiB + 4
+    old["summary"]["leaked_allocations"] += 2
+    old["summary"]["leak_sites"] += 2
+    for e in old["leaks"]:
+        del e["cached"]
+    for g in old["leak_sites"]:
+        del g["cached_bytes"], g["cached_allocations"]
+        for st in g["stacks"]:
+            del st["cached"]
+    v2 = tool.write_json("v2.json", old)
+    rc, out, err = tool.run("check", "--max-leaked-bytes", "1MiB", v2)
+    check(rc == 0 and "20.0 MiB (20971524 bytes) held by a caching allocator at exit" in out,
+          "a version 2 report: the cache is still not a leak (%d)" % rc, out + err)
+    rc, out, err = tool.run("check", "--baseline", v2, "--max-increase", "0", path)
+    check(rc == 0 and "baseline leaked-bytes: 9.0 MiB (9437184 bytes) -> 9.0 MiB" in out,
+          "a version 2 baseline's leaked bytes compare without its cache (%d)" % rc, out + err)
+    rc, out, err = tool.run("diff", "--format", "json", v2, path)
+    check(rc == 0 and json.loads(out)["totals"]["leaked_bytes"]["delta"] == 0 and
+          json.loads(out)["sites_changed"] == 0,
+          "diff of a version 2 report and its traces: nothing changed (%d)" % rc, out + err)
+    old["report_version"] = 1
+    rc, out, err = tool.run("check", "--max-leaked-bytes", "1MiB", tool.write_json("v1.json", old))
+    check(rc == 3 and "report_version 1 is not supported" in err, "version 1 is refused (%d)" % rc, err)
+
+
+def traced(tool, name, mode, env_extra=None, signal_to=None):
+    """Run tests/preload's victim in MODE on the simulated runtime under the real tracer, into
+    a directory of its own; with SIGNAL_TO, send it that signal once it says it is ready (its
+    events are on disk by then). Returns the directory."""
+    import signal
+    import time
+    out = tool.path(name)
+    os.makedirs(out)
+    env = dict(os.environ)
+    env.update({"LD_LIBRARY_PATH": PRELOAD["simcuda"], "LD_PRELOAD": PRELOAD["tracer"],
+                "GPUMEMTRACE_OUTPUT_DIR": out, "SIMCUDA_MEM_BYTES": "1G",
+                "SIMCUDA_DEVICES": "1"})
+    env.update(env_extra or {})
+    if signal_to is None:
+        p = subprocess.run([PRELOAD["victim"], mode], env=env, capture_output=True, timeout=300)
+        check(p.returncode == 0, "victim %s exits 0 (%d)" % (mode, p.returncode))
+        return out
+    p = subprocess.Popen([PRELOAD["victim"], mode], env=env, stdout=subprocess.PIPE, text=True)
+    for line in p.stdout:
+        if line.strip() == "ready":
+            break
+    time.sleep(0.4)  # > GPUMEMTRACE_FLUSH_MS
+    p.send_signal(signal_to)
+    p.wait(timeout=30)
+    check(p.returncode == -signal_to, "victim %s died by signal %d (%s)" % (mode, signal_to, p.returncode))
+    return out
+
+
+def group_integrity(tool, victim, golden):
+    """A process that did not exit normally, or a trace that dropped events, fails `check` by
+    default, naming the file and the reason (complete-traces), whatever the other gates say;
+    --allow-incomplete and --allow-drops let them pass. Real traces of tests/preload's victim:
+    `hang` killed by SIGSEGV (a crash with 1 MiB live), `_exit`, `burst` into a 1024-slot ring."""
+    import signal
+    clean = traced(tool, "clean", "plain")
+    segv = traced(tool, "segv", "hang", signal_to=signal.SIGSEGV)
+    quick = traced(tool, "quick", "_exit")
+    drops = traced(tool, "drops", "burst", {"GPUMEMTRACE_RING_SLOTS": "1024"})
+
+    rc, out, err = tool.run("check", "--max-leaked-bytes", "1MiB", clean)
+    check(rc == 0 and "PASS complete-traces: 1 process exited normally, no event dropped" in out,
+          "a clean run passes complete-traces (%d)" % rc, out + err)
+
+    rc, out, err = tool.run("check", "--max-leaked-bytes", "0", segv)
+    f = [ln for ln in out.splitlines() if "did not exit normally (no trailer" in ln]
+    check(rc == 1 and "FAIL complete-traces: 1 of 1 process did not exit normally" in out,
+          "a crashed process fails check by default (%d)" % rc, out + err)
+    check(len(f) == 1 and os.path.join(segv, "gpumemtrace.") in f[0] and
+          "with 1.0 MiB (1048576 bytes) live: its leaks are unknown" in f[0],
+          "it names the file, the reason and what was live", out)
+    check("PASS max-leaked-bytes: leaked 0 B <= limit 0 B (a lower bound: 1 process did not exit "
+          "normally, its leaks unknown; 1.0 MiB (1048576 bytes) live when its trace ended)" in out,
+          "the leak gate says its 0 B is a lower bound", out)
+    rc, out, err = tool.run("check", "--max-leaked-bytes", "0", "--allow-incomplete", segv)
+    check(rc == 0 and "PASS complete-traces: 1 of 1 process did not exit normally (allowed)" in out
+          and "(allowed: --allow-incomplete)" in out,
+          "--allow-incomplete lets it pass, still named (%d)" % rc, out + err)
+    rc, out, err = tool.run("check", "--max-failed", "0", quick)
+    check(rc == 1 and "FAIL complete-traces" in out, "a process ended by _exit fails too (%d)" % rc, out)
+
+    rc, out, err = tool.run("check", "--max-failed", "0", drops)
+    m = re.search(r"\): (\d+) events dropped \(the tracer's ring buffer was full", out)
+    check(rc == 1 and m and "FAIL complete-traces: 1 trace dropped %s events" % m.group(1) in out,
+          "a trace with dropped events fails check by default (%d)" % rc, out + err)
+    rc, out, err = tool.run("check", "--max-failed", "0", "--allow-drops", drops)
+    check(rc == 0 and "(allowed: --allow-drops)" in out, "--allow-drops lets it pass (%d)" % rc, out)
+    rc, out, err = tool.run("check", "--max-failed", "0", "--allow-incomplete", drops)
+    check(rc == 1, "--allow-incomplete does not allow drops (%d)" % rc, out)
+
+    # A saved JSON report gates the same.
+    rep = tool.write_json("segv.json", tool.report(segv))
+    rc, out, err = tool.run("check", "--max-leaked-bytes", "0", rep)
+    check(rc == 1 and "FAIL complete-traces" in out, "from a JSON report: the same (%d)" % rc, out)
+
+    # Several processes: only the one that died is named; JUnit says it too.
+    both = tool.path("both")
+    os.makedirs(both)
+    for d in (clean, segv):
+        for n in os.listdir(d):
+            os.rename(os.path.join(d, n), os.path.join(both, n))
+    xml = tool.path("integrity.xml")
+    rc, out, err = tool.run("check", "--max-peak-bytes", "1GiB", "--junit", xml, both)
+    check(rc == 1 and "FAIL complete-traces: 1 of 2 processes did not exit normally" in out and
+          len([ln for ln in out.splitlines() if "did not exit normally (no trailer" in ln]) == 1,
+          "of two processes, the one that died is named (%d)" % rc, out)
+    case = [c for c in ET.parse(xml).getroot().iter("testcase") if c.get("name") == "complete-traces"]
+    check(len(case) == 1 and case[0].find("failure") is not None and
+          "did not exit normally" in case[0].find("failure").text,
+          "JUnit: complete-traces is a failed testcase with the reason")
+
 
 GROUPS = {"usage": group_usage, "gates": group_gates, "suppress": group_suppress,
           "growth": group_growth, "baseline": group_baseline, "junit": group_junit,
-          "diff": group_diff, "cached": group_cached}
+          "diff": group_diff, "cached": group_cached, "integrity": group_integrity}
 
 
 def main():
@@ -586,8 +716,12 @@ def main():
     ap.add_argument("--exe", required=True)
     ap.add_argument("--golden", required=True, help="tests/golden/traces")
     ap.add_argument("--victim", required=True)
+    ap.add_argument("--preload-victim", help="tests/preload's victim (group integrity)")
+    ap.add_argument("--tracer", help="libgpumemtrace.so (group integrity)")
+    ap.add_argument("--simcuda", help="the directory of tests/simcuda's libraries (group integrity)")
     ap.add_argument("group", choices=sorted(GROUPS))
     a = ap.parse_args()
+    PRELOAD.update(victim=a.preload_victim, tracer=a.tracer, simcuda=a.simcuda)
     victim = Victim(a.victim)
     with tempfile.TemporaryDirectory(prefix="gmt-check-") as tmp:
         GROUPS[a.group](Tool(os.path.abspath(a.exe), tmp), victim, os.path.abspath(a.golden))

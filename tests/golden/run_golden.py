@@ -155,10 +155,15 @@ def check_json_schema(g, name, text):
     summary_keys = ["processes", "incomplete_processes", "events", "dropped", "bad_lines",
                     "peak_held_bytes", "leaked_bytes", "leaked_allocations", "leak_sites",
                     "live_at_end_bytes", "live_at_end_allocations", "failed_allocations",
-                    "unmatched_frees", "failed_frees", "reused_addresses", "unmatched_retains"]
+                    "unmatched_frees", "failed_frees", "reused_addresses", "unmatched_retains",
+                    "cached_at_exit_bytes", "cached_at_exit_allocations", "probe_failures",
+                    "recovered_failures"]
     problems = []
-    if doc.get("report_version") != 2:
-        problems.append("report_version is not 2")
+    if doc.get("report_version") != 3:
+        problems.append("report_version is not 3")
+    by = doc.get("summary", {}).get("cached_at_exit")
+    if not isinstance(by, dict) or sorted(by) != ["cupy", "pytorch", "xla"]:
+        problems.append("summary.cached_at_exit lacks an allocator")
     for k in summary_keys:
         if not isinstance(doc.get("summary", {}).get(k), int):
             problems.append("summary.%s is not an integer" % k)
@@ -172,14 +177,15 @@ def check_json_schema(g, name, text):
         "peaks": ["process", "pid", "device", "bytes", "time_s", "seq", "held_terms",
                   "by_kind", "held_at_end_bytes", "kinds", "pool_slack", "allocations"],
         "leaks": ["process", "pid", "at_exit", "bytes", "allocations", "api", "driver", "kind",
-                  "counted", "stack", "frames", "site", "pystate", "python_placement"],
+                  "counted", "stack", "frames", "site", "pystate", "python_placement", "cache",
+                  "cached"],
         "failed": ["process", "pid", "seq", "time_s", "api", "driver", "kind", "device", "size",
                    "result", "free_bytes", "total_bytes", "stack", "frames", "site", "pystate",
-                   "python_placement"],
+                   "python_placement", "class"],
         "call_stacks": ["process", "stack", "known", "site_index", "pystate", "python_placement",
                         "call_stack"],
         "leak_sites": ["process", "pid", "at_exit", "bytes", "allocations", "api", "driver", "kind",
-                       "counted", "site", "stacks"],
+                       "counted", "site", "cached_bytes", "cached_allocations", "stacks"],
         "peak_sites": ["process", "pid", "device", "bytes", "allocations", "api", "driver", "kind",
                        "site", "stacks"],
         "failed_sites": ["process", "pid", "device", "bytes", "failures", "first_seq", "api",
@@ -252,8 +258,14 @@ def check_json_schema(g, name, text):
     sites = sum(l["bytes"] for l in doc.get("leak_sites", []))
     if sites != sum(l["bytes"] for l in doc.get("leaks", [])):
         problems.append("leak_sites[] and leaks[] hold different bytes")
-    if len(doc.get("failed", [])) != sum(f["failures"] for f in doc.get("failed_sites", [])):
+    classes = [f.get("class") for f in doc.get("failed", [])]
+    if [c for c in classes if c not in ("failure", "probe", "recovered")]:
+        problems.append("failed[].class is not failure, probe or recovered")
+    if classes.count("failure") != sum(f["failures"] for f in doc.get("failed_sites", [])):
         problems.append("failed_sites[] and failed[] count different failures")
+    if (s.get("failed_allocations"), s.get("probe_failures"), s.get("recovered_failures")) != \
+       (classes.count("failure"), classes.count("probe"), classes.count("recovered")):
+        problems.append("summary's failure counts are not those of failed[].class")
     for p in doc.get("peaks", []):
         at_peak = sum(s["bytes"] for s in doc.get("peak_sites", [])
                       if s["process"] == p["process"] and s["device"] == p["device"])
@@ -261,9 +273,15 @@ def check_json_schema(g, name, text):
         if at_peak != allocs:
             problems.append("peak_sites[] of process %d device %d hold %d bytes, not the %d "
                             "allocated at the peak" % (p["process"], p["device"], at_peak, allocs))
-    leaked = sum(l["bytes"] for l in doc.get("leaks", []) if l["at_exit"] and l["counted"])
+    leaked = sum(l["bytes"] for l in doc.get("leaks", [])
+                 if l["at_exit"] and l["counted"] and not l["cached"])
     if s.get("leaked_bytes") != leaked:
         problems.append("summary.leaked_bytes is not the sum of counted leaks[].bytes at exit")
+    cached = sum(l["bytes"] for l in doc.get("leaks", [])
+                 if l["at_exit"] and l["counted"] and l["cached"])
+    if s.get("cached_at_exit_bytes") != cached or \
+       cached != sum(v["bytes"] for v in (by or {}).values()):
+        problems.append("summary.cached_at_exit_bytes is not the sum of cached leaks[] at exit")
     g.check(not problems, "%s json: documented keys" % name, "\n".join(problems))
 
 

@@ -92,11 +92,16 @@ def with_analyses(doc):
          "rises": 2, "falls": 0}])]
     # PyTorch's cache at exit: listed, but not the program's leak (the summary card says so)
     pt = copy.deepcopy(d["leak_sites"][0])
-    pt.update(bytes=CACHED, allocations=1, cache="pytorch",
-              stacks=[dict(pt["stacks"][0], bytes=CACHED, allocations=1, cache="pytorch")])
+    pt.update(bytes=CACHED, allocations=1, cache="pytorch", cached_bytes=CACHED,
+              cached_allocations=1,
+              stacks=[dict(pt["stacks"][0], bytes=CACHED, allocations=1, cache="pytorch",
+                           cached=True)])
     d["leak_sites"].append(pt)
-    d["summary"]["leaked_bytes"] += CACHED
-    d["summary"]["leaked_allocations"] += 1
+    d["summary"]["cached_at_exit_bytes"] = CACHED
+    d["summary"]["cached_at_exit_allocations"] = 1
+    d["summary"]["cached_at_exit"] = {"pytorch": {"bytes": CACHED, "allocations": 1},
+                                      "cupy": {"bytes": 0, "allocations": 0},
+                                      "xla": {"bytes": 0, "allocations": 0}}
     marks = d["processes"][0]["markers"]
     marks.insert(0, {"seq": 0, "time_s": 0.005, "label": "step", "range": "push"})
     marks.append({"seq": 5, "time_s": 0.03, "label": "step", "range": "pop"})

@@ -122,6 +122,10 @@ def check_analyses_dom(dom):
     check(leaked and leaked[0][1].get("data-bytes") == str(hostile.PEAK) and cached
           and cached[0][1].get("data-bytes") == str(hostile.CACHED),
           "summary: PyTorch's 20 MiB at exit shown apart, not as leaked", (leaked, cached))
+    check("kept by caching allocators at exit (PyTorch 20.0 MiB)" in dom.text_under("summary"),
+          "summary: the card names the allocator", dom.text_under("summary"))
+    check("kept by PyTorch's cache (not a leak)" in dom.text_under("leaks"),
+          "leaks: the cache's site is marked as the cache, not leaked", dom.text_under("leaks"))
     tl = [e for e in dom.elements if "timeline" in e[2]]
     paths = [e for e in tl if e[0] == "path"]
     check(len(paths) == 2, "timeline: one line per series (held, device)", paths)
