@@ -159,6 +159,7 @@ class SimAllocator final : public CUDAAllocator {
 		Segment &s = segment_of(a);
 		Block &b = s.blocks.at(a);
 		record(TE::FREE_REQUESTED, a, b.requested);
+		allocated_bytes -= b.size; /* as torch's stats: allocated until the free is requested */
 		if (wait_for_stream) {
 			b.pending = true;
 			return;
@@ -230,7 +231,6 @@ class SimAllocator final : public CUDAAllocator {
 	complete(Segment &s, uintptr_t a)
 	{
 		Block &b = s.blocks.at(a);
-		allocated_bytes -= b.size;
 		b.allocated = b.pending = false;
 		b.requested = 0;
 		record(TE::FREE_COMPLETED, a, b.size);
