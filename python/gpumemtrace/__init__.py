@@ -76,7 +76,7 @@ def _tracer_library():
     return None
 
 
-def _load():
+def _find():
     # The global scope of the process first: the executable and everything loaded RTLD_GLOBAL,
     # the preloaded tracer included; then a tracer loaded (or to be loaded) RTLD_LOCAL by the
     # CUDA driver. Resolved once, at import.
@@ -86,6 +86,19 @@ def _load():
         lib = None
     if lib is None or getattr(lib, "gmt_mark", None) is None:
         lib = _tracer_library()
+    return lib
+
+
+_lib = _find()
+
+
+def _tracer_lib():
+    """The tracer's library (a ctypes.CDLL), or None when the program is not traced."""
+    return _lib if _lib is not None and getattr(_lib, "gmt_mark", None) is not None else None
+
+
+def _load():
+    lib = _lib
     return (_symbol(lib, "gmt_mark", [ctypes.c_char_p]),
             _symbol(lib, "gmt_range_push", [ctypes.c_char_p]),
             _symbol(lib, "gmt_range_pop", []))
@@ -142,3 +155,16 @@ class range(contextlib.ContextDecorator):  # noqa: A001 (named like torch.cuda.n
         if _gmt_range_pop is not None:
             _gmt_range_pop()
         return False
+
+
+# The PyTorch layer follows `import torch` in traced processes (gpumemtrace/_torch.py); the start-up
+# hook installs it too, this covers programs run with python -S or a tracer loaded by injection.
+if _tracer_lib() is not None:
+    try:
+        from gpumemtrace import _torch
+
+        _torch.install()
+    except Exception as _e:  # noqa: BLE001
+        import sys as _sys
+
+        _sys.stderr.write(f"gpumemtrace: the PyTorch layer is off: {_e}\n")

@@ -63,13 +63,17 @@ const struct gmt_options *gmt_tracer_options(void);
 /** dlclose() without our interposition (capture/dlclose.c), for the tracer's own handles. */
 int gmt_real_dlclose(void *handle);
 
-/** Hand a stamped event to the writer. Never blocks: a full ring counts a drop. */
-void gmt_emit(struct gmt_event *ev);
+/** Hand a stamped event to the writer. Never blocks: a full ring counts a drop (false). */
+bool gmt_emit(struct gmt_event *ev);
 
 /* The public API's work (include/gpumemtrace.h): the exported gmt_mark() etc. call these, or
  * forward to another copy of the tracer that traces the process (instance.h). */
 void gmt_api_mark(const char *label);
 void gmt_api_range_push(const char *label);
 void gmt_api_range_pop(void);
+struct gmt_torch_entry;
+int gmt_api_torch_record(const struct gmt_torch_entry *entry);
+void gmt_api_torch_layer(const char *version, const char *backend, const char *alloc_conf,
+			 const char *status, const char *detail);
 
 #endif

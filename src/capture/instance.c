@@ -29,6 +29,8 @@ static struct gmt_instance self_instance = {
 	.range_push = gmt_api_range_push,
 	.range_pop = gmt_api_range_pop,
 	.initialize_injection = gmt_cupti_inject,
+	.torch_record = gmt_api_torch_record,
+	.torch_layer = gmt_api_torch_layer,
 };
 extern struct gmt_instance gmt_tracer_instance
 	__attribute__((alias("self_instance"), visibility("default")));

@@ -12,6 +12,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+struct gmt_torch_entry;
+
 #define GMT_INSTANCE_MAGIC 0x31736e69746d67ULL /* "gmtins1" */
 
 /*
@@ -28,6 +30,10 @@ struct gmt_instance {
 	void (*range_push)(const char *label);
 	void (*range_pop)(void);
 	int (*initialize_injection)(void);
+	/* appended: the PyTorch layer (capture/torch.c) */
+	int (*torch_record)(const struct gmt_torch_entry *entry);
+	void (*torch_layer)(const char *version, const char *backend, const char *alloc_conf,
+			    const char *status, const char *detail);
 };
 
 /**

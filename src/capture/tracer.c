@@ -23,6 +23,7 @@
 
 #include "capture/cupti.h"
 #include "capture/instance.h"
+#include "capture/pyhook.h"
 #include "capture/stacks.h"
 #include "gmt-config.h"
 #if GMT_HAVE_PYSTACK
@@ -262,16 +263,19 @@ ensure_running(void)
 	return st == GMT_STATE_RUNNING;
 }
 
-void
+bool
 gmt_emit(struct gmt_event *ev)
 {
 	if (!ensure_running()) {
 		if (atomic_load_explicit(&gmt_state, memory_order_relaxed) != GMT_STATE_DISABLED)
 			atomic_fetch_add_explicit(&dropped, 1, memory_order_relaxed);
-		return;
+		return false;
 	}
-	if (!gmt_ring_push(&ring, ev))
+	if (!gmt_ring_push(&ring, ev)) {
 		atomic_fetch_add_explicit(&dropped, 1, memory_order_relaxed);
+		return false;
+	}
+	return true;
 }
 
 /* Under LD_PRELOAD, have the driver call InitializeInjection at cuInit, so CUPTI also sees
@@ -327,6 +331,7 @@ gmt_init(void)
 		atomic_store(&gmt_state, GMT_STATE_DISABLED);
 		return;
 	}
+	gmt_pyhook_setup(&opts);
 	if (opts.cupti)
 		arm_injection();
 }

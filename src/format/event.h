@@ -25,6 +25,8 @@ enum gmt_op {
 	GMT_OP_MARKER,
 	GMT_OP_RETAIN, /* a VMM handle gained a reference: no new memory */
 	GMT_OP_USAGE,  /* a reading of a reservation counter (pool_reserve, graph_reserve) */
+	GMT_OP_BLOCK,  /* a caching allocator's own event (PyTorch bridge): torch_action says which */
+	GMT_OP_LAYER,  /* the PyTorch layer's status (a "torch" line); layer points to its text */
 	GMT_OP_COUNT,
 };
 
@@ -97,6 +99,18 @@ struct gmt_event {
 	char label[GMT_LABEL_MAX]; /**< markers only */
 	uint32_t range_depth; /**< markers of ranges: nesting level of the range (1 = outermost) */
 	uint8_t range;        /**< markers only: enum gmt_range */
+	/* GMT_OP_BLOCK (a "block" line): torch_action is enum gmt_torch_action (torch_entry.h), ptr
+	 * the block or segment, size its bytes, requested a state block's requested bytes, stream,
+	 * pool and pool2 torch's MempoolId_t, free_bytes the device's free bytes (OOM), cuda_flags
+	 * the entry's enum gmt_torch_flag, label the user metadata. GMT_OP_LAYER: layer. */
+	uint8_t torch_action;
+	uint64_t pool2;
+	const struct gmt_torch_layer *layer; /**< owned by the event until the writer wrote it */
+};
+
+/** The PyTorch layer's status, handed from Python (gmt_torch_layer) to the writer's "torch" line. */
+struct gmt_torch_layer {
+	char *version, *backend, *alloc_conf, *status, *detail;
 };
 
 const char *gmt_api_name(enum gmt_api api);
@@ -104,5 +118,10 @@ enum gmt_op gmt_api_op(enum gmt_api api);
 enum gmt_kind gmt_api_kind(enum gmt_api api);
 const char *gmt_kind_name(enum gmt_kind kind);
 const char *gmt_op_name(enum gmt_op op);
+/** Free a layer status and its strings (the writer, once its "torch" line is written). */
+void gmt_torch_layer_free(const struct gmt_torch_layer *layer);
+/** A block line's "action" for enum gmt_torch_action, and back (0: not an action). */
+const char *gmt_torch_action_name(unsigned action);
+unsigned gmt_torch_action_from_name(const char *name);
 
 #endif

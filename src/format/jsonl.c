@@ -6,6 +6,8 @@
  */
 #include "format/jsonl.h"
 
+#include "torch_entry.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -424,11 +426,118 @@ event_marker(struct gmt_buf *b, const struct gmt_event *ev)
 	LIT(b, "}\n");
 }
 
+/* A caching allocator's own event (PyTorch bridge): a "block" line. */
+static void
+event_block(struct gmt_buf *b, const struct gmt_event *ev, uint32_t stack_id)
+{
+	unsigned a = ev->torch_action;
+
+	LIT(b, "{\"type\":\"block\",\"seq\":");
+	buf_u64(b, ev->seq);
+	LIT(b, ",\"ts\":");
+	buf_u64(b, ev->ts_ns);
+	LIT(b, ",\"tid\":");
+	buf_i64(b, ev->tid);
+	LIT(b, ",\"action\":\"");
+	gmt_buf_puts(b, gmt_torch_action_name(a));
+	LIT(b, "\",\"device\":");
+	buf_i64(b, ev->device);
+	if (a == GMT_TORCH_OOM) {
+		LIT(b, ",\"size\":");
+		buf_u64(b, ev->size);
+		LIT(b, ",\"device_free\":");
+		buf_u64(b, ev->free_bytes);
+	} else if (a == GMT_TORCH_SNAPSHOT) {
+		LIT(b, ",\"size\":");
+		buf_u64(b, ev->size);
+	} else {
+		LIT(b, ",\"ptr\":");
+		gmt_buf_hex(b, ev->ptr);
+		LIT(b, ",\"size\":");
+		buf_u64(b, ev->size);
+	}
+	if (a == GMT_TORCH_STATE_BLOCK) {
+		LIT(b, ",\"requested\":");
+		buf_u64(b, ev->requested);
+		if (ev->cuda_flags & GMT_TORCH_F_ALLOCATED)
+			LIT(b, ",\"allocated\":true");
+		else
+			LIT(b, ",\"allocated\":false");
+		if (ev->cuda_flags & GMT_TORCH_F_ACTIVE)
+			LIT(b, ",\"active\":true");
+		else
+			LIT(b, ",\"active\":false");
+	}
+	if (a == GMT_TORCH_STATE_SEGMENT) {
+		if (ev->cuda_flags & GMT_TORCH_F_EXPANDABLE)
+			LIT(b, ",\"expandable\":true");
+		if (ev->cuda_flags & GMT_TORCH_F_LARGE)
+			LIT(b, ",\"pool_type\":\"large\"");
+		else
+			LIT(b, ",\"pool_type\":\"small\"");
+	}
+	LIT(b, ",\"stream\":");
+	gmt_buf_hex(b, ev->stream);
+	if (ev->cuda_flags & GMT_TORCH_F_HAS_POOL) {
+		LIT(b, ",\"pool\":[");
+		buf_u64(b, ev->pool);
+		LIT(b, ",");
+		buf_u64(b, ev->pool2);
+		LIT(b, "]");
+	}
+	if (stack_id) {
+		LIT(b, ",\"stack\":");
+		buf_u64(b, stack_id);
+	}
+	if (ev->label[0]) {
+		LIT(b, ",\"meta\":");
+		gmt_buf_json_string(b, ev->label, strnlen(ev->label, sizeof(ev->label)));
+	}
+	LIT(b, "}\n");
+}
+
+static void
+put_str_key(struct gmt_buf *b, const char *key, const char *val)
+{
+	if (!val)
+		return;
+	gmt_buf_puts(b, key);
+	gmt_buf_json_string(b, val, strlen(val));
+}
+
+/* The PyTorch layer's status: a "torch" line. */
+static void
+event_layer(struct gmt_buf *b, const struct gmt_event *ev)
+{
+	const struct gmt_torch_layer *l = ev->layer;
+
+	LIT(b, "{\"type\":\"torch\",\"seq\":");
+	buf_u64(b, ev->seq);
+	LIT(b, ",\"ts\":");
+	buf_u64(b, ev->ts_ns);
+	if (l) {
+		put_str_key(b, ",\"version\":", l->version);
+		put_str_key(b, ",\"backend\":", l->backend);
+		put_str_key(b, ",\"alloc_conf\":", l->alloc_conf);
+		put_str_key(b, ",\"layer\":", l->status);
+		put_str_key(b, ",\"detail\":", l->detail);
+	}
+	LIT(b, "}\n");
+}
+
 void
 gmt_jsonl_event(struct gmt_buf *b, const struct gmt_event *ev, uint32_t stack_id)
 {
 	if (ev->op == GMT_OP_MARKER) {
 		event_marker(b, ev);
+		return;
+	}
+	if (ev->op == GMT_OP_BLOCK) {
+		event_block(b, ev, stack_id);
+		return;
+	}
+	if (ev->op == GMT_OP_LAYER) {
+		event_layer(b, ev);
 		return;
 	}
 	bool reset = ev->op == GMT_OP_RESET, usage = ev->op == GMT_OP_USAGE;

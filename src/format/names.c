@@ -3,6 +3,11 @@
  */
 #include "format/event.h"
 
+#include <stdlib.h>
+#include <string.h>
+
+#include "torch_entry.h"
+
 static const struct {
 	const char *name;
 	enum gmt_op op;
@@ -65,8 +70,58 @@ gmt_op_name(enum gmt_op op)
 	case GMT_OP_MARKER: return "marker";
 	case GMT_OP_RETAIN: return "retain";
 	case GMT_OP_USAGE: return "usage";
+	case GMT_OP_BLOCK: return "block";
+	case GMT_OP_LAYER: return "layer";
 	case GMT_OP_NONE:
 	case GMT_OP_COUNT: break;
 	}
 	return "none";
+}
+
+/* The "action" of a block line (docs/trace-format.md), by enum gmt_torch_action: writer and
+ * reader use this one table. */
+static const char *const torch_action_names[GMT_TORCH_ACTION_COUNT] = {
+	[GMT_TORCH_ALLOC] = "alloc",
+	[GMT_TORCH_FREE_REQUESTED] = "free_requested",
+	[GMT_TORCH_FREE_COMPLETED] = "free_completed",
+	[GMT_TORCH_SEGMENT_ALLOC] = "segment_alloc",
+	[GMT_TORCH_SEGMENT_FREE] = "segment_free",
+	[GMT_TORCH_SEGMENT_MAP] = "segment_map",
+	[GMT_TORCH_SEGMENT_UNMAP] = "segment_unmap",
+	[GMT_TORCH_SNAPSHOT] = "snapshot",
+	[GMT_TORCH_OOM] = "oom",
+	[GMT_TORCH_STATE_SEGMENT] = "segment_state",
+	[GMT_TORCH_STATE_BLOCK] = "block_state",
+};
+
+const char *
+gmt_torch_action_name(unsigned action)
+{
+	return action < GMT_TORCH_ACTION_COUNT && torch_action_names[action]
+		       ? torch_action_names[action]
+		       : "unknown";
+}
+
+unsigned
+gmt_torch_action_from_name(const char *name)
+{
+	for (unsigned a = 1; a < GMT_TORCH_ACTION_COUNT; a++)
+		if (torch_action_names[a] && !strcmp(torch_action_names[a], name))
+			return a;
+	return 0;
+}
+
+void
+gmt_torch_layer_free(const struct gmt_torch_layer *cl)
+{
+	struct gmt_torch_layer *l = (struct gmt_torch_layer *)cl;
+
+	if (!l)
+		return;
+	free(l->version);
+	free(l->backend);
+	free(l->alloc_conf);
+	free(l->status);
+	free(l->detail);
+	free(l);
 }

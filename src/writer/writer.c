@@ -327,6 +327,8 @@ write_event(const struct gmt_event *ev)
 	if (!gmt_live_apply(&w.live, ev))
 		gmt_warn("out of memory in the writer; snapshots may be incomplete");
 	gmt_jsonl_event(&w.out, ev, ev->stack);
+	if (ev->op == GMT_OP_LAYER)
+		gmt_torch_layer_free(ev->layer);
 	w.events_written++;
 	if (ev->seq > w.last_seq)
 		w.last_seq = ev->seq;

@@ -1,0 +1,108 @@
+#!/usr/bin/env python3
+"""What the PyTorch layer costs, against plain PyTorch and against PyTorch's own recorder (on a GPU
+host with torch; docs/performance.md).
+
+    run_torch_block_cost.py --build BUILD [--rounds 3]
+
+Variants, each its own process, interleaved round by round (A B C D E, A B C D E, ...):
+  plain          untraced
+  traced-nolayer gpumemtrace run, GPUMEMTRACE_TORCH=off (CUDA-level events only: a tensor
+                 alloc+free inside the cache makes none)
+  traced-layer   gpumemtrace run, default options: the bridge, every block with native+Python stack
+  traced-pystack the bridge with GPUMEMTRACE_STACKS=python
+  torch-history  untraced, torch.cuda.memory._record_memory_history(stacks="python")
+Two workloads per process: a loop of tensor alloc+free pairs (4-28 KiB, inside the cache: median
+ns per pair over 5 loops of 20,000) and a small transformer's training step (median ms over 20
+steps after 5 of warm-up). Prints a table of medians and ratios, then one JSON line.
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+CHILD = r'''
+import json, os, sys, time
+import torch
+if os.environ.get("GMT_BENCH_HISTORY") == "1":
+    torch.cuda.memory._record_memory_history(max_entries=100000, stacks="python")
+torch.zeros(1, device="cuda")
+torch.cuda.synchronize()
+def pairs(n):
+    t0 = time.perf_counter_ns()
+    for i in range(n):
+        x = torch.empty(1024 * (1 + i % 7), dtype=torch.float32, device="cuda")
+        del x
+    return (time.perf_counter_ns() - t0) / n
+pairs(5000)
+loops = [pairs(20000) for _ in range(5)]
+layer = torch.nn.TransformerEncoderLayer(512, 8, 2048, batch_first=True).cuda()
+model = torch.nn.TransformerEncoder(layer, 4).cuda()
+opt = torch.optim.AdamW(model.parameters())
+def step():
+    x = torch.randn(16, 256, 512, device="cuda")
+    with torch.autocast("cuda", dtype=torch.bfloat16):
+        loss = model(x).float().square().mean()
+    loss.backward(); opt.step(); opt.zero_grad(set_to_none=True)
+for _ in range(5): step()
+torch.cuda.synchronize()
+steps = []
+for _ in range(20):
+    t0 = time.perf_counter(); step(); torch.cuda.synchronize(); steps.append((time.perf_counter() - t0) * 1e3)
+print(json.dumps({"pair_ns": statistics.median(loops), "step_ms": statistics.median(steps)}))
+'''
+
+VARIANTS = ["plain", "traced-nolayer", "traced-layer", "traced-pystack", "torch-history"]
+
+
+def run(variant, gmt, tmp):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GPUMEMTRACE_")}
+    env.pop("PYTORCH_CUDA_ALLOC_CONF", None)
+    argv = [sys.executable, "-c", CHILD]
+    if variant.startswith("traced"):
+        argv = [gmt, "run", "-o", os.path.join(tmp, variant)] + ["--"] + argv
+        if variant == "traced-nolayer":
+            env["GPUMEMTRACE_TORCH"] = "off"
+        if variant == "traced-pystack":
+            env["GPUMEMTRACE_STACKS"] = "python"
+    if variant == "torch-history":
+        env["GMT_BENCH_HISTORY"] = "1"
+    p = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=600)
+    for line in reversed(p.stdout.splitlines()):
+        if line.startswith("{"):
+            return json.loads(line)
+    raise RuntimeError(f"{variant}: no result (exit {p.returncode}): {p.stderr[-500:]}")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", required=True)
+    ap.add_argument("--rounds", type=int, default=3)
+    a = ap.parse_args()
+    gmt = os.path.join(os.path.abspath(a.build), "tools", "gpumemtrace")
+    tmp = tempfile.mkdtemp(prefix="gmt-bench-torch-")
+    res = {v: [] for v in VARIANTS}
+    run("traced-layer", gmt, tmp)  # builds and caches the bridge: not part of any measurement
+    for r in range(a.rounds):
+        for v in VARIANTS:
+            res[v].append(run(v, gmt, tmp))
+    med = {v: {k: statistics.median(x[k] for x in res[v]) for k in ("pair_ns", "step_ms")}
+           for v in VARIANTS}
+    plain = med["plain"]
+    print(f"{'variant':16} {'ns/pair':>9} {'added':>8} {'step ms':>9} {'x plain':>8}")
+    for v in VARIANTS:
+        m = med[v]
+        print(f"{v:16} {m['pair_ns']:9.0f} {m['pair_ns'] - plain['pair_ns']:+8.0f} "
+              f"{m['step_ms']:9.2f} {m['step_ms'] / plain['step_ms']:8.3f}")
+    added_ours = med["traced-layer"]["pair_ns"] - med["traced-nolayer"]["pair_ns"]
+    added_theirs = med["torch-history"]["pair_ns"] - plain["pair_ns"]
+    print(f"the layer adds {added_ours:.0f} ns per pair over the tracer without it; torch's recorder "
+          f"adds {added_theirs:.0f} ns over plain (goal: ours <= half of theirs)")
+    print(json.dumps({"bench": "torch_block_cost", "rounds": a.rounds, "medians": med,
+                      "raw": res, "layer_added_ns": added_ours, "history_added_ns": added_theirs}))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,305 @@
+"""The PyTorch layer: c10's caching allocator's own events (every tensor's block, its segment,
+free requested vs completed, OOM) in the trace, beside the CUDA-level events, with our stacks.
+
+How it gets into a program with no change to it: under the tracer, PYTHONPATH holds
+gpumemtrace/_site, whose sitecustomize calls install() at start-up. install() watches for
+`import torch`; when torch is imported it starts building the bridge (torch_bridge.cpp, against the
+headers of this very torch: TraceEntry's layout changed over versions) in the background, and asks
+torch to call attach() at CUDA's lazy initialisation (torch.cuda._lazy_call): before it the
+allocator has no devices and a tracker would be attached to none. attach() loads the bridge,
+attaches the tracker, backfills what already exists from one snapshot, and writes a "torch" line
+with the layer's status.
+
+Where the layer cannot be had, the trace keeps its CUDA-level events and says why in that line,
+with one warning on stderr: another allocator backend (cudaMallocAsync: every tensor is then a
+cudaMallocAsync the tracer records anyway; a pluggable allocator), a torch version this code does
+not know (GPUMEMTRACE_TORCH=any tries anyway), no C++ compiler or no headers, a failed build.
+
+GPUMEMTRACE_TORCH: on (default), off, any (also torch versions not known to work).
+Built bridges are cached in $GPUMEMTRACE_CACHE_DIR, else $XDG_CACHE_HOME/gpumemtrace, else
+~/.cache/gpumemtrace; `python -m gpumemtrace.torch_bridge` builds one ahead of time.
+"""
+import ctypes
+import hashlib
+import importlib.machinery
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SOURCE = os.path.join(HERE, "torch_bridge.cpp")
+HEADER = os.path.join(HERE, "torch_entry.h")
+ABI = 1  # GMT_TORCH_ABI of torch_entry.h
+
+# (major, minor) of the torch versions whose allocator interface this layer was checked against
+# (headers read, the bridge built and run): others are refused unless GPUMEMTRACE_TORCH=any.
+KNOWN = {(2, 11)}
+BUILD_TIMEOUT_S = 300
+
+_state = {"installed": False, "build": None, "attached": False}
+
+
+def _warn(msg):
+    sys.stderr.write(f"gpumemtrace: {msg}\n")
+    sys.stderr.flush()
+
+
+def _mode():
+    v = os.environ.get("GPUMEMTRACE_TORCH", "on").strip().lower()
+    return {"1": "on", "true": "on", "yes": "on", "0": "off", "false": "off", "no": "off"}.get(v, v)
+
+
+def install():
+    """Watch for `import torch` (called once, at start-up, by gpumemtrace/_site)."""
+    if _state["installed"] or _mode() == "off":
+        return
+    _state["installed"] = True
+    if "torch" in sys.modules:
+        _on_torch(sys.modules["torch"])
+        return
+    sys.meta_path.insert(0, _TorchWatcher())
+
+
+class _TorchWatcher:
+    """A meta path finder that finds nothing itself: it wraps the loader of `torch` so that
+    _on_torch() runs once torch's __init__ has run."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name != "torch":
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.machinery.PathFinder.find_spec(name, path)
+        if spec is None or spec.loader is None:
+            return spec
+        spec.loader = _AfterLoader(spec.loader)
+        return spec
+
+    def invalidate_caches(self):
+        pass
+
+
+class _AfterLoader:
+    def __init__(self, real):
+        self._real = real
+
+    def create_module(self, spec):
+        return self._real.create_module(spec)
+
+    def exec_module(self, module):
+        self._real.exec_module(module)
+        try:
+            _on_torch(module)
+        except Exception as e:  # noqa: BLE001
+            _warn(f"the PyTorch layer is off: {type(e).__name__}: {e}")
+
+    def __getattr__(self, name):
+        return getattr(self._real, name)
+
+
+def _version(torch):
+    base = torch.__version__.split("+")[0]
+    parts = base.split(".")
+    try:
+        return int(parts[0]), int(parts[1])
+    except (ValueError, IndexError):
+        return None
+
+
+def _on_torch(torch):
+    cuda = getattr(torch, "cuda", None)
+    if cuda is None or not hasattr(cuda, "_lazy_call"):
+        return
+    ver = _version(torch)
+    if ver not in KNOWN and _mode() != "any":
+        _refuse(torch, f"torch {torch.__version__} is not a version this layer knows "
+                       f"(known: {', '.join('%d.%d' % k for k in sorted(KNOWN))}); "
+                       "GPUMEMTRACE_TORCH=any tries it")
+        return
+    _state["build"] = _Build(torch)
+    _state["build"].start()
+    cuda._lazy_call(lambda: _attach(torch))
+
+
+def _tracer():
+    """The tracer library (the same lookup as the marker functions), or None untraced."""
+    import gpumemtrace
+    return gpumemtrace._tracer_lib()
+
+
+def _layer(torch, status, detail):
+    lib = _tracer()
+    if lib is None or getattr(lib, "gmt_torch_layer", None) is None:
+        return
+    fn = lib.gmt_torch_layer
+    fn.argtypes = [ctypes.c_char_p] * 5
+    fn.restype = None
+    try:
+        backend = torch.cuda.get_allocator_backend()
+    except Exception:  # noqa: BLE001
+        backend = None
+    conf = os.environ.get("PYTORCH_CUDA_ALLOC_CONF") or os.environ.get("PYTORCH_ALLOC_CONF") or ""
+    enc = (lambda s: None if s is None else str(s).encode("utf-8", "replace"))
+    fn(enc(torch.__version__), enc(backend), enc(conf), enc(status), enc(detail))
+
+
+def _refuse(torch, why):
+    _warn(f"PyTorch layer unavailable: {why}; the trace has CUDA-level events only")
+    try:
+        _layer(torch, "segments only", why)
+    except Exception:  # noqa: BLE001
+        pass
+
+
+def _attach(torch):
+    """At CUDA's lazy initialisation (torch.cuda._lazy_call): never raises."""
+    try:
+        if _state["attached"]:
+            return
+        _state["attached"] = True
+        lib = _tracer()
+        if lib is None or getattr(lib, "gmt_torch_record", None) is None:
+            return  # untraced, or a tracer without the layer: nothing to do
+        backend = torch.cuda.get_allocator_backend()
+        if backend != "native":
+            _refuse(torch, f"allocator backend {backend!r}: no block events"
+                           + (" (every tensor is a cudaMallocAsync, recorded as such)"
+                              if backend == "cudaMallocAsync" else ""))
+            return
+        path, why = _state["build"].result()
+        if not path:
+            _refuse(torch, why)
+            return
+        bridge = ctypes.CDLL(path)
+        if bridge.gmt_bridge_abi() != ABI:
+            _refuse(torch, f"{path} speaks interface {bridge.gmt_bridge_abi()}, not {ABI}")
+            return
+        err = ctypes.create_string_buffer(512)
+        bridge.gmt_bridge_attach.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t]
+        record = ctypes.cast(lib.gmt_torch_record, ctypes.c_void_p)
+        if bridge.gmt_bridge_attach(record, err, len(err)) != 0:
+            _refuse(torch, "attachAllocatorTraceTracker: " + err.value.decode("utf-8", "replace"))
+            return
+        bridge.gmt_bridge_backfill.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
+        bridge.gmt_bridge_backfill.restype = ctypes.c_long
+        n = bridge.gmt_bridge_backfill(err, len(err))
+        detail = f"bridge {path}; backfill: {n} segments and blocks" if n >= 0 else \
+            "backfill failed: " + err.value.decode("utf-8", "replace")
+        _state["bridge"] = bridge  # keep it loaded
+        _layer(torch, "blocks", detail)
+    except Exception as e:  # noqa: BLE001
+        _refuse(torch, f"{type(e).__name__}: {e}")
+
+
+# --- building the bridge -------------------------------------------------------------------------
+
+def cache_dir():
+    d = os.environ.get("GPUMEMTRACE_CACHE_DIR")
+    if not d:
+        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        d = os.path.join(base, "gpumemtrace")
+    return d
+
+
+def _cuda_include(torch):
+    """A directory with cuda_runtime_api.h: CUDA_HOME, the usual toolkit places, the NVIDIA
+    runtime wheels beside torch."""
+    cands = []
+    for var in ("CUDA_HOME", "CUDA_PATH"):
+        if os.environ.get(var):
+            cands += [os.path.join(os.environ[var], "include"),
+                      os.path.join(os.environ[var], "targets", "x86_64-linux", "include")]
+    cands += ["/usr/local/cuda/include", "/usr/local/cuda/targets/x86_64-linux/include",
+              "/usr/include"]
+    site = os.path.dirname(os.path.dirname(os.path.abspath(torch.__file__)))
+    for sub in ("nvidia/cu13/include", "nvidia/cuda_runtime/include", "nvidia/cu12/include"):
+        cands.append(os.path.join(site, sub))
+    for d in cands:
+        if os.path.isfile(os.path.join(d, "cuda_runtime_api.h")):
+            return d
+    return None
+
+
+def plan(torch):
+    """(path of the cached bridge, compile command) for this torch, or (None, why)."""
+    tdir = os.path.dirname(os.path.abspath(torch.__file__))
+    inc, libdir = os.path.join(tdir, "include"), os.path.join(tdir, "lib")
+    if not os.path.isfile(os.path.join(inc, "c10", "cuda", "CUDACachingAllocator.h")):
+        return None, f"torch's C++ headers are not installed ({inc} has no c10/cuda)"
+    cuda_inc = _cuda_include(torch)
+    if not cuda_inc:
+        return None, "no CUDA headers (cuda_runtime_api.h) found: set CUDA_HOME"
+    if os.environ.get("CXX"):
+        cxx = shutil.which(os.environ["CXX"])
+        if not cxx:
+            return None, f"no C++ compiler: CXX={os.environ['CXX']} is not a program here"
+    else:
+        cxx = shutil.which("c++") or shutil.which("g++") or shutil.which("clang++")
+    if not cxx:
+        return None, "no C++ compiler (c++, g++ or clang++ on PATH; or set CXX)"
+    abi = int(bool(getattr(torch._C, "_GLIBCXX_USE_CXX11_ABI", True)))
+    h = hashlib.sha256()
+    for f in (SOURCE, HEADER):
+        with open(f, "rb") as fp:
+            h.update(fp.read())
+    key = "|".join([torch.__version__, str(abi), tdir, cuda_inc, cxx])
+    h.update(key.encode())
+    name = f"torch_bridge-{torch.__version__.replace('+', '_')}-abi{abi}-{h.hexdigest()[:16]}.so"
+    out = os.path.join(cache_dir(), name)
+    cmd = [cxx, "-O2", "-std=c++17", "-shared", "-fPIC", "-fvisibility=hidden",
+           f"-D_GLIBCXX_USE_CXX11_ABI={abi}", "-I", HERE, "-I", inc, "-isystem", cuda_inc,
+           SOURCE, "-o", None, "-L", libdir, "-lc10_cuda", "-lc10", "-Wl,-rpath," + libdir]
+    return out, cmd
+
+
+class _Build:
+    """The bridge for this torch: the cached one, or a build in a background thread started at
+    `import torch` (it runs while the program goes on; attach() waits for it)."""
+
+    def __init__(self, torch):
+        self.torch = torch
+        self.path, self.cmd = None, None
+        self.why = None
+        self.thread = None
+
+    def start(self):
+        out, cmd = plan(self.torch)
+        if out is None:
+            self.why = cmd
+            return
+        self.path, self.cmd = out, cmd
+        if os.path.isfile(out):
+            return
+        self.thread = threading.Thread(target=self._run, name="gpumemtrace-bridge-build", daemon=True)
+        self.thread.start()
+
+    def _run(self):
+        out = self.path
+        try:
+            os.makedirs(os.path.dirname(out), exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=".build-", suffix=".so", dir=os.path.dirname(out))
+            os.close(fd)
+            cmd = [tmp if c is None else c for c in self.cmd]
+            # the tracer traces no compiler: it never touches a GPU
+            env = dict(os.environ, GPUMEMTRACE_ENABLE="0")
+            p = subprocess.run(cmd, capture_output=True, text=True, timeout=BUILD_TIMEOUT_S, env=env)
+            if p.returncode != 0:
+                os.unlink(tmp)
+                lines = [l for l in (p.stderr or p.stdout).splitlines() if l.strip()]
+                self.why = (f"building the bridge failed ({os.path.basename(cmd[0])} exit "
+                            f"{p.returncode}): {' / '.join(lines[:3])[:400]}")
+                return
+            os.replace(tmp, out)  # atomic: ranks building at once each install a whole file
+        except (OSError, subprocess.SubprocessError) as e:
+            self.why = f"building the bridge failed: {e}"
+
+    def result(self):
+        if self.thread is not None:
+            self.thread.join(BUILD_TIMEOUT_S + 10)
+        if self.why:
+            return None, self.why
+        if not self.path or not os.path.isfile(self.path):
+            return None, "the bridge was not built"
+        return self.path, None

@@ -1,0 +1,130 @@
+/*
+ * @brief The PyTorch layer's entry points: block events from c10's caching allocator (through the
+ * bridge, python/gpumemtrace/torch_bridge.cpp) and the layer's status (from the Python side,
+ * python/gpumemtrace/_torch.py), into the same ring as the CUDA-level events.
+ *
+ * gmt_torch_record() runs inside torch's allocator, its per-device recursive mutex held and
+ * sometimes the GIL: the rules of capture.h hold (no allocation, no lock, no Python). A block
+ * handed out gets the allocating thread's stack (native and Python); frees and segment events
+ * need none (the analysis pairs them with their allocation).
+ *
+ * gmt_torch_layer() is called from Python, outside any CUDA call: it may allocate. Its strings
+ * travel to the writer with the event and are freed there.
+ */
+#define _GNU_SOURCE
+#include <stdlib.h>
+#include <string.h>
+
+#include "capture/capture.h"
+#include "capture/instance.h"
+#include "capture/stacks.h"
+#include "torch_entry.h"
+
+static void
+copy_meta(char *dst, const char *meta, size_t len)
+{
+	size_t n = len < GMT_LABEL_MAX - 1 ? len : GMT_LABEL_MAX - 1;
+
+	if (n < len) /* a cut never splits a UTF-8 character */
+		while (n > 0 && ((unsigned char)meta[n] & 0xc0) == 0x80)
+			n--;
+	memcpy(dst, meta, n);
+	dst[n] = '\0';
+}
+
+int
+gmt_api_torch_record(const struct gmt_torch_entry *e)
+{
+	if (!e || e->abi != GMT_TORCH_ABI ||
+	    e->size < offsetof(struct gmt_torch_entry, meta_len) + sizeof(e->meta_len) || !e->action ||
+	    e->action >= GMT_TORCH_ACTION_COUNT)
+		return 0;
+	if (!gmt_hook_enter()) {
+		gmt_hook_leave();
+		return 0;
+	}
+	struct gmt_event ev = {
+		.op = GMT_OP_BLOCK,
+		.torch_action = (uint8_t)e->action,
+		.device = (e->flags & GMT_TORCH_F_HAS_DEVICE) ? e->device : -1,
+		.size = e->bytes,
+		.requested = e->requested,
+		.stream = e->stream,
+		.pool = e->pool_id[0],
+		.pool2 = e->pool_id[1],
+		.cuda_flags = e->flags,
+	};
+	if (e->action == GMT_TORCH_OOM) {
+		ev.free_bytes = e->addr; /* torch puts the device's free bytes there */
+		ev.flags |= GMT_EV_HAS_MEMINFO;
+	} else {
+		ev.ptr = e->addr;
+	}
+	if (e->meta && e->meta_len)
+		copy_meta(ev.label, e->meta, e->meta_len);
+	/* the allocating thread's stack: an allocation, and the OOM (what asked for it) */
+	if (e->action == GMT_TORCH_ALLOC || e->action == GMT_TORCH_OOM)
+		ev.stack = gmt_stack_capture(NULL);
+	gmt_stamp(&ev);
+	gmt_emit(&ev);
+	gmt_hook_leave();
+	return 0;
+}
+
+static char *
+dup_or_null(const char *s)
+{
+	return s ? strdup(s) : NULL;
+}
+
+void
+gmt_api_torch_layer(const char *version, const char *backend, const char *alloc_conf,
+		    const char *status, const char *detail)
+{
+	struct gmt_torch_layer *l = calloc(1, sizeof(*l));
+
+	if (!l)
+		return;
+	l->version = dup_or_null(version);
+	l->backend = dup_or_null(backend);
+	l->alloc_conf = dup_or_null(alloc_conf);
+	l->status = dup_or_null(status);
+	l->detail = dup_or_null(detail);
+	struct gmt_event ev = {.op = GMT_OP_LAYER, .device = -1, .layer = l};
+	if (!gmt_hook_enter()) {
+		gmt_hook_leave();
+		gmt_torch_layer_free(l);
+		return;
+	}
+	gmt_stamp(&ev);
+	if (!gmt_emit(&ev))
+		gmt_torch_layer_free(l); /* not in the ring: nobody else will free it */
+	gmt_hook_leave();
+}
+
+/* The exported names; a copy that defers to another tracer forwards (instance.h). */
+GMT_EXPORT int
+gmt_torch_record(const struct gmt_torch_entry *entry)
+{
+	const struct gmt_instance *f = gmt_instance_forward();
+
+	if (__builtin_expect(f != NULL, 0))
+		return f->size > offsetof(struct gmt_instance, torch_record) && f->torch_record
+			       ? f->torch_record(entry)
+			       : 0;
+	return gmt_api_torch_record(entry);
+}
+
+GMT_EXPORT void
+gmt_torch_layer(const char *version, const char *backend, const char *alloc_conf,
+		const char *status, const char *detail)
+{
+	const struct gmt_instance *f = gmt_instance_forward();
+
+	if (__builtin_expect(f != NULL, 0)) {
+		if (f->size > offsetof(struct gmt_instance, torch_layer) && f->torch_layer)
+			f->torch_layer(version, backend, alloc_conf, status, detail);
+		return;
+	}
+	gmt_api_torch_layer(version, backend, alloc_conf, status, detail);
+}

@@ -1,0 +1,54 @@
+"""A TEST DOUBLE of the `torch` package for gpumemtrace's CPU tests (CI has no torch): the few
+names gpumemtrace's PyTorch layer (python/gpumemtrace/_torch.py) and the test programs use, over
+the double's caching allocator (tests/torchsim/c10_cuda.cpp) on the simulated CUDA runtime.
+Not PyTorch. The test assembles a package directory from this file, torch/cuda, the double's C++
+headers (include/) and its libraries (lib/), as a torch wheel lays them out.
+"""
+import ctypes
+import os
+import types
+
+__version__ = os.environ.get("TORCHSIM_VERSION", "2.11.0+sim")
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+_lib = ctypes.CDLL(os.path.join(_HERE, "lib", "libc10_cuda.so"), mode=ctypes.RTLD_GLOBAL)
+_lib.torchsim_init.argtypes = [ctypes.c_char_p]
+_lib.torchsim_malloc.argtypes = [ctypes.c_size_t]
+_lib.torchsim_malloc.restype = ctypes.c_void_p
+_lib.torchsim_free.argtypes = [ctypes.c_void_p, ctypes.c_int]
+_lib.torchsim_allocated.restype = ctypes.c_ulonglong
+_lib.torchsim_reserved.restype = ctypes.c_ulonglong
+_lib.torchsim_set_metadata.argtypes = [ctypes.c_char_p]
+_lib.torchsim_snapshot.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
+_lib.torchsim_snapshot.restype = ctypes.c_size_t
+
+_C = types.SimpleNamespace(_GLIBCXX_USE_CXX11_ABI=True)
+
+from torch import cuda  # noqa: E402
+
+
+class Tensor:
+    """Bytes on the simulated device, freed when the object goes (Python's reference count)."""
+
+    def __init__(self, nbytes):
+        cuda._lazy_init()
+        self.nbytes = nbytes
+        self._ptr = _lib.torchsim_malloc(nbytes)
+        if not self._ptr:
+            raise cuda.OutOfMemoryError(f"CUDA out of memory. Tried to allocate {nbytes} bytes.")
+        self._wait = False
+
+    def data_ptr(self):
+        return self._ptr
+
+    def record_stream(self, stream=None):
+        self._wait = True  # the free completes at the next synchronize(), maybe on another thread
+
+    def __del__(self):
+        if getattr(self, "_ptr", None):
+            _lib.torchsim_free(self._ptr, 1 if self._wait else 0)
+            self._ptr = None
+
+
+def empty(nbytes, device="cuda", dtype=None):
+    return Tensor(int(nbytes))

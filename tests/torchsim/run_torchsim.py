@@ -1,0 +1,253 @@
+#!/usr/bin/env python3
+"""Torch suite: gpumemtrace's PyTorch layer on CPU, through the torch double (tests/torchsim).
+
+    run_torchsim.py --build BUILD --source SRC SCENARIO
+
+It assembles a `torch` package as a wheel lays it out (python/torch, include/ with the double's
+headers, lib/ with the double's libc10_cuda.so and libc10.so), runs victim.py under the tracer
+(LD_PRELOAD, default options, so the start-up hook and the bridge build are the real ones, with
+the machine's C++ compiler), and checks the trace. Scenarios:
+
+  blocks           every block event with our stack, segments, a free completed on another
+                   thread, user metadata, the OOM entry, a "torch" line saying "blocks"
+  late-attach      torch used before the layer is installed: the backfill lists what existed
+  async-backend    PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync: attach refused, one warning,
+                   "segments only" with the reason, the program unharmed
+  unknown-version  torch 2.99: refused, never guessed; any-version: GPUMEMTRACE_TORCH=any tries it
+  no-compiler      no C++ compiler: the reason in the torch line, CUDA-level events go on
+  bad-headers      headers that do not compile: the build's error named, the program unharmed
+  untraced         without the tracer: no bridge built, nothing written
+  off              GPUMEMTRACE_TORCH=off: no hook, no torch line
+Each run must exit 0 and write the victim's account, as it does untraced.
+"""
+import argparse
+import glob
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+failures = []
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+        print("FAIL:", what)
+    return cond
+
+
+def make_torch(build, source, root, headers=None):
+    pkg = os.path.join(root, "torch")
+    shutil.copytree(os.path.join(source, "tests", "torchsim", "python", "torch"), pkg)
+    shutil.copytree(headers or os.path.join(source, "tests", "torchsim", "include"),
+                    os.path.join(pkg, "include"))
+    os.makedirs(os.path.join(pkg, "lib"))
+    for lib in ("libc10_cuda.so", "libc10.so"):
+        shutil.copy(os.path.join(build, "tests", "torchsim", lib), os.path.join(pkg, "lib", lib))
+    return root
+
+
+def read_trace(outdir):
+    files = glob.glob(os.path.join(outdir, "*.jsonl"))
+    if not check(len(files) == 1, f"one trace file (got {len(files)})"):
+        return []
+    recs = []
+    for n, line in enumerate(open(files[0]), 1):
+        if line.strip():
+            try:
+                recs.append(json.loads(line))
+            except ValueError as e:
+                check(False, f"{files[0]}:{n}: not JSON ({e}): {line[:200]!r}")
+    return recs
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", required=True)
+    ap.add_argument("--source", required=True)
+    ap.add_argument("scenario")
+    a = ap.parse_args()
+    build, source, sc = os.path.abspath(a.build), os.path.abspath(a.source), a.scenario
+    work = tempfile.mkdtemp(prefix=f"gmt-torch-{sc}-")
+    headers = None
+    if sc == "bad-headers":
+        headers = os.path.join(work, "badinc")
+        shutil.copytree(os.path.join(source, "tests", "torchsim", "include"), headers)
+        with open(os.path.join(headers, "c10", "cuda", "CUDACachingAllocator.h"), "a") as f:
+            f.write("\n#error this is not a header the bridge can use\n")
+    site = make_torch(build, source, os.path.join(work, "site"), headers)
+    outdir = os.path.join(work, "trace")
+    os.mkdir(outdir)
+    did_path = os.path.join(work, "did.json")
+    env = dict(os.environ)
+    for k in list(env):
+        if k.startswith("GPUMEMTRACE_") or k in ("PYTORCH_CUDA_ALLOC_CONF", "CUDA_INJECTION64_PATH"):
+            del env[k]
+    env.update({
+        "LD_LIBRARY_PATH": os.path.join(build, "tests", "simcuda"),
+        "PYTHONPATH": site,
+        "GPUMEMTRACE_OUTPUT_DIR": outdir,
+        "GPUMEMTRACE_CACHE_DIR": os.path.join(work, "cache"),
+        "SIMCUDA_MEM_BYTES": "256M",
+        "SIMCUDA_DEVICES": "1",
+    })
+    if sc != "untraced":
+        env["LD_PRELOAD"] = os.path.join(build, "src", "libgpumemtrace.so")
+    else:
+        # the module importable as under the tracer, but no tracer
+        env["PYTHONPATH"] = site + ":" + os.path.join(source, "python")
+    if sc == "async-backend":
+        env["PYTORCH_CUDA_ALLOC_CONF"] = "backend:cudaMallocAsync"
+    if sc in ("unknown-version", "any-version"):
+        env["TORCHSIM_VERSION"] = "2.99.0+sim"
+    if sc == "any-version":
+        env["GPUMEMTRACE_TORCH"] = "any"
+    if sc == "off":
+        env["GPUMEMTRACE_TORCH"] = "off"
+    if sc == "no-compiler":
+        env["CXX"] = os.path.join(work, "no", "c++")
+    argv = [sys.executable] + (["-S"] if sc == "late-attach" else []) + [
+        os.path.join(source, "tests", "torchsim", "victim.py"),
+        "late" if sc == "late-attach" else "normal", did_path]
+    p = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=240)
+    sys.stdout.write(p.stderr)
+    check(p.returncode == 0, f"the victim exits 0 (got {p.returncode})")
+    if p.returncode != 0 or not os.path.exists(did_path):
+        return finish(work)
+    did = json.load(open(did_path))
+    warnings = [l for l in p.stderr.splitlines() if "PyTorch layer" in l]
+    cache = glob.glob(os.path.join(work, "cache", "*.so"))
+
+    if sc == "untraced":
+        check(not did["gpumemtrace_enabled"], "untraced: the module says the tracer is off")
+        check(not cache, f"untraced: no bridge built (found {cache})")
+        check(not glob.glob(os.path.join(outdir, "*")), "untraced: no trace written")
+        return finish(work)
+
+    recs = read_trace(outdir)
+    torch_lines = [r for r in recs if r.get("type") == "torch"]
+    blocks = [r for r in recs if r.get("type") == "block"]
+    events = [r for r in recs if r.get("type") == "event"]
+    check(any(r.get("type") == "trailer" for r in recs), "the trace has its trailer")
+
+    if sc == "off":
+        check(not torch_lines and not blocks, "GPUMEMTRACE_TORCH=off: no torch line, no blocks")
+        check(not cache, "GPUMEMTRACE_TORCH=off: no bridge built")
+        return finish(work)
+
+    if sc in ("async-backend", "unknown-version", "no-compiler", "bad-headers"):
+        check(len(torch_lines) == 1 and torch_lines[0].get("layer") == "segments only",
+              f"{sc}: one torch line saying 'segments only' (got {torch_lines})")
+        check(not [b for b in blocks if b["action"] == "alloc"], f"{sc}: no block events")
+        check(len(warnings) == 1, f"{sc}: one warning line naming the PyTorch layer (got {warnings})")
+        detail = torch_lines[0].get("detail", "") if torch_lines else ""
+        want = {"async-backend": "cudaMallocAsync", "unknown-version": "2.99",
+                "no-compiler": "compiler", "bad-headers": "not a header the bridge can use"}[sc]
+        check(want in detail, f"{sc}: the torch line says why ({want!r} in {detail!r})")
+        check(len([e for e in events if e["op"] == "alloc" and e["result"] == 0]) > 0,
+              f"{sc}: CUDA-level allocations still recorded")
+        return finish(work)
+
+    # blocks, late-attach, any-version: the layer is on
+    check(len(torch_lines) == 1 and torch_lines[0].get("layer") == "blocks",
+          f"one torch line saying 'blocks' (got {torch_lines})")
+    if torch_lines:
+        t = torch_lines[0]
+        check(t.get("version") == ("2.99.0+sim" if sc == "any-version" else "2.11.0+sim")
+              and t.get("backend") == "native", f"the torch line names version and backend ({t})")
+    check(not warnings, f"no warning about the layer (got {warnings})")
+    check(len(cache) == 1, f"one bridge built and cached (got {cache})")
+    allocs = [b for b in blocks if b["action"] == "alloc"]
+    want_allocs = [x for x in did["allocs"] if x["function"] != "before_attach"]
+    check(len(allocs) == len(want_allocs),
+          f"one block alloc per tensor after attach ({len(allocs)} vs {len(want_allocs)})")
+    check(sorted(b["size"] for b in allocs) == sorted(x["bytes"] for x in want_allocs),
+          "block alloc sizes are the requested sizes")
+    # our stack on every block allocation, its innermost Python frame the victim's function
+    stacks = {r["id"]: r for r in recs if r.get("type") == "stack"}
+    codes = {r["id"]: r for r in recs if r.get("type") == "pycode"}
+    names = []
+    torch_dir = os.path.join(site, "torch")
+    for b in allocs:
+        st = stacks.get(b.get("stack"))
+        py = [f for f in (st.get("py") or []) if f[0] in codes] if st else []
+        # the innermost frame outside torch's own Python files (the double's Tensor.__init__)
+        own = [codes[f[0]] for f in py if not codes[f[0]]["file"].startswith(torch_dir)]
+        names.append(own[0]["name"] if own else None)
+    check(all(n == "alloc" for n in names),
+          f"every block alloc has our Python stack, the victim's alloc() innermost ({set(names)})")
+    # frees
+    req = [b for b in blocks if b["action"] == "free_requested"]
+    comp = [b for b in blocks if b["action"] == "free_completed"]
+    check(len(req) == len(comp), f"every free requested completes ({len(req)} vs {len(comp)})")
+    by_ptr = {}
+    for b in blocks:
+        if b["action"] in ("free_requested", "free_completed"):
+            by_ptr.setdefault(b["ptr"], []).append(b)
+    other = [v for v in by_ptr.values() if len({x["tid"] for x in v}) > 1]
+    check(other, "a free completed on another thread than its request (record_stream)")
+    # segments: the bridge's and the CUDA level's are the same memory
+    seg = {b["ptr"]: b["size"] for b in blocks if b["action"] in ("segment_alloc", "segment_state")}
+    cuda = {e["ptr"]: e["size"] for e in events if e["op"] == "alloc" and e["result"] == 0}
+    check(seg and all(cuda.get(p) == s for p, s in seg.items()),
+          f"every segment (alloc or backfilled) is a CUDA-level allocation of the same address "
+          f"and size")
+    if sc != "late-attach":  # there the blocks allocated before stay live: no segment is empty
+        check(any(b["action"] == "segment_free" for b in blocks), "empty_cache gives segment_free")
+    meta = [b for b in allocs if b.get("meta")]
+    check(len(meta) == 1 and meta[0]["meta"] == "phase=eval" and meta[0]["size"] == 2048,
+          f"user metadata on the allocation made while it was set ({meta})")
+    oom = [b for b in blocks if b["action"] == "oom"]
+    check(did["oom"] and len(oom) == 1 and oom[0]["size"] == 1 << 40 and oom[0]["device_free"] > 0,
+          f"the OOM entry: the request and the device's free bytes ({oom})")
+    # live requested bytes at each marker, replayed from the block lines
+    live, seqs = {}, sorted(recs, key=lambda r: r.get("seq", 0))
+    marks = []
+    for r in seqs:
+        if r.get("type") == "block":
+            if r["action"] in ("alloc",):
+                live[r["ptr"]] = r["size"]
+            elif r["action"] == "block_state" and r.get("allocated"):
+                live[r["ptr"]] = r["requested"]
+            elif r["action"] == "free_requested":
+                live.pop(r["ptr"], None)
+        elif r.get("type") == "marker":
+            marks.append(sum(live.values()))
+    want = [m["live_requested"] for m in did["markers"]]
+    check(marks == want, f"live requested bytes at each marker from the trace {marks} == the "
+                         f"program's {want}")
+    # the allocator's own figure (rounded, split blocks), replayed as the GPU check does it
+    sys.path.insert(0, os.path.join(source, "tests", "gpu"))
+    import torch_blocks
+    model, got = torch_blocks.Model(False), []
+    for r in seqs:
+        if r.get("type") == "block":
+            model.apply(r)
+        elif r.get("type") == "marker":
+            got.append(model.figures()["allocated"])
+    check(not model.errors, f"the block replay is consistent ({model.errors[:3]})")
+    want = [m["allocated"] for m in did["markers"]]
+    check(got == want, f"allocated bytes at each marker from the trace {got} == the allocator's {want}")
+    if sc == "late-attach":
+        st = [b for b in blocks if b["action"] == "block_state" and b.get("allocated")]
+        check(sorted(b["requested"] for b in st) == [123456, 7 << 20],
+              f"the backfill lists the two blocks allocated before the layer ({st})")
+        check(any(b["action"] == "segment_state" for b in blocks), "the backfill lists segments")
+    return finish(work)
+
+
+def finish(work):
+    if failures:
+        print(f"{len(failures)} failed; files in {work}")
+        return 1
+    if not os.environ.get("GMT_KEEP"):
+        shutil.rmtree(work, ignore_errors=True)
+    print("ok", work if os.environ.get("GMT_KEEP") else "")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
