@@ -43,10 +43,12 @@
 
 #include <dlfcn.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 
 #include "util/hash.h"
 #include "util/log.h"
@@ -699,13 +701,39 @@ walk_frames(uintptr_t frame, struct gmt_pyframe *out, int max)
 	return n;
 }
 
+/*
+ * Detection is done once, by whichever thread comes first (often the writer, for the header).
+ * Another thread that meets it under way waits for it, a bounded while (the detecting thread may
+ * wait in dlsym() for a loader lock this thread holds: then it gives up after DETECT_WAIT_NS and
+ * this one event has no Python frames). Before, it did not wait at all: a program's first
+ * allocations (the model's weights) had no Python frames whenever the writer was slow to start.
+ */
+#define DETECT_WAIT_NS (20 * 1000 * 1000)
+
 static bool
 ready(void)
 {
 	int st = atomic_load_explicit(&py_state, memory_order_acquire);
 	if (st == PY_READY)
 		return true;
-	return st == PY_UNKNOWN && gmt_py_detect();
+	if (st == PY_UNKNOWN)
+		return gmt_py_detect();
+	if (st != PY_BUSY)
+		return false;
+	for (long waited = 0; waited < DETECT_WAIT_NS;) {
+		if (waited < 100 * 1000) {
+			sched_yield();
+			waited += 1000;
+		} else {
+			struct timespec ts = {0, 100 * 1000};
+			nanosleep(&ts, NULL);
+			waited += 100 * 1000;
+		}
+		st = atomic_load_explicit(&py_state, memory_order_acquire);
+		if (st != PY_BUSY)
+			return st == PY_READY;
+	}
+	return false;
 }
 
 int
