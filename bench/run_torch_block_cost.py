@@ -24,7 +24,7 @@ import sys
 import tempfile
 
 CHILD = r'''
-import json, os, sys, time
+import json, os, statistics, sys, time
 import torch
 if os.environ.get("GMT_BENCH_HISTORY") == "1":
     torch.cuda.memory._record_memory_history(max_entries=100000, stacks="python")

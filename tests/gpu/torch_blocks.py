@@ -111,11 +111,16 @@ class Model:
     def apply(self, b):
         a, p, n = b["action"], int(b.get("ptr", "0x0"), 16), b.get("size", 0)
         if a == "segment_alloc":
-            self.segs[p] = {"size": n, "blocks": {p: [n, "free"]}}
+            self.segs[p] = {"size": n, "blocks": {p: [n, "free"]}, "pool": tuple(b.get("pool", [0, 0])),
+                            "stream": b.get("stream")}
         elif a == "segment_map":  # expandable: mapped memory added to the segment it extends
             s, seg = self.seg_of(p - 1) if p else (None, None)
-            if seg is None:
-                self.segs[p] = {"size": n, "blocks": {p: [n, "free"]}}
+            pool = tuple(b.get("pool", [0, 0]))
+            if seg is None or seg.get("pool") != pool or seg.get("stream") != b.get("stream"):
+                # a segment of its own: another pool's (a CUDA graph's) or stream's reservation
+                # may lie right after this one
+                self.segs[p] = {"size": n, "blocks": {p: [n, "free"]}, "pool": pool,
+                                "stream": b.get("stream")}
             else:
                 seg["size"] += n
                 seg["blocks"][p] = [n, "free"]
