@@ -74,7 +74,8 @@ gmt_site_text(const json_t *site, char *buf, size_t size)
 static json_t *
 load_json_report(const char *cmd, const char *path, bool *bad)
 {
-	FILE *f = fopen(path, "r");
+	char why[GMT_INPUT_WHY];
+	FILE *f = gmt_input_fopen(path, why); /* a FIFO or a device: the trace reader says so */
 	json_t *doc, *version;
 	json_error_t err;
 	int c;
@@ -84,10 +85,13 @@ load_json_report(const char *cmd, const char *path, bool *bad)
 		return NULL;
 	while ((c = getc(f)) != EOF && isspace(c))
 		;
-	fclose(f);
-	if (c != '{')
+	if (c != '{') {
+		fclose(f);
 		return NULL;
-	doc = json_load_file(path, 0, &err);
+	}
+	/* the same open file, so what is read is what was looked at */
+	doc = fseek(f, 0, SEEK_SET) == 0 ? json_loadf(f, 0, &err) : NULL;
+	fclose(f);
 	version = json_object_get(doc, "report_version");
 	if (!json_is_object(doc) || !version) {
 		json_decref(doc);

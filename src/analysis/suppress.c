@@ -4,6 +4,7 @@
  */
 #define _GNU_SOURCE
 #include "analysis/suppress.h"
+#include "analysis/trace.h"
 #include "analysis/xalloc.h"
 
 #include <ctype.h>
@@ -88,14 +89,15 @@ parse_line(struct gmt_suppressions *s, char *text, const char *path, unsigned li
 int
 gmt_suppressions_load(struct gmt_suppressions *s, const char *path, FILE *diag)
 {
-	FILE *f = fopen(path, "r");
+	char why[GMT_INPUT_WHY];
+	FILE *f = gmt_input_fopen(path, why); /* not a FIFO: it would block the check */
 	char *buf = NULL;
 	size_t cap = 0;
 	unsigned lineno = 0;
 	int rc = 0;
 
 	if (!f) {
-		fprintf(diag, "%s: cannot read: %s\n", path, strerror(errno));
+		fprintf(diag, "%s: cannot read: %s\n", path, why);
 		return -1;
 	}
 	while (getline(&buf, &cap, f) >= 0) {
