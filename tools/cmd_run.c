@@ -2,9 +2,9 @@
  * @brief `gpumemtrace run`: trace a program with libgpumemtrace.so, then summarize its traces.
  *
  * The launcher does what a user would do by hand (LD_PRELOAD plus GPUMEMTRACE_OUTPUT_DIR) and
- * then behaves like the program: the terminal's SIGINT/SIGQUIT go to the program, not to us, and
- * our exit status is the program's, so `gpumemtrace run -- make test` can stand in for
- * `make test` in a script.
+ * then behaves like the program: the signals that would stop it (SIGTERM, SIGHUP, SIGINT,
+ * SIGQUIT) go to the program, the launcher waits for it and summarizes, and our exit status is
+ * the program's, so `gpumemtrace run -- make test` can stand in for `make test` in a script.
  *
  * It also makes the `gpumemtrace` Python module (python/, markers from Python: docs/markers.md)
  * importable by the program, by prepending its directory to PYTHONPATH.
@@ -16,6 +16,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -49,6 +50,10 @@ usage(FILE *out)
 	    "\n"
 	    "The Python module gpumemtrace (markers and ranges from Python) is made importable:\n"
 	    "its directory is put first in PYTHONPATH.\n"
+	    "\n"
+	    "SIGTERM, SIGHUP, SIGINT and SIGQUIT sent to gpumemtrace are passed on to CMD\n"
+	    "(Ctrl-C at the terminal reaches CMD itself); gpumemtrace then waits for CMD and\n"
+	    "prints its summary. If gpumemtrace itself is killed, CMD gets SIGTERM.\n"
 	    "\n"
 	    "Exit status: CMD's own (128+N if it was killed by signal N), 127 if CMD was not\n"
 	    "found, 126 if it could not be executed, 2 on a usage error or when the tracer\n"
@@ -356,6 +361,77 @@ set_preload(const char *lib)
 	return rc ? -errno : 0;
 }
 
+// --- the program's signals ---------------------------------------------------------------------
+//
+// The launcher stands in for the program, so what a job manager sends it (SLURM's, Kubernetes'
+// and CI runners' SIGTERM, a closed terminal's SIGHUP, kill -INT) is meant for the program: each
+// is passed on to it, and the launcher stays to wait for it and summarize its traces. Dying with
+// the signal instead would leave the program running, orphaned, and its traces unreported.
+
+static const int forwarded[] = {SIGTERM, SIGHUP, SIGINT, SIGQUIT};
+#define NFORWARDED (sizeof(forwarded) / sizeof(forwarded[0]))
+
+static volatile sig_atomic_t child_pid; /* 0 until the program runs */
+
+static void
+forward(int sig, siginfo_t *si, void *uctx)
+{
+	int saved = errno;
+	pid_t pid = child_pid;
+
+	(void)uctx;
+	/*
+	 * Ctrl-C and Ctrl-\ at the terminal (si_code SI_KERNEL) reach the whole foreground
+	 * process group, the program already has them: a second copy could cut its own cleanup
+	 * short. Sent by someone (SI_USER, SI_QUEUE...), they were for us alone: pass them on.
+	 */
+	if ((sig == SIGINT || sig == SIGQUIT) && si && si->si_code == SI_KERNEL)
+		return;
+	if (pid > 0) {
+		/* a program that made itself a process group leader gets it for its whole group */
+		if (getpgid(pid) == pid)
+			kill(-pid, sig);
+		else
+			kill(pid, sig);
+	}
+	errno = saved;
+}
+
+/*
+ * Handlers for the forwarded signals, except those ignored when we started (nohup's SIGHUP: the
+ * program inherits the ignoring). @p old receives the previous actions.
+ */
+static void
+forward_signals(struct sigaction old[NFORWARDED])
+{
+	struct sigaction sa = {.sa_sigaction = forward, .sa_flags = SA_SIGINFO | SA_RESTART};
+
+	sigfillset(&sa.sa_mask);
+	for (size_t i = 0; i < NFORWARDED; i++) {
+		sigaction(forwarded[i], NULL, &old[i]);
+		if (old[i].sa_handler != SIG_IGN)
+			sigaction(forwarded[i], &sa, NULL);
+	}
+}
+
+static void
+restore_signals(const struct sigaction old[NFORWARDED])
+{
+	for (size_t i = 0; i < NFORWARDED; i++)
+		sigaction(forwarded[i], &old[i], NULL);
+}
+
+static void
+block_forwarded(int how, sigset_t *old)
+{
+	sigset_t set;
+
+	sigemptyset(&set);
+	for (size_t i = 0; i < NFORWARDED; i++)
+		sigaddset(&set, forwarded[i]);
+	sigprocmask(how, &set, old);
+}
+
 static int
 wait_child(pid_t pid)
 {
@@ -382,13 +458,14 @@ gmt_cmd_run(int argc, char **argv)
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
-	struct sigaction ign = {.sa_handler = SIG_IGN}, old_int, old_quit;
+	struct sigaction old_act[NFORWARDED], ign = {.sa_handler = SIG_IGN}, old_pipe;
 	char lib[PATH_MAX], dir[PATH_MAX], absdir[PATH_MAX];
+	sigset_t old_mask;
 	const char *output = NULL;
 	struct seen *before;
 	size_t nbefore;
 	int c, err, code;
-	pid_t pid;
+	pid_t pid, parent;
 
 	opterr = 0;
 	optind = 1;
@@ -428,12 +505,29 @@ gmt_cmd_run(int argc, char **argv)
 	nbefore = snapshot_dir(absdir, &before);
 
 	fflush(NULL);
+	/*
+	 * Blocked from before the fork until the handlers know the program's pid: a SIGTERM in
+	 * between is held, then forwarded, never lost and never the launcher's death.
+	 */
+	block_forwarded(SIG_BLOCK, &old_mask);
+	parent = getpid();
 	pid = fork();
 	if (pid < 0) {
 		fprintf(stderr, "gpumemtrace run: fork: %s\n", strerror(errno));
+		sigprocmask(SIG_SETMASK, &old_mask, NULL);
 		return GMT_EXIT_USAGE;
 	}
 	if (pid == 0) {
+		/*
+		 * A launcher killed outright (SIGKILL, which cannot be forwarded) still leaves no
+		 * orphan: the program gets SIGTERM. Checked after setting it, in case we already
+		 * died.
+		 */
+		prctl(PR_SET_PDEATHSIG, SIGTERM);
+		if (getppid() != parent)
+			raise(SIGTERM);
+		/* the program starts with the signal mask and actions we were given */
+		sigprocmask(SIG_SETMASK, &old_mask, NULL);
 		execvp(argv[optind], argv + optind);
 		err = errno;
 		/* The shell's conventions: 127 not found, 126 found but not executable. */
@@ -441,17 +535,18 @@ gmt_cmd_run(int argc, char **argv)
 			err == ENOENT ? "command not found" : strerror(err));
 		_exit(err == ENOENT ? 127 : 126);
 	}
-	/*
-	 * Ctrl-C at the terminal reaches the whole foreground process group: the program decides
-	 * what to do with it, and we stay to summarize whatever it wrote (as system() does).
-	 */
-	sigaction(SIGINT, &ign, &old_int);
-	sigaction(SIGQUIT, &ign, &old_quit);
+	child_pid = pid;
+	forward_signals(old_act);
+	/* a closed stderr must not kill us before the summary's exit status */
+	sigaction(SIGPIPE, &ign, &old_pipe);
+	sigprocmask(SIG_SETMASK, &old_mask, NULL);
 	code = wait_child(pid);
-	sigaction(SIGINT, &old_int, NULL);
-	sigaction(SIGQUIT, &old_quit, NULL);
+	child_pid = 0;
+	/* the program is gone: a signal now may stop the summary, as it would stop a report */
+	restore_signals(old_act);
 
 	summarize(dir, before, nbefore);
+	sigaction(SIGPIPE, &old_pipe, NULL);
 	for (size_t i = 0; i < nbefore; i++)
 		free(before[i].name);
 	free(before);

@@ -6,14 +6,21 @@
 GROUP is one of:
   fifo      FIFOs in a trace directory, named on the command line, as a modules line's file, as
             a suppression or baseline file: skipped with a message, never waited on
+  signals   `run` sent SIGTERM, SIGHUP, SIGINT, SIGQUIT (as SLURM, Kubernetes and CI runners
+            do): passed on to the program, which is not orphaned; the launcher waits, prints
+            its summary and exits with the program's status; killed outright, the program
+            still gets SIGTERM
 """
 import argparse
 import json
 import os
+import resource
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 
 # A command that has not finished by then hangs: the test fails instead of waiting forever.
 HANG_S = 20
@@ -153,8 +160,155 @@ def group_fifo(c):
             "exit %s\n%s" % (rc, err))
 
 
+# --- signals ------------------------------------------------------------------------------------
+
+def children_of(pid):
+    """The pids whose parent is @pid (from /proc)."""
+    kids = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % d) as f:
+                stat = f.read()
+        except OSError:
+            continue
+        # pid (comm) state ppid ...: comm may hold spaces and parentheses
+        if int(stat[stat.rindex(")") + 2:].split()[1]) == pid:
+            kids.append(int(d))
+    return kids
+
+
+def alive(pid):
+    """Running, not a zombie nobody reaped."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            stat = f.read()
+    except OSError:
+        return False
+    return stat[stat.rindex(")") + 2] != "Z"
+
+
+def no_core():
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+
+class Launch:
+    """`gpumemtrace run -o OUT -- CMD...` in the background, once CMD has printed "ready"."""
+
+    def __init__(self, c, out, cmd, env):
+        self.p = subprocess.Popen([c.exe, "run", "-o", out, "--"] + cmd, cwd=c.tmp,
+                                  env=c.env(env), stdin=subprocess.DEVNULL,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                  preexec_fn=no_core)
+        self.ready = False
+        deadline = time.time() + HANG_S
+        while time.time() < deadline:
+            line = self.p.stdout.readline()
+            if not line:
+                break
+            if line.strip() == b"ready":
+                self.ready = True
+                break
+        kids = children_of(self.p.pid)
+        self.child = kids[0] if len(kids) == 1 else None
+
+    def finish(self):
+        """(exit status or None after a hang, stdout, stderr, the program still ran)."""
+        try:
+            rc = self.p.wait(timeout=HANG_S)
+        except subprocess.TimeoutExpired:
+            self.p.kill()
+            rc = None
+            self.p.wait()
+        # An orphaned program keeps the pipes open: it goes before they are read to the end.
+        orphan = bool(self.child and alive(self.child))
+        self.cleanup()
+        out, err = self.p.communicate()
+        return rc, out.decode("utf-8", "replace"), err.decode("utf-8", "replace"), orphan
+
+    def cleanup(self):
+        for pid in ([self.child] if self.child else []) + [self.p.pid]:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+
+
+def gone(pid, within=5.0):
+    deadline = time.time() + within
+    while time.time() < deadline:
+        if not alive(pid):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def group_signals(c):
+    a = c.args
+    # A program that sleeps until a signal ends it: the preload victim on tests/simcuda under
+    # the real tracer, or (a sanitizer build, whose tracer cannot be preloaded into an
+    # uninstrumented program) a shell under a stand-in library.
+    if a.victim:
+        cmd = [a.victim, "hang"]
+        env = {"GPUMEMTRACE_LIB": a.tracer_lib, "LD_LIBRARY_PATH": a.simcuda,
+               "SIMCUDA_MEM_BYTES": "1G", "SIMCUDA_DEVICES": "1",
+               "GPUMEMTRACE_FLUSH_MS": "20"}
+    else:
+        cmd = ["sh", "-c", "echo ready; exec sleep 1000"]
+        env = {"GPUMEMTRACE_LIB": a.tracer_lib}
+    for n, sig in enumerate((signal.SIGTERM, signal.SIGHUP, signal.SIGINT, signal.SIGQUIT)):
+        name = signal.Signals(sig).name
+        out = c.path("sig%d" % n)
+        run = Launch(c, out, cmd, env)
+        try:
+            c.check(run.ready and run.child, "%s: the program runs under run" % name)
+            if not (run.ready and run.child):
+                continue
+            time.sleep(0.2)  # past GPUMEMTRACE_FLUSH_MS: the allocations are in the trace
+            os.kill(run.p.pid, sig)
+            rc, _, err, orphan = run.finish()
+            c.check(rc == 128 + sig, "%s to run: exit %d, the program's (killed by it)" %
+                    (name, 128 + sig), "exit %s\n%s" % (rc, err))
+            c.check(not orphan, "%s to run: the program is not left running" % name)
+            if a.victim:
+                c.check("gpumemtrace: 1 trace file in %s" % out in err and
+                        "1 did not exit normally" in err,
+                        "%s to run: the summary of the killed program's trace" % name, err)
+            else:
+                c.check("gpumemtrace: no trace was written to %s" % out in err,
+                        "%s to run: the launcher still summarizes" % name, err)
+        finally:
+            run.cleanup()
+
+    # A program that catches SIGTERM and exits with its own status: that status is run's.
+    trap = ["sh", "-c", "trap 'echo caught; exit 7' TERM; echo ready; "
+            "while :; do sleep 0.05; done"]
+    run = Launch(c, c.path("trap"), trap, {"GPUMEMTRACE_LIB": a.dummy_lib})
+    try:
+        c.check(run.ready, "a program that handles SIGTERM runs")
+        os.kill(run.p.pid, signal.SIGTERM)
+        rc, out, err, _ = run.finish()
+        c.check(rc == 7 and "caught" in out, "SIGTERM to run: the program handles it, run "
+                "exits with its status (7)", "exit %s\n%s%s" % (rc, out, err))
+    finally:
+        run.cleanup()
+
+    # The launcher killed outright: SIGKILL cannot be passed on, the program gets SIGTERM.
+    run = Launch(c, c.path("kill"), cmd, env)
+    try:
+        c.check(run.ready and run.child, "SIGKILL: the program runs under run")
+        if run.child:
+            os.kill(run.p.pid, signal.SIGKILL)
+            run.p.wait()
+            c.check(gone(run.child), "SIGKILL to run: the program gets SIGTERM, not orphaned")
+    finally:
+        run.cleanup()
+
+
 GROUPS = {
     "fifo": group_fifo,
+    "signals": group_signals,
 }
 
 
@@ -162,8 +316,15 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--exe", required=True)
     ap.add_argument("--traces", required=True, help="tests/golden/traces")
+    ap.add_argument("--victim", help="tests/preload/victim (none: a shell stands in)")
+    ap.add_argument("--tracer-lib", help="libgpumemtrace.so for the victim, else a stand-in")
+    ap.add_argument("--dummy-lib", help="a library that does nothing, preloaded as the tracer")
+    ap.add_argument("--simcuda", help="the directory of tests/simcuda's libraries")
     ap.add_argument("group", choices=sorted(GROUPS))
     a = ap.parse_args()
+    for k in ("victim", "tracer_lib", "dummy_lib", "simcuda"):
+        if getattr(a, k):
+            setattr(a, k, os.path.abspath(getattr(a, k)))
     c = Cli(a)
     GROUPS[a.group](c)
     return c.done()
