@@ -392,7 +392,8 @@ gmt_cmd_diff(int argc, char **argv)
 
 	add_run(&sites, base, false);
 	add_run(&sites, next, true);
-	qsort(sites.v, sites.n, sizeof(*sites.v), cmp_site);
+	if (sites.n > 1) /* qsort() of NULL is undefined, even for 0 elements */
+		qsort(sites.v, sites.n, sizeof(*sites.v), cmp_site);
 	while (changed < sites.n && weight(&sites.v[changed]) > 0)
 		changed++;
 	if (json) {

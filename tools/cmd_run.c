@@ -212,7 +212,8 @@ mkdir_p(const char *path)
 
 	if (!p)
 		return -ENOMEM;
-	for (char *s = p + 1; *s; s++) {
+	/* from the second byte: a leading '/' is the root, not a component to make */
+	for (char *s = p + (p[0] != '\0'); *s; s++) {
 		if (*s != '/')
 			continue;
 		*s = '\0';
@@ -476,6 +477,10 @@ gmt_cmd_run(int argc, char **argv)
 		case 'h': usage(stdout); return GMT_EXIT_OK;
 		default: gmt_bad_option("run", argv); return gmt_usage_hint("run");
 		}
+	}
+	if (output && !*output) {
+		fprintf(stderr, "gpumemtrace run: -o needs a directory, not an empty value\n");
+		return gmt_usage_hint("run");
 	}
 	if (optind >= argc) {
 		fprintf(stderr, "gpumemtrace run: no command given\n");

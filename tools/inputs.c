@@ -58,7 +58,8 @@ gmt_list_traces(const char *dir, char ***names)
 		n++;
 	}
 	closedir(d);
-	qsort(v, n, sizeof(*v), cmp_name);
+	if (n > 1) /* qsort() of NULL is undefined, even for 0 elements */
+		qsort(v, n, sizeof(*v), cmp_name);
 	*names = v;
 	return (int)n;
 }

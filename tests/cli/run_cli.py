@@ -10,6 +10,9 @@ GROUP is one of:
             do): passed on to the program, which is not orphaned; the launcher waits, prints
             its summary and exits with the program's status; killed outright, the program
             still gets SIGTERM
+  args      argument errors and edge cases of every command (empty values, empty
+            directories, nothing to compare): the documented exit code and message, and in
+            the ASan+UBSan build no sanitizer report
 """
 import argparse
 import json
@@ -52,8 +55,16 @@ class Cli:
         except subprocess.TimeoutExpired as e:
             return None, (e.stdout or b"").decode("utf-8", "replace"), \
                 (e.stderr or b"").decode("utf-8", "replace")
-        return p.returncode, p.stdout.decode("utf-8", "replace"), \
-            p.stderr.decode("utf-8", "replace")
+        err = p.stderr.decode("utf-8", "replace")
+        self.no_sanitizer_report(args, err)
+        return p.returncode, p.stdout.decode("utf-8", "replace"), err
+
+    def no_sanitizer_report(self, args, err):
+        """ASan and UBSan findings fail the test even where a sanitizer does not halt."""
+        for mark in ("runtime error:", "ERROR: AddressSanitizer", "ERROR: LeakSanitizer"):
+            if mark in err:
+                self.check(False, "no sanitizer report: %s" % " ".join(args)[:200], err)
+                return
 
     def path(self, *parts):
         return os.path.join(self.tmp, *parts)
@@ -306,7 +317,54 @@ def group_signals(c):
         run.cleanup()
 
 
+# --- args ---------------------------------------------------------------------------------------
+
+def group_args(c):
+    basic = c.golden("basic.jsonl")
+    os.mkdir(c.path("empty"))
+    c.write("nosites.jsonl", lines(HEADER, trailer(0)))
+    cases = [
+        # arguments, exit status, text stderr must hold (None: not looked at)
+        (["run", "-o", "", "true"], 2, "-o needs a directory, not an empty value"),
+        (["run", "-o", c.path("r"), "--", ""], 127, "command not found"),
+        (["run", "--"], 2, "no command given"),
+        (["report", "empty"], 3, "empty: no *.jsonl trace files in this directory"),
+        (["report", ""], 3, ": cannot open: No such file or directory"),
+        (["report", "-o", "", basic], 2, "cannot write"),
+        (["report", "--from", "", basic], 2, "--from needs seconds or a marker label"),
+        (["report", "--to", "", basic], 2, "--to needs seconds or a marker label"),
+        (["report", "--format=", basic], 2, "unknown format ''"),
+        (["report", "-f"], 2, "missing argument: -f"),
+        (["report", "--stack", "", basic], 2, "unknown stack view ''"),
+        (["check", "--max-leaked-bytes", "0", "empty"], 3, "no readable trace in empty"),
+        (["check", "--max-peak-bytes", "", basic], 2, "invalid size ''"),
+        (["check", "--max-peak-bytes", "=5", basic], 2, "invalid device ''"),
+        (["check", "--max-leaked-bytes", "-1", basic], 2, "invalid size '-1'"),
+        (["check", "--max-leaked-bytes", "0", "--suppressions", "", basic], 2, "cannot read"),
+        (["check", "--max-leaked-bytes", "0", "--junit", "", basic], 2, "cannot write"),
+        (["check", "--baseline", "", basic], 3, "cannot read the baseline"),
+        (["check", basic], 2, "no gate given"),
+        (["diff", "empty", "empty"], 3, "no readable trace in empty"),
+        (["diff", "nosites.jsonl", "nosites.jsonl"], 0, None),
+        (["diff", "--format", "json", "nosites.jsonl", "nosites.jsonl"], 0, None),
+        (["diff", "--top", "", basic, basic], 2, "invalid count ''"),
+        (["diff", basic], 2, "expected BASE and NEW"),
+        ([""], 2, "unknown command"),
+        (["-"], 2, "unknown option"),
+    ]
+    for args, want, text in cases:
+        # `run` finds a library to preload before it looks at -o: give it one
+        rc, out, err = c.run(args, env={"GPUMEMTRACE_LIB": c.args.dummy_lib})
+        shown = " ".join(repr(a) if not a or " " in a else a for a in args)
+        c.check(rc == want, "%s: exit %d" % (shown, want), "exit %s\n%s" % (rc, err))
+        if text is not None:
+            c.check(text in err, "%s: says '%s'" % (shown, text), err)
+    rc, out, err = c.run(["diff", "nosites.jsonl", "nosites.jsonl"])
+    c.check("No call site changed (0 compared)" in out, "diff without call sites", out + err)
+
+
 GROUPS = {
+    "args": group_args,
     "fifo": group_fifo,
     "signals": group_signals,
 }
