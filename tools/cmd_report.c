@@ -78,7 +78,8 @@ choice(const char *opt, const char *value, const char *const *names, const char 
 	for (int i = 0; names[i]; i++)
 		if (strcmp(value, names[i]) == 0)
 			return i;
-	fprintf(stderr, "gpumemtrace report: unknown %s '%s' (%s)\n", opt, value, expected);
+	fprintf(stderr, "gpumemtrace report: unknown %s '%s' (%s)\n", opt, gmt_esc(value),
+		expected);
 	return -1;
 }
 
@@ -157,8 +158,8 @@ gmt_cmd_report(int argc, char **argv)
 	if (output) {
 		out = fopen(output, "w");
 		if (!out) {
-			fprintf(stderr, "gpumemtrace report: cannot write %s: %s\n", output,
-				strerror(errno));
+			fprintf(stderr, "gpumemtrace report: cannot write %s: %s\n",
+				gmt_esc(output), strerror(errno));
 			gmt_inputs_free(&in);
 			return GMT_EXIT_USAGE;
 		}
@@ -182,7 +183,7 @@ gmt_cmd_report(int argc, char **argv)
 	}
 	if (ferror(out) | (out != stdout ? fclose(out) : fflush(out))) {
 		fprintf(stderr, "gpumemtrace report: cannot write %s: %s\n",
-			output ? output : "standard output", strerror(errno));
+			output ? gmt_esc(output) : "standard output", strerror(errno));
 		rc = GMT_EXIT_USAGE;
 	}
 	gmt_inputs_free(&in);

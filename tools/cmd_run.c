@@ -88,7 +88,7 @@ find_lib(char *out)
 	if (env && *env) {
 		if (try_lib(env, out))
 			return true;
-		fprintf(stderr, "gpumemtrace run: GPUMEMTRACE_LIB=%s: %s\n", env,
+		fprintf(stderr, "gpumemtrace run: GPUMEMTRACE_LIB=%s: %s\n", gmt_esc(env),
 			access(env, R_OK) != 0 ? strerror(errno) : "cannot resolve the path");
 		return false;
 	}
@@ -110,7 +110,7 @@ find_lib(char *out)
 		"gpumemtrace run: cannot find the tracer library " LIB_NAME
 		" (looked in ../src/, ../lib/ and ../lib/x86_64-linux-gnu/ next to %s);\n"
 		"set GPUMEMTRACE_LIB=/path/to/" LIB_NAME "\n",
-		n > 0 ? exe : "this program");
+		n > 0 ? gmt_esc(exe) : "this program");
 	return false;
 }
 
@@ -330,14 +330,14 @@ summarize(const char *dir, const struct seen *before, size_t nbefore)
 		    stderr,
 		    "gpumemtrace: no trace was written to %s (the program made no GPU memory call "
 		    "the tracer saw)\n",
-		    dir);
+		    gmt_esc(dir));
 		return;
 	}
 	fprintf(stderr, "gpumemtrace: %zu trace %s in %s\n", files, files == 1 ? "file" : "files",
-		dir);
+		gmt_esc(dir));
 	if (in.n)
 		gmt_report_summary(stderr, "gpumemtrace: ", in.models, in.n);
-	fprintf(stderr, "gpumemtrace: full report: gpumemtrace report %s\n", dir);
+	fprintf(stderr, "gpumemtrace: full report: gpumemtrace report %s\n", gmt_esc(dir));
 	gmt_inputs_free(&in);
 }
 
@@ -496,8 +496,8 @@ gmt_cmd_run(int argc, char **argv)
 		err = make_default_dir(dir, sizeof(dir));
 	}
 	if (err || !realpath(dir, absdir)) {
-		fprintf(stderr, "gpumemtrace run: cannot create the output directory %s: %s\n", dir,
-			strerror(err ? -err : errno));
+		fprintf(stderr, "gpumemtrace run: cannot create the output directory %s: %s\n",
+			gmt_esc(dir), strerror(err ? -err : errno));
 		return GMT_EXIT_USAGE;
 	}
 	if (set_preload(lib) != 0 || setenv("GPUMEMTRACE_OUTPUT_DIR", absdir, 1) != 0 ||
@@ -536,7 +536,7 @@ gmt_cmd_run(int argc, char **argv)
 		execvp(argv[optind], argv + optind);
 		err = errno;
 		/* The shell's conventions: 127 not found, 126 found but not executable. */
-		fprintf(stderr, "gpumemtrace run: %s: %s\n", argv[optind],
+		fprintf(stderr, "gpumemtrace run: %s: %s\n", gmt_esc(argv[optind]),
 			err == ENOENT ? "command not found" : strerror(err));
 		_exit(err == ENOENT ? 127 : 126);
 	}

@@ -101,7 +101,7 @@ load_json_report(const char *cmd, const char *path, bool *bad)
 		fprintf(stderr,
 			"gpumemtrace %s: %s: report_version %s%lld is not supported (this version "
 			"reads %d)\n",
-			cmd, path, json_is_integer(version) ? "" : "(not an integer) ",
+			cmd, gmt_esc(path), json_is_integer(version) ? "" : "(not an integer) ",
 			(long long)json_integer_value(version), GMT_REPORT_JSON_VERSION);
 		json_decref(doc);
 		*bad = true;
@@ -151,7 +151,7 @@ gmt_report_doc_load(const char *cmd, char *const *paths, size_t n, int *rc)
 	if (in.n == 0) {
 		fprintf(stderr, "gpumemtrace %s: no readable trace in", cmd);
 		for (size_t i = 0; i < n; i++)
-			fprintf(stderr, " %s", paths[i]);
+			fprintf(stderr, " %s", gmt_esc(paths[i]));
 		fprintf(stderr, "\n");
 		gmt_inputs_free(&in);
 		*rc = GMT_EXIT_UNREADABLE;

@@ -9,6 +9,7 @@
  */
 #define _GNU_SOURCE
 #include "analysis/symbolize.h"
+#include "analysis/esc.h"
 #include "analysis/trace.h"
 #include "analysis/xalloc.h"
 #include "util/hash.h"
@@ -242,6 +243,7 @@ static void __attribute__((format(printf, 2, 3)))
 note(struct gmt_symbolizer *s, const char *fmt, ...)
 {
 	va_list ap;
+	char *msg;
 
 	if (!s->diag)
 		return;
@@ -252,7 +254,11 @@ note(struct gmt_symbolizer *s, const char *fmt, ...)
 	s->notes++;
 	fprintf(s->diag, "gpumemtrace: note: ");
 	va_start(ap, fmt);
-	vfprintf(s->diag, fmt, ap);
+	/* escaped as a whole: the paths it names come from the trace */
+	if (vasprintf(&msg, fmt, ap) >= 0) {
+		gmt_fputs_esc(msg, s->diag);
+		free(msg);
+	}
 	va_end(ap);
 	fputc('\n', s->diag);
 }

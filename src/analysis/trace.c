@@ -9,6 +9,7 @@
  */
 #define _GNU_SOURCE
 #include "analysis/trace.h"
+#include "analysis/esc.h"
 #include "analysis/flatjson.h"
 #include "analysis/pyline.h"
 #include "util/hash.h"
@@ -48,6 +49,7 @@ struct heap_key {
 struct reader {
 	struct gmt_trace *t;
 	FILE *diag;
+	char *epath; /* the path as messages show it (esc.h): a file name may hold anything */
 	size_t shown;
 	size_t usable; /* lines that contributed something */
 	bool refused;  /* unknown format or version: the file is unreadable */
@@ -86,6 +88,25 @@ struct open_range {
 
 // --- messages ---------------------------------------------------------------------------------
 
+/*
+ * "FILE:LINE: " @p kind and the message, escaped as a whole: what a message quotes of a line
+ * (a name, a key's value, jansson's "near '...'") is the trace's, not ours.
+ */
+static void
+line_message(struct reader *r, size_t lineno, const char *kind, const char *fmt, va_list ap)
+{
+	char *msg;
+
+	fprintf(r->diag, "%s:%zu: %s", r->epath, lineno, kind);
+	if (vasprintf(&msg, fmt, ap) < 0) {
+		fputs("(out of memory)", r->diag);
+	} else {
+		gmt_fputs_esc(msg, r->diag);
+		free(msg);
+	}
+	fputc('\n', r->diag);
+}
+
 static void __attribute__((format(printf, 3, 4)))
 bad_line(struct reader *r, size_t lineno, const char *fmt, ...)
 {
@@ -95,11 +116,9 @@ bad_line(struct reader *r, size_t lineno, const char *fmt, ...)
 	if (r->shown >= GMT_TRACE_MAX_DIAG)
 		return;
 	r->shown++;
-	fprintf(r->diag, "%s:%zu: ", r->t->path, lineno);
 	va_start(ap, fmt);
-	vfprintf(r->diag, fmt, ap);
+	line_message(r, lineno, "", fmt, ap);
 	va_end(ap);
-	fputc('\n', r->diag);
 }
 
 /* A remark about a line that is still used (not counted as a bad line); shares the cap. */
@@ -111,11 +130,9 @@ note_line(struct reader *r, size_t lineno, const char *fmt, ...)
 	if (r->shown >= GMT_TRACE_MAX_DIAG)
 		return;
 	r->shown++;
-	fprintf(r->diag, "%s:%zu: note: ", r->t->path, lineno);
 	va_start(ap, fmt);
-	vfprintf(r->diag, fmt, ap);
+	line_message(r, lineno, "note: ", fmt, ap);
 	va_end(ap);
-	fputc('\n', r->diag);
 }
 
 // --- typed key access -------------------------------------------------------------------------
@@ -378,7 +395,7 @@ read_header(struct reader *r, json_t *obj, size_t lineno)
 	}
 	if (strcmp(s, "gpumemtrace") != 0) {
 		fprintf(r->diag, "%s:%zu: not a gpumemtrace trace (header format \"%s\")\n",
-			t->path, lineno, s);
+			r->epath, lineno, gmt_esc(s));
 		r->refused = true;
 		return false;
 	}
@@ -393,7 +410,7 @@ read_header(struct reader *r, json_t *obj, size_t lineno)
 		    r->diag,
 		    "%s:%zu: trace format version %lld is not supported (this gpumemtrace reads "
 		    "version %d)\n",
-		    t->path, lineno, v, GMT_FORMAT_VERSION);
+		    r->epath, lineno, v, GMT_FORMAT_VERSION);
 		r->refused = true;
 		return false;
 	}
@@ -423,7 +440,7 @@ read_header(struct reader *r, json_t *obj, size_t lineno)
 		fprintf(r->diag,
 			"%s:%zu: note: header without \"start_ts\"; times are counted from "
 			"the first event\n",
-			t->path, lineno);
+			r->epath, lineno);
 	}
 	if (get_u64(JS(obj), "start_unix_ns", &u) == 0)
 		t->start_unix_ns = u;
@@ -1773,17 +1790,18 @@ gmt_trace_read_sink(const char *path,
 	*out = NULL;
 	f = gmt_input_fopen(path, why);
 	if (!f) {
-		fprintf(diag, "%s: cannot open: %s\n", path, why);
+		fprintf(diag, "%s: cannot open: %s\n", gmt_esc(path), why);
 		return GMT_TRACE_UNREADABLE;
 	}
 	t = calloc(1, sizeof(*t));
 	if (!t) {
 		fclose(f);
-		fprintf(diag, "%s: out of memory\n", path);
+		fprintf(diag, "%s: out of memory\n", gmt_esc(path));
 		return GMT_TRACE_UNREADABLE;
 	}
 	r.t = t;
 	t->path = xstrdup(path);
+	r.epath = xstrdup(gmt_esc(path));
 	t->pid = t->ppid = t->forked_from = -1;
 	t->rank = t->local_rank = t->world_size = -1;
 
@@ -1795,7 +1813,7 @@ gmt_trace_read_sink(const char *path,
 
 		t->lines++;
 		if ((t->lines & PROGRESS_EVERY) == 0)
-			progress_show(&prog, path, t->lines);
+			progress_show(&prog, r.epath, t->lines);
 		if (len == 0 || buf[len - 1] != '\n') {
 			/*
 			 * getline() only returns a line without its '\n' at the end of the file:
@@ -1805,7 +1823,7 @@ gmt_trace_read_sink(const char *path,
 			t->torn = true;
 			fprintf(diag,
 				"%s:%zu: note: last line is incomplete (torn write), ignored\n",
-				path, t->lines);
+				r.epath, t->lines);
 			break;
 		}
 		len--;
@@ -1841,27 +1859,28 @@ gmt_trace_read_sink(const char *path,
 			": a seq that repeats, one that came after %d waiting lines gave up on it, or a "
 			"snapshot behind the events before it (the counts stay right; the order at %s "
 			"may not)\n",
-			path, r.first_late_line, t->late_events, t->late_events == 1 ? "" : "s",
+			r.epath, r.first_late_line, t->late_events, t->late_events == 1 ? "" : "s",
 			r.first_late_seq, GMT_TRACE_REORDER_WINDOW,
 			t->late_events == 1 ? "that moment" : "those moments");
 	if (r.shown < t->bad_lines)
-		fprintf(diag, "%s: %zu more bad lines not shown\n", path, t->bad_lines - r.shown);
+		fprintf(diag, "%s: %zu more bad lines not shown\n", r.epath, t->bad_lines - r.shown);
 	if (read_errno) {
-		fprintf(diag, "%s: read error: %s\n", path, strerror(read_errno));
+		fprintf(diag, "%s: read error: %s\n", r.epath, strerror(read_errno));
 		r.refused = true;
 	} else if (!r.refused && !t->have_header && r.usable == 0) {
 		if (t->lines == 0)
-			fprintf(diag, "%s: empty file, not a trace\n", path);
+			fprintf(diag, "%s: empty file, not a trace\n", r.epath);
 		else
-			fprintf(diag, "%s: no header and no usable line, not a trace\n", path);
+			fprintf(diag, "%s: no header and no usable line, not a trace\n", r.epath);
 		r.refused = true;
 	}
 	if (r.refused) {
+		free(r.epath);
 		gmt_trace_free(t);
 		return GMT_TRACE_UNREADABLE;
 	}
 	if (!t->have_header) {
-		fprintf(diag, "%s: note: no header line; read as format version %d\n", path,
+		fprintf(diag, "%s: note: no header line; read as format version %d\n", r.epath,
 			GMT_FORMAT_VERSION);
 		t->version = GMT_FORMAT_VERSION;
 		t->start_ts = r.have_min_ts ? r.min_ts : 0;
@@ -1875,6 +1894,7 @@ gmt_trace_read_sink(const char *path,
 	if (t->nmarkers > 1)
 		qsort(t->markers, t->nmarkers, sizeof(*t->markers), cmp_marker);
 	name_pops(t);
+	free(r.epath);
 	*out = t;
 	return GMT_TRACE_OK;
 }

@@ -13,6 +13,9 @@ GROUP is one of:
   args      argument errors and edge cases of every command (empty values, empty
             directories, nothing to compare): the documented exit code and message, and in
             the ASan+UBSan build no sanitizer report
+  escape    ESC sequences, newlines, C1 and bidirectional controls and invalid UTF-8 in a
+            trace's names, in trace file names and on the command line: report, check, diff,
+            folded, run's summary and usage errors print them escaped (as ls -b), never raw
 """
 import argparse
 import json
@@ -65,6 +68,17 @@ class Cli:
             if mark in err:
                 self.check(False, "no sanitizer report: %s" % " ".join(args)[:200], err)
                 return
+
+    def run_raw(self, args, env=None, cwd=None, timeout=HANG_S):
+        """(exit status or None on a hang, stdout bytes, stderr bytes)."""
+        try:
+            p = subprocess.run([self.exe] + args, cwd=cwd or self.tmp, env=self.env(env),
+                               stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, timeout=timeout)
+        except subprocess.TimeoutExpired as e:
+            return None, e.stdout or b"", e.stderr or b""
+        self.no_sanitizer_report(args, p.stderr.decode("utf-8", "replace"))
+        return p.returncode, p.stdout, p.stderr
 
     def path(self, *parts):
         return os.path.join(self.tmp, *parts)
@@ -363,8 +377,124 @@ def group_args(c):
     c.check("No call site changed (0 compared)" in out, "diff without call sites", out + err)
 
 
+# --- escape -------------------------------------------------------------------------------------
+
+# What a terminal would act on: a window title, colours, an 8-bit CSI clearing the screen, a
+# right-to-left override, and a newline that forges a line of the report.
+HOSTILE = "\x1b]0;pwned\x07\x1b[31mred\u009b2J\u202eevil"
+FORGED = "x\nleaked at exit: 0 B"
+
+
+def raw_controls(data):
+    """What in @data would reach a terminal as control: a list of descriptions, [] when clean."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        return ["invalid UTF-8 at byte %d: %r" % (e.start, data[max(0, e.start - 20):e.end + 20])]
+    bad = []
+    for i, ch in enumerate(text):
+        o = ord(ch)
+        if (o < 0x20 and ch != "\n") or 0x7f <= o <= 0x9f or 0x202a <= o <= 0x202e or \
+                0x2066 <= o <= 0x2069:
+            bad.append("U+%04X at %d: %r" % (o, i, text[max(0, i - 30):i + 30]))
+    return bad
+
+
+def hostile_trace(died=False, pid=777):
+    """A trace whose every name holds HOSTILE: argv, coverage, API, kind, module, Python file,
+    function and qualified name, marker label; and a bad line with raw bytes."""
+    h = dict(HEADER, pid=pid, argv=["prog" + HOSTILE, FORGED], host="h" + HOSTILE,
+             tracer="0.1.0" + HOSTILE, coverage="runtime API only" + HOSTILE,
+             coverage_reason="why" + HOSTILE, capture=["interpose"],
+             stacks={"native": True, "depth": 8, "python": "3.11"})
+    recs = [h,
+            {"type": "modules", "seq": 0, "modules": [
+                {"path": "/nonexistent/lib" + HOSTILE + ".so", "base": "0x400000",
+                 "build_id": "", "segments": [[0, 65536]]}]},
+            {"type": "pycode", "id": 1, "file": "/home/u/train" + HOSTILE + ".py",
+             "name": "step" + HOSTILE, "qualname": "T.step" + HOSTILE, "firstlineno": 40,
+             "python": "3.11", "linetable": "ef00"},
+            {"type": "stack", "id": 1, "frames": ["0x401000"], "py": [[1, 0, 1]]},
+            {"type": "stack", "id": 2, "frames": ["0x401100"]},
+            dict(alloc(1, "0x7f0000000000", stack=1), api="cudaMalloc" + HOSTILE),
+            {"type": "marker", "seq": 2, "ts": 1002000000, "tid": 777, "label": "e" + HOSTILE},
+            dict(alloc(3, "0x7f0000100000", stack=2), kind="device" + HOSTILE),
+            alloc(4, "0x7f0000200000", stack=2),
+            {"type": "marker", "seq": 5, "ts": 1005000000, "tid": 777, "label": "f" + HOSTILE},
+            dict(alloc(6, "0x0", size=1 << 40, stack=1), result=2)]
+    if not died:
+        recs.append(trailer(6))
+    return (lines(*recs) + '{"type":"event","api":"\x1b[2J\\').encode() + \
+        b'\xff\xfe "garbage\n'
+
+
+def group_escape(c):
+    c.write("h.jsonl", hostile_trace())
+    d = c.path("dir")
+    os.mkdir(d)
+    # a trace file whose own name is hostile (and not UTF-8), of a process that died
+    with open(os.path.join(d.encode(), b"t\x1b[2J\xff.jsonl"), "wb") as f:
+        f.write(hostile_trace(died=True, pid=778))
+    supp = c.write("s.supp", "leak:never" + HOSTILE + "\n")
+    bad_supp = c.write("bad.supp", "lick" + HOSTILE + ":x\n")
+    run_script = 'cp h.jsonl "$GPUMEMTRACE_OUTPUT_DIR/"; exit 0'
+    cases = [
+        ("report", ["report", "h.jsonl"]),
+        ("report --stack full", ["report", "--stack", "full", "h.jsonl", "dir"]),
+        ("report of a dying process in a hostile file name", ["report", "dir"]),
+        ("report --from/--to hostile markers",
+         ["report", "--from", "e" + HOSTILE, "--to", "f" + HOSTILE, "h.jsonl"]),
+        ("report --format folded", ["report", "--format", "folded", "h.jsonl"]),
+        ("report of a missing hostile path", ["report", "no" + HOSTILE]),
+        ("check", ["check", "--max-leaked-bytes", "0", "--max-peak-bytes", "0",
+                   "--max-failed", "0", "--suppressions", supp, "h.jsonl"]),
+        ("check --max-growth-bytes", ["check", "--max-growth-bytes", "0", "h.jsonl"]),
+        ("check with a bad hostile suppression", ["check", "--max-leaked-bytes", "0",
+                                                   "--suppressions", bad_supp, "h.jsonl"]),
+        ("diff", ["diff", c.golden("basic.jsonl"), "h.jsonl"]),
+        ("run's summary", ["run", "-o", c.path("out"), "--", "sh", "-c", run_script]),
+        ("run of a hostile command", ["run", "-o", c.path("out2"), "--", "no" + HOSTILE]),
+        ("an unknown short option", ["report", "-\t"]),
+        ("an unknown ESC option", ["report", "-\x1b"]),
+        ("an unknown long option", ["report", "--\x1b[31mred", "h.jsonl"]),
+        ("an unknown command", ["\x1b[2Jcmd"]),
+        ("an unknown option of gpumemtrace", ["-\x1b[2J"]),
+        ("an unknown format", ["report", "--format", "\x1b[2J", "h.jsonl"]),
+        ("a bad size", ["check", "--max-peak-bytes", "\x1b[2J=1", "h.jsonl"]),
+        ("a bad count", ["diff", "--top", "\x1b[2J", "h.jsonl", "h.jsonl"]),
+        ("a bad diff format", ["diff", "--format", "\x1b[2J", "h.jsonl", "h.jsonl"]),
+    ]
+    env = {"GPUMEMTRACE_LIB": c.args.dummy_lib}
+    for what, args in cases:
+        rc, out, err = c.run_raw(args, env=env)
+        c.check(rc is not None, "%s: finishes" % what)
+        for name, data in (("stdout", out), ("stderr", err)):
+            bad = raw_controls(data)
+            c.check(not bad, "%s: nothing raw on %s" % (what, name), "\n".join(bad[:5]))
+    # ... and what is escaped is shown, as ls -b shows it
+    rc, out, err = c.run_raw(["report", "--stack", "full", "h.jsonl", "dir"])
+    text = (out + err).decode("utf-8", "replace")
+    shown = "\\033]0;pwned\\a\\033[31mred\\302\\2332J\\342\\200\\256evil"
+    for where in ("train" + shown + ".py:40 in T.step" + shown, "cudaMalloc" + shown,
+                  "coverage: runtime API only" + shown, "why not CUPTI: why" + shown,
+                  "lib" + shown + ".so", "prog" + shown + " x\\nleaked at exit: 0 B",
+                  "t\\033[2J\\377.jsonl"):
+        c.check(where in text, "report shows %r escaped" % where[:40], text[-3000:])
+    c.check(not any(l.startswith("leaked at exit: 0 B") for l in text.splitlines()),
+            "a newline in argv does not forge a report line")
+    rc, out, err = c.run_raw(["report", "-\t", "h.jsonl"])
+    c.check(b"unknown option or missing argument: -\\t" in err, "usage error: -\\t shown",
+            err)
+    # the JSON report keeps the names as they are (jansson escapes them for JSON)
+    rc, out, err = c.run_raw(["report", "--format", "json", "h.jsonl"])
+    doc = json.loads(out)
+    c.check(doc["processes"][0]["argv"][0] == "prog" + HOSTILE,
+            "the JSON report keeps the names unchanged")
+
+
 GROUPS = {
     "args": group_args,
+    "escape": group_escape,
     "fifo": group_fifo,
     "signals": group_signals,
 }
