@@ -230,6 +230,32 @@ out:
 	return rc;
 }
 
+/*
+ * 0 when the tracer will be able to create its files in @p dir, else -errno. Checked before the
+ * program starts: otherwise it would run untraced, and "the program made no GPU memory call"
+ * would be the only, wrong, hint. A file is made and removed, because permissions alone do not
+ * tell (root, a read-only mount, ACLs, NFS).
+ */
+static int
+check_writable(const char *dir)
+{
+	struct stat st;
+	char probe[PATH_MAX + 64];
+	int fd;
+
+	if (stat(dir, &st) != 0)
+		return -errno;
+	if (!S_ISDIR(st.st_mode))
+		return -ENOTDIR; /* mkdir -p of an existing regular file "succeeds" */
+	snprintf(probe, sizeof(probe), "%s/.gpumemtrace-probe-XXXXXX", dir);
+	fd = mkstemp(probe);
+	if (fd < 0)
+		return -errno;
+	close(fd);
+	unlink(probe);
+	return 0;
+}
+
 /* A new gpumemtrace-YYYYmmdd-HHMMSS[-N]: never reuse a directory of an earlier run. */
 static int
 make_default_dir(char *out, size_t max)
@@ -498,6 +524,11 @@ gmt_cmd_run(int argc, char **argv)
 	if (err || !realpath(dir, absdir)) {
 		fprintf(stderr, "gpumemtrace run: cannot create the output directory %s: %s\n",
 			gmt_esc(dir), strerror(err ? -err : errno));
+		return GMT_EXIT_USAGE;
+	}
+	if ((err = check_writable(absdir)) != 0) {
+		fprintf(stderr, "gpumemtrace run: cannot write into the output directory %s: %s\n",
+			gmt_esc(dir), strerror(-err));
 		return GMT_EXIT_USAGE;
 	}
 	if (set_preload(lib) != 0 || setenv("GPUMEMTRACE_OUTPUT_DIR", absdir, 1) != 0 ||

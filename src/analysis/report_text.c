@@ -77,11 +77,17 @@ print_died(FILE *out, const struct gmt_trace *t)
 		fprintf(out, "process %lld (%s)", t->pid, cmd);
 	else
 		fprintf(out, "the process of %s", gmt_esc(t->path));
-	fprintf(
-	    out,
-	    " did not exit normally: the trace ends at %.3f s; live allocations at that point are "
-	    "reported, not leaks at exit\n",
-	    gmt_trace_time_s(t, t->last_ts));
+	if (t->cut_by_disk) /* the reader's note on stderr says why it thinks so */
+		fprintf(out,
+			": the trace was cut short at %.3f s, most likely by a full disk (the "
+			"process may have run on untraced); live allocations at that point are "
+			"reported, not leaks at exit\n",
+			gmt_trace_time_s(t, t->last_ts));
+	else
+		fprintf(out,
+			" did not exit normally: the trace ends at %.3f s; live allocations at "
+			"that point are reported, not leaks at exit\n",
+			gmt_trace_time_s(t, t->last_ts));
 }
 
 static void

@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -52,6 +53,7 @@ struct reader {
 	char *epath; /* the path as messages show it (esc.h): a file name may hold anything */
 	size_t shown;
 	size_t usable; /* lines that contributed something */
+	size_t content; /* of those, events, markers, snapshots, trailers: what only a trace has */
 	bool refused;  /* unknown format or version: the file is unreadable */
 	bool have_min_ts;
 	bool have_start_ts;
@@ -1434,8 +1436,10 @@ read_line_fast(struct reader *r, const char *buf, size_t len, size_t lineno)
 	const struct gmt_flat_value *type = gmt_flat_get(&flat, "type");
 	if (!type || type->type != GMT_FLAT_STR || strcmp(type->str, "event") != 0)
 		return false;
-	if (read_event(r, (struct src){.flat = &flat}, lineno))
+	if (read_event(r, (struct src){.flat = &flat}, lineno)) {
 		r->usable++;
+		r->content++;
+	}
 	return true;
 }
 
@@ -1448,7 +1452,7 @@ read_line(struct reader *r, const char *buf, size_t len, size_t lineno)
 
 	if (read_line_fast(r, buf, len, lineno))
 		return;
-	bool used = false;
+	bool used = false, content = false; /* before any goto out */
 
 	obj = json_loadb(buf, len, 0, &jerr);
 	if (!obj) {
@@ -1467,17 +1471,17 @@ read_line(struct reader *r, const char *buf, size_t len, size_t lineno)
 		goto out;
 	}
 	if (strcmp(type, "event") == 0)
-		used = read_event(r, JS(obj), lineno);
+		used = content = read_event(r, JS(obj), lineno);
 	else if (strcmp(type, "stack") == 0)
 		used = read_stack(r, obj, lineno);
 	else if (strcmp(type, "marker") == 0)
-		used = read_marker(r, obj, lineno);
+		used = content = read_marker(r, obj, lineno);
 	else if (strcmp(type, "snapshot") == 0)
-		used = read_snapshot(r, obj, lineno);
+		used = content = read_snapshot(r, obj, lineno);
 	else if (strcmp(type, "header") == 0)
 		used = read_header(r, obj, lineno);
 	else if (strcmp(type, "trailer") == 0)
-		used = read_trailer(r, obj, lineno);
+		used = content = read_trailer(r, obj, lineno);
 	else if (strcmp(type, "modules") == 0)
 		used = read_modules(r, obj, lineno);
 	else if (strcmp(type, "pycode") == 0)
@@ -1487,6 +1491,8 @@ read_line(struct reader *r, const char *buf, size_t len, size_t lineno)
 	/* Other types are ignored without a word: adding a line type is not a format change. */
 	if (used)
 		r->usable++;
+	if (content)
+		r->content++;
 out:
 	json_decref(obj);
 }
@@ -1765,6 +1771,45 @@ gmt_input_fopen(const char *path, char why[GMT_INPUT_WHY])
 
 // --- reading ----------------------------------------------------------------------------------
 
+/* Bytes free (for unprivileged writers) below which a file system counts as full. */
+#define DISK_FULL_BYTES (1u << 20)
+
+/*
+ * A trace without a trailer: did a full disk cut it? The writer stops at ENOSPC (its warning
+ * went to the program's stderr, long gone), and the process may well have exited normally.
+ * Two signs, either is enough: the file ends in the middle of a line exactly at a block
+ * boundary (a write cut short where the blocks ran out; a process killed in a write ends
+ * there one time in thousands), or the file system holding it is full now.
+ */
+static void
+disk_check(struct reader *r, int fd)
+{
+	struct gmt_trace *t = r->t;
+	struct statvfs vfs;
+	struct stat st;
+	long long unit;
+
+	if (fstat(fd, &st) != 0)
+		return;
+	unit = st.st_blksize > 0 && st.st_blksize < 4096 ? st.st_blksize : 4096;
+	if (t->torn && st.st_size > 0 && st.st_size % unit == 0) {
+		t->cut_by_disk = true;
+		fprintf(r->diag,
+			"%s: note: no trailer, and the file ends in the middle of a line at a "
+			"%lld-byte block boundary: most likely the disk (or a quota) was full and "
+			"the tracer stopped writing; the program may have run on untraced\n",
+			r->epath, unit);
+	} else if (fstatvfs(fd, &vfs) == 0 && vfs.f_blocks > 0 &&
+		   (unsigned long long)vfs.f_bavail * vfs.f_frsize < DISK_FULL_BYTES) {
+		t->cut_by_disk = true;
+		fprintf(r->diag,
+			"%s: note: no trailer, and the file system holding it is full (%llu KiB "
+			"free): most likely the tracer stopped writing when the disk filled up; the "
+			"program may have run on untraced\n",
+			r->epath, (unsigned long long)vfs.f_bavail * vfs.f_frsize / 1024);
+	}
+}
+
 enum gmt_trace_status
 gmt_trace_read(const char *path, FILE *diag, struct gmt_trace **out)
 {
@@ -1838,6 +1883,8 @@ gmt_trace_read_sink(const char *path,
 		read_errno = errno ? errno : EIO;
 	progress_end(&prog);
 	free(buf);
+	if (!t->complete && !read_errno && !r.refused)
+		disk_check(&r, fileno(f));
 	fclose(f);
 
 	if (!r.refused)
@@ -1867,11 +1914,17 @@ gmt_trace_read_sink(const char *path,
 	if (read_errno) {
 		fprintf(diag, "%s: read error: %s\n", r.epath, strerror(read_errno));
 		r.refused = true;
-	} else if (!r.refused && !t->have_header && r.usable == 0) {
+	} else if (!r.refused && !t->have_header && r.content == 0) {
+		/* call stacks, modules and Python code alone describe nothing that happened */
 		if (t->lines == 0)
 			fprintf(diag, "%s: empty file, not a trace\n", r.epath);
-		else
+		else if (r.usable == 0)
 			fprintf(diag, "%s: no header and no usable line, not a trace\n", r.epath);
+		else
+			fprintf(diag,
+				"%s: no header and no event, marker, snapshot or trailer line, not a "
+				"trace\n",
+				r.epath);
 		r.refused = true;
 	}
 	if (r.refused) {
@@ -1887,6 +1940,16 @@ gmt_trace_read_sink(const char *path,
 	} else if (!r.have_start_ts && r.have_min_ts) {
 		t->start_ts = r.min_ts;
 	}
+	if (!t->have_ts) /* nothing after the header: the trace ends where it starts */
+		t->last_ts = t->start_ts;
+	if (t->have_header && r.content == 0)
+		fprintf(diag,
+			"%s: note: nothing after the header (no event, marker, snapshot or "
+			"trailer): the process %s\n",
+			r.epath,
+			t->cut_by_disk ? "could not write more (the disk was full)"
+				       : "stopped before its first GPU memory call was written, or is "
+					 "still running");
 
 	/* The writer emits lines in drain order; what happened is the seq order. */
 	if (t->events && t->nevents > 1) /* streamed traces keep no events */

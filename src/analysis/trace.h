@@ -193,6 +193,9 @@ struct gmt_trace {
 
 	/* end of the file */
 	bool complete;		 /**< a trailer was read: the process exited normally */
+	bool cut_by_disk;	 /**< no trailer, and the file looks cut short by a full disk (it
+				      ends mid-line at a block boundary, or its file system is full):
+				      the process may have run on, untraced */
 	uint64_t trailer_events; /**< valid when complete */
 	uint64_t dropped;	 /**< trailer "dropped", else the largest snapshot "dropped" */
 	uint64_t last_ts;	 /**< largest ts of any line: where the trace ends */

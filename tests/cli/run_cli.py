@@ -16,6 +16,11 @@ GROUP is one of:
   escape    ESC sequences, newlines, C1 and bidirectional controls and invalid UTF-8 in a
             trace's names, in trace file names and on the command line: report, check, diff,
             folded, run's summary and usage errors print them escaped (as ls -b), never raw
+  inputs    silent wrong input made loud: a --from/--to label no marker has (exit 2, the
+            labels there are), `run -o` on a regular file or a read-only directory (exit 2
+            before the program runs), a trace of only a header (ends at 0 s), a file of only
+            pyinfo or stack lines (exit 3), a trace cut by a full disk (said so, not "did not
+            exit normally")
 """
 import argparse
 import json
@@ -492,8 +497,132 @@ def group_escape(c):
             "the JSON report keeps the names unchanged")
 
 
+# --- inputs -------------------------------------------------------------------------------------
+
+def in_mount_ns(c, script, args=(), env=None):
+    """Run sh @script (with $1... = @args) as root of a new user and mount namespace, where it
+    may mount a tmpfs; (exit status, stdout, stderr), or None where namespaces are not allowed."""
+    probe = subprocess.run(["unshare", "-rm", "true"], capture_output=True)
+    if probe.returncode != 0:
+        return None
+    p = subprocess.run(["unshare", "-rm", "sh", "-c", script, "sh"] + list(args), cwd=c.tmp,
+                       env=c.env(env), stdin=subprocess.DEVNULL, capture_output=True,
+                       timeout=120)
+    err = p.stderr.decode("utf-8", "replace")
+    c.no_sanitizer_report(["(in a mount namespace)", script[:60]], err)
+    return p.returncode, p.stdout.decode("utf-8", "replace"), err
+
+
+def group_inputs(c):
+    basic = c.golden("basic.jsonl")
+    # --from/--to a label that no marker has: not a report of an empty range
+    for opt in ("--from", "--to"):
+        for fmt in ("text", "json"):
+            rc, out, err = c.run(["report", "--format", fmt, opt, "no-such-marker", basic])
+            c.check(rc == 2 and out == "", "report %s %s no-such-marker: exit 2, no report" %
+                    (fmt, opt), "exit %s\n%s" % (rc, err))
+            c.check("%s 'no-such-marker': no marker has this label in %s; the labels there "
+                    "are: 'epoch 1'" % (opt, basic) in err,
+                    "report %s %s: names the label, the file and the labels there are" %
+                    (fmt, opt), err)
+    rc, out, err = c.run(["report", "--from", "epoch 1", "--to", "nope", basic,
+                          c.golden("died.jsonl")])
+    c.check(rc == 2 and "--to 'nope': no marker has this label in the 2 traces; the labels "
+            "there are: 'epoch 1', 'step 1'" in err, "report --to over two traces",
+            "exit %s\n%s" % (rc, err))
+    rc, out, err = c.run(["report", "--from", "epoch 1", basic])
+    c.check(rc == 0 and "range: from epoch 1 to the end" in out, "an existing label still works",
+            "exit %s\n%s" % (rc, err))
+    c.write("nomarks.jsonl", lines(HEADER, alloc(1, "0x7f0000000000"), trailer(1)))
+    rc, out, err = c.run(["report", "--from", "x", "nomarks.jsonl"])
+    c.check(rc == 2 and "(it has no markers; seconds work too: --from 2.5)" in err,
+            "a trace without markers says so", "exit %s\n%s" % (rc, err))
+
+    # run -o where the tracer cannot write: exit 2 before the program runs
+    env = {"GPUMEMTRACE_LIB": c.args.dummy_lib}
+    c.write("plain-file", "x\n")
+    rc, out, err = c.run(["run", "-o", "plain-file", "--", "echo", "RAN"], env=env)
+    c.check(rc == 2 and "RAN" not in out and "cannot write into the output directory "
+            "plain-file: Not a directory" in err,
+            "run -o FILE: exit 2, the program not run", "exit %s\n%s%s" % (rc, out, err))
+    os.mkdir(c.path("mnt-ro"))
+    ro = in_mount_ns(c, 'mount -t tmpfs tmpfs "$1" && mkdir "$1/ro" && '
+                     'mount -o remount,ro "$1" && shift && exec "$@"',
+                     [c.path("mnt-ro"), c.exe, "run", "-o", c.path("mnt-ro", "ro"), "--",
+                      "echo", "RAN"], env=env)
+    if ro is None:
+        print("note: no user namespaces here: the read-only mount is not tried")
+    else:
+        rc, out, err = ro
+        c.check(rc == 2 and "RAN" not in out and "cannot write into the output directory %s: "
+                "Read-only file system" % c.path("mnt-ro", "ro") in err,
+                "run -o a read-only directory: exit 2, the program not run",
+                "exit %s\n%s%s" % (rc, out, err))
+    if os.geteuid() != 0:
+        os.mkdir(c.path("ro"), 0o555)
+        rc, out, err = c.run(["run", "-o", "ro", "--", "echo", "RAN"], env=env)
+        c.check(rc == 2 and "RAN" not in out and "Permission denied" in err,
+                "run -o a directory without write permission: exit 2",
+                "exit %s\n%s%s" % (rc, out, err))
+
+    # a header and nothing else: the trace ends where it starts, and the reader says why
+    c.write("header.jsonl", lines(HEADER))
+    rc, out, err = c.run(["report", "header.jsonl"])
+    c.check(rc == 0 and "the trace ends at 0.000 s" in out and "ends at -" not in out,
+            "a header-only trace ends at 0 s, not before its start", out)
+    c.check("header.jsonl: note: nothing after the header" in err, "a header-only trace: noted",
+            err)
+    # files that describe no process: not traces
+    c.write("pyinfo.jsonl", '{"type":"pyinfo","python":"3.12"}\n')
+    c.write("stacks.jsonl", lines({"type": "stack", "id": 1, "frames": ["0x401000"]},
+                                  {"type": "pyinfo", "python": "3.12"}))
+    for name in ("pyinfo.jsonl", "stacks.jsonl"):
+        rc, out, err = c.run(["report", name])
+        c.check(rc == 3 and "%s: no header and no event, marker, snapshot or trailer line, not "
+                "a trace" % name in err, "%s: exit 3, not a trace" % name,
+                "exit %s\n%s" % (rc, err))
+
+    # cut by a full disk: the file ends mid-line at a block boundary
+    body = lines(HEADER, alloc(1, "0x7f0000000000"))
+    pad = 8192 - len(body)
+    ev = json.dumps(alloc(2, "0x7f0000100000"), separators=(",", ":"))
+    cut = body + (ev * (pad // len(ev) + 1))[:pad]
+    c.write("cut.jsonl", cut)
+    c.write("killed.jsonl", cut[:-1])
+    rc, out, err = c.run(["report", "cut.jsonl"])
+    c.check(rc == 0 and "the trace was cut short at 0.001 s, most likely by a full disk" in out,
+            "a trace cut at a block boundary: the report says a full disk", out)
+    c.check("cut.jsonl: note: no trailer, and the file ends in the middle of a line at a "
+            "4096-byte block boundary" in err, "... and the reader says why", err)
+    rc, out, err = c.run(["report", "killed.jsonl"])
+    c.check(rc == 0 and "did not exit normally" in out and "full disk" not in out + err,
+            "a torn trace elsewhere: the process died", out + err)
+    # a real full file system: a tmpfs filled by cp, and (with the tracer) by the tracer itself
+    big = "".join(json.dumps(alloc(i, "0x%x" % (0x7f0000000000 + (i << 20))),
+                             separators=(",", ":")) + "\n" for i in range(1, 3000))
+    c.write("big.jsonl", lines(HEADER) + big)
+    script = ('mount -t tmpfs -o size=64k tmpfs "$1" && cp big.jsonl "$1/t.jsonl"; '
+              '"$2" report "$1"')
+    os.mkdir(c.path("mnt-full"))
+    full = in_mount_ns(c, script, [c.path("mnt-full"), c.exe])
+    if full is not None:
+        rc, out, err = full
+        c.check(rc == 0 and "most likely by a full disk" in out and "no trailer" in err,
+                "a trace on a file system cp filled: cut by a full disk", out + err)
+    if full is not None and c.args.victim:
+        script = ('mount -t tmpfs -o size=64k tmpfs "$1" && "$2" run -o "$1" -- "$3" burst '
+                  '>/dev/null 2>&1; "$2" report "$1"')
+        rc, out, err = in_mount_ns(c, script, [c.path("mnt-full"), c.exe, c.args.victim],
+                                   env={"GPUMEMTRACE_LIB": c.args.tracer_lib,
+                                        "LD_LIBRARY_PATH": c.args.simcuda,
+                                        "SIMCUDA_MEM_BYTES": "1G", "SIMCUDA_DEVICES": "1"})
+        c.check(rc == 0 and "most likely by a full disk" in out,
+                "the tracer on a full file system: the report says so", out + err)
+
+
 GROUPS = {
     "args": group_args,
+    "inputs": group_inputs,
     "escape": group_escape,
     "fifo": group_fifo,
     "signals": group_signals,
