@@ -30,6 +30,12 @@
 /* Bad lines shown per file; a garbled file must not bury the report under its diagnostics. */
 #define GMT_TRACE_MAX_DIAG 20
 
+/*
+ * Lines that may come before the first trace line (a file cut at its start, `tail -c`), skipped
+ * without a word about what they hold; one more and the file is not a trace.
+ */
+#define GMT_TRACE_MAX_LEAD 4
+
 /* An event or a marker waiting in the reorder window. */
 struct pending {
 	uint64_t seq;
@@ -54,6 +60,13 @@ struct reader {
 	size_t shown;
 	size_t usable; /* lines that contributed something */
 	size_t content; /* of those, events, markers, snapshots, trailers: what only a trace has */
+	/*
+	 * Until a line has shown the file to be a trace (a JSON object with a "type" of the
+	 * format), nothing of what it holds is quoted: a trace path may be a symlink to any file
+	 * the reader may read, and jansson's messages quote the text they stopped at.
+	 */
+	bool trace_line_seen;
+	size_t lead; /* lines before it, skipped unquoted */
 	bool refused;  /* unknown format or version: the file is unreadable */
 	bool have_min_ts;
 	bool have_start_ts;
@@ -1411,6 +1424,23 @@ read_trailer(struct reader *r, json_t *obj, size_t lineno)
 	return true;
 }
 
+/* Line @p lineno is the first trace line: the lines before it are counted as bad, unquoted. */
+static void
+lead_end(struct reader *r, size_t lineno)
+{
+	if (r->trace_line_seen)
+		return;
+	r->trace_line_seen = true;
+	if (!r->lead)
+		return;
+	r->t->bad_lines += r->lead;
+	r->shown++;
+	fprintf(r->diag,
+		"%s:%zu: %zu line%s before the first trace line skipped (not trace lines: a file "
+		"cut at its start?)\n",
+		r->epath, lineno - r->lead, r->lead, r->lead == 1 ? "" : "s");
+}
+
 /*
  * The fast path: an event line of the plain shape, read without jansson (flatjson.h). False when
  * it declines the line; the slow path then reads it, with its messages.
@@ -1436,11 +1466,24 @@ read_line_fast(struct reader *r, const char *buf, size_t len, size_t lineno)
 	const struct gmt_flat_value *type = gmt_flat_get(&flat, "type");
 	if (!type || type->type != GMT_FLAT_STR || strcmp(type->str, "event") != 0)
 		return false;
+	lead_end(r, lineno);
 	if (read_event(r, (struct src){.flat = &flat}, lineno)) {
 		r->usable++;
 		r->content++;
 	}
 	return true;
+}
+
+static bool
+known_type(const char *type)
+{
+	static const char *const types[] = {"header",  "event",	 "stack",  "marker", "snapshot",
+					    "trailer", "modules", "pycode", "pyinfo", NULL};
+
+	for (size_t i = 0; types[i]; i++)
+		if (strcmp(type, types[i]) == 0)
+			return true;
+	return false;
 }
 
 static void
@@ -1455,6 +1498,13 @@ read_line(struct reader *r, const char *buf, size_t len, size_t lineno)
 	bool used = false, content = false; /* before any goto out */
 
 	obj = json_loadb(buf, len, 0, &jerr);
+	if (!r->trace_line_seen && (!obj || !json_is_object(obj) ||
+				    get_str(JS(obj), "type", &type) != 0 || !known_type(type))) {
+		r->lead++; /* not quoted: this file has not shown it is a trace */
+		json_decref(obj);
+		return;
+	}
+	lead_end(r, lineno);
 	if (!obj) {
 		if (len == 0)
 			bad_line(r, lineno, "empty line");
@@ -1877,13 +1927,15 @@ gmt_trace_read_sink(const char *path,
 		read_line(&r, buf, len, t->lines);
 		if (r.refused)
 			break;
+		if (!r.trace_line_seen && r.lead > GMT_TRACE_MAX_LEAD)
+			break; /* not a trace: the rest is not read either */
 		errno = 0;
 	}
 	if (ferror(f))
 		read_errno = errno ? errno : EIO;
 	progress_end(&prog);
 	free(buf);
-	if (!t->complete && !read_errno && !r.refused)
+	if (!t->complete && !read_errno && !r.refused && r.trace_line_seen)
 		disk_check(&r, fileno(f));
 	fclose(f);
 
@@ -1913,6 +1965,19 @@ gmt_trace_read_sink(const char *path,
 		fprintf(diag, "%s: %zu more bad lines not shown\n", r.epath, t->bad_lines - r.shown);
 	if (read_errno) {
 		fprintf(diag, "%s: read error: %s\n", r.epath, strerror(read_errno));
+		r.refused = true;
+	} else if (!r.refused && !r.trace_line_seen && t->lines > 0) {
+		/* nothing of it is quoted: it may be any file this user can read */
+		if (r.lead > GMT_TRACE_MAX_LEAD)
+			fprintf(diag,
+				"%s: not a gpumemtrace trace (none of its first %d lines is a JSON "
+				"object with a \"type\" of the format)\n",
+				r.epath, GMT_TRACE_MAX_LEAD + 1);
+		else
+			fprintf(diag,
+				"%s: not a gpumemtrace trace (no line is a JSON object with a "
+				"\"type\" of the format)\n",
+				r.epath);
 		r.refused = true;
 	} else if (!r.refused && !t->have_header && r.content == 0) {
 		/* call stacks, modules and Python code alone describe nothing that happened */

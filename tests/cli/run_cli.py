@@ -21,6 +21,9 @@ GROUP is one of:
             before the program runs), a trace of only a header (ends at 0 s), a file of only
             pyinfo or stack lines (exit 3), a trace cut by a full disk (said so, not "did not
             exit normally")
+  trust     a trace path that is a symlink to a file that is not a trace (a password file, a
+            JSON config): "not a gpumemtrace trace", nothing of its content quoted, in report,
+            check and diff; a trace cut at its start (tail -c) is still read
 """
 import argparse
 import json
@@ -620,8 +623,73 @@ def group_inputs(c):
                 "the tracer on a full file system: the report says so", out + err)
 
 
+# --- trust --------------------------------------------------------------------------------------
+
+def group_trust(c):
+    # Files only their owner should read, reached through a trace directory's symlinks: the
+    # tool may run with more rights (root, a CI service) than whoever made the directory.
+    secrets = {
+        # the first word of a line is what a JSON parser's error quotes ("near 'root'")
+        "shadow": "SECRETHASHroot:$6$SECRETHASH1$xyz:19000:0:99999:7:::\n"
+                  "SECRETHASHalice:SECRETHASH2:19000::::::\n",
+        "config.json": '{"SECRETHASH_password": "SECRETHASH3",\n "SECRETHASH_token": 4}\n',
+        "oneline.json": '{"SECRETHASH_password": "SECRETHASH5"}\n',
+        "notes": "SECRETHASH6 first line\n" + "".join("SECRETHASH7 %d\n" % i for i in range(50)),
+        "noeol": "SECRETHASH8 without a newline",
+    }
+    d = c.path("traces")
+    os.mkdir(d)
+    shutil.copy(c.golden("basic.jsonl"), os.path.join(d, "basic.jsonl"))
+    for name, text in secrets.items():
+        p = c.write(os.path.join("private", name), text)
+        os.chmod(p, 0o600)
+        os.symlink(p, os.path.join(d, name + ".jsonl"))
+
+    def no_secret(what, rc, out, err, want_rc):
+        c.check(rc == want_rc, "%s: exit %d" % (what, want_rc), "exit %s\n%s" % (rc, err))
+        c.check("SECRETHASH" not in out + err, "%s: nothing of the files is quoted" % what,
+                out + err)
+
+    for name in secrets:
+        link = "traces/%s.jsonl" % name
+        rc, out, err = c.run(["report", link])
+        no_secret("report %s" % link, rc, out, err, 3)
+        c.check("%s: not a gpumemtrace trace" % link in err, "report %s: not a trace" % link,
+                err)
+    rc, out, err = c.run(["report", "traces"])
+    no_secret("report DIR", rc, out, err, 0)
+    c.check(err.count("not a gpumemtrace trace") == len(secrets) and
+            "1 process, 14 events" in out, "report DIR: each link named, the trace reported",
+            out + err)
+    rc, out, err = c.run(["report", "--format", "json", "traces"])
+    no_secret("report --format json DIR", rc, out, err, 0)
+    rc, out, err = c.run(["check", "--max-leaked-bytes", "1G", "traces"])
+    no_secret("check DIR", rc, out, err, 0)
+    rc, out, err = c.run(["check", "--max-leaked-bytes", "1G", "traces/config.json.jsonl"])
+    no_secret("check a JSON file", rc, out, err, 3)
+    rc, out, err = c.run(["check", "--baseline", "traces/oneline.json.jsonl", "traces/basic.jsonl"])
+    no_secret("check --baseline a JSON file", rc, out, err, 3)
+    rc, out, err = c.run(["diff", "traces/shadow.jsonl", "traces/basic.jsonl"])
+    no_secret("diff", rc, out, err, 3)
+
+    # A trace cut at its start (tail -c): the partial first line is skipped, unquoted, and
+    # the rest is read.
+    with open(c.golden("basic.jsonl"), "rb") as f:
+        data = f.read()
+    c.write("tail.jsonl", data[-1500:])
+    rc, out, err = c.run(["report", "tail.jsonl"])
+    c.check(rc == 0 and "tail.jsonl:1: 1 line before the first trace line skipped" in err and
+            "0 dropped" in out, "a trace cut at its start is read", "exit %s\n%s" % (rc, err))
+    # After a trace line, bad lines are reported as before (they are the trace's).
+    c.write("bad.jsonl", lines(HEADER) + "not json at all\n")
+    rc, out, err = c.run(["report", "bad.jsonl"])
+    c.check(rc == 0 and "bad.jsonl:2: invalid JSON" in err, "a trace's bad line is still shown",
+            "exit %s\n%s" % (rc, err))
+
+
 GROUPS = {
     "args": group_args,
+    "trust": group_trust,
     "inputs": group_inputs,
     "escape": group_escape,
     "fifo": group_fifo,
