@@ -92,8 +92,8 @@ gmt_text_oom(FILE *out, struct gmt_model *const *models, size_t n)
 			process_note(m, n, proc, sizeof(proc));
 			fprintf(out, "  %s %s on device %d at %.3f s%s [%s]:\n    %s\n", call,
 				gmt_format_bytes(o->ev->size, b), o->ev->device,
-				gmt_trace_time_s(m->trace, o->ev->ts), proc, gmt_oom_cause_name(cause),
-				gmt_esc(text));
+				gmt_trace_time_s(m->trace, o->ev->ts), proc,
+				gmt_oom_cause_name(cause), gmt_esc(text));
 		}
 	}
 	if (total > shown)
@@ -137,7 +137,8 @@ gmt_text_growth(FILE *out, struct gmt_model *const *models, size_t n)
 			snprintf(rises, sizeof(rises), "%" PRIu32, hi);
 		else
 			snprintf(rises, sizeof(rises), "%" PRIu32 "-%" PRIu32, lo, hi);
-		fprintf(out, "  +%s (%s -> %s, rose in %s of %" PRIu32 " intervals between %s%s)"
+		fprintf(out,
+			"  +%s (%s -> %s, rose in %s of %" PRIu32 " intervals between %s%s)"
 			" at %s%s\n",
 			gmt_format_bytes(sum.last - sum.first, b1), gmt_format_bytes(sum.first, b2),
 			gmt_format_bytes(sum.last, b3), rises, samples - 1,

@@ -281,11 +281,8 @@ hex_of(const unsigned char *bits, int n, char *out, size_t max)
  * counts as the same: nothing better can be checked); MISMATCH with the file's id in @p found.
  */
 static enum gmt_sym_status
-try_open(struct sym_module *m,
-	 const char *file,
-	 char *found,
-	 size_t foundmax,
-	 char why[GMT_INPUT_WHY])
+try_open(
+    struct sym_module *m, const char *file, char *found, size_t foundmax, char why[GMT_INPUT_WHY])
 {
 	const unsigned char *bits;
 	GElf_Addr vaddr;

@@ -66,7 +66,7 @@ struct reader {
 	 * the reader may read, and jansson's messages quote the text they stopped at.
 	 */
 	bool trace_line_seen;
-	size_t lead; /* lines before it, skipped unquoted */
+	size_t lead;   /* lines before it, skipped unquoted */
 	bool refused;  /* unknown format or version: the file is unreadable */
 	bool have_min_ts;
 	bool have_start_ts;
@@ -1477,7 +1477,7 @@ read_line_fast(struct reader *r, const char *buf, size_t len, size_t lineno)
 static bool
 known_type(const char *type)
 {
-	static const char *const types[] = {"header",  "event",	 "stack",  "marker", "snapshot",
+	static const char *const types[] = {"header",  "event",	  "stack",  "marker", "snapshot",
 					    "trailer", "modules", "pycode", "pyinfo", NULL};
 
 	for (size_t i = 0; types[i]; i++)
@@ -1852,11 +1852,12 @@ disk_check(struct reader *r, int fd)
 	} else if (fstatvfs(fd, &vfs) == 0 && vfs.f_blocks > 0 &&
 		   (unsigned long long)vfs.f_bavail * vfs.f_frsize < DISK_FULL_BYTES) {
 		t->cut_by_disk = true;
-		fprintf(r->diag,
-			"%s: note: no trailer, and the file system holding it is full (%llu KiB "
-			"free): most likely the tracer stopped writing when the disk filled up; the "
-			"program may have run on untraced\n",
-			r->epath, (unsigned long long)vfs.f_bavail * vfs.f_frsize / 1024);
+		fprintf(
+		    r->diag,
+		    "%s: note: no trailer, and the file system holding it is full (%llu KiB "
+		    "free): most likely the tracer stopped writing when the disk filled up; the "
+		    "program may have run on untraced\n",
+		    r->epath, (unsigned long long)vfs.f_bavail * vfs.f_frsize / 1024);
 	}
 }
 
@@ -1953,16 +1954,18 @@ gmt_trace_read_sink(const char *path,
 		settle_pycodes(&r);
 	}
 	if (t->late_events) /* one line whatever the cap: it says how far to trust the order */
-		fprintf(diag,
-			"%s:%zu: note: %" PRIu64 " line%s applied late, the first with seq %" PRIu64
-			": a seq that repeats, one that came after %d waiting lines gave up on it, or a "
-			"snapshot behind the events before it (the counts stay right; the order at %s "
-			"may not)\n",
-			r.epath, r.first_late_line, t->late_events, t->late_events == 1 ? "" : "s",
-			r.first_late_seq, GMT_TRACE_REORDER_WINDOW,
-			t->late_events == 1 ? "that moment" : "those moments");
+		fprintf(
+		    diag,
+		    "%s:%zu: note: %" PRIu64 " line%s applied late, the first with seq %" PRIu64
+		    ": a seq that repeats, one that came after %d waiting lines gave up on it, or "
+		    "a snapshot behind the events before it (the counts stay right; the order at "
+		    "%s may not)\n",
+		    r.epath, r.first_late_line, t->late_events, t->late_events == 1 ? "" : "s",
+		    r.first_late_seq, GMT_TRACE_REORDER_WINDOW,
+		    t->late_events == 1 ? "that moment" : "those moments");
 	if (r.shown < t->bad_lines)
-		fprintf(diag, "%s: %zu more bad lines not shown\n", r.epath, t->bad_lines - r.shown);
+		fprintf(diag, "%s: %zu more bad lines not shown\n", r.epath,
+			t->bad_lines - r.shown);
 	if (read_errno) {
 		fprintf(diag, "%s: read error: %s\n", r.epath, strerror(read_errno));
 		r.refused = true;
@@ -1986,10 +1989,11 @@ gmt_trace_read_sink(const char *path,
 		else if (r.usable == 0)
 			fprintf(diag, "%s: no header and no usable line, not a trace\n", r.epath);
 		else
-			fprintf(diag,
-				"%s: no header and no event, marker, snapshot or trailer line, not a "
-				"trace\n",
-				r.epath);
+			fprintf(
+			    diag,
+			    "%s: no header and no event, marker, snapshot or trailer line, not a "
+			    "trace\n",
+			    r.epath);
 		r.refused = true;
 	}
 	if (r.refused) {
@@ -2012,9 +2016,10 @@ gmt_trace_read_sink(const char *path,
 			"%s: note: nothing after the header (no event, marker, snapshot or "
 			"trailer): the process %s\n",
 			r.epath,
-			t->cut_by_disk ? "could not write more (the disk was full)"
-				       : "stopped before its first GPU memory call was written, or is "
-					 "still running");
+			t->cut_by_disk
+			    ? "could not write more (the disk was full)"
+			    : "stopped before its first GPU memory call was written, or is "
+			      "still running");
 
 	/* The writer emits lines in drain order; what happened is the seq order. */
 	if (t->events && t->nevents > 1) /* streamed traces keep no events */
