@@ -109,7 +109,7 @@ label_exists(const struct gmt_inputs *in, const char *option, const struct gmt_r
 			if (nseen < LABELS_SHOWN)
 				seen[nseen++] = l;
 			else
-				more++; /* distinct beyond the first few are not told apart: "more" */
+				more++; /* only "and more": the rest are not told apart */
 		}
 	}
 	fprintf(stderr, "gpumemtrace report: %s '%s': no marker has this label in ", option,
@@ -214,7 +214,8 @@ gmt_cmd_report(int argc, char **argv)
 		gmt_inputs_free(&in);
 		return GMT_EXIT_UNREADABLE;
 	}
-	if (!label_exists(&in, "--from", &in.range.from) || !label_exists(&in, "--to", &in.range.to)) {
+	if (!label_exists(&in, "--from", &in.range.from) ||
+	    !label_exists(&in, "--to", &in.range.to)) {
 		gmt_inputs_free(&in);
 		return GMT_EXIT_USAGE;
 	}
