@@ -1849,8 +1849,9 @@ disk_check(struct reader *r, int fd)
 			"%lld-byte block boundary: most likely the disk (or a quota) was full and "
 			"the tracer stopped writing; the program may have run on untraced\n",
 			r->epath, unit);
-	} else if (fstatvfs(fd, &vfs) == 0 && vfs.f_blocks > 0 &&
+	} else if (fstatvfs(fd, &vfs) == 0 && vfs.f_blocks > 0 && !(vfs.f_flag & ST_RDONLY) &&
 		   (unsigned long long)vfs.f_bavail * vfs.f_frsize < DISK_FULL_BYTES) {
+		/* (a read-only file system, squashfs or ISO 9660, says 0 free: it was not written) */
 		t->cut_by_disk = true;
 		fprintf(
 		    r->diag,

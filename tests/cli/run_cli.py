@@ -612,6 +612,21 @@ def group_inputs(c):
         rc, out, err = full
         c.check(rc == 0 and "most likely by a full disk" in out and "no trailer" in err,
                 "a trace on a file system cp filled: cut by a full disk", out + err)
+    # a trace that ends with a whole line, on a file system something else filled: the file
+    # system's state is the sign; once it is mounted read-only, it is not one any more
+    c.write("small.jsonl", lines(HEADER, alloc(1, "0x7f0000000000")))
+    script = ('mount -t tmpfs -o size=64k tmpfs "$1" && cp small.jsonl "$1/" && '
+              'cat big.jsonl > "$1/filler" 2>/dev/null; "$2" report "$1/small.jsonl"; '
+              'echo =====; mount -o remount,ro "$1" && "$2" report "$1/small.jsonl"')
+    os.mkdir(c.path("mnt-filled"))
+    filled = in_mount_ns(c, script, [c.path("mnt-filled"), c.exe])
+    if filled is not None:
+        rc, out, err = filled
+        rw, _, ro = out.partition("=====")
+        c.check("most likely by a full disk" in rw and "file system holding it is full" in err,
+                "a died trace on a full file system: cut by a full disk", out + err)
+        c.check("did not exit normally" in ro and "full disk" not in ro,
+                "... not on a read-only mount (those say 0 free)", out + err)
     if full is not None and c.args.victim:
         script = ('mount -t tmpfs -o size=64k tmpfs "$1" && "$2" run -o "$1" -- "$3" burst '
                   '>/dev/null 2>&1; "$2" report "$1"')
