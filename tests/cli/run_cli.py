@@ -57,26 +57,6 @@ class Cli:
             env.update(extra)
         return env
 
-    def run(self, args, env=None, cwd=None, timeout=HANG_S):
-        """(exit status, stdout, stderr) as bytes decoded leniently; exit None on a hang."""
-        try:
-            p = subprocess.run([self.exe] + args, cwd=cwd or self.tmp, env=self.env(env),
-                               stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, timeout=timeout)
-        except subprocess.TimeoutExpired as e:
-            return None, (e.stdout or b"").decode("utf-8", "replace"), \
-                (e.stderr or b"").decode("utf-8", "replace")
-        err = p.stderr.decode("utf-8", "replace")
-        self.no_sanitizer_report(args, err)
-        return p.returncode, p.stdout.decode("utf-8", "replace"), err
-
-    def no_sanitizer_report(self, args, err):
-        """ASan and UBSan findings fail the test even where a sanitizer does not halt."""
-        for mark in ("runtime error:", "ERROR: AddressSanitizer", "ERROR: LeakSanitizer"):
-            if mark in err:
-                self.check(False, "no sanitizer report: %s" % " ".join(args)[:200], err)
-                return
-
     def run_raw(self, args, env=None, cwd=None, timeout=HANG_S):
         """(exit status or None on a hang, stdout bytes, stderr bytes)."""
         try:
@@ -87,6 +67,18 @@ class Cli:
             return None, e.stdout or b"", e.stderr or b""
         self.no_sanitizer_report(args, p.stderr.decode("utf-8", "replace"))
         return p.returncode, p.stdout, p.stderr
+
+    def run(self, args, env=None, cwd=None, timeout=HANG_S):
+        """run_raw() with stdout and stderr decoded leniently."""
+        rc, out, err = self.run_raw(args, env, cwd, timeout)
+        return rc, out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
+
+    def no_sanitizer_report(self, args, err):
+        """ASan and UBSan findings fail the test even where a sanitizer does not halt."""
+        for mark in ("runtime error:", "ERROR: AddressSanitizer", "ERROR: LeakSanitizer"):
+            if mark in err:
+                self.check(False, "no sanitizer report: %s" % " ".join(args)[:200], err)
+                return
 
     def path(self, *parts):
         return os.path.join(self.tmp, *parts)
