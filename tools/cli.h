@@ -11,6 +11,7 @@
 
 #include <jansson.h>
 
+#include "analysis/esc.h"
 #include "analysis/model.h"
 #include "analysis/symbolize.h"
 #include "analysis/trace.h"

@@ -195,7 +195,7 @@ size_arg(const char *opt, const char *value, uint64_t *out)
 	fprintf(stderr,
 		"gpumemtrace check: --%s: invalid size '%s' (bytes, or a number with K, M, G, T, "
 		"KiB, MiB, GiB, TiB, KB, MB, GB or TB)\n",
-		opt, value);
+		opt, gmt_esc(value));
 	return -1;
 }
 
@@ -213,11 +213,14 @@ peak_arg(struct options *o, const char *value)
 		errno = 0;
 		lim.device = strtol(value, &end, 10);
 		if (end == value || end != eq || errno || lim.device < -1) {
+			char *dev = strndup(value, (size_t)(eq - value));
+
 			fprintf(
 			    stderr,
-			    "gpumemtrace check: --max-peak-bytes: invalid device '%.*s' in '%s' "
+			    "gpumemtrace check: --max-peak-bytes: invalid device '%s' in '%s' "
 			    "(a device number, then '=')\n",
-			    (int)(eq - value), value, value);
+			    gmt_esc(dev ? dev : "?"), gmt_esc(value));
+			free(dev);
 			return -1;
 		}
 		lim.all = false;
@@ -244,7 +247,7 @@ percent_arg(const char *value, double *out)
 		fprintf(stderr,
 			"gpumemtrace check: --max-increase: invalid percentage '%s' (a number "
 			">= 0, e.g. 10 or 2.5)\n",
-			value);
+			gmt_esc(value));
 		return -1;
 	}
 	*out = v;
@@ -527,9 +530,11 @@ site_line(char **out, const json_t *g, const char *lead)
 	const char *api = str_key(g, "api"), *driver = str_key(g, "driver");
 	const char *kind = str_key(g, "kind");
 
-	append(out, "    %s: %s%s%s%s %s at %s, %s\n", lead, api ? api : "?", driver ? " (" : "",
-	       driver ? driver : "", driver ? ")" : "", kind ? kind : "?",
-	       gmt_site_text(json_object_get(g, "site"), site, sizeof(site)),
+	/* the names are the trace's: escaped for the terminal (esc.h) */
+	append(out, "    %s: %s%s%s%s %s at %s, %s\n", lead, api ? gmt_esc(api) : "?",
+	       driver ? " (" : "", driver ? gmt_esc(driver) : "", driver ? ")" : "",
+	       kind ? gmt_esc(kind) : "?",
+	       gmt_esc(gmt_site_text(json_object_get(g, "site"), site, sizeof(site))),
 	       who(g, proc, sizeof(proc)));
 }
 
@@ -884,7 +889,7 @@ growth_gate(struct gates *gates, struct options *o, const json_t *doc)
 		       gmt_size_text(gmt_json_u64(e, "last_bytes"), v), gmt_json_u64(e, "samples"),
 		       str_key(e, "basis") ? str_key(e, "basis") : "samples");
 		if (first && last)
-			append(&gate->details, " '%s' to '%s'", first, last);
+			append(&gate->details, " '%s' to '%s'", gmt_esc(first), gmt_esc(last));
 		if (lo == hi)
 			append(&gate->details, ", rose %" PRIu64 " times", hi);
 		else
@@ -895,9 +900,9 @@ growth_gate(struct gates *gates, struct options *o, const json_t *doc)
 			append(&gate->details, ", fell %" PRIu64,
 			       gmt_json_u64(stacks ? json_array_get(stacks, 0) : e, "falls"));
 		append(&gate->details, ": %s %s at %s, %s\n",
-		       str_key(e, "api") ? str_key(e, "api") : "?",
-		       str_key(e, "kind") ? str_key(e, "kind") : "?",
-		       gmt_site_text(json_object_get(e, "site"), site, sizeof(site)),
+		       str_key(e, "api") ? gmt_esc(str_key(e, "api")) : "?",
+		       str_key(e, "kind") ? gmt_esc(str_key(e, "kind")) : "?",
+		       gmt_esc(gmt_site_text(json_object_get(e, "site"), site, sizeof(site))),
 		       who(e, proc, sizeof(proc)));
 	}
 	gate->failed = over > 0;
@@ -1117,7 +1122,7 @@ print_gates(const struct gates *g, bool quiet)
 	for (size_t i = 0; i < g->n; i++) {
 		if (!g->v[i].failed && quiet)
 			continue;
-		printf("%s %s\n", g->v[i].failed ? "FAIL" : "PASS", g->v[i].text);
+		printf("%s %s\n", g->v[i].failed ? "FAIL" : "PASS", gmt_esc(g->v[i].text));
 		if ((g->v[i].failed || g->v[i].notes) && g->v[i].details)
 			fputs(g->v[i].details, stdout);
 	}
@@ -1138,7 +1143,7 @@ print_suppressions(const struct gmt_suppressions *s)
 			printf("Suppressions used:\n  hits  bytes  suppression\n");
 		used = true;
 		printf("  %4" PRIu64 "  %s  %s:%s (%s:%u)\n", x->hits, gmt_size_text(x->bytes, b),
-		       gmt_supp_type_name(x->type), x->pattern, x->file, x->line);
+		       gmt_supp_type_name(x->type), gmt_esc(x->pattern), gmt_esc(x->file), x->line);
 	}
 	for (size_t i = 0; i < s->n; i++) {
 		const struct gmt_suppression *x = &s->v[i];
@@ -1148,8 +1153,8 @@ print_suppressions(const struct gmt_suppressions *s)
 		if (!unused)
 			printf("Suppressions never matched:\n");
 		unused = true;
-		printf("  %s:%s (%s:%u)\n", gmt_supp_type_name(x->type), x->pattern, x->file,
-		       x->line);
+		printf("  %s:%s (%s:%u)\n", gmt_supp_type_name(x->type), gmt_esc(x->pattern),
+		       gmt_esc(x->file), x->line);
 	}
 }
 
@@ -1182,7 +1187,8 @@ write_junit(const char *path, const struct gates *g, size_t failed)
 	FILE *f = fopen(path, "w");
 
 	if (!f) {
-		fprintf(stderr, "gpumemtrace check: cannot write %s: %s\n", path, strerror(errno));
+		fprintf(stderr, "gpumemtrace check: cannot write %s: %s\n", gmt_esc(path),
+			strerror(errno));
 		return -1;
 	}
 	fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
@@ -1209,7 +1215,8 @@ write_junit(const char *path, const struct gates *g, size_t failed)
 	}
 	fprintf(f, "  </testsuite>\n</testsuites>\n");
 	if (ferror(f) | fclose(f)) {
-		fprintf(stderr, "gpumemtrace check: cannot write %s: %s\n", path, strerror(errno));
+		fprintf(stderr, "gpumemtrace check: cannot write %s: %s\n", gmt_esc(path),
+			strerror(errno));
 		return -1;
 	}
 	return 0;
@@ -1254,7 +1261,7 @@ gmt_cmd_check(int argc, char **argv)
 		base = gmt_report_doc_load("check", paths, 1, &rc);
 		if (!base) {
 			fprintf(stderr, "gpumemtrace check: cannot read the baseline %s\n",
-				o.baseline);
+				gmt_esc(o.baseline));
 			goto out;
 		}
 	}

@@ -262,8 +262,8 @@ write_text(FILE *out,
 	for (size_t i = 0; i < shown; i++) {
 		const struct site *x = &s->v[i];
 
-		fprintf(out, "  %s %s at %s\n", x->api, x->kind,
-			gmt_site_text(x->frame, site, sizeof(site)));
+		fprintf(out, "  %s %s at %s\n", gmt_esc(x->api), gmt_esc(x->kind),
+			gmt_esc(gmt_site_text(x->frame, site, sizeof(site))));
 		if (abs_delta(&x->peak) || x->peak.before)
 			text_change(out, "at peak", &x->peak);
 		if (abs_delta(&x->leaked) || x->leaked.before)
@@ -329,7 +329,7 @@ parse_top(const char *value, size_t *top)
 	v = strtoull(value, &end, 10);
 	if (end == value || *end || errno || value[0] == '-') {
 		fprintf(stderr, "gpumemtrace diff: --top: invalid count '%s' (a number >= 0)\n",
-			value);
+			gmt_esc(value));
 		return -1;
 	}
 	*top = (size_t)v;
@@ -343,7 +343,7 @@ load_one(const char *role, const char *path, int *rc)
 	json_t *doc = gmt_report_doc_load("diff", paths, 1, rc);
 
 	if (!doc)
-		fprintf(stderr, "gpumemtrace diff: cannot read %s %s\n", role, path);
+		fprintf(stderr, "gpumemtrace diff: cannot read %s %s\n", role, gmt_esc(path));
 	return doc;
 }
 
@@ -370,7 +370,7 @@ gmt_cmd_diff(int argc, char **argv)
 			if (strcmp(optarg, "json") != 0 && strcmp(optarg, "text") != 0) {
 				fprintf(stderr,
 					"gpumemtrace diff: unknown format '%s' (text or json)\n",
-					optarg);
+					gmt_esc(optarg));
 				return gmt_usage_hint("diff");
 			}
 			json = strcmp(optarg, "json") == 0;
@@ -394,7 +394,8 @@ gmt_cmd_diff(int argc, char **argv)
 
 	add_run(&sites, base, false);
 	add_run(&sites, next, true);
-	qsort(sites.v, sites.n, sizeof(*sites.v), cmp_site);
+	if (sites.n > 1) /* qsort() of NULL is undefined, even for 0 elements */
+		qsort(sites.v, sites.n, sizeof(*sites.v), cmp_site);
 	while (changed < sites.n && weight(&sites.v[changed]) > 0)
 		changed++;
 	if (json) {

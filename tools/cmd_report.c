@@ -60,7 +60,7 @@ usage(FILE *out)
 	    "error as FILE:LINE: MESSAGE; the rest of the trace is used.\n"
 	    "\n"
 	    "Exit status: 0 report written, 2 usage error (or the output file cannot be\n"
-	    "written), 3 no trace could be read.\n");
+	    "written, or a --from/--to label no marker has), 3 no trace could be read.\n");
 }
 
 enum format {
@@ -71,6 +71,67 @@ enum format {
 	FORMAT_PERFETTO,
 };
 
+/* Whether a marker of @p in's traces has @p label. */
+static bool
+has_label(const struct gmt_inputs *in, const char *label)
+{
+	for (size_t i = 0; i < in->n; i++)
+		for (size_t k = 0; k < in->traces[i]->nmarkers; k++)
+			if (in->traces[i]->markers[k].label &&
+			    strcmp(in->traces[i]->markers[k].label, label) == 0)
+				return true;
+	return false;
+}
+
+#define LABELS_SHOWN 10
+
+/*
+ * A --from/--to marker label that no trace has: reported with the labels there are, since a
+ * report of "nothing in the range" would look like an answer. False after the message.
+ */
+static bool
+label_exists(const struct gmt_inputs *in, const char *option, const struct gmt_range_bound *b)
+{
+	const char *seen[LABELS_SHOWN];
+	size_t nseen = 0, more = 0;
+
+	if (!b->set || !b->label || has_label(in, b->label))
+		return true;
+	for (size_t i = 0; i < in->n; i++) {
+		for (size_t k = 0; k < in->traces[i]->nmarkers; k++) {
+			const char *l = in->traces[i]->markers[k].label;
+			size_t j;
+
+			for (j = 0; l && j < nseen && strcmp(seen[j], l) != 0; j++)
+				;
+			if (!l || j < nseen)
+				continue;
+			if (nseen < LABELS_SHOWN)
+				seen[nseen++] = l;
+			else
+				more++; /* only "and more": the rest are not told apart */
+		}
+	}
+	fprintf(stderr, "gpumemtrace report: %s '%s': no marker has this label in ", option,
+		gmt_esc(b->label));
+	if (in->n == 1)
+		fprintf(stderr, "%s", gmt_esc(in->traces[0]->path));
+	else
+		fprintf(stderr, "the %zu traces", in->n);
+	if (nseen == 0) {
+		fprintf(stderr, " (%s no markers; seconds work too: %s 2.5)\n",
+			in->n == 1 ? "it has" : "they have", option);
+		return false;
+	}
+	fprintf(stderr, "; the labels there are:");
+	for (size_t j = 0; j < nseen; j++)
+		fprintf(stderr, "%s '%s'", j ? "," : "", gmt_esc(seen[j]));
+	if (more)
+		fprintf(stderr, " and more");
+	fprintf(stderr, "\n");
+	return false;
+}
+
 /* The option's value among @p names (NULL-terminated): its index, or -1 (reported). */
 static int
 choice(const char *opt, const char *value, const char *const *names, const char *expected)
@@ -78,7 +139,8 @@ choice(const char *opt, const char *value, const char *const *names, const char 
 	for (int i = 0; names[i]; i++)
 		if (strcmp(value, names[i]) == 0)
 			return i;
-	fprintf(stderr, "gpumemtrace report: unknown %s '%s' (%s)\n", opt, value, expected);
+	fprintf(stderr, "gpumemtrace report: unknown %s '%s' (%s)\n", opt, gmt_esc(value),
+		expected);
 	return -1;
 }
 
@@ -152,13 +214,18 @@ gmt_cmd_report(int argc, char **argv)
 		gmt_inputs_free(&in);
 		return GMT_EXIT_UNREADABLE;
 	}
+	if (!label_exists(&in, "--from", &in.range.from) ||
+	    !label_exists(&in, "--to", &in.range.to)) {
+		gmt_inputs_free(&in);
+		return GMT_EXIT_USAGE;
+	}
 
 	/* Opened only now, so a failed read never leaves an empty report file behind. */
 	if (output) {
 		out = fopen(output, "w");
 		if (!out) {
-			fprintf(stderr, "gpumemtrace report: cannot write %s: %s\n", output,
-				strerror(errno));
+			fprintf(stderr, "gpumemtrace report: cannot write %s: %s\n",
+				gmt_esc(output), strerror(errno));
 			gmt_inputs_free(&in);
 			return GMT_EXIT_USAGE;
 		}
@@ -182,7 +249,7 @@ gmt_cmd_report(int argc, char **argv)
 	}
 	if (ferror(out) | (out != stdout ? fclose(out) : fflush(out))) {
 		fprintf(stderr, "gpumemtrace report: cannot write %s: %s\n",
-			output ? output : "standard output", strerror(errno));
+			output ? gmt_esc(output) : "standard output", strerror(errno));
 		rc = GMT_EXIT_USAGE;
 	}
 	gmt_inputs_free(&in);

@@ -2,9 +2,9 @@
  * @brief `gpumemtrace run`: trace a program with libgpumemtrace.so, then summarize its traces.
  *
  * The launcher does what a user would do by hand (LD_PRELOAD plus GPUMEMTRACE_OUTPUT_DIR) and
- * then behaves like the program: the terminal's SIGINT/SIGQUIT go to the program, not to us, and
- * our exit status is the program's, so `gpumemtrace run -- make test` can stand in for
- * `make test` in a script.
+ * then behaves like the program: the signals that would stop it (SIGTERM, SIGHUP, SIGINT,
+ * SIGQUIT) go to the program, the launcher waits for it and summarizes, and our exit status is
+ * the program's, so `gpumemtrace run -- make test` can stand in for `make test` in a script.
  *
  * It also makes the `gpumemtrace` Python module (python/, markers from Python: docs/markers.md)
  * importable by the program, by prepending its directory to PYTHONPATH.
@@ -16,6 +16,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -50,6 +51,10 @@ usage(FILE *out)
 	    "The Python module gpumemtrace (markers and ranges from Python) is made importable:\n"
 	    "its directory is put first in PYTHONPATH.\n"
 	    "\n"
+	    "SIGTERM, SIGHUP, SIGINT and SIGQUIT sent to gpumemtrace are passed on to CMD\n"
+	    "(Ctrl-C at the terminal reaches CMD itself); gpumemtrace then waits for CMD and\n"
+	    "prints its summary. If gpumemtrace itself is killed, CMD gets SIGTERM.\n"
+	    "\n"
 	    "Exit status: CMD's own (128+N if it was killed by signal N), 127 if CMD was not\n"
 	    "found, 126 if it could not be executed, 2 on a usage error or when the tracer\n"
 	    "library or the output directory is not available.\n");
@@ -83,7 +88,7 @@ find_lib(char *out)
 	if (env && *env) {
 		if (try_lib(env, out))
 			return true;
-		fprintf(stderr, "gpumemtrace run: GPUMEMTRACE_LIB=%s: %s\n", env,
+		fprintf(stderr, "gpumemtrace run: GPUMEMTRACE_LIB=%s: %s\n", gmt_esc(env),
 			access(env, R_OK) != 0 ? strerror(errno) : "cannot resolve the path");
 		return false;
 	}
@@ -105,7 +110,7 @@ find_lib(char *out)
 		"gpumemtrace run: cannot find the tracer library " LIB_NAME
 		" (looked in ../src/, ../lib/ and ../lib/x86_64-linux-gnu/ next to %s);\n"
 		"set GPUMEMTRACE_LIB=/path/to/" LIB_NAME "\n",
-		n > 0 ? exe : "this program");
+		n > 0 ? gmt_esc(exe) : "this program");
 	return false;
 }
 
@@ -207,7 +212,8 @@ mkdir_p(const char *path)
 
 	if (!p)
 		return -ENOMEM;
-	for (char *s = p + 1; *s; s++) {
+	/* from the second byte: a leading '/' is the root, not a component to make */
+	for (char *s = p + (p[0] != '\0'); *s; s++) {
 		if (*s != '/')
 			continue;
 		*s = '\0';
@@ -222,6 +228,32 @@ mkdir_p(const char *path)
 out:
 	free(p);
 	return rc;
+}
+
+/*
+ * 0 when the tracer will be able to create its files in @p dir, else -errno. Checked before the
+ * program starts: otherwise it would run untraced, and "the program made no GPU memory call"
+ * would be the only, wrong, hint. A file is made and removed, because permissions alone do not
+ * tell (root, a read-only mount, ACLs, NFS).
+ */
+static int
+check_writable(const char *dir)
+{
+	struct stat st;
+	char probe[PATH_MAX + 64];
+	int fd;
+
+	if (stat(dir, &st) != 0)
+		return -errno;
+	if (!S_ISDIR(st.st_mode))
+		return -ENOTDIR; /* mkdir -p of an existing regular file "succeeds" */
+	snprintf(probe, sizeof(probe), "%s/.gpumemtrace-probe-XXXXXX", dir);
+	fd = mkstemp(probe);
+	if (fd < 0)
+		return -errno;
+	close(fd);
+	unlink(probe);
+	return 0;
 }
 
 /* A new gpumemtrace-YYYYmmdd-HHMMSS[-N]: never reuse a directory of an earlier run. */
@@ -324,14 +356,14 @@ summarize(const char *dir, const struct seen *before, size_t nbefore)
 		    stderr,
 		    "gpumemtrace: no trace was written to %s (the program made no GPU memory call "
 		    "the tracer saw)\n",
-		    dir);
+		    gmt_esc(dir));
 		return;
 	}
 	fprintf(stderr, "gpumemtrace: %zu trace %s in %s\n", files, files == 1 ? "file" : "files",
-		dir);
+		gmt_esc(dir));
 	if (in.n)
 		gmt_report_summary(stderr, "gpumemtrace: ", in.models, in.n);
-	fprintf(stderr, "gpumemtrace: full report: gpumemtrace report %s\n", dir);
+	fprintf(stderr, "gpumemtrace: full report: gpumemtrace report %s\n", gmt_esc(dir));
 	gmt_inputs_free(&in);
 }
 
@@ -354,6 +386,77 @@ set_preload(const char *lib)
 	rc = setenv("LD_PRELOAD", val, 1);
 	free(val);
 	return rc ? -errno : 0;
+}
+
+// --- the program's signals ---------------------------------------------------------------------
+//
+// The launcher stands in for the program, so what a job manager sends it (SLURM's, Kubernetes'
+// and CI runners' SIGTERM, a closed terminal's SIGHUP, kill -INT) is meant for the program: each
+// is passed on to it, and the launcher stays to wait for it and summarize its traces. Dying with
+// the signal instead would leave the program running, orphaned, and its traces unreported.
+
+static const int forwarded[] = {SIGTERM, SIGHUP, SIGINT, SIGQUIT};
+#define NFORWARDED (sizeof(forwarded) / sizeof(forwarded[0]))
+
+static volatile sig_atomic_t child_pid; /* 0 until the program runs */
+
+static void
+forward(int sig, siginfo_t *si, void *uctx)
+{
+	int saved = errno;
+	pid_t pid = child_pid;
+
+	(void)uctx;
+	/*
+	 * Ctrl-C and Ctrl-\ at the terminal (si_code SI_KERNEL) reach the whole foreground
+	 * process group, the program already has them: a second copy could cut its own cleanup
+	 * short. Sent by someone (SI_USER, SI_QUEUE...), they were for us alone: pass them on.
+	 */
+	if ((sig == SIGINT || sig == SIGQUIT) && si && si->si_code == SI_KERNEL)
+		return;
+	if (pid > 0) {
+		/* a program that made itself a process group leader gets it for its whole group */
+		if (getpgid(pid) == pid)
+			kill(-pid, sig);
+		else
+			kill(pid, sig);
+	}
+	errno = saved;
+}
+
+/*
+ * Handlers for the forwarded signals, except those ignored when we started (nohup's SIGHUP: the
+ * program inherits the ignoring). @p old receives the previous actions.
+ */
+static void
+forward_signals(struct sigaction old[NFORWARDED])
+{
+	struct sigaction sa = {.sa_sigaction = forward, .sa_flags = SA_SIGINFO | SA_RESTART};
+
+	sigfillset(&sa.sa_mask);
+	for (size_t i = 0; i < NFORWARDED; i++) {
+		sigaction(forwarded[i], NULL, &old[i]);
+		if (old[i].sa_handler != SIG_IGN)
+			sigaction(forwarded[i], &sa, NULL);
+	}
+}
+
+static void
+restore_signals(const struct sigaction old[NFORWARDED])
+{
+	for (size_t i = 0; i < NFORWARDED; i++)
+		sigaction(forwarded[i], &old[i], NULL);
+}
+
+static void
+block_forwarded(int how, sigset_t *old)
+{
+	sigset_t set;
+
+	sigemptyset(&set);
+	for (size_t i = 0; i < NFORWARDED; i++)
+		sigaddset(&set, forwarded[i]);
+	sigprocmask(how, &set, old);
 }
 
 static int
@@ -382,13 +485,14 @@ gmt_cmd_run(int argc, char **argv)
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
-	struct sigaction ign = {.sa_handler = SIG_IGN}, old_int, old_quit;
+	struct sigaction old_act[NFORWARDED], ign = {.sa_handler = SIG_IGN}, old_pipe;
 	char lib[PATH_MAX], dir[PATH_MAX], absdir[PATH_MAX];
+	sigset_t old_mask;
 	const char *output = NULL;
 	struct seen *before;
 	size_t nbefore;
 	int c, err, code;
-	pid_t pid;
+	pid_t pid, parent;
 
 	opterr = 0;
 	optind = 1;
@@ -399,6 +503,10 @@ gmt_cmd_run(int argc, char **argv)
 		case 'h': usage(stdout); return GMT_EXIT_OK;
 		default: gmt_bad_option("run", argv); return gmt_usage_hint("run");
 		}
+	}
+	if (output && !*output) {
+		fprintf(stderr, "gpumemtrace run: -o needs a directory, not an empty value\n");
+		return gmt_usage_hint("run");
 	}
 	if (optind >= argc) {
 		fprintf(stderr, "gpumemtrace run: no command given\n");
@@ -414,8 +522,13 @@ gmt_cmd_run(int argc, char **argv)
 		err = make_default_dir(dir, sizeof(dir));
 	}
 	if (err || !realpath(dir, absdir)) {
-		fprintf(stderr, "gpumemtrace run: cannot create the output directory %s: %s\n", dir,
-			strerror(err ? -err : errno));
+		fprintf(stderr, "gpumemtrace run: cannot create the output directory %s: %s\n",
+			gmt_esc(dir), strerror(err ? -err : errno));
+		return GMT_EXIT_USAGE;
+	}
+	if ((err = check_writable(absdir)) != 0) {
+		fprintf(stderr, "gpumemtrace run: cannot write into the output directory %s: %s\n",
+			gmt_esc(dir), strerror(-err));
 		return GMT_EXIT_USAGE;
 	}
 	if (set_preload(lib) != 0 || setenv("GPUMEMTRACE_OUTPUT_DIR", absdir, 1) != 0 ||
@@ -428,30 +541,48 @@ gmt_cmd_run(int argc, char **argv)
 	nbefore = snapshot_dir(absdir, &before);
 
 	fflush(NULL);
+	/*
+	 * Blocked from before the fork until the handlers know the program's pid: a SIGTERM in
+	 * between is held, then forwarded, never lost and never the launcher's death.
+	 */
+	block_forwarded(SIG_BLOCK, &old_mask);
+	parent = getpid();
 	pid = fork();
 	if (pid < 0) {
 		fprintf(stderr, "gpumemtrace run: fork: %s\n", strerror(errno));
+		sigprocmask(SIG_SETMASK, &old_mask, NULL);
 		return GMT_EXIT_USAGE;
 	}
 	if (pid == 0) {
+		/*
+		 * A launcher killed outright (SIGKILL, which cannot be forwarded) still leaves no
+		 * orphan: the program gets SIGTERM. Checked after setting it, in case we already
+		 * died.
+		 */
+		prctl(PR_SET_PDEATHSIG, SIGTERM);
+		if (getppid() != parent)
+			raise(SIGTERM);
+		/* the program starts with the signal mask and actions we were given */
+		sigprocmask(SIG_SETMASK, &old_mask, NULL);
 		execvp(argv[optind], argv + optind);
 		err = errno;
 		/* The shell's conventions: 127 not found, 126 found but not executable. */
-		fprintf(stderr, "gpumemtrace run: %s: %s\n", argv[optind],
+		fprintf(stderr, "gpumemtrace run: %s: %s\n", gmt_esc(argv[optind]),
 			err == ENOENT ? "command not found" : strerror(err));
 		_exit(err == ENOENT ? 127 : 126);
 	}
-	/*
-	 * Ctrl-C at the terminal reaches the whole foreground process group: the program decides
-	 * what to do with it, and we stay to summarize whatever it wrote (as system() does).
-	 */
-	sigaction(SIGINT, &ign, &old_int);
-	sigaction(SIGQUIT, &ign, &old_quit);
+	child_pid = pid;
+	forward_signals(old_act);
+	/* a closed stderr must not kill us before the summary's exit status */
+	sigaction(SIGPIPE, &ign, &old_pipe);
+	sigprocmask(SIG_SETMASK, &old_mask, NULL);
 	code = wait_child(pid);
-	sigaction(SIGINT, &old_int, NULL);
-	sigaction(SIGQUIT, &old_quit, NULL);
+	child_pid = 0;
+	/* the program is gone: a signal now may stop the summary, as it would stop a report */
+	restore_signals(old_act);
 
 	summarize(dir, before, nbefore);
+	sigaction(SIGPIPE, &old_pipe, NULL);
 	for (size_t i = 0; i < nbefore; i++)
 		free(before[i].name);
 	free(before);

@@ -55,12 +55,15 @@ gmt_bad_option(const char *cmd, char **argv)
 {
 	extern int optind, optopt;
 
+	char opt[3] = {'-', (char)optopt, '\0'};
+
+	/* what the user typed, escaped: an option may be any byte (-$'\t', -$'\x1b') */
 	if (optopt)
-		fprintf(stderr, "gpumemtrace %s: unknown option or missing argument: -%c\n", cmd,
-			optopt);
+		fprintf(stderr, "gpumemtrace %s: unknown option or missing argument: %s\n", cmd,
+			gmt_esc(opt));
 	else
 		fprintf(stderr, "gpumemtrace %s: unknown option or missing argument: %s\n", cmd,
-			argv[optind - 1]);
+			gmt_esc(argv[optind - 1]));
 }
 
 int
@@ -91,8 +94,8 @@ main(int argc, char **argv)
 	if (strcmp(cmd, "diff") == 0)
 		return gmt_cmd_diff(argc - 1, argv + 1);
 	if (cmd[0] == '-')
-		fprintf(stderr, "gpumemtrace: unknown option: %s\n", cmd);
+		fprintf(stderr, "gpumemtrace: unknown option: %s\n", gmt_esc(cmd));
 	else
-		fprintf(stderr, "gpumemtrace: unknown command: %s\n", cmd);
+		fprintf(stderr, "gpumemtrace: unknown command: %s\n", gmt_esc(cmd));
 	return gmt_usage_hint(NULL);
 }

@@ -58,7 +58,8 @@ gmt_list_traces(const char *dir, char ***names)
 		n++;
 	}
 	closedir(d);
-	qsort(v, n, sizeof(*v), cmp_name);
+	if (n > 1) /* qsort() of NULL is undefined, even for 0 elements */
+		qsort(v, n, sizeof(*v), cmp_name);
 	*names = v;
 	return (int)n;
 }
@@ -121,7 +122,7 @@ gmt_inputs_add_file(struct gmt_inputs *in, const char *path, FILE *diag)
 		f.m = gmt_model_new(t, f.range); /* a trace without events */
 	m = f.m;
 	if (!m) {
-		fprintf(diag, "%s: out of memory\n", path);
+		fprintf(diag, "%s: out of memory\n", gmt_esc(path));
 		gmt_trace_free(t);
 		in->unreadable++;
 		return;
@@ -145,7 +146,7 @@ gmt_inputs_add_path(struct gmt_inputs *in, const char *path, FILE *diag)
 	int n;
 
 	if (stat(path, &st) != 0) {
-		fprintf(diag, "%s: cannot open: %s\n", path, strerror(errno));
+		fprintf(diag, "%s: cannot open: %s\n", gmt_esc(path), strerror(errno));
 		in->unreadable++;
 		return;
 	}
@@ -155,12 +156,12 @@ gmt_inputs_add_path(struct gmt_inputs *in, const char *path, FILE *diag)
 	}
 	n = gmt_list_traces(path, &names);
 	if (n < 0) {
-		fprintf(diag, "%s: cannot read directory: %s\n", path, strerror(-n));
+		fprintf(diag, "%s: cannot read directory: %s\n", gmt_esc(path), strerror(-n));
 		in->unreadable++;
 		return;
 	}
 	if (n == 0) {
-		fprintf(diag, "%s: no *.jsonl trace files in this directory\n", path);
+		fprintf(diag, "%s: no *.jsonl trace files in this directory\n", gmt_esc(path));
 		in->unreadable++;
 	}
 	for (int i = 0; i < n; i++) {

@@ -152,7 +152,8 @@ upgrade_v2(json_t *doc)
 static json_t *
 load_json_report(const char *cmd, const char *path, bool *bad)
 {
-	FILE *f = fopen(path, "r");
+	char why[GMT_INPUT_WHY];
+	FILE *f = gmt_input_fopen(path, why); /* a FIFO or a device: the trace reader says so */
 	json_t *doc, *version;
 	json_error_t err;
 	int c;
@@ -162,10 +163,13 @@ load_json_report(const char *cmd, const char *path, bool *bad)
 		return NULL;
 	while ((c = getc(f)) != EOF && isspace(c))
 		;
-	fclose(f);
-	if (c != '{')
+	if (c != '{') {
+		fclose(f);
 		return NULL;
-	doc = json_load_file(path, 0, &err);
+	}
+	/* the same open file, so what is read is what was looked at */
+	doc = fseek(f, 0, SEEK_SET) == 0 ? json_loadf(f, 0, &err) : NULL;
+	fclose(f);
 	version = json_object_get(doc, "report_version");
 	if (!json_is_object(doc) || !version) {
 		json_decref(doc);
@@ -179,7 +183,7 @@ load_json_report(const char *cmd, const char *path, bool *bad)
 		fprintf(stderr,
 			"gpumemtrace %s: %s: report_version %s%lld is not supported (this version "
 			"reads 2 and %d)\n",
-			cmd, path, json_is_integer(version) ? "" : "(not an integer) ",
+			cmd, gmt_esc(path), json_is_integer(version) ? "" : "(not an integer) ",
 			(long long)json_integer_value(version), GMT_REPORT_JSON_VERSION);
 		json_decref(doc);
 		*bad = true;
@@ -229,7 +233,7 @@ gmt_report_doc_load(const char *cmd, char *const *paths, size_t n, int *rc)
 	if (in.n == 0) {
 		fprintf(stderr, "gpumemtrace %s: no readable trace in", cmd);
 		for (size_t i = 0; i < n; i++)
-			fprintf(stderr, " %s", paths[i]);
+			fprintf(stderr, " %s", gmt_esc(paths[i]));
 		fprintf(stderr, "\n");
 		gmt_inputs_free(&in);
 		*rc = GMT_EXIT_UNREADABLE;

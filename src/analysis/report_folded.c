@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/esc.h"
 #include "analysis/sites.h"
 #include "analysis/xalloc.h"
 
@@ -188,7 +189,8 @@ gmt_report_folded(FILE *out, struct gmt_model *const *models, size_t n, enum gmt
 
 		for (; j < f.n && strcmp(f.v[i].stack, f.v[j].stack) == 0; j++)
 			sum += f.v[j].weight;
-		fprintf(out, "%s %" PRIu64 "\n", f.v[i].stack, sum);
+		/* one stack a line: a newline or ESC in a name must not break it (esc.h) */
+		fprintf(out, "%s %" PRIu64 "\n", gmt_esc(f.v[i].stack), sum);
 		i = j;
 	}
 	for (size_t i = 0; i < f.n; i++)

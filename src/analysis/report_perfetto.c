@@ -450,11 +450,12 @@ failures_add(struct pf_events *e, const json_t *doc, const struct pf_proc *p, si
 		const json_t *oom, *site = obj_get(f, "site");
 		const char *api = get_str(f, "api");
 		char name[160], bytes[GMT_BYTES_BUF], where[1024];
-		json_t *ev, *args = json_object();
+		json_t *ev, *args;
 		double t = 0;
 
 		if (!get_int(f, "process", &proc) || proc != (json_int_t)index)
 			continue;
+		args = json_object(); /* after the skip: another process's failure leaked one */
 		get_int(f, "seq", &seq);
 		get_int(f, "size", &size);
 		get_num(f, "time_s", &t);

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/esc.h"
 #include "analysis/report_text.h"
 #include "analysis/sites.h"
 #include "analysis/units.h"
@@ -35,7 +36,7 @@ gmt_report_command(const struct gmt_trace *t, char *buf, size_t max)
 		return;
 	}
 	for (size_t i = 0; i < t->argc; i++) {
-		int w = snprintf(buf + len, max - len, "%s%s", i ? " " : "", t->argv[i]);
+		int w = snprintf(buf + len, max - len, "%s%s", i ? " " : "", gmt_esc(t->argv[i]));
 
 		if (w < 0 || (size_t)w >= max - len) {
 			/* Long command lines (a full torchrun invocation) are cut, visibly. */
@@ -53,9 +54,9 @@ gmt_report_call(const struct gmt_trace *t, uint16_t api, uint16_t driver, char *
 	const char *drv = gmt_trace_driver(t, driver);
 
 	if (drv)
-		snprintf(buf, max, "%s → %s", gmt_trace_string(t, api), drv);
+		snprintf(buf, max, "%s → %s", gmt_esc(gmt_trace_string(t, api)), gmt_esc(drv));
 	else
-		snprintf(buf, max, "%s", gmt_trace_string(t, api));
+		snprintf(buf, max, "%s", gmt_esc(gmt_trace_string(t, api)));
 }
 
 void
@@ -64,7 +65,7 @@ gmt_text_process_name(const struct gmt_trace *t, char *buf, size_t max)
 	if (t->pid >= 0)
 		snprintf(buf, max, "%lld", t->pid);
 	else
-		snprintf(buf, max, "? (%s)", t->path);
+		snprintf(buf, max, "? (%s)", gmt_esc(t->path));
 }
 
 static void
@@ -76,12 +77,18 @@ print_died(FILE *out, const struct gmt_trace *t)
 	if (t->pid >= 0)
 		fprintf(out, "process %lld (%s)", t->pid, cmd);
 	else
-		fprintf(out, "the process of %s", t->path);
-	fprintf(
-	    out,
-	    " did not exit normally: the trace ends at %.3f s; live allocations at that point are "
-	    "reported, not leaks at exit\n",
-	    gmt_trace_time_s(t, t->last_ts));
+		fprintf(out, "the process of %s", gmt_esc(t->path));
+	if (t->cut_by_disk) /* the reader's note on stderr says why it thinks so */
+		fprintf(out,
+			": the trace was cut short at %.3f s, most likely by a full disk (the "
+			"process may have run on untraced); live allocations at that point are "
+			"reported, not leaks at exit\n",
+			gmt_trace_time_s(t, t->last_ts));
+	else
+		fprintf(out,
+			" did not exit normally: the trace ends at %.3f s; live allocations at "
+			"that point are reported, not leaks at exit\n",
+			gmt_trace_time_s(t, t->last_ts));
 }
 
 static void
@@ -149,9 +156,9 @@ print_coverage_of(FILE *out, const struct gmt_trace *t)
 			"expandable segments and NCCL) and programs or libraries that link cudart "
 			"statically (nvcc's default, cuBLAS, cuDNN, NCCL)\n");
 	else
-		fprintf(out, "%s\n", t->coverage);
+		fprintf(out, "%s\n", gmt_esc(t->coverage));
 	if (t->coverage_reason)
-		fprintf(out, "  why not CUPTI: %s\n", t->coverage_reason);
+		fprintf(out, "  why not CUPTI: %s\n", gmt_esc(t->coverage_reason));
 }
 
 static void
@@ -218,7 +225,7 @@ print_where(FILE *out, const struct gmt_site *g, bool several, const char *extra
 		return;
 	}
 	gmt_cframe_text(g->frame, frame, sizeof(frame));
-	fprintf(out, "at %s", frame);
+	fprintf(out, "at %s", gmt_esc(frame));
 	if (g->cs && g->cs->pystate == GMT_TPY_EMPTY)
 		fprintf(out, " %s", GMT_PYSTATE_EMPTY_LABEL);
 	if (g->nstacks == 1)
@@ -245,7 +252,7 @@ print_stack_frames(FILE *out,
 		if (cs->frames[i].hidden)
 			continue;
 		gmt_cframe_text(&cs->frames[i], frame, sizeof(frame));
-		fprintf(out, "%s%s%s%s\n", indent, first ? "" : "→ ", frame,
+		fprintf(out, "%s%s%s%s\n", indent, first ? "" : "→ ", gmt_esc(frame),
 			cs->frames[i].inlined ? " (inlined)" : "");
 		first = false;
 	}
@@ -868,7 +875,7 @@ gmt_report_summary(FILE *out, const char *prefix, struct gmt_model *const *model
 			char text[2048];
 
 			gmt_oom_explain(models[i], &models[i]->oom[first], text, sizeof(text));
-			fprintf(out, "%sfirst failure: %s\n", prefix, text);
+			fprintf(out, "%sfirst failure: %s\n", prefix, gmt_esc(text));
 			break;
 		}
 	}

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/esc.h"
 #include "analysis/report.h"
 #include "analysis/report_text.h"
 #include "analysis/sites.h"
@@ -55,8 +56,9 @@ gmt_text_range(FILE *out, struct gmt_model *const *models, size_t n)
 
 	if (!m || (!m->range.from.set && !m->range.to.set))
 		return;
-	fprintf(out, "range: from %s to %s", m->range.from.set ? m->range.from.spec : "the start",
-		m->range.to.set ? m->range.to.spec : "the end");
+	fprintf(out, "range: from %s to %s",
+		m->range.from.set ? gmt_esc(m->range.from.spec) : "the start",
+		m->range.to.set ? gmt_esc(m->range.to.spec) : "the end");
 	if (m->range.from.set && !m->range_from.found)
 		fprintf(out, " (the start was not found in the trace: nothing is counted)");
 	else if (m->range.from.set)
@@ -106,7 +108,7 @@ gmt_text_oom(FILE *out, struct gmt_model *const *models, size_t n)
 				gmt_format_bytes(o->ev->size, b), o->ev->device,
 				gmt_trace_time_s(m->trace, o->ev->ts), proc,
 				gmt_oom_cause_name(cause),
-				fc == GMT_FAIL_RECOVERED ? ", recovered" : "", text);
+				fc == GMT_FAIL_RECOVERED ? ", recovered" : "", gmt_esc(text));
 		}
 	}
 	if (total > shown)
@@ -150,11 +152,12 @@ gmt_text_growth(FILE *out, struct gmt_model *const *models, size_t n)
 			snprintf(rises, sizeof(rises), "%" PRIu32, hi);
 		else
 			snprintf(rises, sizeof(rises), "%" PRIu32 "-%" PRIu32, lo, hi);
-		fprintf(out, "  +%s (%s -> %s, rose in %s of %" PRIu32 " intervals between %s%s)"
+		fprintf(out,
+			"  +%s (%s -> %s, rose in %s of %" PRIu32 " intervals between %s%s)"
 			" at %s%s\n",
 			gmt_format_bytes(sum.last - sum.first, b1), gmt_format_bytes(sum.first, b2),
 			gmt_format_bytes(sum.last, b3), rises, samples - 1,
-			markers ? "markers" : "snapshots", stacks, site, proc);
+			markers ? "markers" : "snapshots", stacks, gmt_esc(site), proc);
 	}
 	if (sites.n > TEXT_GROWTH_MAX)
 		fprintf(out, "  ... %zu more (report --format json: growth_sites[])\n",
@@ -189,7 +192,7 @@ gmt_text_churn(FILE *out, struct gmt_model *const *models, size_t n)
 		if (sum.frees)
 			fprintf(out, ", median lifetime %.3g s",
 				(double)gmt_site_median_lifetime(&sum) / 1e9);
-		fprintf(out, "%s at %s%s\n", stacks, site, proc);
+		fprintf(out, "%s at %s%s\n", stacks, gmt_esc(site), proc);
 	}
 	gmt_sites_free(&sites);
 	free(items);

@@ -4,6 +4,8 @@
  */
 #define _GNU_SOURCE
 #include "analysis/suppress.h"
+#include "analysis/esc.h"
+#include "analysis/trace.h"
 #include "analysis/xalloc.h"
 
 #include <ctype.h>
@@ -57,7 +59,7 @@ parse_line(struct gmt_suppressions *s, char *text, const char *path, unsigned li
 
 	if (!colon) {
 		fprintf(diag, "%s:%u: expected TYPE:PATTERN (leak:, peak: or growth:), got '%s'\n",
-			path, lineno, text);
+			gmt_esc(path), lineno, gmt_esc(text));
 		return -1;
 	}
 	*colon = '\0';
@@ -65,13 +67,14 @@ parse_line(struct gmt_suppressions *s, char *text, const char *path, unsigned li
 		if (strcmp(trim(text), type_names[t]) == 0)
 			type = t;
 	if (type < 0) {
-		fprintf(diag, "%s:%u: unknown suppression type '%s' (leak, peak or growth)\n", path,
-			lineno, trim(text));
+		fprintf(diag, "%s:%u: unknown suppression type '%s' (leak, peak or growth)\n",
+			gmt_esc(path), lineno, gmt_esc(trim(text)));
 		return -1;
 	}
 	pattern = trim(colon + 1);
 	if (!*pattern || strcmp(pattern, "^") == 0 || strcmp(pattern, "$") == 0) {
-		fprintf(diag, "%s:%u: empty pattern after '%s:'\n", path, lineno, type_names[type]);
+		fprintf(diag, "%s:%u: empty pattern after '%s:'\n", gmt_esc(path), lineno,
+			type_names[type]);
 		return -1;
 	}
 	s->v = gmt_xrealloc(s->v, s->n + 1, sizeof(*s->v));
@@ -88,14 +91,15 @@ parse_line(struct gmt_suppressions *s, char *text, const char *path, unsigned li
 int
 gmt_suppressions_load(struct gmt_suppressions *s, const char *path, FILE *diag)
 {
-	FILE *f = fopen(path, "r");
+	char why[GMT_INPUT_WHY];
+	FILE *f = gmt_input_fopen(path, why); /* not a FIFO: it would block the check */
 	char *buf = NULL;
 	size_t cap = 0;
 	unsigned lineno = 0;
 	int rc = 0;
 
 	if (!f) {
-		fprintf(diag, "%s: cannot read: %s\n", path, strerror(errno));
+		fprintf(diag, "%s: cannot read: %s\n", gmt_esc(path), why);
 		return -1;
 	}
 	while (getline(&buf, &cap, f) >= 0) {
@@ -110,7 +114,7 @@ gmt_suppressions_load(struct gmt_suppressions *s, const char *path, FILE *diag)
 		}
 	}
 	if (rc == 0 && ferror(f)) {
-		fprintf(diag, "%s: cannot read: %s\n", path, strerror(errno));
+		fprintf(diag, "%s: cannot read: %s\n", gmt_esc(path), strerror(errno));
 		rc = -1;
 	}
 	free(buf);

@@ -9,6 +9,8 @@
  */
 #define _GNU_SOURCE
 #include "analysis/symbolize.h"
+#include "analysis/esc.h"
+#include "analysis/trace.h"
 #include "analysis/xalloc.h"
 #include "util/hash.h"
 
@@ -241,6 +243,7 @@ static void __attribute__((format(printf, 2, 3)))
 note(struct gmt_symbolizer *s, const char *fmt, ...)
 {
 	va_list ap;
+	char *msg;
 
 	if (!s->diag)
 		return;
@@ -251,7 +254,11 @@ note(struct gmt_symbolizer *s, const char *fmt, ...)
 	s->notes++;
 	fprintf(s->diag, "gpumemtrace: note: ");
 	va_start(ap, fmt);
-	vfprintf(s->diag, fmt, ap);
+	/* escaped as a whole: the paths it names come from the trace */
+	if (vasprintf(&msg, fmt, ap) >= 0) {
+		gmt_fputs_esc(msg, s->diag);
+		free(msg);
+	}
 	va_end(ap);
 	fputc('\n', s->diag);
 }
@@ -274,7 +281,8 @@ hex_of(const unsigned char *bits, int n, char *out, size_t max)
  * counts as the same: nothing better can be checked); MISMATCH with the file's id in @p found.
  */
 static enum gmt_sym_status
-try_open(struct sym_module *m, const char *file, char *found, size_t foundmax, int *err)
+try_open(
+    struct sym_module *m, const char *file, char *found, size_t foundmax, char why[GMT_INPUT_WHY])
 {
 	const unsigned char *bits;
 	GElf_Addr vaddr;
@@ -283,15 +291,14 @@ try_open(struct sym_module *m, const char *file, char *found, size_t foundmax, i
 	int fd, n;
 
 	found[0] = '\0';
-	fd = open(file, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		*err = errno;
+	/* a modules line may name a FIFO or a device: never block on it, never read it */
+	fd = gmt_input_open(file, why);
+	if (fd < 0)
 		return GMT_SYM_NO_FILE;
-	}
 	dwfl = dwfl_begin(&offline_callbacks);
 	if (!dwfl) {
 		close(fd);
-		*err = ENOMEM;
+		snprintf(why, GMT_INPUT_WHY, "%s", strerror(ENOMEM));
 		return GMT_SYM_NO_FILE;
 	}
 	dwfl_report_begin(dwfl);
@@ -301,7 +308,7 @@ try_open(struct sym_module *m, const char *file, char *found, size_t foundmax, i
 	if (!mod) {
 		close(fd);
 		dwfl_end(dwfl);
-		*err = ENOEXEC;
+		snprintf(why, GMT_INPUT_WHY, "%s", strerror(ENOEXEC));
 		return GMT_SYM_NO_FILE;
 	}
 	n = dwfl_module_build_id(mod, &bits, &vaddr);
@@ -321,9 +328,8 @@ try_open(struct sym_module *m, const char *file, char *found, size_t foundmax, i
 static void
 module_open(struct gmt_symbolizer *s, struct sym_module *m)
 {
-	char found[128], debug[300];
+	char found[128], debug[300], why[GMT_INPUT_WHY] = "", why2[GMT_INPUT_WHY];
 	enum gmt_sym_status st;
-	int err = 0;
 
 	m->opened = true;
 	/* "[vdso]", "[heap]", "": nothing on disk to read. */
@@ -331,15 +337,14 @@ module_open(struct gmt_symbolizer *s, struct sym_module *m)
 		m->status = GMT_SYM_NO_FILE_ID;
 		return;
 	}
-	st = try_open(m, m->path, found, sizeof(found), &err);
+	st = try_open(m, m->path, found, sizeof(found), why);
 	if (st != GMT_SYM_OK && strlen(m->build_id) > 2) {
 		/* The debug file of that exact build, as distributions install them. */
 		char other[128];
-		int err2 = 0;
 
 		snprintf(debug, sizeof(debug), "/usr/lib/debug/.build-id/%.2s/%s.debug",
 			 m->build_id, m->build_id + 2);
-		if (try_open(m, debug, other, sizeof(other), &err2) == GMT_SYM_OK) {
+		if (try_open(m, debug, other, sizeof(other), why2) == GMT_SYM_OK) {
 			m->status = GMT_SYM_OK;
 			return;
 		}
@@ -347,7 +352,7 @@ module_open(struct gmt_symbolizer *s, struct sym_module *m)
 	m->status = st;
 	if (st == GMT_SYM_NO_FILE)
 		note(s, "%s: cannot read it (%s): its frames are shown as module+offset", m->path,
-		     strerror(err));
+		     why);
 	else if (st == GMT_SYM_MISMATCH)
 		note(s,
 		     "%s: not the file the trace saw (build-id %s there, %s in the trace): its "

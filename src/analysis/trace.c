@@ -9,23 +9,32 @@
  */
 #define _GNU_SOURCE
 #include "analysis/trace.h"
+#include "analysis/esc.h"
 #include "analysis/flatjson.h"
 #include "analysis/pyline.h"
 #include "util/hash.h"
 #include "analysis/xalloc.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <jansson.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
 /* Bad lines shown per file; a garbled file must not bury the report under its diagnostics. */
 #define GMT_TRACE_MAX_DIAG 20
+
+/*
+ * Lines that may come before the first trace line (a file cut at its start, `tail -c`), skipped
+ * without a word about what they hold; one more and the file is not a trace.
+ */
+#define GMT_TRACE_MAX_LEAD 4
 
 /* An event or a marker waiting in the reorder window. */
 struct pending {
@@ -47,8 +56,17 @@ struct heap_key {
 struct reader {
 	struct gmt_trace *t;
 	FILE *diag;
+	char *epath; /* the path as messages show it (esc.h): a file name may hold anything */
 	size_t shown;
 	size_t usable; /* lines that contributed something */
+	size_t content; /* of those, events, markers, snapshots, trailers: what only a trace has */
+	/*
+	 * Until a line has shown the file to be a trace (a JSON object with a "type" of the
+	 * format), nothing of what it holds is quoted: a trace path may be a symlink to any file
+	 * the reader may read, and jansson's messages quote the text they stopped at.
+	 */
+	bool trace_line_seen;
+	size_t lead;   /* lines before it, skipped unquoted */
 	bool refused;  /* unknown format or version: the file is unreadable */
 	bool have_min_ts;
 	bool have_start_ts;
@@ -85,6 +103,25 @@ struct open_range {
 
 // --- messages ---------------------------------------------------------------------------------
 
+/*
+ * "FILE:LINE: " @p kind and the message, escaped as a whole: what a message quotes of a line
+ * (a name, a key's value, jansson's "near '...'") is the trace's, not ours.
+ */
+static void
+line_message(struct reader *r, size_t lineno, const char *kind, const char *fmt, va_list ap)
+{
+	char *msg;
+
+	fprintf(r->diag, "%s:%zu: %s", r->epath, lineno, kind);
+	if (vasprintf(&msg, fmt, ap) < 0) {
+		fputs("(out of memory)", r->diag);
+	} else {
+		gmt_fputs_esc(msg, r->diag);
+		free(msg);
+	}
+	fputc('\n', r->diag);
+}
+
 static void __attribute__((format(printf, 3, 4)))
 bad_line(struct reader *r, size_t lineno, const char *fmt, ...)
 {
@@ -94,11 +131,9 @@ bad_line(struct reader *r, size_t lineno, const char *fmt, ...)
 	if (r->shown >= GMT_TRACE_MAX_DIAG)
 		return;
 	r->shown++;
-	fprintf(r->diag, "%s:%zu: ", r->t->path, lineno);
 	va_start(ap, fmt);
-	vfprintf(r->diag, fmt, ap);
+	line_message(r, lineno, "", fmt, ap);
 	va_end(ap);
-	fputc('\n', r->diag);
 }
 
 /* A remark about a line that is still used (not counted as a bad line); shares the cap. */
@@ -110,11 +145,9 @@ note_line(struct reader *r, size_t lineno, const char *fmt, ...)
 	if (r->shown >= GMT_TRACE_MAX_DIAG)
 		return;
 	r->shown++;
-	fprintf(r->diag, "%s:%zu: note: ", r->t->path, lineno);
 	va_start(ap, fmt);
-	vfprintf(r->diag, fmt, ap);
+	line_message(r, lineno, "note: ", fmt, ap);
 	va_end(ap);
-	fputc('\n', r->diag);
 }
 
 // --- typed key access -------------------------------------------------------------------------
@@ -377,7 +410,7 @@ read_header(struct reader *r, json_t *obj, size_t lineno)
 	}
 	if (strcmp(s, "gpumemtrace") != 0) {
 		fprintf(r->diag, "%s:%zu: not a gpumemtrace trace (header format \"%s\")\n",
-			t->path, lineno, s);
+			r->epath, lineno, gmt_esc(s));
 		r->refused = true;
 		return false;
 	}
@@ -392,7 +425,7 @@ read_header(struct reader *r, json_t *obj, size_t lineno)
 		    r->diag,
 		    "%s:%zu: trace format version %lld is not supported (this gpumemtrace reads "
 		    "version %d)\n",
-		    t->path, lineno, v, GMT_FORMAT_VERSION);
+		    r->epath, lineno, v, GMT_FORMAT_VERSION);
 		r->refused = true;
 		return false;
 	}
@@ -422,7 +455,7 @@ read_header(struct reader *r, json_t *obj, size_t lineno)
 		fprintf(r->diag,
 			"%s:%zu: note: header without \"start_ts\"; times are counted from "
 			"the first event\n",
-			t->path, lineno);
+			r->epath, lineno);
 	}
 	if (get_u64(JS(obj), "start_unix_ns", &u) == 0)
 		t->start_unix_ns = u;
@@ -1391,6 +1424,23 @@ read_trailer(struct reader *r, json_t *obj, size_t lineno)
 	return true;
 }
 
+/* Line @p lineno is the first trace line: the lines before it are counted as bad, unquoted. */
+static void
+lead_end(struct reader *r, size_t lineno)
+{
+	if (r->trace_line_seen)
+		return;
+	r->trace_line_seen = true;
+	if (!r->lead)
+		return;
+	r->t->bad_lines += r->lead;
+	r->shown++;
+	fprintf(r->diag,
+		"%s:%zu: %zu line%s before the first trace line skipped (not trace lines: a file "
+		"cut at its start?)\n",
+		r->epath, lineno - r->lead, r->lead, r->lead == 1 ? "" : "s");
+}
+
 /*
  * The fast path: an event line of the plain shape, read without jansson (flatjson.h). False when
  * it declines the line; the slow path then reads it, with its messages.
@@ -1416,9 +1466,24 @@ read_line_fast(struct reader *r, const char *buf, size_t len, size_t lineno)
 	const struct gmt_flat_value *type = gmt_flat_get(&flat, "type");
 	if (!type || type->type != GMT_FLAT_STR || strcmp(type->str, "event") != 0)
 		return false;
-	if (read_event(r, (struct src){.flat = &flat}, lineno))
+	lead_end(r, lineno);
+	if (read_event(r, (struct src){.flat = &flat}, lineno)) {
 		r->usable++;
+		r->content++;
+	}
 	return true;
+}
+
+static bool
+known_type(const char *type)
+{
+	static const char *const types[] = {"header",  "event",	  "stack",  "marker", "snapshot",
+					    "trailer", "modules", "pycode", "pyinfo", NULL};
+
+	for (size_t i = 0; types[i]; i++)
+		if (strcmp(type, types[i]) == 0)
+			return true;
+	return false;
 }
 
 static void
@@ -1430,9 +1495,16 @@ read_line(struct reader *r, const char *buf, size_t len, size_t lineno)
 
 	if (read_line_fast(r, buf, len, lineno))
 		return;
-	bool used = false;
+	bool used = false, content = false; /* before any goto out */
 
 	obj = json_loadb(buf, len, 0, &jerr);
+	if (!r->trace_line_seen && (!obj || !json_is_object(obj) ||
+				    get_str(JS(obj), "type", &type) != 0 || !known_type(type))) {
+		r->lead++; /* not quoted: this file has not shown it is a trace */
+		json_decref(obj);
+		return;
+	}
+	lead_end(r, lineno);
 	if (!obj) {
 		if (len == 0)
 			bad_line(r, lineno, "empty line");
@@ -1449,17 +1521,17 @@ read_line(struct reader *r, const char *buf, size_t len, size_t lineno)
 		goto out;
 	}
 	if (strcmp(type, "event") == 0)
-		used = read_event(r, JS(obj), lineno);
+		used = content = read_event(r, JS(obj), lineno);
 	else if (strcmp(type, "stack") == 0)
 		used = read_stack(r, obj, lineno);
 	else if (strcmp(type, "marker") == 0)
-		used = read_marker(r, obj, lineno);
+		used = content = read_marker(r, obj, lineno);
 	else if (strcmp(type, "snapshot") == 0)
-		used = read_snapshot(r, obj, lineno);
+		used = content = read_snapshot(r, obj, lineno);
 	else if (strcmp(type, "header") == 0)
 		used = read_header(r, obj, lineno);
 	else if (strcmp(type, "trailer") == 0)
-		used = read_trailer(r, obj, lineno);
+		used = content = read_trailer(r, obj, lineno);
 	else if (strcmp(type, "modules") == 0)
 		used = read_modules(r, obj, lineno);
 	else if (strcmp(type, "pycode") == 0)
@@ -1469,6 +1541,8 @@ read_line(struct reader *r, const char *buf, size_t len, size_t lineno)
 	/* Other types are ignored without a word: adding a line type is not a format change. */
 	if (used)
 		r->usable++;
+	if (content)
+		r->content++;
 out:
 	json_decref(obj);
 }
@@ -1668,6 +1742,126 @@ progress_end(struct progress *p)
 		fprintf(p->diag, "\r\033[K");
 }
 
+// --- opening input files ----------------------------------------------------------------------
+
+static const char *
+file_type(mode_t mode)
+{
+	if (S_ISDIR(mode))
+		return "a directory";
+	if (S_ISFIFO(mode))
+		return "a FIFO";
+	if (S_ISCHR(mode))
+		return "a character device";
+	if (S_ISBLK(mode))
+		return "a block device";
+	if (S_ISSOCK(mode))
+		return "a socket";
+	return "not a plain file";
+}
+
+int
+gmt_input_open(const char *path, char why[GMT_INPUT_WHY])
+{
+	struct stat st;
+	int fd, flags, err;
+
+	/*
+	 * Opening a FIFO for reading waits for a writer, forever when there is none (a FIFO left
+	 * in a trace directory, a modules line naming one): O_NONBLOCK returns at once, and the
+	 * type is known before anything is read. O_NOCTTY: a terminal never becomes ours.
+	 */
+	fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0) {
+		err = errno;
+		snprintf(why, GMT_INPUT_WHY, "%s", strerror(err));
+		errno = err;
+		return -1;
+	}
+	if (fstat(fd, &st) != 0) {
+		err = errno;
+		snprintf(why, GMT_INPUT_WHY, "%s", strerror(err));
+		goto err_close;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		err = S_ISDIR(st.st_mode) ? EISDIR : EINVAL;
+		snprintf(why, GMT_INPUT_WHY, "not a regular file (%s)", file_type(st.st_mode));
+		goto err_close;
+	}
+	flags = fcntl(fd, F_GETFL);
+	if (flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0) {
+		err = errno;
+		snprintf(why, GMT_INPUT_WHY, "%s", strerror(err));
+		goto err_close;
+	}
+	return fd;
+err_close:
+	close(fd);
+	errno = err;
+	return -1;
+}
+
+FILE *
+gmt_input_fopen(const char *path, char why[GMT_INPUT_WHY])
+{
+	int fd = gmt_input_open(path, why), err;
+	FILE *f;
+
+	if (fd < 0)
+		return NULL;
+	f = fdopen(fd, "r");
+	if (!f) {
+		err = errno;
+		snprintf(why, GMT_INPUT_WHY, "%s", strerror(err));
+		close(fd);
+		errno = err;
+	}
+	return f;
+}
+
+// --- reading ----------------------------------------------------------------------------------
+
+/* Bytes free (for unprivileged writers) below which a file system counts as full. */
+#define DISK_FULL_BYTES (1u << 20)
+
+/*
+ * A trace without a trailer: did a full disk cut it? The writer stops at ENOSPC (its warning
+ * went to the program's stderr, long gone), and the process may well have exited normally.
+ * Two signs, either is enough: the file ends in the middle of a line exactly at a block
+ * boundary (a write cut short where the blocks ran out; a process killed in a write ends
+ * there one time in thousands), or the file system holding it is full now.
+ */
+static void
+disk_check(struct reader *r, int fd)
+{
+	struct gmt_trace *t = r->t;
+	struct statvfs vfs;
+	struct stat st;
+	long long unit;
+
+	if (fstat(fd, &st) != 0)
+		return;
+	unit = st.st_blksize > 0 && st.st_blksize < 4096 ? st.st_blksize : 4096;
+	if (t->torn && st.st_size > 0 && st.st_size % unit == 0) {
+		t->cut_by_disk = true;
+		fprintf(r->diag,
+			"%s: note: no trailer, and the file ends in the middle of a line at a "
+			"%lld-byte block boundary: most likely the disk (or a quota) was full and "
+			"the tracer stopped writing; the program may have run on untraced\n",
+			r->epath, unit);
+	} else if (fstatvfs(fd, &vfs) == 0 && vfs.f_blocks > 0 && !(vfs.f_flag & ST_RDONLY) &&
+		   (unsigned long long)vfs.f_bavail * vfs.f_frsize < DISK_FULL_BYTES) {
+		/* (a read-only file system, squashfs or ISO 9660, says 0 free: it was not written) */
+		t->cut_by_disk = true;
+		fprintf(
+		    r->diag,
+		    "%s: note: no trailer, and the file system holding it is full (%llu KiB "
+		    "free): most likely the tracer stopped writing when the disk filled up; the "
+		    "program may have run on untraced\n",
+		    r->epath, (unsigned long long)vfs.f_bavail * vfs.f_frsize / 1024);
+	}
+}
+
 enum gmt_trace_status
 gmt_trace_read(const char *path, FILE *diag, struct gmt_trace **out)
 {
@@ -1688,21 +1882,23 @@ gmt_trace_read_sink(const char *path,
 	ssize_t n;
 	FILE *f;
 	int read_errno = 0;
+	char why[GMT_INPUT_WHY];
 
 	*out = NULL;
-	f = fopen(path, "r");
+	f = gmt_input_fopen(path, why);
 	if (!f) {
-		fprintf(diag, "%s: cannot open: %s\n", path, strerror(errno));
+		fprintf(diag, "%s: cannot open: %s\n", gmt_esc(path), why);
 		return GMT_TRACE_UNREADABLE;
 	}
 	t = calloc(1, sizeof(*t));
 	if (!t) {
 		fclose(f);
-		fprintf(diag, "%s: out of memory\n", path);
+		fprintf(diag, "%s: out of memory\n", gmt_esc(path));
 		return GMT_TRACE_UNREADABLE;
 	}
 	r.t = t;
 	t->path = xstrdup(path);
+	r.epath = xstrdup(gmt_esc(path));
 	t->pid = t->ppid = t->forked_from = -1;
 	t->rank = t->local_rank = t->world_size = -1;
 
@@ -1714,7 +1910,7 @@ gmt_trace_read_sink(const char *path,
 
 		t->lines++;
 		if ((t->lines & PROGRESS_EVERY) == 0)
-			progress_show(&prog, path, t->lines);
+			progress_show(&prog, r.epath, t->lines);
 		if (len == 0 || buf[len - 1] != '\n') {
 			/*
 			 * getline() only returns a line without its '\n' at the end of the file:
@@ -1724,7 +1920,7 @@ gmt_trace_read_sink(const char *path,
 			t->torn = true;
 			fprintf(diag,
 				"%s:%zu: note: last line is incomplete (torn write), ignored\n",
-				path, t->lines);
+				r.epath, t->lines);
 			break;
 		}
 		len--;
@@ -1733,12 +1929,16 @@ gmt_trace_read_sink(const char *path,
 		read_line(&r, buf, len, t->lines);
 		if (r.refused)
 			break;
+		if (!r.trace_line_seen && r.lead > GMT_TRACE_MAX_LEAD)
+			break; /* not a trace: the rest is not read either */
 		errno = 0;
 	}
 	if (ferror(f))
 		read_errno = errno ? errno : EIO;
 	progress_end(&prog);
 	free(buf);
+	if (!t->complete && !read_errno && !r.refused && r.trace_line_seen)
+		disk_check(&r, fileno(f));
 	fclose(f);
 
 	if (!r.refused)
@@ -1755,38 +1955,72 @@ gmt_trace_read_sink(const char *path,
 		settle_pycodes(&r);
 	}
 	if (t->late_events) /* one line whatever the cap: it says how far to trust the order */
-		fprintf(diag,
-			"%s:%zu: note: %" PRIu64 " line%s applied late, the first with seq %" PRIu64
-			": a seq that repeats, one that came after %d waiting lines gave up on it, or a "
-			"snapshot behind the events before it (the counts stay right; the order at %s "
-			"may not)\n",
-			path, r.first_late_line, t->late_events, t->late_events == 1 ? "" : "s",
-			r.first_late_seq, GMT_TRACE_REORDER_WINDOW,
-			t->late_events == 1 ? "that moment" : "those moments");
+		fprintf(
+		    diag,
+		    "%s:%zu: note: %" PRIu64 " line%s applied late, the first with seq %" PRIu64
+		    ": a seq that repeats, one that came after %d waiting lines gave up on it, or "
+		    "a snapshot behind the events before it (the counts stay right; the order at "
+		    "%s may not)\n",
+		    r.epath, r.first_late_line, t->late_events, t->late_events == 1 ? "" : "s",
+		    r.first_late_seq, GMT_TRACE_REORDER_WINDOW,
+		    t->late_events == 1 ? "that moment" : "those moments");
 	if (r.shown < t->bad_lines)
-		fprintf(diag, "%s: %zu more bad lines not shown\n", path, t->bad_lines - r.shown);
+		fprintf(diag, "%s: %zu more bad lines not shown\n", r.epath,
+			t->bad_lines - r.shown);
 	if (read_errno) {
-		fprintf(diag, "%s: read error: %s\n", path, strerror(read_errno));
+		fprintf(diag, "%s: read error: %s\n", r.epath, strerror(read_errno));
 		r.refused = true;
-	} else if (!r.refused && !t->have_header && r.usable == 0) {
-		if (t->lines == 0)
-			fprintf(diag, "%s: empty file, not a trace\n", path);
+	} else if (!r.refused && !r.trace_line_seen && t->lines > 0) {
+		/* nothing of it is quoted: it may be any file this user can read */
+		if (r.lead > GMT_TRACE_MAX_LEAD)
+			fprintf(diag,
+				"%s: not a gpumemtrace trace (none of its first %d lines is a JSON "
+				"object with a \"type\" of the format)\n",
+				r.epath, GMT_TRACE_MAX_LEAD + 1);
 		else
-			fprintf(diag, "%s: no header and no usable line, not a trace\n", path);
+			fprintf(diag,
+				"%s: not a gpumemtrace trace (no line is a JSON object with a "
+				"\"type\" of the format)\n",
+				r.epath);
+		r.refused = true;
+	} else if (!r.refused && !t->have_header && r.content == 0) {
+		/* call stacks, modules and Python code alone describe nothing that happened */
+		if (t->lines == 0)
+			fprintf(diag, "%s: empty file, not a trace\n", r.epath);
+		else if (r.usable == 0)
+			fprintf(diag, "%s: no header and no usable line, not a trace\n", r.epath);
+		else
+			fprintf(
+			    diag,
+			    "%s: no header and no event, marker, snapshot or trailer line, not a "
+			    "trace\n",
+			    r.epath);
 		r.refused = true;
 	}
 	if (r.refused) {
+		free(r.epath);
 		gmt_trace_free(t);
 		return GMT_TRACE_UNREADABLE;
 	}
 	if (!t->have_header) {
-		fprintf(diag, "%s: note: no header line; read as format version %d\n", path,
+		fprintf(diag, "%s: note: no header line; read as format version %d\n", r.epath,
 			GMT_FORMAT_VERSION);
 		t->version = GMT_FORMAT_VERSION;
 		t->start_ts = r.have_min_ts ? r.min_ts : 0;
 	} else if (!r.have_start_ts && r.have_min_ts) {
 		t->start_ts = r.min_ts;
 	}
+	if (!t->have_ts) /* nothing after the header: the trace ends where it starts */
+		t->last_ts = t->start_ts;
+	if (t->have_header && r.content == 0)
+		fprintf(diag,
+			"%s: note: nothing after the header (no event, marker, snapshot or "
+			"trailer): the process %s\n",
+			r.epath,
+			t->cut_by_disk
+			    ? "could not write more (the disk was full)"
+			    : "stopped before its first GPU memory call was written, or is "
+			      "still running");
 
 	/* The writer emits lines in drain order; what happened is the seq order. */
 	if (t->events && t->nevents > 1) /* streamed traces keep no events */
@@ -1794,6 +2028,7 @@ gmt_trace_read_sink(const char *path,
 	if (t->nmarkers > 1)
 		qsort(t->markers, t->nmarkers, sizeof(*t->markers), cmp_marker);
 	name_pops(t);
+	free(r.epath);
 	*out = t;
 	return GMT_TRACE_OK;
 }

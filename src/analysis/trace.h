@@ -193,6 +193,9 @@ struct gmt_trace {
 
 	/* end of the file */
 	bool complete;		 /**< a trailer was read: the process exited normally */
+	bool cut_by_disk;	 /**< no trailer, and the file looks cut short by a full disk (it
+				      ends mid-line at a block boundary, or its file system is full):
+				      the process may have run on, untraced */
 	uint64_t trailer_events; /**< valid when complete */
 	uint64_t dropped;	 /**< trailer "dropped", else the largest snapshot "dropped" */
 	uint64_t last_ts;	 /**< largest ts of any line: where the trace ends */
@@ -271,6 +274,21 @@ enum gmt_trace_status gmt_trace_read_sink(const char *path,
 					  struct gmt_trace **out);
 
 void gmt_trace_free(struct gmt_trace *trace);
+
+/** Big enough for the reason gmt_input_open() gives. */
+#define GMT_INPUT_WHY 160
+
+/**
+ * Open @p path to read, only when it is a regular file (after symlinks): a FIFO would block the
+ * open until a writer comes, and a FIFO, device or socket may never end. The open itself does
+ * not block (O_NONBLOCK, cleared once the file is known to be regular). Returns the descriptor
+ * (O_CLOEXEC), or -1 with errno set and the reason in @p why: strerror()'s, or "not a regular
+ * file (a FIFO)".
+ */
+int gmt_input_open(const char *path, char why[GMT_INPUT_WHY]);
+
+/** gmt_input_open() as a stdio stream; NULL with @p why set. */
+FILE *gmt_input_fopen(const char *path, char why[GMT_INPUT_WHY]);
 
 /** The interned string @p idx (an event's api). */
 const char *gmt_trace_string(const struct gmt_trace *trace, uint16_t idx);

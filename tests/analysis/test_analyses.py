@@ -379,9 +379,12 @@ def case_range(exe, tmp):
     rep2 = report(exe, [path], "--from", "%.9f" % frm, "--to", "%.9f" % to)
     check(rep2["summary"]["leaked_bytes"] == 8 * MiB and rep2["range"]["from"]["marker"] is None,
           "--from/--to in seconds give the same leaks (%d)" % rep2["summary"]["leaked_bytes"])
-    rep3 = report(exe, [path], "--from", "no such marker")
-    check(rep3["summary"]["leaked_bytes"] == 0 and rep3["range"]["from"]["time_s"] is None,
-          "an unknown marker: nothing counted, and the range says it was not found")
+    p3 = subprocess.run([exe, "report", "--format", "json", "--from", "no such marker", path],
+                        capture_output=True, text=True, timeout=120)
+    check(p3.returncode == 2 and p3.stdout == "" and "'no such marker'" in p3.stderr
+          and "'train', 'eval'" in p3.stderr,
+          "an unknown marker: a usage error naming it and the labels there are (%d: %s)"
+          % (p3.returncode, p3.stderr[-300:]))
     text = report(exe, [path], "--from", "train", fmt="text")
     check("range: from train to the end" in text, "the text report states the range")
     # without a header, times count from the earliest line: the range moves with it

@@ -1,6 +1,7 @@
 /*
  * @brief Fuzz target of the trace reader: one input is one trace file, run through everything
- * `gpumemtrace report` does with it (read, replay, symbolize, JSON, text and folded reports).
+ * `gpumemtrace report` does with it (read, replay, symbolize, and every format: JSON, HTML,
+ * Perfetto, text, folded).
  *
  * Built two ways:
  *  - with -DGMT_FUZZING and clang's -fsanitize=fuzzer (scripts/fuzz): LLVMFuzzerTestOneInput is
@@ -27,6 +28,7 @@
 #include "analysis/callstack.h"
 #include "analysis/model.h"
 #include "analysis/report.h"
+#include "analysis/report_formats.h"
 #include "analysis/symbolize.h"
 #include "analysis/trace.h"
 
@@ -92,7 +94,10 @@ one_trace(const char *path)
 	gmt_model_set_stacks(m, gmt_callstacks_new(t, sym));
 
 	json_decref(gmt_report_json_doc(&m, 1));
+	gmt_report_html(devnull, &m, 1);
+	gmt_report_perfetto(devnull, &m, 1);
 	gmt_report_text(devnull, &m, 1, &(struct gmt_report_options){.stacks = GMT_STACKS_FULL});
+	gmt_report_text(devnull, &m, 1, &(struct gmt_report_options){.stacks = GMT_STACKS_SITE});
 	gmt_report_folded(devnull, &m, 1, GMT_FOLD_PEAK);
 	gmt_report_folded(devnull, &m, 1, GMT_FOLD_LEAKED);
 	gmt_report_folded(devnull, &m, 1, GMT_FOLD_ALLOCATED);

@@ -1,0 +1,726 @@
+#!/usr/bin/env python3
+"""The gpumemtrace CLI under hostile input and faults (meson suite 'cli', issue 13).
+
+    run_cli.py --exe BUILD/tools/gpumemtrace --traces tests/golden/traces [...] GROUP
+
+GROUP is one of:
+  fifo      FIFOs in a trace directory, named on the command line, as a modules line's file, as
+            a suppression or baseline file: skipped with a message, never waited on
+  signals   `run` sent SIGTERM, SIGHUP, SIGINT, SIGQUIT (as SLURM, Kubernetes and CI runners
+            do): passed on to the program, which is not orphaned; the launcher waits, prints
+            its summary and exits with the program's status; killed outright, the program
+            still gets SIGTERM
+  args      argument errors and edge cases of every command (empty values, empty
+            directories, nothing to compare): the documented exit code and message, and in
+            the ASan+UBSan build no sanitizer report
+  escape    ESC sequences, newlines, C1 and bidirectional controls and invalid UTF-8 in a
+            trace's names, in trace file names and on the command line: report, check, diff,
+            folded, run's summary and usage errors print them escaped (as ls -b), never raw
+  inputs    silent wrong input made loud: a --from/--to label no marker has (exit 2, the
+            labels there are), `run -o` on a regular file or a read-only directory (exit 2
+            before the program runs), a trace of only a header (ends at 0 s), a file of only
+            pyinfo or stack lines (exit 3), a trace cut by a full disk (said so, not "did not
+            exit normally")
+  trust     a trace path that is a symlink to a file that is not a trace (a password file, a
+            JSON config): "not a gpumemtrace trace", nothing of its content quoted, in report,
+            check and diff; a trace cut at its start (tail -c) is still read
+"""
+import argparse
+import json
+import os
+import resource
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+# A command that has not finished by then hangs: the test fails instead of waiting forever.
+HANG_S = 20
+
+
+class Cli:
+    def __init__(self, args):
+        self.exe = os.path.abspath(args.exe)
+        self.traces = os.path.abspath(args.traces)
+        self.args = args
+        self.failures = 0
+        self.tmp = tempfile.mkdtemp(prefix="gmt-cli-")
+
+    def env(self, extra=None):
+        env = dict(os.environ)
+        # Neither a sanitizer's preload nor the caller's LD_PRELOAD belongs in these runs.
+        env.pop("LD_PRELOAD", None)
+        env.pop("GPUMEMTRACE_LIB", None)
+        if extra:
+            env.update(extra)
+        return env
+
+    def run_raw(self, args, env=None, cwd=None, timeout=HANG_S):
+        """(exit status or None on a hang, stdout bytes, stderr bytes)."""
+        try:
+            p = subprocess.run([self.exe] + args, cwd=cwd or self.tmp, env=self.env(env),
+                               stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, timeout=timeout)
+        except subprocess.TimeoutExpired as e:
+            return None, e.stdout or b"", e.stderr or b""
+        self.no_sanitizer_report(args, p.stderr.decode("utf-8", "replace"))
+        return p.returncode, p.stdout, p.stderr
+
+    def run(self, args, env=None, cwd=None, timeout=HANG_S):
+        """run_raw() with stdout and stderr decoded leniently."""
+        rc, out, err = self.run_raw(args, env, cwd, timeout)
+        return rc, out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
+
+    def no_sanitizer_report(self, args, err):
+        """ASan and UBSan findings fail the test even where a sanitizer does not halt."""
+        for mark in ("runtime error:", "ERROR: AddressSanitizer", "ERROR: LeakSanitizer"):
+            if mark in err:
+                self.check(False, "no sanitizer report: %s" % " ".join(args)[:200], err)
+                return
+
+    def path(self, *parts):
+        return os.path.join(self.tmp, *parts)
+
+    def write(self, name, text):
+        p = self.path(name)
+        os.makedirs(os.path.dirname(p), exist_ok=True)
+        with open(p, "w" if isinstance(text, str) else "wb") as f:
+            f.write(text)
+        return p
+
+    def golden(self, name):
+        return os.path.join(self.traces, name)
+
+    def check(self, cond, what, detail=""):
+        if cond:
+            print("ok: %s" % what)
+        else:
+            self.failures += 1
+            print("FAIL: %s" % what)
+            if detail:
+                print(str(detail).rstrip("\n"))
+
+    def done(self):
+        shutil.rmtree(self.tmp, ignore_errors=True)
+        if self.failures:
+            print("%d check(s) failed" % self.failures)
+            return 1
+        return 0
+
+
+def lines(*records):
+    return "".join(json.dumps(r, separators=(",", ":")) + "\n" for r in records)
+
+
+HEADER = {"type": "header", "format": "gpumemtrace", "version": 1, "tracer": "0.1.0",
+          "pid": 777, "ppid": 1, "host": "h", "argv": ["prog"], "start_ts": 1000000000,
+          "start_unix_ns": 1796228579000000000, "rank": None, "forked_from": None,
+          "coverage": "full", "capture": ["cupti"]}
+
+
+def alloc(seq, ptr, size=1 << 20, stack=0, ts=None):
+    ev = {"type": "event", "seq": seq, "ts": ts or 1000000000 + seq * 1000000, "tid": 777,
+          "op": "alloc", "api": "cudaMalloc", "kind": "device", "device": 0, "stream": "0x0",
+          "ptr": ptr, "size": size, "result": 0}
+    if stack:
+        ev["stack"] = stack
+    return ev
+
+
+def trailer(events, ts=2000000000):
+    return {"type": "trailer", "ts": ts, "events": events, "dropped": 0, "reason": "exit"}
+
+
+# --- fifo ---------------------------------------------------------------------------------------
+
+def group_fifo(c):
+    d = c.path("dir")
+    os.mkdir(d)
+    shutil.copy(c.golden("basic.jsonl"), os.path.join(d, "basic.jsonl"))
+    fifo = os.path.join(d, "waits.jsonl")
+    os.mkfifo(fifo)
+    named = "dir/waits.jsonl: cannot open: not a regular file (a FIFO)"
+
+    rc, out, err = c.run(["report", "dir"])
+    c.check(rc == 0 and "1 process, 14 events" in out,
+            "report DIR with a FIFO in it: the other trace is reported", "exit %s\n%s" % (rc, err))
+    c.check(named in err, "report DIR: the FIFO is named as skipped", err)
+    rc, out, err = c.run(["report", "--format", "json", "dir"])
+    c.check(rc == 0, "report --format json DIR with a FIFO: exit 0", "exit %s\n%s" % (rc, err))
+    rc, out, err = c.run(["report", "dir/waits.jsonl"])
+    c.check(rc == 3 and named in err, "report FIFO: exit 3, named", "exit %s\n%s" % (rc, err))
+    rc, out, err = c.run(["check", "--max-leaked-bytes", "1G", "dir"])
+    c.check(rc == 0 and named in err, "check DIR with a FIFO: exit 0, the FIFO named",
+            "exit %s\n%s" % (rc, err))
+    rc, out, err = c.run(["check", "--max-leaked-bytes", "1G", "dir/waits.jsonl"])
+    c.check(rc == 3 and named in err, "check FIFO: exit 3", "exit %s\n%s" % (rc, err))
+    rc, out, err = c.run(["diff", "dir", "dir"])
+    c.check(rc == 0 and "No call site changed" in out, "diff DIR DIR with a FIFO: exit 0",
+            "exit %s\n%s%s" % (rc, out, err))
+    rc, out, err = c.run(["check", "--max-leaked-bytes", "1G", "--suppressions",
+                          "dir/waits.jsonl", "dir/basic.jsonl"])
+    c.check(rc == 2 and "dir/waits.jsonl: cannot read: not a regular file (a FIFO)" in err,
+            "check --suppressions FIFO: exit 2, named", "exit %s\n%s" % (rc, err))
+    rc, out, err = c.run(["check", "--baseline", "dir/waits.jsonl", "dir/basic.jsonl"])
+    c.check(rc is not None and rc != 0 and named in err, "check --baseline FIFO: refused",
+            "exit %s\n%s" % (rc, err))
+
+    # A modules line naming a FIFO: the symbolizer must not open it for reading and wait.
+    mod = {"type": "modules", "seq": 0, "modules": [
+        {"path": fifo, "base": "0x400000", "build_id": "", "segments": [[0, 65536]]}]}
+    stack = {"type": "stack", "id": 1, "frames": ["0x401000"]}
+    c.write("modfifo.jsonl", lines(HEADER, mod, stack, alloc(1, "0x7f0000000000", stack=1),
+                                   trailer(1)))
+    for fmt in ("text", "json", "html", "folded", "perfetto"):
+        rc, out, err = c.run(["report", "--format", fmt, "modfifo.jsonl"])
+        c.check(rc == 0, "report --format %s: a modules line naming a FIFO" % fmt,
+                "exit %s\n%s" % (rc, err))
+    rc, out, err = c.run(["report", "modfifo.jsonl"])
+    c.check("%s: cannot read it (not a regular file (a FIFO))" % fifo in err,
+            "the FIFO module is noted, not read", err)
+    rc, out, err = c.run(["check", "--max-leaked-bytes", "0", "modfifo.jsonl"])
+    c.check(rc == 1, "check on a trace whose module is a FIFO: the gate runs (exit 1)",
+            "exit %s\n%s" % (rc, err))
+
+
+# --- signals ------------------------------------------------------------------------------------
+
+def children_of(pid):
+    """The pids whose parent is @pid (from /proc)."""
+    kids = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % d) as f:
+                stat = f.read()
+        except OSError:
+            continue
+        # pid (comm) state ppid ...: comm may hold spaces and parentheses
+        if int(stat[stat.rindex(")") + 2:].split()[1]) == pid:
+            kids.append(int(d))
+    return kids
+
+
+def alive(pid):
+    """Running, not a zombie nobody reaped."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            stat = f.read()
+    except OSError:
+        return False
+    return stat[stat.rindex(")") + 2] != "Z"
+
+
+def no_core():
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+
+class Launch:
+    """`gpumemtrace run -o OUT -- CMD...` in the background, once CMD has printed "ready"."""
+
+    def __init__(self, c, out, cmd, env):
+        self.p = subprocess.Popen([c.exe, "run", "-o", out, "--"] + cmd, cwd=c.tmp,
+                                  env=c.env(env), stdin=subprocess.DEVNULL,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                  preexec_fn=no_core)
+        self.ready = False
+        deadline = time.time() + HANG_S
+        while time.time() < deadline:
+            line = self.p.stdout.readline()
+            if not line:
+                break
+            if line.strip() == b"ready":
+                self.ready = True
+                break
+        kids = children_of(self.p.pid)
+        self.child = kids[0] if len(kids) == 1 else None
+
+    def finish(self):
+        """(exit status or None after a hang, stdout, stderr, the program still ran)."""
+        try:
+            rc = self.p.wait(timeout=HANG_S)
+        except subprocess.TimeoutExpired:
+            self.p.kill()
+            rc = None
+            self.p.wait()
+        # An orphaned program keeps the pipes open: it goes before they are read to the end.
+        orphan = bool(self.child and alive(self.child))
+        self.cleanup()
+        out, err = self.p.communicate()
+        return rc, out.decode("utf-8", "replace"), err.decode("utf-8", "replace"), orphan
+
+    def cleanup(self):
+        for pid in ([self.child] if self.child else []) + [self.p.pid]:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+
+
+def gone(pid, within=5.0):
+    deadline = time.time() + within
+    while time.time() < deadline:
+        if not alive(pid):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def group_signals(c):
+    a = c.args
+    # A program that sleeps until a signal ends it: the preload victim on tests/simcuda under
+    # the real tracer, or (a sanitizer build, whose tracer cannot be preloaded into an
+    # uninstrumented program) a shell under a stand-in library.
+    if a.victim:
+        cmd = [a.victim, "hang"]
+        env = {"GPUMEMTRACE_LIB": a.tracer_lib, "LD_LIBRARY_PATH": a.simcuda,
+               "SIMCUDA_MEM_BYTES": "1G", "SIMCUDA_DEVICES": "1",
+               "GPUMEMTRACE_FLUSH_MS": "20"}
+    else:
+        cmd = ["sh", "-c", "echo ready; exec sleep 1000"]
+        env = {"GPUMEMTRACE_LIB": a.tracer_lib}
+    for n, sig in enumerate((signal.SIGTERM, signal.SIGHUP, signal.SIGINT, signal.SIGQUIT)):
+        name = signal.Signals(sig).name
+        out = c.path("sig%d" % n)
+        run = Launch(c, out, cmd, env)
+        try:
+            c.check(run.ready and run.child, "%s: the program runs under run" % name)
+            if not (run.ready and run.child):
+                continue
+            time.sleep(0.2)  # past GPUMEMTRACE_FLUSH_MS: the allocations are in the trace
+            os.kill(run.p.pid, sig)
+            rc, _, err, orphan = run.finish()
+            c.check(rc == 128 + sig, "%s to run: exit %d, the program's (killed by it)" %
+                    (name, 128 + sig), "exit %s\n%s" % (rc, err))
+            c.check(not orphan, "%s to run: the program is not left running" % name)
+            if a.victim:
+                c.check("gpumemtrace: 1 trace file in %s" % out in err and
+                        "1 did not exit normally" in err,
+                        "%s to run: the summary of the killed program's trace" % name, err)
+            else:
+                c.check("gpumemtrace: no trace was written to %s" % out in err,
+                        "%s to run: the launcher still summarizes" % name, err)
+        finally:
+            run.cleanup()
+
+    # A program that catches SIGTERM and exits with its own status: that status is run's.
+    trap = ["sh", "-c", "trap 'echo caught; exit 7' TERM; echo ready; "
+            "while :; do sleep 0.05; done"]
+    run = Launch(c, c.path("trap"), trap, {"GPUMEMTRACE_LIB": a.dummy_lib})
+    try:
+        c.check(run.ready, "a program that handles SIGTERM runs")
+        os.kill(run.p.pid, signal.SIGTERM)
+        rc, out, err, _ = run.finish()
+        c.check(rc == 7 and "caught" in out, "SIGTERM to run: the program handles it, run "
+                "exits with its status (7)", "exit %s\n%s%s" % (rc, out, err))
+    finally:
+        run.cleanup()
+
+    # The launcher killed outright: SIGKILL cannot be passed on, the program gets SIGTERM.
+    run = Launch(c, c.path("kill"), cmd, env)
+    try:
+        c.check(run.ready and run.child, "SIGKILL: the program runs under run")
+        if run.child:
+            os.kill(run.p.pid, signal.SIGKILL)
+            run.p.wait()
+            c.check(gone(run.child), "SIGKILL to run: the program gets SIGTERM, not orphaned")
+    finally:
+        run.cleanup()
+
+
+# --- args ---------------------------------------------------------------------------------------
+
+def group_args(c):
+    basic = c.golden("basic.jsonl")
+    os.mkdir(c.path("empty"))
+    c.write("nosites.jsonl", lines(HEADER, trailer(0)))
+    cases = [
+        # arguments, exit status, text stderr must hold (None: not looked at)
+        (["run", "-o", "", "true"], 2, "-o needs a directory, not an empty value"),
+        (["run", "-o", c.path("r"), "--", ""], 127, "command not found"),
+        (["run", "--"], 2, "no command given"),
+        (["report", "empty"], 3, "empty: no *.jsonl trace files in this directory"),
+        (["report", ""], 3, ": cannot open: No such file or directory"),
+        (["report", "-o", "", basic], 2, "cannot write"),
+        (["report", "--from", "", basic], 2, "--from needs seconds or a marker label"),
+        (["report", "--to", "", basic], 2, "--to needs seconds or a marker label"),
+        (["report", "--format=", basic], 2, "unknown format ''"),
+        (["report", "-f"], 2, "missing argument: -f"),
+        (["report", "--stack", "", basic], 2, "unknown stack view ''"),
+        (["check", "--max-leaked-bytes", "0", "empty"], 3, "no readable trace in empty"),
+        (["check", "--max-peak-bytes", "", basic], 2, "invalid size ''"),
+        (["check", "--max-peak-bytes", "=5", basic], 2, "invalid device ''"),
+        (["check", "--max-leaked-bytes", "-1", basic], 2, "invalid size '-1'"),
+        (["check", "--max-leaked-bytes", "0", "--suppressions", "", basic], 2, "cannot read"),
+        (["check", "--max-leaked-bytes", "0", "--junit", "", basic], 2, "cannot write"),
+        (["check", "--baseline", "", basic], 3, "cannot read the baseline"),
+        (["check", basic], 2, "no gate given"),
+        (["diff", "empty", "empty"], 3, "no readable trace in empty"),
+        (["diff", "nosites.jsonl", "nosites.jsonl"], 0, None),
+        (["diff", "--format", "json", "nosites.jsonl", "nosites.jsonl"], 0, None),
+        (["diff", "--top", "", basic, basic], 2, "invalid count ''"),
+        (["diff", basic], 2, "expected BASE and NEW"),
+        ([""], 2, "unknown command"),
+        (["-"], 2, "unknown option"),
+    ]
+    for args, want, text in cases:
+        # `run` finds a library to preload before it looks at -o: give it one
+        rc, out, err = c.run(args, env={"GPUMEMTRACE_LIB": c.args.dummy_lib})
+        shown = " ".join(repr(a) if not a or " " in a else a for a in args)
+        c.check(rc == want, "%s: exit %d" % (shown, want), "exit %s\n%s" % (rc, err))
+        if text is not None:
+            c.check(text in err, "%s: says '%s'" % (shown, text), err)
+    rc, out, err = c.run(["diff", "nosites.jsonl", "nosites.jsonl"])
+    c.check("No call site changed (0 compared)" in out, "diff without call sites", out + err)
+
+
+# --- escape -------------------------------------------------------------------------------------
+
+# What a terminal would act on: a window title, colours, an 8-bit CSI clearing the screen, a
+# right-to-left override, and a newline that forges a line of the report.
+HOSTILE = "\x1b]0;pwned\x07\x1b[31mred\u009b2J\u202eevil"
+FORGED = "x\nleaked at exit: 0 B"
+
+
+def raw_controls(data):
+    """What in @data would reach a terminal as control: a list of descriptions, [] when clean."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        return ["invalid UTF-8 at byte %d: %r" % (e.start, data[max(0, e.start - 20):e.end + 20])]
+    bad = []
+    for i, ch in enumerate(text):
+        o = ord(ch)
+        if (o < 0x20 and ch != "\n") or 0x7f <= o <= 0x9f or 0x202a <= o <= 0x202e or \
+                0x2066 <= o <= 0x2069:
+            bad.append("U+%04X at %d: %r" % (o, i, text[max(0, i - 30):i + 30]))
+    return bad
+
+
+def hostile_trace(died=False, pid=777):
+    """A trace whose every name holds HOSTILE: argv, coverage, API, kind, module, Python file,
+    function and qualified name, marker label; and a bad line with raw bytes."""
+    h = dict(HEADER, pid=pid, argv=["prog" + HOSTILE, FORGED], host="h" + HOSTILE,
+             tracer="0.1.0" + HOSTILE, coverage="runtime API only" + HOSTILE,
+             coverage_reason="why" + HOSTILE, capture=["interpose"],
+             stacks={"native": True, "depth": 8, "python": "3.11"})
+    recs = [h,
+            {"type": "modules", "seq": 0, "modules": [
+                {"path": "/nonexistent/lib" + HOSTILE + ".so", "base": "0x400000",
+                 "build_id": "", "segments": [[0, 65536]]}]},
+            {"type": "pycode", "id": 1, "file": "/home/u/train" + HOSTILE + ".py",
+             "name": "step" + HOSTILE, "qualname": "T.step" + HOSTILE, "firstlineno": 40,
+             "python": "3.11", "linetable": "ef00"},
+            {"type": "stack", "id": 1, "frames": ["0x401000"], "py": [[1, 0, 1]]},
+            {"type": "stack", "id": 2, "frames": ["0x401100"]},
+            dict(alloc(1, "0x7f0000000000", stack=1), api="cudaMalloc" + HOSTILE),
+            {"type": "marker", "seq": 2, "ts": 1002000000, "tid": 777, "label": "e" + HOSTILE},
+            dict(alloc(3, "0x7f0000100000", stack=2), kind="device" + HOSTILE),
+            alloc(4, "0x7f0000200000", stack=2),
+            {"type": "marker", "seq": 5, "ts": 1005000000, "tid": 777, "label": "f" + HOSTILE},
+            dict(alloc(6, "0x0", size=1 << 40, stack=1), result=2)]
+    if not died:
+        recs.append(trailer(6))
+    return (lines(*recs) + '{"type":"event","api":"\x1b[2J\\').encode() + \
+        b'\xff\xfe "garbage\n'
+
+
+def group_escape(c):
+    c.write("h.jsonl", hostile_trace())
+    d = c.path("dir")
+    os.mkdir(d)
+    # a trace file whose own name is hostile (and not UTF-8), of a process that died
+    with open(os.path.join(d.encode(), b"t\x1b[2J\xff.jsonl"), "wb") as f:
+        f.write(hostile_trace(died=True, pid=778))
+    supp = c.write("s.supp", "leak:never" + HOSTILE + "\n")
+    bad_supp = c.write("bad.supp", "lick" + HOSTILE + ":x\n")
+    run_script = 'cp h.jsonl "$GPUMEMTRACE_OUTPUT_DIR/"; exit 0'
+    cases = [
+        ("report", ["report", "h.jsonl"]),
+        ("report --stack full", ["report", "--stack", "full", "h.jsonl", "dir"]),
+        ("report of a dying process in a hostile file name", ["report", "dir"]),
+        ("report --from/--to hostile markers",
+         ["report", "--from", "e" + HOSTILE, "--to", "f" + HOSTILE, "h.jsonl"]),
+        ("report --format folded", ["report", "--format", "folded", "h.jsonl"]),
+        ("report of a missing hostile path", ["report", "no" + HOSTILE]),
+        ("check", ["check", "--max-leaked-bytes", "0", "--max-peak-bytes", "0",
+                   "--max-failed", "0", "--suppressions", supp, "h.jsonl"]),
+        ("check --max-growth-bytes", ["check", "--max-growth-bytes", "0", "h.jsonl"]),
+        ("check with a bad hostile suppression", ["check", "--max-leaked-bytes", "0",
+                                                   "--suppressions", bad_supp, "h.jsonl"]),
+        ("diff", ["diff", c.golden("basic.jsonl"), "h.jsonl"]),
+        ("run's summary", ["run", "-o", c.path("out"), "--", "sh", "-c", run_script]),
+        ("run of a hostile command", ["run", "-o", c.path("out2"), "--", "no" + HOSTILE]),
+        ("an unknown short option", ["report", "-\t"]),
+        ("an unknown ESC option", ["report", "-\x1b"]),
+        ("an unknown long option", ["report", "--\x1b[31mred", "h.jsonl"]),
+        ("an unknown command", ["\x1b[2Jcmd"]),
+        ("an unknown option of gpumemtrace", ["-\x1b[2J"]),
+        ("an unknown format", ["report", "--format", "\x1b[2J", "h.jsonl"]),
+        ("a bad size", ["check", "--max-peak-bytes", "\x1b[2J=1", "h.jsonl"]),
+        ("a bad count", ["diff", "--top", "\x1b[2J", "h.jsonl", "h.jsonl"]),
+        ("a bad diff format", ["diff", "--format", "\x1b[2J", "h.jsonl", "h.jsonl"]),
+    ]
+    env = {"GPUMEMTRACE_LIB": c.args.dummy_lib}
+    for what, args in cases:
+        rc, out, err = c.run_raw(args, env=env)
+        c.check(rc is not None, "%s: finishes" % what)
+        for name, data in (("stdout", out), ("stderr", err)):
+            bad = raw_controls(data)
+            c.check(not bad, "%s: nothing raw on %s" % (what, name), "\n".join(bad[:5]))
+    # ... and what is escaped is shown, as ls -b shows it
+    rc, out, err = c.run_raw(["report", "--stack", "full", "h.jsonl", "dir"])
+    text = (out + err).decode("utf-8", "replace")
+    shown = "\\033]0;pwned\\a\\033[31mred\\302\\2332J\\342\\200\\256evil"
+    for where in ("train" + shown + ".py:40 in T.step" + shown, "cudaMalloc" + shown,
+                  "coverage: runtime API only" + shown, "why not CUPTI: why" + shown,
+                  "lib" + shown + ".so", "prog" + shown + " x\\nleaked at exit: 0 B",
+                  "t\\033[2J\\377.jsonl"):
+        c.check(where in text, "report shows %r escaped" % where[:40], text[-3000:])
+    c.check(not any(l.startswith("leaked at exit: 0 B") for l in text.splitlines()),
+            "a newline in argv does not forge a report line")
+    rc, out, err = c.run_raw(["report", "-\t", "h.jsonl"])
+    c.check(b"unknown option or missing argument: -\\t" in err, "usage error: -\\t shown",
+            err)
+    # the JSON report keeps the names as they are (jansson escapes them for JSON)
+    rc, out, err = c.run_raw(["report", "--format", "json", "h.jsonl"])
+    doc = json.loads(out)
+    c.check(doc["processes"][0]["argv"][0] == "prog" + HOSTILE,
+            "the JSON report keeps the names unchanged")
+
+
+# --- inputs -------------------------------------------------------------------------------------
+
+def in_mount_ns(c, script, args=(), env=None):
+    """Run sh @script (with $1... = @args) as root of a new user and mount namespace, where it
+    may mount a tmpfs; (exit status, stdout, stderr), or None where namespaces are not allowed."""
+    probe = subprocess.run(["unshare", "-rm", "true"], capture_output=True)
+    if probe.returncode != 0:
+        return None
+    p = subprocess.run(["unshare", "-rm", "sh", "-c", script, "sh"] + list(args), cwd=c.tmp,
+                       env=c.env(env), stdin=subprocess.DEVNULL, capture_output=True,
+                       timeout=120)
+    err = p.stderr.decode("utf-8", "replace")
+    c.no_sanitizer_report(["(in a mount namespace)", script[:60]], err)
+    return p.returncode, p.stdout.decode("utf-8", "replace"), err
+
+
+def group_inputs(c):
+    basic = c.golden("basic.jsonl")
+    # --from/--to a label that no marker has: not a report of an empty range
+    for opt in ("--from", "--to"):
+        for fmt in ("text", "json"):
+            rc, out, err = c.run(["report", "--format", fmt, opt, "no-such-marker", basic])
+            c.check(rc == 2 and out == "", "report %s %s no-such-marker: exit 2, no report" %
+                    (fmt, opt), "exit %s\n%s" % (rc, err))
+            c.check("%s 'no-such-marker': no marker has this label in %s; the labels there "
+                    "are: 'epoch 1'" % (opt, basic) in err,
+                    "report %s %s: names the label, the file and the labels there are" %
+                    (fmt, opt), err)
+    rc, out, err = c.run(["report", "--from", "epoch 1", "--to", "nope", basic,
+                          c.golden("died.jsonl")])
+    c.check(rc == 2 and "--to 'nope': no marker has this label in the 2 traces; the labels "
+            "there are: 'epoch 1', 'step 1'" in err, "report --to over two traces",
+            "exit %s\n%s" % (rc, err))
+    rc, out, err = c.run(["report", "--from", "epoch 1", basic])
+    c.check(rc == 0 and "range: from epoch 1 to the end" in out, "an existing label still works",
+            "exit %s\n%s" % (rc, err))
+    c.write("nomarks.jsonl", lines(HEADER, alloc(1, "0x7f0000000000"), trailer(1)))
+    rc, out, err = c.run(["report", "--from", "x", "nomarks.jsonl"])
+    c.check(rc == 2 and "(it has no markers; seconds work too: --from 2.5)" in err,
+            "a trace without markers says so", "exit %s\n%s" % (rc, err))
+
+    # run -o where the tracer cannot write: exit 2 before the program runs
+    env = {"GPUMEMTRACE_LIB": c.args.dummy_lib}
+    c.write("plain-file", "x\n")
+    rc, out, err = c.run(["run", "-o", "plain-file", "--", "echo", "RAN"], env=env)
+    c.check(rc == 2 and "RAN" not in out and "cannot write into the output directory "
+            "plain-file: Not a directory" in err,
+            "run -o FILE: exit 2, the program not run", "exit %s\n%s%s" % (rc, out, err))
+    os.mkdir(c.path("mnt-ro"))
+    ro = in_mount_ns(c, 'mount -t tmpfs tmpfs "$1" && mkdir "$1/ro" && '
+                     'mount -o remount,ro "$1" && shift && exec "$@"',
+                     [c.path("mnt-ro"), c.exe, "run", "-o", c.path("mnt-ro", "ro"), "--",
+                      "echo", "RAN"], env=env)
+    if ro is None:
+        print("note: no user namespaces here: the read-only mount is not tried")
+    else:
+        rc, out, err = ro
+        c.check(rc == 2 and "RAN" not in out and "cannot write into the output directory %s: "
+                "Read-only file system" % c.path("mnt-ro", "ro") in err,
+                "run -o a read-only directory: exit 2, the program not run",
+                "exit %s\n%s%s" % (rc, out, err))
+    if os.geteuid() != 0:
+        os.mkdir(c.path("ro"), 0o555)
+        rc, out, err = c.run(["run", "-o", "ro", "--", "echo", "RAN"], env=env)
+        c.check(rc == 2 and "RAN" not in out and "Permission denied" in err,
+                "run -o a directory without write permission: exit 2",
+                "exit %s\n%s%s" % (rc, out, err))
+
+    # a header and nothing else: the trace ends where it starts, and the reader says why
+    c.write("header.jsonl", lines(HEADER))
+    rc, out, err = c.run(["report", "header.jsonl"])
+    c.check(rc == 0 and "the trace ends at 0.000 s" in out and "ends at -" not in out,
+            "a header-only trace ends at 0 s, not before its start", out)
+    c.check("header.jsonl: note: nothing after the header" in err, "a header-only trace: noted",
+            err)
+    # files that describe no process: not traces
+    c.write("pyinfo.jsonl", '{"type":"pyinfo","python":"3.12"}\n')
+    c.write("stacks.jsonl", lines({"type": "stack", "id": 1, "frames": ["0x401000"]},
+                                  {"type": "pyinfo", "python": "3.12"}))
+    for name in ("pyinfo.jsonl", "stacks.jsonl"):
+        rc, out, err = c.run(["report", name])
+        c.check(rc == 3 and "%s: no header and no event, marker, snapshot or trailer line, not "
+                "a trace" % name in err, "%s: exit 3, not a trace" % name,
+                "exit %s\n%s" % (rc, err))
+
+    # cut by a full disk: the file ends mid-line at a block boundary
+    body = lines(HEADER, alloc(1, "0x7f0000000000"))
+    pad = 8192 - len(body)
+    ev = json.dumps(alloc(2, "0x7f0000100000"), separators=(",", ":"))
+    cut = body + (ev * (pad // len(ev) + 1))[:pad]
+    c.write("cut.jsonl", cut)
+    c.write("killed.jsonl", cut[:-1])
+    rc, out, err = c.run(["report", "cut.jsonl"])
+    c.check(rc == 0 and "the trace was cut short at 0.001 s, most likely by a full disk" in out,
+            "a trace cut at a block boundary: the report says a full disk", out)
+    c.check("cut.jsonl: note: no trailer, and the file ends in the middle of a line at a "
+            "4096-byte block boundary" in err, "... and the reader says why", err)
+    rc, out, err = c.run(["report", "killed.jsonl"])
+    c.check(rc == 0 and "did not exit normally" in out and "full disk" not in out + err,
+            "a torn trace elsewhere: the process died", out + err)
+    # a real full file system: a tmpfs filled by cp, and (with the tracer) by the tracer itself
+    big = "".join(json.dumps(alloc(i, "0x%x" % (0x7f0000000000 + (i << 20))),
+                             separators=(",", ":")) + "\n" for i in range(1, 3000))
+    c.write("big.jsonl", lines(HEADER) + big)
+    script = ('mount -t tmpfs -o size=64k tmpfs "$1" && cp big.jsonl "$1/t.jsonl"; '
+              '"$2" report "$1"')
+    os.mkdir(c.path("mnt-full"))
+    full = in_mount_ns(c, script, [c.path("mnt-full"), c.exe])
+    if full is not None:
+        rc, out, err = full
+        c.check(rc == 0 and "most likely by a full disk" in out and "no trailer" in err,
+                "a trace on a file system cp filled: cut by a full disk", out + err)
+    # a trace that ends with a whole line, on a file system something else filled: the file
+    # system's state is the sign; once it is mounted read-only, it is not one any more
+    c.write("small.jsonl", lines(HEADER, alloc(1, "0x7f0000000000")))
+    script = ('mount -t tmpfs -o size=64k tmpfs "$1" && cp small.jsonl "$1/" && '
+              'cat big.jsonl > "$1/filler" 2>/dev/null; "$2" report "$1/small.jsonl"; '
+              'echo =====; mount -o remount,ro "$1" && "$2" report "$1/small.jsonl"')
+    os.mkdir(c.path("mnt-filled"))
+    filled = in_mount_ns(c, script, [c.path("mnt-filled"), c.exe])
+    if filled is not None:
+        rc, out, err = filled
+        rw, _, ro = out.partition("=====")
+        c.check("most likely by a full disk" in rw and "file system holding it is full" in err,
+                "a died trace on a full file system: cut by a full disk", out + err)
+        c.check("did not exit normally" in ro and "full disk" not in ro,
+                "... not on a read-only mount (those say 0 free)", out + err)
+    if full is not None and c.args.victim:
+        script = ('mount -t tmpfs -o size=64k tmpfs "$1" && "$2" run -o "$1" -- "$3" burst '
+                  '>/dev/null 2>&1; "$2" report "$1"')
+        rc, out, err = in_mount_ns(c, script, [c.path("mnt-full"), c.exe, c.args.victim],
+                                   env={"GPUMEMTRACE_LIB": c.args.tracer_lib,
+                                        "LD_LIBRARY_PATH": c.args.simcuda,
+                                        "SIMCUDA_MEM_BYTES": "1G", "SIMCUDA_DEVICES": "1"})
+        c.check(rc == 0 and "most likely by a full disk" in out,
+                "the tracer on a full file system: the report says so", out + err)
+
+
+# --- trust --------------------------------------------------------------------------------------
+
+def group_trust(c):
+    # Files only their owner should read, reached through a trace directory's symlinks: the
+    # tool may run with more rights (root, a CI service) than whoever made the directory.
+    secrets = {
+        # the first word of a line is what a JSON parser's error quotes ("near 'root'")
+        "shadow": "SECRETHASHroot:$6$SECRETHASH1$xyz:19000:0:99999:7:::\n"
+                  "SECRETHASHalice:SECRETHASH2:19000::::::\n",
+        "config.json": '{"SECRETHASH_password": "SECRETHASH3",\n "SECRETHASH_token": 4}\n',
+        "oneline.json": '{"SECRETHASH_password": "SECRETHASH5"}\n',
+        "notes": "SECRETHASH6 first line\n" + "".join("SECRETHASH7 %d\n" % i for i in range(50)),
+        "noeol": "SECRETHASH8 without a newline",
+    }
+    d = c.path("traces")
+    os.mkdir(d)
+    shutil.copy(c.golden("basic.jsonl"), os.path.join(d, "basic.jsonl"))
+    for name, text in secrets.items():
+        p = c.write(os.path.join("private", name), text)
+        os.chmod(p, 0o600)
+        os.symlink(p, os.path.join(d, name + ".jsonl"))
+
+    def no_secret(what, rc, out, err, want_rc):
+        c.check(rc == want_rc, "%s: exit %d" % (what, want_rc), "exit %s\n%s" % (rc, err))
+        c.check("SECRETHASH" not in out + err, "%s: nothing of the files is quoted" % what,
+                out + err)
+
+    for name in secrets:
+        link = "traces/%s.jsonl" % name
+        rc, out, err = c.run(["report", link])
+        no_secret("report %s" % link, rc, out, err, 3)
+        c.check("%s: not a gpumemtrace trace" % link in err, "report %s: not a trace" % link,
+                err)
+    rc, out, err = c.run(["report", "traces"])
+    no_secret("report DIR", rc, out, err, 0)
+    c.check(err.count("not a gpumemtrace trace") == len(secrets) and
+            "1 process, 14 events" in out, "report DIR: each link named, the trace reported",
+            out + err)
+    rc, out, err = c.run(["report", "--format", "json", "traces"])
+    no_secret("report --format json DIR", rc, out, err, 0)
+    rc, out, err = c.run(["check", "--max-leaked-bytes", "1G", "traces"])
+    no_secret("check DIR", rc, out, err, 0)
+    rc, out, err = c.run(["check", "--max-leaked-bytes", "1G", "traces/config.json.jsonl"])
+    no_secret("check a JSON file", rc, out, err, 3)
+    rc, out, err = c.run(["check", "--baseline", "traces/oneline.json.jsonl", "traces/basic.jsonl"])
+    no_secret("check --baseline a JSON file", rc, out, err, 3)
+    rc, out, err = c.run(["diff", "traces/shadow.jsonl", "traces/basic.jsonl"])
+    no_secret("diff", rc, out, err, 3)
+
+    # A trace cut at its start (tail -c): the partial first line is skipped, unquoted, and
+    # the rest is read.
+    with open(c.golden("basic.jsonl"), "rb") as f:
+        data = f.read()
+    c.write("tail.jsonl", data[-1500:])
+    rc, out, err = c.run(["report", "tail.jsonl"])
+    c.check(rc == 0 and "tail.jsonl:1: 1 line before the first trace line skipped" in err and
+            "0 dropped" in out, "a trace cut at its start is read", "exit %s\n%s" % (rc, err))
+    # After a trace line, bad lines are reported as before (they are the trace's).
+    c.write("bad.jsonl", lines(HEADER) + "not json at all\n")
+    rc, out, err = c.run(["report", "bad.jsonl"])
+    c.check(rc == 0 and "bad.jsonl:2: invalid JSON" in err, "a trace's bad line is still shown",
+            "exit %s\n%s" % (rc, err))
+
+
+GROUPS = {
+    "args": group_args,
+    "trust": group_trust,
+    "inputs": group_inputs,
+    "escape": group_escape,
+    "fifo": group_fifo,
+    "signals": group_signals,
+}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--exe", required=True)
+    ap.add_argument("--traces", required=True, help="tests/golden/traces")
+    ap.add_argument("--victim", help="tests/preload/victim (none: a shell stands in)")
+    ap.add_argument("--tracer-lib", help="libgpumemtrace.so for the victim, else a stand-in")
+    ap.add_argument("--dummy-lib", help="a library that does nothing, preloaded as the tracer")
+    ap.add_argument("--simcuda", help="the directory of tests/simcuda's libraries")
+    ap.add_argument("group", choices=sorted(GROUPS))
+    a = ap.parse_args()
+    for k in ("victim", "tracer_lib", "dummy_lib", "simcuda"):
+        if getattr(a, k):
+            setattr(a, k, os.path.abspath(getattr(a, k)))
+    c = Cli(a)
+    GROUPS[a.group](c)
+    return c.done()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
