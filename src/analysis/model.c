@@ -609,7 +609,8 @@ gaps_of(struct replay *r, int32_t device, struct gmt_gaps by_kind[GMT_TK_COUNT])
 	for (size_t i = 0; i < n; i++)
 		if (held_on(&all[i], &device))
 			all[k++] = all[i];
-	qsort(all, k, sizeof(*all), cmp_kind_key);
+	if (k > 1)
+		qsort(all, k, sizeof(*all), cmp_kind_key);
 	for (size_t i = 0, j; i < k; i = j) {
 		struct gmt_gaps g;
 

@@ -407,6 +407,8 @@ print_sites(FILE *out,
 			free(buf);
 			continue;
 		}
+		if (rows[nrows].view.stacks != buf)
+			free(buf); /* the whole group: its own stacks are shown */
 		rows[nrows++].index = i;
 	}
 	if (nrows > 1)
