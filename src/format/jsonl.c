@@ -426,69 +426,52 @@ event_marker(struct gmt_buf *b, const struct gmt_event *ev)
 	LIT(b, "}\n");
 }
 
+/* ,"key":value pieces of the block line (KEY is a literal with its quotes, comma and colon) */
+#define KEY_U64(b, key, v) (LIT(b, key), buf_u64(b, v))
+#define KEY_HEX(b, key, v) (LIT(b, key), gmt_buf_hex(b, v))
+#define KEY_BOOL(b, key, v) (LIT(b, key), (v) ? LIT(b, "true") : LIT(b, "false"))
+
 /* A caching allocator's own event (PyTorch bridge): a "block" line. */
 static void
 event_block(struct gmt_buf *b, const struct gmt_event *ev, uint32_t stack_id)
 {
 	unsigned a = ev->torch_action;
+	uint32_t f = ev->cuda_flags;
 
-	LIT(b, "{\"type\":\"block\",\"seq\":");
-	buf_u64(b, ev->seq);
-	LIT(b, ",\"ts\":");
-	buf_u64(b, ev->ts_ns);
+	KEY_U64(b, "{\"type\":\"block\",\"seq\":", ev->seq);
+	KEY_U64(b, ",\"ts\":", ev->ts_ns);
 	LIT(b, ",\"tid\":");
 	buf_i64(b, ev->tid);
 	LIT(b, ",\"action\":\"");
 	gmt_buf_puts(b, gmt_torch_action_name(a));
 	LIT(b, "\",\"device\":");
 	buf_i64(b, ev->device);
-	if (a == GMT_TORCH_OOM) {
-		LIT(b, ",\"size\":");
-		buf_u64(b, ev->size);
-		LIT(b, ",\"device_free\":");
-		buf_u64(b, ev->free_bytes);
-	} else if (a == GMT_TORCH_SNAPSHOT) {
-		LIT(b, ",\"size\":");
-		buf_u64(b, ev->size);
-	} else {
-		LIT(b, ",\"ptr\":");
-		gmt_buf_hex(b, ev->ptr);
-		LIT(b, ",\"size\":");
-		buf_u64(b, ev->size);
-	}
+	if (a != GMT_TORCH_OOM && a != GMT_TORCH_SNAPSHOT)
+		KEY_HEX(b, ",\"ptr\":", ev->ptr);
+	KEY_U64(b, ",\"size\":", ev->size);
+	if (a == GMT_TORCH_OOM)
+		KEY_U64(b, ",\"device_free\":", ev->free_bytes);
 	if (a == GMT_TORCH_STATE_BLOCK) {
-		LIT(b, ",\"requested\":");
-		buf_u64(b, ev->requested);
-		if (ev->cuda_flags & GMT_TORCH_F_ALLOCATED)
-			LIT(b, ",\"allocated\":true");
-		else
-			LIT(b, ",\"allocated\":false");
-		if (ev->cuda_flags & GMT_TORCH_F_ACTIVE)
-			LIT(b, ",\"active\":true");
-		else
-			LIT(b, ",\"active\":false");
+		KEY_U64(b, ",\"requested\":", ev->requested);
+		KEY_BOOL(b, ",\"allocated\":", f & GMT_TORCH_F_ALLOCATED);
+		KEY_BOOL(b, ",\"active\":", f & GMT_TORCH_F_ACTIVE);
 	}
 	if (a == GMT_TORCH_STATE_SEGMENT) {
-		if (ev->cuda_flags & GMT_TORCH_F_EXPANDABLE)
+		if (f & GMT_TORCH_F_EXPANDABLE)
 			LIT(b, ",\"expandable\":true");
-		if (ev->cuda_flags & GMT_TORCH_F_LARGE)
+		if (f & GMT_TORCH_F_LARGE)
 			LIT(b, ",\"pool_type\":\"large\"");
 		else
 			LIT(b, ",\"pool_type\":\"small\"");
 	}
-	LIT(b, ",\"stream\":");
-	gmt_buf_hex(b, ev->stream);
-	if (ev->cuda_flags & GMT_TORCH_F_HAS_POOL) {
-		LIT(b, ",\"pool\":[");
-		buf_u64(b, ev->pool);
-		LIT(b, ",");
-		buf_u64(b, ev->pool2);
+	KEY_HEX(b, ",\"stream\":", ev->stream);
+	if (f & GMT_TORCH_F_HAS_POOL) {
+		KEY_U64(b, ",\"pool\":[", ev->pool);
+		KEY_U64(b, ",", ev->pool2);
 		LIT(b, "]");
 	}
-	if (stack_id) {
-		LIT(b, ",\"stack\":");
-		buf_u64(b, stack_id);
-	}
+	if (stack_id)
+		KEY_U64(b, ",\"stack\":", stack_id);
 	if (ev->label[0]) {
 		LIT(b, ",\"meta\":");
 		gmt_buf_json_string(b, ev->label, strnlen(ev->label, sizeof(ev->label)));
