@@ -32,7 +32,7 @@
 #include <time.h>
 
 #include "capture/capture.h"
-#include "capture/cupti_ids.h"
+#include "capture/hooks.h"
 #include "capture/instance.h"
 #include "capture/stacks.h"
 #include "util/devices.h"
@@ -135,104 +135,6 @@ cupti_open(const struct gmt_options *opts)
 	for (size_t i = 0; !h && i < sizeof(toolkit) / sizeof(toolkit[0]); i++)
 		h = dlopen(toolkit[i], RTLD_NOW | RTLD_LOCAL);
 	return h;
-}
-
-// --- which calls, under which names ---------------------------------------------------------------
-
-/* Runtime callbacks: only to name what the application called. */
-static enum gmt_api
-runtime_api(CUpti_CallbackId cbid, bool *ptsz)
-{
-	*ptsz = false;
-	switch (cbid) {
-	case RT(cudaMalloc_v3020): return GMT_API_cudaMalloc;
-	case RT(cudaMallocPitch_v3020): return GMT_API_cudaMallocPitch;
-	case RT(cudaMalloc3D_v3020): return GMT_API_cudaMalloc3D;
-	case RT(cudaMallocManaged_v6000): return GMT_API_cudaMallocManaged;
-	case RT(cudaMallocHost_v3020): return GMT_API_cudaMallocHost;
-	case RT(cudaHostAlloc_v3020): return GMT_API_cudaHostAlloc;
-	case RT(cudaHostRegister_v4000): return GMT_API_cudaHostRegister;
-	case RT(cudaMallocAsync_ptsz_v11020): *ptsz = true; return GMT_API_cudaMallocAsync;
-	case RT(cudaMallocAsync_v11020): return GMT_API_cudaMallocAsync;
-	case RT(cudaMallocFromPoolAsync_ptsz_v11020): *ptsz = true; return GMT_API_cudaMallocFromPoolAsync;
-	case RT(cudaMallocFromPoolAsync_v11020): return GMT_API_cudaMallocFromPoolAsync;
-	case RT(cudaMallocArray_v3020): return GMT_API_cudaMallocArray;
-	case RT(cudaMalloc3DArray_v3020): return GMT_API_cudaMalloc3DArray;
-	case RT(cudaMallocMipmappedArray_v5000): return GMT_API_cudaMallocMipmappedArray;
-	case RT(cudaIpcOpenMemHandle_v4010): return GMT_API_cudaIpcOpenMemHandle;
-	case RT(cudaMemPoolImportPointer_v11020): return GMT_API_cudaMemPoolImportPointer;
-	case RT(cudaExternalMemoryGetMappedBuffer_v10000): return GMT_API_cudaExternalMemoryGetMappedBuffer;
-	case RT(cudaGraphAddMemAllocNode_v11040): return GMT_API_cudaGraphAddMemAllocNode;
-	case RT(cudaFree_v3020): return GMT_API_cudaFree;
-	case RT(cudaFreeHost_v3020): return GMT_API_cudaFreeHost;
-	case RT(cudaHostUnregister_v4000): return GMT_API_cudaHostUnregister;
-	case RT(cudaFreeAsync_ptsz_v11020): *ptsz = true; return GMT_API_cudaFreeAsync;
-	case RT(cudaFreeAsync_v11020): return GMT_API_cudaFreeAsync;
-	case RT(cudaFreeArray_v3020): return GMT_API_cudaFreeArray;
-	case RT(cudaFreeMipmappedArray_v5000): return GMT_API_cudaFreeMipmappedArray;
-	case RT(cudaIpcCloseMemHandle_v4010): return GMT_API_cudaIpcCloseMemHandle;
-	case RT(cudaDestroyExternalMemory_v10000): return GMT_API_cudaDestroyExternalMemory;
-	case RT(cudaGraphAddMemFreeNode_v11040): return GMT_API_cudaGraphAddMemFreeNode;
-	case RT(cudaDeviceReset_v3020): return GMT_API_cudaDeviceReset;
-	case RT(cudaMemPoolCreate_v11020): return GMT_API_cudaMemPoolCreate;
-	case RT(cudaMemPoolDestroy_v11020): return GMT_API_cudaMemPoolDestroy;
-	case RT(cudaMemPoolTrimTo_v11020): return GMT_API_cudaMemPoolTrimTo;
-	case RT(cudaDeviceGraphMemTrim_v11040): return GMT_API_cudaDeviceGraphMemTrim;
-	default: return GMT_API_NONE;
-	}
-}
-
-/* Driver callbacks: the allocation truth. */
-static enum gmt_api
-driver_api(CUpti_CallbackId cbid, bool *ptsz)
-{
-	*ptsz = false;
-	switch (cbid) {
-	case DRV(cuMemAlloc_v2): return GMT_API_cuMemAlloc_v2;
-	case DRV(cuMemAllocPitch_v2): return GMT_API_cuMemAllocPitch_v2;
-	case DRV(cuMemAllocManaged): return GMT_API_cuMemAllocManaged;
-	case DRV(cuMemAllocHost_v2): return GMT_API_cuMemAllocHost_v2;
-	case DRV(cuMemHostAlloc): return GMT_API_cuMemHostAlloc;
-	case DRV(cuMemHostRegister_v2): return GMT_API_cuMemHostRegister_v2;
-	case DRV(cuMemAllocAsync_ptsz): *ptsz = true; return GMT_API_cuMemAllocAsync;
-	case DRV(cuMemAllocAsync): return GMT_API_cuMemAllocAsync;
-	case DRV(cuMemAllocFromPoolAsync_ptsz): *ptsz = true; return GMT_API_cuMemAllocFromPoolAsync;
-	case DRV(cuMemAllocFromPoolAsync): return GMT_API_cuMemAllocFromPoolAsync;
-	case DRV(cuArrayCreate_v2): return GMT_API_cuArrayCreate_v2;
-	case DRV(cuArray3DCreate_v2): return GMT_API_cuArray3DCreate_v2;
-	case DRV(cuMipmappedArrayCreate): return GMT_API_cuMipmappedArrayCreate;
-	case DRV(cuMemAddressReserve): return GMT_API_cuMemAddressReserve;
-	case DRV(cuMemCreate): return GMT_API_cuMemCreate;
-	case DRV(cuMemMap): return GMT_API_cuMemMap;
-	case DRV(cuMemRetainAllocationHandle): return GMT_API_cuMemRetainAllocationHandle;
-	case DRV(cuMemImportFromShareableHandle): return GMT_API_cuMemImportFromShareableHandle;
-	case DRV(cuIpcOpenMemHandle_v2): return GMT_API_cuIpcOpenMemHandle_v2;
-	case DRV(cuMemPoolImportPointer): return GMT_API_cuMemPoolImportPointer;
-	case DRV(cuExternalMemoryGetMappedBuffer): return GMT_API_cuExternalMemoryGetMappedBuffer;
-	case DRV(cuGraphAddMemAllocNode): return GMT_API_cuGraphAddMemAllocNode;
-	case DRV(cuMemFree_v2): return GMT_API_cuMemFree_v2;
-	case DRV(cuMemFreeHost): return GMT_API_cuMemFreeHost;
-	case DRV(cuMemHostUnregister): return GMT_API_cuMemHostUnregister;
-	case DRV(cuMemFreeAsync_ptsz): *ptsz = true; return GMT_API_cuMemFreeAsync;
-	case DRV(cuMemFreeAsync): return GMT_API_cuMemFreeAsync;
-	case DRV(cuArrayDestroy): return GMT_API_cuArrayDestroy;
-	case DRV(cuMipmappedArrayDestroy): return GMT_API_cuMipmappedArrayDestroy;
-	case DRV(cuMemAddressFree): return GMT_API_cuMemAddressFree;
-	case DRV(cuMemRelease): return GMT_API_cuMemRelease;
-	case DRV(cuMemUnmap): return GMT_API_cuMemUnmap;
-	case DRV(cuIpcCloseMemHandle): return GMT_API_cuIpcCloseMemHandle;
-	case DRV(cuDestroyExternalMemory): return GMT_API_cuDestroyExternalMemory;
-	case DRV(cuGraphAddMemFreeNode): return GMT_API_cuGraphAddMemFreeNode;
-	case DRV(cuCtxDestroy_v2): return GMT_API_cuCtxDestroy_v2;
-	case DRV(cuDevicePrimaryCtxReset_v2): return GMT_API_cuDevicePrimaryCtxReset_v2;
-	case DRV(cuMemPoolDestroy): return GMT_API_cuMemPoolDestroy;
-	case DRV(cuMemPoolTrimTo): return GMT_API_cuMemPoolTrimTo;
-	case DRV(cuMemPoolSetAttribute): return GMT_API_cuMemPoolSetAttribute;
-	case DRV(cuGraphLaunch_ptsz): *ptsz = true; return GMT_API_cuGraphLaunch;
-	case DRV(cuGraphLaunch): return GMT_API_cuGraphLaunch;
-	case DRV(cuDeviceGraphMemTrim): return GMT_API_cuDeviceGraphMemTrim;
-	default: return GMT_API_NONE;
-	}
 }
 
 // --- per-thread call state ------------------------------------------------------------------------
@@ -837,8 +739,9 @@ on_driver_exit(CUpti_CallbackId cbid, enum gmt_api api, bool ptsz, const CUpti_C
 static void
 on_driver(CUpti_CallbackId cbid, const CUpti_CallbackData *cb)
 {
-	bool ptsz;
-	enum gmt_api api = driver_api(cbid, &ptsz);
+	struct gmt_hook hook = gmt_hook_driver(cbid);
+	enum gmt_api api = (enum gmt_api)hook.api;
+	bool ptsz = hook.ptsz;
 
 	if (api == GMT_API_NONE) {
 		on_pool_choice(cbid, cb);
@@ -939,8 +842,9 @@ runtime_frees_null(CUpti_CallbackId cbid, const void *params)
 static void
 on_runtime(CUpti_CallbackId cbid, const CUpti_CallbackData *cb)
 {
-	bool ptsz;
-	enum gmt_api api = runtime_api(cbid, &ptsz);
+	struct gmt_hook hook = gmt_hook_runtime(cbid);
+	enum gmt_api api = (enum gmt_api)hook.api;
+	bool ptsz = hook.ptsz;
 
 	if (api == GMT_API_NONE)
 		return;
