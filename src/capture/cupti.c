@@ -33,6 +33,7 @@
 
 #include "capture/capture.h"
 #include "capture/hooks.h"
+#include "capture/params.h"
 #include "capture/instance.h"
 #include "capture/stacks.h"
 #include "util/devices.h"
@@ -306,19 +307,6 @@ forget_current_pools(int32_t device)
 			atomic_store_explicit(&current_pools[d], NULL, memory_order_release);
 }
 
-/* Calls that change which pool cuMemAllocAsync uses; they make no event. */
-static bool
-on_pool_choice(CUpti_CallbackId cbid, const CUpti_CallbackData *cb)
-{
-	if (cbid != DRV(cuDeviceSetMemPool) && cbid != DRV(cuMemSetMemPool))
-		return false;
-	if (cb->callbackSite == CUPTI_API_EXIT)
-		forget_current_pools(cbid == DRV(cuDeviceSetMemPool)
-					     ? (int32_t)((const cuDeviceSetMemPool_params *)cb->functionParams)->dev
-					     : -1);
-	return true;
-}
-
 static void
 read_graph_pool(int32_t device, const struct gmt_event *cause)
 {
@@ -332,13 +320,7 @@ read_graph_pool(int32_t device, const struct gmt_event *cause)
 		   (1ULL << 62) | (uint64_t)device, 0, device, cause->context, reserved);
 }
 
-// --- events from parameters -----------------------------------------------------------------------
-
-static uint64_t
-out_ptr(bool ok, const void *p)
-{
-	return ok && p ? (uint64_t)(uintptr_t)p : 0;
-}
+// --- extractor families only the callbacks use (capture/params.h has the shared ones) ------------
 
 /* Nominal bytes of a CUDA array: what was asked for; the driver's layout is opaque. */
 static uint64_t
@@ -369,221 +351,209 @@ range_size(uint64_t ptr)
 	return size;
 }
 
-/* Fill @p ev from a driver call's parameters at EXIT. Returns false when the call is not an
- * event (a free of NULL, a call that is recorded elsewhere or only names an enclosing call). */
-static bool
-driver_event(CUpti_CallbackId cbid, const void *params, bool ok, struct gmt_event *ev)
+/* The ops each family below serves (checked against every row at build time). */
+enum {
+	GMT_FAMILY_OPS_array = GMT_OPS(ALLOC),
+	GMT_FAMILY_OPS_array3d = GMT_OPS(ALLOC),
+	GMT_FAMILY_OPS_vmm_create = GMT_OPS(ALLOC),
+	GMT_FAMILY_OPS_vmm_map = GMT_OPS(ALLOC),
+	GMT_FAMILY_OPS_vmm_retain = GMT_OPS(RETAIN),
+	GMT_FAMILY_OPS_import = GMT_OPS(ALLOC),
+	GMT_FAMILY_OPS_pool_import = GMT_OPS(ALLOC),
+	GMT_FAMILY_OPS_external = GMT_OPS(ALLOC),
+	GMT_FAMILY_OPS_handle = GMT_OPS(FREE),
+	GMT_FAMILY_OPS_graph_alloc = GMT_OPS(ALLOC),
+	GMT_FAMILY_OPS_pool_read = GMT_OPS(USAGE),
+	GMT_FAMILY_OPS_pool_gone = GMT_OPS(USAGE),
+	GMT_FAMILY_OPS_graph_pool = GMT_OPS(USAGE),
+	GMT_FAMILY_OPS_graph_pool_of = GMT_OPS(USAGE),
+	GMT_FAMILY_OPS_pool_choice = GMT_OPS(NONE),
+};
+
+/* A CUDA array and its descriptor (1D/2D, or 3D and mipmapped). */
+static enum gmt_params
+family_array(struct gmt_event *ev, bool ok, uint64_t ptr, const CUDA_ARRAY_DESCRIPTOR *d)
 {
-	switch (cbid) {
-	case DRV(cuMemAlloc_v2): {
-		const cuMemAlloc_v2_params *p = params;
-		ev->ptr = ok ? *p->dptr : 0;
-		ev->size = p->bytesize;
-		return true;
+	ev->ptr = ptr;
+	ev->size = d ? array_bytes(d->Width, d->Height, 1, d->Format, d->NumChannels) : 0;
+	return GMT_PARAMS_EVENT;
+}
+
+static enum gmt_params
+family_array3d(struct gmt_event *ev, bool ok, uint64_t ptr, const CUDA_ARRAY3D_DESCRIPTOR *d)
+{
+	ev->ptr = ptr;
+	ev->size = d ? array_bytes(d->Width, d->Height, d->Depth, d->Format, d->NumChannels) : 0;
+	return GMT_PARAMS_EVENT;
+}
+
+/* VMM: a physical allocation (on the device its properties name), a mapping of one into a
+ * reserved range, a handle retained again (a failed retain says nothing). */
+static enum gmt_params
+family_vmm_create(struct gmt_event *ev, bool ok, uint64_t handle, uint64_t size,
+		  const CUmemAllocationProp *prop)
+{
+	family_addr(ev, ok, handle, size);
+	if (prop && prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE)
+		ev->device = prop->location.id;
+	return GMT_PARAMS_EVENT;
+}
+
+static enum gmt_params
+family_vmm_map(struct gmt_event *ev, bool ok, uint64_t ptr, uint64_t size, uint64_t offset,
+	       uint64_t handle)
+{
+	family_addr(ev, ok, ptr, size);
+	ev->offset = offset;
+	ev->handle = handle;
+	return GMT_PARAMS_EVENT;
+}
+
+static enum gmt_params
+family_vmm_retain(struct gmt_event *ev, bool ok, uint64_t handle, uint64_t addr)
+{
+	ev->ptr = handle;
+	ev->handle = addr;
+	return ok ? GMT_PARAMS_EVENT : GMT_PARAMS_NOTHING;
+}
+
+/* Another process's memory mapped here: its size from the range it lies in. */
+static enum gmt_params
+family_import(struct gmt_event *ev, bool ok, uint64_t ptr)
+{
+	return family_addr(ev, ok, ptr, range_size(ptr));
+}
+
+static enum gmt_params
+family_pool_import(struct gmt_event *ev, bool ok, uint64_t ptr, CUmemoryPool pool)
+{
+	family_import(ev, ok, ptr);
+	ev->pool = (uint64_t)(uintptr_t)pool;
+	ev->flags |= GMT_EV_HAS_POOL;
+	return GMT_PARAMS_EVENT;
+}
+
+/* A buffer of an external memory object (ended when the object is destroyed: `handle`). */
+static enum gmt_params
+family_external(struct gmt_event *ev, bool ok, uint64_t ptr,
+		const CUDA_EXTERNAL_MEMORY_BUFFER_DESC *desc, CUexternalMemory ext)
+{
+	family_addr(ev, ok, ptr, desc ? desc->size : 0);
+	ev->handle = (uint64_t)(uintptr_t)ext;
+	return GMT_PARAMS_EVENT;
+}
+
+static enum gmt_params
+family_handle(struct gmt_event *ev, bool ok, uint64_t handle)
+{
+	(void)ok;
+	ev->handle = handle;
+	return GMT_PARAMS_EVENT;
+}
+
+/* An explicit graph memory node: the address is known once the call succeeded. */
+static enum gmt_params
+family_graph_alloc(struct gmt_event *ev, bool ok, const CUDA_MEM_ALLOC_NODE_PARAMS *node)
+{
+	return family_addr(ev, ok, ok && node ? node->dptr : 0, node ? node->bytesize : 0);
+}
+
+/* Calls that change a reservation: their readings, with the call's event as the cause (they
+ * make no event of their own). */
+static enum gmt_params
+family_pool_read(struct gmt_event *cause, bool ok, CUmemoryPool pool)
+{
+	if (ok)
+		read_pool(pool, cause);
+	return GMT_PARAMS_NAME;
+}
+
+static enum gmt_params
+family_pool_gone(struct gmt_event *cause, bool ok, CUmemoryPool pool)
+{
+	if (ok)
+		emit_usage(GMT_KIND_POOL_RESERVE, (enum gmt_api)cause->api,
+			   (enum gmt_api)cause->driver, (uint64_t)(uintptr_t)pool,
+			   (uint64_t)(uintptr_t)pool, cause->device, cause->context, 0);
+	return GMT_PARAMS_NAME;
+}
+
+/* The graph pool of the call's device (a launch), or of the device it names (a trim). */
+static enum gmt_params
+family_graph_pool(struct gmt_event *cause, bool ok)
+{
+	if (ok)
+		read_graph_pool(cause->device, cause);
+	return GMT_PARAMS_NAME;
+}
+
+static enum gmt_params
+family_graph_pool_of(struct gmt_event *cause, bool ok, CUdevice device)
+{
+	if (ok)
+		read_graph_pool((int32_t)device, cause);
+	return GMT_PARAMS_NAME;
+}
+
+/* A call that changes which pool cuMemAllocAsync draws from on @p device (-1: any). */
+static enum gmt_params
+family_pool_choice(struct gmt_event *ev, bool ok, int32_t device)
+{
+	(void)ev;
+	(void)ok;
+	forget_current_pools(device);
+	return GMT_PARAMS_NAME;
+}
+
+/* Every row's family serves its API's op. */
+#define GMT_HOOK_RT(id, api, ptsz, family, args) GMT_FAMILY_FITS(id, api, family)
+#define GMT_HOOK_DRV(id, api, ptsz, family, args) GMT_FAMILY_FITS(id, api, family)
+#include "capture/hooks.def"
+
+/* One case of call_params(): the row's family on the callback's parameter struct `p` (a call
+ * without parameters, such as cudaDeviceReset, has no struct and its row no arguments). */
+#define PARAMS_STRUCT(id, ...) __VA_OPT__(const id##_params *p = params; (void)p;)
+#define PARAMS_CASE(domain, id, family, args) \
+	case domain(id): { \
+		PARAMS_STRUCT(id, GMT_UNPACK args) \
+		return GMT_FAMILY_CALL(family, ev, ok, args); \
 	}
-	case DRV(cuMemAllocPitch_v2): {
-		const cuMemAllocPitch_v2_params *p = params;
-		ev->ptr = ok ? *p->dptr : 0;
-		ev->requested = p->WidthInBytes * p->Height;
-		ev->size = ok && p->pPitch ? *p->pPitch * p->Height : ev->requested;
-		return true;
+
+/*
+ * What a call's parameters make (hooks.def): fills @p ev at EXIT (@p ok: the call succeeded);
+ * a free asks at ENTER, with @p ok true, whether it frees anything. The families of readings
+ * and pool choices act here, with @p ev as their cause.
+ */
+static enum gmt_params
+call_params(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void *params, bool ok,
+	    struct gmt_event *ev)
+{
+	if (domain == CUPTI_CB_DOMAIN_DRIVER_API) {
+		switch (cbid) {
+#define GMT_HOOK_DRV(id, api, ptsz, family, args) PARAMS_CASE(DRV, id, family, args)
+#include "capture/hooks.def"
+		}
+	} else {
+		switch (cbid) {
+#define GMT_HOOK_RT(id, api, ptsz, family, args) PARAMS_CASE(RT, id, family, args)
+#include "capture/hooks.def"
+		}
 	}
-	case DRV(cuMemAllocManaged): {
-		const cuMemAllocManaged_params *p = params;
-		ev->ptr = ok ? *p->dptr : 0;
-		ev->size = p->bytesize;
-		ev->cuda_flags = p->flags;
-		ev->flags |= GMT_EV_HAS_FLAGS;
-		return true;
-	}
-	case DRV(cuMemAllocHost_v2): {
-		const cuMemAllocHost_v2_params *p = params;
-		ev->ptr = out_ptr(ok, *p->pp);
-		ev->size = p->bytesize;
-		return true;
-	}
-	case DRV(cuMemHostAlloc): {
-		const cuMemHostAlloc_params *p = params;
-		ev->ptr = out_ptr(ok, *p->pp);
-		ev->size = p->bytesize;
-		ev->cuda_flags = p->Flags;
-		ev->flags |= GMT_EV_HAS_FLAGS;
-		return true;
-	}
-	case DRV(cuMemHostRegister_v2): {
-		const cuMemHostRegister_v2_params *p = params;
-		ev->ptr = (uint64_t)(uintptr_t)p->p;
-		ev->size = p->bytesize;
-		ev->cuda_flags = p->Flags;
-		ev->flags |= GMT_EV_HAS_FLAGS;
-		return true;
-	}
-	case DRV(cuMemAllocAsync):
-	case DRV(cuMemAllocAsync_ptsz): {
-		const cuMemAllocAsync_params *p = params;
-		ev->ptr = ok ? *p->dptr : 0;
-		ev->size = p->bytesize;
-		ev->stream = (uint64_t)(uintptr_t)p->hStream;
-		return true;
-	}
-	case DRV(cuMemAllocFromPoolAsync):
-	case DRV(cuMemAllocFromPoolAsync_ptsz): {
-		const cuMemAllocFromPoolAsync_params *p = params;
-		ev->ptr = ok ? *p->dptr : 0;
-		ev->size = p->bytesize;
-		ev->stream = (uint64_t)(uintptr_t)p->hStream;
-		ev->pool = (uint64_t)(uintptr_t)p->pool;
-		ev->flags |= GMT_EV_HAS_POOL;
-		return true;
-	}
-	case DRV(cuArrayCreate_v2): {
-		const cuArrayCreate_v2_params *p = params;
-		const CUDA_ARRAY_DESCRIPTOR *d = p->pAllocateArray;
-		ev->ptr = out_ptr(ok, *p->pHandle);
-		ev->size = d ? array_bytes(d->Width, d->Height, 1, d->Format, d->NumChannels) : 0;
-		return true;
-	}
-	case DRV(cuArray3DCreate_v2): {
-		const cuArray3DCreate_v2_params *p = params;
-		const CUDA_ARRAY3D_DESCRIPTOR *d = p->pAllocateArray;
-		ev->ptr = out_ptr(ok, *p->pHandle);
-		ev->size = d ? array_bytes(d->Width, d->Height, d->Depth, d->Format, d->NumChannels) : 0;
-		return true;
-	}
-	case DRV(cuMipmappedArrayCreate): {
-		const cuMipmappedArrayCreate_params *p = params;
-		const CUDA_ARRAY3D_DESCRIPTOR *d = p->pMipmappedArrayDesc;
-		ev->ptr = out_ptr(ok, *p->pHandle);
-		ev->size = d ? array_bytes(d->Width, d->Height, d->Depth, d->Format, d->NumChannels) : 0;
-		return true;
-	}
-	case DRV(cuMemAddressReserve): {
-		const cuMemAddressReserve_params *p = params;
-		ev->ptr = ok ? *p->ptr : 0;
-		ev->size = p->size;
-		return true;
-	}
-	case DRV(cuMemCreate): {
-		const cuMemCreate_params *p = params;
-		ev->ptr = ok ? *p->handle : 0;
-		ev->size = p->size;
-		if (p->prop && p->prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE)
-			ev->device = p->prop->location.id;
-		return true;
-	}
-	case DRV(cuMemMap): {
-		const cuMemMap_params *p = params;
-		ev->ptr = p->ptr;
-		ev->size = p->size;
-		ev->offset = p->offset;
-		ev->handle = p->handle;
-		return true;
-	}
-	case DRV(cuMemRetainAllocationHandle): {
-		const cuMemRetainAllocationHandle_params *p = params;
-		ev->ptr = ok ? *p->handle : 0;
-		ev->handle = (uint64_t)(uintptr_t)p->addr;
-		return ok;
-	}
-	case DRV(cuMemImportFromShareableHandle): {
-		const cuMemImportFromShareableHandle_params *p = params;
-		ev->ptr = ok ? *p->handle : 0;
-		return true;
-	}
-	case DRV(cuIpcOpenMemHandle_v2): {
-		const cuIpcOpenMemHandle_v2_params *p = params;
-		ev->ptr = ok ? *p->pdptr : 0;
-		ev->size = range_size(ev->ptr);
-		return true;
-	}
-	case DRV(cuMemPoolImportPointer): {
-		const cuMemPoolImportPointer_params *p = params;
-		ev->ptr = ok ? *p->ptr_out : 0;
-		ev->size = range_size(ev->ptr);
-		ev->pool = (uint64_t)(uintptr_t)p->pool;
-		ev->flags |= GMT_EV_HAS_POOL;
-		return true;
-	}
-	case DRV(cuExternalMemoryGetMappedBuffer): {
-		const cuExternalMemoryGetMappedBuffer_params *p = params;
-		ev->ptr = ok ? *p->devPtr : 0;
-		ev->size = p->bufferDesc ? p->bufferDesc->size : 0;
-		ev->handle = (uint64_t)(uintptr_t)p->extMem;
-		return true;
-	}
-	case DRV(cuGraphAddMemAllocNode): {
-		const cuGraphAddMemAllocNode_params *p = params;
-		ev->ptr = ok && p->nodeParams ? p->nodeParams->dptr : 0;
-		ev->size = p->nodeParams ? p->nodeParams->bytesize : 0;
-		return true;
-	}
-	case DRV(cuMemFree_v2): {
-		const cuMemFree_v2_params *p = params;
-		ev->ptr = p->dptr;
-		return p->dptr != 0; /* cuMemFree(0) creates a context; it frees nothing */
-	}
-	case DRV(cuMemFreeHost): {
-		const cuMemFreeHost_params *p = params;
-		ev->ptr = (uint64_t)(uintptr_t)p->p;
-		return p->p != NULL;
-	}
-	case DRV(cuMemHostUnregister): {
-		const cuMemHostUnregister_params *p = params;
-		ev->ptr = (uint64_t)(uintptr_t)p->p;
-		return true;
-	}
-	case DRV(cuMemFreeAsync):
-	case DRV(cuMemFreeAsync_ptsz): {
-		const cuMemFreeAsync_params *p = params;
-		ev->ptr = p->dptr;
-		ev->stream = (uint64_t)(uintptr_t)p->hStream;
-		return p->dptr != 0;
-	}
-	case DRV(cuArrayDestroy): {
-		const cuArrayDestroy_params *p = params;
-		ev->ptr = (uint64_t)(uintptr_t)p->hArray;
-		return true;
-	}
-	case DRV(cuMipmappedArrayDestroy): {
-		const cuMipmappedArrayDestroy_params *p = params;
-		ev->ptr = (uint64_t)(uintptr_t)p->hMipmappedArray;
-		return true;
-	}
-	case DRV(cuMemAddressFree): {
-		const cuMemAddressFree_params *p = params;
-		ev->ptr = p->ptr;
-		ev->size = p->size;
-		return true;
-	}
-	case DRV(cuMemRelease): {
-		const cuMemRelease_params *p = params;
-		ev->ptr = p->handle;
-		return true;
-	}
-	case DRV(cuMemUnmap): {
-		const cuMemUnmap_params *p = params;
-		ev->ptr = p->ptr;
-		ev->size = p->size;
-		return true;
-	}
-	case DRV(cuIpcCloseMemHandle): {
-		const cuIpcCloseMemHandle_params *p = params;
-		ev->ptr = p->dptr;
-		return true;
-	}
-	case DRV(cuDestroyExternalMemory): {
-		const cuDestroyExternalMemory_params *p = params;
-		ev->handle = (uint64_t)(uintptr_t)p->extMem;
-		return true;
-	}
-	case DRV(cuGraphAddMemFreeNode): {
-		const cuGraphAddMemFreeNode_params *p = params;
-		ev->ptr = p->dptr;
-		return true;
-	}
-	default:
-		return false;
-	}
+	return GMT_PARAMS_NAME;
+}
+
+/*
+ * A free of NULL frees nothing and is not recorded, so it takes no seq: a seq that no line
+ * carries is a gap the reader's reorder window waits for. The families of frees only write the
+ * fields they set, so the probe is not cleared.
+ */
+static bool
+frees_nothing(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void *params)
+{
+	struct gmt_event probe;
+
+	probe.flags = 0;
+	return call_params(domain, cbid, params, true, &probe) == GMT_PARAMS_NOTHING;
 }
 
 /* The stack of an event made in a callback: above the caller are our frames and CUPTI's. */
@@ -607,51 +577,29 @@ add_meminfo(struct gmt_event *ev)
 	}
 }
 
-// --- driver callbacks -----------------------------------------------------------------------------
-
-/* Readings after calls that change a pool's or the graph pool's reservation. */
+/*
+ * The end of an event a callback records from a call: an allocation gets its stack (and, when
+ * it failed, what the device had left) and its seq now; a free keeps the order @p seq taken at
+ * its ENTER (0: none was taken, it takes one now). Then into the ring.
+ */
 static void
-after_usage_call(CUpti_CallbackId cbid, const void *params, const struct gmt_event *cause)
+emit_call_event(struct gmt_event *ev, uint64_t seq, uint64_t ts)
 {
-	switch (cbid) {
-	case DRV(cuMemPoolTrimTo):
-		read_pool(((const cuMemPoolTrimTo_params *)params)->pool, cause);
-		break;
-	case DRV(cuMemPoolSetAttribute):
-		read_pool(((const cuMemPoolSetAttribute_params *)params)->pool, cause);
-		break;
-	case DRV(cuMemPoolDestroy): {
-		CUmemoryPool pool = ((const cuMemPoolDestroy_params *)params)->pool;
-		emit_usage(GMT_KIND_POOL_RESERVE, (enum gmt_api)cause->api,
-			   (enum gmt_api)cause->driver, (uint64_t)(uintptr_t)pool,
-			   (uint64_t)(uintptr_t)pool, cause->device, cause->context, 0);
-		break;
+	if (ev->op == GMT_OP_ALLOC && ev->result != 0)
+		add_meminfo(ev);
+	if (ev->op == GMT_OP_ALLOC)
+		ev->stack = callback_stack();
+	if (ev->op == GMT_OP_FREE && seq) {
+		ev->seq = seq;
+		ev->ts_ns = ts;
+		ev->tid = gmt_tid();
+	} else {
+		gmt_stamp(ev);
 	}
-	case DRV(cuGraphLaunch):
-	case DRV(cuGraphLaunch_ptsz):
-		read_graph_pool(cause->device, cause);
-		break;
-	case DRV(cuDeviceGraphMemTrim):
-		read_graph_pool((int32_t)((const cuDeviceGraphMemTrim_params *)params)->device, cause);
-		break;
-	default:
-		break;
-	}
+	gmt_emit(ev);
 }
 
-/* A free of NULL frees nothing and is not recorded, so it takes no seq: a seq that no line
- * carries is a gap the reader's reorder window waits for. */
-static bool
-driver_frees_null(CUpti_CallbackId cbid, const void *params)
-{
-	switch (cbid) {
-	case DRV(cuMemFree_v2): return !((const cuMemFree_v2_params *)params)->dptr;
-	case DRV(cuMemFreeHost): return !((const cuMemFreeHost_params *)params)->p;
-	case DRV(cuMemFreeAsync):
-	case DRV(cuMemFreeAsync_ptsz): return !((const cuMemFreeAsync_params *)params)->dptr;
-	default: return false;
-	}
-}
+// --- driver callbacks -----------------------------------------------------------------------------
 
 static void
 on_driver_enter(CUpti_CallbackId cbid, enum gmt_api api, const CUpti_CallbackData *cb)
@@ -662,7 +610,8 @@ on_driver_enter(CUpti_CallbackId cbid, enum gmt_api api, const CUpti_CallbackDat
 	drv.context = cb->contextUid;
 	drv.device = context_device(cb->context, cb->contextUid);
 	drv.seq = drv.ts = 0;
-	if (gmt_api_op(api) == GMT_OP_FREE && !driver_frees_null(cbid, cb->functionParams))
+	if (gmt_api_op(api) == GMT_OP_FREE &&
+	    !frees_nothing(CUPTI_CB_DOMAIN_DRIVER_API, cbid, cb->functionParams))
 		take_free_order(&drv.seq, &drv.ts, cb->correlationId);
 }
 
@@ -693,17 +642,14 @@ on_driver_exit(CUpti_CallbackId cbid, enum gmt_api api, bool ptsz, const CUpti_C
 		.device = context_device(cb->context, cb->contextUid),
 		.flags = ptsz || (joined && rt.ptsz) ? GMT_EV_PTSZ : 0,
 	};
-	if (op == GMT_OP_USAGE) {
-		if (ok)
-			after_usage_call(cbid, cb->functionParams, &ev);
+	enum gmt_params got = call_params(CUPTI_CB_DOMAIN_DRIVER_API, cbid, cb->functionParams, ok, &ev);
+	if (op == GMT_OP_USAGE) { /* the family made the readings */
 		if (joined)
 			rt.joined = 1;
 		return;
 	}
-	if (!driver_event(cbid, cb->functionParams, ok, &ev))
+	if (got != GMT_PARAMS_EVENT)
 		return;
-	if (!ok && op == GMT_OP_RETAIN)
-		return; /* a failed retain says nothing */
 	if (!ok && joined) {
 		/* cudart may retry a failed driver call (seen on the H200 under contention for a
 		 * pool): the failure is the application's only if the runtime call fails, at its
@@ -716,18 +662,7 @@ on_driver_exit(CUpti_CallbackId cbid, enum gmt_api api, bool ptsz, const CUpti_C
 		}
 		return;
 	}
-	if (!ok && op == GMT_OP_ALLOC)
-		add_meminfo(&ev);
-	if (op == GMT_OP_ALLOC)
-		ev.stack = callback_stack();
-	if (op == GMT_OP_FREE && seen_enter) {
-		ev.seq = drv.seq;
-		ev.ts_ns = drv.ts;
-		ev.tid = gmt_tid();
-	} else {
-		gmt_stamp(&ev);
-	}
-	gmt_emit(&ev);
+	emit_call_event(&ev, seen_enter ? drv.seq : 0, drv.ts);
 	if (joined)
 		rt.joined = 1;
 	if (ok && (api == GMT_API_cuMemAllocAsync || api == GMT_API_cuMemAllocFromPoolAsync))
@@ -743,8 +678,10 @@ on_driver(CUpti_CallbackId cbid, const CUpti_CallbackData *cb)
 	enum gmt_api api = (enum gmt_api)hook.api;
 	bool ptsz = hook.ptsz;
 
-	if (api == GMT_API_NONE) {
-		on_pool_choice(cbid, cb);
+	if (api == GMT_API_NONE) { /* a pool choice: its family acts at EXIT */
+		struct gmt_event none = {0};
+		if (cb->callbackSite == CUPTI_API_EXIT)
+			call_params(CUPTI_CB_DOMAIN_DRIVER_API, cbid, cb->functionParams, true, &none);
 		return;
 	}
 	if (cb->callbackSite == CUPTI_API_ENTER)
@@ -754,90 +691,6 @@ on_driver(CUpti_CallbackId cbid, const CUpti_CallbackData *cb)
 }
 
 // --- runtime callbacks ----------------------------------------------------------------------------
-
-/* cudart reached the memory without a driver callback we saw: record from the runtime's own
- * parameters. Only the families whose parameters say everything. */
-static bool
-runtime_event(CUpti_CallbackId cbid, const void *params, bool ok, struct gmt_event *ev)
-{
-	switch (cbid) {
-	case RT(cudaMalloc_v3020): {
-		const cudaMalloc_v3020_params *p = params;
-		ev->ptr = out_ptr(ok, *p->devPtr);
-		ev->size = p->size;
-		return true;
-	}
-	case RT(cudaMallocManaged_v6000): {
-		const cudaMallocManaged_v6000_params *p = params;
-		ev->ptr = out_ptr(ok, *p->devPtr);
-		ev->size = p->size;
-		ev->cuda_flags = p->flags;
-		ev->flags |= GMT_EV_HAS_FLAGS;
-		return true;
-	}
-	case RT(cudaMallocHost_v3020): {
-		const cudaMallocHost_v3020_params *p = params;
-		ev->ptr = out_ptr(ok, *p->ptr);
-		ev->size = p->size;
-		return true;
-	}
-	case RT(cudaHostAlloc_v3020): {
-		const cudaHostAlloc_v3020_params *p = params;
-		ev->ptr = out_ptr(ok, *p->pHost);
-		ev->size = p->size;
-		ev->cuda_flags = p->flags;
-		ev->flags |= GMT_EV_HAS_FLAGS;
-		return true;
-	}
-	case RT(cudaMallocAsync_v11020):
-	case RT(cudaMallocAsync_ptsz_v11020): {
-		const cudaMallocAsync_v11020_params *p = params;
-		ev->ptr = out_ptr(ok, *p->devPtr);
-		ev->size = p->size;
-		ev->stream = (uint64_t)(uintptr_t)p->hStream;
-		return true;
-	}
-	case RT(cudaMallocFromPoolAsync_v11020):
-	case RT(cudaMallocFromPoolAsync_ptsz_v11020): {
-		const cudaMallocFromPoolAsync_v11020_params *p = params;
-		ev->ptr = out_ptr(ok, *p->ptr);
-		ev->size = p->size;
-		ev->stream = (uint64_t)(uintptr_t)p->stream;
-		ev->pool = (uint64_t)(uintptr_t)p->memPool;
-		ev->flags |= GMT_EV_HAS_POOL;
-		return true;
-	}
-	case RT(cudaFree_v3020):
-		ev->ptr = (uint64_t)(uintptr_t)((const cudaFree_v3020_params *)params)->devPtr;
-		return ev->ptr != 0;
-	case RT(cudaFreeHost_v3020):
-		ev->ptr = (uint64_t)(uintptr_t)((const cudaFreeHost_v3020_params *)params)->ptr;
-		return ev->ptr != 0;
-	case RT(cudaFreeAsync_v11020):
-	case RT(cudaFreeAsync_ptsz_v11020): {
-		const cudaFreeAsync_v11020_params *p = params;
-		ev->ptr = (uint64_t)(uintptr_t)p->devPtr;
-		ev->stream = (uint64_t)(uintptr_t)p->hStream;
-		return ev->ptr != 0;
-	}
-	default:
-		return false;
-	}
-}
-
-/* The runtime's frees of NULL: no seq either (see driver_frees_null()). */
-static bool
-runtime_frees_null(CUpti_CallbackId cbid, const void *params)
-{
-	switch (cbid) {
-	case RT(cudaFree_v3020): return !((const cudaFree_v3020_params *)params)->devPtr;
-	case RT(cudaFreeHost_v3020): return !((const cudaFreeHost_v3020_params *)params)->ptr;
-	case RT(cudaFreeAsync_v11020):
-	case RT(cudaFreeAsync_ptsz_v11020):
-		return !((const cudaFreeAsync_v11020_params *)params)->devPtr;
-	default: return false;
-	}
-}
 
 static void
 on_runtime(CUpti_CallbackId cbid, const CUpti_CallbackData *cb)
@@ -855,7 +708,8 @@ on_runtime(CUpti_CallbackId cbid, const CUpti_CallbackData *cb)
 		rt.ptsz = ptsz;
 		rt.failed_driver = GMT_API_NONE;
 		rt.seq = rt.ts = 0;
-		if (gmt_api_op(api) == GMT_OP_FREE && !runtime_frees_null(cbid, cb->functionParams))
+		if (gmt_api_op(api) == GMT_OP_FREE &&
+		    !frees_nothing(CUPTI_CB_DOMAIN_RUNTIME_API, cbid, cb->functionParams))
 			stamp_order(&rt.seq, &rt.ts);
 		return;
 	}
@@ -873,21 +727,13 @@ on_runtime(CUpti_CallbackId cbid, const CUpti_CallbackData *cb)
 		.device = context_device(cb->context, cb->contextUid),
 		.flags = ptsz ? GMT_EV_PTSZ : 0,
 	};
+	/* cudart reached the memory without a driver callback we saw: record from the runtime's own
+	 * parameters, where its family has them */
 	if (!rt.joined && (op == GMT_OP_ALLOC || op == GMT_OP_FREE) &&
-	    runtime_event(cbid, cb->functionParams, rc == cudaSuccess, &ev)) {
+	    call_params(CUPTI_CB_DOMAIN_RUNTIME_API, cbid, cb->functionParams, rc == cudaSuccess,
+			&ev) == GMT_PARAMS_EVENT) {
 		ev.driver = rt.failed_driver;
-		if (op == GMT_OP_ALLOC && rc != cudaSuccess)
-			add_meminfo(&ev);
-		if (op == GMT_OP_ALLOC)
-			ev.stack = callback_stack();
-		if (op == GMT_OP_FREE && rt.seq) {
-			ev.seq = rt.seq;
-			ev.ts_ns = rt.ts;
-			ev.tid = gmt_tid();
-		} else {
-			gmt_stamp(&ev);
-		}
-		gmt_emit(&ev);
+		emit_call_event(&ev, rt.seq, rt.ts);
 	}
 	rt.api = GMT_API_NONE;
 }
@@ -909,8 +755,9 @@ name_resource_event(struct gmt_event *ev, enum gmt_api fallback)
 }
 
 static void
-on_context_destroy(CUcontext ctx)
+resource_context_destroy(const CUpti_ResourceData *rd)
 {
+	CUcontext ctx = rd->context;
 	uint32_t uid = 0;
 	struct gmt_event ev = {.op = GMT_OP_RESET};
 
@@ -927,8 +774,9 @@ on_context_destroy(CUcontext ctx)
 }
 
 static void
-on_context_created(CUcontext ctx)
+resource_context_created(const CUpti_ResourceData *rd)
 {
+	CUcontext ctx = rd->context;
 	uint32_t dev;
 	char busid[GMT_BUSID_MAX];
 	__typeof__(&cuDeviceGetPCIBusId) get = QUERY(cuDeviceGetPCIBusId);
@@ -942,7 +790,7 @@ on_context_created(CUcontext ctx)
 /* A graph memory node: made explicitly (cudaGraphAddMemAllocNode) or by a cudaMallocAsync /
  * cudaFreeAsync captured from a stream. Recorded here, once, as kind "graph". */
 static void
-on_graph_node(const CUpti_ResourceData *rd)
+resource_graph_node(const CUpti_ResourceData *rd)
 {
 	const CUpti_GraphData *g = rd->resourceDescriptor;
 	CUgraphNodeType type;
@@ -997,21 +845,14 @@ on_graph_node(const CUpti_ResourceData *rd)
 	gmt_emit(&ev);
 }
 
+/* The resource callbacks of the hook table, each to its handler. */
 static void
 on_resource(CUpti_CallbackId cbid, const CUpti_ResourceData *rd)
 {
 	switch (cbid) {
-	case CUPTI_CBID_RESOURCE_CONTEXT_CREATED:
-		on_context_created(rd->context);
-		break;
-	case CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING:
-		on_context_destroy(rd->context);
-		break;
-	case CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED:
-		on_graph_node(rd);
-		break;
-	default:
-		break;
+#define GMT_HOOK_RES(id, api, ptsz, family, args) \
+	case RES(id): resource_##family(rd); break;
+#include "capture/hooks.def"
 	}
 }
 
@@ -1064,23 +905,15 @@ subscribe(char *holder, size_t holder_len)
 static size_t
 enable_all(void)
 {
-	static const struct {
-		CUpti_CallbackDomain domain;
-		const CUpti_CallbackId *ids;
-		size_t n;
-	} sets[] = {
-		{CUPTI_CB_DOMAIN_DRIVER_API, driver_cbids, sizeof(driver_cbids) / sizeof(driver_cbids[0])},
-		{CUPTI_CB_DOMAIN_RUNTIME_API, runtime_cbids, sizeof(runtime_cbids) / sizeof(runtime_cbids[0])},
-		{CUPTI_CB_DOMAIN_RESOURCE, resource_cbids, sizeof(resource_cbids) / sizeof(resource_cbids[0])},
-	};
 	size_t enabled = 0;
 	bool runtime = gmt_tracer_options()->cupti_runtime;
 
-	for (size_t s = 0; s < sizeof(sets) / sizeof(sets[0]); s++) {
-		if (sets[s].domain == CUPTI_CB_DOMAIN_RUNTIME_API && !runtime)
+	for (size_t s = 0; s < GMT_CBID_SETS; s++) {
+		const struct gmt_cbid_set *set = &gmt_cbid_sets[s];
+		if (set->domain == CUPTI_CB_DOMAIN_RUNTIME_API && !runtime)
 			continue;
-		for (size_t i = 0; i < sets[s].n; i++)
-			if (cupti.EnableCallback(1, subscriber, sets[s].domain, sets[s].ids[i]) == CUPTI_SUCCESS)
+		for (size_t i = 0; i < set->n; i++)
+			if (cupti.EnableCallback(1, subscriber, set->domain, set->ids[i]) == CUPTI_SUCCESS)
 				enabled++;
 	}
 	return enabled;

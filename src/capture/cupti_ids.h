@@ -9,6 +9,8 @@
 #ifndef GMT_CAPTURE_CUPTI_IDS_H
 #define GMT_CAPTURE_CUPTI_IDS_H
 
+#include <stddef.h>
+
 #include <cupti.h>
 
 #ifndef RT
@@ -35,5 +37,20 @@ static const CUpti_CallbackId resource_cbids[] = {
 #define GMT_HOOK_RES(id, api, ptsz, family, args) RES(id),
 #include "capture/hooks.def"
 };
+
+/* The three sets with their domains, in the order they are enabled. */
+struct gmt_cbid_set {
+	CUpti_CallbackDomain domain;
+	const CUpti_CallbackId *ids;
+	size_t n;
+};
+
+#define GMT_CBID_COUNT(a) (sizeof(a) / sizeof((a)[0]))
+static const struct gmt_cbid_set gmt_cbid_sets[] = {
+	{CUPTI_CB_DOMAIN_DRIVER_API, driver_cbids, GMT_CBID_COUNT(driver_cbids)},
+	{CUPTI_CB_DOMAIN_RUNTIME_API, runtime_cbids, GMT_CBID_COUNT(runtime_cbids)},
+	{CUPTI_CB_DOMAIN_RESOURCE, resource_cbids, GMT_CBID_COUNT(resource_cbids)},
+};
+#define GMT_CBID_SETS GMT_CBID_COUNT(gmt_cbid_sets)
 
 #endif

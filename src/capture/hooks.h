@@ -11,9 +11,6 @@
 #include "capture/cupti_ids.h"
 #include "format/event.h"
 
-#define GMT_HOOK_PTSZ_0 false
-#define GMT_HOOK_PTSZ_ptsz true
-
 /** What a callback id records: api GMT_API_NONE for ids that make no event of their own. */
 struct gmt_hook {
 	uint16_t api; /* enum gmt_api */

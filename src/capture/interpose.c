@@ -1,9 +1,11 @@
 /*
  * @brief Interposition of the CUDA runtime's memory API (LD_PRELOAD path).
  *
- * Each wrapper here has the exact signature of its libcudart.so.13 function and is exported
- * with the symbol version `libcudart.so.13` (libgpumemtrace.sym), so it interposes only calls
- * bound to CUDA 13's runtime, never a cu12 library's. The real function is found at first use:
+ * The wrappers are the WRAP rows of the hook table (hooks.def), written out at the end of this
+ * file: each has the exact signature of its libcudart.so.13 function (the runtime's declaration
+ * must agree with its family's prototype) and is exported with the symbol version
+ * `libcudart.so.13` (the generated version script), so it interposes only calls bound to CUDA
+ * 13's runtime, never a cu12 library's. The real function is found at first use:
  * dlvsym(RTLD_NEXT) when the runtime is in the global scope, else through the already-loaded
  * libcudart.so.13 (dlopen RTLD_NOLOAD), which also finds a runtime loaded RTLD_LOCAL.
  *
@@ -20,37 +22,30 @@
 
 #include "capture/capture.h"
 #include "capture/cupti.h"
+#include "capture/params.h"
 #include "capture/stacks.h"
 #include "util/devices.h"
 #include "util/log.h"
 
-/* The per-thread-default-stream entry points; cuda_runtime_api.h only declares them when the
- * application is compiled with --default-stream per-thread. */
-cudaError_t cudaMallocAsync_ptsz(void **devPtr, size_t size, cudaStream_t hStream);
-cudaError_t cudaFreeAsync_ptsz(void *devPtr, cudaStream_t hStream);
-cudaError_t cudaMallocFromPoolAsync_ptsz(void **ptr, size_t size, cudaMemPool_t memPool,
-					 cudaStream_t stream);
-
 #define CUDART_VERSION_NAME "libcudart.so.13"
 
-/* Every real function we forward to or query. */
-#define REAL_FUNCTIONS(X) \
-	X(cudaMalloc) X(cudaMallocPitch) X(cudaMallocManaged) X(cudaMallocHost) X(cudaHostAlloc) \
-	X(cudaMallocAsync) X(cudaMallocAsync_ptsz) X(cudaMallocFromPoolAsync) \
-	X(cudaMallocFromPoolAsync_ptsz) X(cudaFree) X(cudaFreeHost) X(cudaFreeAsync) \
-	X(cudaFreeAsync_ptsz) X(cudaDeviceReset) X(cudaGetDevice) X(cudaMemGetInfo) \
-	X(cudaDeviceGetPCIBusId)
+/* Every real function we forward to (the hook table's WRAP rows) or query. */
+#define REAL_QUERIES(X) X(cudaGetDevice) X(cudaMemGetInfo) X(cudaDeviceGetPCIBusId)
 
 enum real_fn {
+#define GMT_HOOK_WRAP(id, api, ptsz, family, args) REAL_##id,
+#include "capture/hooks.def"
 #define X(name) REAL_##name,
-	REAL_FUNCTIONS(X)
+	REAL_QUERIES(X)
 #undef X
 	REAL_COUNT
 };
 
 static const char *const real_names[REAL_COUNT] = {
+#define GMT_HOOK_WRAP(id, api, ptsz, family, args) [REAL_##id] = #id,
+#include "capture/hooks.def"
 #define X(name) [REAL_##name] = #name,
-	REAL_FUNCTIONS(X)
+	REAL_QUERIES(X)
 #undef X
 };
 
@@ -139,23 +134,6 @@ current_device(void)
 	return dev;
 }
 
-/* An allocation event as the wrapper knows it after the real call; alloc_end() completes it. */
-static struct gmt_event
-alloc_event(enum gmt_api api, cudaError_t rc, void *const *ptrp, size_t size, cudaStream_t stream,
-	    uint32_t flags)
-{
-	return (struct gmt_event){
-		.op = GMT_OP_ALLOC,
-		.api = (uint16_t)api,
-		.kind = (uint8_t)gmt_api_kind(api),
-		.ptr = rc == cudaSuccess && ptrp ? (uint64_t)(uintptr_t)*ptrp : 0,
-		.size = size,
-		.stream = (uint64_t)(uintptr_t)stream,
-		.result = (int32_t)rc,
-		.flags = flags,
-	};
-}
-
 /* The second half of every allocation: device, OOM facts, sequence number (after the real call
  * succeeded), then into the ring. */
 static void
@@ -181,18 +159,10 @@ alloc_end(struct gmt_event *ev)
 	errno = saved_errno;
 }
 
-/* The first half of a free: the sequence number is taken before the real call. */
+/* The first half of a free or reset: the sequence number is taken before the real call. */
 static void
-free_begin(struct gmt_event *ev, enum gmt_api api, const void *ptr, cudaStream_t stream, uint32_t flags)
+free_begin(struct gmt_event *ev)
 {
-	*ev = (struct gmt_event){
-		.op = gmt_api_op(api),
-		.api = (uint16_t)api,
-		.kind = (uint8_t)gmt_api_kind(api),
-		.ptr = (uint64_t)(uintptr_t)ptr,
-		.stream = (uint64_t)(uintptr_t)stream,
-		.flags = flags,
-	};
 	ev->device = current_device();
 	gmt_stamp(ev);
 }
@@ -206,192 +176,82 @@ free_end(struct gmt_event *ev, cudaError_t rc)
 	errno = saved_errno;
 }
 
-// --- allocations --------------------------------------------------------------------------------
+// --- the wrappers ------------------------------------------------------------------------------
 
-/* The body every allocation wrapper shares: call, then record. */
-/* cflags: the call's own flags argument, recorded when flags has GMT_EV_HAS_FLAGS */
-#define ALLOC_WRAPPER(api, name, ptrp, size, stream, flags, cflags, ...) \
-	if (cupti_records()) \
-		return CALL_REAL(name, __VA_ARGS__); \
-	if (!gmt_hook_enter()) { \
-		gmt_hook_leave(); \
-		return CALL_REAL(name, __VA_ARGS__); \
-	} \
-	cudaError_t rc = CALL_REAL(name, __VA_ARGS__); \
-	struct gmt_event ev = alloc_event(api, rc, (void *const *)(ptrp), size, stream, flags); \
-	ev.cuda_flags = (cflags); \
+/*
+ * The wrappers of the hook table's WRAP rows, by family: the op they record (an allocation
+ * records after the real call, a free or reset before it), their parameters (the runtime's
+ * declaration must agree), the arguments forwarded and the family's arguments.
+ */
+#define WRAP_addr ALLOC, (void **ptr, size_t size), (ptr, size), (OUT(ptr), size)
+#define WRAP_addr_flags \
+	ALLOC, (void **ptr, size_t size, unsigned int flags), (ptr, size, flags), \
+		(OUT(ptr), size, flags)
+#define WRAP_stream \
+	ALLOC, (void **ptr, size_t size, cudaStream_t stream), (ptr, size, stream), \
+		(OUT(ptr), size, stream)
+#define WRAP_pool_stream \
+	ALLOC, (void **ptr, size_t size, cudaMemPool_t pool, cudaStream_t stream), \
+		(ptr, size, pool, stream), (OUT(ptr), size, pool, stream)
+#define WRAP_pitch \
+	ALLOC, (void **ptr, size_t *pitch, size_t width, size_t height), \
+		(ptr, pitch, width, height), (OUT(ptr), pitch, width, height)
+#define WRAP_free FREE, (void *ptr), (ptr), (PTR(ptr))
+#define WRAP_free_stream FREE, (void *ptr, cudaStream_t stream), (ptr, stream), (PTR(ptr), stream)
+#define WRAP_reset RESET, (void), (), ()
+
+/* An allocation: call, then record: device, stack, OOM facts, the seq after it succeeded. */
+#define WRAP_BODY_ALLOC(sym, ev, family, call, args) \
+	cudaError_t rc = CALL_REAL(sym, GMT_UNPACK call); \
+	bool ok = rc == cudaSuccess; \
+	ev.result = (int32_t)rc; \
+	GMT_FAMILY_CALL(family, &ev, ok, args); \
 	alloc_end(&ev); \
 	gmt_hook_leave(); \
 	return rc
 
-GMT_EXPORT cudaError_t
-cudaMalloc(void **devPtr, size_t size)
-{
-	ALLOC_WRAPPER(GMT_API_cudaMalloc, cudaMalloc, devPtr, size, NULL, 0, 0, devPtr, size);
-}
-
-GMT_EXPORT cudaError_t
-cudaMallocManaged(void **devPtr, size_t size, unsigned int flags)
-{
-	ALLOC_WRAPPER(GMT_API_cudaMallocManaged, cudaMallocManaged, devPtr, size, NULL, GMT_EV_HAS_FLAGS,
-		      flags, devPtr, size, flags);
-}
-
-GMT_EXPORT cudaError_t
-cudaMallocHost(void **ptr, size_t size)
-{
-	ALLOC_WRAPPER(GMT_API_cudaMallocHost, cudaMallocHost, ptr, size, NULL, 0, 0, ptr, size);
-}
-
-GMT_EXPORT cudaError_t
-cudaMallocAsync(void **devPtr, size_t size, cudaStream_t hStream)
-{
-	ALLOC_WRAPPER(GMT_API_cudaMallocAsync, cudaMallocAsync, devPtr, size, hStream, 0, 0, devPtr,
-		      size, hStream);
-}
-
-GMT_EXPORT cudaError_t
-cudaMallocAsync_ptsz(void **devPtr, size_t size, cudaStream_t hStream)
-{
-	ALLOC_WRAPPER(GMT_API_cudaMallocAsync, cudaMallocAsync_ptsz, devPtr, size, hStream, GMT_EV_PTSZ,
-		      0, devPtr, size, hStream);
-}
-
-/* Wrappers whose events carry an extra argument (flags, pool, pitch) spell the call out. */
-
-GMT_EXPORT cudaError_t
-cudaHostAlloc(void **pHost, size_t size, unsigned int flags)
-{
-	if (cupti_records())
-		return CALL_REAL(cudaHostAlloc, pHost, size, flags);
-	if (!gmt_hook_enter()) {
-		gmt_hook_leave();
-		return CALL_REAL(cudaHostAlloc, pHost, size, flags);
-	}
-	cudaError_t rc = CALL_REAL(cudaHostAlloc, pHost, size, flags);
-	struct gmt_event ev = alloc_event(GMT_API_cudaHostAlloc, rc, pHost, size, NULL, GMT_EV_HAS_FLAGS);
-	ev.cuda_flags = flags;
-	alloc_end(&ev);
-	gmt_hook_leave();
-	return rc;
-}
-
-static void
-malloc_from_pool(cudaError_t rc, void **ptr, size_t size, cudaMemPool_t pool, cudaStream_t stream,
-		 uint32_t flags)
-{
-	struct gmt_event ev =
-		alloc_event(GMT_API_cudaMallocFromPoolAsync, rc, ptr, size, stream, flags);
-	ev.pool = (uint64_t)(uintptr_t)pool;
-	ev.flags |= GMT_EV_HAS_POOL;
-	alloc_end(&ev);
-}
-
-GMT_EXPORT cudaError_t
-cudaMallocFromPoolAsync(void **ptr, size_t size, cudaMemPool_t memPool, cudaStream_t stream)
-{
-	if (cupti_records())
-		return CALL_REAL(cudaMallocFromPoolAsync, ptr, size, memPool, stream);
-	if (!gmt_hook_enter()) {
-		gmt_hook_leave();
-		return CALL_REAL(cudaMallocFromPoolAsync, ptr, size, memPool, stream);
-	}
-	cudaError_t rc = CALL_REAL(cudaMallocFromPoolAsync, ptr, size, memPool, stream);
-	malloc_from_pool(rc, ptr, size, memPool, stream, 0);
-	gmt_hook_leave();
-	return rc;
-}
-
-GMT_EXPORT cudaError_t
-cudaMallocFromPoolAsync_ptsz(void **ptr, size_t size, cudaMemPool_t memPool, cudaStream_t stream)
-{
-	if (cupti_records())
-		return CALL_REAL(cudaMallocFromPoolAsync_ptsz, ptr, size, memPool, stream);
-	if (!gmt_hook_enter()) {
-		gmt_hook_leave();
-		return CALL_REAL(cudaMallocFromPoolAsync_ptsz, ptr, size, memPool, stream);
-	}
-	cudaError_t rc = CALL_REAL(cudaMallocFromPoolAsync_ptsz, ptr, size, memPool, stream);
-	malloc_from_pool(rc, ptr, size, memPool, stream, GMT_EV_PTSZ);
-	gmt_hook_leave();
-	return rc;
-}
-
-GMT_EXPORT cudaError_t
-cudaMallocPitch(void **devPtr, size_t *pitch, size_t width, size_t height)
-{
-	if (cupti_records())
-		return CALL_REAL(cudaMallocPitch, devPtr, pitch, width, height);
-	if (!gmt_hook_enter()) {
-		gmt_hook_leave();
-		return CALL_REAL(cudaMallocPitch, devPtr, pitch, width, height);
-	}
-	cudaError_t rc = CALL_REAL(cudaMallocPitch, devPtr, pitch, width, height);
-	/* granted = pitch * height on success; on failure only the request is known */
-	size_t granted = rc == cudaSuccess && pitch ? *pitch * height : width * height;
-	struct gmt_event ev = alloc_event(GMT_API_cudaMallocPitch, rc, devPtr, granted, NULL, 0);
-	ev.requested = width * height;
-	alloc_end(&ev);
-	gmt_hook_leave();
-	return rc;
-}
-
-// --- frees --------------------------------------------------------------------------------------
-
-/* cudaFree(NULL) frees nothing (CUDA code calls it to create a context): not an event. */
-#define FREE_WRAPPER(api, name, ptr, stream, flags, ...) \
-	if (cupti_records()) \
-		return CALL_REAL(name, __VA_ARGS__); \
-	if (!gmt_hook_enter() || (ptr) == NULL) { \
+/* A free: the seq before the real call; a free of nothing (NULL) is not an event. */
+#define WRAP_BODY_FREE(sym, ev, family, call, args) \
+	if (GMT_FAMILY_CALL(family, &ev, true, args) == GMT_PARAMS_NOTHING) { \
 		gmt_hook_leave(); \
-		return CALL_REAL(name, __VA_ARGS__); \
+		return CALL_REAL(sym, GMT_UNPACK call); \
 	} \
-	struct gmt_event ev; \
-	free_begin(&ev, api, ptr, stream, flags); \
-	cudaError_t rc = CALL_REAL(name, __VA_ARGS__); \
+	free_begin(&ev); \
+	cudaError_t rc = CALL_REAL(sym, GMT_UNPACK call); \
 	free_end(&ev, rc); \
 	gmt_hook_leave(); \
 	return rc
 
-GMT_EXPORT cudaError_t
-cudaFree(void *devPtr)
-{
-	FREE_WRAPPER(GMT_API_cudaFree, cudaFree, devPtr, NULL, 0, devPtr);
-}
+/* A reset: as a free, with the stack of the call. */
+#define WRAP_BODY_RESET(sym, ev, family, call, args) \
+	free_begin(&ev); \
+	ev.stack = gmt_stack_capture(NULL); \
+	cudaError_t rc = CALL_REAL(sym, GMT_UNPACK call); \
+	free_end(&ev, rc); \
+	gmt_hook_leave(); \
+	return rc
 
-GMT_EXPORT cudaError_t
-cudaFreeHost(void *ptr)
-{
-	FREE_WRAPPER(GMT_API_cudaFreeHost, cudaFreeHost, ptr, NULL, 0, ptr);
-}
-
-GMT_EXPORT cudaError_t
-cudaFreeAsync(void *devPtr, cudaStream_t hStream)
-{
-	FREE_WRAPPER(GMT_API_cudaFreeAsync, cudaFreeAsync, devPtr, hStream, 0, devPtr, hStream);
-}
-
-GMT_EXPORT cudaError_t
-cudaFreeAsync_ptsz(void *devPtr, cudaStream_t hStream)
-{
-	FREE_WRAPPER(GMT_API_cudaFreeAsync, cudaFreeAsync_ptsz, devPtr, hStream, GMT_EV_PTSZ, devPtr,
-		     hStream);
-}
-
-GMT_EXPORT cudaError_t
-cudaDeviceReset(void)
-{
-	if (cupti_records())
-		return CALL_REAL(cudaDeviceReset);
-	if (!gmt_hook_enter()) {
-		gmt_hook_leave();
-		return CALL_REAL(cudaDeviceReset);
+/* CUPTI records when it can; nested calls (depth) and tracing off pass through. */
+#define WRAPPER(sym, a, ptsz, family, o, params, call, args) \
+	_Static_assert((int)GMT_OP_##o == (int)GMT_OP_OF_##a, #sym ": its family records another op"); \
+	GMT_FAMILY_FITS(sym, a, family) \
+	cudaError_t sym params; \
+	GMT_EXPORT cudaError_t sym params \
+	{ \
+		if (cupti_records()) \
+			return CALL_REAL(sym, GMT_UNPACK call); \
+		if (!gmt_hook_enter()) { \
+			gmt_hook_leave(); \
+			return CALL_REAL(sym, GMT_UNPACK call); \
+		} \
+		struct gmt_event ev = { \
+			.op = GMT_OP_##o, \
+			.api = GMT_API_##a, \
+			.kind = (uint8_t)gmt_api_kind(GMT_API_##a), \
+			.flags = GMT_HOOK_PTSZ_##ptsz ? GMT_EV_PTSZ : 0, \
+		}; \
+		WRAP_BODY_##o(sym, ev, family, call, args); \
 	}
-	struct gmt_event ev;
-	free_begin(&ev, GMT_API_cudaDeviceReset, NULL, NULL, 0);
-	ev.stack = gmt_stack_capture(NULL);
-	cudaError_t rc = CALL_REAL(cudaDeviceReset);
-	free_end(&ev, rc);
-	gmt_hook_leave();
-	return rc;
-}
+#define WRAPPER_EXPAND(...) WRAPPER(__VA_ARGS__)
+#define GMT_HOOK_WRAP(id, api, ptsz, family, args) WRAPPER_EXPAND(id, api, ptsz, family, WRAP_##family)
+#include "capture/hooks.def"

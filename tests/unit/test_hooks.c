@@ -59,29 +59,22 @@ count_id(const CUpti_CallbackId *ids, size_t n, unsigned cbid)
 static void
 enabled_ids(void)
 {
-	static const struct {
-		enum domain domain;
-		const CUpti_CallbackId *ids;
-		size_t n;
-	} sets[] = {
-		{D_RT, runtime_cbids, sizeof(runtime_cbids) / sizeof(runtime_cbids[0])},
-		{D_DRV, driver_cbids, sizeof(driver_cbids) / sizeof(driver_cbids[0])},
-		{D_RES, resource_cbids, sizeof(resource_cbids) / sizeof(resource_cbids[0])},
-	};
-
-	for (size_t s = 0; s < sizeof(sets) / sizeof(sets[0]); s++) {
+	for (size_t s = 0; s < GMT_CBID_SETS; s++) {
+		const struct gmt_cbid_set *set = &gmt_cbid_sets[s];
+		enum domain d = set->domain == CUPTI_CB_DOMAIN_DRIVER_API    ? D_DRV
+				: set->domain == CUPTI_CB_DOMAIN_RUNTIME_API ? D_RT
+									     : D_RES;
 		size_t in_table = 0;
 		for (size_t r = 0; r < NROWS; r++) {
-			if (rows[r].domain != sets[s].domain)
+			if (rows[r].domain != d)
 				continue;
 			in_table++;
-			size_t k = count_id(sets[s].ids, sets[s].n, rows[r].cbid);
+			size_t k = count_id(set->ids, set->n, rows[r].cbid);
 			if (k != 1)
-				FAIL("%s %s is enabled %zu times", domain_names[rows[r].domain], rows[r].id, k);
+				FAIL("%s %s is enabled %zu times", domain_names[d], rows[r].id, k);
 		}
-		if (in_table != sets[s].n)
-			FAIL("%s: %zu ids enabled, %zu rows in the table", domain_names[sets[s].domain],
-			     sets[s].n, in_table);
+		if (in_table != set->n)
+			FAIL("%s: %zu ids enabled, %zu rows in the table", domain_names[d], set->n, in_table);
 	}
 }
 
