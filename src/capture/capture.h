@@ -1,10 +1,11 @@
 /*
- * @brief The capture side's core: tracer state, the per-thread re-entry guard, and emitting an
- * event into the ring. Runs on application threads, inside their CUDA calls.
+ * @brief The capture side's core (core.c): tracer state, the per-thread re-entry guard, the
+ * stamp, the options, and emitting an event into the ring. Runs on application threads, inside
+ * their CUDA calls. It depends on the ring and util only.
  *
  * Rules for everything here: no malloc, no stdio, no locks the writer can hold, no CUDA calls
  * beyond trivial queries, never change what the application's call returns. The one exception is
- * the process's first event, which maps the ring and starts the writer thread (tracer_start()).
+ * the process's first event, which maps the ring and starts the writer thread (gmt_tracer_start()).
  */
 #ifndef GMT_CAPTURE_CAPTURE_H
 #define GMT_CAPTURE_CAPTURE_H
@@ -56,24 +57,30 @@ void gmt_stamp(struct gmt_event *ev);
 /** This thread's id (cached). */
 int32_t gmt_tid(void);
 
+/** CLOCK_MONOTONIC in ns, the clock of every event. */
+uint64_t gmt_mono_ns(void);
+
 struct gmt_options;
 /** The tracer's options (read once, at load or first use). */
 const struct gmt_options *gmt_tracer_options(void);
 
-/** dlclose() without our interposition (capture/dlclose.c), for the tracer's own handles. */
-int gmt_real_dlclose(void *handle);
-
 /** Hand a stamped event to the writer. Never blocks: a full ring counts a drop (false). */
 bool gmt_emit(struct gmt_event *ev);
 
-/* The public API's work (include/gpumemtrace.h): the exported gmt_mark() etc. call these, or
- * forward to another copy of the tracer that traces the process (instance.h). */
-void gmt_api_mark(const char *label);
-void gmt_api_range_push(const char *label);
-void gmt_api_range_pop(void);
-struct gmt_torch_entry;
-int gmt_api_torch_record(const struct gmt_torch_entry *entry);
-void gmt_api_torch_layer(const char *version, const char *backend, const char *alloc_conf,
-			 const char *status, const char *detail);
+/* For the lifecycle (lifecycle.c), which starts and stops what the core feeds. */
+struct gmt_ring;
+/** The ring gmt_emit() pushes into (initialised by the lifecycle before RUNNING). */
+struct gmt_ring *gmt_core_ring(void);
+/** Events that could not be pushed (full ring, not running). */
+_Atomic uint64_t *gmt_core_dropped(void);
+/** In a fork child: the cached tid is the parent's thread's. */
+void gmt_core_after_fork(void);
+
+/**
+ * Start the tracer for the process's first event: provided by the lifecycle (lifecycle.c), the
+ * one part that knows the writer; the core calls it once, with gmt_state STARTING, and it
+ * leaves gmt_state RUNNING or DISABLED.
+ */
+void gmt_tracer_start(void);
 
 #endif

@@ -32,9 +32,9 @@
 #include <time.h>
 
 #include "capture/capture.h"
-#include "capture/hooks.h"
+#include "capture/dlclose.h"
+#include "capture/hook_lookup.h"
 #include "capture/params.h"
-#include "capture/instance.h"
 #include "capture/stacks.h"
 #include "util/devices.h"
 #include "util/log.h"
@@ -1029,16 +1029,4 @@ gmt_cupti_inject(void)
 		return 1;
 	gmt_cupti_start();
 	return 1;
-}
-
-/* The driver may load another copy of the tracer than the one tracing the process (a second
- * build named by CUDA_INJECTION64_PATH): that copy defers (instance.h) and hands the call on. */
-GMT_EXPORT int
-InitializeInjection(void)
-{
-	const struct gmt_instance *f = gmt_instance_forward();
-
-	if (f)
-		return f->initialize_injection ? f->initialize_injection() : 1;
-	return gmt_cupti_inject();
 }

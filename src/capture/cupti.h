@@ -40,10 +40,8 @@ gmt_cupti_records(void)
 	return ph == GMT_CUPTI_ACTIVE;
 }
 
-/** Called by the CUDA driver at cuInit when CUDA_INJECTION64_PATH names this library. */
-int InitializeInjection(void);
-
-/** InitializeInjection()'s work in this copy of the tracer (another copy forwards to it). */
+/** InitializeInjection()'s work in this copy of the tracer (api.c; another copy forwards to
+ * it): start CUPTI. Returns 1 whatever happens. */
 int gmt_cupti_inject(void);
 
 /** Why CUPTI is not used (for the trace header), or NULL when it is. */

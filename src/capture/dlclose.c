@@ -1,20 +1,14 @@
 /*
- * @brief dlclose() interposition (LD_PRELOAD): before a library can be unloaded, the writer writes
- * the stacks captured so far and a modules line that still lists the library, so that frames in
- * it stay resolvable offline (heaptrack and memray watch dlclose for the same reason).
- *
- * Exported as dlclose@@GLIBC_2.34 (libgpumemtrace.sym), the version programs built against glibc
- * 2.34 or later call; the real function is found with dlvsym. The wait is bounded (100 ms) and
- * only happens while the tracer runs with native stacks; it never happens inside a CUDA call.
+ * @brief The real dlclose() (dlclose.h). The library exports a dlclose of its own (lifecycle.c:
+ * the writer records the modules before a library goes), which our own handles must not take:
+ * glibc's is found with dlvsym, at the version programs built against glibc 2.34 or later call,
+ * else the older one.
  */
 #define _GNU_SOURCE
+#include "capture/dlclose.h"
+
 #include <dlfcn.h>
 #include <stdatomic.h>
-#include <time.h>
-
-#include "capture/capture.h"
-#include "capture/stacks.h"
-#include "writer/writer.h"
 
 typedef int (*dlclose_fn)(void *);
 
@@ -37,18 +31,4 @@ gmt_real_dlclose(void *handle)
 {
 	dlclose_fn f = real_dlclose();
 	return f ? f(handle) : -1;
-}
-
-GMT_EXPORT int
-dlclose(void *handle)
-{
-	if (gmt_depth == 0 && gmt_stacks_native() &&
-	    atomic_load_explicit(&gmt_state, memory_order_acquire) == GMT_STATE_RUNNING) {
-		uint64_t ticket = gmt_writer_request_modules();
-		for (int i = 0; i < 1000 && !gmt_writer_modules_done(ticket); i++) {
-			struct timespec ts = {0, 100000};
-			nanosleep(&ts, NULL);
-		}
-	}
-	return gmt_real_dlclose(handle);
 }

@@ -15,31 +15,12 @@
 #include <link.h>
 #include <string.h>
 
-#include "capture/capture.h"
-#include "capture/cupti.h"
+#include "capture/dlclose.h"
 #include "util/log.h"
-
-/* This copy's instance under a hidden name: a reference to an exported symbol from inside the
- * library may bind to another copy's (the first in the global scope), this one cannot. The
- * entry points are the internal ones for the same reason. */
-static struct gmt_instance self_instance = {
-	.magic = GMT_INSTANCE_MAGIC,
-	.size = sizeof(struct gmt_instance),
-	.mark = gmt_api_mark,
-	.range_push = gmt_api_range_push,
-	.range_pop = gmt_api_range_pop,
-	.initialize_injection = gmt_cupti_inject,
-	.torch_record = gmt_api_torch_record,
-	.torch_layer = gmt_api_torch_layer,
-};
-extern struct gmt_instance gmt_tracer_instance
-	__attribute__((alias("self_instance"), visibility("default")));
 
 /* The entry points of a legacy copy (no gmt_tracer_instance), from the global scope. */
 static struct gmt_instance legacy = {.magic = GMT_INSTANCE_MAGIC,
 				     .size = sizeof(struct gmt_instance)};
-
-static const struct gmt_instance *forward;
 
 static bool
 valid(const struct gmt_instance *g)
@@ -57,11 +38,11 @@ object_of(const void *addr)
 
 /* A copy that traces among the objects loaded so far, outside the global scope. */
 static const struct gmt_instance *
-find_loaded(void)
+find_loaded(const struct gmt_instance *self)
 {
 	struct link_map *lm = NULL;
 	void *main_h = dlopen(NULL, RTLD_LAZY | RTLD_NOLOAD);
-	const char *self = object_of(&self_instance);
+	const char *self_name = object_of(self);
 	const struct gmt_instance *found = NULL;
 
 	if (!main_h)
@@ -69,13 +50,13 @@ find_loaded(void)
 	if (dlinfo(main_h, RTLD_DI_LINKMAP, &lm) != 0)
 		lm = NULL;
 	for (; lm && !found; lm = lm->l_next) {
-		if (!lm->l_name || !lm->l_name[0] || strcmp(lm->l_name, self) == 0)
+		if (!lm->l_name || !lm->l_name[0] || strcmp(lm->l_name, self_name) == 0)
 			continue;
 		void *h = dlopen(lm->l_name, RTLD_LAZY | RTLD_NOLOAD);
 		if (!h)
 			continue;
 		const struct gmt_instance *g = dlsym(h, "gmt_tracer_instance");
-		if (valid(g) && g != &self_instance &&
+		if (valid(g) && g != self &&
 		    atomic_load_explicit(&g->owner, memory_order_acquire) == g)
 			found = g;
 		gmt_real_dlclose(h);
@@ -86,14 +67,14 @@ find_loaded(void)
 
 /* A copy of the tracer from before gmt_tracer_instance, first in the global scope. */
 static const struct gmt_instance *
-find_legacy(void)
+find_legacy(const struct gmt_instance *self)
 {
 	void *mark = dlsym(RTLD_DEFAULT, "gmt_mark");
 	void *init = dlsym(RTLD_DEFAULT, "InitializeInjection");
 	Dl_info a, b, me;
 
 	if (!mark || !init || !dladdr(mark, &a) || !dladdr(init, &b) ||
-	    !dladdr(&self_instance, &me) || a.dli_fbase != b.dli_fbase ||
+	    !dladdr(self, &me) || a.dli_fbase != b.dli_fbase ||
 	    a.dli_fbase == me.dli_fbase)
 		return NULL; /* not both from one other object: not another tracer */
 	legacy.mark = (void (*)(const char *))mark;
@@ -103,36 +84,29 @@ find_legacy(void)
 	return &legacy;
 }
 
-bool
-gmt_instance_defer(bool quiet)
+const struct gmt_instance *
+gmt_instance_other(struct gmt_instance *self, bool quiet)
 {
 	const struct gmt_instance *g = dlsym(RTLD_DEFAULT, "gmt_tracer_instance");
 	const void *other_addr;
 
-	if (valid(g) && g != &self_instance) {
+	if (valid(g) && g != self) {
 		other_addr = g; /* first in the global scope, constructed or not yet */
-	} else if ((g = find_legacy()) != NULL) {
+	} else if ((g = find_legacy(self)) != NULL) {
 		other_addr = (const void *)g->mark;
-	} else if ((g = find_loaded()) != NULL) {
+	} else if ((g = find_loaded(self)) != NULL) {
 		other_addr = g;
 	} else {
-		atomic_store_explicit(&self_instance.owner, &self_instance, memory_order_release);
-		return false;
+		atomic_store_explicit(&self->owner, self, memory_order_release);
+		return NULL;
 	}
-	forward = g;
-	atomic_store_explicit(&self_instance.owner, g, memory_order_release);
+	atomic_store_explicit(&self->owner, g, memory_order_release);
 	if (!quiet) {
-		char other[GMT_LOG_VALUE_MAX], self[GMT_LOG_VALUE_MAX];
+		char other[GMT_LOG_VALUE_MAX], me[GMT_LOG_VALUE_MAX];
 		gmt_warn("another copy of the tracer traces this process (%s); this one (%s) stays "
 			 "inactive",
 			 gmt_log_value(other, object_of(other_addr)),
-			 gmt_log_value(self, object_of(&self_instance)));
+			 gmt_log_value(me, object_of(self)));
 	}
-	return true;
-}
-
-const struct gmt_instance *
-gmt_instance_forward(void)
-{
-	return forward;
+	return g;
 }

@@ -2,8 +2,8 @@
  * @brief One tracer per process: a second copy of libgpumemtrace.so (another path, so another
  * object: `LD_PRELOAD=/other/libgpumemtrace.so gpumemtrace run ...`, or CUDA_INJECTION64_PATH
  * naming another build) finds the first one at its constructor, stays inert and forwards the
- * public API (markers, InitializeInjection) to it. Without this every event was recorded twice,
- * into two trace files.
+ * public API (markers, InitializeInjection) to it (api.c). Without this every event was
+ * recorded twice, into two trace files.
  */
 #ifndef GMT_CAPTURE_INSTANCE_H
 #define GMT_CAPTURE_INSTANCE_H
@@ -37,16 +37,13 @@ struct gmt_instance {
 };
 
 /**
- * At the constructor, before anything else: true when another copy of the tracer is (or will
- * be, being first in the global scope) the one tracing this process. This copy then stays
- * inert: one warning line (unless @p quiet), and gmt_instance_forward() says where the public
- * API goes. False: this copy traces. Runs in the constructor only (the loader's lock is held or
- * the process is single-threaded), so it may walk the list of loaded objects.
+ * At the constructor, before anything else: the copy of the tracer that is (or will be, being
+ * first in the global scope) the one tracing this process, when that is another copy than
+ * @p self; this copy then stays inert: one warning line (unless @p quiet) names both. NULL: this
+ * copy traces. Publishes the answer in self->owner for copies that come later. Runs in the
+ * constructor only (the loader's lock is held or the process is single-threaded), so it may
+ * walk the list of loaded objects.
  */
-bool gmt_instance_defer(bool quiet);
-
-/** Where this copy's public API goes: the tracing copy's entry points (for a copy too old to
- * export gmt_tracer_instance, its symbols), or NULL when this copy traces. */
-const struct gmt_instance *gmt_instance_forward(void);
+const struct gmt_instance *gmt_instance_other(struct gmt_instance *self, bool quiet);
 
 #endif

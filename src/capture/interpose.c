@@ -22,6 +22,7 @@
 
 #include "capture/capture.h"
 #include "capture/cupti.h"
+#include "capture/dlclose.h"
 #include "capture/params.h"
 #include "capture/stacks.h"
 #include "util/devices.h"

@@ -10,13 +10,17 @@
  *
  * gmt_torch_layer() is called from Python, outside any CUDA call: it may allocate. Its strings
  * travel to the writer with the event and are freed there.
+ *
+ * The exported names are in api.c, with the other public entry points: they come here, or go to
+ * the copy of the tracer that traces the process.
  */
 #define _GNU_SOURCE
 #include <stdlib.h>
 #include <string.h>
 
+#include "capture/torch.h"
+
 #include "capture/capture.h"
-#include "capture/instance.h"
 #include "capture/stacks.h"
 #include "torch_entry.h"
 
@@ -100,31 +104,4 @@ gmt_api_torch_layer(const char *version, const char *backend, const char *alloc_
 	if (!gmt_emit(&ev))
 		gmt_torch_layer_free(l); /* not in the ring: nobody else will free it */
 	gmt_hook_leave();
-}
-
-/* The exported names; a copy that defers to another tracer forwards (instance.h). */
-GMT_EXPORT int
-gmt_torch_record(const struct gmt_torch_entry *entry)
-{
-	const struct gmt_instance *f = gmt_instance_forward();
-
-	if (__builtin_expect(f != NULL, 0))
-		return f->size > offsetof(struct gmt_instance, torch_record) && f->torch_record
-			       ? f->torch_record(entry)
-			       : 0;
-	return gmt_api_torch_record(entry);
-}
-
-GMT_EXPORT void
-gmt_torch_layer(const char *version, const char *backend, const char *alloc_conf,
-		const char *status, const char *detail)
-{
-	const struct gmt_instance *f = gmt_instance_forward();
-
-	if (__builtin_expect(f != NULL, 0)) {
-		if (f->size > offsetof(struct gmt_instance, torch_layer) && f->torch_layer)
-			f->torch_layer(version, backend, alloc_conf, status, detail);
-		return;
-	}
-	gmt_api_torch_layer(version, backend, alloc_conf, status, detail);
 }

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "capture/hooks.h"
+#include "capture/hook_lookup.h"
 
 enum domain { D_RT, D_DRV, D_RES, D_WRAP };
 static const char *const domain_names[] = {"RT", "DRV", "RES", "WRAP"};

@@ -2,8 +2,8 @@
  * @brief The hook table (hooks.def) as lookups for the callbacks: CUPTI callback id -> the API
  * it records and whether it is a _ptsz entry. One bounded array load per callback.
  */
-#ifndef GMT_CAPTURE_HOOKS_H
-#define GMT_CAPTURE_HOOKS_H
+#ifndef GMT_CAPTURE_HOOK_LOOKUP_H
+#define GMT_CAPTURE_HOOK_LOOKUP_H
 
 #include <stdbool.h>
 #include <stdint.h>

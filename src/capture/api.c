@@ -1,0 +1,214 @@
+/*
+ * @brief The public entry points (api.h): markers, InitializeInjection, the PyTorch layer's
+ * gmt_torch_record/gmt_torch_layer, and this copy's gmt_tracer_instance. Each goes to this copy's work, or, in a copy that defers to another one
+ * (instance.h), to that copy's, whose ranges and ring these are.
+ *
+ * Markers go through the ring like events: no allocation, no I/O, no lock on the caller's thread.
+ */
+#define _GNU_SOURCE
+#include "capture/api.h"
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "capture/capture.h"
+#include "capture/cupti.h"
+#include "capture/instance.h"
+#include "capture/torch.h"
+#include "include/gpumemtrace.h"
+#include "torch_entry.h"
+
+/*
+ * This thread's open ranges (gmt_range_push() without its gmt_range_pop() yet). Only the count:
+ * a pop is written with the depth it closes and the thread, and the reader pairs it with its
+ * push. Labels are not kept here on purpose: this library has initial-exec TLS (gmt_depth), so
+ * when the CUDA driver dlopen()s it (CUDA_INJECTION64_PATH) all of its TLS must fit in glibc's
+ * static TLS surplus, a few hundred bytes.
+ */
+static __thread uint32_t range_depth;
+
+/* @p label truncated to GMT_LABEL_MAX - 1 bytes, "" for NULL, into @p dst. A cut never splits a
+ * UTF-8 character: the character the limit falls into is left out whole. */
+static void
+copy_label(char *dst, const char *label)
+{
+	size_t n = label ? strnlen(label, GMT_LABEL_MAX - 1) : 0;
+
+	if (n == GMT_LABEL_MAX - 1 && label[n] != '\0') {
+		while (n > 0 && ((unsigned char)label[n] & 0xc0) == 0x80)
+			n--;
+	}
+	memcpy(dst, label ? label : "", n);
+	dst[n] = '\0';
+}
+
+static void
+emit_marker(const char *label, enum gmt_range range, uint32_t depth)
+{
+	struct gmt_event ev = {
+	    .op = GMT_OP_MARKER,
+	    .device = -1,
+	    .range = (uint8_t)range,
+	    .range_depth = depth,
+	};
+
+	if (!gmt_hook_enter())
+		goto out;
+	copy_label(ev.label, label);
+	gmt_stamp(&ev);
+	gmt_emit(&ev);
+out:
+	gmt_hook_leave();
+}
+
+static void
+mark(const char *label)
+{
+	emit_marker(label, GMT_RANGE_NONE, 0);
+}
+
+/* The depth is kept even while tracing is off (disabled, not started): a range opened then and
+ * closed while tracing still pops at the right depth. */
+static void
+range_push(const char *label)
+{
+	uint32_t depth = range_depth < UINT32_MAX ? range_depth + 1 : range_depth;
+
+	range_depth = depth;
+	emit_marker(label, GMT_RANGE_PUSH, depth);
+}
+
+static void
+range_pop(void)
+{
+	uint32_t depth = range_depth;
+
+	/* A pop with no open range is the caller's bug: recorded as depth 0. */
+	emit_marker(NULL, GMT_RANGE_POP, depth);
+	if (depth)
+		range_depth = depth - 1;
+}
+
+/* This copy's instance under a hidden name: a reference to an exported symbol from inside the
+ * library may bind to another copy's (the first in the global scope), this one cannot. The
+ * entry points are the internal ones for the same reason. */
+static struct gmt_instance self_instance = {
+	.magic = GMT_INSTANCE_MAGIC,
+	.size = sizeof(struct gmt_instance),
+	.mark = mark,
+	.range_push = range_push,
+	.range_pop = range_pop,
+	.initialize_injection = gmt_cupti_inject,
+	.torch_record = gmt_api_torch_record,
+	.torch_layer = gmt_api_torch_layer,
+};
+extern struct gmt_instance gmt_tracer_instance
+	__attribute__((alias("self_instance"), visibility("default")));
+
+/* Where the exported names go: this copy's entry points until the constructor finds another
+ * copy tracing the process (then that copy's; an older copy may lack some: those do nothing). */
+static struct {
+	void (*mark)(const char *label);
+	void (*range_push)(const char *label);
+	void (*range_pop)(void);
+	int (*initialize_injection)(void);
+	int (*torch_record)(const struct gmt_torch_entry *entry);
+	void (*torch_layer)(const char *version, const char *backend, const char *alloc_conf,
+			    const char *status, const char *detail);
+} to = {mark, range_push, range_pop, gmt_cupti_inject, gmt_api_torch_record, gmt_api_torch_layer};
+
+static void
+ignore_label(const char *label)
+{
+	(void)label;
+}
+
+static void
+ignore(void)
+{
+}
+
+static int
+injected(void)
+{
+	return 1; /* what InitializeInjection returns whatever happens: cuInit goes on */
+}
+
+static int
+ignore_entry(const struct gmt_torch_entry *entry)
+{
+	(void)entry;
+	return 0;
+}
+
+static void
+ignore_layer(const char *version, const char *backend, const char *alloc_conf, const char *status,
+	     const char *detail)
+{
+	(void)version;
+	(void)backend;
+	(void)alloc_conf;
+	(void)status;
+	(void)detail;
+}
+
+/* An entry point appended to struct gmt_instance after @p other was built is not there. */
+#define HAS(other, field) ((other)->size > offsetof(struct gmt_instance, field) && (other)->field)
+
+bool
+gmt_api_defer(bool quiet)
+{
+	const struct gmt_instance *other = gmt_instance_other(&self_instance, quiet);
+
+	if (!other)
+		return false;
+	to.mark = other->mark ? other->mark : ignore_label;
+	to.range_push = other->range_push ? other->range_push : ignore_label;
+	to.range_pop = other->range_pop ? other->range_pop : ignore;
+	to.initialize_injection = other->initialize_injection ? other->initialize_injection : injected;
+	to.torch_record = HAS(other, torch_record) ? other->torch_record : ignore_entry;
+	to.torch_layer = HAS(other, torch_layer) ? other->torch_layer : ignore_layer;
+	return true;
+}
+
+GMT_EXPORT void
+gmt_mark(const char *label)
+{
+	to.mark(label);
+}
+
+GMT_EXPORT void
+gmt_range_push(const char *label)
+{
+	to.range_push(label);
+}
+
+GMT_EXPORT void
+gmt_range_pop(void)
+{
+	to.range_pop();
+}
+
+/* Called by the CUDA driver at cuInit when CUDA_INJECTION64_PATH names this library. The driver
+ * may load another copy than the one tracing the process (a second build named by the
+ * variable): that copy defers and hands the call on. */
+GMT_EXPORT int
+InitializeInjection(void)
+{
+	return to.initialize_injection();
+}
+
+/* The PyTorch layer (capture/torch.c, python/gpumemtrace/torch_bridge.cpp, _torch.py). */
+GMT_EXPORT int
+gmt_torch_record(const struct gmt_torch_entry *entry)
+{
+	return to.torch_record(entry);
+}
+
+GMT_EXPORT void
+gmt_torch_layer(const char *version, const char *backend, const char *alloc_conf,
+		const char *status, const char *detail)
+{
+	to.torch_layer(version, backend, alloc_conf, status, detail);
+}

@@ -1,0 +1,20 @@
+/*
+ * @brief The public entry points of this copy of the tracer (api.c): gmt_mark(),
+ * gmt_range_push()/pop() (include/gpumemtrace.h) and InitializeInjection() (cupti.h), and the
+ * gmt_tracer_instance another copy finds them by (instance.h).
+ */
+#ifndef GMT_CAPTURE_API_H
+#define GMT_CAPTURE_API_H
+
+#include <stdbool.h>
+
+/**
+ * At the constructor, before anything else: true when another copy of the tracer traces this
+ * process (instance.h); the public entry points then go to it and this copy stays inert.
+ */
+bool gmt_api_defer(bool quiet);
+
+/** Called by the CUDA driver at cuInit when CUDA_INJECTION64_PATH names this library. */
+int InitializeInjection(void);
+
+#endif

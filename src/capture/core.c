@@ -1,0 +1,128 @@
+/*
+ * @brief The capture side's core (capture.h): tracer state, the re-entry depth, the stamp (seq,
+ * clock, tid), the options, and gmt_emit() into the ring. Everything here runs on application
+ * threads inside their CUDA calls; it knows the ring and util, nothing of the writer: the
+ * process's first event asks the lifecycle (lifecycle.c) to start it.
+ */
+#define _GNU_SOURCE
+#include "capture/capture.h"
+
+#include <sched.h>
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ring/ring.h"
+#include "util/options.h"
+
+_Atomic int gmt_state = GMT_STATE_UNINIT;
+__thread unsigned gmt_depth __attribute__((tls_model("initial-exec")));
+
+static __thread int32_t cached_tid __attribute__((tls_model("initial-exec")));
+
+static struct gmt_options opts;
+static _Atomic bool opts_loaded;
+static struct gmt_ring ring;
+static _Atomic uint64_t next_seq;
+static _Atomic uint64_t dropped;
+
+// --- small facts --------------------------------------------------------------------------------
+
+int32_t
+gmt_tid(void)
+{
+	if (!cached_tid)
+		cached_tid = (int32_t)syscall(SYS_gettid);
+	return cached_tid;
+}
+
+uint64_t
+gmt_mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+void
+gmt_stamp(struct gmt_event *ev)
+{
+	ev->seq = atomic_fetch_add_explicit(&next_seq, 1, memory_order_relaxed) + 1;
+	ev->ts_ns = gmt_mono_ns();
+	ev->tid = gmt_tid();
+}
+
+const struct gmt_options *
+gmt_tracer_options(void)
+{
+	if (!atomic_load_explicit(&opts_loaded, memory_order_acquire)) {
+		gmt_options_load(&opts, (gmt_getenv_fn)getenv, gmt_options_secure());
+		atomic_store_explicit(&opts_loaded, true, memory_order_release);
+	}
+	return &opts;
+}
+
+// --- the ring -----------------------------------------------------------------------------------
+
+struct gmt_ring *
+gmt_core_ring(void)
+{
+	return &ring;
+}
+
+_Atomic uint64_t *
+gmt_core_dropped(void)
+{
+	return &dropped;
+}
+
+void
+gmt_core_after_fork(void)
+{
+	cached_tid = 0;
+}
+
+/* Returns true when events can be pushed. The first caller starts the tracer; threads that race
+ * with it wait for at most ~10 ms (start takes microseconds), then count their event as dropped. */
+static bool
+ensure_running(void)
+{
+	int st = atomic_load_explicit(&gmt_state, memory_order_acquire);
+	if (st == GMT_STATE_RUNNING)
+		return true;
+	if (st == GMT_STATE_UNINIT) {
+		int expected = GMT_STATE_UNINIT;
+		if (atomic_compare_exchange_strong(&gmt_state, &expected, GMT_STATE_STARTING)) {
+			gmt_tracer_start();
+			return atomic_load(&gmt_state) == GMT_STATE_RUNNING;
+		}
+	}
+	for (int i = 0; i < 10000; i++) {
+		st = atomic_load_explicit(&gmt_state, memory_order_acquire);
+		if (st != GMT_STATE_STARTING)
+			break;
+		if (i < 100) {
+			sched_yield();
+		} else {
+			struct timespec ts = {0, 1000};
+			nanosleep(&ts, NULL);
+		}
+	}
+	return st == GMT_STATE_RUNNING;
+}
+
+bool
+gmt_emit(struct gmt_event *ev)
+{
+	if (!ensure_running()) {
+		if (atomic_load_explicit(&gmt_state, memory_order_relaxed) != GMT_STATE_DISABLED)
+			atomic_fetch_add_explicit(&dropped, 1, memory_order_relaxed);
+		return false;
+	}
+	if (!gmt_ring_push(&ring, ev)) {
+		atomic_fetch_add_explicit(&dropped, 1, memory_order_relaxed);
+		return false;
+	}
+	return true;
+}

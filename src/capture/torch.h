@@ -1,0 +1,17 @@
+/*
+ * @brief The PyTorch layer's work (torch.c): what the exported gmt_torch_record() and
+ * gmt_torch_layer() (api.c) do in the copy of the tracer that traces the process.
+ */
+#ifndef GMT_CAPTURE_TORCH_H
+#define GMT_CAPTURE_TORCH_H
+
+struct gmt_torch_entry;
+
+/** A block event of c10's caching allocator, into the ring (inside torch's allocator). */
+int gmt_api_torch_record(const struct gmt_torch_entry *entry);
+
+/** The layer's status, from Python (may allocate: its strings go to the writer). */
+void gmt_api_torch_layer(const char *version, const char *backend, const char *alloc_conf,
+			 const char *status, const char *detail);
+
+#endif
