@@ -168,6 +168,7 @@ gmt_tracer_start(void)
 		.pycode_get = python_code_get,
 		.python_version = python_version,
 		.on_failure = on_writer_failure,
+		.dlclose = gmt_real_dlclose,
 		.thread_init = writer_thread_init,
 		.private_file = gmt_options_secure(),
 	};

@@ -40,7 +40,7 @@ static struct {
 } nvml;
 
 static bool
-nvml_open(void)
+nvml_open(gmt_dlclose_fn close_fn)
 {
 	if (nvml.state)
 		return nvml.state > 0;
@@ -57,7 +57,8 @@ nvml_open(void)
 	SYM(processes, "nvmlDeviceGetComputeRunningProcesses_v3");
 #undef SYM
 	if (!nvml.init || !nvml.by_busid || !nvml.memory || nvml.init() != 0) {
-		dlclose(nvml.lib);
+		if (close_fn)
+			close_fn(nvml.lib);
 		nvml.lib = NULL;
 		return false;
 	}
@@ -103,11 +104,12 @@ device_handle(int d, gmt_busid_fn busid)
 }
 
 size_t
-gmt_nvml_read(gmt_busid_fn busid, struct gmt_nvml_reading *out, size_t max)
+gmt_nvml_read(gmt_busid_fn busid, gmt_dlclose_fn close_fn, struct gmt_nvml_reading *out,
+	      size_t max)
 {
 	size_t n = 0;
 
-	if (!busid || !nvml_open())
+	if (!busid || !nvml_open(close_fn))
 		return 0;
 	for (int d = 0; d < GMT_DEVICES_MAX && n < max; d++) {
 		nvmlDevice_t dev = device_handle(d, busid);

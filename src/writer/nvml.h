@@ -18,11 +18,16 @@
 /** CUDA device ordinal -> PCI bus id, as learnt by the capture side. */
 typedef bool (*gmt_busid_fn)(int device, char *buf, size_t n);
 
+/** dlclose() as the writer's configuration gives it (the real one), NULL to keep handles open. */
+typedef int (*gmt_dlclose_fn)(void *handle);
+
 /**
- * Read every CUDA device whose bus id is known. Loads and initialises NVML at the first call.
- * Returns the number of readings written to @p out (0 without NVML).
+ * Read every CUDA device whose bus id is known. Loads and initialises NVML at the first call
+ * (a library that cannot be initialised is closed with @p close_fn). Returns the number of
+ * readings written to @p out (0 without NVML).
  */
-size_t gmt_nvml_read(gmt_busid_fn busid, struct gmt_nvml_reading *out, size_t max);
+size_t gmt_nvml_read(gmt_busid_fn busid, gmt_dlclose_fn close_fn, struct gmt_nvml_reading *out,
+		     size_t max);
 
 /** Shut NVML down (writer exit). */
 void gmt_nvml_close(void);

@@ -355,7 +355,7 @@ write_snapshot(void)
 	struct gmt_live_total rows[(GMT_MAX_DEVICES + 1) * GMT_KIND_COUNT];
 	struct gmt_nvml_reading nvml[GMT_DEVICES_MAX];
 	size_t n = gmt_live_totals(&w.live, rows, sizeof(rows) / sizeof(rows[0]));
-	size_t n_nvml = gmt_nvml_read(w.cfg.device_busid, nvml, GMT_DEVICES_MAX);
+	size_t n_nvml = gmt_nvml_read(w.cfg.device_busid, w.cfg.dlclose, nvml, GMT_DEVICES_MAX);
 
 	gmt_jsonl_snapshot(&w.out, now_ns(CLOCK_MONOTONIC), w.last_seq, w.events_written,
 			   atomic_load_explicit(w.cfg.dropped, memory_order_relaxed), rows, n, nvml,

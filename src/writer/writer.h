@@ -41,6 +41,9 @@ struct gmt_writer_config {
 	/** the CPython version whose frames are captured, NULL until known or when off */
 	const char *(*python_version)(void);
 	void (*on_failure)(void);      /**< called once if the writer cannot go on (no file, disk full) */
+	/** dlclose() for the writer's own handles (NVML): the real one, never the tracer's exported
+	 * dlclose; NULL leaves them open */
+	int (*dlclose)(void *handle);
 	void (*thread_init)(void);     /**< run first on the writer thread (marks it as not traced) */
 	/** the file is readable by its owner only (a secure-execution process: its stacks and
 	 * addresses are not for the less privileged user who started it) */
@@ -60,7 +63,7 @@ bool gmt_writer_stop(unsigned timeout_ms);
 void gmt_writer_forget_after_fork(void);
 
 /**
- * Before a dlclose (capture/dlclose.c): ask the writer to write every event pushed so far, with
+ * Before a dlclose (capture/lifecycle.c): ask the writer to write every event pushed so far, with
  * their stacks and a modules line, while the library is still loaded. Returns a ticket for
  * gmt_writer_modules_done().
  */
