@@ -1,7 +1,8 @@
 /*
  * @brief The public entry points (api.h): markers, InitializeInjection, the PyTorch layer's
- * gmt_torch_record/gmt_torch_layer, and this copy's gmt_tracer_instance. Each goes to this copy's work, or, in a copy that defers to another one
- * (instance.h), to that copy's, whose ranges and ring these are.
+ * gmt_torch_record/gmt_torch_layer, and this copy's gmt_tracer_instance. Each goes to this copy's
+ * work, or, in a copy that defers to another one (instance.h), to that copy's, whose ranges and
+ * ring these are.
  *
  * Markers go through the ring like events: no allocation, no I/O, no lock on the caller's thread.
  */
@@ -166,7 +167,8 @@ gmt_api_defer(bool quiet)
 	to.mark = other->mark ? other->mark : ignore_label;
 	to.range_push = other->range_push ? other->range_push : ignore_label;
 	to.range_pop = other->range_pop ? other->range_pop : ignore;
-	to.initialize_injection = other->initialize_injection ? other->initialize_injection : injected;
+	to.initialize_injection =
+		other->initialize_injection ? other->initialize_injection : injected;
 	to.torch_record = HAS(other, torch_record) ? other->torch_record : ignore_entry;
 	to.torch_layer = HAS(other, torch_layer) ? other->torch_layer : ignore_layer;
 	return true;

@@ -642,7 +642,8 @@ on_driver_exit(CUpti_CallbackId cbid, enum gmt_api api, bool ptsz, const CUpti_C
 		.device = context_device(cb->context, cb->contextUid),
 		.flags = ptsz || (joined && rt.ptsz) ? GMT_EV_PTSZ : 0,
 	};
-	enum gmt_params got = call_params(CUPTI_CB_DOMAIN_DRIVER_API, cbid, cb->functionParams, ok, &ev);
+	enum gmt_params got =
+		call_params(CUPTI_CB_DOMAIN_DRIVER_API, cbid, cb->functionParams, ok, &ev);
 	if (op == GMT_OP_USAGE) { /* the family made the readings */
 		if (joined)
 			rt.joined = 1;
@@ -681,7 +682,8 @@ on_driver(CUpti_CallbackId cbid, const CUpti_CallbackData *cb)
 	if (api == GMT_API_NONE) { /* a pool choice: its family acts at EXIT */
 		struct gmt_event none = {0};
 		if (cb->callbackSite == CUPTI_API_EXIT)
-			call_params(CUPTI_CB_DOMAIN_DRIVER_API, cbid, cb->functionParams, true, &none);
+			call_params(CUPTI_CB_DOMAIN_DRIVER_API, cbid, cb->functionParams, true,
+				    &none);
 		return;
 	}
 	if (cb->callbackSite == CUPTI_API_ENTER)
@@ -913,8 +915,8 @@ enable_all(void)
 		if (set->domain == CUPTI_CB_DOMAIN_RUNTIME_API && !runtime)
 			continue;
 		for (size_t i = 0; i < set->n; i++)
-			if (cupti.EnableCallback(1, subscriber, set->domain, set->ids[i]) == CUPTI_SUCCESS)
-				enabled++;
+			enabled += cupti.EnableCallback(1, subscriber, set->domain, set->ids[i]) ==
+				   CUPTI_SUCCESS;
 	}
 	return enabled;
 }

@@ -30,7 +30,8 @@ static const struct gmt_hook gmt_hooks_driver[CUPTI_DRIVER_TRACE_CBID_SIZE] = {
 static inline struct gmt_hook
 gmt_hook_runtime(CUpti_CallbackId cbid)
 {
-	return cbid < CUPTI_RUNTIME_TRACE_CBID_SIZE ? gmt_hooks_runtime[cbid] : (struct gmt_hook){0};
+	return cbid < CUPTI_RUNTIME_TRACE_CBID_SIZE ? gmt_hooks_runtime[cbid]
+						    : (struct gmt_hook){0};
 }
 
 static inline struct gmt_hook

@@ -234,7 +234,7 @@ free_end(struct gmt_event *ev, cudaError_t rc)
 
 /* CUPTI records when it can; nested calls (depth) and tracing off pass through. */
 #define WRAPPER(sym, a, ptsz, family, o, params, call, args) \
-	_Static_assert((int)GMT_OP_##o == (int)GMT_OP_OF_##a, #sym ": its family records another op"); \
+	_Static_assert((int)GMT_OP_##o == (int)GMT_OP_OF_##a, #sym ": its family, another op"); \
 	GMT_FAMILY_FITS(sym, a, family) \
 	cudaError_t sym params; \
 	GMT_EXPORT cudaError_t sym params \
@@ -254,5 +254,6 @@ free_end(struct gmt_event *ev, cudaError_t rc)
 		WRAP_BODY_##o(sym, ev, family, call, args); \
 	}
 #define WRAPPER_EXPAND(...) WRAPPER(__VA_ARGS__)
-#define GMT_HOOK_WRAP(id, api, ptsz, family, args) WRAPPER_EXPAND(id, api, ptsz, family, WRAP_##family)
+#define GMT_HOOK_WRAP(id, api, ptsz, family, args) \
+	WRAPPER_EXPAND(id, api, ptsz, family, WRAP_##family)
 #include "capture/hooks.def"

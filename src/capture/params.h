@@ -19,9 +19,9 @@
 
 /** What a call's parameters make. */
 enum gmt_params {
-	GMT_PARAMS_NAME = 0, /**< nothing of their own: the call names an event recorded elsewhere */
+	GMT_PARAMS_NAME = 0, /**< nothing of their own: the call names an event made elsewhere */
 	GMT_PARAMS_EVENT,    /**< an event, filled */
-	GMT_PARAMS_NOTHING,  /**< the call did nothing (a free of NULL, a failed retain): no event, no seq */
+	GMT_PARAMS_NOTHING,  /**< nothing done (a free of NULL, a failed retain): no event, no seq */
 };
 
 /* Argument bindings of hooks.def. OUT(x): what the call wrote to *x, 0 unless it succeeded (the

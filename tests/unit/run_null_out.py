@@ -41,7 +41,8 @@ for capture, extra in (("cupti", {}), ("interpose", {"GPUMEMTRACE_CUPTI": "0"}))
         fail(f"{capture}: the program exits {p.returncode} under the tracer ({p.stderr.strip()})")
         continue
     if p.stdout != untraced.stdout:
-        fail(f"{capture}: results {p.stdout.split()} differ from untraced {untraced.stdout.split()}")
+        fail(f"{capture}: results {p.stdout.split()} differ from untraced "
+             f"{untraced.stdout.split()}")
     files = glob.glob(os.path.join(out, "*.jsonl"))
     if len(files) != 1:
         fail(f"{capture}: {len(files)} trace files")

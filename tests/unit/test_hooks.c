@@ -74,7 +74,8 @@ enabled_ids(void)
 				FAIL("%s %s is enabled %zu times", domain_names[d], rows[r].id, k);
 		}
 		if (in_table != set->n)
-			FAIL("%s: %zu ids enabled, %zu rows in the table", domain_names[d], set->n, in_table);
+			FAIL("%s: %zu ids enabled, %zu rows in the table", domain_names[d], set->n,
+			     in_table);
 	}
 }
 
@@ -82,7 +83,8 @@ enabled_ids(void)
 static void
 lookup(void)
 {
-	bool named_rt[CUPTI_RUNTIME_TRACE_CBID_SIZE] = {0}, named_drv[CUPTI_DRIVER_TRACE_CBID_SIZE] = {0};
+	bool named_rt[CUPTI_RUNTIME_TRACE_CBID_SIZE] = {0};
+	bool named_drv[CUPTI_DRIVER_TRACE_CBID_SIZE] = {0};
 
 	for (size_t r = 0; r < NROWS; r++) {
 		const struct row *w = &rows[r];
@@ -97,9 +99,9 @@ lookup(void)
 			continue;
 		}
 		if (h.api != w->api || h.ptsz != w->ptsz)
-			FAIL("%s %s looks up as %s%s, the table says %s%s", domain_names[w->domain], w->id,
-			     gmt_api_name((enum gmt_api)h.api), h.ptsz ? " (ptsz)" : "", w->api_name,
-			     w->ptsz ? " (ptsz)" : "");
+			FAIL("%s %s looks up as %s%s, the table says %s%s", domain_names[w->domain],
+			     w->id, gmt_api_name((enum gmt_api)h.api), h.ptsz ? " (ptsz)" : "",
+			     w->api_name, w->ptsz ? " (ptsz)" : "");
 	}
 	for (unsigned id = 0; id < CUPTI_RUNTIME_TRACE_CBID_SIZE; id++)
 		if (!named_rt[id] && gmt_hook_runtime(id).api != GMT_API_NONE)
@@ -121,9 +123,10 @@ names(void)
 {
 	for (size_t r = 0; r < NROWS; r++) {
 		const struct row *w = &rows[r];
+		const char *dom = domain_names[w->domain];
 		if (w->api == GMT_API_NONE) {
 			if (w->domain == D_RT || w->domain == D_WRAP)
-				FAIL("%s %s records no API", domain_names[w->domain], w->id);
+				FAIL("%s %s records no API", dom, w->id);
 			continue;
 		}
 		const char *api = gmt_api_name(w->api);
@@ -131,14 +134,13 @@ names(void)
 		if (strcmp(api, w->api_name) != 0)
 			FAIL("%s: apis.def names %s \"%s\"", w->id, w->api_name, api);
 		if (strncmp(w->id, api, n) != 0 || (w->id[n] != '\0' && w->id[n] != '_'))
-			FAIL("%s %s records %s: not its entry point", domain_names[w->domain], w->id, api);
+			FAIL("%s %s records %s: not its entry point", dom, w->id, api);
 		bool is_ptsz = strstr(w->id + n, "_ptsz") != NULL;
 		if (is_ptsz != w->ptsz)
-			FAIL("%s %s: ptsz is %s", domain_names[w->domain], w->id, w->ptsz ? "set" : "not set");
+			FAIL("%s %s: ptsz is %s", dom, w->id, w->ptsz ? "set" : "not set");
 		bool runtime = strncmp(api, "cuda", 4) == 0;
 		if (runtime != (w->domain == D_RT || w->domain == D_WRAP))
-			FAIL("%s %s records %s, an API of the other domain", domain_names[w->domain], w->id,
-			     api);
+			FAIL("%s %s records %s, an API of the other domain", dom, w->id, api);
 	}
 }
 
@@ -158,8 +160,8 @@ every_api_recorded(void)
 		enum gmt_op op = gmt_api_op(rows[r].api);
 		if (rows[r].domain == D_WRAP && op != GMT_OP_ALLOC && op != GMT_OP_FREE &&
 		    op != GMT_OP_RESET)
-			FAIL("WRAP %s: a wrapper records allocations, frees and resets, not %s", rows[r].id,
-			     gmt_op_name(op));
+			FAIL("WRAP %s: a wrapper records allocations, frees and resets, not %s",
+			     rows[r].id, gmt_op_name(op));
 	}
 }
 
@@ -220,6 +222,7 @@ main(int argc, char **argv)
 		fprintf(stderr, "test_hooks: %d failures\n", failures);
 		return 1;
 	}
-	printf("test_hooks: %zu rows agree with apis.def, the enabled ids and %s\n", NROWS, argv[1]);
+	printf("test_hooks: %zu rows agree with apis.def, the enabled ids and %s\n", NROWS,
+	       argv[1]);
 	return 0;
 }
