@@ -108,16 +108,10 @@ extern struct gmt_instance gmt_tracer_instance
 	__attribute__((alias("self_instance"), visibility("default")));
 
 /* Where the exported names go: this copy's entry points until the constructor finds another
- * copy tracing the process (then that copy's; an older copy may lack some: those do nothing). */
-static struct {
-	void (*mark)(const char *label);
-	void (*range_push)(const char *label);
-	void (*range_pop)(void);
-	int (*initialize_injection)(void);
-	int (*torch_record)(const struct gmt_torch_entry *entry);
-	void (*torch_layer)(const char *version, const char *backend, const char *alloc_conf,
-			    const char *status, const char *detail);
-} to = {mark, range_push, range_pop, gmt_cupti_inject, gmt_api_torch_record, gmt_api_torch_layer};
+ * copy tracing the process, then that copy's (`forward`: an older copy may lack some, those do
+ * nothing here). */
+static struct gmt_instance forward;
+static const struct gmt_instance *to = &self_instance;
 
 static void
 ignore_label(const char *label)
@@ -164,32 +158,37 @@ gmt_api_defer(bool quiet)
 
 	if (!other)
 		return false;
-	to.mark = other->mark ? other->mark : ignore_label;
-	to.range_push = other->range_push ? other->range_push : ignore_label;
-	to.range_pop = other->range_pop ? other->range_pop : ignore;
-	to.initialize_injection =
-		other->initialize_injection ? other->initialize_injection : injected;
-	to.torch_record = HAS(other, torch_record) ? other->torch_record : ignore_entry;
-	to.torch_layer = HAS(other, torch_layer) ? other->torch_layer : ignore_layer;
+	forward = (struct gmt_instance){
+		.magic = GMT_INSTANCE_MAGIC,
+		.size = sizeof(struct gmt_instance),
+		.mark = other->mark ? other->mark : ignore_label,
+		.range_push = other->range_push ? other->range_push : ignore_label,
+		.range_pop = other->range_pop ? other->range_pop : ignore,
+		.initialize_injection =
+			other->initialize_injection ? other->initialize_injection : injected,
+		.torch_record = HAS(other, torch_record) ? other->torch_record : ignore_entry,
+		.torch_layer = HAS(other, torch_layer) ? other->torch_layer : ignore_layer,
+	};
+	to = &forward;
 	return true;
 }
 
 GMT_EXPORT void
 gmt_mark(const char *label)
 {
-	to.mark(label);
+	to->mark(label);
 }
 
 GMT_EXPORT void
 gmt_range_push(const char *label)
 {
-	to.range_push(label);
+	to->range_push(label);
 }
 
 GMT_EXPORT void
 gmt_range_pop(void)
 {
-	to.range_pop();
+	to->range_pop();
 }
 
 /* Called by the CUDA driver at cuInit when CUDA_INJECTION64_PATH names this library. The driver
@@ -198,19 +197,19 @@ gmt_range_pop(void)
 GMT_EXPORT int
 InitializeInjection(void)
 {
-	return to.initialize_injection();
+	return to->initialize_injection();
 }
 
 /* The PyTorch layer (capture/torch.c, python/gpumemtrace/torch_bridge.cpp, _torch.py). */
 GMT_EXPORT int
 gmt_torch_record(const struct gmt_torch_entry *entry)
 {
-	return to.torch_record(entry);
+	return to->torch_record(entry);
 }
 
 GMT_EXPORT void
 gmt_torch_layer(const char *version, const char *backend, const char *alloc_conf,
 		const char *status, const char *detail)
 {
-	to.torch_layer(version, backend, alloc_conf, status, detail);
+	to->torch_layer(version, backend, alloc_conf, status, detail);
 }
