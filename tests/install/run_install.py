@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """install suite: what `meson install` puts in a prefix, and whether it works from there.
 
-    run_install.py --build BUILD --source SRC tree|docs
+    run_install.py --build BUILD --source SRC tree|wheel|docs
 
 tree: installs the build into a temporary directory (`meson install --destdir`), moves the
 prefix somewhere else (nothing may depend on where it was installed or built), and checks the
@@ -9,6 +9,10 @@ file set (CLI, versioned tracer and its links, header, pkg-config file, Python p
 pages, completions), that no installed file names the build or source tree, and then runs the
 installed CLI on a C victim built through the installed gpumemtrace.pc and on a Python victim
 (the installed `gpumemtrace` module, its start-up hook, a child process), on tests/simcuda.
+
+wheel: builds the wheel with meson-python (pip wheel --no-build-isolation, from a copy of the
+sources), checks what it holds, installs it into a fresh venv and runs `python -m gpumemtrace run
+-- python victim.py` and `gpumemtrace --version` from there: the wheel alone, no build tree.
 
 docs: the man pages (no groff warnings; each names every option its command's --help lists, and
 the version) and the bash and zsh completions (each offers every command and option --help lists,
@@ -295,6 +299,12 @@ def py_victim(build, src, root, top, cli):
         check(("victim.py", 3 << 20) in leak_sites(rep),
               "the report names victim.py for the 3 MiB leak (%s)" % leak_sites(rep))
 
+    # python -m gpumemtrace with the installed package on PYTHONPATH: the installed CLI
+    p = run([sys.executable, "-m", "gpumemtrace", "--version"], dict(env, PYTHONPATH=pydir),
+            cwd=top)
+    check(p.returncode == 0 and p.stdout.strip() == "gpumemtrace " + version(build),
+          "python -m gpumemtrace runs the installed CLI (%s)" % (p.stdout + p.stderr).strip())
+
     # LD_PRELOAD of the installed library alone: it finds its package relative to itself
     out = os.path.join(top, "out-preload")
     os.mkdir(out)
@@ -322,6 +332,143 @@ def tree(build, src):
               "the installed CLI runs (%s)" % p.stdout.strip())
         c_victim(build, src, root, top, cli)
         py_victim(build, src, root, top, cli)
+    finally:
+        shutil.rmtree(top, ignore_errors=True)
+    return finish()
+
+
+# --- wheel -----------------------------------------------------------------------------------
+
+# what the wheel is built from: the project without its tests (a wheel build has none)
+WHEEL_SOURCES = ["meson.build", "meson_options.txt", "pyproject.toml", "README.md", "src", "tools",
+                 "include", "python", "data"]
+
+
+def python_with(*modules):
+    """An interpreter that can import @p modules: this one, else the system's (Debian's
+    python3-* packages are the system interpreter's), else None."""
+    for exe in dict.fromkeys([sys.executable, "/usr/bin/python3"]):
+        if os.access(exe, os.X_OK) and subprocess.run(
+                [exe, "-c", "import " + ", ".join(modules)], capture_output=True).returncode == 0:
+            return exe
+    return None
+
+
+def package_files(pkgdir):
+    out = set()
+    for d, dirs, files in os.walk(pkgdir):
+        dirs[:] = [x for x in dirs if x != "__pycache__"]
+        out |= {os.path.relpath(os.path.join(d, f), pkgdir) for f in files
+                if not f.endswith(".pyc")}
+    return out
+
+
+def wheel(build, src):
+    import zipfile
+    py = python_with("mesonpy", "venv", "ensurepip", "pip")
+    if not py:
+        skip("no Python with meson-python, venv and pip (Debian: python3-mesonpy python3-venv)")
+    top = tempfile.mkdtemp(prefix="gmt-wheel-")
+    try:
+        # the wheel is built from a copy, so that meson-python's files stay out of the source tree
+        tree = os.path.join(top, "src")
+        os.mkdir(tree)
+        for name in WHEEL_SOURCES:
+            (shutil.copytree if os.path.isdir(os.path.join(src, name)) else shutil.copy)(
+                os.path.join(src, name), os.path.join(tree, name),
+                **({"ignore": shutil.ignore_patterns("__pycache__")}
+                   if os.path.isdir(os.path.join(src, name)) else {}))
+        dist = os.path.join(top, "dist")
+        cmd = [py, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps", "--no-index",
+               "-w", dist, tree]
+        toolkit = build_options(build).get("cudatoolkit")
+        if toolkit:
+            cmd[4:4] = ["--config-settings", "setup-args=-Dcudatoolkit=" + toolkit]
+        env = dict(os.environ, PIP_DISABLE_PIP_VERSION_CHECK="1", PIP_NO_INPUT="1")
+        p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
+        wheels = glob.glob(os.path.join(dist, "gpumemtrace-*.whl"))
+        if not check(p.returncode == 0 and len(wheels) == 1,
+                     "pip wheel builds one wheel with meson-python (%d: %s)"
+                     % (p.returncode, (p.stdout + p.stderr)[-3000:])):
+            return finish()
+        whl = wheels[0]
+        ver = version(build)
+        check(os.path.basename(whl).startswith("gpumemtrace-%s-" % ver),
+              "the wheel has the project's version (%s)" % os.path.basename(whl))
+        names = set(zipfile.ZipFile(whl).namelist())
+        pkg = {n[len("gpumemtrace/"):] for n in names if n.startswith("gpumemtrace/")}
+        want = package_files(os.path.join(src, "python", "gpumemtrace")) | {
+            "bin/gpumemtrace", "lib/libgpumemtrace.so"}
+        check(pkg == want, "the wheel's gpumemtrace/ holds the package, bin/gpumemtrace and "
+              "lib/libgpumemtrace.so, nothing else (missing %s, extra %s)"
+              % (sorted(want - pkg), sorted(pkg - want)))
+        other = sorted(n for n in names if not n.startswith("gpumemtrace/")
+                       and not n.startswith("gpumemtrace-%s.dist-info/" % ver))
+        check(not other, "nothing else in the wheel: %s" % other)
+
+        if shutil.which("readelf"):
+            z = zipfile.ZipFile(whl)
+            for member in ("gpumemtrace/bin/gpumemtrace", "gpumemtrace/lib/libgpumemtrace.so"):
+                if member in names:
+                    path = z.extract(member, os.path.join(top, "unzipped"))
+                    dyn = readelf_dynamic(path)
+                    check("RPATH" not in dyn and "RUNPATH" not in dyn,
+                          "%s has no RPATH or RUNPATH" % member)
+
+        # a fresh virtual environment with the wheel alone: no build tree, no PYTHONPATH
+        venv = os.path.join(top, "venv")
+        p = subprocess.run([py, "-m", "venv", venv], capture_output=True, text=True)
+        vpy = os.path.join(venv, "bin", "python")
+        if not check(p.returncode == 0, "a fresh venv (%s)" % p.stderr.strip()):
+            return finish()
+        p = subprocess.run([vpy, "-m", "pip", "install", "--no-index", "--no-deps", whl],
+                           env=env, capture_output=True, text=True, timeout=300)
+        if not check(p.returncode == 0, "pip installs the wheel into it (%s)" % p.stderr.strip()):
+            return finish()
+        site = subprocess.run([vpy, "-c", "import sysconfig; print(sysconfig.get_paths()"
+                               "['platlib'])"], capture_output=True, text=True).stdout.strip()
+        pkgdir = os.path.realpath(os.path.join(site, "gpumemtrace"))
+        env = clean_env(build)
+        tools = os.path.join(build, "tools")
+        env["PATH"] = os.pathsep.join([os.path.join(venv, "bin")] + [
+            d for d in env.get("PATH", "").split(os.pathsep)
+            if d and os.path.realpath(d) != os.path.realpath(tools)])
+        for cmd in ([os.path.join(venv, "bin", "gpumemtrace")], [vpy, "-m", "gpumemtrace"]):
+            p = run(cmd + ["--version"], env, cwd=top)
+            check(p.returncode == 0 and p.stdout.strip() == "gpumemtrace " + ver,
+                  "`%s --version` runs the wheel's CLI (%s)" % (" ".join(
+                      os.path.basename(c) for c in cmd), (p.stdout + p.stderr).strip()))
+        p = run([vpy, "-m", "gpumemtrace", "nosuchcommand"], env, cwd=top)
+        check(p.returncode == 2, "the CLI's exit status comes through python -m (%d)"
+              % p.returncode)
+
+        out = os.path.join(top, "out")
+        script = os.path.join(src, "tests", "install", "victim.py")
+        p = run([vpy, "-m", "gpumemtrace", "run", "-o", out, "--", "python", script], env,
+                cwd=top)
+        check(p.returncode == 0, "python -m gpumemtrace run -- python victim.py (%d: %s)"
+              % (p.returncode, p.stderr))
+        lines = [json.loads(l) for l in p.stdout.splitlines() if l.startswith("{")]
+        check(len(lines) == 2, "the victim and its child both ran (%d lines)" % len(lines))
+        for info in lines:
+            who = "child" if info["child"] else "victim"
+            check(info["enabled"], "%s: gpumemtrace.enabled()" % who)
+            check(os.path.realpath(info["module"]) == os.path.join(pkgdir, "__init__.py"),
+                  "%s: `import gpumemtrace` is the wheel's (%s)" % (who, info["module"]))
+            check(info["sitecustomize"] and os.path.realpath(info["sitecustomize"]) ==
+                  os.path.join(pkgdir, "_site", "sitecustomize.py"),
+                  "%s: the wheel's start-up hook ran (%s)" % (who, info["sitecustomize"]))
+            check(os.path.realpath(info["preload"].split(":")[0]) == os.path.join(
+                pkgdir, "lib", "libgpumemtrace.so"),
+                "%s: LD_PRELOAD is the wheel's tracer (%s)" % (who, info["preload"]))
+        no_tracer_complaints(p.stderr, "victim under the wheel's CLI")
+        rep = run([vpy, "-m", "gpumemtrace", "report", "--format", "json", out], env, cwd=top)
+        if check(rep.returncode == 0, "python -m gpumemtrace report reads the traces (%s)"
+                 % rep.stderr):
+            rep = json.loads(rep.stdout)
+            check(len(rep["processes"]) == 2, "two traces: the victim and its child")
+            check(("victim.py", 3 << 20) in leak_sites(rep),
+                  "the report names victim.py for the 3 MiB leak (%s)" % leak_sites(rep))
     finally:
         shutil.rmtree(top, ignore_errors=True)
     return finish()
@@ -517,10 +664,10 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", required=True)
     ap.add_argument("--source", required=True)
-    ap.add_argument("case", choices=["tree", "docs"])
+    ap.add_argument("case", choices=["tree", "wheel", "docs"])
     a = ap.parse_args()
     build, src = os.path.abspath(a.build), os.path.abspath(a.source)
-    return {"tree": tree, "docs": docs}[a.case](build, src)
+    return {"tree": tree, "wheel": wheel, "docs": docs}[a.case](build, src)
 
 
 if __name__ == "__main__":

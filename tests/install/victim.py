@@ -1,10 +1,11 @@
 """A Python program under an installed gpumemtrace, on the CUDA runtime of LD_LIBRARY_PATH
 (tests/simcuda) through ctypes. Prints one JSON line: where `gpumemtrace` and the start-up hook
-were imported from, whether the tracer is on. Leaks 3 MiB, and unless --child runs itself again
+were imported from, whether the tracer is on, LD_PRELOAD. Leaks 3 MiB, and unless --child runs itself again
 as a child process (which allocates and frees 1 MiB): the child inherits the tracer.
 """
 import ctypes
 import json
+import os
 import subprocess
 import sys
 
@@ -30,6 +31,7 @@ else:
 gpumemtrace.mark("py end")
 site = sys.modules.get("sitecustomize")
 print(json.dumps({"child": child, "module": gpumemtrace.__file__, "enabled": gpumemtrace.enabled(),
-                  "sitecustomize": getattr(site, "__file__", None)}), flush=True)
+                  "sitecustomize": getattr(site, "__file__", None),
+                  "preload": os.environ.get("LD_PRELOAD", "")}), flush=True)
 if not child:
     sys.exit(subprocess.run([sys.executable, __file__, "--child"]).returncode)
