@@ -417,7 +417,11 @@ def wheel(build, src):
 
         # a fresh virtual environment with the wheel alone: no build tree, no PYTHONPATH
         venv = os.path.join(top, "venv")
-        p = subprocess.run([py, "-m", "venv", venv], capture_output=True, text=True)
+        # the system's packages visible (pytest, for the plugin's entry point), nothing of ours
+        with_pytest = python_with("pytest") == py
+        p = subprocess.run([py, "-m", "venv"] + (["--system-site-packages"] if with_pytest
+                                                 else []) + [venv], capture_output=True,
+                           text=True)
         vpy = os.path.join(venv, "bin", "python")
         if not check(p.returncode == 0, "a fresh venv (%s)" % p.stderr.strip()):
             return finish()
@@ -469,6 +473,28 @@ def wheel(build, src):
             check(len(rep["processes"]) == 2, "two traces: the victim and its child")
             check(("victim.py", 3 << 20) in leak_sites(rep),
                   "the report names victim.py for the 3 MiB leak (%s)" % leak_sites(rep))
+
+        # the pytest plugin, registered by the wheel's entry point: no -p, no PYTHONPATH
+        if not with_pytest:
+            print("note: no pytest for %s: the wheel's pytest plugin is not run" % py)
+            return finish()
+        shutil.copy(os.path.join(src, "tests", "pytest", "cases_ctypes.py"),
+                    os.path.join(top, "test_gpu.py"))
+        junit = os.path.join(top, "junit.xml")
+        p = run([vpy, "-m", "pytest", "-p", "no:cacheprovider", "--gpumemtrace",
+                 "--gpumemtrace-dir", os.path.join(top, "pytest-traces"), "--junitxml", junit,
+                 "test_gpu.py"], dict(env, PYTHONDONTWRITEBYTECODE="1"), cwd=top, timeout=300)
+        import xml.etree.ElementTree as ET
+        failed = sorted(tc.get("name") for tc in ET.parse(junit).getroot().iter("testcase")
+                        if tc.find("failure") is not None) if os.path.exists(junit) else None
+        check(p.returncode == 1 and failed == ["test_leaks", "test_method_leaks",
+                                               "test_own_failure", "test_peak_over"],
+              "pytest --gpumemtrace in the venv (the wheel's entry point): the tests over their "
+              "limits fail (%d, %s: %s)" % (p.returncode, failed, (p.stdout + p.stderr)[-2000:]))
+        check(len(glob.glob(os.path.join(top, "pytest-traces", "*.jsonl"))) == 1,
+              "... traced by the wheel's CLI and tracer")
+        check("PytestAssertRewriteWarning" not in p.stdout + p.stderr,
+              "... and pytest does not warn about the package imported before the plugin")
     finally:
         shutil.rmtree(top, ignore_errors=True)
     return finish()
