@@ -75,7 +75,8 @@ try_lib(const char *path, char *out)
 	if (!realpath(dir[0] ? dir : "/", out))
 		return false;
 	n = strlen(out);
-	return snprintf(out + n, PATH_MAX - n, "%s%s", n > 1 ? "/" : "", name) < (int)(PATH_MAX - n);
+	return snprintf(out + n, PATH_MAX - n, "%s%s", n > 1 ? "/" : "", name) <
+	       (int)(PATH_MAX - n);
 }
 
 /* Fills @p out (PATH_MAX) with an absolute path; false (and a message) when there is none. */
