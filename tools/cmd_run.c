@@ -62,12 +62,26 @@ usage(FILE *out)
 
 // --- the tracer library -----------------------------------------------------------------------
 
+/*
+ * @p path made absolute in @p out (PATH_MAX), its file name kept: libgpumemtrace.so, not the
+ * versioned file that link resolves to, since the tracer recognises its own
+ * CUDA_INJECTION64_PATH by that name (a child of a traced process would warn otherwise).
+ */
 static bool
 try_lib(const char *path, char *out)
 {
+	const char *slash = strrchr(path, '/'), *name = slash ? slash + 1 : path;
+	char dir[PATH_MAX];
+	size_t n;
+
 	if (access(path, R_OK) != 0)
 		return false;
-	return realpath(path, out) != NULL;
+	snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash - path) : 1, slash ? path : ".");
+	if (!realpath(dir[0] ? dir : "/", out))
+		return false;
+	n = strlen(out);
+	return snprintf(out + n, PATH_MAX - n, "%s%s", n > 1 ? "/" : "", name) <
+	       (int)(PATH_MAX - n);
 }
 
 /* Fills @p out (PATH_MAX) with an absolute path; false (and a message) when there is none. */

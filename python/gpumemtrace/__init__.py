@@ -22,6 +22,10 @@ tracer every function here does nothing (one Python call), so the calls can stay
 code.
 Labels are str (UTF-8) or bytes, truncated by the tracer to 63 bytes. Pure Python, no compiler;
 docs/markers.md has the details.
+
+PYTEST_DONT_REWRITE: traced processes import this package at start-up (the start-up hook), before
+pytest loads the wheel's plugin (gpumemtrace.pytest_plugin), which would warn that it cannot
+rewrite the asserts of a package already imported.
 """
 import contextlib
 import ctypes
