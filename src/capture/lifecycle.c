@@ -198,7 +198,8 @@ arm_injection(void)
 		return;
 	}
 	const char *base = strrchr(current, '/');
-	if (strcmp(base ? base + 1 : current, "libgpumemtrace.so") != 0) {
+	/* any copy of the tracer: libgpumemtrace.so, .so.0, .so.0.1.0 (installed, versioned) */
+	if (strncmp(base ? base + 1 : current, "libgpumemtrace.so", 17) != 0) {
 		char shown[GMT_LOG_VALUE_MAX];
 		gmt_warn("CUDA_INJECTION64_PATH is already set (%s): CUDA will not inject gpumemtrace; "
 			 "programs with a static cudart are not traced",

@@ -46,8 +46,9 @@ python_dir(char *out)
 	char *slash = strrchr(dir, '/');
 	if (slash)
 		*slash = '\0';
+	/* the last: a wheel, SITE/gpumemtrace/lib/libgpumemtrace.so beside SITE/gpumemtrace/_site */
 	static const char *const rel[] = {"/../share/gpumemtrace/python",
-					  "/../../share/gpumemtrace/python"};
+					  "/../../share/gpumemtrace/python", "/../.."};
 	for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
 		if (strlen(dir) + strlen(rel[i]) >= sizeof(cand))
 			continue;
