@@ -3,7 +3,7 @@
  * for timing the analyzer (bench/run_report_throughput.py). No CUDA, no tracer: a generator.
  *
  *   gen_trace [--events N] [--seed S] [--live N] [--stacks N] [--threads T]
- *             [--depth D] [--distinct] -o FILE
+ *             [--depth D] [--distinct] [--frame-pool P] -o FILE
  *
  * The trace looks like a PyTorch process traced through CUPTI: a header, a modules line, pycode
  * lines, --stacks distinct stacks (native frames of the CUDA libraries, PyTorch and the
@@ -30,7 +30,9 @@
  * C++ middle of a real stack; a large D is a deep recursion) instead of about 20, and --distinct
  * gives each allocation the next stack id in turn instead of the skewed draw, so a trace of at
  * least 2 x --stacks events names every stack: the input for an analyzer's memory per distinct
- * stack (bench/run_stack_memory.py).
+ * stack (bench/run_stack_memory.py). --frame-pool P draws each module's frames from P return
+ * addresses, as a real program's stacks share their code; without it nearly every frame of
+ * every stack is an address of its own.
  *
  * Module paths are under /nonexistent/gmt-bench/, so a symbolizer finds no file (the cost measured
  * is the reader's and the replay's, not DWARF's). The output is a function of the options only:
@@ -85,6 +87,7 @@ struct options {
 	uint32_t threads;
 	uint32_t depth;	 /* native frames per stack; 0: the realistic mix (about 20) */
 	bool distinct;	 /* stack ids in turn, not the skewed draw */
+	uint32_t frame_pool; /* return addresses per module; 0: a new one for most frames */
 	uint64_t marker_every;
 	uint64_t snapshot_every;
 	const char *out;
@@ -293,12 +296,19 @@ write_pycode(struct gen *g, uint32_t id)
 	flush_line(g);
 }
 
-/* An address inside module m, derived from (stack, frame) so that it is the same every time. */
+/*
+ * An address inside module m, derived from (stack, frame) so that it is the same every time;
+ * with --frame-pool, one of that many return addresses of the module.
+ */
 static uint64_t
-frame_addr(uint32_t stack, uint32_t i, size_t m)
+frame_addr(const struct gen *g, uint32_t stack, uint32_t i, size_t m)
 {
 	uint64_t h = (uint64_t)stack * 0x9e3779b97f4a7c15ULL + i * 0xc2b2ae3d27d4eb4fULL;
 	h ^= h >> 29;
+	if (g->o.frame_pool) {
+		h = (h % g->o.frame_pool + 1) * 0xff51afd7ed558ccdULL ^ m;
+		h ^= h >> 33;
+	}
 	return modules[m].base + (h % modules[m].size);
 }
 
@@ -348,7 +358,7 @@ write_stack(struct gen *g, uint32_t id)
 		for (uint32_t k = 0; k < per[m]; k++, n++) {
 			if (n)
 				put(g, ",");
-			put_hex(g, frame_addr(id, n, m));
+			put_hex(g, frame_addr(g, id, n, m));
 		}
 	}
 	put(g, "],\"py\":[");
@@ -714,12 +724,13 @@ usage(FILE *out)
 	fprintf(out,
 		"Usage: gen_trace [--events N] [--seed S] [--live N] [--stacks N] [--threads T]\n"
 		"                 [--marker-every K] [--snapshot-every M] [--depth D] [--distinct]\n"
-		"                 -o FILE\n"
+		"                 [--frame-pool P] -o FILE\n"
 		"Writes a valid gpumemtrace trace of N event and marker lines (default 1000000),\n"
 		"at most --live allocations live at once (10000), --stacks distinct stacks (300),\n"
 		"T threads (4), a marker every K events (10000) and a snapshot every M (100000).\n"
 		"--depth: D native frames in every stack (default: about 20, varying);\n"
-		"--distinct: each allocation takes the next stack id in turn.\n"
+		"--distinct: each allocation takes the next stack id in turn;\n"
+		"--frame-pool: each module's frames are drawn from P return addresses.\n"
 		"The same options give the same file.\n");
 }
 
@@ -749,6 +760,8 @@ parse(struct options *o, int argc, char **argv)
 			o->stacks = (uint32_t)parse_num(a, v, 1, 1u << 20);
 		else if (strcmp(a, "--threads") == 0)
 			o->threads = (uint32_t)parse_num(a, v, 1, MAX_THREADS);
+		else if (strcmp(a, "--frame-pool") == 0)
+			o->frame_pool = (uint32_t)parse_num(a, v, 1, UINT32_MAX);
 		else if (strcmp(a, "--depth") == 0)
 			o->depth = (uint32_t)parse_num(a, v, 1, 1u << 24);
 		else if (strcmp(a, "--marker-every") == 0)

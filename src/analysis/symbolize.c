@@ -598,6 +598,12 @@ gmt_symbolize(struct gmt_symbolizer *s,
 	*nframes = 0;
 	if (module >= s->nmods)
 		return GMT_SYM_NO_MODULE;
+	m = &s->mods[module];
+	if (!m->opened)
+		module_open(s, m);
+	/* A module without a usable file answers every offset alike: nothing to cache. */
+	if (m->status != GMT_SYM_OK)
+		return m->status;
 	if (s->ncache * 2 >= s->cache_mask)
 		cache_grow(s);
 	slot = entry_hash(module + 1, offset) & s->cache_mask;
@@ -609,13 +615,7 @@ gmt_symbolize(struct gmt_symbolizer *s,
 			return (enum gmt_sym_status)e->status;
 		}
 	}
-	m = &s->mods[module];
-	if (!m->opened)
-		module_open(s, m);
-	st = m->status;
-	s->nscratch = 0;
-	if (st == GMT_SYM_OK)
-		st = resolve(s, m, offset + m->bias);
+	st = resolve(s, m, offset + m->bias);
 	if (s->npool + s->nscratch > s->poolcap) {
 		s->poolcap = s->poolcap ? s->poolcap * 2 : 4096;
 		while (s->poolcap < s->npool + s->nscratch)
