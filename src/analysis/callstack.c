@@ -83,13 +83,23 @@ struct gmt_callstacks {
 	uint32_t *fslots; /* open addressing over the frames: id + 1, 0 empty */
 	size_t fmask;
 
-	/* build()'s working memory, kept from one stack to the next */
+	struct work *w;
+};
+
+/*
+ * build()'s working memory, kept from one stack to the next and shared by the stacks of every
+ * trace (a directory of many traces keeps them all): freed with the last of them.
+ */
+struct work {
 	struct fvec nat, py, out;
 	struct phys *ph;
 	size_t phcap;
 	size_t *gstart;
 	size_t gcap;
+	size_t users;
 };
+
+static struct work shared_work;
 
 static void *
 arena_alloc(struct arena *a, size_t size)
@@ -137,6 +147,8 @@ gmt_callstacks_new(const struct gmt_trace *t, struct gmt_symbolizer *sym)
 	}
 	cs->t = t;
 	cs->sym = sym;
+	cs->w = &shared_work;
+	cs->w->users++;
 	cs->modsym = gmt_xrealloc(NULL, t->nmodules, sizeof(*cs->modsym));
 	memset(cs->modsym, 0xff, t->nmodules * sizeof(*cs->modsym));
 	cs->modcls = calloc(t->nmodules ? t->nmodules : 1, 1);
@@ -159,11 +171,14 @@ gmt_callstacks_free(struct gmt_callstacks *cs)
 	arena_free(&cs->arena);
 	free(cs->frames);
 	free(cs->fslots);
-	free(cs->nat.f);
-	free(cs->py.f);
-	free(cs->out.f);
-	free(cs->ph);
-	free(cs->gstart);
+	if (--cs->w->users == 0) {
+		free(cs->w->nat.f);
+		free(cs->w->py.f);
+		free(cs->w->out.f);
+		free(cs->w->ph);
+		free(cs->w->gstart);
+		*cs->w = (struct work){0};
+	}
 	free(cs->stacks);
 	free(cs->sets);
 	free(cs->modcls);
@@ -421,22 +436,23 @@ splice(struct gmt_callstacks *cs,
        struct draft *st,
        struct fvec *out)
 {
-	struct fvec *nat = &cs->nat, *py = &cs->py;
+	struct work *w = cs->w;
+	struct fvec *nat = &w->nat, *py = &w->py;
 	struct phys *ph;
 	size_t *gstart;
 	size_t ngroups = 0, g = 0, neval = 0;
 
 	nat->n = py->n = 0;
-	if (cs->phcap < ts->nframes) {
-		cs->phcap = ts->nframes;
-		cs->ph = gmt_xrealloc(cs->ph, cs->phcap, sizeof(*cs->ph));
+	if (w->phcap < ts->nframes) {
+		w->phcap = ts->nframes;
+		w->ph = gmt_xrealloc(w->ph, w->phcap, sizeof(*w->ph));
 	}
-	if (cs->gcap < (size_t)ts->npy + 1) {
-		cs->gcap = (size_t)ts->npy + 1;
-		cs->gstart = gmt_xrealloc(cs->gstart, cs->gcap, sizeof(*cs->gstart));
+	if (w->gcap < (size_t)ts->npy + 1) {
+		w->gcap = (size_t)ts->npy + 1;
+		w->gstart = gmt_xrealloc(w->gstart, w->gcap, sizeof(*w->gstart));
 	}
-	ph = cs->ph;
-	gstart = cs->gstart;
+	ph = w->ph;
+	gstart = w->gstart;
 	for (uint32_t i = 0; i < ts->nframes; i++) {
 		ph[i].first = nat->n;
 		native_frames(cs, ts, gmt_trace_frame(cs->t, ts, i), nat);
@@ -632,10 +648,10 @@ build(struct gmt_callstacks *cs, const struct gmt_trace_stack *ts)
 	uint32_t *ids;
 	struct gmt_cstack *st;
 
-	cs->out.n = 0;
-	splice(cs, ts, &d, &cs->out);
-	d.frames = cs->out.f;
-	d.nframes = (uint32_t)cs->out.n;
+	cs->w->out.n = 0;
+	splice(cs, ts, &d, &cs->w->out);
+	d.frames = cs->w->out.f;
+	d.nframes = (uint32_t)cs->w->out.n;
 	settle(&d);
 	d.hash = d.pystate;
 	for (uint32_t i = 0; i < d.nframes; i++)
