@@ -345,7 +345,7 @@ native_frames(struct gmt_callstacks *cs,
 	}
 	tm = &t->modules[mi];
 	if (cs->modsym[mi] == UINT32_MAX)
-		cs->modsym[mi] = gmt_sym_module(cs->sym, tm->path, tm->build_id);
+		cs->modsym[mi] = gmt_sym_module(cs->sym, tm->path, tm->file, tm->build_id);
 	if (!cs->modcls[mi])
 		cs->modcls[mi] = (uint8_t)(classify(tm->path) + 1);
 	module = gmt_sym_intern(cs->sym, tm->path);

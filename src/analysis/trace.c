@@ -924,11 +924,29 @@ read_stack_fast(struct reader *r, const char *buf, size_t len, size_t lineno)
 
 // --- modules, pycode, pyinfo --------------------------------------------------------------------
 
+/* Decode a hex string into a new buffer; NULL when it is not whole bytes of hex. */
+static uint8_t *
+hex_decode(const char *s, size_t *n)
+{
+	size_t len = strlen(s);
+	uint8_t *d = gmt_xrealloc(NULL, len / 2 ? len / 2 : 1, 1);
+	ssize_t got = gmt_pyline_unhex(s, len, d, len / 2);
+
+	if (got < 0) {
+		free(d);
+		return NULL;
+	}
+	*n = (size_t)got;
+	return d;
+}
+
 static uint64_t
 module_hash(const struct gmt_trace_module *m)
 {
 	/* only to spread module entries over the dedup table */
 	uint64_t h = gmt_fnv1a(GMT_FNV_SEED, m->path, strlen(m->path));
+	if (m->file)
+		h = gmt_fnv1a(h, m->file, strlen(m->file));
 	h = gmt_fnv1a(h, &m->base, sizeof(m->base));
 	h = gmt_fnv1a(h, m->build_id, strlen(m->build_id));
 	return gmt_fnv1a(h, m->segments, m->nsegments * sizeof(*m->segments));
@@ -939,6 +957,7 @@ module_equal(const struct gmt_trace_module *a, const struct gmt_trace_module *b)
 {
 	return a->base == b->base && a->nsegments == b->nsegments &&
 	       strcmp(a->path, b->path) == 0 && strcmp(a->build_id, b->build_id) == 0 &&
+	       !a->file == !b->file && (!a->file || strcmp(a->file, b->file) == 0) &&
 	       memcmp(a->segments, b->segments, a->nsegments * sizeof(*a->segments)) == 0;
 }
 
@@ -969,6 +988,7 @@ module_intern(struct reader *r, struct gmt_trace_module *m)
 
 		if (module_equal(&t->modules[k], m)) {
 			free(m->path);
+			free(m->file);
 			free(m->build_id);
 			free(m->segments);
 			return k;
@@ -1009,7 +1029,7 @@ hex_lower(const char *s)
 static bool
 module_entry(json_t *e, struct gmt_trace_module *m)
 {
-	const char *path, *bid;
+	const char *path, *bid, *hex = NULL;
 	json_t *segs, *sg;
 	size_t i;
 
@@ -1040,6 +1060,21 @@ module_entry(json_t *e, struct gmt_trace_module *m)
 	}
 	m->nsegments = (uint32_t)json_array_size(segs);
 	m->path = xstrdup(path);
+	/* a path that is not UTF-8, byte for byte (docs/trace-format.md, "modules") */
+	if (get_str(JS(e), "path_hex", &hex) != -ENOENT) {
+		size_t n = 0;
+		uint8_t *bytes = hex ? hex_decode(hex, &n) : NULL;
+
+		if (!bytes || n == 0 || memchr(bytes, '\0', n)) {
+			free(bytes);
+			free(m->path);
+			free(m->build_id);
+			free(m->segments);
+			return false;
+		}
+		m->file = gmt_xrealloc(bytes, n + 1, 1);
+		m->file[n] = '\0';
+	}
 	return true;
 }
 
@@ -1084,22 +1119,6 @@ read_modules(struct reader *r, json_t *obj, size_t lineno)
 	t->modsets = gmt_xrealloc(t->modsets, t->nmodsets + 1, sizeof(*t->modsets));
 	t->modsets[t->nmodsets++] = ms;
 	return true;
-}
-
-/* Decode a hex string into a new buffer; NULL when it is not whole bytes of hex. */
-static uint8_t *
-hex_decode(const char *s, size_t *n)
-{
-	size_t len = strlen(s);
-	uint8_t *d = gmt_xrealloc(NULL, len / 2 ? len / 2 : 1, 1);
-	ssize_t got = gmt_pyline_unhex(s, len, d, len / 2);
-
-	if (got < 0) {
-		free(d);
-		return NULL;
-	}
-	*n = (size_t)got;
-	return d;
 }
 
 /* A string key that may be null (the tracer writes null when it could not read the value). */
@@ -2209,6 +2228,7 @@ gmt_trace_free(struct gmt_trace *t)
 	free(t->python);
 	for (size_t i = 0; i < t->nmodules; i++) {
 		free(t->modules[i].path);
+		free(t->modules[i].file);
 		free(t->modules[i].build_id);
 		free(t->modules[i].segments);
 	}

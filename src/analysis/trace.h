@@ -151,7 +151,9 @@ struct gmt_trace_stack {
  * at the same base) are stored once and shared by the module sets.
  */
 struct gmt_trace_module {
-	char *path;	    /**< as the tracer saw it ("[vdso]" for the vDSO) */
+	char *path;	    /**< as the tracer saw it ("[vdso]" for the vDSO); valid UTF-8 */
+	char *file;	    /**< the path's bytes when they are not UTF-8 ("path_hex"), else NULL:
+				 what to open; `path` then shows U+FFFD for the stray bytes */
 	char *build_id;	    /**< lowercase hex of NT_GNU_BUILD_ID, "" when the object has none */
 	uint64_t base;	    /**< load bias: ELF virtual address = address - base */
 	uint64_t (*segments)[2]; /**< [p_vaddr, p_memsz] of each PT_LOAD, relative to base */
