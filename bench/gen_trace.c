@@ -2,7 +2,8 @@
  * @brief Benchmark input: writes a large, valid, realistic trace (docs/trace-format.md, version 1)
  * for timing the analyzer (bench/run_report_throughput.py). No CUDA, no tracer: a generator.
  *
- *   gen_trace [--events N] [--seed S] [--live N] [--stacks N] [--threads T] -o FILE
+ *   gen_trace [--events N] [--seed S] [--live N] [--stacks N] [--threads T]
+ *             [--depth D] [--distinct] [--frame-pool P] -o FILE
  *
  * The trace looks like a PyTorch process traced through CUPTI: a header, a modules line, pycode
  * lines, --stacks distinct stacks (native frames of the CUDA libraries, PyTorch and the
@@ -24,6 +25,14 @@
  *   events, and each block is written thread by thread (each thread's lines in seq order), the
  *   way the writer drains per-thread runs. The disorder is bounded by the block size;
  * - some allocations are still live at the end (leaks), and the trailer closes the file.
+ *
+ * --depth D gives every stack exactly D native frames (the extra ones in libtorch_cuda, the deep
+ * C++ middle of a real stack; a large D is a deep recursion) instead of about 20, and --distinct
+ * gives each allocation the next stack id in turn instead of the skewed draw, so a trace of at
+ * least 2 x --stacks events names every stack: the input for an analyzer's memory per distinct
+ * stack (bench/run_stack_memory.py). --frame-pool P draws each module's frames from P return
+ * addresses, as a real program's stacks share their code; without it nearly every frame of
+ * every stack is an address of its own.
  *
  * Module paths are under /nonexistent/gmt-bench/, so a symbolizer finds no file (the cost measured
  * is the reader's and the replay's, not DWARF's). The output is a function of the options only:
@@ -76,6 +85,9 @@ struct options {
 	uint32_t live;
 	uint32_t stacks;
 	uint32_t threads;
+	uint32_t depth;	 /* native frames per stack; 0: the realistic mix (about 20) */
+	bool distinct;	 /* stack ids in turn, not the skewed draw */
+	uint32_t frame_pool; /* return addresses per module; 0: a new one for most frames */
 	uint64_t marker_every;
 	uint64_t snapshot_every;
 	const char *out;
@@ -126,6 +138,7 @@ struct gen {
 	struct rec block[MAX_BLOCK];
 	uint32_t nblock, block_goal;
 	bool *stack_written;
+	uint32_t next_stack; /* --distinct: the last stack id given */
 	bool pycode_written[N_PYCODES];
 	/* the writer's view: totals of what was written so far (drain order) */
 	uint64_t written, written_since_snapshot, max_seq_written;
@@ -283,12 +296,19 @@ write_pycode(struct gen *g, uint32_t id)
 	flush_line(g);
 }
 
-/* An address inside module m, derived from (stack, frame) so that it is the same every time. */
+/*
+ * An address inside module m, derived from (stack, frame) so that it is the same every time;
+ * with --frame-pool, one of that many return addresses of the module.
+ */
 static uint64_t
-frame_addr(uint32_t stack, uint32_t i, size_t m)
+frame_addr(const struct gen *g, uint32_t stack, uint32_t i, size_t m)
 {
 	uint64_t h = (uint64_t)stack * 0x9e3779b97f4a7c15ULL + i * 0xc2b2ae3d27d4eb4fULL;
 	h ^= h >> 29;
+	if (g->o.frame_pool) {
+		h = (h % g->o.frame_pool + 1) * 0xff51afd7ed558ccdULL ^ m;
+		h ^= h >> 33;
+	}
 	return modules[m].base + (h % modules[m].size);
 }
 
@@ -320,14 +340,25 @@ write_stack(struct gen *g, uint32_t id)
 	static const uint32_t fixed[N_MODULES] = {2, 2, 2, 3, 2, 4, 2};
 	static const uint32_t extra[N_MODULES] = {0, 3, 3, 6, 3, 6, 0};
 	uint32_t per[N_MODULES];
-	for (size_t m = 0; m < N_MODULES; m++)
+	uint32_t total = 0;
+	for (size_t m = 0; m < N_MODULES; m++) {
 		per[m] = fixed[m] + (uint32_t)below(g, extra[m]);
+		total += per[m];
+	}
+	/* --depth: libtorch_cuda takes the difference; a shallow stack loses its outermost frames */
+	for (size_t m = N_MODULES; g->o.depth && total > g->o.depth && m-- > 0;) {
+		uint32_t cut = per[m] < total - g->o.depth ? per[m] : total - g->o.depth;
+		per[m] -= cut;
+		total -= cut;
+	}
+	if (g->o.depth > total)
+		per[3] += g->o.depth - total;
 	uint32_t n = 0;
 	for (size_t m = 0; m < N_MODULES; m++) {
 		for (uint32_t k = 0; k < per[m]; k++, n++) {
 			if (n)
 				put(g, ",");
-			put_hex(g, frame_addr(id, n, m));
+			put_hex(g, frame_addr(g, id, n, m));
 		}
 	}
 	put(g, "],\"py\":[");
@@ -535,6 +566,8 @@ draw_stack(struct gen *g, int kind)
 	uint32_t n = g->o.stacks;
 	uint64_t r = below(g, 1000);
 	uint32_t s;
+	if (g->o.distinct)
+		return g->next_stack++ % n + 1;
 	if (r < 700)
 		s = (uint32_t)below(g, n < 16 ? n : 16);
 	else if (r < 950)
@@ -690,10 +723,14 @@ usage(FILE *out)
 {
 	fprintf(out,
 		"Usage: gen_trace [--events N] [--seed S] [--live N] [--stacks N] [--threads T]\n"
-		"                 [--marker-every K] [--snapshot-every M] -o FILE\n"
+		"                 [--marker-every K] [--snapshot-every M] [--depth D] [--distinct]\n"
+		"                 [--frame-pool P] -o FILE\n"
 		"Writes a valid gpumemtrace trace of N event and marker lines (default 1000000),\n"
 		"at most --live allocations live at once (10000), --stacks distinct stacks (300),\n"
 		"T threads (4), a marker every K events (10000) and a snapshot every M (100000).\n"
+		"--depth: D native frames in every stack (default: about 20, varying);\n"
+		"--distinct: each allocation takes the next stack id in turn;\n"
+		"--frame-pool: each module's frames are drawn from P return addresses.\n"
 		"The same options give the same file.\n");
 }
 
@@ -708,6 +745,10 @@ parse(struct options *o, int argc, char **argv)
 			usage(stdout);
 			exit(0);
 		}
+		if (strcmp(a, "--distinct") == 0) {
+			o->distinct = true;
+			continue;
+		}
 		i++;
 		if (strcmp(a, "--events") == 0)
 			o->events = parse_num(a, v, 1, 1ULL << 40);
@@ -719,6 +760,10 @@ parse(struct options *o, int argc, char **argv)
 			o->stacks = (uint32_t)parse_num(a, v, 1, 1u << 20);
 		else if (strcmp(a, "--threads") == 0)
 			o->threads = (uint32_t)parse_num(a, v, 1, MAX_THREADS);
+		else if (strcmp(a, "--frame-pool") == 0)
+			o->frame_pool = (uint32_t)parse_num(a, v, 1, UINT32_MAX);
+		else if (strcmp(a, "--depth") == 0)
+			o->depth = (uint32_t)parse_num(a, v, 1, 1u << 24);
 		else if (strcmp(a, "--marker-every") == 0)
 			o->marker_every = parse_num(a, v, 1, UINT64_MAX);
 		else if (strcmp(a, "--snapshot-every") == 0)
@@ -761,7 +806,8 @@ main(int argc, char **argv)
 		return 1;
 	}
 	setvbuf(g.f, NULL, _IOFBF, 1 << 20);
-	g.buf = xcalloc(1, 64 * 1024);
+	/* the longest line is a stack's: up to 21 bytes per native frame */
+	g.buf = xcalloc(1, 64 * 1024 + (size_t)g.o.depth * 24);
 	g.stack_written = xcalloc(g.o.stacks + 1, sizeof(bool));
 	for (int k = 0; k < N_KINDS; k++) {
 		g.allocs[k] = xcalloc(g.o.live, sizeof(struct alloc));

@@ -32,6 +32,42 @@ struct modset_index {
 	bool built;
 };
 
+/* One native return address while a stack is built: frames[first .. first + n) of the list. */
+struct phys {
+	size_t first, n;
+	bool eval;
+};
+
+struct fvec {
+	struct gmt_cframe *f;
+	size_t n, cap;
+};
+
+/*
+ * What build() works on: the stack with its frames by value, each with its own `hidden` flag,
+ * before they are interned. The fields are those of struct gmt_cstack.
+ */
+struct draft {
+	uint32_t id;
+	uint32_t nframes;
+	struct gmt_cframe *frames;
+	int32_t site;
+	uint32_t npython;
+	uint8_t pystate;
+	bool python_outermost;
+	uint64_t hash;
+};
+
+/* Memory handed out in order and released all at once: stacks and interned frames. */
+struct arena {
+	char *cur;
+	size_t left;
+	char **blocks;
+	size_t nblocks;
+};
+
+#define ARENA_BLOCK (64u * 1024)
+
 struct gmt_callstacks {
 	const struct gmt_trace *t;
 	struct gmt_symbolizer *sym;
@@ -39,7 +75,66 @@ struct gmt_callstacks {
 	uint8_t *modcls;  /* per trace module: enum gmt_cframe_class + 1, 0 not computed */
 	struct modset_index *sets;  /* per modules line */
 	struct gmt_cstack **stacks; /* per trace stack (same index), NULL not built */
+	struct arena arena;
+
+	/* every distinct frame of the stacks built so far (in the arena), by id */
+	const struct gmt_cframe **frames;
+	uint32_t nfr, frcap;
+	uint32_t *fslots; /* open addressing over the frames: id + 1, 0 empty */
+	size_t fmask;
+
+	struct work *w;
 };
+
+/*
+ * build()'s working memory, kept from one stack to the next and shared by the stacks of every
+ * trace (a directory of many traces keeps them all): freed with the last of them.
+ */
+struct work {
+	struct fvec nat, py, out;
+	struct phys *ph;
+	size_t phcap;
+	size_t *gstart;
+	size_t gcap;
+	size_t users;
+};
+
+static struct work shared_work;
+
+static void *
+arena_alloc(struct arena *a, size_t size)
+{
+	void *p;
+
+	size = (size + 7) & ~(size_t)7;
+	if (size > a->left) {
+		/*
+		 * Blocks double from 1 KiB to ARENA_BLOCK (a trace of a few stacks, one of many in
+		 * a directory, takes little); a request of more than a quarter block gets its own.
+		 */
+		size_t grow = a->nblocks < 6 ? (size_t)1024 << a->nblocks : ARENA_BLOCK;
+		size_t bsize = size > grow / 4 ? size : grow;
+
+		a->blocks = gmt_xrealloc(a->blocks, a->nblocks + 1, sizeof(*a->blocks));
+		a->blocks[a->nblocks] = gmt_xrealloc(NULL, bsize, 1);
+		if (bsize != grow)
+			return a->blocks[a->nblocks++];
+		a->cur = a->blocks[a->nblocks++];
+		a->left = bsize;
+	}
+	p = a->cur;
+	a->cur += size;
+	a->left -= size;
+	return p;
+}
+
+static void
+arena_free(struct arena *a)
+{
+	for (size_t i = 0; i < a->nblocks; i++)
+		free(a->blocks[i]);
+	free(a->blocks);
+}
 
 struct gmt_callstacks *
 gmt_callstacks_new(const struct gmt_trace *t, struct gmt_symbolizer *sym)
@@ -52,6 +147,8 @@ gmt_callstacks_new(const struct gmt_trace *t, struct gmt_symbolizer *sym)
 	}
 	cs->t = t;
 	cs->sym = sym;
+	cs->w = &shared_work;
+	cs->w->users++;
 	cs->modsym = gmt_xrealloc(NULL, t->nmodules, sizeof(*cs->modsym));
 	memset(cs->modsym, 0xff, t->nmodules * sizeof(*cs->modsym));
 	cs->modcls = calloc(t->nmodules ? t->nmodules : 1, 1);
@@ -69,14 +166,19 @@ gmt_callstacks_free(struct gmt_callstacks *cs)
 {
 	if (!cs)
 		return;
-	for (size_t i = 0; i < cs->t->nstacks; i++) {
-		if (cs->stacks[i]) {
-			free(cs->stacks[i]->frames);
-			free(cs->stacks[i]);
-		}
-	}
 	for (size_t i = 0; i < cs->t->nmodsets; i++)
 		free(cs->sets[i].r);
+	arena_free(&cs->arena);
+	free(cs->frames);
+	free(cs->fslots);
+	if (--cs->w->users == 0) {
+		free(cs->w->nat.f);
+		free(cs->w->py.f);
+		free(cs->w->out.f);
+		free(cs->w->ph);
+		free(cs->w->gstart);
+		*cs->w = (struct work){0};
+	}
 	free(cs->stacks);
 	free(cs->sets);
 	free(cs->modcls);
@@ -207,11 +309,6 @@ classify(const char *path)
 
 // --- building one stack -------------------------------------------------------------------------
 
-struct fvec {
-	struct gmt_cframe *f;
-	size_t n, cap;
-};
-
 static struct gmt_cframe *
 fvec_push(struct fvec *v)
 {
@@ -248,7 +345,7 @@ native_frames(struct gmt_callstacks *cs,
 	}
 	tm = &t->modules[mi];
 	if (cs->modsym[mi] == UINT32_MAX)
-		cs->modsym[mi] = gmt_sym_module(cs->sym, tm->path, tm->build_id);
+		cs->modsym[mi] = gmt_sym_module(cs->sym, tm->path, tm->file, tm->build_id);
 	if (!cs->modcls[mi])
 		cs->modcls[mi] = (uint8_t)(classify(tm->path) + 1);
 	module = gmt_sym_intern(cs->sym, tm->path);
@@ -310,12 +407,6 @@ is_function(const char *name, const char *fn)
 	return name && strncmp(name, fn, n) == 0 && (name[n] == '\0' || name[n] == '.');
 }
 
-/* One native return address: its frames are frames[first .. first + n) of the native list. */
-struct phys {
-	size_t first, n;
-	bool eval;
-};
-
 /*
  * Which physical frames are the eval function's. _PyEval_EvalFrame is an inline wrapper around
  * _PyEval_EvalFrameDefault: with debug info it shows in the caller's frame, which then must not
@@ -342,46 +433,54 @@ mark_eval(const struct fvec *nat, struct phys *ph, size_t nph)
 static void
 splice(struct gmt_callstacks *cs,
        const struct gmt_trace_stack *ts,
-       struct gmt_cstack *st,
+       struct draft *st,
        struct fvec *out)
 {
-	struct fvec nat = {0}, py = {0};
-	struct phys *ph = gmt_xrealloc(NULL, ts->nframes, sizeof(*ph));
-	size_t *gstart = gmt_xrealloc(NULL, ts->npy + 1, sizeof(*gstart));
+	struct work *w = cs->w;
+	struct fvec *nat = &w->nat, *py = &w->py;
+	struct phys *ph;
+	size_t *gstart;
 	size_t ngroups = 0, g = 0, neval = 0;
 
-	for (uint32_t i = 0; i < ts->nframes; i++) {
-		ph[i].first = nat.n;
-		native_frames(cs, ts, ts->frames[i], &nat);
-		ph[i].n = nat.n - ph[i].first;
+	nat->n = py->n = 0;
+	if (w->phcap < ts->nframes) {
+		w->phcap = ts->nframes;
+		w->ph = gmt_xrealloc(w->ph, w->phcap, sizeof(*w->ph));
 	}
-	mark_eval(&nat, ph, ts->nframes);
+	if (w->gcap < (size_t)ts->npy + 1) {
+		w->gcap = (size_t)ts->npy + 1;
+		w->gstart = gmt_xrealloc(w->gstart, w->gcap, sizeof(*w->gstart));
+	}
+	ph = w->ph;
+	gstart = w->gstart;
+	for (uint32_t i = 0; i < ts->nframes; i++) {
+		ph[i].first = nat->n;
+		native_frames(cs, ts, gmt_trace_frame(cs->t, ts, i), nat);
+		ph[i].n = nat->n - ph[i].first;
+	}
+	mark_eval(nat, ph, ts->nframes);
 	for (uint32_t i = 0; i < ts->npy; i++) {
 		if (i == 0 || ts->py[i - 1].entry)
-			gstart[ngroups++] = py.n;
-		python_frame(cs, &ts->py[i], &py);
+			gstart[ngroups++] = py->n;
+		python_frame(cs, &ts->py[i], py);
 	}
-	gstart[ngroups] = py.n;
+	gstart[ngroups] = py->n;
 	for (uint32_t i = 0; i < ts->nframes; i++) {
 		if (ph[i].eval)
 			neval++;
 		if (ph[i].eval && g < ngroups) {
 			for (size_t k = gstart[g]; k < gstart[g + 1]; k++)
-				*fvec_push(out) = py.f[k];
+				*fvec_push(out) = py->f[k];
 			g++;
 			continue;
 		}
 		for (size_t k = ph[i].first; k < ph[i].first + ph[i].n; k++)
-			*fvec_push(out) = nat.f[k];
+			*fvec_push(out) = nat->f[k];
 	}
-	for (size_t k = gstart[g]; k < py.n; k++)
-		*fvec_push(out) = py.f[k];
-	st->npython = (uint32_t)py.n;
-	st->python_outermost = py.n && neval == 0;
-	free(gstart);
-	free(ph);
-	free(nat.f);
-	free(py.f);
+	for (size_t k = gstart[g]; k < py->n; k++)
+		*fvec_push(out) = py->f[k];
+	st->npython = (uint32_t)py->n;
+	st->python_outermost = py->n && neval == 0;
 }
 
 /* A Python file of an installed package or of the standard library, not of the program. */
@@ -440,7 +539,7 @@ static_cuda_frame(const struct gmt_cframe *f)
 
 /* Frames that text and folded stacks leave out, and the call site. */
 static void
-settle(struct gmt_cstack *st)
+settle(struct draft *st)
 {
 	uint32_t k = 0;
 
@@ -500,26 +599,126 @@ frame_hash(const struct gmt_cframe *f)
 	return mix(h, (uintptr_t)f->module);
 }
 
+// --- interned frames ----------------------------------------------------------------------------
+
+static uint64_t
+intern_hash(const struct gmt_cframe *f)
+{
+	uint64_t h = (uint64_t)f->kind | (uint64_t)f->cls << 8 | (uint64_t)f->status << 16 |
+		     (uint64_t)f->inlined << 24 | (uint64_t)f->hidden << 25;
+
+	h = mix(h, (uintptr_t)f->function);
+	h = mix(h, (uintptr_t)f->file);
+	h = mix(h, (uintptr_t)f->module);
+	h = mix(h, f->address);
+	h = mix(h, f->offset);
+	h = mix(h, f->line);
+	return h ^ (h >> 31);
+}
+
+/* Every field (strings are interned, so by pointer); not memcmp: padding is not set. */
+static bool
+same_frame(const struct gmt_cframe *a, const struct gmt_cframe *b)
+{
+	return a->function == b->function && a->file == b->file && a->module == b->module &&
+	       a->address == b->address && a->offset == b->offset && a->line == b->line &&
+	       a->kind == b->kind && a->cls == b->cls && a->status == b->status &&
+	       a->inlined == b->inlined && a->hidden == b->hidden;
+}
+
+static const struct gmt_cframe *
+frame_by_id(const struct gmt_callstacks *cs, uint32_t id)
+{
+	return cs->frames[id];
+}
+
+static void
+fslots_grow(struct gmt_callstacks *cs)
+{
+	size_t cap = cs->fmask ? (cs->fmask + 1) * 2 : 64;
+
+	free(cs->fslots);
+	cs->fslots = gmt_xrealloc(NULL, cap, sizeof(*cs->fslots));
+	memset(cs->fslots, 0, cap * sizeof(*cs->fslots));
+	cs->fmask = cap - 1;
+	for (uint32_t id = 0; id < cs->nfr; id++) {
+		size_t slot;
+
+		for (slot = intern_hash(frame_by_id(cs, id)) & cs->fmask; cs->fslots[slot];
+		     slot = (slot + 1) & cs->fmask)
+			;
+		cs->fslots[slot] = id + 1;
+	}
+}
+
+/* The id of the one stored copy of @p f. */
+static uint32_t
+intern_frame(struct gmt_callstacks *cs, const struct gmt_cframe *f)
+{
+	struct gmt_cframe *copy;
+	size_t slot;
+	uint32_t id;
+
+	if (((size_t)cs->nfr + 1) * 4 > (cs->fmask + 1) * 3)
+		fslots_grow(cs);
+	for (slot = intern_hash(f) & cs->fmask; cs->fslots[slot]; slot = (slot + 1) & cs->fmask)
+		if (same_frame(frame_by_id(cs, cs->fslots[slot] - 1), f))
+			return cs->fslots[slot] - 1;
+	if (cs->nfr == UINT32_MAX - 1) {
+		fprintf(stderr, "gpumemtrace: out of memory\n"); /* 2^32 frames do not fit anyway */
+		exit(3);
+	}
+	if (cs->nfr == cs->frcap) {
+		cs->frcap = cs->frcap ? cs->frcap * 2 : 64;
+		cs->frames = gmt_xrealloc(cs->frames, cs->frcap, sizeof(*cs->frames));
+	}
+	copy = arena_alloc(&cs->arena, sizeof(*copy));
+	*copy = *f;
+	id = cs->nfr++;
+	cs->frames[id] = copy;
+	cs->fslots[slot] = id + 1;
+	return id;
+}
+
+const struct gmt_cframe *
+gmt_cstack_frame(const struct gmt_cstack *st, uint32_t i)
+{
+	return frame_by_id(st->owner, st->frame_ids[i]);
+}
+
 static struct gmt_cstack *
 build(struct gmt_callstacks *cs, const struct gmt_trace_stack *ts)
 {
-	struct gmt_cstack *st = calloc(1, sizeof(*st));
-	struct fvec out = {0};
+	struct draft d = {.id = ts->id, .pystate = ts->pystate};
+	uint32_t *ids;
+	struct gmt_cstack *st;
 
-	if (!st) {
-		fprintf(stderr, "gpumemtrace: out of memory\n");
-		exit(3);
-	}
-	st->id = ts->id;
-	st->pystate = ts->pystate;
-	splice(cs, ts, st, &out);
-	st->frames = out.f;
-	st->nframes = (uint32_t)out.n;
-	settle(st);
-	st->hash = st->pystate;
-	for (uint32_t i = 0; i < st->nframes; i++)
-		if (!st->frames[i].hidden)
-			st->hash = mix(st->hash, frame_hash(&st->frames[i]));
+	cs->w->out.n = 0;
+	splice(cs, ts, &d, &cs->w->out);
+	d.frames = cs->w->out.f;
+	d.nframes = (uint32_t)cs->w->out.n;
+	settle(&d);
+	d.hash = d.pystate;
+	for (uint32_t i = 0; i < d.nframes; i++)
+		if (!d.frames[i].hidden)
+			d.hash = mix(d.hash, frame_hash(&d.frames[i]));
+
+	/* The stack and its list of frame ids in one piece; the frames themselves are shared. */
+	st = arena_alloc(&cs->arena, sizeof(*st) + (size_t)d.nframes * sizeof(*ids));
+	ids = (uint32_t *)(st + 1);
+	for (uint32_t i = 0; i < d.nframes; i++)
+		ids[i] = intern_frame(cs, &d.frames[i]);
+	*st = (struct gmt_cstack){
+	    .id = d.id,
+	    .nframes = d.nframes,
+	    .frame_ids = ids,
+	    .owner = cs,
+	    .site = d.site,
+	    .npython = d.npython,
+	    .pystate = d.pystate,
+	    .python_outermost = d.python_outermost,
+	    .hash = d.hash,
+	};
 	return st;
 }
 
@@ -545,7 +744,7 @@ gmt_callstacks_get(struct gmt_callstacks *cs, uint32_t id)
 const struct gmt_cframe *
 gmt_cstack_site(const struct gmt_cstack *st)
 {
-	return st && st->site >= 0 ? &st->frames[st->site] : NULL;
+	return st && st->site >= 0 ? gmt_cstack_frame(st, (uint32_t)st->site) : NULL;
 }
 
 bool
@@ -566,13 +765,13 @@ gmt_cstack_equal(const struct gmt_cstack *a, const struct gmt_cstack *b)
 	if (!a || !b || a->hash != b->hash || a->pystate != b->pystate)
 		return false;
 	for (;;) {
-		while (i < a->nframes && a->frames[i].hidden)
+		while (i < a->nframes && gmt_cstack_frame(a, i)->hidden)
 			i++;
-		while (k < b->nframes && b->frames[k].hidden)
+		while (k < b->nframes && gmt_cstack_frame(b, k)->hidden)
 			k++;
 		if (i == a->nframes || k == b->nframes)
 			return i == a->nframes && k == b->nframes;
-		if (!gmt_cframe_same_site(&a->frames[i], &b->frames[k]))
+		if (!gmt_cframe_same_site(gmt_cstack_frame(a, i), gmt_cstack_frame(b, k)))
 			return false;
 		i++;
 		k++;

@@ -15,7 +15,11 @@
  * runtime linked statically into the user's own module (libcudart_static.a) is told by its
  * functions' names and counts as the CUDA runtime.
  *
- * Stacks are built on first use and kept, one per stack id of a trace.
+ * Stacks are built on first use and kept, one per stack id of a trace, in the memory of what they
+ * show: each distinct frame (a return address's function, file and line, or a Python line, with
+ * its `hidden` flag) is stored once per trace and a stack is a list of frame ids, so a trace of
+ * many distinct stacks over the same code costs four bytes per frame of each stack
+ * (docs/performance.md, "Memory per distinct stack").
  */
 #ifndef GMT_ANALYSIS_CALLSTACK_H
 #define GMT_ANALYSIS_CALLSTACK_H
@@ -42,7 +46,11 @@ enum gmt_cframe_class {
 	GMT_CC_INTERPRETER, /**< the python executable, libpython */
 };
 
-/** One frame of a symbolized stack. Strings are interned in the symbolizer. */
+/**
+ * One frame of a symbolized stack. Strings are interned in the symbolizer; the frame itself is
+ * interned in its trace's stacks: equal frames of two stacks may be the same pointer (compare
+ * them with gmt_cframe_same_site() or gmt_cframe_cmp(), not by address).
+ */
 struct gmt_cframe {
 	const char *function; /**< demangled C/C++ name, or a Python qualname; NULL unknown */
 	const char *file;     /**< source file; NULL unknown */
@@ -59,16 +67,19 @@ struct gmt_cframe {
 			  frames */
 };
 
+struct gmt_callstacks;
+
 struct gmt_cstack {
 	uint32_t id;
 	uint32_t nframes;
-	struct gmt_cframe *frames; /**< innermost first */
-	int32_t site;		   /**< index of the call-site frame; -1 when there is no frame */
-	uint32_t npython;	   /**< Python frames among them */
-	uint8_t pystate;	   /**< enum gmt_trace_pystate of the stack line */
-	bool python_outermost;	   /**< no eval-function frame was found (no symbols for the
-					interpreter): the Python frames were put at the outermost end */
-	uint64_t hash;		   /**< of the frames as shown: equal stacks have equal hashes */
+	const uint32_t *frame_ids; /**< innermost first; gmt_cstack_frame() gives the frames */
+	const struct gmt_callstacks *owner;
+	int32_t site;	       /**< index of the call-site frame; -1 when there is no frame */
+	uint32_t npython;      /**< Python frames among them */
+	uint8_t pystate;       /**< enum gmt_trace_pystate of the stack line */
+	bool python_outermost; /**< no eval-function frame was found (no symbols for the
+				    interpreter): the Python frames were put at the outermost end */
+	uint64_t hash;	       /**< of the frames as shown: equal stacks have equal hashes */
 };
 
 struct gmt_callstacks;
@@ -81,6 +92,9 @@ void gmt_callstacks_free(struct gmt_callstacks *cs);
 
 /** The stack with @p id, built on first use; NULL for 0 or an id the trace never defined. */
 const struct gmt_cstack *gmt_callstacks_get(struct gmt_callstacks *cs, uint32_t id);
+
+/** Frame @p i (0 the innermost, below nframes) of @p st; valid as long as the stacks. */
+const struct gmt_cframe *gmt_cstack_frame(const struct gmt_cstack *st, uint32_t i);
 
 /** The call-site frame of @p st, NULL when it has none (or @p st is NULL). */
 const struct gmt_cframe *gmt_cstack_site(const struct gmt_cstack *st);

@@ -174,7 +174,7 @@ gmt_model_cache(const struct gmt_model *m, uint32_t stack, uint8_t kind)
 	struct framework_frames cupy = {0}, xla = {0};
 
 	for (uint32_t i = 0; cs && i < cs->nframes; i++) {
-		const struct gmt_cframe *f = &cs->frames[i];
+		const struct gmt_cframe *f = gmt_cstack_frame(cs, i);
 
 		if (f->kind != GMT_CF_NATIVE)
 			continue;

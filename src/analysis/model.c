@@ -1449,6 +1449,28 @@ gmt_model_finish(struct gmt_model *m)
 	for (size_t i = 0; i < m->nseries; i++)
 		if (m->series[i].n > GMT_SERIES_MAX_POINTS)
 			series_compress(&m->series[i]);
+	/* The lists doubled as they grew; every model of a directory is kept: no slack. */
+	if (m->ndevices)
+		m->devices = gmt_xrealloc(m->devices, m->ndevices, sizeof(*m->devices));
+	if (m->nsites)
+		m->sites = gmt_xrealloc(m->sites, m->nsites, sizeof(*m->sites));
+	for (size_t i = 0; i < m->ndevices; i++) {
+		struct gmt_device_stats *d = &m->devices[i];
+
+		if (d->npeak_sites) {
+			d->peak_sites =
+			    gmt_xrealloc(d->peak_sites, d->npeak_sites, sizeof(*d->peak_sites));
+			d->peak_sites_cap = d->npeak_sites;
+		}
+	}
+	for (size_t i = 0; i < m->nseries; i++) {
+		struct gmt_series *se = &m->series[i];
+
+		if (se->n) {
+			se->points = gmt_xrealloc(se->points, se->n, sizeof(*se->points));
+			se->cap = se->n;
+		}
+	}
 	/* what pointed into arrays that grew while reading points at their final place now */
 	for (size_t i = 0; i < m->nledger; i++)
 		m->ledger[i].nvml = &t->nvml[m->ledger[i].nvml_index];

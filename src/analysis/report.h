@@ -51,6 +51,17 @@ json_t *gmt_report_json_doc(struct gmt_model *const *models, size_t n);
 /** Returns 0, or -1 when the JSON document could not be built or written. */
 int gmt_report_json(FILE *out, struct gmt_model *const *models, size_t n);
 
+/**
+ * The bytes json_dump_callback(gmt_report_json_doc(), @p cb, @p data, @p flags) writes, in the
+ * memory of the document without its call_stacks[], which is built and written one entry at a
+ * time (`--format json` and `html`). Returns 0, or -1 when @p cb failed.
+ */
+int gmt_report_json_stream(struct gmt_model *const *models,
+			   size_t n,
+			   size_t flags,
+			   int (*cb)(const char *buf, size_t size, void *data),
+			   void *data);
+
 /** What a folded stack is weighted by (`--weight`). */
 enum gmt_fold_weight {
 	GMT_FOLD_PEAK = 0, /**< bytes live at each device's peak of held memory */

@@ -76,9 +76,11 @@ fold_stack(const struct gmt_model *m, uint32_t stack, uint16_t api, uint16_t dri
 		if (cs->pystate == GMT_TPY_EMPTY)
 			sb_frame(&b, GMT_PYSTATE_EMPTY_LABEL);
 		for (uint32_t i = cs->nframes; i-- > 0;) {
-			if (cs->frames[i].hidden)
+			const struct gmt_cframe *f = gmt_cstack_frame(cs, i);
+
+			if (f->hidden)
 				continue;
-			gmt_cframe_folded(&cs->frames[i], frame, sizeof(frame));
+			gmt_cframe_folded(f, frame, sizeof(frame));
 			sb_frame(&b, frame);
 		}
 	}

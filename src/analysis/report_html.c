@@ -712,53 +712,102 @@ write_lines(FILE *out, const char *const *lines)
 }
 
 /*
- * @p json inside a script element: `</script>` or `<!--` in a string must not end or change the
+ * The JSON inside a script element: `</script>` or `<!--` in a string must not end or change the
  * element, and U+2028/U+2029 are line terminators to older JavaScript parsers. JSON has these
- * characters only inside strings, where the \u escape means the same character.
+ * characters only inside strings, where the \u escape means the same character. Written as
+ * jansson dumps it, piece by piece (the document as one string would double the memory of a
+ * large report), so the first bytes of U+2028 wait in `held` for the next piece.
  */
-static void
-write_script_safe(FILE *out, const char *json)
+struct script_out {
+	FILE *out;
+	unsigned held; /* 0, 1: 0xe2 held, 2: 0xe2 0x80 held */
+};
+
+static int
+script_safe_piece(const char *buf, size_t size, void *data)
 {
-	for (const unsigned char *s = (const unsigned char *)json; *s; s++) {
-		if (*s == '<')
-			fputs("\\u003c", out);
-		else if (*s == '>')
-			fputs("\\u003e", out);
-		else if (*s == '&')
-			fputs("\\u0026", out);
-		else if (s[0] == 0xe2 && s[1] == 0x80 && (s[2] == 0xa8 || s[2] == 0xa9)) {
-			fputs(s[2] == 0xa8 ? "\\u2028" : "\\u2029", out);
-			s += 2;
-		} else
-			fputc(*s, out);
+	struct script_out *so = data;
+
+	for (size_t i = 0; i < size; i++) {
+		unsigned char c = (unsigned char)buf[i];
+
+		if (so->held == 1 && c == 0x80) {
+			so->held = 2;
+			continue;
+		}
+		if (so->held == 2 && (c == 0xa8 || c == 0xa9)) {
+			fputs(c == 0xa8 ? "\\u2028" : "\\u2029", so->out);
+			so->held = 0;
+			continue;
+		}
+		if (so->held)
+			fputs(so->held == 1 ? "\xe2" : "\xe2\x80", so->out);
+		so->held = 0;
+		if (c == 0xe2)
+			so->held = 1;
+		else if (c == '<')
+			fputs("\\u003c", so->out);
+		else if (c == '>')
+			fputs("\\u003e", so->out);
+		else if (c == '&')
+			fputs("\\u0026", so->out);
+		else
+			fputc(c, so->out);
 	}
+	return 0;
+}
+
+/* The page around the data: the document's bytes come from @p dump. */
+static int
+html_page(FILE *out, int (*dump)(struct script_out *so, const void *arg), const void *arg)
+{
+	struct script_out so = {.out = out};
+	int rc;
+
+	write_lines(out, html_head);
+	fputs("<script type=\"application/json\" id=\"gmt-data\">", out);
+	rc = dump(&so, arg);
+	if (so.held)
+		fputs(so.held == 1 ? "\xe2" : "\xe2\x80", out);
+	if (rc != 0)
+		return -1;
+	fputs("</script>\n", out);
+	write_lines(out, html_tail);
+	return ferror(out) ? -1 : 0;
+}
+
+#define HTML_JSON_FLAGS (JSON_COMPACT | JSON_REAL_PRECISION(15))
+
+static int
+dump_doc(struct script_out *so, const void *doc)
+{
+	return json_dump_callback(doc, script_safe_piece, so, HTML_JSON_FLAGS);
 }
 
 int
 gmt_report_html_doc(FILE *out, const json_t *doc)
 {
-	char *json = json_dumps(doc, JSON_COMPACT | JSON_REAL_PRECISION(15));
+	return html_page(out, dump_doc, doc);
+}
 
-	if (!json)
-		return -1;
-	write_lines(out, html_head);
-	fputs("<script type=\"application/json\" id=\"gmt-data\">", out);
-	write_script_safe(out, json);
-	fputs("</script>\n", out);
-	write_lines(out, html_tail);
-	free(json);
-	return ferror(out) ? -1 : 0;
+struct models_arg {
+	struct gmt_model *const *models;
+	size_t n;
+};
+
+static int
+dump_models(struct script_out *so, const void *arg)
+{
+	const struct models_arg *ma = arg;
+
+	return gmt_report_json_stream(ma->models, ma->n, HTML_JSON_FLAGS, script_safe_piece, so);
 }
 
 int
 gmt_report_html(FILE *out, struct gmt_model *const *models, size_t n)
 {
-	json_t *doc = gmt_report_json_doc(models, n);
-	int rc;
+	struct models_arg ma = {models, n};
 
-	if (!doc)
-		return -1;
-	rc = gmt_report_html_doc(out, doc);
-	json_decref(doc);
-	return rc;
+	/* streamed: the call stacks, most of a large page, are never one document */
+	return html_page(out, dump_models, &ma);
 }

@@ -7,11 +7,13 @@
  */
 #include "analysis/report.h"
 #include "analysis/sites.h"
+#include "analysis/xalloc.h"
 
 #include <inttypes.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 static json_t *
 jint(uint64_t v)
@@ -64,7 +66,7 @@ frames_json(const struct gmt_trace *t, uint32_t stack)
 	json_t *a = json_array();
 
 	for (uint32_t i = 0; st && i < st->nframes; i++)
-		json_array_append_new(a, jhex(st->frames[i]));
+		json_array_append_new(a, jhex(gmt_trace_frame(t, st, i)));
 	return a;
 }
 
@@ -105,13 +107,48 @@ frame_json(const struct gmt_cframe *f)
 	return o;
 }
 
+/*
+ * The frame objects of one process's call stacks, by frame id (struct gmt_cstack): the stacks of
+ * a program share most of their frames, and each distinct frame is one object in the document.
+ */
+struct frame_memo {
+	json_t **o;
+	size_t n;
+};
+
+static void
+frame_memo_clear(struct frame_memo *fm)
+{
+	for (size_t i = 0; i < fm->n; i++)
+		json_decref(fm->o[i]);
+	free(fm->o);
+	*fm = (struct frame_memo){0};
+}
+
+/* @p fm NULL: objects of its own (a stack written and freed on its own) */
 static json_t *
-call_stack_json(const struct gmt_cstack *cs)
+call_stack_json(const struct gmt_cstack *cs, struct frame_memo *fm)
 {
 	json_t *a = json_array();
 
-	for (uint32_t i = 0; cs && i < cs->nframes; i++)
-		json_array_append_new(a, frame_json(&cs->frames[i]));
+	for (uint32_t i = 0; cs && i < cs->nframes; i++) {
+		uint32_t id = cs->frame_ids[i];
+
+		if (!fm) {
+			json_array_append_new(a, frame_json(gmt_cstack_frame(cs, i)));
+			continue;
+		}
+		if (id >= fm->n) {
+			size_t n = fm->n * 2 > (size_t)id + 1 ? fm->n * 2 : (size_t)id + 1;
+
+			fm->o = gmt_xrealloc(fm->o, n, sizeof(*fm->o));
+			memset(fm->o + fm->n, 0, (n - fm->n) * sizeof(*fm->o));
+			fm->n = n;
+		}
+		if (!fm->o[id])
+			fm->o[id] = frame_json(gmt_cstack_frame(cs, i));
+		json_array_append(a, fm->o[id]);
+	}
 	return a;
 }
 
@@ -122,7 +159,7 @@ site_json(const struct gmt_cstack *cs)
 
 	if (!cs || cs->site < 0)
 		return json_null();
-	o = frame_json(&cs->frames[cs->site]);
+	o = frame_json(gmt_cstack_site(cs));
 	json_object_set_new(o, "index", json_integer(cs->site));
 	return o;
 }
@@ -194,13 +231,12 @@ refs_add(struct stack_ref **v, size_t *n, size_t *cap, const struct gmt_site_ite
  * id: entries refer to them by (process, stack), so a stack shared by several lists is written
  * once.
  */
-static json_t *
-call_stacks_json(struct gmt_model *const *models, size_t n)
+static struct stack_ref *
+call_stack_refs(struct gmt_model *const *models, size_t n, size_t *nrefs)
 {
 	struct stack_ref *v = NULL;
-	size_t nv = 0, cap = 0, nitems;
+	size_t nv = 0, cap = 0, nitems, k = 0;
 	struct gmt_site_item *items;
-	json_t *a = json_array();
 
 	items = gmt_sites_leak_items(models, n, &nitems);
 	refs_add(&v, &nv, &cap, items, nitems);
@@ -216,24 +252,47 @@ call_stacks_json(struct gmt_model *const *models, size_t n)
 	free(items);
 	if (nv > 1)
 		qsort(v, nv, sizeof(*v), cmp_stack_ref);
-	for (size_t i = 0; i < nv; i++) {
-		const struct gmt_cstack *cs;
-		json_t *o;
+	for (size_t i = 0; i < nv; i++)
+		if (!k || cmp_stack_ref(&v[k - 1], &v[i]) != 0)
+			v[k++] = v[i];
+	*nrefs = k;
+	return v;
+}
 
-		if (i && cmp_stack_ref(&v[i - 1], &v[i]) == 0)
-			continue;
-		cs = gmt_model_stack(models[v[i].proc], v[i].stack);
-		o = json_object();
-		json_object_set_new(o, "process", jint(v[i].proc));
-		json_object_set_new(o, "stack", jint(v[i].stack));
-		json_object_set_new(o, "known", json_boolean(cs != NULL));
-		json_object_set_new(o, "site_index",
-				    cs && cs->site >= 0 ? json_integer(cs->site) : json_null());
-		json_object_set_new(o, "pystate", pystate_json(cs));
-		json_object_set_new(o, "python_placement", placement_json(cs));
-		json_object_set_new(o, "call_stack", call_stack_json(cs));
-		json_array_append_new(a, o);
+/* One entry of call_stacks[]; @p fm NULL: frame objects of its own, shared with no other. */
+static json_t *
+call_stack_entry(struct gmt_model *const *models,
+		 const struct stack_ref *ref,
+		 struct frame_memo *fm)
+{
+	const struct gmt_cstack *cs = gmt_model_stack(models[ref->proc], ref->stack);
+	json_t *o = json_object();
+
+	json_object_set_new(o, "process", jint(ref->proc));
+	json_object_set_new(o, "stack", jint(ref->stack));
+	json_object_set_new(o, "known", json_boolean(cs != NULL));
+	json_object_set_new(o, "site_index",
+			    cs && cs->site >= 0 ? json_integer(cs->site) : json_null());
+	json_object_set_new(o, "pystate", pystate_json(cs));
+	json_object_set_new(o, "python_placement", placement_json(cs));
+	json_object_set_new(o, "call_stack", call_stack_json(cs, fm));
+	return o;
+}
+
+static json_t *
+call_stacks_json(struct gmt_model *const *models, size_t n)
+{
+	struct frame_memo fm = {0};
+	size_t nv;
+	struct stack_ref *v = call_stack_refs(models, n, &nv);
+	json_t *a = json_array();
+
+	for (size_t i = 0; i < nv; i++) {
+		if (i && v[i].proc != v[i - 1].proc)
+			frame_memo_clear(&fm); /* frame ids are a process's own */
+		json_array_append_new(a, call_stack_entry(models, &v[i], &fm));
 	}
+	frame_memo_clear(&fm);
 	free(v);
 	return a;
 }
@@ -1245,8 +1304,9 @@ summary_processes(json_t *s, struct gmt_model *const *models, size_t n)
 	json_object_set_new(s, "first_failure_process", first);
 }
 
-json_t *
-gmt_report_json_doc(struct gmt_model *const *models, size_t n)
+/* The document; without @p stacks, call_stacks[] is left empty (the writer streams it). */
+static json_t *
+report_doc(struct gmt_model *const *models, size_t n, bool stacks)
 {
 	struct gmt_totals tot;
 	json_t *root = json_object(), *s = json_object();
@@ -1301,7 +1361,8 @@ gmt_report_json_doc(struct gmt_model *const *models, size_t n)
 	json_object_set_new(root, "leak_sites", site_list_json(models, n, SITES_LEAK));
 	json_object_set_new(root, "peak_sites", site_list_json(models, n, SITES_PEAK));
 	json_object_set_new(root, "failed_sites", site_list_json(models, n, SITES_FAILED));
-	json_object_set_new(root, "call_stacks", call_stacks_json(models, n));
+	json_object_set_new(root, "call_stacks",
+			    stacks ? call_stacks_json(models, n) : json_array());
 	json_object_set_new(root, "range", range_json(models, n));
 	json_object_set_new(root, "timeline", timeline_json(models, n));
 	json_t *oom = json_array();
@@ -1317,16 +1378,179 @@ gmt_report_json_doc(struct gmt_model *const *models, size_t n)
 	return root;
 }
 
+json_t *
+gmt_report_json_doc(struct gmt_model *const *models, size_t n)
+{
+	return report_doc(models, n, true);
+}
+
+// --- writing ------------------------------------------------------------------------------------
+//
+// call_stacks[] is most of a large report (every frame of every stack named, as an object), so
+// the writer builds it one entry at a time and writes the rest of the document around it, byte
+// for byte as json_dump_callback() writes the whole document: a value dumped on its own at depth
+// 0 is the nested value once each of its line breaks is followed by the indent of its depth
+// (JSON strings hold no raw line break).
+
+#define STREAM_BUF (64u * 1024)
+
+struct stream {
+	json_dump_callback_t cb;
+	void *data;
+	size_t flags;
+	char pad[2][2 * JSON_MAX_INDENT + 2]; /* "\n" and the indent of depth 1 and 2 */
+	const char *sep;		      /* between a key and its value */
+	const char *comma;		      /* between two members (no indent) */
+	const char *reindent;		      /* put_value(): what follows each line break */
+	size_t nreindent;
+	int rc;
+	size_t n; /* jansson hands over a few bytes at a time: they go on in pieces of buf */
+	char buf[STREAM_BUF];
+};
+
+static void
+flush(struct stream *st)
+{
+	if (st->n && !st->rc && st->cb(st->buf, st->n, st->data) != 0)
+		st->rc = -1;
+	st->n = 0;
+}
+
+static void
+emit(struct stream *st, const char *p, size_t size)
+{
+	if (st->n + size > sizeof(st->buf))
+		flush(st);
+	if (size > sizeof(st->buf)) {
+		if (!st->rc && st->cb(p, size, st->data) != 0)
+			st->rc = -1;
+		return;
+	}
+	memcpy(st->buf + st->n, p, size);
+	st->n += size;
+}
+
+static void
+put(struct stream *st, const char *str)
+{
+	emit(st, str, strlen(str));
+}
+
+static int
+reindent_piece(const char *buf, size_t size, void *data)
+{
+	struct stream *st = data;
+	size_t start = 0;
+
+	for (size_t i = 0; i < size; i++) {
+		if (buf[i] != '\n')
+			continue;
+		emit(st, buf + start, i + 1 - start);
+		emit(st, st->reindent, st->nreindent);
+		start = i + 1;
+	}
+	emit(st, buf + start, size - start);
+	return st->rc;
+}
+
+/* @p v written at depth @p depth (1 or 2). */
+static void
+put_value(struct stream *st, const json_t *v, int depth)
+{
+	st->reindent = st->pad[depth - 1] + 1;
+	st->nreindent = strlen(st->reindent);
+	if (!st->rc && json_dump_callback(v, reindent_piece, st, st->flags | JSON_ENCODE_ANY) != 0)
+		st->rc = -1;
+}
+
+/* Before member @p i of a container whose members are at depth @p depth. */
+static void
+put_member_start(struct stream *st, size_t i, int depth)
+{
+	bool indent = (st->flags & JSON_MAX_INDENT) != 0;
+
+	if (i)
+		put(st, indent ? "," : st->comma);
+	if (indent)
+		put(st, st->pad[depth - 1]);
+}
+
+static void
+put_call_stacks(struct stream *st, struct gmt_model *const *models, size_t n)
+{
+	size_t nv;
+	struct stack_ref *v = call_stack_refs(models, n, &nv);
+
+	put(st, "[");
+	for (size_t i = 0; i < nv && !st->rc; i++) {
+		json_t *o = call_stack_entry(models, &v[i], NULL);
+
+		put_member_start(st, i, 2);
+		put_value(st, o, 2);
+		json_decref(o);
+	}
+	if (nv && (st->flags & JSON_MAX_INDENT))
+		put(st, st->pad[0]);
+	put(st, "]");
+	free(v);
+}
+
+int
+gmt_report_json_stream(
+    struct gmt_model *const *models, size_t n, size_t flags, json_dump_callback_t cb, void *data)
+{
+	struct stream *st = gmt_xrealloc(NULL, 1, sizeof(*st));
+	size_t width = flags & JSON_MAX_INDENT, i = 0;
+	json_t *root = report_doc(models, n, false), *v;
+	const char *key;
+	int rc;
+
+	*st = (struct stream){.cb = cb, .data = data, .flags = flags};
+	for (int d = 0; d < 2; d++) {
+		st->pad[d][0] = '\n';
+		memset(st->pad[d] + 1, ' ', width * (size_t)(d + 1));
+		st->pad[d][1 + width * (size_t)(d + 1)] = '\0';
+	}
+	st->sep = flags & JSON_COMPACT ? ":" : ": ";
+	st->comma = flags & JSON_COMPACT ? "," : ", ";
+	put(st, "{");
+	json_object_foreach(root, key, v)
+	{
+		put_member_start(st, i++, 1);
+		put(st, "\"");
+		put(st, key); /* the document's own keys: nothing to escape */
+		put(st, "\"");
+		put(st, st->sep);
+		if (strcmp(key, "call_stacks") == 0)
+			put_call_stacks(st, models, n);
+		else
+			put_value(st, v, 1);
+	}
+	if (i && width)
+		put(st, "\n");
+	put(st, "}");
+	flush(st);
+	json_decref(root);
+	rc = st->rc;
+	free(st);
+	return rc;
+}
+
+static int
+file_piece(const char *buf, size_t size, void *data)
+{
+	return fwrite(buf, 1, size, data) == size ? 0 : -1;
+}
+
 int
 gmt_report_json(FILE *out, struct gmt_model *const *models, size_t n)
 {
-	json_t *root = gmt_report_json_doc(models, n);
 	int rc;
 
 	/* Key order is insertion order (jansson >= 2.8), so the layout above is the output's. */
-	rc = json_dumpf(root, out, JSON_INDENT(2) | JSON_REAL_PRECISION(15));
+	rc = gmt_report_json_stream(models, n, JSON_INDENT(2) | JSON_REAL_PRECISION(15), file_piece,
+				    out);
 	if (rc == 0 && fputc('\n', out) == EOF)
 		rc = -1;
-	json_decref(root);
 	return rc ? -1 : 0;
 }

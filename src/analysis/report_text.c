@@ -249,11 +249,13 @@ print_stack_frames(FILE *out,
 		first = false;
 	}
 	for (uint32_t i = cs->nframes; i-- > 0;) {
-		if (cs->frames[i].hidden)
+		const struct gmt_cframe *f = gmt_cstack_frame(cs, i);
+
+		if (f->hidden)
 			continue;
-		gmt_cframe_text(&cs->frames[i], frame, sizeof(frame));
+		gmt_cframe_text(f, frame, sizeof(frame));
 		fprintf(out, "%s%s%s%s\n", indent, first ? "" : "→ ", gmt_esc(frame),
-			cs->frames[i].inlined ? " (inlined)" : "");
+			f->inlined ? " (inlined)" : "");
 		first = false;
 	}
 	gmt_report_call(g->m->trace, g->api, g->driver, call, sizeof(call));

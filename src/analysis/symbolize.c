@@ -75,6 +75,7 @@ xstrdup(const char *str)
 /* One module file as the symbolizer knows it: identified by build-id, or by path without one. */
 struct sym_module {
 	const char *path;     /* interned; the latest path given when the file was not found */
+	const char *file;     /* interned: the bytes to open (= path unless not UTF-8) */
 	const char *build_id; /* interned lowercase hex, "" none */
 	bool opened;	      /* open attempted */
 	enum gmt_sym_status status;
@@ -159,6 +160,68 @@ gmt_sym_intern(struct gmt_symbolizer *s, const char *str)
 	return s->strs[slot];
 }
 
+/* Length of the valid UTF-8 sequence at @p p (before @p end), 0 when it is not one. */
+static size_t
+utf8_seq(const unsigned char *p, const unsigned char *end)
+{
+	size_t len = p[0] < 0x80	     ? 1
+		     : (p[0] & 0xe0) == 0xc0 ? 2
+		     : (p[0] & 0xf0) == 0xe0 ? 3
+		     : (p[0] & 0xf8) == 0xf0 ? 4
+					     : 0;
+	uint32_t cp;
+
+	if (len <= 1 || (size_t)(end - p) < len)
+		return len == 1;
+	cp = p[0] & (0x7f >> len);
+	for (size_t i = 1; i < len; i++) {
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+		cp = cp << 6 | (p[i] & 0x3f);
+	}
+	/* overlong forms, surrogates and values past U+10FFFF are not UTF-8 */
+	if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
+	    (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff)
+		return 0;
+	return len;
+}
+
+/*
+ * @p str interned as text: a name or file from a module's debug information is bytes, which
+ * need not be UTF-8 (a build directory named in another encoding); reports are UTF-8, so each
+ * byte that is not part of a valid sequence becomes U+FFFD.
+ */
+static const char *
+intern_text(struct gmt_symbolizer *s, const char *str)
+{
+	const unsigned char *p, *end;
+	const char *res;
+	size_t len, n = 0;
+	char *clean;
+
+	if (!str)
+		return NULL;
+	end = (const unsigned char *)str + strlen(str);
+	for (p = (const unsigned char *)str; p < end && (len = utf8_seq(p, end)); p += len)
+		;
+	if (p == end)
+		return gmt_sym_intern(s, str);
+	clean = gmt_xrealloc(NULL, (size_t)(end - (const unsigned char *)str) * 3 + 1, 1);
+	for (p = (const unsigned char *)str; p < end; p += len ? len : 1) {
+		if ((len = utf8_seq(p, end))) {
+			memcpy(clean + n, p, len);
+			n += len;
+		} else {
+			memcpy(clean + n, "\xef\xbf\xbd", 3);
+			n += 3;
+		}
+	}
+	clean[n] = '\0';
+	res = gmt_sym_intern(s, clean);
+	free(clean);
+	return res;
+}
+
 // --- the symbolizer -----------------------------------------------------------------------------
 
 struct gmt_symbolizer *
@@ -195,17 +258,18 @@ gmt_symbolizer_free(struct gmt_symbolizer *s)
 }
 
 uint32_t
-gmt_sym_module(struct gmt_symbolizer *s, const char *path, const char *build_id)
+gmt_sym_module(struct gmt_symbolizer *s, const char *path, const char *file, const char *build_id)
 {
 	struct sym_module *m;
 
 	path = gmt_sym_intern(s, path);
+	file = file ? gmt_sym_intern(s, file) : path;
 	build_id = gmt_sym_intern(s, build_id ? build_id : "");
 	for (size_t i = 0; i < s->nmods; i++) {
 		m = &s->mods[i];
 		if (m->build_id != build_id)
 			continue;
-		if (m->path == path)
+		if (m->file == file)
 			return (uint32_t)i;
 		/*
 		 * The same build-id under another path (another process, a container) is the
@@ -219,6 +283,7 @@ gmt_sym_module(struct gmt_symbolizer *s, const char *path, const char *build_id)
 	m = &s->mods[s->nmods];
 	memset(m, 0, sizeof(*m));
 	m->path = path;
+	m->file = file;
 	m->build_id = build_id;
 	return (uint32_t)s->nmods++;
 }
@@ -333,11 +398,11 @@ module_open(struct gmt_symbolizer *s, struct sym_module *m)
 
 	m->opened = true;
 	/* "[vdso]", "[heap]", "": nothing on disk to read. */
-	if (m->path[0] == '\0' || m->path[0] == '[') {
+	if (m->file[0] == '\0' || m->file[0] == '[') {
 		m->status = GMT_SYM_NO_FILE_ID;
 		return;
 	}
-	st = try_open(m, m->path, found, sizeof(found), why);
+	st = try_open(m, m->file, found, sizeof(found), why);
 	if (st != GMT_SYM_OK && strlen(m->build_id) > 2) {
 		/* The debug file of that exact build, as distributions install them. */
 		char other[128];
@@ -373,9 +438,9 @@ demangle(struct gmt_symbolizer *s, const char *name)
 	if (!name)
 		return NULL;
 	if (name[0] != '_' || name[1] != 'Z' || !cxa_demangle())
-		return gmt_sym_intern(s, name);
+		return intern_text(s, name);
 	d = cxa_demangle()(name, NULL, NULL, &status);
-	res = gmt_sym_intern(s, status == 0 && d ? d : name);
+	res = intern_text(s, status == 0 && d ? d : name);
 	free(d);
 	return res;
 }
@@ -395,7 +460,7 @@ die_function(struct gmt_symbolizer *s, Dwarf_Die *die, bool *linkage)
 		return demangle(s, name);
 	*linkage = false;
 	name = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_name, &attr));
-	return name ? gmt_sym_intern(s, name) : NULL;
+	return name ? intern_text(s, name) : NULL;
 }
 
 void
@@ -452,9 +517,9 @@ clean_path(struct gmt_symbolizer *s, const char *file, const char *dir)
 	else
 		snprintf(buf, sizeof(buf), "%s", file);
 	if (buf[0] != '/')
-		return gmt_sym_intern(s, buf);
+		return intern_text(s, buf);
 	gmt_sym_fold_path(buf, out, sizeof(out));
-	return gmt_sym_intern(s, out);
+	return intern_text(s, out);
 }
 
 static const char *
@@ -603,6 +668,12 @@ gmt_symbolize(struct gmt_symbolizer *s,
 	*nframes = 0;
 	if (module >= s->nmods)
 		return GMT_SYM_NO_MODULE;
+	m = &s->mods[module];
+	if (!m->opened)
+		module_open(s, m);
+	/* A module without a usable file answers every offset alike: nothing to cache. */
+	if (m->status != GMT_SYM_OK)
+		return m->status;
 	if (s->ncache * 2 >= s->cache_mask)
 		cache_grow(s);
 	slot = entry_hash(module + 1, offset) & s->cache_mask;
@@ -614,13 +685,7 @@ gmt_symbolize(struct gmt_symbolizer *s,
 			return (enum gmt_sym_status)e->status;
 		}
 	}
-	m = &s->mods[module];
-	if (!m->opened)
-		module_open(s, m);
-	st = m->status;
-	s->nscratch = 0;
-	if (st == GMT_SYM_OK)
-		st = resolve(s, m, offset + m->bias);
+	st = resolve(s, m, offset + m->bias);
 	if (s->npool + s->nscratch > s->poolcap) {
 		s->poolcap = s->poolcap ? s->poolcap * 2 : 4096;
 		while (s->poolcap < s->npool + s->nscratch)

@@ -15,7 +15,9 @@
  * Caching, so a trace of millions of events over thousands of stacks stays fast: a module file
  * is opened once per build-id (or per path, when it has none) for the symbolizer's life, and
  * each (module, offset) is resolved once. Strings (function names, files, module paths) are
- * interned for the symbolizer's life, so equal strings are equal pointers.
+ * interned for the symbolizer's life, so equal strings are equal pointers. The names and files
+ * it finds in a module's debug information are valid UTF-8 (a byte that is not is shown as
+ * U+FFFD), as reports need.
  */
 #ifndef GMT_ANALYSIS_SYMBOLIZE_H
 #define GMT_ANALYSIS_SYMBOLIZE_H
@@ -59,9 +61,13 @@ const char *gmt_sym_intern(struct gmt_symbolizer *s, const char *str);
 
 /**
  * The symbolizer's handle for the module at @p path with build-id @p build_id (lowercase hex, ""
- * when it has none). Cheap: the file is opened on the first gmt_symbolize() that needs it.
+ * when it has none). @p file is the path's bytes when they are not the UTF-8 text @p path shows
+ * (a directory named in another encoding: the trace's "path_hex"), NULL when @p path is the
+ * file's name; messages name @p path. Cheap: the file is opened on the first gmt_symbolize()
+ * that needs it.
  */
-uint32_t gmt_sym_module(struct gmt_symbolizer *s, const char *path, const char *build_id);
+uint32_t
+gmt_sym_module(struct gmt_symbolizer *s, const char *path, const char *file, const char *build_id);
 
 /**
  * Resolve the code at @p offset (an ELF virtual address: the runtime address minus the

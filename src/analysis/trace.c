@@ -92,8 +92,21 @@ struct reader {
 	size_t nopen;
 	char *scratch;	   /* the fast path's copy of a line */
 	size_t scratch_cap;
+	uint32_t *addrhash; /* open addressing over t->addresses (index + 1; 0 empty) */
+	size_t addrhash_mask;
+	uint64_t *stack_addrs; /* a stack line's kept frames while it is checked */
+	struct gmt_trace_pyframe *stack_py;
+	size_t stack_addrs_cap, stack_py_cap;
 };
 
+/* The stacks' frame lists: blocks handed out in order, freed with the trace. */
+struct gmt_trace_block {
+	struct gmt_trace_block *next;
+	size_t used, cap;
+	_Alignas(8) unsigned char data[];
+};
+
+#define STACK_BLOCK (64u * 1024)
 
 struct open_range {
 	int64_t tid;
@@ -479,16 +492,184 @@ read_header(struct reader *r, json_t *obj, size_t lineno)
 	return true;
 }
 
+// --- stacks -------------------------------------------------------------------------------------
+
+static void *
+stack_mem(struct gmt_trace *t, size_t size)
+{
+	struct gmt_trace_block *b = t->stack_mem, *nb;
+	void *p;
+
+	size = (size + 7) & ~(size_t)7;
+	if (!b || b->cap - b->used < size) {
+		/*
+		 * Blocks double from 1 KiB to STACK_BLOCK (a trace of a few stacks, one of many in
+		 * a directory, takes little); a list of more than a quarter block gets its own.
+		 */
+		size_t grow = b && b->cap >= STACK_BLOCK / 2 ? STACK_BLOCK : b ? b->cap * 2 : 1024;
+		size_t cap = size > grow / 4 ? size : grow;
+
+		nb = gmt_xrealloc(NULL, 1, sizeof(*nb) + cap);
+		nb->used = 0;
+		nb->cap = cap;
+		if (b && cap != grow) { /* behind the current block, which stays in use */
+			nb->next = b->next;
+			b->next = nb;
+			nb->used = size;
+			return nb->data;
+		}
+		nb->next = b;
+		t->stack_mem = b = nb;
+	}
+	p = b->data + b->used;
+	b->used += size;
+	return p;
+}
+
+static uint64_t
+address_hash(uint64_t addr)
+{
+	uint64_t h = addr * 0x9e3779b97f4a7c15ull;
+
+	return h ^ (h >> 29);
+}
+
+/* The index of @p addr in t->addresses, added when new. */
+static uint32_t
+address_id(struct reader *r, uint64_t addr)
+{
+	struct gmt_trace *t = r->t;
+	size_t slot;
+
+	if ((t->naddresses + 1) * 2 > r->addrhash_mask + 1) {
+		size_t cap = r->addrhash_mask ? (r->addrhash_mask + 1) * 2 : 1024;
+
+		free(r->addrhash);
+		r->addrhash = gmt_xrealloc(NULL, cap, sizeof(*r->addrhash));
+		memset(r->addrhash, 0, cap * sizeof(*r->addrhash));
+		r->addrhash_mask = cap - 1;
+		for (size_t i = 0; i < t->naddresses; i++) {
+			for (slot = address_hash(t->addresses[i]) & r->addrhash_mask;
+			     r->addrhash[slot]; slot = (slot + 1) & r->addrhash_mask)
+				;
+			r->addrhash[slot] = (uint32_t)i + 1;
+		}
+		/* the list grows with the table: half its slots, more than its length */
+		t->addresses = gmt_xrealloc(t->addresses, cap / 2, sizeof(*t->addresses));
+	}
+	for (slot = address_hash(addr) & r->addrhash_mask; r->addrhash[slot];
+	     slot = (slot + 1) & r->addrhash_mask)
+		if (t->addresses[r->addrhash[slot] - 1] == addr)
+			return r->addrhash[slot] - 1;
+	t->addresses[t->naddresses] = addr;
+	r->addrhash[slot] = (uint32_t)++t->naddresses;
+	return (uint32_t)(t->naddresses - 1);
+}
+
+/* Room for the first @p n frames of a stack line in r->stack_addrs and r->stack_py. */
+static void
+stack_room(struct reader *r, size_t n)
+{
+	if (n > GMT_TRACE_MAX_FRAMES)
+		n = GMT_TRACE_MAX_FRAMES;
+	if (r->stack_addrs_cap < n) {
+		r->stack_addrs_cap = n > 64 ? n : 64;
+		r->stack_addrs =
+		    gmt_xrealloc(r->stack_addrs, r->stack_addrs_cap, sizeof(*r->stack_addrs));
+	}
+	if (n > GMT_TRACE_MAX_PYFRAMES)
+		n = GMT_TRACE_MAX_PYFRAMES;
+	if (r->stack_py_cap < n) {
+		r->stack_py_cap = n > 64 ? n : 64;
+		r->stack_py = gmt_xrealloc(r->stack_py, r->stack_py_cap, sizeof(*r->stack_py));
+	}
+}
+
+/*
+ * A new stack @p id of line @p lineno whose line had @p n native frames, the first of them in
+ * r->stack_addrs: each kept address is interned. The caller adds the Python part, then
+ * end_stack().
+ */
+static struct gmt_trace_stack *
+begin_stack(struct reader *r, size_t lineno, uint32_t id, size_t n)
+{
+	struct gmt_trace *t = r->t;
+	struct gmt_trace_stack *st;
+	size_t keep = n < GMT_TRACE_MAX_FRAMES ? n : GMT_TRACE_MAX_FRAMES;
+	uint32_t *ids = NULL;
+
+	if (keep) {
+		ids = stack_mem(t, keep * sizeof(*ids));
+		for (size_t i = 0; i < keep; i++)
+			ids[i] = address_id(r, r->stack_addrs[i]);
+	}
+	/* A second line with the same id is found once all are read (settle_stacks()). */
+	if ((t->nstacks & (t->nstacks - 1)) == 0)
+		t->stacks =
+		    gmt_xrealloc(t->stacks, t->nstacks ? t->nstacks * 2 : 16, sizeof(*t->stacks));
+	st = &t->stacks[t->nstacks];
+	memset(st, 0, sizeof(*st));
+	st->id = id;
+	st->line = (uint32_t)lineno;
+	/* A stack names the module list in force when it was written: the latest one so far. */
+	st->modset = t->nmodsets ? (int32_t)(t->nmodsets - 1) : -1;
+	st->frames = ids;
+	st->nframes = (uint32_t)keep;
+	st->cut = (uint32_t)(n - keep);
+	return st;
+}
+
+/* The Python frames of @p st: @p n on its line, the first of them in r->stack_py. */
+static void
+store_py(struct reader *r, struct gmt_trace_stack *st, size_t n)
+{
+	size_t keep = n < GMT_TRACE_MAX_PYFRAMES ? n : GMT_TRACE_MAX_PYFRAMES;
+	struct gmt_trace_pyframe *py;
+
+	if (keep) {
+		py = stack_mem(r->t, keep * sizeof(*py));
+		memcpy(py, r->stack_py, keep * sizeof(*py));
+		st->py = py;
+	}
+	st->npy = (uint32_t)keep;
+	st->cut += (uint32_t)(n - keep);
+}
+
+static void
+stack_pystate(struct reader *r, size_t lineno, struct gmt_trace_stack *st, const char *state)
+{
+	if (strcmp(state, "empty") == 0)
+		st->pystate = GMT_TPY_EMPTY;
+	else if (strcmp(state, "none") == 0)
+		st->pystate = GMT_TPY_NONE;
+	else
+		note_line(r, lineno, "stack %u with unknown \"pystate\" \"%s\", ignored", st->id,
+			  state);
+}
+
+static void
+end_stack(struct reader *r, size_t lineno, struct gmt_trace_stack *st)
+{
+	if (st->cut)
+		note_line(r, lineno,
+			  "stack %u has %u more frames than the %u native and %u Python kept "
+			  "(the innermost)",
+			  st->id, st->cut, st->nframes, st->npy);
+	r->t->nstacks++;
+}
+
 /* "py": [[code_id, instr_offset, entry], ...]; false when any element is malformed. */
 static bool
-read_py(json_t *a, struct gmt_trace_stack *st)
+read_py(struct reader *r, json_t *a, struct gmt_trace_stack *st)
 {
-	size_t i;
+	size_t i, n, keep;
 	json_t *e;
 
 	if (!json_is_array(a))
 		return false;
-	st->py = gmt_xrealloc(NULL, json_array_size(a), sizeof(*st->py));
+	n = json_array_size(a);
+	keep = n < GMT_TRACE_MAX_PYFRAMES ? n : GMT_TRACE_MAX_PYFRAMES;
+	stack_room(r, keep);
 	json_array_foreach(a, i, e)
 	{
 		json_t *c = json_array_get(e, 0), *o = json_array_get(e, 1), *en = json_array_get(e, 2);
@@ -497,18 +678,17 @@ read_py(json_t *a, struct gmt_trace_stack *st)
 		    !json_is_integer(o) || !json_is_integer(en) || json_integer_value(c) < 0 ||
 		    json_integer_value(c) > UINT32_MAX || json_integer_value(o) < 0 ||
 		    json_integer_value(o) > UINT32_MAX ||
-		    (json_integer_value(en) != 0 && json_integer_value(en) != 1)) {
-			free(st->py);
-			st->py = NULL;
+		    (json_integer_value(en) != 0 && json_integer_value(en) != 1))
 			return false;
-		}
-		st->py[i] = (struct gmt_trace_pyframe){
+		if (i >= keep)
+			continue; /* checked, not kept */
+		r->stack_py[i] = (struct gmt_trace_pyframe){
 		    .code = (uint32_t)json_integer_value(c),
 		    .offset = (uint32_t)json_integer_value(o),
 		    .entry = json_integer_value(en) == 1,
 		};
 	}
-	st->npy = (uint32_t)json_array_size(a);
+	store_py(r, st, n);
 	return true;
 }
 
@@ -523,7 +703,7 @@ read_stack_python(struct reader *r, json_t *obj, size_t lineno, struct gmt_trace
 	const char *state;
 	int err;
 
-	if (py && !json_is_null(py) && !read_py(py, st))
+	if (py && !json_is_null(py) && !read_py(r, py, st))
 		bad_line(r, lineno,
 			 "stack %u with bad \"py\" (expected [[code_id, instr_offset, 0 or 1], ...]): "
 			 "its Python frames are ignored",
@@ -532,23 +712,17 @@ read_stack_python(struct reader *r, json_t *obj, size_t lineno, struct gmt_trace
 	if (err == -EINVAL)
 		bad_line(r, lineno, "stack %u with bad \"pystate\" (expected a string), ignored",
 			 st->id);
-	else if (err == 0 && strcmp(state, "empty") == 0)
-		st->pystate = GMT_TPY_EMPTY;
-	else if (err == 0 && strcmp(state, "none") == 0)
-		st->pystate = GMT_TPY_NONE;
 	else if (err == 0)
-		note_line(r, lineno, "stack %u with unknown \"pystate\" \"%s\", ignored", st->id,
-			  state);
+		stack_pystate(r, lineno, st, state);
 }
 
 static bool
 read_stack(struct reader *r, json_t *obj, size_t lineno)
 {
-	struct gmt_trace *t = r->t;
 	struct gmt_trace_stack *st;
 	json_t *frames, *e;
-	uint64_t id;
-	size_t i;
+	uint64_t id, addr;
+	size_t i, n;
 	int err;
 
 	err = get_u64(JS(obj), "id", &id);
@@ -560,38 +734,255 @@ read_stack(struct reader *r, json_t *obj, size_t lineno)
 		return key_error(r, lineno, "stack", "frames", -ENOENT, "");
 	if (!json_is_array(frames))
 		return key_error(r, lineno, "stack", "frames", -EINVAL, "an array of hex strings");
-	/* A second line with the same id is found once all are read (settle_stacks()). */
-	if ((t->nstacks & (t->nstacks - 1)) == 0)
-		t->stacks =
-		    gmt_xrealloc(t->stacks, t->nstacks ? t->nstacks * 2 : 16, sizeof(*t->stacks));
-	st = &t->stacks[t->nstacks];
-	memset(st, 0, sizeof(*st));
-	st->id = (uint32_t)id;
-	st->line = (uint32_t)lineno;
-	/* A stack names the module list in force when it was written: the latest one so far. */
-	st->modset = t->nmodsets ? (int32_t)(t->nmodsets - 1) : -1;
-	st->frames = gmt_xrealloc(NULL, json_array_size(frames), sizeof(*st->frames));
+	/* Every frame is checked; the innermost GMT_TRACE_MAX_FRAMES are kept. */
+	n = json_array_size(frames);
+	stack_room(r, n);
 	json_array_foreach(frames, i, e)
 	{
-		if (!json_is_string(e) || parse_hex(json_string_value(e), &st->frames[i]) != 0) {
-			free(st->frames);
+		if (!json_is_string(e) || parse_hex(json_string_value(e), &addr) != 0)
 			return key_error(r, lineno, "stack", "frames", -EINVAL,
 					 "an array of hex strings");
-		}
-		st->nframes++;
+		if (i < GMT_TRACE_MAX_FRAMES)
+			r->stack_addrs[i] = addr;
 	}
+	st = begin_stack(r, lineno, (uint32_t)id, n);
 	read_stack_python(r, obj, lineno, st);
-	t->nstacks++;
+	end_stack(r, lineno, st);
+	return true;
+}
+
+/*
+ * The fast path of stack lines: the tracer's shape, {"type":"stack","id":N,"frames":["0x..",..],
+ * "py":[[c,o,e],..],"pystate":"..."}, read without jansson, so that a line of many frames costs
+ * the frames kept, not a JSON value per frame. It declines (false) anything else: another key
+ * order or key, a repeated key, an escape or a byte above 0x7f in a string, a number that is not
+ * a plain unsigned integer, a value jansson's path would report; that path then reads the line.
+ */
+struct scan {
+	const char *p, *end;
+};
+
+static void
+scan_ws(struct scan *s)
+{
+	while (s->p < s->end && (*s->p == ' ' || *s->p == '\t' || *s->p == '\n' || *s->p == '\r'))
+		s->p++;
+}
+
+static bool
+scan_char(struct scan *s, char c)
+{
+	scan_ws(s);
+	if (s->p < s->end && *s->p == c) {
+		s->p++;
+		return true;
+	}
+	return false;
+}
+
+/* A string of printable ASCII without escapes: [*str, *str + *n). */
+static bool
+scan_str(struct scan *s, const char **str, size_t *n)
+{
+	const char *q;
+
+	if (!scan_char(s, '"'))
+		return false;
+	for (q = s->p; s->p < s->end && *s->p != '"'; s->p++)
+		if (*s->p == '\\' || (unsigned char)*s->p < 0x20 || (unsigned char)*s->p > 0x7e)
+			return false;
+	if (s->p == s->end)
+		return false;
+	*str = q;
+	*n = (size_t)(s->p - q);
+	s->p++;
+	return true;
+}
+
+static bool
+scan_key(struct scan *s, const char *key)
+{
+	const char *k;
+	size_t n;
+
+	return scan_str(s, &k, &n) && n == strlen(key) && memcmp(k, key, n) == 0 &&
+	       scan_char(s, ':');
+}
+
+/* An unsigned integer of JSON's grammar (no sign, fraction or exponent) up to UINT32_MAX. */
+static bool
+scan_u32(struct scan *s, uint32_t *out)
+{
+	uint64_t v = 0;
+	const char *q;
+
+	scan_ws(s);
+	for (q = s->p; s->p < s->end && *s->p >= '0' && *s->p <= '9'; s->p++) {
+		v = v * 10 + (uint64_t)(*s->p - '0');
+		if (v > UINT32_MAX)
+			return false;
+	}
+	if (s->p == q || (*q == '0' && s->p - q > 1))
+		return false;
+	if (s->p < s->end && (*s->p == '.' || *s->p == 'e' || *s->p == 'E'))
+		return false;
+	*out = (uint32_t)v;
+	return true;
+}
+
+/* parse_hex() of a string that is not NUL-terminated. */
+static bool
+scan_hex(const char *str, size_t n, uint64_t *out)
+{
+	uint64_t v = 0;
+	int d;
+
+	if (n < 3 || str[0] != '0' || (str[1] != 'x' && str[1] != 'X'))
+		return false;
+	for (size_t i = 2; i < n; i++) {
+		if ((d = gmt_hex_digit(str[i])) < 0 || v >> 60)
+			return false;
+		v = v << 4 | (uint64_t)d;
+	}
+	*out = v;
+	return true;
+}
+
+static bool
+scan_frames(struct reader *r, struct scan *s, size_t *n)
+{
+	const char *str;
+	uint64_t addr;
+	size_t len;
+
+	*n = 0;
+	if (!scan_char(s, '['))
+		return false;
+	if (scan_char(s, ']'))
+		return true;
+	do {
+		if (!scan_str(s, &str, &len) || !scan_hex(str, len, &addr))
+			return false;
+		if (*n < GMT_TRACE_MAX_FRAMES) {
+			if (*n >= r->stack_addrs_cap) {
+				r->stack_addrs_cap =
+				    r->stack_addrs_cap ? r->stack_addrs_cap * 2 : 64;
+				r->stack_addrs = gmt_xrealloc(r->stack_addrs, r->stack_addrs_cap,
+							      sizeof(*r->stack_addrs));
+			}
+			r->stack_addrs[*n] = addr;
+		}
+		(*n)++;
+	} while (scan_char(s, ','));
+	return scan_char(s, ']');
+}
+
+static bool
+scan_py(struct reader *r, struct scan *s, size_t *n)
+{
+	uint32_t code, offset, entry;
+
+	*n = 0;
+	if (!scan_char(s, '['))
+		return false;
+	if (scan_char(s, ']'))
+		return true;
+	do {
+		if (!scan_char(s, '[') || !scan_u32(s, &code) || !scan_char(s, ',') ||
+		    !scan_u32(s, &offset) || !scan_char(s, ',') || !scan_u32(s, &entry) ||
+		    entry > 1 || !scan_char(s, ']'))
+			return false;
+		if (*n < GMT_TRACE_MAX_PYFRAMES) {
+			if (*n >= r->stack_py_cap) {
+				r->stack_py_cap = r->stack_py_cap ? r->stack_py_cap * 2 : 64;
+				r->stack_py = gmt_xrealloc(r->stack_py, r->stack_py_cap,
+							   sizeof(*r->stack_py));
+			}
+			r->stack_py[*n] = (struct gmt_trace_pyframe){code, offset, entry == 1};
+		}
+		(*n)++;
+	} while (scan_char(s, ','));
+	return scan_char(s, ']');
+}
+
+static void lead_end(struct reader *r, size_t lineno);
+
+static bool
+read_stack_fast(struct reader *r, const char *buf, size_t len, size_t lineno)
+{
+	struct scan s = {buf, buf + len};
+	const char *str, *pystate = NULL;
+	char state[32];
+	size_t n, nframes = 0, npy = 0, npystate = 0;
+	uint32_t id = 0;
+	bool have_frames = false, have_py = false;
+	struct gmt_trace_stack *st;
+
+	if (r->no_fast || !scan_char(&s, '{') || !scan_key(&s, "type") || !scan_str(&s, &str, &n) ||
+	    n != 5 || memcmp(str, "stack", 5) != 0)
+		return false;
+	while (scan_char(&s, ',')) {
+		if (!scan_str(&s, &str, &n) || !scan_char(&s, ':'))
+			return false;
+		if (n == 2 && memcmp(str, "id", 2) == 0 && !id) {
+			if (!scan_u32(&s, &id) || id == 0)
+				return false;
+		} else if (n == 6 && memcmp(str, "frames", 6) == 0 && !have_frames) {
+			if (!scan_frames(r, &s, &nframes))
+				return false;
+			have_frames = true;
+		} else if (n == 2 && memcmp(str, "py", 2) == 0 && !have_py) {
+			if (!scan_py(r, &s, &npy))
+				return false;
+			have_py = true;
+		} else if (n == 7 && memcmp(str, "pystate", 7) == 0 && !pystate) {
+			if (!scan_str(&s, &pystate, &npystate) || npystate >= sizeof(state))
+				return false;
+		} else {
+			return false;
+		}
+	}
+	if (!scan_char(&s, '}') || (scan_ws(&s), s.p != s.end) || !id || !have_frames)
+		return false;
+	lead_end(r, lineno); /* a stack line shows the file is a trace, as on the slow path */
+	st = begin_stack(r, lineno, id, nframes);
+	if (have_py)
+		store_py(r, st, npy);
+	if (pystate) {
+		memcpy(state, pystate, npystate);
+		state[npystate] = '\0';
+		stack_pystate(r, lineno, st, state);
+	}
+	end_stack(r, lineno, st);
+	r->usable++;
 	return true;
 }
 
 // --- modules, pycode, pyinfo --------------------------------------------------------------------
+
+/* Decode a hex string into a new buffer; NULL when it is not whole bytes of hex. */
+static uint8_t *
+hex_decode(const char *s, size_t *n)
+{
+	size_t len = strlen(s);
+	uint8_t *d = gmt_xrealloc(NULL, len / 2 ? len / 2 : 1, 1);
+	ssize_t got = gmt_pyline_unhex(s, len, d, len / 2);
+
+	if (got < 0) {
+		free(d);
+		return NULL;
+	}
+	*n = (size_t)got;
+	return d;
+}
 
 static uint64_t
 module_hash(const struct gmt_trace_module *m)
 {
 	/* only to spread module entries over the dedup table */
 	uint64_t h = gmt_fnv1a(GMT_FNV_SEED, m->path, strlen(m->path));
+	if (m->file)
+		h = gmt_fnv1a(h, m->file, strlen(m->file));
 	h = gmt_fnv1a(h, &m->base, sizeof(m->base));
 	h = gmt_fnv1a(h, m->build_id, strlen(m->build_id));
 	return gmt_fnv1a(h, m->segments, m->nsegments * sizeof(*m->segments));
@@ -602,6 +993,7 @@ module_equal(const struct gmt_trace_module *a, const struct gmt_trace_module *b)
 {
 	return a->base == b->base && a->nsegments == b->nsegments &&
 	       strcmp(a->path, b->path) == 0 && strcmp(a->build_id, b->build_id) == 0 &&
+	       !a->file == !b->file && (!a->file || strcmp(a->file, b->file) == 0) &&
 	       memcmp(a->segments, b->segments, a->nsegments * sizeof(*a->segments)) == 0;
 }
 
@@ -632,6 +1024,7 @@ module_intern(struct reader *r, struct gmt_trace_module *m)
 
 		if (module_equal(&t->modules[k], m)) {
 			free(m->path);
+			free(m->file);
 			free(m->build_id);
 			free(m->segments);
 			return k;
@@ -672,7 +1065,7 @@ hex_lower(const char *s)
 static bool
 module_entry(json_t *e, struct gmt_trace_module *m)
 {
-	const char *path, *bid;
+	const char *path, *bid, *hex = NULL;
 	json_t *segs, *sg;
 	size_t i;
 
@@ -703,6 +1096,21 @@ module_entry(json_t *e, struct gmt_trace_module *m)
 	}
 	m->nsegments = (uint32_t)json_array_size(segs);
 	m->path = xstrdup(path);
+	/* a path that is not UTF-8, byte for byte (docs/trace-format.md, "modules") */
+	if (get_str(JS(e), "path_hex", &hex) != -ENOENT) {
+		size_t n = 0;
+		uint8_t *bytes = hex ? hex_decode(hex, &n) : NULL;
+
+		if (!bytes || n == 0 || memchr(bytes, '\0', n)) {
+			free(bytes);
+			free(m->path);
+			free(m->build_id);
+			free(m->segments);
+			return false;
+		}
+		m->file = gmt_xrealloc(bytes, n + 1, 1);
+		m->file[n] = '\0';
+	}
 	return true;
 }
 
@@ -747,22 +1155,6 @@ read_modules(struct reader *r, json_t *obj, size_t lineno)
 	t->modsets = gmt_xrealloc(t->modsets, t->nmodsets + 1, sizeof(*t->modsets));
 	t->modsets[t->nmodsets++] = ms;
 	return true;
-}
-
-/* Decode a hex string into a new buffer; NULL when it is not whole bytes of hex. */
-static uint8_t *
-hex_decode(const char *s, size_t *n)
-{
-	size_t len = strlen(s);
-	uint8_t *d = gmt_xrealloc(NULL, len / 2 ? len / 2 : 1, 1);
-	ssize_t got = gmt_pyline_unhex(s, len, d, len / 2);
-
-	if (got < 0) {
-		free(d);
-		return NULL;
-	}
-	*n = (size_t)got;
-	return d;
 }
 
 /* A string key that may be null (the tracer writes null when it could not read the value). */
@@ -1478,7 +1870,7 @@ static bool
 known_type(const char *type)
 {
 	static const char *const types[] = {"header",  "event",	  "stack",  "marker", "snapshot",
-					    "trailer", "modules", "pycode", "pyinfo", NULL};
+					    "trailer", "modules", "pycode", "pyinfo", "torch",   "block", NULL};
 
 	for (size_t i = 0; types[i]; i++)
 		if (strcmp(type, types[i]) == 0)
@@ -1493,8 +1885,13 @@ read_line(struct reader *r, const char *buf, size_t len, size_t lineno)
 	json_t *obj;
 	const char *type;
 
-	if (read_line_fast(r, buf, len, lineno))
+	/* the tracer's stack lines start so; the flat path would copy a long one only to decline */
+	if (len > 15 && memcmp(buf, "{\"type\":\"stack\"", 15) == 0) {
+		if (read_stack_fast(r, buf, len, lineno))
+			return;
+	} else if (read_line_fast(r, buf, len, lineno)) {
 		return;
+	}
 	bool used = false, content = false; /* before any goto out */
 
 	obj = json_loadb(buf, len, 0, &jerr);
@@ -1605,13 +2002,16 @@ settle_stacks(struct reader *r)
 		if (k && t->stacks[k - 1].id == t->stacks[i].id) {
 			bad_line(r, t->stacks[i].line, "stack %u defined twice, ignored",
 				 t->stacks[i].id);
-			free(t->stacks[i].frames);
-			free(t->stacks[i].py);
-			continue;
+			continue; /* its frame lists stay in the trace's blocks, unused */
 		}
 		t->stacks[k++] = t->stacks[i];
 	}
 	t->nstacks = k;
+	/* Reading doubled both lists as they grew: give back what no stack will use. */
+	if (k)
+		t->stacks = gmt_xrealloc(t->stacks, k, sizeof(*t->stacks));
+	if (t->naddresses)
+		t->addresses = gmt_xrealloc(t->addresses, t->naddresses, sizeof(*t->addresses));
 }
 
 static int
@@ -1950,6 +2350,9 @@ gmt_trace_read_sink(const char *path,
 	free(r.open);
 	free(r.modhash);
 	free(r.scratch);
+	free(r.addrhash);
+	free(r.stack_addrs);
+	free(r.stack_py);
 	if (!r.refused) {
 		settle_stacks(&r);
 		settle_pycodes(&r);
@@ -2054,14 +2457,16 @@ gmt_trace_free(struct gmt_trace *t)
 	for (size_t i = 0; i < t->nmarkers; i++)
 		free(t->markers[i].label);
 	free(t->markers);
-	for (size_t i = 0; i < t->nstacks; i++) {
-		free(t->stacks[i].frames);
-		free(t->stacks[i].py);
+	for (struct gmt_trace_block *b = t->stack_mem, *next; b; b = next) {
+		next = b->next;
+		free(b);
 	}
 	free(t->stacks);
+	free(t->addresses);
 	free(t->python);
 	for (size_t i = 0; i < t->nmodules; i++) {
 		free(t->modules[i].path);
+		free(t->modules[i].file);
 		free(t->modules[i].build_id);
 		free(t->modules[i].segments);
 	}

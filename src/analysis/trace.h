@@ -20,6 +20,8 @@
 #include "analysis/kinds.h"
 #include "format/event.h" /* GMT_FORMAT_VERSION only: kinds and ops are the analyzer's own */
 
+struct gmt_trace_block;
+
 /** What an event line does (its "op"). */
 enum gmt_top {
 	GMT_TOP_NONE = 0,
@@ -119,15 +121,29 @@ struct gmt_trace_pyframe {
 	bool entry;	 /**< the innermost Python frame of one call of the eval function */
 };
 
+/**
+ * The most native frames, and the most Python frames, kept of one stack line: four times what the
+ * tracer writes (GPUMEMTRACE_STACK_DEPTH is at most 256, Python frames at most 128), so that a
+ * line of a million frames costs what its first frames do. The rest is counted in `cut`.
+ */
+#define GMT_TRACE_MAX_FRAMES 1024
+#define GMT_TRACE_MAX_PYFRAMES 512
+
+/**
+ * One `stack` line. The native frames are indices into the trace's `addresses` (each distinct
+ * return address is stored once per trace: stacks of one program share most of their frames);
+ * gmt_trace_frame() gives the address.
+ */
 struct gmt_trace_stack {
 	uint32_t id;
 	uint32_t nframes;
-	uint64_t *frames; /**< native return addresses, innermost first */
 	uint32_t npy;
-	struct gmt_trace_pyframe *py; /**< Python frames, innermost first (NULL when none) */
-	int32_t modset;		      /**< the latest modules line before this one, -1 none */
+	int32_t modset; /**< the latest modules line before this one, -1 none */
 	uint32_t line;
-	uint8_t pystate; /**< enum gmt_trace_pystate */
+	uint32_t cut;		/**< frames of the line not kept (native and Python) */
+	const uint32_t *frames; /**< native frames, innermost first: indices, see above */
+	const struct gmt_trace_pyframe *py; /**< Python frames, innermost first (NULL when none) */
+	uint8_t pystate;		    /**< enum gmt_trace_pystate */
 };
 
 /**
@@ -135,7 +151,9 @@ struct gmt_trace_stack {
  * at the same base) are stored once and shared by the module sets.
  */
 struct gmt_trace_module {
-	char *path;	    /**< as the tracer saw it ("[vdso]" for the vDSO) */
+	char *path;	    /**< as the tracer saw it ("[vdso]" for the vDSO); valid UTF-8 */
+	char *file;	    /**< the path's bytes when they are not UTF-8 ("path_hex"), else NULL:
+				 what to open; `path` then shows U+FFFD for the stray bytes */
 	char *build_id;	    /**< lowercase hex of NT_GNU_BUILD_ID, "" when the object has none */
 	uint64_t base;	    /**< load bias: ELF virtual address = address - base */
 	uint64_t (*segments)[2]; /**< [p_vaddr, p_memsz] of each PT_LOAD, relative to base */
@@ -208,6 +226,9 @@ struct gmt_trace {
 	size_t nmarkers;
 	struct gmt_trace_stack *stacks; /**< sorted by id */
 	size_t nstacks;
+	uint64_t *addresses; /**< every distinct native return address of the stacks */
+	size_t naddresses;
+	struct gmt_trace_block *stack_mem; /**< where the stacks' frame lists are */
 	char **strings; /**< interned API names */
 	uint16_t string_cache[256]; /**< reading only: string index + 1 by a hash of the name */
 	size_t nstrings;
@@ -295,6 +316,13 @@ const char *gmt_trace_string(const struct gmt_trace *trace, uint16_t idx);
 
 /** The stack line with @p id, NULL for 0 or an id the file never defined. */
 const struct gmt_trace_stack *gmt_trace_stack(const struct gmt_trace *trace, uint32_t id);
+
+/** The return address of native frame @p i of @p st, a stack of @p trace. */
+static inline uint64_t
+gmt_trace_frame(const struct gmt_trace *trace, const struct gmt_trace_stack *st, uint32_t i)
+{
+	return trace->addresses[st->frames[i]];
+}
 
 /** The pycode line with @p id, NULL when the file never defined it. */
 const struct gmt_trace_pycode *gmt_trace_pycode(const struct gmt_trace *trace, uint32_t id);

@@ -378,11 +378,30 @@ gmt_jsonl_modules_begin(struct gmt_buf *b, uint64_t seq)
 	LIT(b, ",\"modules\":[");
 }
 
+/* Whether @p s (@p n bytes) is valid UTF-8 throughout: JSON strings can carry it unchanged. */
+static bool
+utf8_valid(const char *s, size_t n)
+{
+	for (size_t i = 0, len; i < n; i += len)
+		if (!(len = utf8_len((const unsigned char *)s + i, n - i)))
+			return false;
+	return true;
+}
+
 void
 gmt_jsonl_modules_entry(struct gmt_buf *b, const struct gmt_module_view *m, size_t index)
 {
 	gmt_buf_puts(b, index ? ",{\"path\":" : "{\"path\":");
 	json_str_or_null(b, m->path);
+	/*
+	 * A path is bytes; JSON text is UTF-8. A path that is not valid UTF-8 gets `path` for
+	 * display (U+FFFD for each stray byte) and its bytes, losslessly, in `path_hex`: the file
+	 * the analyzer opens (docs/trace-format.md, "modules").
+	 */
+	if (m->path && !utf8_valid(m->path, strlen(m->path))) {
+		LIT(b, ",\"path_hex\":");
+		buf_bytes_hex(b, (const uint8_t *)m->path, strlen(m->path));
+	}
 	LIT(b, ",\"base\":");
 	gmt_buf_hex(b, m->base);
 	LIT(b, ",\"build_id\":");

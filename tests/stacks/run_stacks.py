@@ -12,6 +12,10 @@ tracer on the simulated runtime; `gpumemtrace report --format json` must name ev
   static  victim_static (C++): the runtime linked into the program as with nvcc's default
           static cudart (fake_cudart_static.cpp: cudaMalloc, cudart::..., libcudart_static_<sha1>
           frames in the executable, no debug information); the sites are the user's functions
+  dlopen-bytes  dlopen with both libraries copied into a directory whose name is not UTF-8
+          (bytes ff fe c3 28), the second library's debug information naming its source in
+          another such directory: the trace keeps the path's bytes (modules "path_hex"), the
+          report opens that file, shows the path with U+FFFD and still names every frame
 
 Each victim prints the function, file and line of every frame it expects, innermost first
 (recorded on the line of each call); the report's call-site groups (leak_sites, failed_sites)
@@ -148,11 +152,85 @@ def check_sites(doc, did, python):
                     python)
 
 
+BAD_DIR = b"lib-\xff\xfe-\xc3("  # not UTF-8: two stray bytes, a lead byte without its tail
+
+
+def patch_debug_dirs(path, old, new):
+    """Replace @old by @new (the same length) inside the .debug_* sections of the ELF file
+    @path; the number of replacements. Its code, strings and build-id note stay as they are."""
+    import struct
+    assert len(old) == len(new)
+    with open(path, "rb") as f:
+        data = bytearray(f.read())
+    shoff, = struct.unpack_from("<Q", data, 0x28)
+    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", data, 0x3a)
+    sections = [struct.unpack_from("<IIQQQQIIQQ", data, shoff + i * shentsize) for i in range(shnum)]
+    names_off = sections[shstrndx][4]
+    done = 0
+    for name, _, _, _, off, size, *_ in sections:
+        sname = data[names_off + name:data.index(b"\0", names_off + name)]
+        if not sname.startswith(b".debug_"):
+            continue
+        part = bytes(data[off:off + size])
+        done += part.count(old)
+        data[off:off + size] = part.replace(old, new)
+    with open(path, "wb") as f:
+        f.write(data)
+    return done
+
+
+def bytes_libraries(here, outdir):
+    """libvictim.so and libvictim_other.so copied under outdir/BAD_DIR; the second one's debug
+    information names its sources under .../st\xffcks/ instead of .../stacks/."""
+    import shutil
+    bad = os.path.join(os.fsencode(outdir), BAD_DIR)
+    os.mkdir(bad)
+    libs = []
+    for name in ("libvictim.so", "libvictim_other.so"):
+        dst = os.path.join(bad, name.encode())
+        shutil.copyfile(os.path.join(here, name), dst)
+        libs.append(dst)
+    n = patch_debug_dirs(libs[1], b"/tests/stacks", b"/tests/st\xffcks")
+    check(n > 0, "the copied library's debug information names a directory that is not UTF-8")
+    return libs
+
+
+def check_bytes_paths(exe, trace, doc):
+    with open(trace, "rb") as f:
+        mods = [m for line in f if b'"type":"modules"' in line
+                for m in json.loads(line)["modules"]]
+    hexes = {m.get("path_hex") for m in mods if "path_hex" in m}
+    check(any(bytes.fromhex(h).endswith(BAD_DIR + b"/libvictim_other.so") for h in hexes if h),
+          "the trace keeps the library's path byte for byte (path_hex)", repr(hexes))
+    frames = [f for e in doc["call_stacks"] for f in e["call_stack"]
+              if f.get("function") == "other_alloc"]
+    shown = "\ufffd\ufffd-\ufffd("
+    check(frames and all(f.get("status") == "ok" and shown in (f.get("module") or "")
+                         for f in frames),
+          "the library's frames are resolved, its module shown with U+FFFD",
+          show(frames) + "\n" + repr([f.get("module") for f in frames]))
+    check(frames and all("/tests/st\ufffdcks/" in (f.get("file") or "") for f in frames),
+          "the source file from its debug information is shown with U+FFFD",
+          repr([f.get("file") for f in frames]))
+    # a path_hex that is not hex bytes: that entry is left out, with the line's message
+    bad = trace + ".bad-hex.jsonl"
+    with open(trace, "rb") as f, open(bad, "wb") as out:
+        for line in f:
+            if b'"path_hex":"' in line:
+                line = line.replace(b'"path_hex":"', b'"path_hex":"zz', 1)
+            out.write(line)
+    p = subprocess.run([exe, "report", bad], capture_output=True,
+                       env=dict(os.environ, DEBUGINFOD_URLS=""), timeout=120)
+    check(p.returncode == 0 and b"malformed entry" in p.stderr,
+          "a path_hex that is not hex: the entry is left out, and the report says so",
+          p.stderr.decode(errors="replace"))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--build", required=True)
     ap.add_argument("--capture", choices=["cupti", "interpose"], default="cupti")
-    ap.add_argument("scenario", choices=["native", "dlopen", "python", "static"])
+    ap.add_argument("scenario", choices=["native", "dlopen", "python", "static", "dlopen-bytes"])
     a = ap.parse_args()
     build = os.path.abspath(a.build)
     here = os.path.join(build, "tests", "stacks")
@@ -163,8 +241,12 @@ def main():
                    os.path.join(here, "libvictim_other.so")],
         "python": [sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                                 "victim.py")],
+        "dlopen-bytes": [os.path.join(here, "victim_dlopen")],
     }[a.scenario]
-    with tempfile.TemporaryDirectory(prefix="gmt-stacks-%s-" % a.scenario) as outdir:
+    with tempfile.TemporaryDirectory(prefix="gmt-stacks-%s-" % a.scenario) as outdir, \
+            tempfile.TemporaryDirectory(prefix="gmt-stacks-libs-") as libdir:
+        if a.scenario == "dlopen-bytes":
+            argv = argv + bytes_libraries(here, libdir)
         did, trace = run_victim(build, argv, a.capture, outdir)
         if not did or not trace:
             return finish()
@@ -187,9 +269,11 @@ def main():
         if not doc:
             return finish()
         check(doc["summary"]["bad_lines"] == 0, "the trace has no bad line")
-        check(doc["processes"][0]["modules_lines"] >= (2 if a.scenario == "dlopen" else 1),
+        check(doc["processes"][0]["modules_lines"] >= (2 if "dlopen" in a.scenario else 1),
               "the trace has modules lines (a new one after dlopen/dlclose)")
         check_sites(doc, did, a.scenario == "python")
+        if a.scenario == "dlopen-bytes":
+            check_bytes_paths(os.path.join(build, "tools", "gpumemtrace"), trace, doc)
         if a.scenario == "python":
             check(all(e["python_placement"] == "spliced" for e in doc["leaks"]
                       if e["site"] and e["site"]["kind"] == "python"),

@@ -179,6 +179,19 @@ main(void)
 	CHECK(num(j, "seq") == 9 && strcmp(str(m0, "build_id"), "ab01") == 0);
 	CHECK(json_integer_value(json_array_get(json_array_get(json_object_get(m0, "segments"), 1), 0)) == 8192);
 	CHECK(strcmp(str(m1, "path"), "[vdso]") == 0 && strcmp(str(m1, "build_id"), "") == 0);
+	CHECK(json_object_get(m0, "path_hex") == NULL && json_object_get(m1, "path_hex") == NULL);
+	json_decref(j);
+
+	/* a path that is not UTF-8: shown with U+FFFD, its bytes whole in path_hex */
+	struct gmt_module_view bytes = {.path = "/t/\xff\xc3(/l\xe9.so", .base = 0x1000,
+					.segments = segs, .nsegments = 1};
+	gmt_jsonl_modules_begin(&b, 10);
+	gmt_jsonl_modules_entry(&b, &bytes, 0);
+	gmt_jsonl_modules_end(&b);
+	j = parse_line(&b);
+	m0 = json_array_get(json_object_get(j, "modules"), 0);
+	CHECK(strcmp(str(m0, "path"), "/t/\xef\xbf\xbd\xef\xbf\xbd(/l\xef\xbf\xbd.so") == 0);
+	CHECK(strcmp(str(m0, "path_hex"), "2f742fffc3282f6ce92e736f") == 0);
 	json_decref(j);
 
 	struct gmt_live_total live[] = {{0, GMT_KIND_DEVICE, 100, 2}, {1, GMT_KIND_PINNED, 4096, 1}};
