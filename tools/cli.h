@@ -11,10 +11,11 @@
 
 #include <jansson.h>
 
-#include "analysis/esc.h"
-#include "analysis/model.h"
-#include "analysis/symbolize.h"
-#include "analysis/trace.h"
+#include "analysis/model/model.h"
+#include "analysis/reader/trace.h"
+#include "analysis/symbols/callstack.h"
+#include "analysis/symbols/symbolize.h"
+#include "util/esc.h"
 
 /** Exit codes of every subcommand (documented in `gpumemtrace --help`). */
 enum gmt_exit {

@@ -16,11 +16,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analysis/report.h"
-#include "analysis/suppress.h"
-#include "analysis/units.h"
-#include "analysis/xalloc.h"
+#include "analysis/gate/suppress.h"
+#include "analysis/report/report.h"
+#include "analysis/report/units.h"
 #include "cli.h"
+#include "util/xalloc.h"
 
 /* Sites listed under a failed peak gate (the largest holders); the rest are summed. */
 #define CHECK_MAX_SITES 5

@@ -14,9 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analysis/units.h"
-#include "analysis/xalloc.h"
+#include "analysis/report/units.h"
 #include "cli.h"
+#include "util/xalloc.h"
 
 /* Sites listed by default (--top). */
 #define DIFF_DEFAULT_TOP 20

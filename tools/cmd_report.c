@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analysis/report.h"
-#include "analysis/report_formats.h"
+#include "analysis/report/report.h"
+#include "analysis/report/report_formats.h"
 #include "cli.h"
 
 static void

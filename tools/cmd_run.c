@@ -24,7 +24,7 @@
 
 #include <jansson.h>
 
-#include "analysis/report.h"
+#include "analysis/report/report.h"
 #include "cli.h"
 
 #define LIB_NAME "libgpumemtrace.so"

@@ -3,7 +3,7 @@
  */
 #define _GNU_SOURCE
 #include "cli.h"
-#include "analysis/xalloc.h"
+#include "util/xalloc.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -130,7 +130,7 @@ gmt_inputs_add_file(struct gmt_inputs *in, const char *path, FILE *diag)
 	gmt_model_finish(m); /* nothing to do when it was replayed from a stored trace */
 	if (!in->sym)
 		in->sym = gmt_symbolizer_new(diag);
-	gmt_model_set_stacks(m, gmt_callstacks_new(t, in->sym));
+	m->stacks = gmt_callstacks_new(t, in->sym);
 	in->traces = gmt_xrealloc(in->traces, in->n + 1, sizeof(*in->traces));
 	in->models = gmt_xrealloc(in->models, in->n + 1, sizeof(*in->models));
 	in->traces[in->n] = t;
@@ -178,6 +178,7 @@ void
 gmt_inputs_free(struct gmt_inputs *in)
 {
 	for (size_t i = 0; i < in->n; i++) {
+		gmt_callstacks_free(in->models[i]->stacks);
 		gmt_model_free(in->models[i]);
 		gmt_trace_free(in->traces[i]);
 	}

@@ -3,8 +3,8 @@
  * file that `report --format json` wrote, and the few ways those commands print its entries.
  */
 #define _GNU_SOURCE
-#include "analysis/report.h"
-#include "analysis/units.h"
+#include "analysis/report/report.h"
+#include "analysis/report/units.h"
 #include "cli.h"
 
 #include <ctype.h>

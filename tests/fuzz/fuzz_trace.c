@@ -25,12 +25,12 @@
 
 #include <jansson.h>
 
-#include "analysis/callstack.h"
-#include "analysis/model.h"
-#include "analysis/report.h"
-#include "analysis/report_formats.h"
-#include "analysis/symbolize.h"
-#include "analysis/trace.h"
+#include "analysis/model/model.h"
+#include "analysis/reader/trace.h"
+#include "analysis/report/report.h"
+#include "analysis/report/report_formats.h"
+#include "analysis/symbols/callstack.h"
+#include "analysis/symbols/symbolize.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -91,7 +91,7 @@ one_trace(const char *path)
 		return;
 	}
 	sym = gmt_symbolizer_new(devnull);
-	gmt_model_set_stacks(m, gmt_callstacks_new(t, sym));
+	m->stacks = gmt_callstacks_new(t, sym);
 
 	json_decref(gmt_report_json_doc(&m, 1));
 	gmt_report_html(devnull, &m, 1);
@@ -102,6 +102,7 @@ one_trace(const char *path)
 	gmt_report_folded(devnull, &m, 1, GMT_FOLD_LEAKED);
 	gmt_report_folded(devnull, &m, 1, GMT_FOLD_ALLOCATED);
 	gmt_report_summary(devnull, "", &m, 1);
+	gmt_callstacks_free(m->stacks);
 	gmt_model_free(m);
 
 	/* report --from 0.001 --to <the first marker's label, when there is one> */
@@ -111,9 +112,10 @@ one_trace(const char *path)
 						    .spec = t->markers[0].label};
 	m = gmt_model_build_range(t, &range);
 	if (m) {
-		gmt_model_set_stacks(m, gmt_callstacks_new(t, sym));
+		m->stacks = gmt_callstacks_new(t, sym);
 		json_decref(gmt_report_json_doc(&m, 1));
 		gmt_report_text(devnull, &m, 1, NULL);
+		gmt_callstacks_free(m->stacks);
 		gmt_model_free(m);
 	}
 	gmt_trace_free(t);

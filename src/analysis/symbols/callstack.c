@@ -1,0 +1,908 @@
+/*
+ * @brief Symbolized call stacks: module lookup, Python splicing, the call-site rule.
+ *
+ * Splicing (docs/trace-format.md, stack "py"): each Python frame group — consecutive frames,
+ * innermost first, up to and including one with entry=1 — was run by one call of the
+ * interpreter's eval function (_PyEval_EvalFrameDefault). The native frames of that function,
+ * innermost first, are matched to the groups innermost first and replaced by them. Groups left
+ * over (the native stack was cut at its depth limit, or the interpreter has no symbols) go to the
+ * outermost end, where the cut-off frames were.
+ */
+#define _GNU_SOURCE
+#include "analysis/symbols/callstack.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "analysis/symbols/pyline.h"
+#include "util/xalloc.h"
+
+/* The address ranges of one modules line, sorted, for a binary search per frame. */
+struct range {
+	uint64_t lo, hi;
+	uint32_t module; /* index into the trace's modules */
+};
+
+struct modset_index {
+	struct range *r;
+	size_t n;
+	bool built;
+};
+
+/* One native return address while a stack is built: frames[first .. first + n) of the list. */
+struct phys {
+	size_t first, n;
+	bool eval;
+};
+
+struct fvec {
+	struct gmt_cframe *f;
+	size_t n, cap;
+};
+
+/*
+ * What build() works on: the stack with its frames by value, each with its own `hidden` flag,
+ * before they are interned. The fields are those of struct gmt_cstack.
+ */
+struct draft {
+	uint32_t id;
+	uint32_t nframes;
+	struct gmt_cframe *frames;
+	int32_t site;
+	uint32_t npython;
+	uint8_t pystate;
+	bool python_outermost;
+	uint64_t hash;
+};
+
+/* Memory handed out in order and released all at once: stacks and interned frames. */
+struct arena {
+	char *cur;
+	size_t left;
+	char **blocks;
+	size_t nblocks;
+};
+
+#define ARENA_BLOCK (64u * 1024)
+
+struct gmt_callstacks {
+	const struct gmt_trace *t;
+	struct gmt_symbolizer *sym;
+	uint32_t *modsym; /* per trace module: the symbolizer's handle, UINT32_MAX not asked yet */
+	uint8_t *modcls;  /* per trace module: enum gmt_cframe_class + 1, 0 not computed */
+	struct modset_index *sets;  /* per modules line */
+	struct gmt_cstack **stacks; /* per trace stack (same index), NULL not built */
+	struct arena arena;
+
+	/* every distinct frame of the stacks built so far (in the arena), by id */
+	const struct gmt_cframe **frames;
+	uint32_t nfr, frcap;
+	uint32_t *fslots; /* open addressing over the frames: id + 1, 0 empty */
+	size_t fmask;
+
+	struct work *w;
+};
+
+/*
+ * build()'s working memory, kept from one stack to the next and shared by the stacks of every
+ * trace (a directory of many traces keeps them all): freed with the last of them.
+ */
+struct work {
+	struct fvec nat, py, out;
+	struct phys *ph;
+	size_t phcap;
+	size_t *gstart;
+	size_t gcap;
+	size_t users;
+};
+
+static struct work shared_work;
+
+static void *
+arena_alloc(struct arena *a, size_t size)
+{
+	void *p;
+
+	size = (size + 7) & ~(size_t)7;
+	if (size > a->left) {
+		/*
+		 * Blocks double from 1 KiB to ARENA_BLOCK (a trace of a few stacks, one of many in
+		 * a directory, takes little); a request of more than a quarter block gets its own.
+		 */
+		size_t grow = a->nblocks < 6 ? (size_t)1024 << a->nblocks : ARENA_BLOCK;
+		size_t bsize = size > grow / 4 ? size : grow;
+
+		a->blocks = gmt_xrealloc(a->blocks, a->nblocks + 1, sizeof(*a->blocks));
+		a->blocks[a->nblocks] = gmt_xrealloc(NULL, bsize, 1);
+		if (bsize != grow)
+			return a->blocks[a->nblocks++];
+		a->cur = a->blocks[a->nblocks++];
+		a->left = bsize;
+	}
+	p = a->cur;
+	a->cur += size;
+	a->left -= size;
+	return p;
+}
+
+static void
+arena_free(struct arena *a)
+{
+	for (size_t i = 0; i < a->nblocks; i++)
+		free(a->blocks[i]);
+	free(a->blocks);
+}
+
+struct gmt_callstacks *
+gmt_callstacks_new(const struct gmt_trace *t, struct gmt_symbolizer *sym)
+{
+	struct gmt_callstacks *cs = calloc(1, sizeof(*cs));
+
+	if (!cs) {
+		fprintf(stderr, "gpumemtrace: out of memory\n");
+		exit(3);
+	}
+	cs->t = t;
+	cs->sym = sym;
+	cs->w = &shared_work;
+	cs->w->users++;
+	cs->modsym = gmt_xrealloc(NULL, t->nmodules, sizeof(*cs->modsym));
+	memset(cs->modsym, 0xff, t->nmodules * sizeof(*cs->modsym));
+	cs->modcls = calloc(t->nmodules ? t->nmodules : 1, 1);
+	cs->sets = calloc(t->nmodsets ? t->nmodsets : 1, sizeof(*cs->sets));
+	cs->stacks = calloc(t->nstacks ? t->nstacks : 1, sizeof(*cs->stacks));
+	if (!cs->modcls || !cs->sets || !cs->stacks) {
+		fprintf(stderr, "gpumemtrace: out of memory\n");
+		exit(3);
+	}
+	return cs;
+}
+
+void
+gmt_callstacks_free(struct gmt_callstacks *cs)
+{
+	if (!cs)
+		return;
+	for (size_t i = 0; i < cs->t->nmodsets; i++)
+		free(cs->sets[i].r);
+	arena_free(&cs->arena);
+	free(cs->frames);
+	free(cs->fslots);
+	if (--cs->w->users == 0) {
+		free(cs->w->nat.f);
+		free(cs->w->py.f);
+		free(cs->w->out.f);
+		free(cs->w->ph);
+		free(cs->w->gstart);
+		*cs->w = (struct work){0};
+	}
+	free(cs->stacks);
+	free(cs->sets);
+	free(cs->modcls);
+	free(cs->modsym);
+	free(cs);
+}
+
+// --- modules ------------------------------------------------------------------------------------
+
+static int
+cmp_range(const void *pa, const void *pb)
+{
+	const struct range *a = pa, *b = pb;
+
+	return a->lo < b->lo ? -1 : a->lo > b->lo;
+}
+
+static void
+modset_build(const struct gmt_trace *t, const struct gmt_trace_modset *ms, struct modset_index *x)
+{
+	size_t n = 0;
+
+	x->built = true;
+	for (uint32_t i = 0; i < ms->nmods; i++)
+		n += t->modules[ms->mods[i]].nsegments;
+	x->r = gmt_xrealloc(NULL, n, sizeof(*x->r));
+	for (uint32_t i = 0; i < ms->nmods; i++) {
+		const struct gmt_trace_module *m = &t->modules[ms->mods[i]];
+
+		for (uint32_t k = 0; k < m->nsegments; k++) {
+			uint64_t lo = m->base + m->segments[k][0];
+
+			if (m->segments[k][1] == 0)
+				continue;
+			x->r[x->n++] = (struct range){lo, lo + m->segments[k][1], ms->mods[i]};
+		}
+	}
+	qsort(x->r, x->n, sizeof(*x->r), cmp_range);
+}
+
+/* The trace module holding @p addr in modules line @p set, -1 when none does. */
+static int64_t
+module_of(struct gmt_callstacks *cs, int32_t set, uint64_t addr)
+{
+	struct modset_index *x;
+	size_t lo = 0, hi;
+
+	if (set < 0 || (size_t)set >= cs->t->nmodsets)
+		return -1;
+	x = &cs->sets[set];
+	if (!x->built)
+		modset_build(cs->t, &cs->t->modsets[set], x);
+	/* The last range starting at or below addr. */
+	hi = x->n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (x->r[mid].lo <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0 || addr >= x->r[lo - 1].hi)
+		return -1;
+	return x->r[lo - 1].module;
+}
+
+/* "libcudart" of ".../libcudart.so.13", "python3.12" of "/usr/bin/python3.12". */
+static void
+module_stem(const char *path, char *stem, size_t max)
+{
+	const char *base = strrchr(path, '/'), *so;
+	size_t n;
+
+	base = base ? base + 1 : path;
+	so = strstr(base, ".so");
+	n = so ? (size_t)(so - base) : strlen(base);
+	if (n >= max)
+		n = max - 1;
+	memcpy(stem, base, n);
+	stem[n] = '\0';
+}
+
+static enum gmt_cframe_class
+classify(const char *path)
+{
+	static const struct {
+		const char *stem;
+		bool prefix;
+		enum gmt_cframe_class cls;
+	} table[] = {
+	    {"libcudart", false, GMT_CC_CUDA},
+	    {"libcuda", false, GMT_CC_CUDA},
+	    {"libcupti", false, GMT_CC_CUDA},
+	    {"libnvidia-", true, GMT_CC_CUDA},
+	    {"libgpumemtrace", true, GMT_CC_TRACER},
+	    {"libc", false, GMT_CC_SYSTEM},
+	    {"libc-", true, GMT_CC_SYSTEM}, /* libc-2.31.so of older glibc */
+	    {"libstdc++", false, GMT_CC_SYSTEM},
+	    {"libgcc_s", false, GMT_CC_SYSTEM},
+	    {"libpthread", false, GMT_CC_SYSTEM},
+	    {"libpthread-", true, GMT_CC_SYSTEM},
+	    {"libdl", false, GMT_CC_SYSTEM},
+	    {"libdl-", true, GMT_CC_SYSTEM},
+	    {"libm", false, GMT_CC_SYSTEM},
+	    {"libm-", true, GMT_CC_SYSTEM},
+	    {"librt", false, GMT_CC_SYSTEM},
+	    {"librt-", true, GMT_CC_SYSTEM},
+	    {"ld-linux", true, GMT_CC_SYSTEM},
+	    {"ld-", true, GMT_CC_SYSTEM},
+	    {"libc10_cuda", false, GMT_CC_ALLOCATOR},
+	    {"libtorch_cuda", true, GMT_CC_ALLOCATOR},
+	    {"libpython", true, GMT_CC_INTERPRETER},
+	    {"python", true, GMT_CC_INTERPRETER},
+	};
+	char stem[256];
+
+	module_stem(path, stem, sizeof(stem));
+	for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++) {
+		size_t n = strlen(table[i].stem);
+
+		if (table[i].prefix ? strncmp(stem, table[i].stem, n) == 0
+				    : strcmp(stem, table[i].stem) == 0)
+			return table[i].cls;
+	}
+	return GMT_CC_USER;
+}
+
+// --- building one stack -------------------------------------------------------------------------
+
+static struct gmt_cframe *
+fvec_push(struct fvec *v)
+{
+	if (v->n == v->cap) {
+		v->cap = v->cap ? v->cap * 2 : 32;
+		v->f = gmt_xrealloc(v->f, v->cap, sizeof(*v->f));
+	}
+	memset(&v->f[v->n], 0, sizeof(v->f[v->n]));
+	return &v->f[v->n++];
+}
+
+/* The frames of one native return address appended to @p v (one or more, inline chains). */
+static void
+native_frames(struct gmt_callstacks *cs,
+	      const struct gmt_trace_stack *ts,
+	      uint64_t addr,
+	      struct fvec *v)
+{
+	const struct gmt_trace *t = cs->t;
+	const struct gmt_trace_module *tm;
+	const struct gmt_sym_frame *sf;
+	const char *module;
+	enum gmt_sym_status st;
+	struct gmt_cframe *f;
+	uint32_t nsf = 0;
+	uint64_t off;
+	int64_t mi = module_of(cs, ts->modset, addr);
+
+	if (mi < 0) {
+		f = fvec_push(v);
+		f->address = addr;
+		f->status = GMT_SYM_NO_MODULE;
+		return;
+	}
+	tm = &t->modules[mi];
+	if (cs->modsym[mi] == UINT32_MAX)
+		cs->modsym[mi] = gmt_sym_module(cs->sym, tm->path, tm->file, tm->build_id);
+	if (!cs->modcls[mi])
+		cs->modcls[mi] = (uint8_t)(classify(tm->path) + 1);
+	module = gmt_sym_intern(cs->sym, tm->path);
+	off = addr - tm->base;
+	/* A return address is the instruction after the call: the call is the byte before. */
+	st = gmt_symbolize(cs->sym, cs->modsym[mi], off ? off - 1 : off, &sf, &nsf);
+	for (uint32_t k = 0; k < (nsf ? nsf : 1); k++) {
+		f = fvec_push(v);
+		f->address = addr;
+		f->offset = off;
+		f->module = module;
+		f->status = (uint8_t)st;
+		f->cls = (uint8_t)(cs->modcls[mi] - 1);
+		if (nsf) {
+			f->function = sf[k].function;
+			f->file = sf[k].file;
+			f->line = sf[k].line;
+			f->inlined = sf[k].inlined;
+		}
+	}
+}
+
+static void
+python_frame(struct gmt_callstacks *cs, const struct gmt_trace_pyframe *pf, struct fvec *v)
+{
+	const struct gmt_trace_pycode *code = gmt_trace_pycode(cs->t, pf->code);
+	struct gmt_cframe *f = fvec_push(v);
+	const char *version;
+	char buf[64];
+	int line;
+
+	f->kind = GMT_CF_PYTHON;
+	if (!code) {
+		snprintf(buf, sizeof(buf), "<unknown Python code %u>", pf->code);
+		f->function = gmt_sym_intern(cs->sym, buf);
+		f->status = GMT_SYM_NO_SYMBOL;
+		return;
+	}
+	if (code->qualname || code->name) {
+		f->function = gmt_sym_intern(cs->sym, code->qualname ? code->qualname : code->name);
+	} else {
+		snprintf(buf, sizeof(buf), "<unnamed Python code %u>", pf->code);
+		f->function = gmt_sym_intern(cs->sym, buf);
+	}
+	f->file = gmt_sym_intern(cs->sym, code->file);
+	version = code->python ? code->python : cs->t->python;
+	line = version ? gmt_pyline(version, code->linetable, code->nlinetable, code->firstlineno,
+				    pf->offset)
+		       : -1;
+	f->line = line > 0 ? (uint32_t)line : 0;
+}
+
+/* Whether @p name is @p fn, or a part of it the compiler split off ("fn.cold"). */
+static bool
+is_function(const char *name, const char *fn)
+{
+	size_t n = strlen(fn);
+
+	return name && strncmp(name, fn, n) == 0 && (name[n] == '\0' || name[n] == '.');
+}
+
+/*
+ * Which physical frames are the eval function's. _PyEval_EvalFrame is an inline wrapper around
+ * _PyEval_EvalFrameDefault: with debug info it shows in the caller's frame, which then must not
+ * count as a second eval call.
+ */
+static void
+mark_eval(const struct fvec *nat, struct phys *ph, size_t nph)
+{
+	bool prev_default = false;
+
+	for (size_t i = 0; i < nph; i++) {
+		bool dflt = false, wrapper = false;
+
+		for (size_t k = ph[i].first; k < ph[i].first + ph[i].n; k++) {
+			dflt |= is_function(nat->f[k].function, "_PyEval_EvalFrameDefault");
+			wrapper |= is_function(nat->f[k].function, "_PyEval_EvalFrame");
+		}
+		ph[i].eval = dflt || (wrapper && !prev_default);
+		prev_default = dflt;
+	}
+}
+
+/* The frames of @p ts: natives with the Python groups spliced in, into @p out. */
+static void
+splice(struct gmt_callstacks *cs,
+       const struct gmt_trace_stack *ts,
+       struct draft *st,
+       struct fvec *out)
+{
+	struct work *w = cs->w;
+	struct fvec *nat = &w->nat, *py = &w->py;
+	struct phys *ph;
+	size_t *gstart;
+	size_t ngroups = 0, g = 0, neval = 0;
+
+	nat->n = py->n = 0;
+	if (w->phcap < ts->nframes) {
+		w->phcap = ts->nframes;
+		w->ph = gmt_xrealloc(w->ph, w->phcap, sizeof(*w->ph));
+	}
+	if (w->gcap < (size_t)ts->npy + 1) {
+		w->gcap = (size_t)ts->npy + 1;
+		w->gstart = gmt_xrealloc(w->gstart, w->gcap, sizeof(*w->gstart));
+	}
+	ph = w->ph;
+	gstart = w->gstart;
+	for (uint32_t i = 0; i < ts->nframes; i++) {
+		ph[i].first = nat->n;
+		native_frames(cs, ts, gmt_trace_frame(cs->t, ts, i), nat);
+		ph[i].n = nat->n - ph[i].first;
+	}
+	mark_eval(nat, ph, ts->nframes);
+	for (uint32_t i = 0; i < ts->npy; i++) {
+		if (i == 0 || ts->py[i - 1].entry)
+			gstart[ngroups++] = py->n;
+		python_frame(cs, &ts->py[i], py);
+	}
+	gstart[ngroups] = py->n;
+	for (uint32_t i = 0; i < ts->nframes; i++) {
+		if (ph[i].eval)
+			neval++;
+		if (ph[i].eval && g < ngroups) {
+			for (size_t k = gstart[g]; k < gstart[g + 1]; k++)
+				*fvec_push(out) = py->f[k];
+			g++;
+			continue;
+		}
+		for (size_t k = ph[i].first; k < ph[i].first + ph[i].n; k++)
+			*fvec_push(out) = nat->f[k];
+	}
+	for (size_t k = gstart[g]; k < py->n; k++)
+		*fvec_push(out) = py->f[k];
+	st->npython = (uint32_t)py->n;
+	st->python_outermost = py->n && neval == 0;
+}
+
+/* A Python file of an installed package or of the standard library, not of the program. */
+static bool
+python_library_file(const char *file)
+{
+	if (!file)
+		return false;
+	if (strstr(file, "/site-packages/") || strstr(file, "/dist-packages/") || !strncmp(file, "<frozen", 7))
+		return true;
+	/* the standard library: .../lib/python3.X/module.py (not under site-packages) */
+	const char *lib = strstr(file, "/lib/python3.");
+	return lib != NULL;
+}
+
+/*
+ * Whether a native frame of a module that is otherwise the user's belongs to the CUDA runtime
+ * linked into it: nvcc links libcudart_static.a by default, so cudaMalloc and the runtime's
+ * internals are functions of the program's own executable (or of a library that linked it).
+ * CUDA 13 names the internals libcudart_static_<sha1>, older toolkits cudart::... and
+ * __cudart...; the archive has no debug information, so a frame with a source file and a
+ * cuda.../cu... name is the user's own function (a wrapper called cudaCheckedMalloc, say). The
+ * typed wrappers of cuda_runtime.h (cudaMalloc<float>, inline) are the API entry too.
+ */
+static bool
+static_cuda_frame(const struct gmt_cframe *f)
+{
+	static const char *const internal[] = {"libcudart_static_", "cudart::", "__cudart"};
+	const char *fn = f->function, *base;
+
+	if (f->file) {
+		base = strrchr(f->file, '/');
+		base = base ? base + 1 : f->file;
+		if (!strcmp(base, "cuda_runtime.h") || !strcmp(base, "cuda_runtime_api.h"))
+			return true;
+	}
+	if (!fn)
+		return false;
+	for (size_t i = 0; i < sizeof(internal) / sizeof(internal[0]); i++)
+		if (!strncmp(fn, internal[i], strlen(internal[i])))
+			return true;
+	if (f->file)
+		return false;
+	/* The runtime's and the driver's C API entries: cudaMalloc, __cudaRegisterFatBinary,
+	 * cuMemAlloc_v2 (a program that links a static driver shim). */
+	if (!strncmp(fn, "__cuda", 6))
+		return true;
+	if (!strncmp(fn, "cuda", 4))
+		fn += 4;
+	else if (!strncmp(fn, "cu", 2))
+		fn += 2;
+	else
+		return false;
+	return *fn >= 'A' && *fn <= 'Z';
+}
+
+/* Frames that text and folded stacks leave out, and the call site. */
+static void
+settle(struct draft *st)
+{
+	uint32_t k = 0;
+
+	for (uint32_t i = 0; i < st->nframes; i++)
+		if (st->frames[i].kind == GMT_CF_NATIVE && st->frames[i].cls == GMT_CC_USER &&
+		    st->frames[i].status == GMT_SYM_OK && static_cuda_frame(&st->frames[i]))
+			st->frames[i].cls = GMT_CC_CUDA;
+	/* The innermost run inside the CUDA libraries and the tracer: the API name says it. */
+	while (k < st->nframes && st->frames[k].kind == GMT_CF_NATIVE &&
+	       (st->frames[k].cls == GMT_CC_CUDA || st->frames[k].cls == GMT_CC_TRACER))
+		k++;
+	for (uint32_t i = 0; k < st->nframes && i < k; i++)
+		st->frames[i].hidden = true;
+	/* Between Python frames the interpreter's own C frames are only glue. */
+	for (uint32_t i = 0; st->npython && i < st->nframes; i++)
+		if (st->frames[i].cls == GMT_CC_INTERPRETER)
+			st->frames[i].hidden = true;
+
+	st->site = st->nframes ? 0 : -1;
+	/* Python: the innermost frame of the program's own files, past frameworks and the standard
+	 * library (torch/nn/modules/... is not where a user looks); else the innermost Python frame. */
+	for (uint32_t i = 0; st->npython && i < st->nframes; i++) {
+		if (st->frames[i].kind == GMT_CF_PYTHON && !python_library_file(st->frames[i].file)) {
+			st->site = (int32_t)i;
+			return;
+		}
+	}
+	for (uint32_t i = 0; i < st->nframes; i++) {
+		if (st->npython ? st->frames[i].kind == GMT_CF_PYTHON
+				: st->frames[i].cls == GMT_CC_USER) {
+			st->site = (int32_t)i;
+			return;
+		}
+	}
+	/* Nothing is the user's: the innermost frame outside CUDA and the tracer, if any. */
+	if (k < st->nframes)
+		st->site = (int32_t)k;
+}
+
+static uint64_t
+mix(uint64_t h, uint64_t v)
+{
+	h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+	return h;
+}
+
+static uint64_t
+frame_hash(const struct gmt_cframe *f)
+{
+	uint64_t h = f->kind;
+
+	if (f->kind == GMT_CF_NATIVE && f->status != GMT_SYM_OK)
+		return mix(mix(h, (uintptr_t)f->module), f->module ? f->offset : f->address);
+	h = mix(h, (uintptr_t)f->function);
+	h = mix(h, (uintptr_t)f->file);
+	h = mix(h, f->line);
+	return mix(h, (uintptr_t)f->module);
+}
+
+// --- interned frames ----------------------------------------------------------------------------
+
+static uint64_t
+intern_hash(const struct gmt_cframe *f)
+{
+	uint64_t h = (uint64_t)f->kind | (uint64_t)f->cls << 8 | (uint64_t)f->status << 16 |
+		     (uint64_t)f->inlined << 24 | (uint64_t)f->hidden << 25;
+
+	h = mix(h, (uintptr_t)f->function);
+	h = mix(h, (uintptr_t)f->file);
+	h = mix(h, (uintptr_t)f->module);
+	h = mix(h, f->address);
+	h = mix(h, f->offset);
+	h = mix(h, f->line);
+	return h ^ (h >> 31);
+}
+
+/* Every field (strings are interned, so by pointer); not memcmp: padding is not set. */
+static bool
+same_frame(const struct gmt_cframe *a, const struct gmt_cframe *b)
+{
+	return a->function == b->function && a->file == b->file && a->module == b->module &&
+	       a->address == b->address && a->offset == b->offset && a->line == b->line &&
+	       a->kind == b->kind && a->cls == b->cls && a->status == b->status &&
+	       a->inlined == b->inlined && a->hidden == b->hidden;
+}
+
+static const struct gmt_cframe *
+frame_by_id(const struct gmt_callstacks *cs, uint32_t id)
+{
+	return cs->frames[id];
+}
+
+static void
+fslots_grow(struct gmt_callstacks *cs)
+{
+	size_t cap = cs->fmask ? (cs->fmask + 1) * 2 : 64;
+
+	free(cs->fslots);
+	cs->fslots = gmt_xrealloc(NULL, cap, sizeof(*cs->fslots));
+	memset(cs->fslots, 0, cap * sizeof(*cs->fslots));
+	cs->fmask = cap - 1;
+	for (uint32_t id = 0; id < cs->nfr; id++) {
+		size_t slot;
+
+		for (slot = intern_hash(frame_by_id(cs, id)) & cs->fmask; cs->fslots[slot];
+		     slot = (slot + 1) & cs->fmask)
+			;
+		cs->fslots[slot] = id + 1;
+	}
+}
+
+/* The id of the one stored copy of @p f. */
+static uint32_t
+intern_frame(struct gmt_callstacks *cs, const struct gmt_cframe *f)
+{
+	struct gmt_cframe *copy;
+	size_t slot;
+	uint32_t id;
+
+	if (((size_t)cs->nfr + 1) * 4 > (cs->fmask + 1) * 3)
+		fslots_grow(cs);
+	for (slot = intern_hash(f) & cs->fmask; cs->fslots[slot]; slot = (slot + 1) & cs->fmask)
+		if (same_frame(frame_by_id(cs, cs->fslots[slot] - 1), f))
+			return cs->fslots[slot] - 1;
+	if (cs->nfr == UINT32_MAX - 1) {
+		fprintf(stderr, "gpumemtrace: out of memory\n"); /* 2^32 frames do not fit anyway */
+		exit(3);
+	}
+	if (cs->nfr == cs->frcap) {
+		cs->frcap = cs->frcap ? cs->frcap * 2 : 64;
+		cs->frames = gmt_xrealloc(cs->frames, cs->frcap, sizeof(*cs->frames));
+	}
+	copy = arena_alloc(&cs->arena, sizeof(*copy));
+	*copy = *f;
+	id = cs->nfr++;
+	cs->frames[id] = copy;
+	cs->fslots[slot] = id + 1;
+	return id;
+}
+
+const struct gmt_cframe *
+gmt_cstack_frame(const struct gmt_cstack *st, uint32_t i)
+{
+	return frame_by_id(st->owner, st->frame_ids[i]);
+}
+
+static struct gmt_cstack *
+build(struct gmt_callstacks *cs, const struct gmt_trace_stack *ts)
+{
+	struct draft d = {.id = ts->id, .pystate = ts->pystate};
+	uint32_t *ids;
+	struct gmt_cstack *st;
+
+	cs->w->out.n = 0;
+	splice(cs, ts, &d, &cs->w->out);
+	d.frames = cs->w->out.f;
+	d.nframes = (uint32_t)cs->w->out.n;
+	settle(&d);
+	d.hash = d.pystate;
+	for (uint32_t i = 0; i < d.nframes; i++)
+		if (!d.frames[i].hidden)
+			d.hash = mix(d.hash, frame_hash(&d.frames[i]));
+
+	/* The stack and its list of frame ids in one piece; the frames themselves are shared. */
+	st = arena_alloc(&cs->arena, sizeof(*st) + (size_t)d.nframes * sizeof(*ids));
+	ids = (uint32_t *)(st + 1);
+	for (uint32_t i = 0; i < d.nframes; i++)
+		ids[i] = intern_frame(cs, &d.frames[i]);
+	*st = (struct gmt_cstack){
+	    .id = d.id,
+	    .nframes = d.nframes,
+	    .frame_ids = ids,
+	    .owner = cs,
+	    .site = d.site,
+	    .npython = d.npython,
+	    .pystate = d.pystate,
+	    .python_outermost = d.python_outermost,
+	    .hash = d.hash,
+	};
+	return st;
+}
+
+const struct gmt_cstack *
+gmt_callstacks_get(struct gmt_callstacks *cs, uint32_t id)
+{
+	const struct gmt_trace_stack *ts;
+	size_t i;
+
+	if (!cs)
+		return NULL;
+	ts = gmt_trace_stack(cs->t, id);
+	if (!ts)
+		return NULL;
+	i = (size_t)(ts - cs->t->stacks);
+	if (!cs->stacks[i])
+		cs->stacks[i] = build(cs, ts);
+	return cs->stacks[i];
+}
+
+// --- comparing ----------------------------------------------------------------------------------
+
+const struct gmt_cframe *
+gmt_cstack_site(const struct gmt_cstack *st)
+{
+	return st && st->site >= 0 ? gmt_cstack_frame(st, (uint32_t)st->site) : NULL;
+}
+
+bool
+gmt_cframe_same_site(const struct gmt_cframe *a, const struct gmt_cframe *b)
+{
+	if (!a || !b)
+		return a == b;
+	return frame_hash(a) == frame_hash(b) && gmt_cframe_cmp(a, b) == 0;
+}
+
+bool
+gmt_cstack_equal(const struct gmt_cstack *a, const struct gmt_cstack *b)
+{
+	uint32_t i = 0, k = 0;
+
+	if (a == b)
+		return true;
+	if (!a || !b || a->hash != b->hash || a->pystate != b->pystate)
+		return false;
+	for (;;) {
+		while (i < a->nframes && gmt_cstack_frame(a, i)->hidden)
+			i++;
+		while (k < b->nframes && gmt_cstack_frame(b, k)->hidden)
+			k++;
+		if (i == a->nframes || k == b->nframes)
+			return i == a->nframes && k == b->nframes;
+		if (!gmt_cframe_same_site(gmt_cstack_frame(a, i), gmt_cstack_frame(b, k)))
+			return false;
+		i++;
+		k++;
+	}
+}
+
+static int
+cmp_str(const char *a, const char *b)
+{
+	if (!a || !b)
+		return a ? 1 : b ? -1 : 0;
+	return strcmp(a, b);
+}
+
+int
+gmt_cframe_cmp(const struct gmt_cframe *a, const struct gmt_cframe *b)
+{
+	bool ra = a->kind == GMT_CF_PYTHON || a->status == GMT_SYM_OK;
+	bool rb = b->kind == GMT_CF_PYTHON || b->status == GMT_SYM_OK;
+	int c;
+
+	if (a->kind != b->kind)
+		return a->kind < b->kind ? -1 : 1;
+	if (ra != rb)
+		return ra ? -1 : 1;
+	if (ra) {
+		if ((c = cmp_str(a->file, b->file)))
+			return c;
+		if (a->line != b->line)
+			return a->line < b->line ? -1 : 1;
+		if ((c = cmp_str(a->function, b->function)))
+			return c;
+		return cmp_str(a->module, b->module);
+	}
+	if ((c = cmp_str(a->module, b->module)))
+		return c;
+	if (!a->module)
+		return a->address < b->address ? -1 : a->address > b->address;
+	return a->offset < b->offset ? -1 : a->offset > b->offset;
+}
+
+// --- printing -----------------------------------------------------------------------------------
+
+const char *
+gmt_display_path(const char *path, char *buf, size_t max)
+{
+	static char cwd[PATH_MAX];
+	static size_t ncwd;
+	static bool have_cwd;
+	const char *p, *best = NULL;
+
+	if (!path)
+		return NULL;
+	for (p = path; (p = strstr(p, "-packages/")); p++)
+		if (p - path >= 5 &&
+		    (strncmp(p - 5, "/site", 5) == 0 || strncmp(p - 5, "/dist", 5) == 0))
+			best = p + strlen("-packages/");
+	if (best && *best)
+		return best;
+	if (path[0] != '/' || max < 2)
+		return path;
+	gmt_sym_fold_path(path, buf, max);
+	if (!have_cwd) {
+		have_cwd = true;
+		if (getcwd(cwd, sizeof(cwd)))
+			ncwd = strlen(cwd);
+	}
+	if (ncwd > 1 && strncmp(buf, cwd, ncwd) == 0 && buf[ncwd] == '/' && buf[ncwd + 1])
+		return buf + ncwd + 1;
+	return buf;
+}
+
+static const char *
+base_name(const char *path)
+{
+	const char *b = path ? strrchr(path, '/') : NULL;
+
+	return b ? b + 1 : path;
+}
+
+void
+gmt_cframe_text(const struct gmt_cframe *f, char *buf, size_t max)
+{
+	const char *fn = f->function ? f->function : "?";
+	char path[PATH_MAX];
+
+	if (f->kind == GMT_CF_NATIVE && f->status != GMT_SYM_OK) {
+		if (f->module)
+			snprintf(buf, max, "%s+0x%llx", base_name(f->module),
+				 (unsigned long long)f->offset);
+		else
+			snprintf(buf, max, "0x%llx", (unsigned long long)f->address);
+	} else if (f->file && f->line) {
+		snprintf(buf, max, "%s:%u in %s", gmt_display_path(f->file, path, sizeof(path)),
+			 f->line, fn);
+	} else if (f->file) {
+		snprintf(buf, max, "%s in %s", gmt_display_path(f->file, path, sizeof(path)), fn);
+	} else if (f->module) {
+		snprintf(buf, max, "%s %s", base_name(f->module), fn);
+	} else {
+		snprintf(buf, max, "%s", fn);
+	}
+}
+
+void
+gmt_cframe_folded(const struct gmt_cframe *f, char *buf, size_t max)
+{
+	const char *fn = f->function ? f->function : "?";
+	char path[PATH_MAX];
+
+	if (f->kind == GMT_CF_NATIVE && f->status != GMT_SYM_OK) {
+		if (f->module)
+			snprintf(buf, max, "%s+0x%llx", base_name(f->module),
+				 (unsigned long long)f->offset);
+		else
+			snprintf(buf, max, "0x%llx", (unsigned long long)f->address);
+	} else if (f->file && f->line) {
+		snprintf(buf, max, "%s (%s:%u)", fn, gmt_display_path(f->file, path, sizeof(path)),
+			 f->line);
+	} else if (f->file) {
+		snprintf(buf, max, "%s (%s)", fn, gmt_display_path(f->file, path, sizeof(path)));
+	} else if (f->module) {
+		snprintf(buf, max, "%s [%s]", fn, base_name(f->module));
+	} else {
+		snprintf(buf, max, "%s", fn);
+	}
+	/* The folded format separates frames with ';' and stacks with newlines. */
+	for (char *p = buf; *p; p++) {
+		if (*p == ';')
+			*p = ',';
+		else if (*p == '\n' || *p == '\r' || *p == '\t')
+			*p = ' ';
+	}
+}
