@@ -16,6 +16,7 @@
 #include "analysis/symbols/callstack.h"
 #include "analysis/symbols/symbolize.h"
 #include "util/esc.h"
+#include "util/path.h"
 
 /** Exit codes of every subcommand (documented in `gpumemtrace --help`). */
 enum gmt_exit {
@@ -61,8 +62,6 @@ void gmt_inputs_free(struct gmt_inputs *in);
  */
 int gmt_list_traces(const char *dir, char ***names);
 
-/** "DIR/NAME" without doubling a trailing slash; exits on out-of-memory. */
-char *gmt_path_join(const char *dir, const char *name);
 
 int gmt_cmd_report(int argc, char **argv);
 int gmt_cmd_run(int argc, char **argv);

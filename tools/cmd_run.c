@@ -318,7 +318,7 @@ snapshot_dir(const char *dir, struct seen **out)
 	for (int i = 0; i < n; i++) {
 		char *p = gmt_path_join(dir, names[i]);
 
-		if (v && stat(p, &v[k].st) == 0)
+		if (v && p && stat(p, &v[k].st) == 0)
 			v[k++].name = names[i];
 		else
 			free(names[i]);
@@ -356,7 +356,7 @@ summarize(const char *dir, const struct seen *before, size_t nbefore)
 		char *p = gmt_path_join(dir, after[i]);
 		struct stat st;
 
-		if (stat(p, &st) == 0 && !unchanged(before, nbefore, after[i], &st)) {
+		if (p && stat(p, &st) == 0 && !unchanged(before, nbefore, after[i], &st)) {
 			gmt_inputs_add_file(&in, p, stderr);
 			files++;
 		}

@@ -11,21 +11,6 @@
 #include <string.h>
 #include <sys/stat.h>
 
-char *
-gmt_path_join(const char *dir, const char *name)
-{
-	size_t dl = strlen(dir);
-	char *p;
-
-	while (dl > 1 && dir[dl - 1] == '/')
-		dl--;
-	if (asprintf(&p, "%.*s/%s", (int)dl, dir, name) < 0) {
-		fprintf(stderr, "gpumemtrace: out of memory\n");
-		exit(GMT_EXIT_UNREADABLE);
-	}
-	return p;
-}
-
 static int
 cmp_name(const void *a, const void *b)
 {
@@ -167,7 +152,12 @@ gmt_inputs_add_path(struct gmt_inputs *in, const char *path, FILE *diag)
 	for (int i = 0; i < n; i++) {
 		char *p = gmt_path_join(path, names[i]);
 
-		gmt_inputs_add_file(in, p, diag);
+		if (p) {
+			gmt_inputs_add_file(in, p, diag);
+		} else {
+			fprintf(diag, "%s: out of memory\n", gmt_esc(path));
+			in->unreadable++;
+		}
 		free(p);
 		free(names[i]);
 	}

@@ -18,6 +18,7 @@
 
 #include "analysis/report/explain.h"
 #include "analysis/report/units.h"
+#include "util/path.h"
 #include "util/xalloc.h"
 
 
@@ -57,20 +58,11 @@ gmt_cache_holds(enum gmt_cache c)
 	return c == GMT_CACHE_PYTORCH || c == GMT_CACHE_CUPY || c == GMT_CACHE_XLA;
 }
 
-/* The file name of @p path (after the last '/'), or NULL. */
-static const char *
-base_name(const char *path)
-{
-	const char *slash = path ? strrchr(path, '/') : NULL;
-
-	return slash ? slash + 1 : path;
-}
-
 /* Whether @p path's file name starts with @p prefix (libc10_cuda.so, a versioned name). */
 static bool
 module_is(const char *path, const char *prefix)
 {
-	const char *base = base_name(path);
+	const char *base = gmt_path_base(path);
 
 	return base && strncmp(base, prefix, strlen(prefix)) == 0;
 }

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/report/frames.h"
 #include "analysis/report/sites.h"
 #include "util/esc.h"
 #include "util/xalloc.h"

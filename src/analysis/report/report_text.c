@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/report/frames.h"
 #include "analysis/report/report_text.h"
 #include "analysis/report/sites.h"
 #include "analysis/report/units.h"

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "analysis/report/report.h"
+#include "analysis/report/frames.h"
 #include "analysis/report/report_text.h"
 #include "analysis/report/sites.h"
 #include "analysis/report/units.h"

@@ -11,11 +11,9 @@
 #define _GNU_SOURCE
 #include "analysis/symbols/callstack.h"
 
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "analysis/symbols/pyline.h"
 #include "util/xalloc.h"
@@ -811,98 +809,4 @@ gmt_cframe_cmp(const struct gmt_cframe *a, const struct gmt_cframe *b)
 	if (!a->module)
 		return a->address < b->address ? -1 : a->address > b->address;
 	return a->offset < b->offset ? -1 : a->offset > b->offset;
-}
-
-// --- printing -----------------------------------------------------------------------------------
-
-const char *
-gmt_display_path(const char *path, char *buf, size_t max)
-{
-	static char cwd[PATH_MAX];
-	static size_t ncwd;
-	static bool have_cwd;
-	const char *p, *best = NULL;
-
-	if (!path)
-		return NULL;
-	for (p = path; (p = strstr(p, "-packages/")); p++)
-		if (p - path >= 5 &&
-		    (strncmp(p - 5, "/site", 5) == 0 || strncmp(p - 5, "/dist", 5) == 0))
-			best = p + strlen("-packages/");
-	if (best && *best)
-		return best;
-	if (path[0] != '/' || max < 2)
-		return path;
-	gmt_sym_fold_path(path, buf, max);
-	if (!have_cwd) {
-		have_cwd = true;
-		if (getcwd(cwd, sizeof(cwd)))
-			ncwd = strlen(cwd);
-	}
-	if (ncwd > 1 && strncmp(buf, cwd, ncwd) == 0 && buf[ncwd] == '/' && buf[ncwd + 1])
-		return buf + ncwd + 1;
-	return buf;
-}
-
-static const char *
-base_name(const char *path)
-{
-	const char *b = path ? strrchr(path, '/') : NULL;
-
-	return b ? b + 1 : path;
-}
-
-void
-gmt_cframe_text(const struct gmt_cframe *f, char *buf, size_t max)
-{
-	const char *fn = f->function ? f->function : "?";
-	char path[PATH_MAX];
-
-	if (f->kind == GMT_CF_NATIVE && f->status != GMT_SYM_OK) {
-		if (f->module)
-			snprintf(buf, max, "%s+0x%llx", base_name(f->module),
-				 (unsigned long long)f->offset);
-		else
-			snprintf(buf, max, "0x%llx", (unsigned long long)f->address);
-	} else if (f->file && f->line) {
-		snprintf(buf, max, "%s:%u in %s", gmt_display_path(f->file, path, sizeof(path)),
-			 f->line, fn);
-	} else if (f->file) {
-		snprintf(buf, max, "%s in %s", gmt_display_path(f->file, path, sizeof(path)), fn);
-	} else if (f->module) {
-		snprintf(buf, max, "%s %s", base_name(f->module), fn);
-	} else {
-		snprintf(buf, max, "%s", fn);
-	}
-}
-
-void
-gmt_cframe_folded(const struct gmt_cframe *f, char *buf, size_t max)
-{
-	const char *fn = f->function ? f->function : "?";
-	char path[PATH_MAX];
-
-	if (f->kind == GMT_CF_NATIVE && f->status != GMT_SYM_OK) {
-		if (f->module)
-			snprintf(buf, max, "%s+0x%llx", base_name(f->module),
-				 (unsigned long long)f->offset);
-		else
-			snprintf(buf, max, "0x%llx", (unsigned long long)f->address);
-	} else if (f->file && f->line) {
-		snprintf(buf, max, "%s (%s:%u)", fn, gmt_display_path(f->file, path, sizeof(path)),
-			 f->line);
-	} else if (f->file) {
-		snprintf(buf, max, "%s (%s)", fn, gmt_display_path(f->file, path, sizeof(path)));
-	} else if (f->module) {
-		snprintf(buf, max, "%s [%s]", fn, base_name(f->module));
-	} else {
-		snprintf(buf, max, "%s", fn);
-	}
-	/* The folded format separates frames with ';' and stacks with newlines. */
-	for (char *p = buf; *p; p++) {
-		if (*p == ';')
-			*p = ',';
-		else if (*p == '\n' || *p == '\r' || *p == '\t')
-			*p = ' ';
-	}
 }
