@@ -10,6 +10,7 @@
 #define _GNU_SOURCE
 #include "analysis/reader/trace.h"
 #include "analysis/reader/flatjson.h"
+#include "analysis/reader/reorder.h"
 #include "util/esc.h"
 #include "util/hash.h"
 #include "util/hex.h"
@@ -36,23 +37,6 @@
  */
 #define GMT_TRACE_MAX_LEAD 4
 
-/* An event or a marker waiting in the reorder window. */
-struct pending {
-	uint64_t seq;
-	uint32_t line;
-	uint32_t marker; /* index into t->markers + 1; 0: an event */
-	struct gmt_trace_event ev;
-};
-
-/* The heap orders small keys; the events wait in slots (a heap of whole events moves too much). */
-struct heap_key {
-	uint64_t seq;
-	uint32_t line;
-	uint32_t slot; /* into r->slots; the top bit: a marker */
-};
-
-#define KEY_MARKER 0x80000000u
-
 struct reader {
 	struct gmt_trace *t;
 	FILE *diag;
@@ -76,15 +60,8 @@ struct reader {
 	bool no_fast;	   /* GMT_TRACE_SLOW=1: every line through jansson (tests compare both) */
 	/* streaming (gmt_trace_read_sink()): a min-heap by seq of what is not delivered yet */
 	const struct gmt_trace_sink *sink;
-	struct heap_key *heap;
-	size_t nheap;
-	struct heap_key *run; /* a ring of keys that came in order: sorted, so a FIFO will do */
-	size_t run_head, nrun;
-	struct pending *slots; /* GMT_TRACE_REORDER_WINDOW + 1 */
-	uint32_t *free_slots;
-	size_t nfree;
-	struct heap_key last; /* the last key delivered in order */
-	bool delivered_any;
+	struct gmt_reorder window;
+	bool delivered_any; /* an item went to the sink in order */
 	uint64_t event_seq, event_ts; /* of the last event delivered in order */
 	size_t first_late_line; /* and its seq: for the note on lines applied late */
 	uint64_t first_late_seq;
@@ -1379,25 +1356,7 @@ full:
 	return false;
 }
 
-// --- the reorder window (streaming) -------------------------------------------------------------
-//
-// The sink gets events and markers in the order of sorting a stored trace: by (seq, events
-// before markers of the same seq, line). The tracer hands out seqs one by one from 1, so a key
-// whose seq is the next one after the last delivered goes to the sink at once, and so do the
-// waiting keys it unblocks; only lines that come before their predecessors wait, in a min-heap
-// (or, when they arrive in order among themselves, in a FIFO run beside it). A seq that never
-// comes (a stamp with no line, a dropped event) holds the window up until
-// GMT_TRACE_REORDER_WINDOW keys wait; then the smallest goes, and the flow resumes after it.
-
-static bool
-key_before(const struct heap_key *a, const struct heap_key *b)
-{
-	if (a->seq != b->seq)
-		return a->seq < b->seq;
-	if ((a->slot & KEY_MARKER) != (b->slot & KEY_MARKER))
-		return !(a->slot & KEY_MARKER); /* events before markers of the same seq */
-	return a->line < b->line;
-}
+// --- streaming: the reorder window's output (reorder.h) ---------------------------------------
 
 /* A pop's label is its push's: the latest open push of the same thread at that depth. */
 static void
@@ -1432,17 +1391,17 @@ late(struct reader *r, size_t line, uint64_t seq)
 	}
 }
 
-/* Hand @p p (whose key is @p k) to the sink; a key that sorts before one already delivered is
- * late: counted (noted once the file is read). */
+/* An item out of the window goes to the sink; a late one is counted (noted once the file is
+ * read). */
 static void
-deliver(struct reader *r, const struct heap_key *k, const struct pending *p)
+window_deliver(void *ctx, const struct gmt_reorder_item *p, bool is_late)
 {
+	struct reader *r = ctx;
 	struct gmt_trace *t = r->t;
 
-	if (r->delivered_any && key_before(k, &r->last)) {
+	if (is_late) {
 		late(r, p->line, p->seq);
 	} else {
-		r->last = *k;
 		r->delivered_any = true;
 		if (!p->marker) {
 			r->event_seq = p->seq;
@@ -1459,137 +1418,6 @@ deliver(struct reader *r, const struct heap_key *k, const struct pending *p)
 	}
 }
 
-/* Take the smallest key off the heap. */
-static struct heap_key
-window_pop(struct reader *r)
-{
-	struct heap_key top = r->heap[0], last = r->heap[--r->nheap];
-	size_t i = 0, n = r->nheap;
-
-	for (;;) {
-		size_t l = 2 * i + 1, m;
-
-		if (l >= n)
-			break;
-		m = l + 1 < n && key_before(&r->heap[l + 1], &r->heap[l]) ? l + 1 : l;
-		if (!key_before(&r->heap[m], &last))
-			break;
-		r->heap[i] = r->heap[m];
-		i = m;
-	}
-	if (n)
-		r->heap[i] = last;
-	return top;
-}
-
-/* The smallest waiting key: the heap's top or the run's head (the run is sorted); NULL if none. */
-static const struct heap_key *
-window_min(const struct reader *r)
-{
-	const struct heap_key *run = r->nrun ? &r->run[r->run_head] : NULL;
-
-	if (!r->nheap)
-		return run;
-	if (run && key_before(run, &r->heap[0]))
-		return run;
-	return &r->heap[0];
-}
-
-/* Deliver the smallest waiting key; its slot goes back to the free list. */
-static void
-window_deliver_min(struct reader *r)
-{
-	const size_t cap = GMT_TRACE_REORDER_WINDOW + 1;
-	struct heap_key k;
-	uint32_t slot;
-
-	if (window_min(r) != &r->heap[0]) {
-		k = r->run[r->run_head];
-		r->run_head = (r->run_head + 1) % cap;
-		r->nrun--;
-	} else {
-		k = window_pop(r);
-	}
-	slot = k.slot & ~KEY_MARKER;
-	deliver(r, &k, &r->slots[slot]);
-	r->free_slots[r->nfree++] = slot;
-}
-
-/* May a key with @p seq go now? Yes when every smaller seq has gone (the tracer's seqs are
- * consecutive), and for a repeat or a late one, which would wait for nothing. */
-static bool
-may_go(const struct reader *r, uint64_t seq)
-{
-	return seq <= (r->delivered_any ? r->last.seq : 0) + 1;
-}
-
-/* Deliver the waiting keys that may go now. */
-static void
-window_flow(struct reader *r)
-{
-	const struct heap_key *k;
-
-	while ((k = window_min(r)) && may_go(r, k->seq))
-		window_deliver_min(r);
-}
-
-static void
-window_init(struct reader *r)
-{
-	const size_t cap = GMT_TRACE_REORDER_WINDOW + 1;
-
-	r->heap = gmt_xrealloc(NULL, cap, sizeof(*r->heap));
-	r->run = gmt_xrealloc(NULL, cap, sizeof(*r->run));
-	r->slots = gmt_xrealloc(NULL, cap, sizeof(*r->slots));
-	r->free_slots = gmt_xrealloc(NULL, cap, sizeof(*r->free_slots));
-	for (size_t k = 0; k < cap; k++)
-		r->free_slots[k] = (uint32_t)(cap - 1 - k);
-	r->nfree = cap;
-}
-
-/*
- * @p p goes to the sink now if it may (see may_go()); else it waits. A waiting key not smaller
- * than the last one of the run joins the run in O(1) (lines of one thread come in seq order);
- * the others go through the heap. When GMT_TRACE_REORDER_WINDOW keys wait, the smallest goes.
- */
-static void
-window_push(struct reader *r, const struct pending *p)
-{
-	const size_t cap = GMT_TRACE_REORDER_WINDOW + 1;
-	struct heap_key key = {p->seq, p->line, p->marker ? KEY_MARKER : 0};
-	size_t i;
-
-	if (may_go(r, p->seq)) {
-		deliver(r, &key, p);
-		window_flow(r);
-		return;
-	}
-	if (!r->heap)
-		window_init(r);
-	key.slot |= r->free_slots[--r->nfree];
-	r->slots[key.slot & ~KEY_MARKER] = *p;
-	if (!r->nrun || !key_before(&key, &r->run[(r->run_head + r->nrun - 1) % cap])) {
-		r->run[(r->run_head + r->nrun) % cap] = key;
-		r->nrun++;
-	} else {
-		for (i = r->nheap++; i > 0 && key_before(&key, &r->heap[(i - 1) / 2]);
-		     i = (i - 1) / 2)
-			r->heap[i] = r->heap[(i - 1) / 2];
-		r->heap[i] = key;
-	}
-	if (r->nheap + r->nrun >= GMT_TRACE_REORDER_WINDOW) {
-		window_deliver_min(r);
-		window_flow(r);
-	}
-}
-
-static void
-window_drain(struct reader *r)
-{
-	while (r->nheap || r->nrun)
-		window_deliver_min(r);
-}
-
 static bool
 read_event(struct reader *r, struct src obj, size_t lineno)
 {
@@ -1603,7 +1431,7 @@ read_event(struct reader *r, struct src obj, size_t lineno)
 	see_ts(r, ev.ts);
 	if (r->sink) {
 		t->nevents++;
-		window_push(r, &(struct pending){ev.seq, ev.line, 0, ev});
+		gmt_reorder_push(&r->window, &(struct gmt_reorder_item){ev.seq, ev.line, 0, ev});
 		return true;
 	}
 	if ((t->nevents & (t->nevents - 1)) == 0)
@@ -1648,8 +1476,9 @@ read_marker(struct reader *r, json_t *obj, size_t lineno)
 	t->markers = gmt_xrealloc(t->markers, t->nmarkers + 1, sizeof(*t->markers));
 	t->markers[t->nmarkers++] = m;
 	if (r->sink)
-		window_push(r, &(struct pending){.seq = m.seq, .line = m.line,
-						 .marker = (uint32_t)t->nmarkers});
+		gmt_reorder_push(&r->window,
+				 &(struct gmt_reorder_item){.seq = m.seq, .line = m.line,
+							    .marker = (uint32_t)t->nmarkers});
 	return true;
 }
 
@@ -2176,6 +2005,7 @@ gmt_trace_read_sink(const char *path,
 	char why[GMT_INPUT_WHY];
 
 	*out = NULL;
+	gmt_reorder_init(&r.window, GMT_TRACE_REORDER_WINDOW, window_deliver, &r);
 	f = gmt_input_fopen(path, why);
 	if (!f) {
 		fprintf(diag, "%s: cannot open: %s\n", gmt_esc(path), why);
@@ -2233,11 +2063,8 @@ gmt_trace_read_sink(const char *path,
 	fclose(f);
 
 	if (!r.refused)
-		window_drain(&r);
-	free(r.heap);
-	free(r.run);
-	free(r.slots);
-	free(r.free_slots);
+		gmt_reorder_drain(&r.window);
+	gmt_reorder_fini(&r.window);
 	free(r.open);
 	free(r.modhash);
 	free(r.scratch);
