@@ -11,8 +11,10 @@
 
 #include <jansson.h>
 
+#include "analysis/gate/doc.h"
 #include "analysis/model/model.h"
 #include "analysis/reader/trace.h"
+#include "analysis/report/units.h"
 #include "analysis/symbols/callstack.h"
 #include "analysis/symbols/symbolize.h"
 #include "util/esc.h"
@@ -78,21 +80,6 @@ int gmt_cmd_diff(int argc, char **argv);
  * GMT_EXIT_UNREADABLE (nothing readable, or a report version this program does not read).
  */
 json_t *gmt_report_doc_load(const char *cmd, char *const *paths, size_t n, int *rc);
-
-/** @p obj's integer @p key, 0 when absent, null or negative. */
-uint64_t gmt_json_u64(const json_t *obj, const char *key);
-
-/** Big enough for any gmt_size_text() result. */
-#define GMT_SIZE_TEXT 64
-
-/** "512 B", or "2.0 MiB (2097152 bytes)": human-readable and exact. Returns @p buf. */
-const char *gmt_size_text(uint64_t bytes, char buf[GMT_SIZE_TEXT]);
-
-/**
- * A call-site frame of the report as one line: `function (file:line)`, `function [module]`,
- * `module+offset`, the bare address, or "[no stack]" for a null site. Returns @p buf.
- */
-const char *gmt_site_text(const json_t *site, char *buf, size_t size);
 
 /** "Try 'gpumemtrace CMD --help'." after a usage error; returns GMT_EXIT_USAGE. */
 int gmt_usage_hint(const char *cmd);

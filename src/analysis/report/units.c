@@ -5,6 +5,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -95,4 +96,17 @@ gmt_parse_bytes(const char *s, uint64_t *out)
 	/* Above 2^53 doubles are whole numbers, so adding 0.5 cannot reach 2^64. */
 	*out = (uint64_t)(v + 0.5);
 	return 0;
+}
+
+const char *
+gmt_size_text(uint64_t bytes, char buf[GMT_SIZE_TEXT])
+{
+	char h[GMT_BYTES_BUF];
+
+	if (bytes < 1024)
+		snprintf(buf, GMT_SIZE_TEXT, "%" PRIu64 " B", bytes);
+	else
+		snprintf(buf, GMT_SIZE_TEXT, "%s (%" PRIu64 " bytes)", gmt_format_bytes(bytes, h),
+			 bytes);
+	return buf;
 }

@@ -28,4 +28,10 @@ const char *gmt_format_bytes(uint64_t bytes, char buf[GMT_BYTES_BUF]);
  */
 int gmt_parse_bytes(const char *s, uint64_t *out);
 
+/** Big enough for any gmt_size_text() result. */
+#define GMT_SIZE_TEXT 64
+
+/** "512 B", or "2.0 MiB (2097152 bytes)": human-readable and exact. Returns @p buf. */
+const char *gmt_size_text(uint64_t bytes, char buf[GMT_SIZE_TEXT]);
+
 #endif
