@@ -14,6 +14,7 @@
 #include "analysis/gate/doc.h"
 #include "analysis/model/model.h"
 #include "analysis/reader/trace.h"
+#include "analysis/report/session.h"
 #include "analysis/report/units.h"
 #include "analysis/symbols/callstack.h"
 #include "analysis/symbols/symbolize.h"
@@ -28,42 +29,14 @@ enum gmt_exit {
 	GMT_EXIT_UNREADABLE = 3, /**< no input could be read */
 };
 
-/** The traces given on a command line, read and replayed, one per process. */
-struct gmt_inputs {
-	struct gmt_trace **traces;
-	struct gmt_model **models; /**< models[i] replays traces[i] */
-	size_t n;
-	size_t unreadable; /**< paths that yielded nothing (each one reported on diag) */
-	struct gmt_symbolizer *sym; /**< shared by every model's stacks; made with the first */
-	struct gmt_range_opt range; /**< report --from/--to: what each model replays */
-};
+/** A session's options for a command: the defaults, and the tests' switches (docs/testing.md). */
+void gmt_cli_session_options(struct gmt_session_options *o);
 
 /**
  * Parse a --from/--to value into @p b: seconds from the trace's start ("2.5", "2.5s") or else a
  * marker label. Returns false (after a message naming @p option) for an empty value.
  */
 bool gmt_parse_range_bound(const char *option, const char *value, struct gmt_range_bound *b);
-
-/**
- * Read @p path, a trace file or a directory (every `*.jsonl` in it, in name order), and append
- * what is readable to @p in. Messages go to @p diag.
- */
-void gmt_inputs_add_path(struct gmt_inputs *in, const char *path, FILE *diag);
-
-/**
- * Read one trace file and append it (no directory expansion). Its stacks are symbolized on first
- * use, with one symbolizer for all inputs (a library shared by several processes is read once).
- */
-void gmt_inputs_add_file(struct gmt_inputs *in, const char *path, FILE *diag);
-
-void gmt_inputs_free(struct gmt_inputs *in);
-
-/**
- * The `*.jsonl` names in @p dir, sorted bytewise. Returns the count, or -errno. Free each name
- * and the array.
- */
-int gmt_list_traces(const char *dir, char ***names);
-
 
 int gmt_cmd_report(int argc, char **argv);
 int gmt_cmd_run(int argc, char **argv);

@@ -307,7 +307,7 @@ static size_t
 snapshot_dir(const char *dir, struct seen **out)
 {
 	char **names;
-	int n = gmt_list_traces(dir, &names);
+	int n = gmt_trace_files(dir, &names);
 	struct seen *v;
 	size_t k = 0;
 
@@ -347,17 +347,20 @@ unchanged(const struct seen *before, size_t n, const char *name, const struct st
 static void
 summarize(const char *dir, const struct seen *before, size_t nbefore)
 {
-	struct gmt_inputs in = {0};
+	struct gmt_session_options so;
+	struct gmt_session in;
 	char **after;
-	int nafter = gmt_list_traces(dir, &after);
+	int nafter = gmt_trace_files(dir, &after);
 	size_t files = 0;
 
+	gmt_cli_session_options(&so);
+	gmt_session_init(&in, &so, stderr);
 	for (int i = 0; i < nafter; i++) {
 		char *p = gmt_path_join(dir, after[i]);
 		struct stat st;
 
 		if (p && stat(p, &st) == 0 && !unchanged(before, nbefore, after[i], &st)) {
-			gmt_inputs_add_file(&in, p, stderr);
+			gmt_session_add_file(&in, p);
 			files++;
 		}
 		free(p);
@@ -378,7 +381,7 @@ summarize(const char *dir, const struct seen *before, size_t nbefore)
 	if (in.n)
 		gmt_report_summary(stderr, "gpumemtrace: ", in.models, in.n);
 	fprintf(stderr, "gpumemtrace: full report: gpumemtrace report %s\n", gmt_esc(dir));
-	gmt_inputs_free(&in);
+	gmt_session_free(&in);
 }
 
 // --- the command ------------------------------------------------------------------------------

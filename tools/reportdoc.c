@@ -16,7 +16,8 @@
 json_t *
 gmt_report_doc_load(const char *cmd, char *const *paths, size_t n, int *rc)
 {
-	struct gmt_inputs in = {0};
+	struct gmt_session_options so;
+	struct gmt_session in;
 	json_t *doc = NULL;
 	size_t reports = 0;
 
@@ -56,19 +57,21 @@ gmt_report_doc_load(const char *cmd, char *const *paths, size_t n, int *rc)
 	if (doc)
 		return doc;
 
+	gmt_cli_session_options(&so);
+	gmt_session_init(&in, &so, stderr);
 	for (size_t i = 0; i < n; i++)
-		gmt_inputs_add_path(&in, paths[i], stderr);
+		gmt_session_add_path(&in, paths[i]);
 	if (in.n == 0) {
 		fprintf(stderr, "gpumemtrace %s: no readable trace in", cmd);
 		for (size_t i = 0; i < n; i++)
 			fprintf(stderr, " %s", gmt_esc(paths[i]));
 		fprintf(stderr, "\n");
-		gmt_inputs_free(&in);
+		gmt_session_free(&in);
 		*rc = GMT_EXIT_UNREADABLE;
 		return NULL;
 	}
 	doc = gmt_report_json_doc(in.models, in.n);
-	gmt_inputs_free(&in);
+	gmt_session_free(&in);
 	if (!doc) {
 		fprintf(stderr, "gpumemtrace %s: out of memory building the report\n", cmd);
 		*rc = GMT_EXIT_UNREADABLE;

@@ -1893,7 +1893,7 @@ now_s(void)
 }
 
 static struct progress
-progress_start(FILE *f, FILE *diag)
+progress_start(FILE *f, FILE *diag, const struct gmt_read_options *opt)
 {
 	struct progress p = {.f = f, .diag = diag};
 	struct stat st;
@@ -1901,16 +1901,7 @@ progress_start(FILE *f, FILE *diag)
 	p.on = isatty(fileno(diag)) && fstat(fileno(f), &st) == 0;
 	p.size = p.on ? (long long)st.st_size : 0;
 	p.start = p.last = now_s();
-	p.every = 1.0;
-	/* tests show it on a small trace: GMT_PROGRESS_INTERVAL_S=0 (docs/testing.md) */
-	const char *iv = getenv("GMT_PROGRESS_INTERVAL_S");
-	if (iv && *iv) {
-		char *end;
-		double v = strtod(iv, &end);
-
-		if (*end == '\0' && v >= 0)
-			p.every = v;
-	}
+	p.every = opt->progress_every_s >= 0 ? opt->progress_every_s : 1.0;
 	return p;
 }
 
@@ -1983,20 +1974,24 @@ disk_check(struct reader *r, int fd)
 }
 
 enum gmt_trace_status
-gmt_trace_read(const char *path, FILE *diag, struct gmt_trace **out)
+gmt_trace_read(const char *path,
+	       FILE *diag,
+	       const struct gmt_read_options *opt,
+	       struct gmt_trace **out)
 {
-	return gmt_trace_read_sink(path, diag, NULL, out);
+	return gmt_trace_read_sink(path, diag, opt, NULL, out);
 }
 
 enum gmt_trace_status
 gmt_trace_read_sink(const char *path,
 		    FILE *diag,
+		    const struct gmt_read_options *opt,
 		    const struct gmt_trace_sink *sink,
 		    struct gmt_trace **out)
 {
+	static const struct gmt_read_options defaults = GMT_READ_OPTIONS_INIT;
 	struct gmt_trace *t;
-	const char *slow = getenv("GMT_TRACE_SLOW");
-	struct reader r = {.diag = diag, .no_fast = slow && strcmp(slow, "1") == 0, .sink = sink};
+	struct reader r = {.diag = diag, .sink = sink};
 	char *buf = NULL;
 	size_t cap = 0;
 	ssize_t n;
@@ -2005,6 +2000,9 @@ gmt_trace_read_sink(const char *path,
 	char why[GMT_INPUT_WHY];
 
 	*out = NULL;
+	if (!opt)
+		opt = &defaults;
+	r.no_fast = opt->slow;
 	gmt_reorder_init(&r.window, GMT_TRACE_REORDER_WINDOW, window_deliver, &r);
 	f = gmt_input_fopen(path, why);
 	if (!f) {
@@ -2023,7 +2021,7 @@ gmt_trace_read_sink(const char *path,
 	t->pid = t->ppid = t->forked_from = -1;
 	t->rank = t->local_rank = t->world_size = -1;
 
-	struct progress prog = progress_start(f, diag);
+	struct progress prog = progress_start(f, diag, opt);
 
 	errno = 0;
 	while ((n = getline(&buf, &cap, f)) >= 0) {

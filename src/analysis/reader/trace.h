@@ -260,6 +260,21 @@ struct gmt_trace {
 	size_t snapshots;
 };
 
+/** How a trace is read; NULL options are GMT_READ_OPTIONS_INIT. */
+struct gmt_read_options {
+	bool slow; /**< every line through jansson, no fast path (the tests compare both) */
+	/**
+	 * seconds between updates of the progress line (shown when @p diag is a terminal);
+	 * negative: the default, 1 s; 0: at every look at the clock (the tests use it)
+	 */
+	double progress_every_s;
+};
+
+#define GMT_READ_OPTIONS_INIT                                                                      \
+	{                                                                                          \
+		.slow = false, .progress_every_s = -1                                              \
+	}
+
 /**
  * Read the trace at @p path. Messages about the file (bad lines, a torn end, why the file is
  * unreadable) go to @p diag, one per line, prefixed with the path; at most a few dozen bad lines
@@ -268,7 +283,10 @@ struct gmt_trace {
  * On GMT_TRACE_OK, *@p out is a new trace (gmt_trace_free()). On GMT_TRACE_UNREADABLE, *@p out is
  * NULL and @p diag says why.
  */
-enum gmt_trace_status gmt_trace_read(const char *path, FILE *diag, struct gmt_trace **out);
+enum gmt_trace_status gmt_trace_read(const char *path,
+				     FILE *diag,
+				     const struct gmt_read_options *opt,
+				     struct gmt_trace **out);
 
 /**
  * Where gmt_trace_read_sink() delivers the events and markers, in seq order, as it reads; @p t
@@ -297,6 +315,7 @@ struct gmt_trace_sink {
  */
 enum gmt_trace_status gmt_trace_read_sink(const char *path,
 					  FILE *diag,
+					  const struct gmt_read_options *opt,
 					  const struct gmt_trace_sink *sink,
 					  struct gmt_trace **out);
 
