@@ -168,7 +168,7 @@ gmt_cmd_report(int argc, char **argv)
 		case 's':
 			if ((k = choice("stack view", optarg, views, "site or full")) < 0)
 				return gmt_usage_hint("report");
-			opt.stacks = (enum gmt_stack_view)k;
+			opt.stacks = (enum gmt_stack_display)k;
 			break;
 		case 'w':
 			if ((weight = choice("weight", optarg, weights,

@@ -1,6 +1,6 @@
 /*
  * @brief The memory kinds as the analyzer understands them: one-line meanings, and which kinds
- * add up to "device memory held by this process" (the kinds themselves: reader/kinds.h).
+ * add up to "device memory held by this process" (the kinds and their names: format/kinds.def).
  *
  * Which kinds sum into what is the one place where the analysis takes a position; docs/design.md
  * ("Analysis semantics") and docs/report-json.md explain the choice.
@@ -11,7 +11,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "analysis/reader/kinds.h"
+#include "format/kinds.h"
 
 /** One line for a person: what the bytes of this kind are, and whether they count as memory. */
 const char *gmt_kind_meaning(enum gmt_tkind kind);

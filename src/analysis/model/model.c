@@ -368,7 +368,7 @@ account_add(struct replay *r, const struct gmt_trace_event *ev, const struct gmt
 	st->live_allocs++;
 	st->allocations++;
 	st->allocated_bytes += l->size;
-	if (ev->flags & GMT_TEV_REQUESTED) {
+	if (ev->flags & GMT_EV_HAS_REQUESTED) {
 		d->requested_allocs++;
 		d->requested_bytes += ev->requested;
 		d->requested_granted += ev->size;
@@ -499,7 +499,7 @@ in_range(const struct gmt_live *l, const void *ctx)
 static size_t
 unmap_range(struct replay *r, const struct gmt_trace_event *ev)
 {
-	struct range rg = {ev->ptr, ev->ptr + ((ev->flags & GMT_TEV_SIZE) ? ev->size : 1)};
+	struct range rg = {ev->ptr, ev->ptr + ((ev->flags & GMT_EV_HAS_RANGE) ? ev->size : 1)};
 	struct gmt_live *l, *rest;
 	size_t n = 0, nrest;
 
@@ -1191,14 +1191,14 @@ static void
 replay_event(struct replay *r, const struct gmt_trace_event *ev)
 {
 	/* an allocation only raises what a device holds (a reused address takes care of itself) */
-	if (ev->op != GMT_TOP_ALLOC)
+	if (ev->op != GMT_OP_ALLOC)
 		flush_peaks(r);
 	switch (ev->op) {
-	case GMT_TOP_ALLOC: replay_alloc(r, ev); break;
-	case GMT_TOP_FREE: replay_free(r, ev); break;
-	case GMT_TOP_RESET: replay_reset(r, ev); break;
-	case GMT_TOP_RETAIN: replay_retain(r, ev); break;
-	case GMT_TOP_USAGE: replay_usage(r, ev); break;
+	case GMT_OP_ALLOC: replay_alloc(r, ev); break;
+	case GMT_OP_FREE: replay_free(r, ev); break;
+	case GMT_OP_RESET: replay_reset(r, ev); break;
+	case GMT_OP_RETAIN: replay_retain(r, ev); break;
+	case GMT_OP_USAGE: replay_usage(r, ev); break;
 	default: break;
 	}
 	settle(r, ev);
@@ -1302,12 +1302,12 @@ marker_seen(struct replay *r, const struct gmt_trace_marker *mk)
 
 	if (r->phase != PHASE_INSIDE)
 		return;
-	if (mk->range == GMT_TRANGE_NONE) {
+	if (mk->range == GMT_RANGE_NONE) {
 		if (!m->marker_samples)
 			m->first_marker = mk->label;
 		m->last_marker = mk->label;
 		growth_sample(r, SAMPLE_MARK);
-	} else if (mk->range == GMT_TRANGE_POP && mk->depth == 1) {
+	} else if (mk->range == GMT_RANGE_POP && mk->depth == 1) {
 		if (!r->range_end_samples)
 			r->first_range_end = mk->label;
 		r->last_range_end = mk->label;

@@ -601,9 +601,9 @@ static void
 stack_pystate(struct reader *r, size_t lineno, struct gmt_trace_stack *st, const char *state)
 {
 	if (strcmp(state, "empty") == 0)
-		st->pystate = GMT_TPY_EMPTY;
+		st->pystate = GMT_PYSTATE_EMPTY;
 	else if (strcmp(state, "none") == 0)
-		st->pystate = GMT_TPY_NONE;
+		st->pystate = GMT_PYSTATE_NONE;
 	else
 		note_line(r, lineno, "stack %u with unknown \"pystate\" \"%s\", ignored", st->id,
 			  state);
@@ -1170,21 +1170,18 @@ read_pyinfo(struct reader *r, json_t *obj, size_t lineno)
 	return true;
 }
 
-static const char *const op_names[] = {
-    [GMT_TOP_NONE] = "none",   [GMT_TOP_ALLOC] = "alloc",   [GMT_TOP_FREE] = "free",
-    [GMT_TOP_RESET] = "reset", [GMT_TOP_RETAIN] = "retain", [GMT_TOP_USAGE] = "usage",
-};
-
+/* The ops an event line may have (a marker, a block or the PyTorch layer's status is a line of
+ * its own type). */
 static bool
 parse_op(const char *name, uint8_t *op)
 {
-	for (size_t i = GMT_TOP_NONE + 1; i < sizeof(op_names) / sizeof(op_names[0]); i++) {
-		if (name[0] == op_names[i][0] && strcmp(name, op_names[i]) == 0) {
-			*op = (uint8_t)i;
-			return true;
-		}
-	}
-	return false;
+	enum gmt_op o = gmt_op_from_name(name);
+
+	if (o != GMT_OP_ALLOC && o != GMT_OP_FREE && o != GMT_OP_RESET && o != GMT_OP_RETAIN &&
+	    o != GMT_OP_USAGE)
+		return false;
+	*op = (uint8_t)o;
+	return true;
 }
 
 /*
@@ -1199,26 +1196,26 @@ event_kind(struct reader *r, struct src obj, size_t lineno, struct gmt_trace_eve
 	enum gmt_tkind k;
 	int err;
 
-	if (ev->op == GMT_TOP_RESET)
+	if (ev->op == GMT_OP_RESET)
 		return true;
 	err = get_str(obj, "kind", &kind);
-	if (err == -ENOENT && (ev->op == GMT_TOP_FREE || ev->op == GMT_TOP_RETAIN))
+	if (err == -ENOENT && (ev->op == GMT_OP_FREE || ev->op == GMT_OP_RETAIN))
 		return true;
 	if (err)
 		return key_error(r, lineno, "event", "kind", err, "a string");
 	k = gmt_kind_parse(kind);
-	if (k == GMT_TK_NONE && strcmp(kind, "none") == 0 && ev->op != GMT_TOP_ALLOC &&
-	    ev->op != GMT_TOP_USAGE)
+	if (k == GMT_TK_NONE && strcmp(kind, "none") == 0 && ev->op != GMT_OP_ALLOC &&
+	    ev->op != GMT_OP_USAGE)
 		return true;
 	if (k == GMT_TK_NONE) {
 		bad_line(r, lineno, "event with unknown kind \"%s\": line skipped", kind);
 		return false;
 	}
-	if (gmt_kind_is_reading(k) != (ev->op == GMT_TOP_USAGE)) {
+	if (gmt_kind_is_reading(k) != (ev->op == GMT_OP_USAGE)) {
 		bad_line(r, lineno, "%s event with kind \"%s\" (%s): line skipped",
-			 op_names[ev->op], kind,
-			 ev->op == GMT_TOP_USAGE ? "usage reads pool_reserve or graph_reserve"
-						 : "only usage events carry it");
+			 gmt_op_name((enum gmt_op)ev->op), kind,
+			 ev->op == GMT_OP_USAGE ? "usage reads pool_reserve or graph_reserve"
+						: "only usage events carry it");
 		return false;
 	}
 	ev->kind = (uint8_t)k;
@@ -1253,7 +1250,7 @@ event_common(struct reader *r, struct src obj, size_t lineno, struct gmt_trace_e
 		err = -EINVAL;
 	if (err == 0)
 		ev->device = (int32_t)v;
-	else if ((ev->op != GMT_TOP_FREE && ev->op != GMT_TOP_RETAIN) || err == -EINVAL)
+	else if ((ev->op != GMT_OP_FREE && ev->op != GMT_OP_RETAIN) || err == -EINVAL)
 		return key_error(r, lineno, "event", "device", err, "an integer");
 	return true;
 }
@@ -1264,21 +1261,21 @@ event_ptr_size(struct reader *r, struct src obj, size_t lineno, struct gmt_trace
 {
 	int err;
 
-	if (ev->op == GMT_TOP_ALLOC || ev->op == GMT_TOP_FREE) {
+	if (ev->op == GMT_OP_ALLOC || ev->op == GMT_OP_FREE) {
 		if ((err = get_hex(obj, "ptr", &ev->ptr)))
 			return key_error(r, lineno, "event", "ptr", err, "a hex string");
 	}
-	if (ev->op == GMT_TOP_ALLOC || ev->op == GMT_TOP_USAGE) {
+	if (ev->op == GMT_OP_ALLOC || ev->op == GMT_OP_USAGE) {
 		if ((err = get_u64(obj, "size", &ev->size)))
 			return key_error(r, lineno, "event", "size", err, "an integer");
-	} else if (ev->op == GMT_TOP_FREE) {
+	} else if (ev->op == GMT_OP_FREE) {
 		err = get_u64(obj, "size", &ev->size);
 		if (err == -EINVAL)
 			return key_error(r, lineno, "event", "size", err, "an integer");
 		if (err == 0)
-			ev->flags |= GMT_TEV_SIZE;
+			ev->flags |= GMT_EV_HAS_RANGE;
 	}
-	if (ev->op == GMT_TOP_USAGE && ev->kind == GMT_TK_POOL_RESERVE) {
+	if (ev->op == GMT_OP_USAGE && ev->kind == GMT_TK_POOL_RESERVE) {
 		if ((err = get_hex(obj, "pool", &ev->ptr)))
 			return key_error(r, lineno, "event", "pool", err, "a hex string");
 	}
@@ -1308,16 +1305,16 @@ event_optional(struct reader *r, struct src obj, size_t lineno, struct gmt_trace
 		return key_error(r, lineno, "event", "offset", err, "an integer");
 	if ((err = get_u64(obj, "context", &ev->context)) == -EINVAL)
 		return key_error(r, lineno, "event", "context", err, "an integer");
-	if (ev->op == GMT_TOP_RETAIN) {
+	if (ev->op == GMT_OP_RETAIN) {
 		/* The handle is "ptr"; a retain's "handle" is the address that was asked about. */
 		if ((err = get_hex(obj, "ptr", &ev->ptr)))
 			return key_error(r, lineno, "event", "ptr", err, "a hex string");
 	}
-	if (ev->op == GMT_TOP_ALLOC && get_u64(obj, "requested", &ev->requested) == 0)
-		ev->flags |= GMT_TEV_REQUESTED;
-	if (ev->op == GMT_TOP_ALLOC && get_u64(obj, "free_bytes", &ev->free_bytes) == 0 &&
+	if (ev->op == GMT_OP_ALLOC && get_u64(obj, "requested", &ev->requested) == 0)
+		ev->flags |= GMT_EV_HAS_REQUESTED;
+	if (ev->op == GMT_OP_ALLOC && get_u64(obj, "free_bytes", &ev->free_bytes) == 0 &&
 	    get_u64(obj, "total_bytes", &ev->total_bytes) == 0)
-		ev->flags |= GMT_TEV_MEMINFO;
+		ev->flags |= GMT_EV_HAS_MEMINFO;
 	/* 0 is "no stack captured" in the format; an absent key means the same. */
 	err = get_u64(obj, "stack", &u);
 	if (err == -EINVAL || (err == 0 && u > UINT32_MAX))
@@ -1362,12 +1359,12 @@ full:
 static void
 name_pop_now(struct reader *r, struct gmt_trace_marker *mk)
 {
-	if (mk->range == GMT_TRANGE_PUSH) {
+	if (mk->range == GMT_RANGE_PUSH) {
 		r->open = gmt_xrealloc(r->open, r->nopen + 1, sizeof(*r->open));
 		r->open[r->nopen++] = (struct open_range){mk->tid, mk->depth, mk->label};
 		return;
 	}
-	if (mk->range != GMT_TRANGE_POP)
+	if (mk->range != GMT_RANGE_POP)
 		return;
 	for (size_t i = r->nopen; i-- > 0;) {
 		if (r->open[i].tid != mk->tid || r->open[i].depth != mk->depth)
@@ -1461,9 +1458,9 @@ read_marker(struct reader *r, json_t *obj, size_t lineno)
 	if (!get_str(JS(obj), "range", &range)) {
 		uint64_t depth = 0;
 		if (strcmp(range, "push") == 0)
-			m.range = GMT_TRANGE_PUSH;
+			m.range = GMT_RANGE_PUSH;
 		else if (strcmp(range, "pop") == 0)
-			m.range = GMT_TRANGE_POP;
+			m.range = GMT_RANGE_POP;
 		else
 			return key_error(r, lineno, "marker", "range", -EINVAL, "\"push\" or \"pop\"");
 		if ((err = get_u64(JS(obj), "depth", &depth)) || depth > UINT32_MAX)
@@ -1493,14 +1490,14 @@ name_pops(struct gmt_trace *t)
 	for (size_t i = 0; i < t->nmarkers; i++) {
 		struct gmt_trace_marker *pop = &t->markers[i];
 
-		if (pop->range != GMT_TRANGE_POP || pop->depth == 0 || pop->label[0])
+		if (pop->range != GMT_RANGE_POP || pop->depth == 0 || pop->label[0])
 			continue;
 		for (size_t j = i; j-- > 0;) {
 			const struct gmt_trace_marker *push = &t->markers[j];
 
 			if (push->tid != pop->tid || push->depth != pop->depth)
 				continue;
-			if (push->range == GMT_TRANGE_PUSH) {
+			if (push->range == GMT_RANGE_PUSH) {
 				free(pop->label);
 				pop->label = xstrdup(push->label);
 			}

@@ -17,28 +17,12 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "analysis/reader/kinds.h"
-#include "format/event.h" /* GMT_FORMAT_VERSION only: kinds and ops are the analyzer's own */
+#include "format/event.h" /* the format's version, ops, flags, ranges */
+#include "format/kinds.h" /* kinds by rank, read by name */
+#include "format/stack.h" /* pystate */
 #include "util/input.h"
 
 struct gmt_trace_block;
-
-/** What an event line does (its "op"). */
-enum gmt_top {
-	GMT_TOP_NONE = 0,
-	GMT_TOP_ALLOC,
-	GMT_TOP_FREE,
-	GMT_TOP_RESET,
-	GMT_TOP_RETAIN, /**< a VMM handle gained a reference: no memory */
-	GMT_TOP_USAGE,	/**< a reading of a reservation counter (pool_reserve, graph_reserve) */
-};
-
-/** Per-event flags of the reader (not the tracer's enum gmt_event_flag). */
-enum gmt_trace_event_flag {
-	GMT_TEV_MEMINFO = 1u << 0, /**< free_bytes/total_bytes were present (failed allocation) */
-	GMT_TEV_SIZE = 1u << 1,	   /**< a free named a range size (cuMemUnmap, cuMemAddressFree) */
-	GMT_TEV_REQUESTED = 1u << 2, /**< `requested` was present (pitched allocations) */
-};
 
 /** CUDA results the analysis tells apart: the same codes in the runtime and the driver API. */
 #define GMT_CUDA_OUT_OF_MEMORY 2 /**< cudaErrorMemoryAllocation, CUDA_ERROR_OUT_OF_MEMORY */
@@ -62,23 +46,24 @@ struct gmt_trace_event {
 	 */
 	uint64_t ptr;
 	uint64_t size;	     /**< alloc: granted, or requested when result != 0; usage: the reading;
-				  free: the range (GMT_TEV_SIZE) */
+				  free: the range (GMT_EV_HAS_RANGE) */
 	uint64_t handle;     /**< "handle" key: cuMemMap's handle, an external memory object, a
 				  retain's address; 0 absent */
 	uint64_t offset;     /**< cuMemMap offset into the handle */
 	uint64_t context;    /**< CUPTI contextUid, 0 when absent (interposition) */
-	uint64_t free_bytes; /**< failed allocations with GMT_TEV_MEMINFO */
+	uint64_t free_bytes; /**< failed allocations with GMT_EV_HAS_MEMINFO */
 	uint64_t total_bytes;
-	uint64_t requested;  /**< pitched allocations with GMT_TEV_REQUESTED: width x height asked */
+	uint64_t
+	    requested;	 /**< pitched allocations with GMT_EV_HAS_REQUESTED: width x height asked */
 	uint32_t stack;	 /**< id of a stack line, 0 = none */
 	uint32_t line;	 /**< line number in the file, for messages and a stable sort */
 	int32_t device;	 /**< -1 unknown */
 	int32_t result;	 /**< cudaError_t / CUresult, 0 = success */
 	uint16_t api;	 /**< index into the trace's strings */
 	uint16_t driver; /**< the driver call under a runtime call, or GMT_TRACE_NO_STRING */
-	uint8_t op;	 /**< enum gmt_top */
+	uint8_t op;	 /**< enum gmt_op: ALLOC, FREE, RESET, RETAIN or USAGE */
 	uint8_t kind;	 /**< enum gmt_tkind; NONE on reset, as called on free */
-	uint8_t flags;	 /**< enum gmt_trace_event_flag */
+	uint8_t flags;	 /**< enum gmt_event_flag: HAS_MEMINFO, HAS_RANGE, HAS_REQUESTED */
 };
 
 /** One device's NVML reading in a snapshot line (its "nvml" array). */
@@ -95,29 +80,15 @@ struct gmt_trace_nvml {
 	bool has_process_used; /**< false: NVML gave no per-process figure (null) */
 };
 
-/** What a marker line is: a point (gmt_mark), or one end of a range (gmt_range_push/pop). */
-enum gmt_trace_range {
-	GMT_TRANGE_NONE = 0,
-	GMT_TRANGE_PUSH,
-	GMT_TRANGE_POP,
-};
-
 struct gmt_trace_marker {
 	uint64_t seq;
 	uint64_t ts;
 	int64_t tid;
 	uint32_t line;
 	uint32_t depth; /**< ranges: nesting level, 1 = outermost; a pop names the depth it closes */
-	uint8_t range;	/**< enum gmt_trace_range */
+	uint8_t range;	/**< enum gmt_range: a point (gmt_mark), or one end of a range */
 	/** a pop's label is its push's (same thread and depth), filled in after reading */
 	char *label;
-};
-
-/** What a stack line's "pystate" said (absent: Python stacks off, or frames present). */
-enum gmt_trace_pystate {
-	GMT_TPY_UNKNOWN = 0,
-	GMT_TPY_NONE,  /**< "none": not a Python thread */
-	GMT_TPY_EMPTY, /**< "empty": a Python thread state without frames (autograd threads) */
 };
 
 /** One Python frame of a stack line's "py" array. */
@@ -149,7 +120,7 @@ struct gmt_trace_stack {
 	uint32_t cut;		/**< frames of the line not kept (native and Python) */
 	const uint32_t *frames; /**< native frames, innermost first: indices, see above */
 	const struct gmt_trace_pyframe *py; /**< Python frames, innermost first (NULL when none) */
-	uint8_t pystate;		    /**< enum gmt_trace_pystate */
+	uint8_t pystate;		    /**< enum gmt_pystate: absent, "none" or "empty" */
 };
 
 /**

@@ -337,7 +337,7 @@ explain_cause(const struct gmt_model *m,
 	      size_t size)
 {
 	const struct gmt_trace_event *ev = o->ev;
-	bool meminfo = ev->flags & GMT_TEV_MEMINFO;
+	bool meminfo = ev->flags & GMT_EV_HAS_MEMINFO;
 	uint64_t cache = gmt_oom_cache_bytes(m, o);
 	uint64_t used = meminfo && ev->total_bytes > ev->free_bytes ? ev->total_bytes - ev->free_bytes
 								    : 0;

@@ -24,13 +24,13 @@
 #define GMT_REPORT_MAX_STACKS 5
 
 /** How the text report shows call stacks. */
-enum gmt_stack_view {
+enum gmt_stack_display {
 	GMT_STACKS_SITE = 0, /**< one line per call site (the innermost frame of the user's code) */
 	GMT_STACKS_FULL,     /**< and under it the whole symbolized stack(s) of the group */
 };
 
 struct gmt_report_options {
-	enum gmt_stack_view stacks;
+	enum gmt_stack_display stacks;
 };
 
 /** Sums over several processes, as the report's first lines state them. */

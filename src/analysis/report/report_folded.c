@@ -74,7 +74,7 @@ fold_stack(const struct gmt_model *m, uint32_t stack, uint16_t api, uint16_t dri
 			snprintf(frame, sizeof(frame), "[no stack]");
 		sb_frame(&b, frame);
 	} else {
-		if (cs->pystate == GMT_TPY_EMPTY)
+		if (cs->pystate == GMT_PYSTATE_EMPTY)
 			sb_frame(&b, GMT_PYSTATE_EMPTY_LABEL);
 		for (uint32_t i = cs->nframes; i-- > 0;) {
 			const struct gmt_cframe *f = gmt_cstack_frame(cs, i);

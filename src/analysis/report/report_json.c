@@ -167,9 +167,9 @@ site_json(const struct gmt_cstack *cs)
 static json_t *
 pystate_json(const struct gmt_cstack *cs)
 {
-	if (cs && cs->pystate == GMT_TPY_EMPTY)
+	if (cs && cs->pystate == GMT_PYSTATE_EMPTY)
 		return json_string("empty");
-	if (cs && cs->pystate == GMT_TPY_NONE)
+	if (cs && cs->pystate == GMT_PYSTATE_NONE)
 		return json_string("none");
 	return json_null();
 }
@@ -406,10 +406,10 @@ process_json(const struct gmt_model *m)
 		json_object_set_new(mk, "label", json_string(t->markers[i].label));
 		json_object_set_new(
 		    mk, "tid", t->markers[i].tid ? json_integer(t->markers[i].tid) : json_null());
-		if (t->markers[i].range != GMT_TRANGE_NONE) {
-			json_object_set_new(mk, "range",
-					    json_string(t->markers[i].range == GMT_TRANGE_PUSH ? "push"
-											: "pop"));
+		if (t->markers[i].range != GMT_RANGE_NONE) {
+			json_object_set_new(
+			    mk, "range",
+			    json_string(t->markers[i].range == GMT_RANGE_PUSH ? "push" : "pop"));
 			json_object_set_new(mk, "depth", json_integer(t->markers[i].depth));
 		}
 		json_array_append_new(markers, mk);
@@ -544,7 +544,7 @@ failed_json(size_t proc, const struct gmt_model *m, const struct gmt_trace_event
 {
 	const struct gmt_trace *t = m->trace;
 	json_t *o = json_object();
-	bool mi = ev->flags & GMT_TEV_MEMINFO;
+	bool mi = ev->flags & GMT_EV_HAS_MEMINFO;
 
 	json_object_set_new(o, "process", jint(proc));
 	json_object_set_new(o, "pid", jll_or_null(t->pid));
@@ -873,7 +873,7 @@ oom_json(size_t proc, const struct gmt_model *m, const struct gmt_oom *o)
 {
 	const struct gmt_trace *t = m->trace;
 	const struct gmt_trace_event *ev = o->ev;
-	bool meminfo = ev->flags & GMT_TEV_MEMINFO;
+	bool meminfo = ev->flags & GMT_EV_HAS_MEMINFO;
 	json_t *j = json_object(), *top = json_array(), *nv;
 	char text[2048];
 	enum gmt_oom_cause cause = gmt_oom_explain(m, o, text, sizeof(text));

@@ -227,7 +227,7 @@ print_where(FILE *out, const struct gmt_site *g, bool several, const char *extra
 	}
 	gmt_cframe_text(g->frame, frame, sizeof(frame));
 	fprintf(out, "at %s", gmt_esc(frame));
-	if (g->cs && g->cs->pystate == GMT_TPY_EMPTY)
+	if (g->cs && g->cs->pystate == GMT_PYSTATE_EMPTY)
 		fprintf(out, " %s", GMT_PYSTATE_EMPTY_LABEL);
 	if (g->nstacks == 1)
 		fprintf(out, " (stack %" PRIu32 "%s%s)", s0->stack, extra, proc);
@@ -245,7 +245,7 @@ print_stack_frames(FILE *out,
 	char frame[1024], call[160];
 	bool first = true;
 
-	if (cs->pystate == GMT_TPY_EMPTY) {
+	if (cs->pystate == GMT_PYSTATE_EMPTY) {
 		fprintf(out, "%s%s\n", indent, GMT_PYSTATE_EMPTY_LABEL);
 		first = false;
 	}
@@ -617,7 +617,7 @@ print_failed_one(
 		gmt_text_process_name(t, pid, sizeof(pid));
 		fprintf(out, " in pid %s", pid);
 	}
-	if (ev->flags & GMT_TEV_MEMINFO)
+	if (ev->flags & GMT_EV_HAS_MEMINFO)
 		fprintf(out, ": %s free of %s", gmt_format_bytes(ev->free_bytes, b2),
 			gmt_format_bytes(ev->total_bytes, b3));
 	/* out of memory goes without saying: any other code is worth showing */

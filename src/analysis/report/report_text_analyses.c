@@ -31,7 +31,7 @@ site_text(const struct gmt_model *m, uint32_t stack, char *buf, size_t size)
 		return;
 	}
 	gmt_cframe_text(f, buf, size);
-	if (cs->pystate == GMT_TPY_EMPTY) {
+	if (cs->pystate == GMT_PYSTATE_EMPTY) {
 		size_t len = strlen(buf);
 
 		snprintf(buf + len, size - len, " %s", GMT_PYSTATE_EMPTY_LABEL);
