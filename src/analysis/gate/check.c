@@ -5,6 +5,8 @@
 #define _GNU_SOURCE
 #include "analysis/gate/check.h"
 #include "analysis/gate/doc.h"
+#include "analysis/report/explain.h"
+#include "analysis/report/keys.h"
 #include "analysis/report/units.h"
 #include "util/esc.h"
 
@@ -168,20 +170,28 @@ str_key(const json_t *obj, const char *key)
 	return json_string_value(json_object_get(obj, key));
 }
 
+/* The entry of @p doc's array @p list whose process is @p process and @p key is @p value. */
+static const json_t *
+entry_of(const json_t *doc, const char *list, json_int_t process, const char *key, json_int_t value)
+{
+	const json_t *e;
+	size_t i;
+
+	json_array_foreach(json_object_get(doc, list), i, e)
+	{
+		if (json_integer_value(json_object_get(e, GMT_RK_PROCESS)) == process &&
+		    json_integer_value(json_object_get(e, key)) == value)
+			return e;
+	}
+	return NULL;
+}
+
 /* The symbolized stack (`call_stacks[].call_stack`) of (@p process, @p stack), or NULL. */
 static const json_t *
 call_stack_of(const json_t *doc, json_int_t process, json_int_t stack)
 {
-	const json_t *cs;
-	size_t i;
-
-	json_array_foreach(json_object_get(doc, "call_stacks"), i, cs)
-	{
-		if (json_integer_value(json_object_get(cs, "process")) == process &&
-		    json_integer_value(json_object_get(cs, "stack")) == stack)
-			return json_object_get(cs, "call_stack");
-	}
-	return NULL;
+	return json_object_get(entry_of(doc, GMT_RK_CALL_STACKS, process, GMT_RK_STACK, stack),
+			       GMT_RK_CALL_STACK);
 }
 
 /* What suppressions leave of one site group (`leak_sites[]`, `peak_sites[]`). */
@@ -203,9 +213,10 @@ suppress_group(const json_t *doc,
 	       bool count,
 	       struct kept *cached)
 {
-	const json_t *stacks = json_object_get(group, "stacks");
-	json_int_t process = json_integer_value(json_object_get(group, "process"));
-	struct kept k = {gmt_json_u64(group, "bytes"), gmt_json_u64(group, "allocations")};
+	const json_t *stacks = json_object_get(group, GMT_RK_STACKS);
+	json_int_t process = json_integer_value(json_object_get(group, GMT_RK_PROCESS));
+	struct kept k = {gmt_json_u64(group, GMT_RK_BYTES),
+			 gmt_json_u64(group, GMT_RK_ALLOCATIONS)};
 	const json_t *st;
 	size_t i;
 
@@ -213,9 +224,9 @@ suppress_group(const json_t *doc,
 		return k;
 	json_array_foreach(stacks, i, st)
 	{
-		uint64_t bytes = gmt_json_u64(st, "bytes"),
-			 allocs = gmt_json_u64(st, "allocations");
-		if (cached && json_is_true(json_object_get(st, "cached"))) {
+		uint64_t bytes = gmt_json_u64(st, GMT_RK_BYTES),
+			 allocs = gmt_json_u64(st, GMT_RK_ALLOCATIONS);
+		if (cached && json_is_true(json_object_get(st, GMT_RK_CACHED))) {
 			/* a caching allocator's memory: not a leak unless --count-cached */
 			k.bytes -= bytes < k.bytes ? bytes : k.bytes;
 			k.allocations -= allocs < k.allocations ? allocs : k.allocations;
@@ -223,11 +234,11 @@ suppress_group(const json_t *doc,
 			cached->allocations += allocs;
 			continue;
 		}
-		const json_t *cs =
-		    call_stack_of(doc, process, json_integer_value(json_object_get(st, "stack")));
-		struct gmt_suppression *s =
-		    gmt_suppressions_match(supp, type, cs, json_object_get(group, "site"),
-					   str_key(group, "api"), str_key(group, "driver"));
+		const json_t *cs = call_stack_of(
+		    doc, process, json_integer_value(json_object_get(st, GMT_RK_STACK)));
+		struct gmt_suppression *s = gmt_suppressions_match(
+		    supp, type, cs, json_object_get(group, GMT_RK_SITE), str_key(group, GMT_RK_API),
+		    str_key(group, GMT_RK_DRIVER));
 
 		if (!s)
 			continue;
@@ -256,11 +267,11 @@ struct leak_view {
 static struct leak_view
 leak_view(const json_t *doc, struct gmt_suppressions *supp, bool count, bool count_cached)
 {
-	const json_t *summary = json_object_get(doc, "summary");
-	const json_t *sites = json_object_get(doc, "leak_sites");
+	const json_t *summary = json_object_get(doc, GMT_RK_SUMMARY);
+	const json_t *sites = json_object_get(doc, GMT_RK_LEAK_SITES);
 	struct leak_view v = {
-	    .total = {gmt_json_u64(summary, "leaked_bytes"),
-		      gmt_json_u64(summary, "leaked_allocations")},
+	    .total = {gmt_json_u64(summary, GMT_RK_LEAKED_BYTES),
+		      gmt_json_u64(summary, GMT_RK_LEAKED_ALLOCATIONS)},
 	    .nsites = json_array_size(sites),
 	};
 	const json_t *g;
@@ -268,8 +279,8 @@ leak_view(const json_t *doc, struct gmt_suppressions *supp, bool count, bool cou
 
 	if (count_cached) {
 		/* summary.leaked_* leave the caches out; counted, they come back in */
-		v.total.bytes += gmt_json_u64(summary, "cached_at_exit_bytes");
-		v.total.allocations += gmt_json_u64(summary, "cached_at_exit_allocations");
+		v.total.bytes += gmt_json_u64(summary, GMT_RK_CACHED_AT_EXIT_BYTES);
+		v.total.allocations += gmt_json_u64(summary, GMT_RK_CACHED_AT_EXIT_ALLOCATIONS);
 	}
 	v.sites = calloc(v.nsites + 1, sizeof(*v.sites));
 	if (!v.sites)
@@ -279,14 +290,15 @@ leak_view(const json_t *doc, struct gmt_suppressions *supp, bool count, bool cou
 		struct kept before = v.cached;
 
 		v.sites[i] = (struct kept){0};
-		if (!json_is_true(json_object_get(g, "at_exit")) ||
-		    !json_is_true(json_object_get(g, "counted")))
+		if (!json_is_true(json_object_get(g, GMT_RK_AT_EXIT)) ||
+		    !json_is_true(json_object_get(g, GMT_RK_COUNTED)))
 			continue;
 		v.sites[i] = suppress_group(doc, g, GMT_SUPP_LEAK, supp, count,
 					    count_cached ? NULL : &v.cached);
-		v.taken.bytes +=
-		    gmt_json_u64(g, "bytes") - v.sites[i].bytes - (v.cached.bytes - before.bytes);
-		v.taken.allocations += gmt_json_u64(g, "allocations") - v.sites[i].allocations -
+		v.taken.bytes += gmt_json_u64(g, GMT_RK_BYTES) - v.sites[i].bytes -
+				 (v.cached.bytes - before.bytes);
+		v.taken.allocations += gmt_json_u64(g, GMT_RK_ALLOCATIONS) -
+				       v.sites[i].allocations -
 				       (v.cached.allocations - before.allocations);
 	}
 	v.total.bytes -= v.taken.bytes < v.total.bytes ? v.taken.bytes : v.total.bytes;
@@ -299,19 +311,20 @@ leak_view(const json_t *doc, struct gmt_suppressions *supp, bool count, bool cou
 static void
 cached_by_allocator(struct gmt_gate *g, const json_t *doc)
 {
-	static const struct {
-		const char *key, *label;
-	} names[] = {{"pytorch", "PyTorch"}, {"cupy", "CuPy"}, {"xla", "JAX/XLA"}};
-	const json_t *by = json_object_get(json_object_get(doc, "summary"), "cached_at_exit");
+	/* the allocators whose memory at exit is their cache (gmt_cache_holds()) */
+	static const enum gmt_cache holding[] = {GMT_CACHE_PYTORCH, GMT_CACHE_CUPY, GMT_CACHE_XLA};
+	const json_t *by =
+	    json_object_get(json_object_get(doc, GMT_RK_SUMMARY), GMT_RK_CACHED_AT_EXIT);
 	const char *sep = ": ";
 	char b[GMT_SIZE_TEXT];
 
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-		uint64_t bytes = gmt_json_u64(json_object_get(by, names[i].key), "bytes");
+	for (size_t i = 0; i < sizeof(holding) / sizeof(holding[0]); i++) {
+		const json_t *c = json_object_get(by, gmt_cache_name(holding[i]));
+		uint64_t bytes = gmt_json_u64(c, GMT_RK_BYTES);
 
 		if (!bytes)
 			continue;
-		say(g, "%s%s %s", sep, names[i].label, gmt_size_text(bytes, b));
+		say(g, "%s%s %s", sep, gmt_cache_label(holding[i]), gmt_size_text(bytes, b));
 		sep = ", ";
 	}
 }
@@ -320,15 +333,15 @@ cached_by_allocator(struct gmt_gate *g, const json_t *doc)
 static const char *
 who(const json_t *entry, char *buf, size_t size)
 {
-	const json_t *pid = json_object_get(entry, "pid");
+	const json_t *pid = json_object_get(entry, GMT_RK_PID);
 
 	if (json_is_integer(pid))
 		snprintf(buf, size, "process %lld (pid %lld)",
-			 (long long)json_integer_value(json_object_get(entry, "process")),
+			 (long long)json_integer_value(json_object_get(entry, GMT_RK_PROCESS)),
 			 (long long)json_integer_value(pid));
 	else
 		snprintf(buf, size, "process %lld",
-			 (long long)json_integer_value(json_object_get(entry, "process")));
+			 (long long)json_integer_value(json_object_get(entry, GMT_RK_PROCESS)));
 	return buf;
 }
 
@@ -338,14 +351,14 @@ static void
 site_line(struct gmt_gate *gate, const json_t *g, const char *lead)
 {
 	char site[512], proc[64];
-	const char *api = str_key(g, "api"), *driver = str_key(g, "driver");
-	const char *kind = str_key(g, "kind");
+	const char *api = str_key(g, GMT_RK_API), *driver = str_key(g, GMT_RK_DRIVER);
+	const char *kind = str_key(g, GMT_RK_KIND);
 
 	/* the names are the trace's: escaped for the terminal (esc.h) */
 	detail(gate, "    %s: %s%s%s%s %s at %s, %s\n", lead, api ? gmt_esc(api) : "?",
 	       driver ? " (" : "", driver ? gmt_esc(driver) : "", driver ? ")" : "",
 	       kind ? gmt_esc(kind) : "?",
-	       gmt_esc(gmt_site_text(json_object_get(g, "site"), site, sizeof(site))),
+	       gmt_esc(gmt_site_text(json_object_get(g, GMT_RK_SITE), site, sizeof(site))),
 	       who(g, proc, sizeof(proc)));
 }
 
@@ -388,7 +401,7 @@ leak_details(struct gmt_gate *gate, const json_t *doc, const struct leak_view *l
 	const json_t *g;
 	size_t i;
 
-	json_array_foreach(json_object_get(doc, "leak_sites"), i, g)
+	json_array_foreach(json_object_get(doc, GMT_RK_LEAK_SITES), i, g)
 	{
 		char lead[128];
 
@@ -408,9 +421,9 @@ leak_details(struct gmt_gate *gate, const json_t *doc, const struct leak_view *l
 static void
 leak_caveats(struct gmt_gate *g, const json_t *doc)
 {
-	const json_t *summary = json_object_get(doc, "summary");
-	uint64_t died = gmt_json_u64(summary, "incomplete_processes");
-	uint64_t dropped = gmt_json_u64(summary, "dropped");
+	const json_t *summary = json_object_get(doc, GMT_RK_SUMMARY);
+	uint64_t died = gmt_json_u64(summary, GMT_RK_INCOMPLETE_PROCESSES);
+	uint64_t dropped = gmt_json_u64(summary, GMT_RK_DROPPED);
 	char t[GMT_SIZE_TEXT];
 
 	if (died)
@@ -418,7 +431,7 @@ leak_caveats(struct gmt_gate *g, const json_t *doc)
 		    " (a lower bound: %" PRIu64 " process%s did not exit normally, %s leaks "
 		    "unknown; %s live when %s trace%s ended)",
 		    died, died == 1 ? "" : "es", died == 1 ? "its" : "their",
-		    gmt_size_text(gmt_json_u64(summary, "live_at_end_bytes"), t),
+		    gmt_size_text(gmt_json_u64(summary, GMT_RK_LIVE_AT_END_BYTES), t),
 		    died == 1 ? "its" : "their", died == 1 ? "" : "s");
 	if (dropped)
 		say(g, " (not exact: %" PRIu64 " event%s dropped)", dropped,
@@ -493,19 +506,19 @@ peak_kept(const json_t *doc,
 	  uint64_t *taken,
 	  struct gmt_gate *details)
 {
-	json_int_t process = json_integer_value(json_object_get(peak, "process"));
-	json_int_t device = json_integer_value(json_object_get(peak, "device"));
-	uint64_t bytes = gmt_json_u64(peak, "bytes"), rest = 0;
+	json_int_t process = json_integer_value(json_object_get(peak, GMT_RK_PROCESS));
+	json_int_t device = json_integer_value(json_object_get(peak, GMT_RK_DEVICE));
+	uint64_t bytes = gmt_json_u64(peak, GMT_RK_BYTES), rest = 0;
 	size_t i, shown = 0, more = 0;
 	const json_t *g;
 
 	*taken = 0;
-	json_array_foreach(json_object_get(doc, "peak_sites"), i, g)
+	json_array_foreach(json_object_get(doc, GMT_RK_PEAK_SITES), i, g)
 	{
 		struct kept k;
 
-		if (json_integer_value(json_object_get(g, "process")) != process ||
-		    json_integer_value(json_object_get(g, "device")) != device)
+		if (json_integer_value(json_object_get(g, GMT_RK_PROCESS)) != process ||
+		    json_integer_value(json_object_get(g, GMT_RK_DEVICE)) != device)
 			continue;
 		k = suppress_group(doc, g, GMT_SUPP_PEAK, supp, details == NULL, NULL);
 		*taken += gmt_json_u64(g, "bytes") - k.bytes;
@@ -542,11 +555,11 @@ peak_devices(struct gmt_gates *gates,
 	size_t n = 0, i;
 	const json_t *p;
 
-	json_array_foreach(json_object_get(doc, "peaks"), i, p)
+	json_array_foreach(json_object_get(doc, GMT_RK_PEAKS), i, p)
 	{
 		if (!grow(gates, (void **)&v, n + 1, sizeof(*v)))
 			break;
-		v[n++] = (long)json_integer_value(json_object_get(p, "device"));
+		v[n++] = (long)json_integer_value(json_object_get(p, GMT_RK_DEVICE));
 	}
 	for (i = 0; i < o->npeaks; i++) {
 		if (o->peaks[i].all)
@@ -585,11 +598,11 @@ peak_gate(struct gmt_gates *gates,
 	const json_t *p;
 	size_t i, nproc = 0;
 
-	json_array_foreach(json_object_get(doc, "peaks"), i, p)
+	json_array_foreach(json_object_get(doc, GMT_RK_PEAKS), i, p)
 	{
 		uint64_t taken, held;
 
-		if (json_integer_value(json_object_get(p, "device")) != device)
+		if (json_integer_value(json_object_get(p, GMT_RK_DEVICE)) != device)
 			continue;
 		nproc++;
 		held = peak_kept(doc, p, supp, &taken, NULL);
@@ -602,7 +615,7 @@ peak_gate(struct gmt_gates *gates,
 		gate->failed = true;
 		detail(gate, "  %s held %s on device %ld at %.6f s, %s over the limit\n",
 		       who(p, proc, sizeof(proc)), gmt_size_text(held, v), device,
-		       json_number_value(json_object_get(p, "time_s")),
+		       json_number_value(json_object_get(p, GMT_RK_TIME_S)),
 		       gmt_size_text(held - lim->bytes, l));
 		(void)peak_kept(doc, p, supp, &taken, gate);
 	}
@@ -645,8 +658,8 @@ peak_gates(struct gmt_gates *gates, const struct gmt_check_options *o, const jso
 static uint64_t
 growth_kept(const json_t *doc, const json_t *e, struct gmt_suppressions *supp, uint64_t *taken)
 {
-	json_int_t process = json_integer_value(json_object_get(e, "process"));
-	const json_t *stacks = json_object_get(e, "stacks"), *st;
+	json_int_t process = json_integer_value(json_object_get(e, GMT_RK_PROCESS));
+	const json_t *stacks = json_object_get(e, GMT_RK_STACKS), *st;
 	uint64_t kept = 0;
 	size_t i;
 
@@ -656,12 +669,12 @@ growth_kept(const json_t *doc, const json_t *e, struct gmt_suppressions *supp, u
 		json_incref((json_t *)stacks);
 	json_array_foreach(stacks, i, st)
 	{
-		uint64_t grew = gmt_json_u64(st, "growth_bytes");
-		const json_t *cs =
-		    call_stack_of(doc, process, json_integer_value(json_object_get(st, "stack")));
-		struct gmt_suppression *s =
-		    gmt_suppressions_match(supp, GMT_SUPP_GROWTH, cs, json_object_get(e, "site"),
-					   str_key(e, "api"), str_key(e, "driver"));
+		uint64_t grew = gmt_json_u64(st, GMT_RK_GROWTH_BYTES);
+		const json_t *cs = call_stack_of(
+		    doc, process, json_integer_value(json_object_get(st, GMT_RK_STACK)));
+		struct gmt_suppression *s = gmt_suppressions_match(
+		    supp, GMT_SUPP_GROWTH, cs, json_object_get(e, GMT_RK_SITE),
+		    str_key(e, GMT_RK_API), str_key(e, GMT_RK_DRIVER));
 
 		if (s) {
 			s->hits++;
@@ -678,7 +691,7 @@ growth_kept(const json_t *doc, const json_t *e, struct gmt_suppressions *supp, u
 static void
 growth_gate(struct gmt_gates *gates, const struct gmt_check_options *o, const json_t *doc)
 {
-	const json_t *growth = json_object_get(doc, "growth_sites");
+	const json_t *growth = json_object_get(doc, GMT_RK_GROWTH_SITES);
 	struct gmt_gate *gate;
 	uint64_t largest = 0, taken = 0;
 	size_t i, over = 0;
@@ -688,17 +701,18 @@ growth_gate(struct gmt_gates *gates, const struct gmt_check_options *o, const js
 	if (!o->growth_set)
 		return;
 	if (!growth)
-		growth = json_object_get(doc, "growth");
+		growth = json_object_get(doc, GMT_RK_GROWTH);
 	gate = gate_add(gates, "max-growth-bytes");
 	json_array_foreach(growth, i, e)
 	{
 		uint64_t grew = growth_kept(doc, e, o->supp, &taken);
-		const char *first = str_key(e, "first_label"), *last = str_key(e, "last_label");
-		const json_t *stacks = json_object_get(e, "stacks");
-		uint64_t lo =
-		    gmt_json_u64(e, json_object_get(e, "min_rises") ? "min_rises" : "rises");
-		uint64_t hi =
-		    gmt_json_u64(e, json_object_get(e, "max_rises") ? "max_rises" : "rises");
+		const char *first = str_key(e, GMT_RK_FIRST_LABEL),
+			   *last = str_key(e, GMT_RK_LAST_LABEL);
+		const json_t *stacks = json_object_get(e, GMT_RK_STACKS);
+		uint64_t lo = gmt_json_u64(
+		    e, json_object_get(e, GMT_RK_MIN_RISES) ? GMT_RK_MIN_RISES : GMT_RK_RISES);
+		uint64_t hi = gmt_json_u64(
+		    e, json_object_get(e, GMT_RK_MAX_RISES) ? GMT_RK_MAX_RISES : GMT_RK_RISES);
 
 		if (grew > largest)
 			largest = grew;
@@ -706,10 +720,11 @@ growth_gate(struct gmt_gates *gates, const struct gmt_check_options *o, const js
 			continue;
 		over++;
 		detail(gate, "    grew %s (%s -> ", gmt_size_text(grew, v),
-		       gmt_size_text(gmt_json_u64(e, "first_bytes"), l));
+		       gmt_size_text(gmt_json_u64(e, GMT_RK_FIRST_BYTES), l));
 		detail(gate, "%s) over %" PRIu64 " %s",
-		       gmt_size_text(gmt_json_u64(e, "last_bytes"), v), gmt_json_u64(e, "samples"),
-		       str_key(e, "basis") ? str_key(e, "basis") : "samples");
+		       gmt_size_text(gmt_json_u64(e, GMT_RK_LAST_BYTES), v),
+		       gmt_json_u64(e, GMT_RK_SAMPLES),
+		       str_key(e, GMT_RK_BASIS) ? str_key(e, GMT_RK_BASIS) : GMT_RK_SAMPLES);
 		if (first && last)
 			detail(gate, " '%s' to '%s'", gmt_esc(first), gmt_esc(last));
 		if (lo == hi)
@@ -720,11 +735,11 @@ growth_gate(struct gmt_gates *gates, const struct gmt_check_options *o, const js
 			detail(gate, " (%zu stacks)", json_array_size(stacks));
 		else /* one stack: its falls too */
 			detail(gate, ", fell %" PRIu64,
-			       gmt_json_u64(stacks ? json_array_get(stacks, 0) : e, "falls"));
+			       gmt_json_u64(stacks ? json_array_get(stacks, 0) : e, GMT_RK_FALLS));
 		detail(gate, ": %s %s at %s, %s\n",
-		       str_key(e, "api") ? gmt_esc(str_key(e, "api")) : "?",
-		       str_key(e, "kind") ? gmt_esc(str_key(e, "kind")) : "?",
-		       gmt_esc(gmt_site_text(json_object_get(e, "site"), site, sizeof(site))),
+		       str_key(e, GMT_RK_API) ? gmt_esc(str_key(e, GMT_RK_API)) : "?",
+		       str_key(e, GMT_RK_KIND) ? gmt_esc(str_key(e, GMT_RK_KIND)) : "?",
+		       gmt_esc(gmt_site_text(json_object_get(e, GMT_RK_SITE), site, sizeof(site))),
 		       who(e, proc, sizeof(proc)));
 	}
 	gate->failed = over > 0;
@@ -743,10 +758,10 @@ growth_gate(struct gmt_gates *gates, const struct gmt_check_options *o, const js
 static void
 failed_gate(struct gmt_gates *gates, const struct gmt_check_options *o, const json_t *doc)
 {
-	const json_t *summary = json_object_get(doc, "summary");
-	uint64_t failed = gmt_json_u64(summary, "failed_allocations");
-	uint64_t probes = gmt_json_u64(summary, "probe_failures");
-	uint64_t recovered = gmt_json_u64(summary, "recovered_failures");
+	const json_t *summary = json_object_get(doc, GMT_RK_SUMMARY);
+	uint64_t failed = gmt_json_u64(summary, GMT_RK_FAILED_ALLOCATIONS);
+	uint64_t probes = gmt_json_u64(summary, GMT_RK_PROBE_FAILURES);
+	uint64_t recovered = gmt_json_u64(summary, GMT_RK_RECOVERED_FAILURES);
 	struct gmt_gate *gate;
 	const json_t *g;
 	size_t i;
@@ -763,15 +778,15 @@ failed_gate(struct gmt_gates *gates, const struct gmt_check_options *o, const js
 		    probes, probes == 1 ? "" : "s", recovered);
 	if (!gate->failed)
 		return;
-	json_array_foreach(json_object_get(doc, "failed_sites"), i, g)
+	json_array_foreach(json_object_get(doc, GMT_RK_FAILED_SITES), i, g)
 	{
 		char lead[128], b[GMT_SIZE_TEXT];
-		uint64_t n = gmt_json_u64(g, "failures");
+		uint64_t n = gmt_json_u64(g, GMT_RK_FAILURES);
 
 		snprintf(lead, sizeof(lead),
 			 "%" PRIu64 " failed call%s requesting %s on device %lld", n,
-			 n == 1 ? "" : "s", gmt_size_text(gmt_json_u64(g, "bytes"), b),
-			 (long long)json_integer_value(json_object_get(g, "device")));
+			 n == 1 ? "" : "s", gmt_size_text(gmt_json_u64(g, GMT_RK_BYTES), b),
+			 (long long)json_integer_value(json_object_get(g, GMT_RK_DEVICE)));
 		site_line(gate, g, lead);
 	}
 }
@@ -784,11 +799,11 @@ live_at_end_of(const json_t *doc, json_int_t process)
 	const json_t *g;
 	size_t i;
 
-	json_array_foreach(json_object_get(doc, "leak_sites"), i, g)
+	json_array_foreach(json_object_get(doc, GMT_RK_LEAK_SITES), i, g)
 	{
-		if (json_integer_value(json_object_get(g, "process")) == process &&
-		    json_is_true(json_object_get(g, "counted")))
-			bytes += gmt_json_u64(g, "bytes");
+		if (json_integer_value(json_object_get(g, GMT_RK_PROCESS)) == process &&
+		    json_is_true(json_object_get(g, GMT_RK_COUNTED)))
+			bytes += gmt_json_u64(g, GMT_RK_BYTES);
 	}
 	return bytes;
 }
@@ -802,7 +817,7 @@ live_at_end_of(const json_t *doc, json_int_t process)
 static void
 integrity_gate(struct gmt_gates *gates, const struct gmt_check_options *o, const json_t *doc)
 {
-	const json_t *procs = json_object_get(doc, "processes"), *p;
+	const json_t *procs = json_object_get(doc, GMT_RK_PROCESSES), *p;
 	struct gmt_gate *gate = gate_add(gates, "complete-traces");
 	size_t i, died = 0, dropping = 0;
 	uint64_t dropped = 0;
@@ -810,17 +825,17 @@ integrity_gate(struct gmt_gates *gates, const struct gmt_check_options *o, const
 
 	json_array_foreach(procs, i, p)
 	{
-		const char *file = str_key(p, "file");
-		const json_t *pid = json_object_get(p, "pid");
-		const json_t *end = json_object_get(p, "end_time_s");
-		uint64_t drops = gmt_json_u64(p, "dropped");
+		const char *file = str_key(p, GMT_RK_FILE);
+		const json_t *pid = json_object_get(p, GMT_RK_PID);
+		const json_t *end = json_object_get(p, GMT_RK_END_TIME_S);
+		uint64_t drops = gmt_json_u64(p, GMT_RK_DROPPED);
 
 		if (json_is_integer(pid))
 			snprintf(who_buf, sizeof(who_buf), "pid %lld",
 				 (long long)json_integer_value(pid));
 		else
 			snprintf(who_buf, sizeof(who_buf), "process %zu", i);
-		if (json_is_false(json_object_get(p, "complete"))) {
+		if (json_is_false(json_object_get(p, GMT_RK_COMPLETE))) {
 			died++;
 			detail(gate,
 			       "    %s (%s): did not exit normally (no trailer: killed, crashed or "
@@ -887,21 +902,6 @@ increase_gate(struct gmt_gates *gates,
 	say(gate, " (limit +%g%%)", o->max_increase);
 }
 
-static const json_t *
-peak_entry(const json_t *doc, json_int_t process, json_int_t device)
-{
-	const json_t *p;
-	size_t i;
-
-	json_array_foreach(json_object_get(doc, "peaks"), i, p)
-	{
-		if (json_integer_value(json_object_get(p, "process")) == process &&
-		    json_integer_value(json_object_get(p, "device")) == device)
-			return p;
-	}
-	return NULL;
-}
-
 /*
  * The baseline's figures against the new ones, as the report states them: peaks[].bytes of the
  * same process index and device, and summary.leaked_bytes (suppressions are not applied here: a
@@ -916,11 +916,11 @@ baseline_gates(struct gmt_gates *gates,
 	const json_t *p;
 	size_t i;
 
-	json_array_foreach(json_object_get(doc, "peaks"), i, p)
+	json_array_foreach(json_object_get(doc, GMT_RK_PEAKS), i, p)
 	{
-		json_int_t proc = json_integer_value(json_object_get(p, "process"));
-		json_int_t dev = json_integer_value(json_object_get(p, "device"));
-		const json_t *bp = peak_entry(base, proc, dev);
+		json_int_t proc = json_integer_value(json_object_get(p, GMT_RK_PROCESS));
+		json_int_t dev = json_integer_value(json_object_get(p, GMT_RK_DEVICE));
+		const json_t *bp = entry_of(base, GMT_RK_PEAKS, proc, GMT_RK_DEVICE, dev);
 		char name[96];
 
 		if (!bp) {
@@ -930,11 +930,12 @@ baseline_gates(struct gmt_gates *gates,
 		}
 		snprintf(name, sizeof(name), "baseline peak process %lld device %lld",
 			 (long long)proc, (long long)dev);
-		increase_gate(gates, o, name, gmt_json_u64(bp, "bytes"), gmt_json_u64(p, "bytes"));
+		increase_gate(gates, o, name, gmt_json_u64(bp, GMT_RK_BYTES),
+			      gmt_json_u64(p, GMT_RK_BYTES));
 	}
 	increase_gate(gates, o, "baseline leaked-bytes",
-		      gmt_json_u64(json_object_get(base, "summary"), "leaked_bytes"),
-		      gmt_json_u64(json_object_get(doc, "summary"), "leaked_bytes"));
+		      gmt_json_u64(json_object_get(base, GMT_RK_SUMMARY), GMT_RK_LEAKED_BYTES),
+		      gmt_json_u64(json_object_get(doc, GMT_RK_SUMMARY), GMT_RK_LEAKED_BYTES));
 }
 
 int

@@ -4,6 +4,7 @@
 #define _GNU_SOURCE
 #include "analysis/gate/diff.h"
 #include "analysis/gate/doc.h"
+#include "analysis/report/keys.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -12,9 +13,9 @@
 #include <string.h>
 
 static const char *const total_keys[GMT_DIFF_NTOTALS] = {
-    [GMT_DIFF_PEAK_HELD] = "peak_held_bytes",
-    [GMT_DIFF_LEAKED] = "leaked_bytes",
-    [GMT_DIFF_FAILED] = "failed_allocations",
+    [GMT_DIFF_PEAK_HELD] = GMT_RK_PEAK_HELD_BYTES,
+    [GMT_DIFF_LEAKED] = GMT_RK_LEAKED_BYTES,
+    [GMT_DIFF_FAILED] = GMT_RK_FAILED_ALLOCATIONS,
 };
 
 const char *
@@ -34,9 +35,9 @@ gmt_change_abs(const struct gmt_change *c)
 static struct gmt_diff_site *
 site_for(struct gmt_diff *d, const json_t *entry)
 {
-	const char *api = json_string_value(json_object_get(entry, "api"));
-	const char *kind = json_string_value(json_object_get(entry, "kind"));
-	json_t *frame = json_object_get(entry, "site");
+	const char *api = json_string_value(json_object_get(entry, GMT_RK_API));
+	const char *kind = json_string_value(json_object_get(entry, GMT_RK_KIND));
+	json_t *frame = json_object_get(entry, GMT_RK_SITE);
 	struct gmt_diff_site *v, *x;
 	char text[768], *key;
 
@@ -78,7 +79,7 @@ add_run(struct gmt_diff *d, const json_t *doc, bool after)
 	const json_t *e;
 	size_t i;
 
-	json_array_foreach(json_object_get(doc, "peak_sites"), i, e)
+	json_array_foreach(json_object_get(doc, GMT_RK_PEAK_SITES), i, e)
 	{
 		struct gmt_diff_site *x = site_for(d, e);
 
@@ -86,20 +87,20 @@ add_run(struct gmt_diff *d, const json_t *doc, bool after)
 			return -ENOMEM;
 		*(after ? &x->peak.after : &x->peak.before) += (int64_t)gmt_json_u64(e, "bytes");
 	}
-	json_array_foreach(json_object_get(doc, "leak_sites"), i, e)
+	json_array_foreach(json_object_get(doc, GMT_RK_LEAK_SITES), i, e)
 	{
 		struct gmt_diff_site *x;
 
 		/* The leaks summary.leaked_bytes counts (docs/report-json.md): not what a caching
 		 * allocator held */
-		if (!json_is_true(json_object_get(e, "at_exit")) ||
-		    !json_is_true(json_object_get(e, "counted")) ||
-		    gmt_json_u64(e, "cached_bytes") >= gmt_json_u64(e, "bytes"))
+		if (!json_is_true(json_object_get(e, GMT_RK_AT_EXIT)) ||
+		    !json_is_true(json_object_get(e, GMT_RK_COUNTED)) ||
+		    gmt_json_u64(e, GMT_RK_CACHED_BYTES) >= gmt_json_u64(e, GMT_RK_BYTES))
 			continue;
 		if (!(x = site_for(d, e)))
 			return -ENOMEM;
 		*(after ? &x->leaked.after : &x->leaked.before) +=
-		    (int64_t)(gmt_json_u64(e, "bytes") - gmt_json_u64(e, "cached_bytes"));
+		    (int64_t)(gmt_json_u64(e, GMT_RK_BYTES) - gmt_json_u64(e, GMT_RK_CACHED_BYTES));
 	}
 	return 0;
 }
@@ -131,8 +132,8 @@ gmt_diff_run(struct gmt_diff *d, const json_t *base, const json_t *next)
 	*d = (struct gmt_diff){0};
 	for (size_t k = 0; k < GMT_DIFF_NTOTALS; k++)
 		d->totals[k] = (struct gmt_change){
-		    (int64_t)gmt_json_u64(json_object_get(base, "summary"), total_keys[k]),
-		    (int64_t)gmt_json_u64(json_object_get(next, "summary"), total_keys[k]),
+		    (int64_t)gmt_json_u64(json_object_get(base, GMT_RK_SUMMARY), total_keys[k]),
+		    (int64_t)gmt_json_u64(json_object_get(next, GMT_RK_SUMMARY), total_keys[k]),
 		};
 	if (add_run(d, base, false) != 0 || add_run(d, next, true) != 0)
 		return -ENOMEM;

@@ -4,6 +4,7 @@
  * from it.
  */
 #include "analysis/gate/doc.h"
+#include "analysis/report/keys.h"
 #include "analysis/report/report.h"
 #include "util/input.h"
 
@@ -22,12 +23,12 @@ gmt_json_u64(const json_t *obj, const char *key)
 const char *
 gmt_site_text(const json_t *site, char *buf, size_t size)
 {
-	const char *fn = json_string_value(json_object_get(site, "function"));
-	const char *file = json_string_value(json_object_get(site, "file"));
-	const char *module = json_string_value(json_object_get(site, "module"));
-	const char *offset = json_string_value(json_object_get(site, "offset"));
-	const char *addr = json_string_value(json_object_get(site, "address"));
-	json_int_t line = json_integer_value(json_object_get(site, "line"));
+	const char *fn = json_string_value(json_object_get(site, GMT_RK_FUNCTION));
+	const char *file = json_string_value(json_object_get(site, GMT_RK_FILE));
+	const char *module = json_string_value(json_object_get(site, GMT_RK_MODULE));
+	const char *offset = json_string_value(json_object_get(site, GMT_RK_OFFSET));
+	const char *addr = json_string_value(json_object_get(site, GMT_RK_ADDRESS));
+	json_int_t line = json_integer_value(json_object_get(site, GMT_RK_LINE));
 
 	if (!json_is_object(site))
 		snprintf(buf, size, "[no stack]");
@@ -68,64 +69,64 @@ add_u64(json_t *obj, const char *key, int64_t v)
 static void
 upgrade_v2(json_t *doc)
 {
-	json_t *summary = json_object_get(doc, "summary");
+	json_t *summary = json_object_get(doc, GMT_RK_SUMMARY);
 	json_t *pytorch = json_object(), *by = json_object();
 	int64_t bytes = 0, allocs = 0, entries = 0;
 	json_t *e, *st;
 	size_t i, k;
 
-	json_array_foreach(json_object_get(doc, "leaks"), i, e)
+	json_array_foreach(json_object_get(doc, GMT_RK_LEAKS), i, e)
 	{
-		const char *c = json_string_value(json_object_get(e, "cache"));
-		bool cached = c && strcmp(c, "pytorch") == 0;
+		const char *c = json_string_value(json_object_get(e, GMT_RK_CACHE));
+		bool cached = c && strcmp(c, gmt_cache_name(GMT_CACHE_PYTORCH)) == 0;
 
-		json_object_set_new(e, "cached", json_boolean(cached));
-		if (!cached || !json_is_true(json_object_get(e, "at_exit")) ||
-		    !json_is_true(json_object_get(e, "counted")))
+		json_object_set_new(e, GMT_RK_CACHED, json_boolean(cached));
+		if (!cached || !json_is_true(json_object_get(e, GMT_RK_AT_EXIT)) ||
+		    !json_is_true(json_object_get(e, GMT_RK_COUNTED)))
 			continue;
-		bytes += (int64_t)gmt_json_u64(e, "bytes");
-		allocs += (int64_t)gmt_json_u64(e, "allocations");
+		bytes += (int64_t)gmt_json_u64(e, GMT_RK_BYTES);
+		allocs += (int64_t)gmt_json_u64(e, GMT_RK_ALLOCATIONS);
 		entries++;
 	}
-	json_array_foreach(json_object_get(doc, "leak_sites"), i, e)
+	json_array_foreach(json_object_get(doc, GMT_RK_LEAK_SITES), i, e)
 	{
 		int64_t gb = 0, ga = 0;
 
-		json_array_foreach(json_object_get(e, "stacks"), k, st)
+		json_array_foreach(json_object_get(e, GMT_RK_STACKS), k, st)
 		{
-			const char *c = json_string_value(json_object_get(st, "cache"));
-			bool cached = c && strcmp(c, "pytorch") == 0;
+			const char *c = json_string_value(json_object_get(st, GMT_RK_CACHE));
+			bool cached = c && strcmp(c, gmt_cache_name(GMT_CACHE_PYTORCH)) == 0;
 
-			json_object_set_new(st, "cached", json_boolean(cached));
+			json_object_set_new(st, GMT_RK_CACHED, json_boolean(cached));
 			if (cached) {
-				gb += (int64_t)gmt_json_u64(st, "bytes");
-				ga += (int64_t)gmt_json_u64(st, "allocations");
+				gb += (int64_t)gmt_json_u64(st, GMT_RK_BYTES);
+				ga += (int64_t)gmt_json_u64(st, GMT_RK_ALLOCATIONS);
 			}
 		}
-		json_object_set_new(e, "cached_bytes", json_integer(gb));
-		json_object_set_new(e, "cached_allocations", json_integer(ga));
+		json_object_set_new(e, GMT_RK_CACHED_BYTES, json_integer(gb));
+		json_object_set_new(e, GMT_RK_CACHED_ALLOCATIONS, json_integer(ga));
 	}
-	json_array_foreach(json_object_get(doc, "failed"), i, e)
-	    json_object_set_new(e, "class", json_string("failure"));
-	json_array_foreach(json_object_get(doc, "oom"), i, e)
-	    json_object_set_new(e, "class", json_string("failure"));
+	json_array_foreach(json_object_get(doc, GMT_RK_FAILED), i, e) json_object_set_new(
+	    e, GMT_RK_CLASS, json_string(gmt_fail_class_name(GMT_FAIL_COUNTED)));
+	json_array_foreach(json_object_get(doc, GMT_RK_OOM), i, e) json_object_set_new(
+	    e, GMT_RK_CLASS, json_string(gmt_fail_class_name(GMT_FAIL_COUNTED)));
 	if (!json_is_object(summary)) {
 		json_decref(pytorch);
 		json_decref(by);
 		return;
 	}
-	add_u64(summary, "leaked_bytes", -bytes);
-	add_u64(summary, "leaked_allocations", -allocs);
-	add_u64(summary, "leak_sites", -entries);
-	json_object_set_new(summary, "cached_at_exit_bytes", json_integer(bytes));
-	json_object_set_new(summary, "cached_at_exit_allocations", json_integer(allocs));
-	json_object_set_new(pytorch, "bytes", json_integer(bytes));
-	json_object_set_new(pytorch, "allocations", json_integer(allocs));
-	json_object_set_new(by, "pytorch", pytorch);
-	json_object_set_new(summary, "cached_at_exit", by);
-	json_object_set_new(summary, "probe_failures", json_integer(0));
-	json_object_set_new(summary, "recovered_failures", json_integer(0));
-	json_object_set_new(doc, "report_version", json_integer(GMT_REPORT_JSON_VERSION));
+	add_u64(summary, GMT_RK_LEAKED_BYTES, -bytes);
+	add_u64(summary, GMT_RK_LEAKED_ALLOCATIONS, -allocs);
+	add_u64(summary, GMT_RK_LEAK_SITES, -entries);
+	json_object_set_new(summary, GMT_RK_CACHED_AT_EXIT_BYTES, json_integer(bytes));
+	json_object_set_new(summary, GMT_RK_CACHED_AT_EXIT_ALLOCATIONS, json_integer(allocs));
+	json_object_set_new(pytorch, GMT_RK_BYTES, json_integer(bytes));
+	json_object_set_new(pytorch, GMT_RK_ALLOCATIONS, json_integer(allocs));
+	json_object_set_new(by, gmt_cache_name(GMT_CACHE_PYTORCH), pytorch);
+	json_object_set_new(summary, GMT_RK_CACHED_AT_EXIT, by);
+	json_object_set_new(summary, GMT_RK_PROBE_FAILURES, json_integer(0));
+	json_object_set_new(summary, GMT_RK_RECOVERED_FAILURES, json_integer(0));
+	json_object_set_new(doc, GMT_RK_REPORT_VERSION, json_integer(GMT_REPORT_JSON_VERSION));
 }
 
 enum gmt_doc_status
@@ -150,7 +151,7 @@ gmt_report_doc_read(const char *path, json_t **out, json_t **version_out)
 	/* the same open file, so what is read is what was looked at */
 	doc = fseek(f, 0, SEEK_SET) == 0 ? json_loadf(f, 0, &err) : NULL;
 	fclose(f);
-	version = json_object_get(doc, "report_version");
+	version = json_object_get(doc, GMT_RK_REPORT_VERSION);
 	if (!json_is_object(doc) || !version) {
 		json_decref(doc);
 		return GMT_DOC_NONE;

@@ -4,6 +4,7 @@
  */
 #define _GNU_SOURCE
 #include "analysis/gate/suppress.h"
+#include "analysis/report/keys.h"
 #include "util/esc.h"
 #include "util/input.h"
 #include "util/xalloc.h"
@@ -217,9 +218,9 @@ frame_matches(const char *pattern, const json_t *frame)
 {
 	if (!json_is_object(frame))
 		return false;
-	return gmt_supp_pattern_match(pattern, str_key(frame, "function")) ||
-	       gmt_supp_pattern_match(pattern, str_key(frame, "file")) ||
-	       gmt_supp_pattern_match(pattern, str_key(frame, "module"));
+	return gmt_supp_pattern_match(pattern, str_key(frame, GMT_RK_FUNCTION)) ||
+	       gmt_supp_pattern_match(pattern, str_key(frame, GMT_RK_FILE)) ||
+	       gmt_supp_pattern_match(pattern, str_key(frame, GMT_RK_MODULE));
 }
 
 static bool

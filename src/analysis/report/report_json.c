@@ -5,6 +5,7 @@
  * every document (null when a value is unknown), lists have a documented order, and keys are
  * written in a fixed order so two reports of the same traces are byte-identical.
  */
+#include "analysis/report/keys.h"
 #include "analysis/report/report.h"
 #include "analysis/report/sites.h"
 #include "util/xalloc.h"
@@ -94,13 +95,13 @@ frame_json(const struct gmt_cframe *f)
 	json_t *o = json_object();
 	bool native = f->kind == GMT_CF_NATIVE;
 
-	json_object_set_new(o, "kind", json_string(native ? "native" : "python"));
-	json_object_set_new(o, "function", jstr_or_null(f->function));
-	json_object_set_new(o, "file", jstr_or_null(f->file));
-	json_object_set_new(o, "line", f->line ? json_integer(f->line) : json_null());
-	json_object_set_new(o, "module", jstr_or_null(f->module));
-	json_object_set_new(o, "offset", native && f->module ? jhex(f->offset) : json_null());
-	json_object_set_new(o, "address", native ? jhex(f->address) : json_null());
+	json_object_set_new(o, GMT_RK_KIND, json_string(native ? "native" : "python"));
+	json_object_set_new(o, GMT_RK_FUNCTION, jstr_or_null(f->function));
+	json_object_set_new(o, GMT_RK_FILE, jstr_or_null(f->file));
+	json_object_set_new(o, GMT_RK_LINE, f->line ? json_integer(f->line) : json_null());
+	json_object_set_new(o, GMT_RK_MODULE, jstr_or_null(f->module));
+	json_object_set_new(o, GMT_RK_OFFSET, native && f->module ? jhex(f->offset) : json_null());
+	json_object_set_new(o, GMT_RK_ADDRESS, native ? jhex(f->address) : json_null());
 	json_object_set_new(o, "inlined", json_boolean(f->inlined));
 	json_object_set_new(o, "status", json_string(status_key(f)));
 	json_object_set_new(o, "hidden", json_boolean(f->hidden));
@@ -188,7 +189,7 @@ stack_keys(json_t *o, const struct gmt_model *m, uint32_t id)
 {
 	const struct gmt_cstack *cs = gmt_model_stack(m, id);
 
-	json_object_set_new(o, "site", site_json(cs));
+	json_object_set_new(o, GMT_RK_SITE, site_json(cs));
 	json_object_set_new(o, "pystate", pystate_json(cs));
 	json_object_set_new(o, "python_placement", placement_json(cs));
 }
@@ -268,14 +269,14 @@ call_stack_entry(struct gmt_model *const *models,
 	const struct gmt_cstack *cs = gmt_model_stack(models[ref->proc], ref->stack);
 	json_t *o = json_object();
 
-	json_object_set_new(o, "process", jint(ref->proc));
-	json_object_set_new(o, "stack", jint(ref->stack));
+	json_object_set_new(o, GMT_RK_PROCESS, jint(ref->proc));
+	json_object_set_new(o, GMT_RK_STACK, jint(ref->stack));
 	json_object_set_new(o, "known", json_boolean(cs != NULL));
 	json_object_set_new(o, "site_index",
 			    cs && cs->site >= 0 ? json_integer(cs->site) : json_null());
 	json_object_set_new(o, "pystate", pystate_json(cs));
 	json_object_set_new(o, "python_placement", placement_json(cs));
-	json_object_set_new(o, "call_stack", call_stack_json(cs, fm));
+	json_object_set_new(o, GMT_RK_CALL_STACK, call_stack_json(cs, fm));
 	return o;
 }
 
@@ -308,7 +309,7 @@ stack_capture_json(const struct gmt_trace *t)
 	json_object_set_new(o, "native",
 			    t->have_stacks_info ? json_boolean(t->stacks_native) : json_null());
 	json_object_set_new(o, "python", jstr_or_null(t->python));
-	json_object_set_new(o, "depth",
+	json_object_set_new(o, GMT_RK_DEPTH,
 			    t->have_stacks_info && t->stacks_depth ? json_integer(t->stacks_depth)
 								   : json_null());
 	return o;
@@ -342,9 +343,9 @@ process_peak_keys(json_t *p, const struct gmt_model *m)
 	const struct gmt_trace *t = m->trace;
 	const struct gmt_device_stats *d = process_peak(m);
 
-	json_object_set_new(p, "peak_held_bytes", jint(d ? d->peak.bytes : 0));
-	json_object_set_new(p, "peak_time_s", d ? jtime(t, d->peak.ts) : json_null());
-	json_object_set_new(p, "peak_unix_s", d ? junix(t, d->peak.ts) : json_null());
+	json_object_set_new(p, GMT_RK_PEAK_HELD_BYTES, jint(d ? d->peak.bytes : 0));
+	json_object_set_new(p, GMT_RK_PEAK_TIME_S, d ? jtime(t, d->peak.ts) : json_null());
+	json_object_set_new(p, GMT_RK_PEAK_UNIX_S, d ? junix(t, d->peak.ts) : json_null());
 	size_t first = gmt_model_first_counted_failure(m);
 
 	json_object_set_new(p, "first_failure_time_s",
@@ -360,22 +361,22 @@ process_json(const struct gmt_model *m)
 	json_t *p = json_object(), *argv = json_array(), *markers = json_array(), *rank;
 	json_t *capture = json_array();
 
-	json_object_set_new(p, "file", json_string(t->path));
-	json_object_set_new(p, "pid", jll_or_null(t->pid));
+	json_object_set_new(p, GMT_RK_FILE, json_string(t->path));
+	json_object_set_new(p, GMT_RK_PID, jll_or_null(t->pid));
 	json_object_set_new(p, "ppid", jll_or_null(t->ppid));
 	json_object_set_new(p, "host", jstr_or_null(t->host));
 	for (size_t i = 0; i < t->argc; i++)
 		json_array_append_new(argv, json_string(t->argv[i]));
-	json_object_set_new(p, "argv", argv);
+	json_object_set_new(p, GMT_RK_ARGV, argv);
 	if (t->has_rank) {
 		rank = json_object();
-		json_object_set_new(rank, "rank", jll_or_null(t->rank));
+		json_object_set_new(rank, GMT_RK_RANK, jll_or_null(t->rank));
 		json_object_set_new(rank, "local_rank", jll_or_null(t->local_rank));
 		json_object_set_new(rank, "world_size", jll_or_null(t->world_size));
 	} else {
 		rank = json_null();
 	}
-	json_object_set_new(p, "rank", rank);
+	json_object_set_new(p, GMT_RK_RANK, rank);
 	json_object_set_new(p, "forked_from", jll_or_null(t->forked_from));
 	json_object_set_new(p, "tracer", jstr_or_null(t->tracer));
 	json_object_set_new(p, "coverage", jstr_or_null(t->coverage));
@@ -383,11 +384,11 @@ process_json(const struct gmt_model *m)
 	for (size_t i = 0; i < t->ncapture; i++)
 		json_array_append_new(capture, json_string(t->capture[i]));
 	json_object_set_new(p, "capture", capture);
-	json_object_set_new(p, "complete", json_boolean(t->complete));
+	json_object_set_new(p, GMT_RK_COMPLETE, json_boolean(t->complete));
 	json_object_set_new(p, "events", jint(gmt_model_events(m)));
-	json_object_set_new(p, "dropped", jint(t->dropped));
-	json_object_set_new(p, "end_time_s", t->have_ts ? jtime(t, t->last_ts) : json_null());
-	json_object_set_new(p, "allocations", jint(m->allocations));
+	json_object_set_new(p, GMT_RK_DROPPED, jint(t->dropped));
+	json_object_set_new(p, GMT_RK_END_TIME_S, t->have_ts ? jtime(t, t->last_ts) : json_null());
+	json_object_set_new(p, GMT_RK_ALLOCATIONS, jint(m->allocations));
 	json_object_set_new(p, "frees", jint(m->frees));
 	json_object_set_new(p, "unmatched_frees", jint(m->unmatched_frees));
 	json_object_set_new(p, "failed_frees", jint(m->failed_frees));
@@ -401,20 +402,21 @@ process_json(const struct gmt_model *m)
 	for (size_t i = 0; i < t->nmarkers; i++) {
 		json_t *mk = json_object();
 
-		json_object_set_new(mk, "seq", jint(t->markers[i].seq));
-		json_object_set_new(mk, "time_s", jtime(t, t->markers[i].ts));
-		json_object_set_new(mk, "label", json_string(t->markers[i].label));
-		json_object_set_new(
-		    mk, "tid", t->markers[i].tid ? json_integer(t->markers[i].tid) : json_null());
+		json_object_set_new(mk, GMT_RK_SEQ, jint(t->markers[i].seq));
+		json_object_set_new(mk, GMT_RK_TIME_S, jtime(t, t->markers[i].ts));
+		json_object_set_new(mk, GMT_RK_LABEL, json_string(t->markers[i].label));
+		json_object_set_new(mk, GMT_RK_TID,
+				    t->markers[i].tid ? json_integer(t->markers[i].tid)
+						      : json_null());
 		if (t->markers[i].range != GMT_RANGE_NONE) {
 			json_object_set_new(
-			    mk, "range",
+			    mk, GMT_RK_RANGE,
 			    json_string(t->markers[i].range == GMT_RANGE_PUSH ? "push" : "pop"));
-			json_object_set_new(mk, "depth", json_integer(t->markers[i].depth));
+			json_object_set_new(mk, GMT_RK_DEPTH, json_integer(t->markers[i].depth));
 		}
 		json_array_append_new(markers, mk);
 	}
-	json_object_set_new(p, "markers", markers);
+	json_object_set_new(p, GMT_RK_MARKERS, markers);
 	json_object_set_new(p, "stack_capture", stack_capture_json(t));
 	json_object_set_new(p, "modules_lines", jint(t->nmodsets));
 	process_peak_keys(p, m);
@@ -450,11 +452,11 @@ kind_stats_json(const struct gmt_trace *t, const struct gmt_kind_stats *ks)
 
 	json_object_set_new(o, "peak_bytes", jint(ks->peak.bytes));
 	json_object_set_new(o, "peak_allocations", jint(ks->peak_allocs));
-	json_object_set_new(o, "peak_time_s", peaked ? jtime(t, ks->peak.ts) : json_null());
+	json_object_set_new(o, GMT_RK_PEAK_TIME_S, peaked ? jtime(t, ks->peak.ts) : json_null());
 	json_object_set_new(o, "peak_seq", peaked ? jint(ks->peak.seq) : json_null());
 	json_object_set_new(o, "live_bytes", jint(ks->live));
 	json_object_set_new(o, "live_allocations", jint(ks->live_allocs));
-	json_object_set_new(o, "allocations", jint(ks->allocations));
+	json_object_set_new(o, GMT_RK_ALLOCATIONS, jint(ks->allocations));
 	return o;
 }
 
@@ -467,8 +469,8 @@ pool_slack_json(const struct gmt_trace *t, const struct gmt_device_stats *d)
 	if (!ks->peak.bytes)
 		return json_null();
 	o = json_object();
-	json_object_set_new(o, "time_s", jtime(t, ks->peak.ts));
-	json_object_set_new(o, "seq", jint(ks->peak.seq));
+	json_object_set_new(o, GMT_RK_TIME_S, jtime(t, ks->peak.ts));
+	json_object_set_new(o, GMT_RK_SEQ, jint(ks->peak.seq));
 	json_object_set_new(o, "reserve_bytes", jint(ks->peak.bytes));
 	json_object_set_new(o, "pool_live_bytes", jint(d->pool_live_at_reserve_peak));
 	json_object_set_new(
@@ -484,12 +486,12 @@ peak_json(size_t proc, const struct gmt_model *m, const struct gmt_device_stats 
 	json_t *p = json_object(), *kinds = json_object();
 	bool peaked = d->peak.bytes != 0;
 
-	json_object_set_new(p, "process", jint(proc));
-	json_object_set_new(p, "pid", jll_or_null(t->pid));
-	json_object_set_new(p, "device", json_integer(d->device));
-	json_object_set_new(p, "bytes", jint(d->peak.bytes));
-	json_object_set_new(p, "time_s", peaked ? jtime(t, d->peak.ts) : json_null());
-	json_object_set_new(p, "seq", peaked ? jint(d->peak.seq) : json_null());
+	json_object_set_new(p, GMT_RK_PROCESS, jint(proc));
+	json_object_set_new(p, GMT_RK_PID, jll_or_null(t->pid));
+	json_object_set_new(p, GMT_RK_DEVICE, json_integer(d->device));
+	json_object_set_new(p, GMT_RK_BYTES, jint(d->peak.bytes));
+	json_object_set_new(p, GMT_RK_TIME_S, peaked ? jtime(t, d->peak.ts) : json_null());
+	json_object_set_new(p, GMT_RK_SEQ, peaked ? jint(d->peak.seq) : json_null());
 	json_object_set_new(p, "held_terms", held_terms_json(d->peak_by_kind));
 	json_object_set_new(p, "by_kind", kinds_by_value(d->peak_by_kind));
 	json_object_set_new(p, "held_at_end_bytes", jint(d->held));
@@ -498,7 +500,7 @@ peak_json(size_t proc, const struct gmt_model *m, const struct gmt_device_stats 
 				    kind_stats_json(t, &d->kinds[k]));
 	json_object_set_new(p, "kinds", kinds);
 	json_object_set_new(p, "pool_slack", pool_slack_json(t, d));
-	json_object_set_new(p, "allocations", jint(d->allocations));
+	json_object_set_new(p, GMT_RK_ALLOCATIONS, jint(d->allocations));
 	return p;
 }
 
@@ -514,20 +516,21 @@ leak_json(size_t proc, const struct gmt_model *m, const struct gmt_leak *l)
 	const struct gmt_trace *t = m->trace;
 	json_t *o = json_object();
 
-	json_object_set_new(o, "process", jint(proc));
-	json_object_set_new(o, "pid", jll_or_null(t->pid));
-	json_object_set_new(o, "at_exit", json_boolean(t->complete));
-	json_object_set_new(o, "bytes", jint(l->bytes));
-	json_object_set_new(o, "allocations", jint(l->allocations));
-	json_object_set_new(o, "api", json_string(gmt_trace_string(t, l->api)));
-	json_object_set_new(o, "driver", jdriver(t, l->driver));
-	json_object_set_new(o, "kind", json_string(gmt_kind_str((enum gmt_tkind)l->kind)));
-	json_object_set_new(o, "counted", json_boolean(gmt_kind_counted((enum gmt_tkind)l->kind)));
-	json_object_set_new(o, "stack", jint(l->stack));
+	json_object_set_new(o, GMT_RK_PROCESS, jint(proc));
+	json_object_set_new(o, GMT_RK_PID, jll_or_null(t->pid));
+	json_object_set_new(o, GMT_RK_AT_EXIT, json_boolean(t->complete));
+	json_object_set_new(o, GMT_RK_BYTES, jint(l->bytes));
+	json_object_set_new(o, GMT_RK_ALLOCATIONS, jint(l->allocations));
+	json_object_set_new(o, GMT_RK_API, json_string(gmt_trace_string(t, l->api)));
+	json_object_set_new(o, GMT_RK_DRIVER, jdriver(t, l->driver));
+	json_object_set_new(o, GMT_RK_KIND, json_string(gmt_kind_str((enum gmt_tkind)l->kind)));
+	json_object_set_new(o, GMT_RK_COUNTED,
+			    json_boolean(gmt_kind_counted((enum gmt_tkind)l->kind)));
+	json_object_set_new(o, GMT_RK_STACK, jint(l->stack));
 	json_object_set_new(o, "frames", frames_json(t, l->stack));
 	stack_keys(o, m, l->stack);
-	json_object_set_new(o, "cache", jcache(m, l->stack, l->kind));
-	json_object_set_new(o, "cached", json_boolean(gmt_model_cached(m, l->stack, l->kind)));
+	json_object_set_new(o, GMT_RK_CACHE, jcache(m, l->stack, l->kind));
+	json_object_set_new(o, GMT_RK_CACHED, json_boolean(gmt_model_cached(m, l->stack, l->kind)));
 	return o;
 }
 
@@ -546,22 +549,22 @@ failed_json(size_t proc, const struct gmt_model *m, const struct gmt_trace_event
 	json_t *o = json_object();
 	bool mi = ev->flags & GMT_EV_HAS_MEMINFO;
 
-	json_object_set_new(o, "process", jint(proc));
-	json_object_set_new(o, "pid", jll_or_null(t->pid));
-	json_object_set_new(o, "seq", jint(ev->seq));
-	json_object_set_new(o, "time_s", jtime(t, ev->ts));
-	json_object_set_new(o, "api", json_string(gmt_trace_string(t, ev->api)));
-	json_object_set_new(o, "driver", jdriver(t, ev->driver));
-	json_object_set_new(o, "kind", json_string(gmt_kind_str((enum gmt_tkind)ev->kind)));
-	json_object_set_new(o, "device", json_integer(ev->device));
-	json_object_set_new(o, "size", jint(ev->size));
-	json_object_set_new(o, "result", json_integer(ev->result));
+	json_object_set_new(o, GMT_RK_PROCESS, jint(proc));
+	json_object_set_new(o, GMT_RK_PID, jll_or_null(t->pid));
+	json_object_set_new(o, GMT_RK_SEQ, jint(ev->seq));
+	json_object_set_new(o, GMT_RK_TIME_S, jtime(t, ev->ts));
+	json_object_set_new(o, GMT_RK_API, json_string(gmt_trace_string(t, ev->api)));
+	json_object_set_new(o, GMT_RK_DRIVER, jdriver(t, ev->driver));
+	json_object_set_new(o, GMT_RK_KIND, json_string(gmt_kind_str((enum gmt_tkind)ev->kind)));
+	json_object_set_new(o, GMT_RK_DEVICE, json_integer(ev->device));
+	json_object_set_new(o, GMT_RK_SIZE, jint(ev->size));
+	json_object_set_new(o, GMT_RK_RESULT, json_integer(ev->result));
 	json_object_set_new(o, "free_bytes", mi ? jint(ev->free_bytes) : json_null());
-	json_object_set_new(o, "total_bytes", mi ? jint(ev->total_bytes) : json_null());
-	json_object_set_new(o, "stack", jint(ev->stack));
+	json_object_set_new(o, GMT_RK_TOTAL_BYTES, mi ? jint(ev->total_bytes) : json_null());
+	json_object_set_new(o, GMT_RK_STACK, jint(ev->stack));
 	json_object_set_new(o, "frames", frames_json(t, ev->stack));
 	stack_keys(o, m, ev->stack);
-	json_object_set_new(o, "class", jfail_class(m, ev));
+	json_object_set_new(o, GMT_RK_CLASS, jfail_class(m, ev));
 	return o;
 }
 
@@ -572,20 +575,21 @@ ledger_json(size_t proc, const struct gmt_model *m, const struct gmt_ledger_row 
 	const struct gmt_trace_nvml *nv = row->p->nvml;
 	json_t *o = json_object();
 
-	json_object_set_new(o, "process", jint(proc));
-	json_object_set_new(o, "pid", jll_or_null(t->pid));
-	json_object_set_new(o, "device", json_integer(nv->device));
+	json_object_set_new(o, GMT_RK_PROCESS, jint(proc));
+	json_object_set_new(o, GMT_RK_PID, jll_or_null(t->pid));
+	json_object_set_new(o, GMT_RK_DEVICE, json_integer(nv->device));
 	json_object_set_new(o, "reading", json_string(row->last ? "last" : "near_peak"));
 	json_object_set_new(o, "nearest_to_peak", json_boolean(row->nearest_to_peak));
-	json_object_set_new(o, "time_s", jtime(t, nv->ts));
-	json_object_set_new(o, "seq", nv->has_seq ? jint(nv->seq) : json_null());
+	json_object_set_new(o, GMT_RK_TIME_S, jtime(t, nv->ts));
+	json_object_set_new(o, GMT_RK_SEQ, nv->has_seq ? jint(nv->seq) : json_null());
 	json_object_set_new(o, "nvml_index",
 			    nv->index >= 0 ? json_integer(nv->index) : json_null());
-	json_object_set_new(o, "total_bytes", jint(nv->total));
+	json_object_set_new(o, GMT_RK_TOTAL_BYTES, jint(nv->total));
 	json_object_set_new(o, "used_bytes", jint(nv->used));
 	json_object_set_new(o, "process_used_bytes",
 			    nv->has_process_used ? jint(nv->process_used) : json_null());
-	json_object_set_new(o, "basis", json_string(row->per_process ? "process_used" : "used"));
+	json_object_set_new(o, GMT_RK_BASIS,
+			    json_string(row->per_process ? "process_used" : "used"));
 	json_object_set_new(o, "nvml_bytes", jint(row->nvml_bytes));
 	json_object_set_new(o, "tracked_bytes", jint(row->p->held));
 	json_object_set_new(o, "tracked_terms", held_terms_json(row->p->by_kind));
@@ -613,10 +617,10 @@ kinds_json(void)
 	for (int k = GMT_TK_NONE + 1; k < GMT_TK_COUNT; k++) {
 		json_t *o = json_object();
 
-		json_object_set_new(o, "kind", json_string(gmt_kind_str((enum gmt_tkind)k)));
+		json_object_set_new(o, GMT_RK_KIND, json_string(gmt_kind_str((enum gmt_tkind)k)));
 		json_object_set_new(o, "meaning", json_string(gmt_kind_meaning((enum gmt_tkind)k)));
 		json_object_set_new(o, "held", json_boolean(gmt_kind_in_held((enum gmt_tkind)k)));
-		json_object_set_new(o, "counted",
+		json_object_set_new(o, GMT_RK_COUNTED,
 				    json_boolean(gmt_kind_counted((enum gmt_tkind)k)));
 		json_array_append_new(a, o);
 	}
@@ -683,13 +687,14 @@ site_stacks_json(const struct gmt_site *g, enum site_list which)
 		const struct gmt_site_stack *st = &g->stacks[i];
 		json_t *o = json_object();
 
-		json_object_set_new(o, "stack", jint(st->stack));
-		json_object_set_new(o, "bytes", jint(st->bytes));
-		json_object_set_new(o, "allocations", jint(st->count));
-		json_object_set_new(o, "cache", jcache(g->m, st->stack, g->kind));
+		json_object_set_new(o, GMT_RK_STACK, jint(st->stack));
+		json_object_set_new(o, GMT_RK_BYTES, jint(st->bytes));
+		json_object_set_new(o, GMT_RK_ALLOCATIONS, jint(st->count));
+		json_object_set_new(o, GMT_RK_CACHE, jcache(g->m, st->stack, g->kind));
 		if (which == SITES_LEAK)
 			json_object_set_new(
-			    o, "cached", json_boolean(gmt_model_cached(g->m, st->stack, g->kind)));
+			    o, GMT_RK_CACHED,
+			    json_boolean(gmt_model_cached(g->m, st->stack, g->kind)));
 		json_array_append_new(a, o);
 	}
 	return a;
@@ -707,8 +712,8 @@ site_cached_json(json_t *o, const struct gmt_site *g)
 		bytes += g->stacks[i].bytes;
 		allocs += g->stacks[i].count;
 	}
-	json_object_set_new(o, "cached_bytes", jint(bytes));
-	json_object_set_new(o, "cached_allocations", jint(allocs));
+	json_object_set_new(o, GMT_RK_CACHED_BYTES, jint(bytes));
+	json_object_set_new(o, GMT_RK_CACHED_ALLOCATIONS, jint(allocs));
 }
 
 static json_t *
@@ -717,29 +722,31 @@ site_group_json(const struct gmt_site *g, enum site_list which)
 	const struct gmt_trace *t = g->m->trace;
 	json_t *o = json_object();
 
-	json_object_set_new(o, "process", jint(g->proc));
-	json_object_set_new(o, "pid", jll_or_null(t->pid));
+	json_object_set_new(o, GMT_RK_PROCESS, jint(g->proc));
+	json_object_set_new(o, GMT_RK_PID, jll_or_null(t->pid));
 	if (which == SITES_LEAK)
-		json_object_set_new(o, "at_exit", json_boolean(t->complete));
+		json_object_set_new(o, GMT_RK_AT_EXIT, json_boolean(t->complete));
 	if (which != SITES_LEAK)
-		json_object_set_new(o, "device", json_integer(g->device));
-	json_object_set_new(o, "bytes", jint(g->bytes));
-	json_object_set_new(o, which == SITES_FAILED ? "failures" : "allocations", jint(g->count));
+		json_object_set_new(o, GMT_RK_DEVICE, json_integer(g->device));
+	json_object_set_new(o, GMT_RK_BYTES, jint(g->bytes));
+	json_object_set_new(o, which == SITES_FAILED ? GMT_RK_FAILURES : GMT_RK_ALLOCATIONS,
+			    jint(g->count));
 	if (which == SITES_FAILED)
 		json_object_set_new(o, "first_seq", jint(g->first_seq));
-	json_object_set_new(o, "api", json_string(gmt_trace_string(t, g->api)));
-	json_object_set_new(o, "driver", jdriver(t, g->driver));
-	json_object_set_new(o, "kind", json_string(gmt_kind_str((enum gmt_tkind)g->kind)));
+	json_object_set_new(o, GMT_RK_API, json_string(gmt_trace_string(t, g->api)));
+	json_object_set_new(o, GMT_RK_DRIVER, jdriver(t, g->driver));
+	json_object_set_new(o, GMT_RK_KIND, json_string(gmt_kind_str((enum gmt_tkind)g->kind)));
 	if (which == SITES_LEAK)
-		json_object_set_new(o, "counted",
+		json_object_set_new(o, GMT_RK_COUNTED,
 				    json_boolean(gmt_kind_counted((enum gmt_tkind)g->kind)));
-	json_object_set_new(o, "site", site_json(g->cs));
+	json_object_set_new(o, GMT_RK_SITE, site_json(g->cs));
 	if (which != SITES_FAILED)
-		json_object_set_new(o, "cache", g->nstacks ? jcache(g->m, g->stacks[0].stack, g->kind)
-							   : json_null());
+		json_object_set_new(o, GMT_RK_CACHE,
+				    g->nstacks ? jcache(g->m, g->stacks[0].stack, g->kind)
+					       : json_null());
 	if (which == SITES_LEAK)
 		site_cached_json(o, g);
-	json_object_set_new(o, "stacks", site_stacks_json(g, which));
+	json_object_set_new(o, GMT_RK_STACKS, site_stacks_json(g, which));
 	return o;
 }
 
@@ -782,8 +789,9 @@ range_bound_json(const struct gmt_range_bound *b, const struct gmt_range_point *
 		return json_null();
 	o = json_object();
 	json_object_set_new(o, "spec", json_string(b->spec ? b->spec : ""));
-	json_object_set_new(o, "time_s", p->found ? jtime(m->trace, p->ts) : json_null());
-	json_object_set_new(o, "seq", p->found && p->seq != UINT64_MAX ? jint(p->seq) : json_null());
+	json_object_set_new(o, GMT_RK_TIME_S, p->found ? jtime(m->trace, p->ts) : json_null());
+	json_object_set_new(o, GMT_RK_SEQ,
+			    p->found && p->seq != UINT64_MAX ? jint(p->seq) : json_null());
 	json_object_set_new(o, "marker", jstr_or_null(b->label));
 	return o;
 }
@@ -816,13 +824,13 @@ series_json(size_t proc, const struct gmt_model *m, const struct gmt_series *s)
 		json_array_append_new(pt, jint(s->points[i].bytes));
 		json_array_append_new(pts, pt);
 	}
-	json_object_set_new(o, "process", jint(proc));
-	json_object_set_new(o, "pid", jll_or_null(m->trace->pid));
-	json_object_set_new(o, "device", json_integer(s->device));
-	json_object_set_new(o, "kind", json_string(s->kind == GMT_TK_COUNT
-							  ? "held"
-							  : gmt_kind_str((enum gmt_tkind)s->kind)));
-	json_object_set_new(o, "points", pts);
+	json_object_set_new(o, GMT_RK_PROCESS, jint(proc));
+	json_object_set_new(o, GMT_RK_PID, jll_or_null(m->trace->pid));
+	json_object_set_new(o, GMT_RK_DEVICE, json_integer(s->device));
+	json_object_set_new(
+	    o, GMT_RK_KIND,
+	    json_string(s->kind == GMT_TK_COUNT ? "held" : gmt_kind_str((enum gmt_tkind)s->kind)));
+	json_object_set_new(o, GMT_RK_POINTS, pts);
 	json_object_set_new(o, "exact", json_boolean(s->exact));
 	return o;
 }
@@ -857,15 +865,15 @@ timeline_json(struct gmt_model *const *models, size_t n)
 static void
 site_keys(json_t *o, size_t proc, const struct gmt_model *m, const struct gmt_site_stats *st)
 {
-	json_object_set_new(o, "process", jint(proc));
-	json_object_set_new(o, "pid", jll_or_null(m->trace->pid));
-	json_object_set_new(o, "device", json_integer(st->device));
-	json_object_set_new(o, "api", json_string(gmt_trace_string(m->trace, st->api)));
-	json_object_set_new(o, "driver", jdriver(m->trace, st->driver));
-	json_object_set_new(o, "kind", json_string(gmt_kind_str((enum gmt_tkind)st->kind)));
-	json_object_set_new(o, "site", site_json(gmt_model_stack(m, st->stack)));
-	json_object_set_new(o, "stack", jint(st->stack));
-	json_object_set_new(o, "cache", jcache(m, st->stack, st->kind));
+	json_object_set_new(o, GMT_RK_PROCESS, jint(proc));
+	json_object_set_new(o, GMT_RK_PID, jll_or_null(m->trace->pid));
+	json_object_set_new(o, GMT_RK_DEVICE, json_integer(st->device));
+	json_object_set_new(o, GMT_RK_API, json_string(gmt_trace_string(m->trace, st->api)));
+	json_object_set_new(o, GMT_RK_DRIVER, jdriver(m->trace, st->driver));
+	json_object_set_new(o, GMT_RK_KIND, json_string(gmt_kind_str((enum gmt_tkind)st->kind)));
+	json_object_set_new(o, GMT_RK_SITE, site_json(gmt_model_stack(m, st->stack)));
+	json_object_set_new(o, GMT_RK_STACK, jint(st->stack));
+	json_object_set_new(o, GMT_RK_CACHE, jcache(m, st->stack, st->kind));
 }
 
 static json_t *
@@ -878,18 +886,18 @@ oom_json(size_t proc, const struct gmt_model *m, const struct gmt_oom *o)
 	char text[2048];
 	enum gmt_oom_cause cause = gmt_oom_explain(m, o, text, sizeof(text));
 
-	json_object_set_new(j, "process", jint(proc));
-	json_object_set_new(j, "pid", jll_or_null(t->pid));
-	json_object_set_new(j, "seq", jint(ev->seq));
-	json_object_set_new(j, "time_s", jtime(t, ev->ts));
-	json_object_set_new(j, "device", json_integer(ev->device));
-	json_object_set_new(j, "api", json_string(gmt_trace_string(t, ev->api)));
-	json_object_set_new(j, "kind", json_string(gmt_kind_str((enum gmt_tkind)ev->kind)));
-	json_object_set_new(j, "size", jint(ev->size));
-	json_object_set_new(j, "result", json_integer(ev->result));
+	json_object_set_new(j, GMT_RK_PROCESS, jint(proc));
+	json_object_set_new(j, GMT_RK_PID, jll_or_null(t->pid));
+	json_object_set_new(j, GMT_RK_SEQ, jint(ev->seq));
+	json_object_set_new(j, GMT_RK_TIME_S, jtime(t, ev->ts));
+	json_object_set_new(j, GMT_RK_DEVICE, json_integer(ev->device));
+	json_object_set_new(j, GMT_RK_API, json_string(gmt_trace_string(t, ev->api)));
+	json_object_set_new(j, GMT_RK_KIND, json_string(gmt_kind_str((enum gmt_tkind)ev->kind)));
+	json_object_set_new(j, GMT_RK_SIZE, jint(ev->size));
+	json_object_set_new(j, GMT_RK_RESULT, json_integer(ev->result));
 	json_object_set_new(j, "free_bytes", meminfo ? jint(ev->free_bytes) : json_null());
-	json_object_set_new(j, "total_bytes", meminfo ? jint(ev->total_bytes) : json_null());
-	json_object_set_new(j, "class", jfail_class(m, ev));
+	json_object_set_new(j, GMT_RK_TOTAL_BYTES, meminfo ? jint(ev->total_bytes) : json_null());
+	json_object_set_new(j, GMT_RK_CLASS, jfail_class(m, ev));
 	json_object_set_new(j, "held_bytes", jint(o->held));
 	json_object_set_new(j, "by_kind", kinds_by_value(o->by_kind));
 	json_object_set_new(j, "live_allocations", jint(o->live_allocations));
@@ -898,9 +906,9 @@ oom_json(size_t proc, const struct gmt_model *m, const struct gmt_oom *o)
 			    o->has_pool_slack ? json_integer(o->pool_slack) : json_null());
 	if (o->nvml) {
 		nv = json_object();
-		json_object_set_new(nv, "time_s", jtime(t, o->nvml->ts));
+		json_object_set_new(nv, GMT_RK_TIME_S, jtime(t, o->nvml->ts));
 		json_object_set_new(nv, "used_bytes", jint(o->nvml->used));
-		json_object_set_new(nv, "total_bytes", jint(o->nvml->total));
+		json_object_set_new(nv, GMT_RK_TOTAL_BYTES, jint(o->nvml->total));
 		json_object_set_new(nv, "process_used_bytes", o->nvml->has_process_used
 								   ? jint(o->nvml->process_used)
 								   : json_null());
@@ -923,14 +931,15 @@ oom_json(size_t proc, const struct gmt_model *m, const struct gmt_oom *o)
 		const struct gmt_site_stats *st = &m->sites[o->sites[i].site];
 		json_t *s = json_object();
 
-		json_object_set_new(s, "site", site_json(gmt_model_stack(m, st->stack)));
-		json_object_set_new(s, "api", json_string(gmt_trace_string(t, st->api)));
-		json_object_set_new(s, "driver", jdriver(t, st->driver));
-		json_object_set_new(s, "kind", json_string(gmt_kind_str((enum gmt_tkind)st->kind)));
-		json_object_set_new(s, "bytes", jint(o->sites[i].bytes));
-		json_object_set_new(s, "allocations", jint(o->sites[i].allocations));
-		json_object_set_new(s, "cache", jcache(m, st->stack, st->kind));
-		json_object_set_new(s, "stack", jint(st->stack));
+		json_object_set_new(s, GMT_RK_SITE, site_json(gmt_model_stack(m, st->stack)));
+		json_object_set_new(s, GMT_RK_API, json_string(gmt_trace_string(t, st->api)));
+		json_object_set_new(s, GMT_RK_DRIVER, jdriver(t, st->driver));
+		json_object_set_new(s, GMT_RK_KIND,
+				    json_string(gmt_kind_str((enum gmt_tkind)st->kind)));
+		json_object_set_new(s, GMT_RK_BYTES, jint(o->sites[i].bytes));
+		json_object_set_new(s, GMT_RK_ALLOCATIONS, jint(o->sites[i].allocations));
+		json_object_set_new(s, GMT_RK_CACHE, jcache(m, st->stack, st->kind));
+		json_object_set_new(s, GMT_RK_STACK, jint(st->stack));
 		json_array_append_new(top, s);
 	}
 	json_object_set_new(j, "top_sites", top);
@@ -943,17 +952,27 @@ sampling_keys(json_t *o, const struct gmt_model *m)
 {
 	bool markers = m->marker_samples >= 2;
 
-	json_object_set_new(o, "basis", json_string(markers ? "markers" : "snapshots"));
-	json_object_set_new(o, "samples", jint(markers ? m->marker_samples : m->snapshot_samples));
+	json_object_set_new(o, GMT_RK_BASIS, json_string(markers ? "markers" : "snapshots"));
+	json_object_set_new(o, GMT_RK_SAMPLES,
+			    jint(markers ? m->marker_samples : m->snapshot_samples));
 }
 
 /* ... the bytes at the first and last sample, and the difference. */
 static void
 growth_bytes_keys(json_t *o, const struct gmt_growth *g)
 {
-	json_object_set_new(o, "first_bytes", jint(g->first));
-	json_object_set_new(o, "last_bytes", jint(g->last));
-	json_object_set_new(o, "growth_bytes", jint(g->last - g->first));
+	json_object_set_new(o, GMT_RK_FIRST_BYTES, jint(g->first));
+	json_object_set_new(o, GMT_RK_LAST_BYTES, jint(g->last));
+	json_object_set_new(o, GMT_RK_GROWTH_BYTES, jint(g->last - g->first));
+}
+
+/* ... and how often the bytes rose and fell between samples. */
+static void
+growth_keys(json_t *o, const struct gmt_growth *g)
+{
+	growth_bytes_keys(o, g);
+	json_object_set_new(o, GMT_RK_RISES, jint(g->rises));
+	json_object_set_new(o, GMT_RK_FALLS, jint(g->falls));
 }
 
 /* ... the labels of the first and last marker (null for snapshots). */
@@ -962,15 +981,17 @@ label_keys(json_t *o, const struct gmt_model *m)
 {
 	bool markers = m->marker_samples >= 2;
 
-	json_object_set_new(o, "first_label", markers ? jstr_or_null(m->first_marker) : json_null());
-	json_object_set_new(o, "last_label", markers ? jstr_or_null(m->last_marker) : json_null());
+	json_object_set_new(o, GMT_RK_FIRST_LABEL,
+			    markers ? jstr_or_null(m->first_marker) : json_null());
+	json_object_set_new(o, GMT_RK_LAST_LABEL,
+			    markers ? jstr_or_null(m->last_marker) : json_null());
 }
 
 /* churn[] and churn_sites[]: allocation traffic. */
 static void
 traffic_keys(json_t *o, const struct gmt_site_stats *st)
 {
-	json_object_set_new(o, "allocations", jint(st->allocations));
+	json_object_set_new(o, GMT_RK_ALLOCATIONS, jint(st->allocations));
 	json_object_set_new(o, "allocated_bytes", jint(st->allocated_bytes));
 	json_object_set_new(o, "frees", jint(st->frees));
 	json_object_set_new(o, "temporaries", jint(st->temporaries));
@@ -994,9 +1015,7 @@ growth_json(struct gmt_model *const *models, size_t n)
 
 		site_keys(o, v[i].proc, m, v[i].st);
 		sampling_keys(o, m);
-		growth_bytes_keys(o, g);
-		json_object_set_new(o, "rises", jint(g->rises));
-		json_object_set_new(o, "falls", jint(g->falls));
+		growth_keys(o, g);
 		label_keys(o, m);
 		json_array_append_new(a, o);
 	}
@@ -1004,29 +1023,46 @@ growth_json(struct gmt_model *const *models, size_t n)
 	return a;
 }
 
-/* By process, then most allocations first, at most CHURN_MAX_SITES per process. */
+/*
+ * churn[] and churn_sites[] list by process, then in @p count entries' order, at most
+ * CHURN_MAX_SITES per process: the indices of the entries shown, into @p order (@p count of
+ * room), whose processes @p proc_of gives. Returns how many.
+ */
+static size_t
+churn_order(const size_t *proc_of, size_t count, size_t nproc, size_t *order)
+{
+	size_t m = 0;
+
+	for (size_t i = 0; i < nproc; i++)
+		for (size_t k = 0, shown = 0; k < count && shown < CHURN_MAX_SITES; k++)
+			if (proc_of[k] == i) {
+				order[m++] = k;
+				shown++;
+			}
+	return m;
+}
+
 static json_t *
 churn_json(struct gmt_model *const *models, size_t n)
 {
 	size_t nv;
 	struct gmt_site_ref *v = gmt_sites_ranked(models, n, GMT_SITES_BUSIEST, &nv);
+	size_t *proc_of = gmt_xrealloc(NULL, nv + 1, sizeof(*proc_of));
+	size_t *order = gmt_xrealloc(NULL, nv + 1, sizeof(*order));
 	json_t *a = json_array();
 
-	for (size_t i = 0; i < n; i++) {
-		size_t shown = 0;
+	for (size_t k = 0; k < nv; k++)
+		proc_of[k] = v[k].proc;
+	for (size_t i = 0, m = churn_order(proc_of, nv, n, order); i < m; i++) {
+		const struct gmt_site_ref *r = &v[order[i]];
+		json_t *o = json_object();
 
-		for (size_t k = 0; k < nv && shown < CHURN_MAX_SITES; k++) {
-			json_t *o;
-
-			if (v[k].proc != i)
-				continue;
-			shown++;
-			o = json_object();
-			site_keys(o, i, models[i], v[k].st);
-			traffic_keys(o, v[k].st);
-			json_array_append_new(a, o);
-		}
+		site_keys(o, r->proc, r->m, r->st);
+		traffic_keys(o, r->st);
+		json_array_append_new(a, o);
 	}
+	free(order);
+	free(proc_of);
 	free(v);
 	return a;
 }
@@ -1037,26 +1073,39 @@ group_keys(json_t *o, const struct gmt_site *g)
 {
 	const struct gmt_trace *t = g->m->trace;
 
-	json_object_set_new(o, "process", jint(g->proc));
-	json_object_set_new(o, "pid", jll_or_null(t->pid));
-	json_object_set_new(o, "device", json_integer(g->device));
-	json_object_set_new(o, "api", json_string(gmt_trace_string(t, g->api)));
-	json_object_set_new(o, "driver", jdriver(t, g->driver));
-	json_object_set_new(o, "kind", json_string(gmt_kind_str((enum gmt_tkind)g->kind)));
-	json_object_set_new(o, "site", site_json(g->cs));
-	json_object_set_new(o, "cache", jcache(g->m, g->stacks[0].stack, g->kind));
+	json_object_set_new(o, GMT_RK_PROCESS, jint(g->proc));
+	json_object_set_new(o, GMT_RK_PID, jll_or_null(t->pid));
+	json_object_set_new(o, GMT_RK_DEVICE, json_integer(g->device));
+	json_object_set_new(o, GMT_RK_API, json_string(gmt_trace_string(t, g->api)));
+	json_object_set_new(o, GMT_RK_DRIVER, jdriver(t, g->driver));
+	json_object_set_new(o, GMT_RK_KIND, json_string(gmt_kind_str((enum gmt_tkind)g->kind)));
+	json_object_set_new(o, GMT_RK_SITE, site_json(g->cs));
+	json_object_set_new(o, GMT_RK_CACHE, jcache(g->m, g->stacks[0].stack, g->kind));
+}
+
+/* The site tables' rows that @p order selects, merged by call site, in @p by's order. */
+static void
+stat_groups(struct gmt_model *const *models,
+	    size_t n,
+	    enum gmt_site_order order,
+	    enum gmt_group_order by,
+	    struct gmt_sites *out)
+{
+	size_t nitems;
+	struct gmt_site_item *items = gmt_sites_stat_items(models, n, order, &nitems);
+
+	gmt_sites_group(items, nitems, by, out);
+	free(items);
 }
 
 /* growth[] merged by call site: the stacks of one line grow together. */
 static json_t *
 growth_sites_json(struct gmt_model *const *models, size_t n)
 {
-	size_t nitems;
-	struct gmt_site_item *items = gmt_sites_stat_items(models, n, GMT_SITES_GROWING, &nitems);
 	struct gmt_sites sites;
 	json_t *a = json_array();
 
-	gmt_sites_group(items, nitems, GMT_GROUP_BY_BYTES, &sites);
+	stat_groups(models, n, GMT_SITES_GROWING, GMT_GROUP_BY_BYTES, &sites);
 	for (size_t i = 0; i < sites.n; i++) {
 		const struct gmt_site *g = &sites.v[i];
 		const struct gmt_model *m = g->m;
@@ -1067,24 +1116,21 @@ growth_sites_json(struct gmt_model *const *models, size_t n)
 		group_keys(o, g);
 		sampling_keys(o, m);
 		growth_bytes_keys(o, &sum);
-		json_object_set_new(o, "min_rises", jint(min_rises));
-		json_object_set_new(o, "max_rises", jint(max_rises));
+		json_object_set_new(o, GMT_RK_MIN_RISES, jint(min_rises));
+		json_object_set_new(o, GMT_RK_MAX_RISES, jint(max_rises));
 		label_keys(o, m);
 		for (size_t k = 0; k < g->nstacks; k++) {
 			const struct gmt_growth *sg = gmt_site_growth(m, g->stacks[k].st);
 			json_t *e = json_object();
 
-			json_object_set_new(e, "stack", jint(g->stacks[k].stack));
-			growth_bytes_keys(e, sg);
-			json_object_set_new(e, "rises", jint(sg->rises));
-			json_object_set_new(e, "falls", jint(sg->falls));
+			json_object_set_new(e, GMT_RK_STACK, jint(g->stacks[k].stack));
+			growth_keys(e, sg);
 			json_array_append_new(stacks, e);
 		}
-		json_object_set_new(o, "stacks", stacks);
+		json_object_set_new(o, GMT_RK_STACKS, stacks);
 		json_array_append_new(a, o);
 	}
 	gmt_sites_free(&sites);
-	free(items);
 	return a;
 }
 
@@ -1092,36 +1138,30 @@ growth_sites_json(struct gmt_model *const *models, size_t n)
 static json_t *
 churn_sites_json(struct gmt_model *const *models, size_t n)
 {
-	size_t nitems;
-	struct gmt_site_item *items = gmt_sites_stat_items(models, n, GMT_SITES_BUSIEST, &nitems);
 	struct gmt_sites sites;
+	size_t *proc_of, *order;
 	json_t *a = json_array();
 
-	gmt_sites_group(items, nitems, GMT_GROUP_BY_COUNT, &sites);
-	for (size_t i = 0; i < n; i++) {
-		size_t shown = 0;
+	stat_groups(models, n, GMT_SITES_BUSIEST, GMT_GROUP_BY_COUNT, &sites);
+	proc_of = gmt_xrealloc(NULL, sites.n + 1, sizeof(*proc_of));
+	order = gmt_xrealloc(NULL, sites.n + 1, sizeof(*order));
+	for (size_t k = 0; k < sites.n; k++)
+		proc_of[k] = sites.v[k].proc;
+	for (size_t i = 0, m = churn_order(proc_of, sites.n, n, order); i < m; i++) {
+		const struct gmt_site *g = &sites.v[order[i]];
+		struct gmt_site_stats sum = gmt_site_group_traffic(g);
+		json_t *o = json_object(), *stacks = json_array();
 
-		for (size_t k = 0; k < sites.n && shown < CHURN_MAX_SITES; k++) {
-			const struct gmt_site *g = &sites.v[k];
-			struct gmt_site_stats sum;
-			json_t *o, *stacks;
-
-			if (g->proc != i)
-				continue;
-			shown++;
-			sum = gmt_site_group_traffic(g);
-			o = json_object();
-			group_keys(o, g);
-			traffic_keys(o, &sum);
-			stacks = json_array();
-			for (size_t s = 0; s < g->nstacks; s++)
-				json_array_append_new(stacks, jint(g->stacks[s].stack));
-			json_object_set_new(o, "stacks", stacks);
-			json_array_append_new(a, o);
-		}
+		group_keys(o, g);
+		traffic_keys(o, &sum);
+		for (size_t k = 0; k < g->nstacks; k++)
+			json_array_append_new(stacks, jint(g->stacks[k].stack));
+		json_object_set_new(o, GMT_RK_STACKS, stacks);
+		json_array_append_new(a, o);
 	}
+	free(order);
+	free(proc_of);
 	gmt_sites_free(&sites);
-	free(items);
 	return a;
 }
 
@@ -1142,8 +1182,8 @@ size_histogram_json(const struct gmt_device_stats *d)
 			e = json_object();
 			json_object_set_new(e, "min_bytes", jint(b ? 1ull << b : 0));
 			json_object_set_new(e, "max_bytes", jint(b < 63 ? 1ull << (b + 1) : UINT64_MAX));
-			json_object_set_new(e, "allocations", jint(sb->allocations));
-			json_object_set_new(e, "bytes", jint(sb->bytes));
+			json_object_set_new(e, GMT_RK_ALLOCATIONS, jint(sb->allocations));
+			json_object_set_new(e, GMT_RK_BYTES, jint(sb->bytes));
 			json_array_append_new(buckets, e);
 		}
 		if (!json_array_size(buckets)) {
@@ -1151,7 +1191,7 @@ size_histogram_json(const struct gmt_device_stats *d)
 			continue;
 		}
 		o = json_object();
-		json_object_set_new(o, "kind", json_string(gmt_kind_str((enum gmt_tkind)k)));
+		json_object_set_new(o, GMT_RK_KIND, json_string(gmt_kind_str((enum gmt_tkind)k)));
 		json_object_set_new(o, "buckets", buckets);
 		json_array_append_new(a, o);
 	}
@@ -1168,7 +1208,7 @@ gaps_json(const struct gmt_gaps *g, const char *kind)
 		return json_null();
 	o = json_object();
 	if (kind)
-		json_object_set_new(o, "kind", json_string(kind));
+		json_object_set_new(o, GMT_RK_KIND, json_string(kind));
 	json_object_set_new(o, "live_allocations", jint(g->live_allocations));
 	json_object_set_new(o, "span_bytes", jint(g->span));
 	json_object_set_new(o, "address_ranges", jint(g->ranges));
@@ -1186,9 +1226,9 @@ fragmentation_one(size_t proc, const struct gmt_model *m, const struct gmt_devic
 	json_t *by_kind;
 	const struct gmt_kind_stats *k = d->kinds;
 
-	json_object_set_new(o, "process", jint(proc));
-	json_object_set_new(o, "pid", jll_or_null(t->pid));
-	json_object_set_new(o, "device", json_integer(d->device));
+	json_object_set_new(o, GMT_RK_PROCESS, jint(proc));
+	json_object_set_new(o, GMT_RK_PID, jll_or_null(t->pid));
+	json_object_set_new(o, GMT_RK_DEVICE, json_integer(d->device));
 	json_object_set_new(o, "size_histogram", size_histogram_json(d));
 	if (d->pool_read) {
 		pool = json_object();
@@ -1216,7 +1256,7 @@ fragmentation_one(size_t proc, const struct gmt_model *m, const struct gmt_devic
 	json_object_set_new(o, "vmm", vmm);
 	if (d->requested_allocs) {
 		req = json_object();
-		json_object_set_new(req, "allocations", jint(d->requested_allocs));
+		json_object_set_new(req, GMT_RK_ALLOCATIONS, jint(d->requested_allocs));
 		json_object_set_new(req, "requested_bytes", jint(d->requested_bytes));
 		json_object_set_new(req, "granted_bytes", jint(d->requested_granted));
 	}
@@ -1257,8 +1297,8 @@ cached_at_exit_json(const struct gmt_totals *tot)
 		if (!gmt_cache_holds((enum gmt_cache)c))
 			continue;
 		e = json_object();
-		json_object_set_new(e, "bytes", jint(tot->cached[c].bytes));
-		json_object_set_new(e, "allocations", jint(tot->cached[c].allocations));
+		json_object_set_new(e, GMT_RK_BYTES, jint(tot->cached[c].bytes));
+		json_object_set_new(e, GMT_RK_ALLOCATIONS, jint(tot->cached[c].allocations));
 		json_object_set_new(o, gmt_cache_name((enum gmt_cache)c), e);
 	}
 	return o;
@@ -1314,32 +1354,32 @@ report_doc(struct gmt_model *const *models, size_t n, bool stacks)
 	json_t *ledger = json_array();
 
 	gmt_report_totals(models, n, &tot);
-	json_object_set_new(root, "report_version", json_integer(GMT_REPORT_JSON_VERSION));
+	json_object_set_new(root, GMT_RK_REPORT_VERSION, json_integer(GMT_REPORT_JSON_VERSION));
 
-	json_object_set_new(s, "processes", jint(tot.processes));
-	json_object_set_new(s, "incomplete_processes", jint(tot.died));
+	json_object_set_new(s, GMT_RK_PROCESSES, jint(tot.processes));
+	json_object_set_new(s, GMT_RK_INCOMPLETE_PROCESSES, jint(tot.died));
 	json_object_set_new(s, "events", jint(tot.events));
-	json_object_set_new(s, "dropped", jint(tot.dropped));
+	json_object_set_new(s, GMT_RK_DROPPED, jint(tot.dropped));
 	json_object_set_new(s, "bad_lines", jint(tot.bad_lines));
-	json_object_set_new(s, "peak_held_bytes", jint(tot.peak_bytes));
-	json_object_set_new(s, "leaked_bytes", jint(tot.leaked_bytes));
-	json_object_set_new(s, "leaked_allocations", jint(tot.leaked_allocations));
-	json_object_set_new(s, "leak_sites", jint(tot.leak_sites));
-	json_object_set_new(s, "cached_at_exit_bytes", jint(tot.cached[GMT_CACHE_NONE].bytes));
-	json_object_set_new(s, "cached_at_exit_allocations",
+	json_object_set_new(s, GMT_RK_PEAK_HELD_BYTES, jint(tot.peak_bytes));
+	json_object_set_new(s, GMT_RK_LEAKED_BYTES, jint(tot.leaked_bytes));
+	json_object_set_new(s, GMT_RK_LEAKED_ALLOCATIONS, jint(tot.leaked_allocations));
+	json_object_set_new(s, GMT_RK_LEAK_SITES, jint(tot.leak_sites));
+	json_object_set_new(s, GMT_RK_CACHED_AT_EXIT_BYTES, jint(tot.cached[GMT_CACHE_NONE].bytes));
+	json_object_set_new(s, GMT_RK_CACHED_AT_EXIT_ALLOCATIONS,
 			    jint(tot.cached[GMT_CACHE_NONE].allocations));
-	json_object_set_new(s, "cached_at_exit", cached_at_exit_json(&tot));
-	json_object_set_new(s, "live_at_end_bytes", jint(tot.live_at_end_bytes));
+	json_object_set_new(s, GMT_RK_CACHED_AT_EXIT, cached_at_exit_json(&tot));
+	json_object_set_new(s, GMT_RK_LIVE_AT_END_BYTES, jint(tot.live_at_end_bytes));
 	json_object_set_new(s, "live_at_end_allocations", jint(tot.live_at_end_allocations));
-	json_object_set_new(s, "failed_allocations", jint(tot.failed));
-	json_object_set_new(s, "probe_failures", jint(tot.probes));
-	json_object_set_new(s, "recovered_failures", jint(tot.recovered));
+	json_object_set_new(s, GMT_RK_FAILED_ALLOCATIONS, jint(tot.failed));
+	json_object_set_new(s, GMT_RK_PROBE_FAILURES, jint(tot.probes));
+	json_object_set_new(s, GMT_RK_RECOVERED_FAILURES, jint(tot.recovered));
 	json_object_set_new(s, "unmatched_frees", jint(tot.unmatched_frees));
 	json_object_set_new(s, "failed_frees", jint(tot.failed_frees));
 	json_object_set_new(s, "reused_addresses", jint(tot.reused_addresses));
 	json_object_set_new(s, "unmatched_retains", jint(tot.unmatched_retains));
 	summary_processes(s, models, n);
-	json_object_set_new(root, "summary", s);
+	json_object_set_new(root, GMT_RK_SUMMARY, s);
 
 	for (size_t i = 0; i < n; i++) {
 		json_array_append_new(procs, process_json(models[i]));
@@ -1352,27 +1392,27 @@ report_doc(struct gmt_model *const *models, size_t n, bool stacks)
 					      failed_json(i, models[i], models[i]->failed[k]));
 		ledger_append(ledger, i, models[i]);
 	}
-	json_object_set_new(root, "processes", procs);
-	json_object_set_new(root, "peaks", peaks);
-	json_object_set_new(root, "leaks", leaks_json(models, n));
-	json_object_set_new(root, "failed", failed);
+	json_object_set_new(root, GMT_RK_PROCESSES, procs);
+	json_object_set_new(root, GMT_RK_PEAKS, peaks);
+	json_object_set_new(root, GMT_RK_LEAKS, leaks_json(models, n));
+	json_object_set_new(root, GMT_RK_FAILED, failed);
 	json_object_set_new(root, "ledger", ledger);
 	json_object_set_new(root, "kinds", kinds_json());
-	json_object_set_new(root, "leak_sites", site_list_json(models, n, SITES_LEAK));
-	json_object_set_new(root, "peak_sites", site_list_json(models, n, SITES_PEAK));
-	json_object_set_new(root, "failed_sites", site_list_json(models, n, SITES_FAILED));
-	json_object_set_new(root, "call_stacks",
+	json_object_set_new(root, GMT_RK_LEAK_SITES, site_list_json(models, n, SITES_LEAK));
+	json_object_set_new(root, GMT_RK_PEAK_SITES, site_list_json(models, n, SITES_PEAK));
+	json_object_set_new(root, GMT_RK_FAILED_SITES, site_list_json(models, n, SITES_FAILED));
+	json_object_set_new(root, GMT_RK_CALL_STACKS,
 			    stacks ? call_stacks_json(models, n) : json_array());
-	json_object_set_new(root, "range", range_json(models, n));
-	json_object_set_new(root, "timeline", timeline_json(models, n));
+	json_object_set_new(root, GMT_RK_RANGE, range_json(models, n));
+	json_object_set_new(root, GMT_RK_TIMELINE, timeline_json(models, n));
 	json_t *oom = json_array();
 	for (size_t i = 0; i < n; i++)
 		for (size_t k = 0; k < models[i]->nfailed; k++)
 			json_array_append_new(oom, oom_json(i, models[i], &models[i]->oom[k]));
-	json_object_set_new(root, "oom", oom);
-	json_object_set_new(root, "growth", growth_json(models, n));
+	json_object_set_new(root, GMT_RK_OOM, oom);
+	json_object_set_new(root, GMT_RK_GROWTH, growth_json(models, n));
 	json_object_set_new(root, "churn", churn_json(models, n));
-	json_object_set_new(root, "growth_sites", growth_sites_json(models, n));
+	json_object_set_new(root, GMT_RK_GROWTH_SITES, growth_sites_json(models, n));
 	json_object_set_new(root, "churn_sites", churn_sites_json(models, n));
 	json_object_set_new(root, "fragmentation", fragmentation_json(models, n));
 	return root;

@@ -10,6 +10,7 @@
  * start is known, else since each process's own start. The mapping is documented in
  * docs/report-formats.md.
  */
+#include "analysis/report/keys.h"
 #include "analysis/report/report_formats.h"
 
 #include <inttypes.h>
@@ -95,7 +96,8 @@ proc_start_unix(const json_t *proc, double *start)
 		*start = (double)ns / 1e9;
 		return 1;
 	}
-	if (get_num(proc, "peak_unix_s", &peak_unix) && get_num(proc, "peak_time_s", &peak_t)) {
+	if (get_num(proc, GMT_RK_PEAK_UNIX_S, &peak_unix) &&
+	    get_num(proc, GMT_RK_PEAK_TIME_S, &peak_t)) {
 		*start = peak_unix - peak_t;
 		return 1;
 	}
@@ -116,13 +118,13 @@ procs_make(const json_t *procs, size_t n)
 		json_int_t pid;
 		int taken = 0;
 
-		if (!get_int(proc, "pid", &pid) || pid <= 0 || pid >= PF_SYNTHETIC_PID)
+		if (!get_int(proc, GMT_RK_PID, &pid) || pid <= 0 || pid >= PF_SYNTHETIC_PID)
 			pid = 0;
 		for (size_t j = 0; j < i && pid; j++)
 			taken |= p[j].pid == pid;
 		p[i].pid = pid && !taken ? pid : PF_SYNTHETIC_PID + (json_int_t)i;
 		p[i].offset_s = 0;
-		if (!get_num(proc, "end_time_s", &p[i].end_s))
+		if (!get_num(proc, GMT_RK_END_TIME_S, &p[i].end_s))
 			p[i].end_s = 0;
 		aligned &= proc_start_unix(proc, &start[i]);
 		if (aligned && (i == 0 || start[i] < first))
@@ -191,18 +193,20 @@ instant_new(const struct pf_proc *p, const char *cat, const char *name, long lon
 static void
 frame_text(const json_t *f, char *buf, size_t max)
 {
-	const char *fn = get_str(f, "function"), *file = get_str(f, "file");
-	const char *module = get_str(f, "module"), *base;
+	const char *fn = get_str(f, GMT_RK_FUNCTION), *file = get_str(f, GMT_RK_FILE);
+	const char *module = get_str(f, GMT_RK_MODULE), *base;
 	json_int_t line = 0;
 
-	get_int(f, "line", &line);
+	get_int(f, GMT_RK_LINE, &line);
 	if (!fn && !file) {
 		base = module ? strrchr(module, '/') : NULL;
 		base = base ? base + 1 : module;
 		if (base)
-			snprintf(buf, max, "%s+%s", base, get_str(f, "offset") ? get_str(f, "offset") : "?");
+			snprintf(buf, max, "%s+%s", base,
+				 get_str(f, GMT_RK_OFFSET) ? get_str(f, GMT_RK_OFFSET) : "?");
 		else
-			snprintf(buf, max, "%s", get_str(f, "address") ? get_str(f, "address") : "?");
+			snprintf(buf, max, "%s",
+				 get_str(f, GMT_RK_ADDRESS) ? get_str(f, GMT_RK_ADDRESS) : "?");
 	} else if (file && line) {
 		snprintf(buf, max, "%s (%s:%" JSON_INTEGER_FORMAT ")", fn ? fn : "?", file, line);
 	} else if (file) {
@@ -228,8 +232,8 @@ meta_add(json_t *out, const struct pf_proc *p, const char *what, json_t *args)
 static void
 process_meta(json_t *out, const struct pf_proc *p, const json_t *proc, size_t index)
 {
-	const json_t *argv = obj_get(proc, "argv");
-	const json_t *rank = obj_get(obj_get(proc, "rank"), "rank");
+	const json_t *argv = obj_get(proc, GMT_RK_ARGV);
+	const json_t *rank = obj_get(obj_get(proc, GMT_RK_RANK), GMT_RK_RANK);
 	size_t cap = 256, len = 0;
 	char *name = gmt_xrealloc(NULL, cap, 1);
 	const json_t *a;
@@ -247,7 +251,8 @@ process_meta(json_t *out, const struct pf_proc *p, const json_t *proc, size_t in
 		len += (size_t)snprintf(name + len, cap - len, "%s%s", len ? " " : "", s ? s : "");
 	}
 	if (!len)
-		snprintf(name, cap, "%s", get_str(proc, "file") ? get_str(proc, "file") : "process");
+		snprintf(name, cap, "%s",
+			 get_str(proc, GMT_RK_FILE) ? get_str(proc, GMT_RK_FILE) : "process");
 	if (json_is_integer(rank)) {
 		char *ranked = gmt_xrealloc(NULL, strlen(name) + 32, 1);
 
@@ -268,21 +273,23 @@ counters_add(json_t *out, const json_t *doc, const struct pf_proc *p, size_t ind
 	const json_t *series;
 	size_t i;
 
-	json_array_foreach(obj_get(doc, "timeline"), i, series) {
+	json_array_foreach(obj_get(doc, GMT_RK_TIMELINE), i, series)
+	{
 		json_int_t proc = -1, device = -1;
-		const char *kind = get_str(series, "kind");
+		const char *kind = get_str(series, GMT_RK_KIND);
 		const json_t *pt;
 		char name[96];
 		size_t k;
 
-		if (!get_int(series, "process", &proc) || proc != (json_int_t)index || !kind)
+		if (!get_int(series, GMT_RK_PROCESS, &proc) || proc != (json_int_t)index || !kind)
 			continue;
-		get_int(series, "device", &device);
+		get_int(series, GMT_RK_DEVICE, &device);
 		if (device >= 0)
 			snprintf(name, sizeof(name), "GPU %" JSON_INTEGER_FORMAT " %s", device, kind);
 		else
 			snprintf(name, sizeof(name), "GPU ? %s", kind);
-		json_array_foreach(obj_get(series, "points"), k, pt) {
+		json_array_foreach(obj_get(series, GMT_RK_POINTS), k, pt)
+		{
 			json_t *t = json_array_get(pt, 0), *b = json_array_get(pt, 1), *ev;
 
 			if (!json_is_number(t) || !json_is_integer(b))
@@ -357,17 +364,18 @@ markers_add(struct pf_events *e, json_t *out, const json_t *proc, const struct p
 	size_t i, nopen = 0, nnamed = 0;
 	long long last = 0;
 
-	json_array_foreach(obj_get(proc, "markers"), i, m) {
-		const char *label = get_str(m, "label"), *range = get_str(m, "range");
+	json_array_foreach(obj_get(proc, GMT_RK_MARKERS), i, m)
+	{
+		const char *label = get_str(m, GMT_RK_LABEL), *range = get_str(m, GMT_RK_RANGE);
 		json_int_t seq = 0, tid = p->pid, depth = 0;
 		double t;
 
-		if (!get_num(m, "time_s", &t))
+		if (!get_num(m, GMT_RK_TIME_S, &t))
 			continue;
 		last = pf_ts(p, t);
-		get_int(m, "seq", &seq);
-		get_int(m, "depth", &depth);
-		if (!get_int(m, "tid", &tid) || tid <= 0)
+		get_int(m, GMT_RK_SEQ, &seq);
+		get_int(m, GMT_RK_DEPTH, &depth);
+		if (!get_int(m, GMT_RK_TID, &tid) || tid <= 0)
 			tid = p->pid; /* a report from before markers had their thread */
 		if (range && strcmp(range, "push") == 0) {
 			json_t *ev = thread_event_new(p, tid, "X", label, last);
@@ -417,11 +425,12 @@ oom_find(const json_t *doc, json_int_t process, json_int_t seq)
 	const json_t *o;
 	size_t i;
 
-	json_array_foreach(obj_get(doc, "oom"), i, o) {
+	json_array_foreach(obj_get(doc, GMT_RK_OOM), i, o)
+	{
 		json_int_t op, os;
 
-		if (get_int(o, "process", &op) && get_int(o, "seq", &os) && op == process &&
-		    os == seq)
+		if (get_int(o, GMT_RK_PROCESS, &op) && get_int(o, GMT_RK_SEQ, &os) &&
+		    op == process && os == seq)
 			return o;
 	}
 	return NULL;
@@ -440,25 +449,25 @@ copy_key(json_t *dst, const json_t *src, const char *key)
 static void
 failures_add(struct pf_events *e, const json_t *doc, const struct pf_proc *p, size_t index)
 {
-	const json_t *list = obj_get(doc, "failed"), *f;
+	const json_t *list = obj_get(doc, GMT_RK_FAILED), *f;
 	size_t i;
 
 	if (!json_is_array(list))
-		list = obj_get(doc, "oom");
+		list = obj_get(doc, GMT_RK_OOM);
 	json_array_foreach(list, i, f) {
 		json_int_t proc = -1, seq = 0, size = 0;
-		const json_t *oom, *site = obj_get(f, "site");
-		const char *api = get_str(f, "api");
+		const json_t *oom, *site = obj_get(f, GMT_RK_SITE);
+		const char *api = get_str(f, GMT_RK_API);
 		char name[160], bytes[GMT_BYTES_BUF], where[1024];
 		json_t *ev, *args;
 		double t = 0;
 
-		if (!get_int(f, "process", &proc) || proc != (json_int_t)index)
+		if (!get_int(f, GMT_RK_PROCESS, &proc) || proc != (json_int_t)index)
 			continue;
 		args = json_object(); /* after the skip: another process's failure leaked one */
-		get_int(f, "seq", &seq);
-		get_int(f, "size", &size);
-		get_num(f, "time_s", &t);
+		get_int(f, GMT_RK_SEQ, &seq);
+		get_int(f, GMT_RK_SIZE, &size);
+		get_num(f, GMT_RK_TIME_S, &t);
 		oom = oom_find(doc, proc, seq);
 		snprintf(name, sizeof(name), "%s failed (%s)", api ? api : "allocation",
 			 gmt_format_bytes((uint64_t)size, bytes));
@@ -466,12 +475,12 @@ failures_add(struct pf_events *e, const json_t *doc, const struct pf_proc *p, si
 		json_object_set_new(args, "size", json_integer(size));
 		copy_key(args, f, "api");
 		copy_key(args, f, "driver");
-		copy_key(args, f, "device");
-		copy_key(args, f, "kind");
-		copy_key(args, f, "result");
+		copy_key(args, f, GMT_RK_DEVICE);
+		copy_key(args, f, GMT_RK_KIND);
+		copy_key(args, f, GMT_RK_RESULT);
 		json_object_set_new(args, "seq", json_integer(seq));
 		copy_key(args, f, "free_bytes");
-		copy_key(args, f, "total_bytes");
+		copy_key(args, f, GMT_RK_TOTAL_BYTES);
 		copy_key(args, oom, "held_bytes");
 		copy_key(args, oom, "cause");
 		copy_key(args, oom, "explanation");
@@ -491,17 +500,19 @@ peaks_add(struct pf_events *e, const json_t *doc, const struct pf_proc *p, size_
 	const json_t *pk;
 	size_t i;
 
-	json_array_foreach(obj_get(doc, "peaks"), i, pk) {
+	json_array_foreach(obj_get(doc, GMT_RK_PEAKS), i, pk)
+	{
 		json_int_t proc = -1, device = -1, bytes = 0, seq = 0;
 		char name[96], b[GMT_BYTES_BUF];
 		json_t *ev;
 		double t;
 
-		if (!get_int(pk, "process", &proc) || proc != (json_int_t)index ||
-		    !get_int(pk, "bytes", &bytes) || bytes <= 0 || !get_num(pk, "time_s", &t))
+		if (!get_int(pk, GMT_RK_PROCESS, &proc) || proc != (json_int_t)index ||
+		    !get_int(pk, GMT_RK_BYTES, &bytes) || bytes <= 0 ||
+		    !get_num(pk, GMT_RK_TIME_S, &t))
 			continue;
-		get_int(pk, "device", &device);
-		get_int(pk, "seq", &seq);
+		get_int(pk, GMT_RK_DEVICE, &device);
+		get_int(pk, GMT_RK_SEQ, &seq);
 		snprintf(name, sizeof(name), "peak held GPU %" JSON_INTEGER_FORMAT ": %s", device,
 			 gmt_format_bytes((uint64_t)bytes, b));
 		ev = instant_new(p, "peak", name, pf_ts(p, t));
@@ -514,7 +525,7 @@ peaks_add(struct pf_events *e, const json_t *doc, const struct pf_proc *p, size_
 static json_t *
 trace_events(const json_t *doc)
 {
-	const json_t *procs = obj_get(doc, "processes");
+	const json_t *procs = obj_get(doc, GMT_RK_PROCESSES);
 	size_t n = json_array_size(procs);
 	struct pf_proc *p = procs_make(procs, n);
 	json_t *out = json_array();

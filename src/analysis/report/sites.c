@@ -220,36 +220,43 @@ push_leak(struct gmt_site_item **v,
 	};
 }
 
-struct gmt_site_item *
-gmt_sites_leak_items(struct gmt_model *const *models, size_t n, size_t *nitems)
-{
-	struct gmt_site_item *v = NULL;
-	size_t cap = 0;
-
-	*nitems = 0;
-	for (size_t i = 0; i < n; i++)
-		for (size_t k = 0; k < models[i]->nleaks; k++)
-			push_leak(&v, nitems, &cap, i, models[i], &models[i]->leaks[k], 0);
-	return v;
-}
-
-struct gmt_site_item *
-gmt_sites_peak_items(struct gmt_model *const *models, size_t n, size_t *nitems)
+/* The rows of (stack, call, kind) of every model: its leaks, or the allocations live at each
+ * device's peak (@p at_peak). */
+static struct gmt_site_item *
+leak_rows(struct gmt_model *const *models, size_t n, bool at_peak, size_t *nitems)
 {
 	struct gmt_site_item *v = NULL;
 	size_t cap = 0;
 
 	*nitems = 0;
 	for (size_t i = 0; i < n; i++) {
-		for (size_t d = 0; d < models[i]->ndevices; d++) {
-			const struct gmt_device_stats *dev = &models[i]->devices[d];
+		const struct gmt_model *m = models[i];
+
+		if (!at_peak) {
+			for (size_t k = 0; k < m->nleaks; k++)
+				push_leak(&v, nitems, &cap, i, m, &m->leaks[k], 0);
+			continue;
+		}
+		for (size_t d = 0; d < m->ndevices; d++) {
+			const struct gmt_device_stats *dev = &m->devices[d];
 
 			for (size_t k = 0; k < dev->npeak_sites; k++)
-				push_leak(&v, nitems, &cap, i, models[i], &dev->peak_sites[k],
-					  dev->device);
+				push_leak(&v, nitems, &cap, i, m, &dev->peak_sites[k], dev->device);
 		}
 	}
 	return v;
+}
+
+struct gmt_site_item *
+gmt_sites_leak_items(struct gmt_model *const *models, size_t n, size_t *nitems)
+{
+	return leak_rows(models, n, false, nitems);
+}
+
+struct gmt_site_item *
+gmt_sites_peak_items(struct gmt_model *const *models, size_t n, size_t *nitems)
+{
+	return leak_rows(models, n, true, nitems);
 }
 
 struct gmt_site_item *
