@@ -224,8 +224,8 @@ parse_options(struct options *o, int argc, char **argv)
 		case OPT_BASELINE: o->baseline = optarg; break;
 		case OPT_INCREASE: bad = percent_arg(optarg, &o->check.max_increase); break;
 		case OPT_SUPP:
-			if (gmt_suppressions_load(&o->supp, optarg, stderr) != 0)
-				return GMT_EXIT_USAGE;
+			if ((bad = gmt_suppressions_load(&o->supp, optarg, stderr)) != 0)
+				return bad == -ENOMEM ? GMT_EXIT_UNREADABLE : GMT_EXIT_USAGE;
 			break;
 		case OPT_JUNIT: o->junit = optarg; break;
 		case OPT_COUNT_CACHED: o->check.count_cached = true; break;
@@ -239,8 +239,8 @@ parse_options(struct options *o, int argc, char **argv)
 	}
 	if (bad)
 		return gmt_usage_hint("check");
-	if (!o->no_default_supp)
-		gmt_check_default_suppressions(&o->supp, stderr);
+	if (!o->no_default_supp && gmt_check_default_suppressions(&o->supp, stderr) != 0)
+		return GMT_EXIT_UNREADABLE; /* out of memory (said): the built-in ones parse */
 	if (!o->check.leaked_bytes_set && !o->check.leaked_allocs_set && !o->check.npeaks &&
 	    !o->check.growth_set && !o->check.failed_set && !o->baseline) {
 		fprintf(stderr, "gpumemtrace check: no gate given (--max-leaked-bytes, "

@@ -152,7 +152,7 @@ gmt_cmd_report(int argc, char **argv)
 	enum format format = FORMAT_TEXT;
 	int weight = -1;
 	FILE *out = stdout;
-	int c, k, rc = GMT_EXIT_OK;
+	int c, k, err, rc = GMT_EXIT_OK;
 
 	gmt_cli_session_options(&so);
 	opterr = 0;
@@ -221,22 +221,22 @@ gmt_cmd_report(int argc, char **argv)
 			return GMT_EXIT_USAGE;
 		}
 	}
-	if (format == FORMAT_JSON) {
-		if (gmt_report_json(out, in.models, in.n) != 0)
-			rc = GMT_EXIT_USAGE;
-	} else if (format == FORMAT_HTML) {
-		if (gmt_report_html(out, in.models, in.n) != 0)
-			rc = GMT_EXIT_USAGE;
-	} else if (format == FORMAT_PERFETTO) {
-		if (gmt_report_perfetto(out, in.models, in.n) != 0)
-			rc = GMT_EXIT_USAGE;
-	} else if (format == FORMAT_FOLDED) {
-		if (gmt_report_folded(out, in.models, in.n,
-				      weight < 0 ? GMT_FOLD_PEAK : (enum gmt_fold_weight)weight) !=
-		    0)
-			rc = GMT_EXIT_USAGE;
-	} else {
-		gmt_report_text(out, in.models, in.n, &opt);
+	if (format == FORMAT_JSON)
+		err = gmt_report_json(out, in.models, in.n);
+	else if (format == FORMAT_HTML)
+		err = gmt_report_html(out, in.models, in.n);
+	else if (format == FORMAT_PERFETTO)
+		err = gmt_report_perfetto(out, in.models, in.n);
+	else if (format == FORMAT_FOLDED)
+		err = gmt_report_folded(out, in.models, in.n,
+					weight < 0 ? GMT_FOLD_PEAK : (enum gmt_fold_weight)weight);
+	else
+		err = gmt_report_text(out, in.models, in.n, &opt);
+	if (err == -ENOMEM) {
+		fprintf(stderr, "gpumemtrace report: out of memory\n");
+		rc = GMT_EXIT_UNREADABLE;
+	} else if (err) {
+		rc = GMT_EXIT_USAGE; /* not written: said below */
 	}
 	if (ferror(out) | (out != stdout ? fclose(out) : fflush(out))) {
 		fprintf(stderr, "gpumemtrace report: cannot write %s: %s\n",

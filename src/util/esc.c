@@ -2,7 +2,6 @@
  * @brief Escaping of strings printed for people (see esc.h).
  */
 #include "util/esc.h"
-#include "util/xalloc.h"
 
 #include <errno.h>
 #include <stdint.h>
@@ -164,7 +163,17 @@ gmt_esc(const char *s)
 	i = turn++ % GMT_ESC_SLOTS;
 	need = esc_len(s) + 1;
 	if (need > cap[i]) {
-		slot[i] = gmt_xrealloc(slot[i], need, 1);
+		char *p = realloc(slot[i], need);
+
+		if (!p) {
+			/* out of memory: the escaped start of it, in a buffer of its own (never raw) */
+			static char cut[GMT_ESC_SLOTS][256];
+
+			gmt_esc_buf(s, cut[i], sizeof(cut[i]));
+			errno = saved;
+			return cut[i];
+		}
+		slot[i] = p;
 		cap[i] = need;
 	}
 	gmt_esc_buf(s, slot[i], need);

@@ -155,10 +155,12 @@ static const char *const default_suppressions[] = {
 int
 gmt_check_default_suppressions(struct gmt_suppressions *supp, FILE *diag)
 {
+	int rc;
+
 	for (size_t i = 0; i < sizeof(default_suppressions) / sizeof(default_suppressions[0]); i++)
-		if (gmt_suppressions_add(supp, default_suppressions[i], "built-in", (unsigned)i + 1,
-					 diag) != 0)
-			return -1;
+		if ((rc = gmt_suppressions_add(supp, default_suppressions[i], "built-in",
+					       (unsigned)i + 1, diag)) != 0)
+			return rc;
 	return 0;
 }
 

@@ -73,7 +73,8 @@ void gmt_gates_free(struct gmt_gates *g);
 
 /**
  * Add the built-in suppressions (origin "built-in"): what NVIDIA's libraries keep until exit
- * (`--no-default-suppressions` leaves them out). Returns 0, or -1 after a message on @p diag.
+ * (`--no-default-suppressions` leaves them out). Returns 0, or -ENOMEM after a message on
+ * @p diag.
  */
 int gmt_check_default_suppressions(struct gmt_suppressions *supp, FILE *diag);
 

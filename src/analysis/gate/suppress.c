@@ -7,7 +7,7 @@
 #include "analysis/report/keys.h"
 #include "util/esc.h"
 #include "util/input.h"
-#include "util/xalloc.h"
+#include "util/alloc.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -20,18 +20,6 @@ const char *
 gmt_supp_type_name(enum gmt_supp_type type)
 {
 	return (unsigned)type < GMT_SUPP_NTYPES ? type_names[type] : "?";
-}
-
-static char *
-xstrdup(const char *s)
-{
-	char *p = strdup(s);
-
-	if (!p) {
-		fprintf(stderr, "gpumemtrace: out of memory\n");
-		exit(3);
-	}
-	return p;
 }
 
 // --- Reading ------------------------------------------------------------------------------
@@ -50,11 +38,13 @@ trim(char *s)
 	return s;
 }
 
-/* One non-blank, non-comment line: 0 and appended, or -1 after writing why to @p diag. */
+/* One non-blank, non-comment line: 0 and appended, or -1 (not a suppression) or -ENOMEM after
+ * writing why to @p diag. */
 static int
 parse_line(struct gmt_suppressions *s, char *text, const char *path, unsigned lineno, FILE *diag)
 {
 	char *colon = strchr(text, ':');
+	struct gmt_suppression *v;
 	char *pattern;
 	int type = -1;
 
@@ -78,15 +68,26 @@ parse_line(struct gmt_suppressions *s, char *text, const char *path, unsigned li
 			type_names[type]);
 		return -1;
 	}
-	s->v = gmt_xrealloc(s->v, s->n + 1, sizeof(*s->v));
+	if (!(v = gmt_realloc_array(s->v, s->n + 1, sizeof(*s->v))))
+		goto err_nomem;
+	s->v = v;
 	s->v[s->n] = (struct gmt_suppression){
 	    .type = (enum gmt_supp_type)type,
-	    .pattern = xstrdup(pattern),
-	    .file = xstrdup(path),
+	    .pattern = strdup(pattern),
+	    .file = strdup(path),
 	    .line = lineno,
 	};
+	if (!s->v[s->n].pattern || !s->v[s->n].file) {
+		free(s->v[s->n].pattern);
+		free(s->v[s->n].file);
+		goto err_nomem;
+	}
 	s->n++;
 	return 0;
+
+err_nomem:
+	fprintf(diag, "%s:%u: out of memory\n", gmt_esc(path), lineno);
+	return -ENOMEM;
 }
 
 int
@@ -109,10 +110,8 @@ gmt_suppressions_load(struct gmt_suppressions *s, const char *path, FILE *diag)
 		lineno++;
 		if (*text == '\0' || *text == '#')
 			continue;
-		if (parse_line(s, text, path, lineno, diag) != 0) {
-			rc = -1;
+		if ((rc = parse_line(s, text, path, lineno, diag)) != 0)
 			break;
-		}
 	}
 	if (rc == 0 && ferror(f)) {
 		fprintf(diag, "%s: cannot read: %s\n", gmt_esc(path), strerror(errno));
@@ -127,9 +126,14 @@ int
 gmt_suppressions_add(struct gmt_suppressions *s, const char *line, const char *origin,
 		     unsigned lineno, FILE *diag)
 {
-	char *copy = xstrdup(line);
-	int rc = parse_line(s, trim(copy), origin, lineno, diag);
+	char *copy = strdup(line);
+	int rc;
 
+	if (!copy) {
+		fprintf(diag, "%s:%u: out of memory\n", gmt_esc(origin), lineno);
+		return -ENOMEM;
+	}
+	rc = parse_line(s, trim(copy), origin, lineno, diag);
 	free(copy);
 	return rc;
 }

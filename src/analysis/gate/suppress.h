@@ -45,13 +45,15 @@ struct gmt_suppressions {
 
 /**
  * Append the suppressions of @p path to @p s. Returns 0, or -1 after writing why to @p diag:
- * "PATH: cannot read: ..." or "PATH:LINE: ..." for a line that is not a suppression.
+ * "PATH: cannot read: ..." or "PATH:LINE: ..." for a line that is not a suppression; -ENOMEM
+ * out of memory (said too).
  */
 int gmt_suppressions_load(struct gmt_suppressions *s, const char *path, FILE *diag);
 
 /**
  * Append one suppression line (`leak:PATTERN`, ...) that comes from @p origin (a file name, or
- * "built-in") at @p lineno. Returns 0, or -1 after saying why on @p diag.
+ * "built-in") at @p lineno. Returns 0, or -1 (not a suppression) or -ENOMEM after saying why on
+ * @p diag.
  */
 int gmt_suppressions_add(struct gmt_suppressions *s, const char *line, const char *origin,
 			 unsigned lineno, FILE *diag);

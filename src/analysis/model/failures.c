@@ -2,11 +2,12 @@
  * @brief Failed allocations the application never saw: the replay's hooks that class each
  * failure as it goes (model.c calls them), and the classes as the reports read them.
  */
+#include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 
 #include "analysis/model/model.h"
-#include "util/xalloc.h"
+#include "util/alloc.h"
 
 /*
  * The rule (docs/ci.md, "Failed allocations that do not count"). A failed allocation is the
@@ -74,7 +75,7 @@ gmt_model_first_counted_failure(const struct gmt_model *m)
 	return SIZE_MAX;
 }
 
-void
+int
 gmt_failures_add(struct gmt_model *m, size_t k)
 {
 	const struct gmt_trace_event *f = &m->failed_events[k];
@@ -86,13 +87,12 @@ gmt_failures_add(struct gmt_model *m, size_t k)
 		c = GMT_FAIL_PENDING_PROBE;
 	m->failed_class[k] = c;
 	if (c == GMT_FAIL_COUNTED)
-		return;
-	if (m->nfail_pending == m->fail_pending_cap) {
-		m->fail_pending_cap = m->fail_pending_cap ? 2 * m->fail_pending_cap : 8;
-		m->fail_pending =
-		    gmt_xrealloc(m->fail_pending, m->fail_pending_cap, sizeof(*m->fail_pending));
-	}
+		return 0;
+	if (gmt_grow(&m->fail_pending, &m->fail_pending_cap, m->nfail_pending + 1,
+		     sizeof(*m->fail_pending), 8) != 0)
+		return -ENOMEM;
 	m->fail_pending[m->nfail_pending++] = k;
+	return 0;
 }
 
 void

@@ -8,6 +8,7 @@
  * difference then also holds other processes' memory.
  */
 #include <stdio.h>
+#include <errno.h>
 #include <stdlib.h>
 
 #include "analysis/model/model.h"
@@ -99,8 +100,8 @@ gmt_ledger_rows(const struct gmt_model *m, size_t *n)
 		return NULL;
 	rows = calloc(2 * ndev, sizeof(*rows));
 	if (!rows) {
-		fprintf(stderr, "gpumemtrace: out of memory\n");
-		exit(3);
+		errno = ENOMEM;
+		return NULL;
 	}
 	for (size_t i = 0; i < ndev; i++) {
 		const struct gmt_ledger_point *last, *near;

@@ -3,7 +3,7 @@
  */
 #include "analysis/model/livemap.h"
 
-#include <stdio.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,30 +11,19 @@
 
 #define INITIAL_SLOTS 64
 
-static void *
-xcalloc(size_t n, size_t size)
-{
-	void *p = calloc(n ? n : 1, size);
-
-	if (!p) {
-		fprintf(stderr, "gpumemtrace: out of memory\n");
-		exit(3);
-	}
-	return p;
-}
-
 static size_t
 home_of(const struct gmt_livemap *m, uint64_t key)
 {
 	return (size_t)gmt_mix64(key) & m->mask;
 }
 
-void
+int
 gmt_livemap_init(struct gmt_livemap *m)
 {
-	m->slots = xcalloc(INITIAL_SLOTS, sizeof(*m->slots));
+	m->slots = calloc(INITIAL_SLOTS, sizeof(*m->slots));
 	m->mask = INITIAL_SLOTS - 1;
 	m->count = 0;
+	return m->slots ? 0 : -ENOMEM;
 }
 
 void
@@ -69,28 +58,32 @@ place(struct gmt_livemap *m, const struct gmt_live *l)
 	m->count++;
 }
 
-static void
+static int
 rehash(struct gmt_livemap *m, size_t cap)
 {
-	struct gmt_live *old = m->slots;
+	struct gmt_live *old = m->slots, *slots = calloc(cap, sizeof(*slots));
 	size_t oldcap = m->mask + 1;
 
-	m->slots = xcalloc(cap, sizeof(*m->slots));
+	if (!slots)
+		return -ENOMEM;
+	m->slots = slots;
 	m->mask = cap - 1;
 	m->count = 0;
 	for (size_t i = 0; i < oldcap; i++)
 		if (old[i].key)
 			place(m, &old[i]);
 	free(old);
+	return 0;
 }
 
-void
+int
 gmt_livemap_insert(struct gmt_livemap *m, const struct gmt_live *l)
 {
 	/* At most 3/4 full, so probe runs stay short. */
-	if ((m->count + 1) * 4 > (m->mask + 1) * 3)
-		rehash(m, (m->mask + 1) * 2);
+	if ((m->count + 1) * 4 > (m->mask + 1) * 3 && rehash(m, (m->mask + 1) * 2) != 0)
+		return -ENOMEM;
 	place(m, l);
+	return 0;
 }
 
 void
@@ -117,20 +110,27 @@ gmt_livemap_remove(struct gmt_livemap *m, struct gmt_live *slot)
 	m->count--;
 }
 
-struct gmt_live *
+int
 gmt_livemap_take(struct gmt_livemap *m,
 		 bool (*match)(const struct gmt_live *l, const void *ctx),
 		 const void *ctx,
+		 struct gmt_live **out,
 		 size_t *n)
 {
 	size_t cap = m->mask + 1, nkeep = 0, ntake = 0;
 	struct gmt_live *keep, *taken;
 
+	*out = NULL;
 	*n = 0;
 	if (m->count == 0)
-		return NULL;
-	keep = xcalloc(m->count, sizeof(*keep));
-	taken = xcalloc(m->count, sizeof(*taken));
+		return 0;
+	keep = calloc(m->count, sizeof(*keep));
+	taken = calloc(m->count, sizeof(*taken));
+	if (!keep || !taken) {
+		free(keep);
+		free(taken);
+		return -ENOMEM;
+	}
 	for (size_t i = 0; i < cap; i++) {
 		const struct gmt_live *l = &m->slots[i];
 
@@ -150,23 +150,27 @@ gmt_livemap_take(struct gmt_livemap *m,
 	free(keep);
 	if (!ntake) {
 		free(taken);
-		return NULL;
+		return 0;
 	}
+	*out = taken;
 	*n = ntake;
-	return taken;
+	return 0;
 }
 
-struct gmt_live *
-gmt_livemap_all(const struct gmt_livemap *m, size_t *n)
+int
+gmt_livemap_all(const struct gmt_livemap *m, struct gmt_live **out, size_t *n)
 {
 	struct gmt_live *all;
 
+	*out = NULL;
 	*n = 0;
 	if (m->count == 0)
-		return NULL;
-	all = xcalloc(m->count, sizeof(*all));
+		return 0;
+	if (!(all = calloc(m->count, sizeof(*all))))
+		return -ENOMEM;
 	for (size_t i = 0; i <= m->mask; i++)
 		if (m->slots[i].key)
 			all[(*n)++] = m->slots[i];
-	return all;
+	*out = all;
+	return 0;
 }

@@ -40,31 +40,34 @@ struct gmt_livemap {
 	size_t count;
 };
 
-/** An empty table; exits with status 3 when out of memory (as every analyzer allocation). */
-void gmt_livemap_init(struct gmt_livemap *m);
+/** An empty table. Returns 0, or -ENOMEM (then only gmt_livemap_fini() may follow). */
+int gmt_livemap_init(struct gmt_livemap *m);
 
 void gmt_livemap_fini(struct gmt_livemap *m);
 
 /** The entry with @p key, NULL when there is none. The pointer is valid until the next change. */
 struct gmt_live *gmt_livemap_find(struct gmt_livemap *m, uint64_t key);
 
-/** Precondition: @p l->key is non-zero and not in the table. */
-void gmt_livemap_insert(struct gmt_livemap *m, const struct gmt_live *l);
+/** Precondition: @p l->key is non-zero and not in the table. Returns 0, or -ENOMEM (not added). */
+int gmt_livemap_insert(struct gmt_livemap *m, const struct gmt_live *l);
 
 /** Remove the entry @p slot points at (from gmt_livemap_find()). */
 void gmt_livemap_remove(struct gmt_livemap *m, struct gmt_live *slot);
 
 /**
- * Remove every entry for which @p match returns true and return them, *@p n of them, in a new
- * array the caller frees (NULL when none). Rebuilds the table: for rare bulk removals (a reset,
- * an unmapped range that is not a run of whole mappings).
+ * Remove every entry for which @p match returns true and give them, *@p n of them, in a new
+ * array *@p out the caller frees (NULL when none). Rebuilds the table: for rare bulk removals
+ * (a reset, an unmapped range that is not a run of whole mappings). Returns 0, or -ENOMEM
+ * (nothing removed).
  */
-struct gmt_live *gmt_livemap_take(struct gmt_livemap *m,
-				  bool (*match)(const struct gmt_live *l, const void *ctx),
-				  const void *ctx,
-				  size_t *n);
+int gmt_livemap_take(struct gmt_livemap *m,
+		     bool (*match)(const struct gmt_live *l, const void *ctx),
+		     const void *ctx,
+		     struct gmt_live **out,
+		     size_t *n);
 
-/** Every entry, in a new array the caller frees (NULL when the table is empty). */
-struct gmt_live *gmt_livemap_all(const struct gmt_livemap *m, size_t *n);
+/** Every entry, in a new array *@p out the caller frees (NULL when the table is empty).
+ * Returns 0, or -ENOMEM. */
+int gmt_livemap_all(const struct gmt_livemap *m, struct gmt_live **out, size_t *n);
 
 #endif

@@ -25,7 +25,7 @@
 #include <string.h>
 
 #include "analysis/model/livemap.h"
-#include "util/xalloc.h"
+#include "util/alloc.h"
 
 // --- calls with a meaning of their own ----------------------------------------------------------
 //
@@ -96,13 +96,27 @@ struct replay {
 	bool bounds_pending; /* a range's bounds in seconds are not placed yet */
 };
 
+/* Out of memory: the replay stops here (every later event is ignored) and says so at the end. */
+static bool
+nomem(struct replay *r)
+{
+	r->m->error = -ENOMEM;
+	return false;
+}
+
 static enum role
 event_role(struct replay *r, const struct gmt_trace_event *ev)
 {
 	const struct gmt_trace *t = r->m->trace;
 
 	if (r->nroles < t->nstrings) { /* names the reader met since */
-		r->roles = gmt_xrealloc(r->roles, t->nstrings, sizeof(*r->roles));
+		uint8_t *roles = gmt_realloc_array(r->roles, t->nstrings, sizeof(*r->roles));
+
+		if (!roles) {
+			nomem(r);
+			return ROLE_NONE;
+		}
+		r->roles = roles;
 		for (size_t i = r->nroles; i < t->nstrings; i++)
 			r->roles[i] = (uint8_t)role_of_name(t->strings[i]);
 		r->nroles = t->nstrings;
@@ -134,9 +148,9 @@ device_get(struct replay *r, int32_t device)
 		;
 	if (i < m->ndevices && m->devices[i].device == device)
 		return &m->devices[i];
-	if (m->ndevices == r->devcap) {
-		r->devcap = r->devcap ? r->devcap * 2 : 4;
-		m->devices = gmt_xrealloc(m->devices, r->devcap, sizeof(*m->devices));
+	if (gmt_grow(&m->devices, &r->devcap, m->ndevices + 1, sizeof(*m->devices), 4) != 0) {
+		nomem(r);
+		return NULL;
 	}
 	memmove(&m->devices[i + 1], &m->devices[i], (m->ndevices - i) * sizeof(*m->devices));
 	memset(&m->devices[i], 0, sizeof(m->devices[i]));
@@ -156,14 +170,17 @@ site_hash(uint32_t stack, uint16_t api, uint16_t driver, uint8_t kind, int32_t d
 	return h ^ (h >> 29);
 }
 
-static void
+static bool
 site_rehash(struct replay *r)
 {
 	struct gmt_model *m = r->m;
 	size_t cap = r->site_mask ? (r->site_mask + 1) * 2 : 256;
+	uint32_t *index = gmt_realloc_array(NULL, cap, sizeof(*r->site_index));
 
+	if (!index)
+		return nomem(r);
 	free(r->site_index);
-	r->site_index = gmt_xrealloc(NULL, cap, sizeof(*r->site_index));
+	r->site_index = index;
 	memset(r->site_index, 0xff, cap * sizeof(*r->site_index));
 	r->site_mask = cap - 1;
 	for (size_t i = 0; i < m->nsites; i++) {
@@ -174,17 +191,18 @@ site_rehash(struct replay *r)
 			j = (j + 1) & r->site_mask;
 		r->site_index[j] = (uint32_t)i;
 	}
+	return true;
 }
 
-/* The site of a new allocation, made on first use. */
+/* The site of a new allocation, made on first use; UINT32_MAX out of memory. */
 static uint32_t
 site_of(struct replay *r, const struct gmt_live *l)
 {
 	struct gmt_model *m = r->m;
 	size_t j;
 
-	if ((m->nsites + 1) * 2 > r->site_mask + 1)
-		site_rehash(r);
+	if ((m->nsites + 1) * 2 > r->site_mask + 1 && !site_rehash(r))
+		return UINT32_MAX;
 	j = site_hash(l->stack, l->api, l->driver, l->kind, l->device) & r->site_mask;
 	for (; r->site_index[j] != UINT32_MAX; j = (j + 1) & r->site_mask) {
 		const struct gmt_site_stats *st = &m->sites[r->site_index[j]];
@@ -193,9 +211,9 @@ site_of(struct replay *r, const struct gmt_live *l)
 		    st->kind == l->kind && st->device == l->device)
 			return r->site_index[j];
 	}
-	if (m->nsites == r->sitecap) {
-		r->sitecap = r->sitecap ? r->sitecap * 2 : 64;
-		m->sites = gmt_xrealloc(m->sites, r->sitecap, sizeof(*m->sites));
+	if (gmt_grow(&m->sites, &r->sitecap, m->nsites + 1, sizeof(*m->sites), 64) != 0) {
+		nomem(r);
+		return UINT32_MAX;
 	}
 	memset(&m->sites[m->nsites], 0, sizeof(m->sites[0]));
 	m->sites[m->nsites] = (struct gmt_site_stats){
@@ -294,16 +312,22 @@ series_add(struct replay *r, int32_t device, uint8_t kind, uint64_t ts, uint64_t
 		if (m->series[i].device == device && m->series[i].kind == kind)
 			s = &m->series[i];
 	if (!s) {
-		m->series = gmt_xrealloc(m->series, m->nseries + 1, sizeof(*m->series));
+		struct gmt_series *v = gmt_realloc_array(m->series, m->nseries + 1, sizeof(*v));
+
+		if (!v) {
+			nomem(r);
+			return;
+		}
+		m->series = v;
 		s = &m->series[m->nseries++];
 		*s = (struct gmt_series){.device = device, .kind = kind, .exact = true};
 	}
 	/* twice the limit before compressing: each round halves the points at least */
 	if (s->n == 2 * GMT_SERIES_MAX_POINTS)
 		series_compress(s);
-	if (s->n == s->cap) {
-		s->cap = s->cap ? s->cap * 2 : 64;
-		s->points = gmt_xrealloc(s->points, s->cap, sizeof(*s->points));
+	if (gmt_grow(&s->points, &s->cap, s->n + 1, sizeof(*s->points), 64) != 0) {
+		nomem(r);
+		return;
 	}
 	s->points[s->n++] = (struct gmt_point){ts, bytes};
 }
@@ -356,8 +380,11 @@ account_add(struct replay *r, const struct gmt_trace_event *ev, const struct gmt
 {
 	struct gmt_device_stats *d = device_get(r, l->device);
 	struct gmt_site_stats *st = &r->m->sites[l->site];
-	struct gmt_size_bucket *b = &d->sizes[l->kind][log2_bucket(l->size)];
+	struct gmt_size_bucket *b;
 
+	if (!d)
+		return;
+	b = &d->sizes[l->kind][log2_bucket(l->size)];
 	d->kinds[l->kind].live += l->size;
 	d->kinds[l->kind].live_allocs++;
 	d->kinds[l->kind].allocations++;
@@ -383,6 +410,8 @@ account_sub(struct replay *r, const struct gmt_trace_event *ev, const struct gmt
 	struct gmt_device_stats *d = device_get(r, l->device);
 	struct gmt_site_stats *st = &r->m->sites[l->site];
 
+	if (!d)
+		return;
 	d->kinds[l->kind].live -= l->size;
 	d->kinds[l->kind].live_allocs--;
 	st->live -= l->size;
@@ -516,7 +545,8 @@ unmap_range(struct replay *r, const struct gmt_trace_event *ev)
 	}
 	if (rg.begin >= rg.end)
 		return n;
-	rest = gmt_livemap_take(&r->maps, in_range, &rg, &nrest);
+	if (gmt_livemap_take(&r->maps, in_range, &rg, &rest, &nrest) != 0)
+		return nomem(r), n;
 	for (size_t i = 0; i < nrest; i++)
 		mapping_gone(r, ev, &rest[i]);
 	free(rest);
@@ -602,8 +632,10 @@ gaps_of(struct replay *r, int32_t device, struct gmt_gaps by_kind[GMT_TK_COUNT])
 {
 	struct gmt_gaps sum = {0};
 	size_t n, k = 0;
-	struct gmt_live *all = gmt_livemap_all(&r->ptrs, &n);
+	struct gmt_live *all;
 
+	if (gmt_livemap_all(&r->ptrs, &all, &n) != 0)
+		nomem(r);
 	if (by_kind)
 		memset(by_kind, 0, GMT_TK_COUNT * sizeof(*by_kind));
 	for (size_t i = 0; i < n; i++)
@@ -675,7 +707,13 @@ oom_snapshot(struct replay *r, const struct gmt_trace_event *ev, struct gmt_oom 
 
 		if (st->device != ev->device || !st->live || !gmt_kind_in_held((enum gmt_tkind)st->kind))
 			continue;
-		o->sites = gmt_xrealloc(o->sites, o->nsites + 1, sizeof(*o->sites));
+		struct gmt_oom_site *v = gmt_realloc_array(o->sites, o->nsites + 1, sizeof(*v));
+
+		if (!v) {
+			nomem(r);
+			break;
+		}
+		o->sites = v;
 		o->sites[o->nsites++] = (struct gmt_oom_site){(uint32_t)i, st->live, st->live_allocs};
 	}
 	if (o->nsites > 1)
@@ -690,18 +728,26 @@ record_failed(struct replay *r, const struct gmt_trace_event *ev)
 	if (r->phase != PHASE_INSIDE)
 		return;
 	if (m->nfailed == r->failcap) {
-		r->failcap = r->failcap ? r->failcap * 2 : 8;
-		m->failed = gmt_xrealloc(m->failed, r->failcap, sizeof(*m->failed));
-		m->failed_events = gmt_xrealloc(m->failed_events, r->failcap, sizeof(*m->failed_events));
-		m->oom = gmt_xrealloc(m->oom, r->failcap, sizeof(*m->oom));
-		m->failed_class =
-		    gmt_xrealloc(m->failed_class, r->failcap, sizeof(*m->failed_class));
+		/* four arrays of one length: the capacity moves when all four have it */
+		size_t c = r->failcap, cap = r->failcap ? r->failcap * 2 : 8;
+
+		if (gmt_grow(&m->failed, &c, cap, sizeof(*m->failed), 8) != 0 ||
+		    (c = r->failcap,
+		     gmt_grow(&m->failed_events, &c, cap, sizeof(*m->failed_events), 8) != 0) ||
+		    (c = r->failcap, gmt_grow(&m->oom, &c, cap, sizeof(*m->oom), 8) != 0) ||
+		    (c = r->failcap,
+		     gmt_grow(&m->failed_class, &c, cap, sizeof(*m->failed_class), 8) != 0)) {
+			nomem(r);
+			return;
+		}
+		r->failcap = cap;
 	}
 	/* the event is the reader's for the length of the call: a copy (pointers set at finish) */
 	oom_snapshot(r, ev, &m->oom[m->nfailed]);
 	m->failed_events[m->nfailed] = *ev;
 	m->failed[m->nfailed++] = NULL;
-	gmt_failures_add(m, m->nfailed - 1);
+	if (gmt_failures_add(m, m->nfailed - 1) != 0)
+		nomem(r);
 }
 
 static void
@@ -746,8 +792,12 @@ replay_alloc(struct replay *r, const struct gmt_trace_event *ev)
 	}
 	if (table == &r->maps)
 		mapping_attach(r, &l);
-	l.site = site_of(r, &l);
-	gmt_livemap_insert(table, &l);
+	if ((l.site = site_of(r, &l)) == UINT32_MAX)
+		return;
+	if (gmt_livemap_insert(table, &l) != 0) {
+		nomem(r);
+		return;
+	}
 	r->m->allocations++;
 	account_add(r, ev, &l);
 }
@@ -789,7 +839,10 @@ destroy_external(struct replay *r, const struct gmt_trace_event *ev)
 
 	if (k.object == 0)
 		return;
-	gone = gmt_livemap_take(&r->ptrs, of_external, &k, &n);
+	if (gmt_livemap_take(&r->ptrs, of_external, &k, &gone, &n) != 0) {
+		nomem(r);
+		return;
+	}
 	for (size_t i = 0; i < n; i++)
 		account_sub(r, ev, &gone[i]);
 	free(gone);
@@ -877,6 +930,8 @@ reading_set(struct replay *r,
 {
 	struct gmt_device_stats *d = device_get(r, ev->device);
 
+	if (!d)
+		return;
 	d->kinds[kind].live = bytes;
 	d->kinds[kind].live_allocs = holders;
 	kind_changed(r, ev, d, kind);
@@ -893,9 +948,9 @@ pool_reading(struct replay *r, const struct gmt_trace_event *ev)
 		if (r->pools[i].device == ev->device && r->pools[i].pool == ev->ptr)
 			break;
 	if (i == r->npools) {
-		if (r->npools == r->poolcap) {
-			r->poolcap = r->poolcap ? r->poolcap * 2 : 4;
-			r->pools = gmt_xrealloc(r->pools, r->poolcap, sizeof(*r->pools));
+		if (gmt_grow(&r->pools, &r->poolcap, r->npools + 1, sizeof(*r->pools), 4) != 0) {
+			nomem(r);
+			return;
 		}
 		r->pools[r->npools++] = (struct pool_reading){ev->device, ev->ptr, 0};
 	}
@@ -955,8 +1010,12 @@ replay_reset(struct replay *r, const struct gmt_trace_event *ev)
 	/* Mappings first: an imported mapping going away updates its handle, which goes next. */
 	for (size_t t = 0; t < sizeof(tables) / sizeof(tables[0]); t++) {
 		size_t n;
-		struct gmt_live *gone = gmt_livemap_take(tables[t], reset_matches, &k, &n);
+		struct gmt_live *gone;
 
+		if (gmt_livemap_take(tables[t], reset_matches, &k, &gone, &n) != 0) {
+			nomem(r);
+			return;
+		}
 		for (size_t i = 0; i < n; i++) {
 			if (tables[t] == &r->maps)
 				mapping_gone(r, ev, &gone[i]);
@@ -982,9 +1041,9 @@ capture_reading(struct replay *r, const struct gmt_trace_nvml *n)
 	struct gmt_model *m = r->m;
 	struct gmt_ledger_point *p;
 
-	if (m->nledger == r->ledgercap) {
-		r->ledgercap = r->ledgercap ? r->ledgercap * 2 : 16;
-		m->ledger = gmt_xrealloc(m->ledger, r->ledgercap, sizeof(*m->ledger));
+	if (gmt_grow(&m->ledger, &r->ledgercap, m->nledger + 1, sizeof(*m->ledger), 16) != 0) {
+		nomem(r);
+		return;
 	}
 	p = &m->ledger[m->nledger++];
 	const struct gmt_device_stats *d = device_find(r->m, n->device);
@@ -1048,11 +1107,20 @@ all_live(struct replay *r, size_t *n)
 	*n = 0;
 	for (size_t t = 0; t < sizeof(tables) / sizeof(tables[0]); t++) {
 		size_t k;
-		struct gmt_live *part = gmt_livemap_all(tables[t], &k);
+		struct gmt_live *part, *v;
 
+		if (gmt_livemap_all(tables[t], &part, &k) != 0) {
+			nomem(r);
+			break;
+		}
 		if (!k)
 			continue;
-		all = gmt_xrealloc(all, *n + k, sizeof(*all));
+		if (!(v = gmt_realloc_array(all, *n + k, sizeof(*all)))) {
+			free(part);
+			nomem(r);
+			break;
+		}
+		all = v;
 		memcpy(all + *n, part, k * sizeof(*part));
 		*n += k;
 		free(part);
@@ -1083,7 +1151,11 @@ collect_leaks(struct replay *r)
 		}
 	}
 	qsort(all, n, sizeof(*all), cmp_live_site);
-	m->leaks = gmt_xrealloc(NULL, n, sizeof(*m->leaks));
+	if (!(m->leaks = gmt_realloc_array(NULL, n, sizeof(*m->leaks)))) {
+		free(all);
+		nomem(r);
+		return;
+	}
 	for (size_t i = 0; i < n; i++) {
 		struct gmt_leak *g = m->nleaks ? &m->leaks[m->nleaks - 1] : NULL;
 		bool counted = gmt_kind_counted((enum gmt_tkind)all[i].kind);
@@ -1128,10 +1200,10 @@ capture_peak(struct replay *r, struct gmt_device_stats *d)
 		    !gmt_kind_in_held((enum gmt_tkind)st->kind) ||
 		    gmt_kind_is_reading((enum gmt_tkind)st->kind))
 			continue;
-		if (n == d->peak_sites_cap) {
-			d->peak_sites_cap = d->peak_sites_cap ? 2 * d->peak_sites_cap : 64;
-			d->peak_sites = gmt_xrealloc(d->peak_sites, d->peak_sites_cap,
-						     sizeof(*d->peak_sites));
+		if (gmt_grow(&d->peak_sites, &d->peak_sites_cap, n + 1, sizeof(*d->peak_sites),
+			     64) != 0) {
+			nomem(r);
+			break;
 		}
 		d->peak_sites[n++] = (struct gmt_leak){.stack = st->stack,
 						       .api = st->api,
@@ -1166,11 +1238,10 @@ replay_init(struct replay *r, struct gmt_model *m)
 
 	r->m = m;
 	r->phase = PHASE_INSIDE;
-	gmt_livemap_init(&r->ptrs);
-	gmt_livemap_init(&r->maps);
-	gmt_livemap_init(&r->reserves);
-	gmt_livemap_init(&r->handles);
-	gmt_livemap_init(&r->arrays);
+	if (gmt_livemap_init(&r->ptrs) != 0 || gmt_livemap_init(&r->maps) != 0 ||
+	    gmt_livemap_init(&r->reserves) != 0 || gmt_livemap_init(&r->handles) != 0 ||
+	    gmt_livemap_init(&r->arrays) != 0)
+		nomem(r);
 	(void)t;
 }
 
@@ -1347,6 +1418,11 @@ gmt_model_new(const struct gmt_trace *trace, const struct gmt_range_opt *range)
 	if (range)
 		m->range = *range;
 	replay_init(r, m);
+	if (m->error) {
+		gmt_model_free(m);
+		errno = ENOMEM;
+		return NULL;
+	}
 	if (m->range.from.set)
 		r->phase = PHASE_BEFORE;
 	r->bounds_pending = true; /* in seconds: from the trace's start, known by the first item */
@@ -1400,6 +1476,8 @@ gmt_model_event(struct gmt_model *m, const struct gmt_trace_event *ev)
 {
 	struct replay *r = m->replay;
 
+	if (m->error)
+		return;
 	if (!range_step(r, ev->seq, ev->ts, NULL)) {
 		if (r->phase == PHASE_BEFORE) {
 			/* before the range: the state, not the counts */
@@ -1415,18 +1493,30 @@ gmt_model_event(struct gmt_model *m, const struct gmt_trace_event *ev)
 void
 gmt_model_marker(struct gmt_model *m, const struct gmt_trace_marker *mk)
 {
-	if (range_step(m->replay, mk->seq, mk->ts, mk))
+	if (!m->error && range_step(m->replay, mk->seq, mk->ts, mk))
 		marker_seen(m->replay, mk);
 }
 
-void
+/* An array of @p n elements that has room for more, cut to @p n; false when it stays as it was
+ * (empty, or the allocator would not: the room is only slack). */
+static bool
+shrink(void *pp, size_t n, size_t size)
+{
+	void *q = n ? gmt_realloc_array(*(void **)pp, n, size) : NULL;
+
+	if (q)
+		*(void **)pp = q;
+	return q != NULL;
+}
+
+int
 gmt_model_finish(struct gmt_model *m)
 {
 	struct replay *r = m->replay;
 	const struct gmt_trace *t = m->trace;
 
-	if (!r)
-		return;
+	if (!r || m->error)
+		return m->error;
 	if (r->phase == PHASE_BEFORE)
 		m->range_from.found = false; /* the range never started: nothing counts */
 	if (r->phase != PHASE_AFTER)
@@ -1449,27 +1539,22 @@ gmt_model_finish(struct gmt_model *m)
 	for (size_t i = 0; i < m->nseries; i++)
 		if (m->series[i].n > GMT_SERIES_MAX_POINTS)
 			series_compress(&m->series[i]);
+	if (m->error)
+		return m->error;
 	/* The lists doubled as they grew; every model of a directory is kept: no slack. */
-	if (m->ndevices)
-		m->devices = gmt_xrealloc(m->devices, m->ndevices, sizeof(*m->devices));
-	if (m->nsites)
-		m->sites = gmt_xrealloc(m->sites, m->nsites, sizeof(*m->sites));
+	shrink(&m->devices, m->ndevices, sizeof(*m->devices));
+	shrink(&m->sites, m->nsites, sizeof(*m->sites));
 	for (size_t i = 0; i < m->ndevices; i++) {
 		struct gmt_device_stats *d = &m->devices[i];
 
-		if (d->npeak_sites) {
-			d->peak_sites =
-			    gmt_xrealloc(d->peak_sites, d->npeak_sites, sizeof(*d->peak_sites));
+		if (shrink(&d->peak_sites, d->npeak_sites, sizeof(*d->peak_sites)))
 			d->peak_sites_cap = d->npeak_sites;
-		}
 	}
 	for (size_t i = 0; i < m->nseries; i++) {
 		struct gmt_series *se = &m->series[i];
 
-		if (se->n) {
-			se->points = gmt_xrealloc(se->points, se->n, sizeof(*se->points));
+		if (shrink(&se->points, se->n, sizeof(*se->points)))
 			se->cap = se->n;
-		}
 	}
 	/* what pointed into arrays that grew while reading points at their final place now */
 	for (size_t i = 0; i < m->nledger; i++)
@@ -1480,6 +1565,7 @@ gmt_model_finish(struct gmt_model *m)
 		m->oom[i].nvml = m->oom[i].nvml_index != SIZE_MAX ? &t->nvml[m->oom[i].nvml_index]
 								   : NULL;
 	}
+	return 0;
 }
 
 struct gmt_model *
@@ -1498,7 +1584,11 @@ gmt_model_build_range(const struct gmt_trace *trace, const struct gmt_range_opt 
 		else
 			gmt_model_event(m, &trace->events[ei++]);
 	}
-	gmt_model_finish(m);
+	if (gmt_model_finish(m) != 0) {
+		gmt_model_free(m);
+		errno = ENOMEM;
+		return NULL;
+	}
 	return m;
 }
 

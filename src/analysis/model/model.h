@@ -273,6 +273,11 @@ struct gmt_model {
 	 * whoever symbolized them (the session); the replay never reads them
 	 */
 	struct gmt_callstacks *stacks;
+	/**
+	 * 0, or -ENOMEM: the replay ran out of memory and stopped there (what it ignored since is
+	 * lost: the figures are not the trace's; gmt_model_finish() says so)
+	 */
+	int error;
 	struct replay *replay; /**< the replay's state until gmt_model_finish() */
 };
 
@@ -292,10 +297,13 @@ struct gmt_ledger_row {
 	int64_t untracked;    /**< nvml_bytes - held (negative: tracked exceeds NVML) */
 };
 
-/** The ledger rows of @p m, by device, last reading first: a new array (free()), *@p n rows. */
+/**
+ * The ledger rows of @p m, by device, last reading first: a new array (free()), *@p n rows; NULL
+ * when there are none, or out of memory (errno ENOMEM).
+ */
 struct gmt_ledger_row *gmt_ledger_rows(const struct gmt_model *m, size_t *n);
 
-/** Replay @p trace. The model points into the trace, which must outlive it. */
+/** Replay @p trace. The model points into the trace, which must outlive it. NULL out of memory. */
 struct gmt_model *gmt_model_build(const struct gmt_trace *trace);
 
 /**
@@ -306,7 +314,8 @@ struct gmt_model *gmt_model_build(const struct gmt_trace *trace);
 struct gmt_model *gmt_model_new(const struct gmt_trace *trace, const struct gmt_range_opt *range);
 void gmt_model_event(struct gmt_model *m, const struct gmt_trace_event *ev);
 void gmt_model_marker(struct gmt_model *m, const struct gmt_trace_marker *mk);
-void gmt_model_finish(struct gmt_model *m);
+/** The end of the trace: 0, or m->error (the model is then only for gmt_model_free()). */
+int gmt_model_finish(struct gmt_model *m);
 
 /** Replay only what lies in @p range (NULL: everything); see docs/report-json.md, "range". */
 struct gmt_model *gmt_model_build_range(const struct gmt_trace *trace,
@@ -355,7 +364,7 @@ size_t gmt_model_first_counted_failure(const struct gmt_model *m);
  * gmt_failures_finish() at the end (what is still pending counts).
  */
 void gmt_failures_note(struct gmt_model *m, const struct gmt_trace_event *ev);
-void gmt_failures_add(struct gmt_model *m, size_t k);
+int gmt_failures_add(struct gmt_model *m, size_t k); /* 0, or -ENOMEM */
 void gmt_failures_finish(struct gmt_model *m);
 
 void gmt_model_free(struct gmt_model *model);

@@ -3,8 +3,9 @@
  * run beside it for the keys that come in order among themselves.
  */
 #include "analysis/reader/reorder.h"
-#include "util/xalloc.h"
+#include "util/alloc.h"
 
+#include <errno.h>
 #include <stdlib.h>
 
 /* The heap orders small keys; the items wait in slots (a heap of whole events moves too much). */
@@ -125,18 +126,23 @@ flow(struct gmt_reorder *w)
 		deliver_min(w);
 }
 
-static void
+static int
 window_alloc(struct gmt_reorder *w)
 {
 	const size_t cap = w->window + 1;
 
-	w->heap = gmt_xrealloc(NULL, cap, sizeof(*w->heap));
-	w->run = gmt_xrealloc(NULL, cap, sizeof(*w->run));
-	w->slots = gmt_xrealloc(NULL, cap, sizeof(*w->slots));
-	w->free_slots = gmt_xrealloc(NULL, cap, sizeof(*w->free_slots));
+	w->heap = gmt_realloc_array(NULL, cap, sizeof(*w->heap));
+	w->run = gmt_realloc_array(NULL, cap, sizeof(*w->run));
+	w->slots = gmt_realloc_array(NULL, cap, sizeof(*w->slots));
+	w->free_slots = gmt_realloc_array(NULL, cap, sizeof(*w->free_slots));
+	if (!w->heap || !w->run || !w->slots || !w->free_slots) {
+		gmt_reorder_fini(w);
+		return -ENOMEM;
+	}
 	for (size_t k = 0; k < cap; k++)
 		w->free_slots[k] = (uint32_t)(cap - 1 - k);
 	w->nfree = cap;
+	return 0;
 }
 
 /*
@@ -144,7 +150,7 @@ window_alloc(struct gmt_reorder *w)
  * thread come in seq order); the others go through the heap. When `window` keys wait, the
  * smallest goes.
  */
-void
+int
 gmt_reorder_push(struct gmt_reorder *w, const struct gmt_reorder_item *item)
 {
 	const size_t cap = w->window + 1;
@@ -154,10 +160,10 @@ gmt_reorder_push(struct gmt_reorder *w, const struct gmt_reorder_item *item)
 	if (may_go(w, item->seq)) {
 		deliver(w, &key, item);
 		flow(w);
-		return;
+		return 0;
 	}
-	if (!w->heap)
-		window_alloc(w);
+	if (!w->heap && window_alloc(w) != 0)
+		return -ENOMEM;
 	key.slot |= w->free_slots[--w->nfree];
 	w->slots[key.slot & ~KEY_MARKER] = *item;
 	if (!w->nrun || !key_before(&key, &w->run[(w->run_head + w->nrun - 1) % cap])) {
@@ -173,6 +179,7 @@ gmt_reorder_push(struct gmt_reorder *w, const struct gmt_reorder_item *item)
 		deliver_min(w);
 		flow(w);
 	}
+	return 0;
 }
 
 void

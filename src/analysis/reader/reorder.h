@@ -60,8 +60,11 @@ void gmt_reorder_init(struct gmt_reorder *w,
 		      void (*deliver)(void *ctx, const struct gmt_reorder_item *item, bool late),
 		      void *ctx);
 
-/** Deliver @p item now if it may go, else keep it waiting (a copy). */
-void gmt_reorder_push(struct gmt_reorder *w, const struct gmt_reorder_item *item);
+/**
+ * Deliver @p item now if it may go, else keep it waiting (a copy). Returns 0, or -ENOMEM when
+ * it had to wait and the window's memory could not be had (the item is not kept).
+ */
+int gmt_reorder_push(struct gmt_reorder *w, const struct gmt_reorder_item *item);
 
 /** Deliver every waiting item, smallest first (the end of the file). */
 void gmt_reorder_drain(struct gmt_reorder *w);

@@ -14,7 +14,7 @@
 #include "util/esc.h"
 #include "util/hash.h"
 #include "util/hex.h"
-#include "util/xalloc.h"
+#include "util/alloc.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -52,6 +52,7 @@ struct reader {
 	bool trace_line_seen;
 	size_t lead;   /* lines before it, skipped unquoted */
 	bool refused;  /* unknown format or version: the file is unreadable */
+	bool nomem;    /* out of memory: the read stopped, the file is unreadable (nomem()) */
 	bool have_min_ts;
 	bool have_start_ts;
 	uint64_t min_ts; /* time origin when there is no header */
@@ -117,6 +118,8 @@ bad_line(struct reader *r, size_t lineno, const char *fmt, ...)
 {
 	va_list ap;
 
+	if (r->nomem) /* the line failed for lack of memory: the file is unreadable, said once */
+		return;
 	r->t->bad_lines++;
 	if (r->shown >= GMT_TRACE_MAX_DIAG)
 		return;
@@ -132,7 +135,7 @@ note_line(struct reader *r, size_t lineno, const char *fmt, ...)
 {
 	va_list ap;
 
-	if (r->shown >= GMT_TRACE_MAX_DIAG)
+	if (r->nomem || r->shown >= GMT_TRACE_MAX_DIAG)
 		return;
 	r->shown++;
 	va_start(ap, fmt);
@@ -268,16 +271,49 @@ key_error(struct reader *r,
 	return false;
 }
 
+/*
+ * Out of memory: the read stops after this line and the file is unreadable ("out of memory"),
+ * so what the line had taken only needs to be freeable. Returns false, for `return nomem(r)`.
+ */
+static bool
+nomem(struct reader *r)
+{
+	r->nomem = true;
+	return false;
+}
+
+/* strdup() of @p s; NULL (and the read stops) out of memory. */
 static char *
-xstrdup(const char *s)
+dup_str(struct reader *r, const char *s)
 {
 	char *d = strdup(s);
 
-	if (!d) {
-		fprintf(stderr, "gpumemtrace: out of memory\n");
-		exit(3);
-	}
+	if (!d)
+		nomem(r);
 	return d;
+}
+
+/* An array of @p n elements with room for more, cut to @p n (kept as it is when that fails: the
+ * room is only slack). */
+static void
+shrink(void *pp, size_t n, size_t size)
+{
+	void *q = n ? gmt_realloc_array(*(void **)pp, n, size) : NULL;
+
+	if (q)
+		*(void **)pp = q;
+}
+
+/* realloc(*@p pp, @p n * @p size); false (*@p pp untouched, the read stops) out of memory. */
+static bool
+resize(struct reader *r, void *pp, size_t n, size_t size)
+{
+	void *q = gmt_realloc_array(*(void **)pp, n, size);
+
+	if (!q)
+		return nomem(r);
+	*(void **)pp = q;
+	return true;
 }
 
 static void
@@ -298,9 +334,13 @@ see_ts(struct reader *r, uint64_t ts)
 		t->start_ts = r->min_ts;
 }
 
+/* The index of the name @p s in the trace's strings, added when new; -1 when there is no room
+ * (or out of memory: r->nomem). */
 static int
-intern(struct gmt_trace *t, const char *s)
+intern(struct reader *r, const char *s)
 {
+	struct gmt_trace *t = r->t;
+
 	/* a direct-mapped cache in front of the scan: a trace names a few dozen calls, each often */
 	uint32_t h = 2166136261u;
 	for (const char *c = s; *c; c++)
@@ -318,8 +358,9 @@ intern(struct gmt_trace *t, const char *s)
 	/* UINT16_MAX itself stays free: it is GMT_TRACE_NO_STRING. */
 	if (t->nstrings >= UINT16_MAX)
 		return -1;
-	t->strings = gmt_xrealloc(t->strings, t->nstrings + 1, sizeof(*t->strings));
-	t->strings[t->nstrings] = xstrdup(s);
+	if (!resize(r, &t->strings, t->nstrings + 1, sizeof(*t->strings)) ||
+	    !(t->strings[t->nstrings] = dup_str(r, s)))
+		return -1;
 	if (t->nstrings < UINT16_MAX - 1)
 		*slot = (uint16_t)(t->nstrings + 1);
 	return (int)t->nstrings++;
@@ -327,23 +368,28 @@ intern(struct gmt_trace *t, const char *s)
 
 // --- one function per line type ---------------------------------------------------------------
 
+/* The strings of array @p a into a new *@p v of *@p n (other elements skipped). */
 static void
-read_capture(struct gmt_trace *t, json_t *a)
+read_strings(struct reader *r, json_t *a, char ***v, size_t *n)
 {
 	size_t i;
 	json_t *e;
 
-	if (!json_is_array(a))
+	if (!json_is_array(a) || !resize(r, v, json_array_size(a), sizeof(**v)))
 		return;
-	t->capture = gmt_xrealloc(NULL, json_array_size(a), sizeof(*t->capture));
-	json_array_foreach(a, i, e) if (json_is_string(e)) t->capture[t->ncapture++] =
-	    xstrdup(json_string_value(e));
+	json_array_foreach(a, i, e)
+	{
+		if (json_is_string(e) && !((*v)[*n] = dup_str(r, json_string_value(e))))
+			return;
+		*n += json_is_string(e);
+	}
 }
 
 /* The header's "stacks" object: what the tracer captured. Odd values leave "unknown". */
 static void
-read_stacks_info(struct gmt_trace *t, json_t *o)
+read_stacks_info(struct reader *r, json_t *o)
 {
+	struct gmt_trace *t = r->t;
 	json_t *v;
 	uint64_t depth;
 
@@ -356,7 +402,7 @@ read_stacks_info(struct gmt_trace *t, json_t *o)
 		t->stacks_depth = (uint32_t)depth;
 	v = json_object_get(o, "python");
 	if (json_is_string(v) && !t->python)
-		t->python = xstrdup(json_string_value(v));
+		t->python = dup_str(r, json_string_value(v));
 }
 
 static bool
@@ -415,14 +461,14 @@ read_header(struct reader *r, json_t *obj, size_t lineno)
 	if (get_i64(JS(obj), "forked_from", &v) == 0)
 		t->forked_from = v;
 	if (get_str(JS(obj), "host", &s) == 0)
-		t->host = xstrdup(s);
+		t->host = dup_str(r, s);
 	if (get_str(JS(obj), "tracer", &s) == 0)
-		t->tracer = xstrdup(s);
+		t->tracer = dup_str(r, s);
 	if (get_str(JS(obj), "coverage", &s) == 0)
-		t->coverage = xstrdup(s);
+		t->coverage = dup_str(r, s);
 	if (get_str(JS(obj), "coverage_reason", &s) == 0)
-		t->coverage_reason = xstrdup(s);
-	read_capture(t, json_object_get(obj, "capture"));
+		t->coverage_reason = dup_str(r, s);
+	read_strings(r, json_object_get(obj, "capture"), &t->capture, &t->ncapture);
 	if (get_u64(JS(obj), "start_ts", &u) == 0) {
 		t->start_ts = u;
 		r->have_start_ts = true;
@@ -435,15 +481,8 @@ read_header(struct reader *r, json_t *obj, size_t lineno)
 	if (get_u64(JS(obj), "start_unix_ns", &u) == 0)
 		t->start_unix_ns = u;
 	a = json_object_get(obj, "argv");
-	if (json_is_array(a)) {
-		size_t i;
-		json_t *e;
-
-		t->argv = gmt_xrealloc(NULL, json_array_size(a), sizeof(*t->argv));
-		json_array_foreach(a, i, e) if (json_is_string(e)) t->argv[t->argc++] =
-		    xstrdup(json_string_value(e));
-	}
-	read_stacks_info(t, json_object_get(obj, "stacks"));
+	read_strings(r, a, &t->argv, &t->argc);
+	read_stacks_info(r, json_object_get(obj, "stacks"));
 	rank = json_object_get(obj, "rank");
 	if (json_is_object(rank)) {
 		t->has_rank = true;
@@ -456,9 +495,11 @@ read_header(struct reader *r, json_t *obj, size_t lineno)
 
 // --- stacks -------------------------------------------------------------------------------------
 
+/* @p size bytes of the stacks' memory; NULL (and the read stops) out of memory. */
 static void *
-stack_mem(struct gmt_trace *t, size_t size)
+stack_mem(struct reader *r, size_t size)
 {
+	struct gmt_trace *t = r->t;
 	struct gmt_trace_block *b = t->stack_mem, *nb;
 	void *p;
 
@@ -471,7 +512,10 @@ stack_mem(struct gmt_trace *t, size_t size)
 		size_t grow = b && b->cap >= STACK_BLOCK / 2 ? STACK_BLOCK : b ? b->cap * 2 : 1024;
 		size_t cap = size > grow / 4 ? size : grow;
 
-		nb = gmt_xrealloc(NULL, 1, sizeof(*nb) + cap);
+		if (!(nb = malloc(sizeof(*nb) + cap))) {
+			nomem(r);
+			return NULL;
+		}
 		nb->used = 0;
 		nb->cap = cap;
 		if (b && cap != grow) { /* behind the current block, which stays in use */
@@ -506,9 +550,16 @@ address_id(struct reader *r, uint64_t addr)
 	if ((t->naddresses + 1) * 2 > r->addrhash_mask + 1) {
 		size_t cap = r->addrhash_mask ? (r->addrhash_mask + 1) * 2 : 1024;
 
+		uint32_t *hash = calloc(cap, sizeof(*r->addrhash));
+
+		/* the list grows with the table: half its slots, more than its length */
+		if (!hash || !resize(r, &t->addresses, cap / 2, sizeof(*t->addresses))) {
+			free(hash);
+			nomem(r);
+			return 0;
+		}
 		free(r->addrhash);
-		r->addrhash = gmt_xrealloc(NULL, cap, sizeof(*r->addrhash));
-		memset(r->addrhash, 0, cap * sizeof(*r->addrhash));
+		r->addrhash = hash;
 		r->addrhash_mask = cap - 1;
 		for (size_t i = 0; i < t->naddresses; i++) {
 			for (slot = address_hash(t->addresses[i]) & r->addrhash_mask;
@@ -516,8 +567,6 @@ address_id(struct reader *r, uint64_t addr)
 				;
 			r->addrhash[slot] = (uint32_t)i + 1;
 		}
-		/* the list grows with the table: half its slots, more than its length */
-		t->addresses = gmt_xrealloc(t->addresses, cap / 2, sizeof(*t->addresses));
 	}
 	for (slot = address_hash(addr) & r->addrhash_mask; r->addrhash[slot];
 	     slot = (slot + 1) & r->addrhash_mask)
@@ -528,23 +577,26 @@ address_id(struct reader *r, uint64_t addr)
 	return (uint32_t)(t->naddresses - 1);
 }
 
-/* Room for the first @p n frames of a stack line in r->stack_addrs and r->stack_py. */
-static void
+/* Room for the first @p n frames of a stack line in r->stack_addrs and r->stack_py; false out
+ * of memory. */
+static bool
 stack_room(struct reader *r, size_t n)
 {
 	if (n > GMT_TRACE_MAX_FRAMES)
 		n = GMT_TRACE_MAX_FRAMES;
 	if (r->stack_addrs_cap < n) {
+		if (!resize(r, &r->stack_addrs, n > 64 ? n : 64, sizeof(*r->stack_addrs)))
+			return false;
 		r->stack_addrs_cap = n > 64 ? n : 64;
-		r->stack_addrs =
-		    gmt_xrealloc(r->stack_addrs, r->stack_addrs_cap, sizeof(*r->stack_addrs));
 	}
 	if (n > GMT_TRACE_MAX_PYFRAMES)
 		n = GMT_TRACE_MAX_PYFRAMES;
 	if (r->stack_py_cap < n) {
+		if (!resize(r, &r->stack_py, n > 64 ? n : 64, sizeof(*r->stack_py)))
+			return false;
 		r->stack_py_cap = n > 64 ? n : 64;
-		r->stack_py = gmt_xrealloc(r->stack_py, r->stack_py_cap, sizeof(*r->stack_py));
 	}
+	return true;
 }
 
 /*
@@ -561,14 +613,17 @@ begin_stack(struct reader *r, size_t lineno, uint32_t id, size_t n)
 	uint32_t *ids = NULL;
 
 	if (keep) {
-		ids = stack_mem(t, keep * sizeof(*ids));
+		if (!(ids = stack_mem(r, keep * sizeof(*ids))))
+			return NULL;
 		for (size_t i = 0; i < keep; i++)
 			ids[i] = address_id(r, r->stack_addrs[i]);
+		if (r->nomem)
+			return NULL;
 	}
 	/* A second line with the same id is found once all are read (settle_stacks()). */
-	if ((t->nstacks & (t->nstacks - 1)) == 0)
-		t->stacks =
-		    gmt_xrealloc(t->stacks, t->nstacks ? t->nstacks * 2 : 16, sizeof(*t->stacks));
+	if ((t->nstacks & (t->nstacks - 1)) == 0 &&
+	    !resize(r, &t->stacks, t->nstacks ? t->nstacks * 2 : 16, sizeof(*t->stacks)))
+		return NULL;
 	st = &t->stacks[t->nstacks];
 	memset(st, 0, sizeof(*st));
 	st->id = id;
@@ -589,7 +644,8 @@ store_py(struct reader *r, struct gmt_trace_stack *st, size_t n)
 	struct gmt_trace_pyframe *py;
 
 	if (keep) {
-		py = stack_mem(r->t, keep * sizeof(*py));
+		if (!(py = stack_mem(r, keep * sizeof(*py))))
+			return;
 		memcpy(py, r->stack_py, keep * sizeof(*py));
 		st->py = py;
 	}
@@ -631,7 +687,8 @@ read_py(struct reader *r, json_t *a, struct gmt_trace_stack *st)
 		return false;
 	n = json_array_size(a);
 	keep = n < GMT_TRACE_MAX_PYFRAMES ? n : GMT_TRACE_MAX_PYFRAMES;
-	stack_room(r, keep);
+	if (!stack_room(r, keep))
+		return true; /* out of memory: the read stops, no word about the line */
 	json_array_foreach(a, i, e)
 	{
 		json_t *c = json_array_get(e, 0), *o = json_array_get(e, 1), *en = json_array_get(e, 2);
@@ -698,7 +755,8 @@ read_stack(struct reader *r, json_t *obj, size_t lineno)
 		return key_error(r, lineno, "stack", "frames", -EINVAL, "an array of hex strings");
 	/* Every frame is checked; the innermost GMT_TRACE_MAX_FRAMES are kept. */
 	n = json_array_size(frames);
-	stack_room(r, n);
+	if (!stack_room(r, n))
+		return false;
 	json_array_foreach(frames, i, e)
 	{
 		if (!json_is_string(e) || parse_hex(json_string_value(e), &addr) != 0)
@@ -707,7 +765,8 @@ read_stack(struct reader *r, json_t *obj, size_t lineno)
 		if (i < GMT_TRACE_MAX_FRAMES)
 			r->stack_addrs[i] = addr;
 	}
-	st = begin_stack(r, lineno, (uint32_t)id, n);
+	if (!(st = begin_stack(r, lineno, (uint32_t)id, n)))
+		return false;
 	read_stack_python(r, obj, lineno, st);
 	end_stack(r, lineno, st);
 	return true;
@@ -809,12 +868,9 @@ scan_frames(struct reader *r, struct scan *s, size_t *n)
 		if (!scan_str(s, &str, &len) || !gmt_hex_u64(str, len, &addr))
 			return false;
 		if (*n < GMT_TRACE_MAX_FRAMES) {
-			if (*n >= r->stack_addrs_cap) {
-				r->stack_addrs_cap =
-				    r->stack_addrs_cap ? r->stack_addrs_cap * 2 : 64;
-				r->stack_addrs = gmt_xrealloc(r->stack_addrs, r->stack_addrs_cap,
-							      sizeof(*r->stack_addrs));
-			}
+			if (gmt_grow(&r->stack_addrs, &r->stack_addrs_cap, *n + 1,
+				     sizeof(*r->stack_addrs), 64) != 0)
+				return nomem(r); /* declined: the slow path stops on it too */
 			r->stack_addrs[*n] = addr;
 		}
 		(*n)++;
@@ -838,11 +894,9 @@ scan_py(struct reader *r, struct scan *s, size_t *n)
 		    entry > 1 || !scan_char(s, ']'))
 			return false;
 		if (*n < GMT_TRACE_MAX_PYFRAMES) {
-			if (*n >= r->stack_py_cap) {
-				r->stack_py_cap = r->stack_py_cap ? r->stack_py_cap * 2 : 64;
-				r->stack_py = gmt_xrealloc(r->stack_py, r->stack_py_cap,
-							   sizeof(*r->stack_py));
-			}
+			if (gmt_grow(&r->stack_py, &r->stack_py_cap, *n + 1, sizeof(*r->stack_py),
+				     64) != 0)
+				return nomem(r);
 			r->stack_py[*n] = (struct gmt_trace_pyframe){code, offset, entry == 1};
 		}
 		(*n)++;
@@ -890,7 +944,8 @@ read_stack_fast(struct reader *r, const char *buf, size_t len, size_t lineno)
 	if (!scan_char(&s, '}') || (scan_ws(&s), s.p != s.end) || !id || !have_frames)
 		return false;
 	lead_end(r, lineno); /* a stack line shows the file is a trace, as on the slow path */
-	st = begin_stack(r, lineno, id, nframes);
+	if (!(st = begin_stack(r, lineno, id, nframes)))
+		return true; /* out of memory: the read stops */
 	if (have_py)
 		store_py(r, st, npy);
 	if (pystate) {
@@ -907,12 +962,17 @@ read_stack_fast(struct reader *r, const char *buf, size_t len, size_t lineno)
 
 /* Decode a hex string into a new buffer; NULL when it is not whole bytes of hex. */
 static uint8_t *
-hex_decode(const char *s, size_t *n)
+hex_decode(struct reader *r, const char *s, size_t *n)
 {
 	size_t len = strlen(s);
-	uint8_t *d = gmt_xrealloc(NULL, len / 2 ? len / 2 : 1, 1);
-	ssize_t got = gmt_unhex(s, len, d, len / 2);
+	uint8_t *d = gmt_realloc_array(NULL, len / 2, 1);
+	ssize_t got;
 
+	if (!d) {
+		nomem(r);
+		return NULL;
+	}
+	got = gmt_unhex(s, len, d, len / 2);
 	if (got < 0) {
 		free(d);
 		return NULL;
@@ -952,9 +1012,12 @@ module_intern(struct reader *r, struct gmt_trace_module *m)
 	if (t->nmodules * 2 >= r->modhash_mask) {
 		size_t cap = r->modhash_mask ? (r->modhash_mask + 1) * 2 : 256;
 
+		uint32_t *hash = calloc(cap, sizeof(*r->modhash));
+
+		if (!hash)
+			goto err_nomem;
 		free(r->modhash);
-		r->modhash = gmt_xrealloc(NULL, cap, sizeof(*r->modhash));
-		memset(r->modhash, 0, cap * sizeof(*r->modhash));
+		r->modhash = hash;
 		r->modhash_mask = cap - 1;
 		for (size_t i = 0; i < t->nmodules; i++) {
 			slot = module_hash(&t->modules[i]) & r->modhash_mask;
@@ -975,24 +1038,31 @@ module_intern(struct reader *r, struct gmt_trace_module *m)
 			return k;
 		}
 	}
-	if ((t->nmodules & (t->nmodules - 1)) == 0)
-		t->modules =
-		    gmt_xrealloc(t->modules, t->nmodules ? t->nmodules * 2 : 64, sizeof(*t->modules));
+	if ((t->nmodules & (t->nmodules - 1)) == 0 &&
+	    !resize(r, &t->modules, t->nmodules ? t->nmodules * 2 : 64, sizeof(*t->modules)))
+		goto err_nomem;
 	t->modules[t->nmodules] = *m;
 	r->modhash[slot] = (uint32_t)t->nmodules + 1;
 	return (uint32_t)t->nmodules++;
+
+err_nomem: /* the entry goes; the caller stops on r->nomem */
+	nomem(r);
+	free(m->path);
+	free(m->file);
+	free(m->build_id);
+	free(m->segments);
+	return 0;
 }
 
 /* A hex string of whole bytes; lowercased into a new string, NULL when it is not one. */
 static char *
-hex_lower(const char *s)
+hex_lower(struct reader *r, const char *s)
 {
 	size_t n = strlen(s);
 	char *d;
 
-	if (n % 2)
+	if (n % 2 || !(d = dup_str(r, s)))
 		return NULL;
-	d = xstrdup(s);
 	for (size_t i = 0; i < n; i++) {
 		char c = d[i];
 
@@ -1008,7 +1078,7 @@ hex_lower(const char *s)
 
 /* One element of a modules line; false (and @p m untouched) when it is malformed. */
 static bool
-module_entry(json_t *e, struct gmt_trace_module *m)
+module_entry(struct reader *r, json_t *e, struct gmt_trace_module *m)
 {
 	const char *path, *bid, *hex = NULL;
 	json_t *segs, *sg;
@@ -1020,7 +1090,8 @@ module_entry(json_t *e, struct gmt_trace_module *m)
 	segs = json_object_get(e, "segments");
 	if (!json_is_array(segs))
 		return false;
-	m->segments = gmt_xrealloc(NULL, json_array_size(segs), sizeof(*m->segments));
+	if (!(m->segments = gmt_realloc_array(NULL, json_array_size(segs), sizeof(*m->segments))))
+		return nomem(r);
 	json_array_foreach(segs, i, sg)
 	{
 		json_t *v = json_array_get(sg, 0), *sz = json_array_get(sg, 1);
@@ -1034,26 +1105,33 @@ module_entry(json_t *e, struct gmt_trace_module *m)
 		m->segments[i][0] = (uint64_t)json_integer_value(v);
 		m->segments[i][1] = (uint64_t)json_integer_value(sz);
 	}
-	m->build_id = hex_lower(bid);
+	m->build_id = hex_lower(r, bid);
 	if (!m->build_id) {
 		free(m->segments);
 		return false;
 	}
 	m->nsegments = (uint32_t)json_array_size(segs);
-	m->path = xstrdup(path);
+	if (!(m->path = dup_str(r, path))) {
+		free(m->build_id);
+		free(m->segments);
+		return false;
+	}
 	/* a path that is not UTF-8, byte for byte (docs/trace-format.md, "modules") */
 	if (get_str(JS(e), "path_hex", &hex) != -ENOENT) {
 		size_t n = 0;
-		uint8_t *bytes = hex ? hex_decode(hex, &n) : NULL;
+		uint8_t *bytes = hex ? hex_decode(r, hex, &n) : NULL, *file = NULL;
 
-		if (!bytes || n == 0 || memchr(bytes, '\0', n)) {
+		if (bytes && n && !memchr(bytes, '\0', n) &&
+		    !(file = gmt_realloc_array(bytes, n + 1, 1)))
+			nomem(r);
+		if (!file) {
 			free(bytes);
 			free(m->path);
 			free(m->build_id);
 			free(m->segments);
 			return false;
 		}
-		m->file = gmt_xrealloc(bytes, n + 1, 1);
+		m->file = (char *)file;
 		m->file[n] = '\0';
 	}
 	return true;
@@ -1080,39 +1158,47 @@ read_modules(struct reader *r, json_t *obj, size_t lineno)
 		return key_error(r, lineno, "modules", "modules", -ENOENT, "");
 	if (!json_is_array(a))
 		return key_error(r, lineno, "modules", "modules", -EINVAL, "an array");
-	ms.mods = gmt_xrealloc(NULL, json_array_size(a), sizeof(*ms.mods));
+	if (!(ms.mods = gmt_realloc_array(NULL, json_array_size(a), sizeof(*ms.mods))))
+		return nomem(r);
 	json_array_foreach(a, i, e)
 	{
 		struct gmt_trace_module m = {0};
+		uint32_t k;
 
-		if (!module_entry(e, &m)) {
+		if (!module_entry(r, e, &m)) {
 			if (!bad++)
 				first_bad = i;
 			continue;
 		}
-		ms.mods[ms.nmods++] = module_intern(r, &m);
+		k = module_intern(r, &m);
+		if (r->nomem)
+			break;
+		ms.mods[ms.nmods++] = k;
+	}
+	if (r->nomem || !resize(r, &t->modsets, t->nmodsets + 1, sizeof(*t->modsets))) {
+		free(ms.mods);
+		return false;
 	}
 	if (bad)
 		bad_line(r, lineno,
 			 "modules: %zu malformed %s (first: #%zu; expected {path, base (hex), "
 			 "build_id (hex), segments [[vaddr, memsz], ...]}), left out",
 			 bad, bad == 1 ? "entry" : "entries", first_bad);
-	t->modsets = gmt_xrealloc(t->modsets, t->nmodsets + 1, sizeof(*t->modsets));
 	t->modsets[t->nmodsets++] = ms;
 	return true;
 }
 
 /* A string key that may be null (the tracer writes null when it could not read the value). */
 static bool
-opt_str(json_t *obj, const char *key, char **out)
+opt_str(struct reader *r, json_t *obj, const char *key, char **out)
 {
 	const char *s;
 	int err = get_str(JS(obj), key, &s);
 
 	if (err == -EINVAL)
 		return false;
-	*out = err ? NULL : xstrdup(s);
-	return true;
+	*out = err ? NULL : dup_str(r, s);
+	return !r->nomem;
 }
 
 static bool
@@ -1135,11 +1221,13 @@ read_pycode(struct reader *r, json_t *obj, size_t lineno)
 		return key_error(r, lineno, "pycode", "linetable", err, "a hex string");
 	c.id = (uint32_t)id;
 	c.firstlineno = (int)first;
-	c.linetable = hex_decode(table, &c.nlinetable);
+	c.linetable = hex_decode(r, table, &c.nlinetable);
 	if (!c.linetable)
 		return key_error(r, lineno, "pycode", "linetable", -EINVAL, "a hex string");
-	if (!opt_str(obj, "file", &c.file) || !opt_str(obj, "name", &c.name) ||
-	    !opt_str(obj, "qualname", &c.qualname) || !opt_str(obj, "python", &c.python)) {
+	if (!opt_str(r, obj, "file", &c.file) || !opt_str(r, obj, "name", &c.name) ||
+	    !opt_str(r, obj, "qualname", &c.qualname) || !opt_str(r, obj, "python", &c.python) ||
+	    ((t->npycodes & (t->npycodes - 1)) == 0 &&
+	     !resize(r, &t->pycodes, t->npycodes ? t->npycodes * 2 : 16, sizeof(*t->pycodes)))) {
 		free(c.file);
 		free(c.name);
 		free(c.qualname);
@@ -1148,9 +1236,6 @@ read_pycode(struct reader *r, json_t *obj, size_t lineno)
 		bad_line(r, lineno, "pycode with a non-string file, name, qualname or python");
 		return false;
 	}
-	if ((t->npycodes & (t->npycodes - 1)) == 0)
-		t->pycodes =
-		    gmt_xrealloc(t->pycodes, t->npycodes ? t->npycodes * 2 : 16, sizeof(*t->pycodes));
 	t->pycodes[t->npycodes++] = c;
 	return true;
 }
@@ -1166,7 +1251,7 @@ read_pyinfo(struct reader *r, json_t *obj, size_t lineno)
 	if (err == -EINVAL)
 		return key_error(r, lineno, "pyinfo", "python", err, "a string or null");
 	free(t->python);
-	t->python = err ? NULL : xstrdup(v);
+	t->python = err ? NULL : dup_str(r, v);
 	return true;
 }
 
@@ -1338,17 +1423,19 @@ event_names(struct reader *r, struct src obj, size_t lineno, struct gmt_trace_ev
 		return key_error(r, lineno, "event", "driver", err, "a string");
 	ev->driver = GMT_TRACE_NO_STRING;
 	if (err == 0) {
-		idx = intern(r->t, driver);
+		idx = intern(r, driver);
 		if (idx < 0)
 			goto full;
 		ev->driver = (uint16_t)idx;
 	}
-	idx = intern(r->t, api);
+	idx = intern(r, api);
 	if (idx < 0)
 		goto full;
 	ev->api = (uint16_t)idx;
 	return true;
 full:
+	if (r->nomem)
+		return false;
 	bad_line(r, lineno, "too many distinct \"api\" names, event ignored");
 	return false;
 }
@@ -1360,8 +1447,8 @@ static void
 name_pop_now(struct reader *r, struct gmt_trace_marker *mk)
 {
 	if (mk->range == GMT_RANGE_PUSH) {
-		r->open = gmt_xrealloc(r->open, r->nopen + 1, sizeof(*r->open));
-		r->open[r->nopen++] = (struct open_range){mk->tid, mk->depth, mk->label};
+		if (resize(r, &r->open, r->nopen + 1, sizeof(*r->open)))
+			r->open[r->nopen++] = (struct open_range){mk->tid, mk->depth, mk->label};
 		return;
 	}
 	if (mk->range != GMT_RANGE_POP)
@@ -1369,9 +1456,11 @@ name_pop_now(struct reader *r, struct gmt_trace_marker *mk)
 	for (size_t i = r->nopen; i-- > 0;) {
 		if (r->open[i].tid != mk->tid || r->open[i].depth != mk->depth)
 			continue;
-		if (!mk->label[0]) {
+		char *label;
+
+		if (!mk->label[0] && (label = dup_str(r, r->open[i].label))) {
 			free(mk->label);
-			mk->label = xstrdup(r->open[i].label);
+			mk->label = label;
 		}
 		memmove(&r->open[i], &r->open[i + 1], (r->nopen - i - 1) * sizeof(*r->open));
 		r->nopen--;
@@ -1428,12 +1517,14 @@ read_event(struct reader *r, struct src obj, size_t lineno)
 	see_ts(r, ev.ts);
 	if (r->sink) {
 		t->nevents++;
-		gmt_reorder_push(&r->window, &(struct gmt_reorder_item){ev.seq, ev.line, 0, ev});
+		if (gmt_reorder_push(&r->window,
+				     &(struct gmt_reorder_item){ev.seq, ev.line, 0, ev}) != 0)
+			return nomem(r);
 		return true;
 	}
-	if ((t->nevents & (t->nevents - 1)) == 0)
-		t->events =
-		    gmt_xrealloc(t->events, t->nevents ? t->nevents * 2 : 64, sizeof(*t->events));
+	if ((t->nevents & (t->nevents - 1)) == 0 &&
+	    !resize(r, &t->events, t->nevents ? t->nevents * 2 : 64, sizeof(*t->events)))
+		return false;
 	t->events[t->nevents++] = ev;
 	return true;
 }
@@ -1468,14 +1559,19 @@ read_marker(struct reader *r, json_t *obj, size_t lineno)
 					 "an integer");
 		m.depth = (uint32_t)depth;
 	}
-	m.label = xstrdup(label);
+	if (!(m.label = dup_str(r, label)))
+		return false;
 	see_ts(r, m.ts);
-	t->markers = gmt_xrealloc(t->markers, t->nmarkers + 1, sizeof(*t->markers));
+	if (!resize(r, &t->markers, t->nmarkers + 1, sizeof(*t->markers))) {
+		free(m.label);
+		return false;
+	}
 	t->markers[t->nmarkers++] = m;
-	if (r->sink)
-		gmt_reorder_push(&r->window,
-				 &(struct gmt_reorder_item){.seq = m.seq, .line = m.line,
-							    .marker = (uint32_t)t->nmarkers});
+	if (r->sink &&
+	    gmt_reorder_push(&r->window,
+			     &(struct gmt_reorder_item){.seq = m.seq, .line = m.line,
+							.marker = (uint32_t)t->nmarkers}) != 0)
+		return nomem(r);
 	return true;
 }
 
@@ -1485,8 +1581,10 @@ read_marker(struct reader *r, json_t *obj, size_t lineno)
  * its own (older writers) keeps it.
  */
 static void
-name_pops(struct gmt_trace *t)
+name_pops(struct reader *r)
 {
+	struct gmt_trace *t = r->t;
+
 	for (size_t i = 0; i < t->nmarkers; i++) {
 		struct gmt_trace_marker *pop = &t->markers[i];
 
@@ -1497,9 +1595,11 @@ name_pops(struct gmt_trace *t)
 
 			if (push->tid != pop->tid || push->depth != pop->depth)
 				continue;
-			if (push->range == GMT_RANGE_PUSH) {
+			char *label;
+
+			if (push->range == GMT_RANGE_PUSH && (label = dup_str(r, push->label))) {
 				free(pop->label);
-				pop->label = xstrdup(push->label);
+				pop->label = label;
 			}
 			break; /* the latest range end at that depth: a pop means it was closed */
 		}
@@ -1542,7 +1642,8 @@ read_nvml(struct reader *r, json_t *obj, size_t lineno, const struct gmt_trace_n
 		return true;
 	if (!json_is_array(a))
 		return key_error(r, lineno, "snapshot", "nvml", -EINVAL, "an array");
-	t->nvml = gmt_xrealloc(t->nvml, n0 + json_array_size(a), sizeof(*t->nvml));
+	if (!resize(r, &t->nvml, n0 + json_array_size(a), sizeof(*t->nvml)))
+		return false;
 	json_array_foreach(a, i, e)
 	{
 		t->nvml[n0 + i] = *proto;
@@ -1641,8 +1742,11 @@ read_line_fast(struct reader *r, const char *buf, size_t len, size_t lineno)
 	if (r->no_fast || len < 2)
 		return false;
 	if (len + 1 > r->scratch_cap) {
-		r->scratch_cap = len + 1 > 4096 ? len + 1 : 4096;
-		r->scratch = gmt_xrealloc(r->scratch, r->scratch_cap, 1);
+		size_t cap = len + 1 > 4096 ? len + 1 : 4096;
+
+		if (!resize(r, &r->scratch, cap, 1))
+			return true; /* taken: the read stops */
+		r->scratch_cap = cap;
 	}
 	memcpy(r->scratch, buf, len);
 	r->scratch[len] = '\0';
@@ -1802,10 +1906,8 @@ settle_stacks(struct reader *r)
 	}
 	t->nstacks = k;
 	/* Reading doubled both lists as they grew: give back what no stack will use. */
-	if (k)
-		t->stacks = gmt_xrealloc(t->stacks, k, sizeof(*t->stacks));
-	if (t->naddresses)
-		t->addresses = gmt_xrealloc(t->addresses, t->naddresses, sizeof(*t->addresses));
+	shrink(&t->stacks, k, sizeof(*t->stacks));
+	shrink(&t->addresses, t->naddresses, sizeof(*t->addresses));
 }
 
 static int
@@ -2013,8 +2115,15 @@ gmt_trace_read_sink(const char *path,
 		return GMT_TRACE_UNREADABLE;
 	}
 	r.t = t;
-	t->path = xstrdup(path);
-	r.epath = xstrdup(gmt_esc(path));
+	t->path = strdup(path);
+	r.epath = strdup(gmt_esc(path));
+	if (!t->path || !r.epath) {
+		fclose(f);
+		fprintf(diag, "%s: out of memory\n", gmt_esc(path));
+		free(r.epath);
+		gmt_trace_free(t);
+		return GMT_TRACE_UNREADABLE;
+	}
 	t->pid = t->ppid = t->forked_from = -1;
 	t->rank = t->local_rank = t->world_size = -1;
 
@@ -2043,7 +2152,7 @@ gmt_trace_read_sink(const char *path,
 		if (len && buf[len - 1] == '\r')
 			len--;
 		read_line(&r, buf, len, t->lines);
-		if (r.refused)
+		if (r.refused || r.nomem)
 			break;
 		if (!r.trace_line_seen && r.lead > GMT_TRACE_MAX_LEAD)
 			break; /* not a trace: the rest is not read either */
@@ -2057,7 +2166,7 @@ gmt_trace_read_sink(const char *path,
 		disk_check(&r, fileno(f));
 	fclose(f);
 
-	if (!r.refused)
+	if (!r.refused && !r.nomem)
 		gmt_reorder_drain(&r.window);
 	gmt_reorder_fini(&r.window);
 	free(r.open);
@@ -2066,6 +2175,10 @@ gmt_trace_read_sink(const char *path,
 	free(r.addrhash);
 	free(r.stack_addrs);
 	free(r.stack_py);
+	if (r.nomem) {
+		fprintf(diag, "%s: out of memory\n", r.epath);
+		r.refused = true;
+	}
 	if (!r.refused) {
 		settle_stacks(&r);
 		settle_pycodes(&r);
@@ -2143,7 +2256,13 @@ gmt_trace_read_sink(const char *path,
 		qsort(t->events, t->nevents, sizeof(*t->events), cmp_event);
 	if (t->nmarkers > 1)
 		qsort(t->markers, t->nmarkers, sizeof(*t->markers), cmp_marker);
-	name_pops(t);
+	name_pops(&r);
+	if (r.nomem) {
+		fprintf(diag, "%s: out of memory\n", r.epath);
+		free(r.epath);
+		gmt_trace_free(t);
+		return GMT_TRACE_UNREADABLE;
+	}
 	free(r.epath);
 	*out = t;
 	return GMT_TRACE_OK;

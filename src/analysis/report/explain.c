@@ -19,7 +19,7 @@
 #include "analysis/report/explain.h"
 #include "analysis/report/units.h"
 #include "util/path.h"
-#include "util/xalloc.h"
+#include "util/alloc.h"
 
 
 // --- caching allocators -------------------------------------------------------------------------

@@ -67,28 +67,34 @@ struct gmt_totals {
 
 void gmt_report_totals(struct gmt_model *const *models, size_t n, struct gmt_totals *out);
 
+/*
+ * Every report below returns 0, -EIO when it could not be written, or -ENOMEM when it lost
+ * something for lack of memory (report/nomem.h; a document is NULL then).
+ */
+
 /** @p opt may be NULL (the defaults). */
-void gmt_report_text(FILE *out,
-		     struct gmt_model *const *models,
-		     size_t n,
-		     const struct gmt_report_options *opt);
+int gmt_report_text(FILE *out,
+		    struct gmt_model *const *models,
+		    size_t n,
+		    const struct gmt_report_options *opt);
 
 typedef struct json_t json_t;
 
 /**
  * The JSON report as a jansson document (json_decref() it): what `--format json` writes, and
  * what the other consumers of the analysis (html, perfetto, check, diff) read, so every format
- * states the same facts under the keys of docs/report-json.md.
+ * states the same facts under the keys of docs/report-json.md (report/keys.h). NULL out of
+ * memory.
  */
 json_t *gmt_report_json_doc(struct gmt_model *const *models, size_t n);
 
-/** Returns 0, or -1 when the JSON document could not be built or written. */
+/** `--format json`: the document written (see above for what it returns). */
 int gmt_report_json(FILE *out, struct gmt_model *const *models, size_t n);
 
 /**
  * The bytes json_dump_callback(gmt_report_json_doc(), @p cb, @p data, @p flags) writes, in the
  * memory of the document without its call_stacks[], which is built and written one entry at a
- * time (`--format json` and `html`). Returns 0, or -1 when @p cb failed.
+ * time (`--format json` and `html`). Returns 0, -EIO when @p cb failed, or -ENOMEM.
  */
 int gmt_report_json_stream(struct gmt_model *const *models,
 			   size_t n,
@@ -106,8 +112,8 @@ enum gmt_fold_weight {
 /**
  * Folded stacks (`report --format folded`), one line per distinct stack: frames outermost first,
  * separated by ';', the allocating call last, then a space and the weight in bytes; stacks are
- * summed over every process. For flamegraph.pl, inferno, speedscope. Returns 0, or -1 on a write
- * error.
+ * summed over every process. For flamegraph.pl, inferno, speedscope. Out of memory, nothing is
+ * written.
  */
 int gmt_report_folded(FILE *out,
 		      struct gmt_model *const *models,
@@ -118,7 +124,7 @@ int gmt_report_folded(FILE *out,
  * The few lines `gpumemtrace run` prints after the program ends, each starting with @p prefix:
  * processes, events, peak, leaked, failed, dropped.
  */
-void gmt_report_summary(FILE *out, const char *prefix, struct gmt_model *const *models, size_t n);
+int gmt_report_summary(FILE *out, const char *prefix, struct gmt_model *const *models, size_t n);
 
 /** The process's command line for a message, shortened to about @p max bytes. */
 void gmt_report_command(const struct gmt_trace *trace, char *buf, size_t max);

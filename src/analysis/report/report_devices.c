@@ -6,12 +6,15 @@
  * is shown on its own row, so a reservation of address space or another process's memory can
  * never inflate a total.
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 
 #include "analysis/report/report.h"
 #include "analysis/report/report_text.h"
+#include "analysis/report/nomem.h"
 #include "analysis/report/units.h"
+#include "util/alloc.h"
 
 static const char *const untracked_causes =
     "CUDA context, loaded modules, NVIDIA libraries' internal memory, or allocations made before "
@@ -49,11 +52,10 @@ device_rows(struct gmt_model *const *models, size_t n, size_t *nrows)
 		for (size_t d = 0; d < models[i]->ndevices; d++) {
 			if (!gmt_device_active(&models[i]->devices[d]))
 				continue;
-			if (*nrows == cap) {
-				cap = cap ? cap * 2 : 8;
-				rows = realloc(rows, cap * sizeof(*rows));
-				if (!rows)
-					abort();
+			if (gmt_grow(&rows, &cap, *nrows + 1, sizeof(*rows), 8) != 0) {
+				free(rows);
+				*nrows = 0;
+				return gmt_nomem();
 			}
 			rows[(*nrows)++] = (struct dev_row){i, models[i], &models[i]->devices[d]};
 		}
@@ -246,8 +248,10 @@ gmt_text_ledger(FILE *out, struct gmt_model *const *models, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
 		size_t nrows;
-		struct gmt_ledger_row *rows = gmt_ledger_rows(models[i], &nrows);
+		struct gmt_ledger_row *rows = (errno = 0, gmt_ledger_rows(models[i], &nrows));
 
+		if (!rows && errno == ENOMEM)
+			gmt_nomem();
 		for (size_t r = 0; r < nrows; r++)
 			print_ledger_row(out, models[i], &rows[r], n > 1);
 		free(rows);

@@ -11,6 +11,7 @@
 #define _GNU_SOURCE
 #include "analysis/report/report.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,7 +19,8 @@
 #include "analysis/report/frames.h"
 #include "analysis/report/sites.h"
 #include "util/esc.h"
-#include "util/xalloc.h"
+#include "analysis/report/nomem.h"
+#include "util/alloc.h"
 
 struct folded {
 	char *stack;
@@ -34,6 +36,7 @@ struct fold_set {
 struct sbuf {
 	char *s;
 	size_t n, cap;
+	bool oom;
 };
 
 static void
@@ -42,8 +45,14 @@ sb_add(struct sbuf *b, const char *str)
 	size_t len = strlen(str);
 
 	if (b->n + len + 1 > b->cap) {
+		char *p = gmt_realloc_array(b->s, (b->n + len + 1) * 2, 1);
+
+		if (!p) {
+			b->oom = true;
+			return;
+		}
+		b->s = p;
 		b->cap = (b->n + len + 1) * 2;
-		b->s = gmt_xrealloc(b->s, b->cap, 1);
 	}
 	memcpy(b->s + b->n, str, len + 1);
 	b->n += len;
@@ -88,6 +97,10 @@ fold_stack(const struct gmt_model *m, uint32_t stack, uint16_t api, uint16_t dri
 	sb_frame(&b, gmt_trace_string(m->trace, api));
 	if (drv)
 		sb_frame(&b, drv);
+	if (b.oom) {
+		free(b.s);
+		return gmt_nomem();
+	}
 	return b.s;
 }
 
@@ -99,13 +112,16 @@ fold_add(struct fold_set *f,
 	 uint16_t driver,
 	 uint64_t weight)
 {
+	char *line;
+
 	if (!weight)
 		return;
-	if (f->n == f->cap) {
-		f->cap = f->cap ? f->cap * 2 : 256;
-		f->v = gmt_xrealloc(f->v, f->cap, sizeof(*f->v));
+	if (gmt_grow(&f->v, &f->cap, f->n + 1, sizeof(*f->v), 256) != 0) {
+		gmt_nomem();
+		return;
 	}
-	f->v[f->n++] = (struct folded){fold_stack(m, stack, api, driver), weight};
+	if ((line = fold_stack(m, stack, api, driver)))
+		f->v[f->n++] = (struct folded){line, weight};
 }
 
 static int
@@ -139,9 +155,13 @@ cmp_alloc_key(const void *pa, const void *pb)
 static void
 fold_allocated(struct fold_set *f, const struct gmt_model *m)
 {
-	struct alloc_key *k = gmt_xrealloc(NULL, m->nsites + 1, sizeof(*k));
+	struct alloc_key *k = gmt_realloc_array(NULL, m->nsites + 1, sizeof(*k));
 	size_t n = 0;
 
+	if (!k) {
+		gmt_nomem();
+		return;
+	}
 	for (size_t i = 0; i < m->nsites; i++) {
 		const struct gmt_site_stats *st = &m->sites[i];
 
@@ -168,7 +188,9 @@ gmt_report_folded(FILE *out, struct gmt_model *const *models, size_t n, enum gmt
 	struct fold_set f = {0};
 	struct gmt_site_item *items = NULL;
 	size_t nitems = 0;
+	int rc = 0;
 
+	gmt_report_start();
 	if (weight == GMT_FOLD_PEAK)
 		items = gmt_sites_peak_items(models, n, &nitems);
 	else if (weight == GMT_FOLD_LEAKED)
@@ -184,6 +206,10 @@ gmt_report_folded(FILE *out, struct gmt_model *const *models, size_t n, enum gmt
 		for (size_t i = 0; i < n; i++)
 			fold_allocated(&f, models[i]);
 
+	if (gmt_report_failed(models, n)) {
+		rc = -ENOMEM; /* nothing rather than a flame graph with stacks missing */
+		goto out;
+	}
 	if (f.n > 1)
 		qsort(f.v, f.n, sizeof(*f.v), cmp_folded);
 	for (size_t i = 0; i < f.n;) {
@@ -196,8 +222,10 @@ gmt_report_folded(FILE *out, struct gmt_model *const *models, size_t n, enum gmt
 		fprintf(out, "%s %" PRIu64 "\n", gmt_esc(f.v[i].stack), sum);
 		i = j;
 	}
+	rc = ferror(out) ? -EIO : 0;
+out:
 	for (size_t i = 0; i < f.n; i++)
 		free(f.v[i].stack);
 	free(f.v);
-	return ferror(out) ? -1 : 0;
+	return rc;
 }

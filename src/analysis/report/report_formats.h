@@ -17,7 +17,7 @@
 /**
  * One HTML file that needs no network: the JSON document embedded as data (escaped so that
  * nothing in it can end its script element) and the page's own script renders it as text only.
- * Returns 0, or -1 when the document could not be built or written.
+ * Returns 0, -EIO when it could not be written, or -ENOMEM.
  */
 int gmt_report_html(FILE *out, struct gmt_model *const *models, size_t n);
 
@@ -27,8 +27,8 @@ int gmt_report_html_doc(FILE *out, const json_t *doc);
 /**
  * Chrome trace-event JSON ("traceEvents"): a process per trace, counter tracks of live bytes per
  * device and kind, instant events for markers and failed allocations, marker ranges as complete
- * slices on their thread's track. Returns 0, or -1 when the document could not be built or
- * written.
+ * slices on their thread's track. Returns 0, -EIO when it could not be written, or -ENOMEM
+ * (nothing written).
  */
 int gmt_report_perfetto(FILE *out, struct gmt_model *const *models, size_t n);
 

@@ -14,6 +14,7 @@
 #include "analysis/report/report_formats.h"
 
 #include <jansson.h>
+#include <errno.h>
 #include <stdlib.h>
 
 /* The page before the data element. */
@@ -770,10 +771,10 @@ html_page(FILE *out, int (*dump)(struct script_out *so, const void *arg), const 
 	if (so.held)
 		fputs(so.held == 1 ? "\xe2" : "\xe2\x80", out);
 	if (rc != 0)
-		return -1;
+		return rc == -ENOMEM ? -ENOMEM : -EIO;
 	fputs("</script>\n", out);
 	write_lines(out, html_tail);
-	return ferror(out) ? -1 : 0;
+	return ferror(out) ? -EIO : 0;
 }
 
 #define HTML_JSON_FLAGS (JSON_COMPACT | JSON_REAL_PRECISION(15))

@@ -8,8 +8,10 @@
 #include "analysis/report/keys.h"
 #include "analysis/report/report.h"
 #include "analysis/report/sites.h"
-#include "util/xalloc.h"
+#include "analysis/report/nomem.h"
+#include "util/alloc.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <jansson.h>
 #include <math.h>
@@ -141,8 +143,13 @@ call_stack_json(const struct gmt_cstack *cs, struct frame_memo *fm)
 		}
 		if (id >= fm->n) {
 			size_t n = fm->n * 2 > (size_t)id + 1 ? fm->n * 2 : (size_t)id + 1;
+			json_t **o = gmt_realloc_array(fm->o, n, sizeof(*fm->o));
 
-			fm->o = gmt_xrealloc(fm->o, n, sizeof(*fm->o));
+			if (!o) {
+				gmt_nomem();
+				break;
+			}
+			fm->o = o;
 			memset(fm->o + fm->n, 0, (n - fm->n) * sizeof(*fm->o));
 			fm->n = n;
 		}
@@ -217,11 +224,9 @@ refs_add(struct stack_ref **v, size_t *n, size_t *cap, const struct gmt_site_ite
 	for (size_t i = 0; i < nitems; i++) {
 		if (!items[i].stack)
 			continue;
-		if (*n == *cap) {
-			*cap = *cap ? *cap * 2 : 64;
-			*v = realloc(*v, *cap * sizeof(**v));
-			if (!*v)
-				abort();
+		if (gmt_grow(v, cap, *n + 1, sizeof(**v), 64) != 0) {
+			gmt_nomem();
+			return;
 		}
 		(*v)[(*n)++] = (struct stack_ref){items[i].proc, items[i].stack};
 	}
@@ -602,8 +607,10 @@ static void
 ledger_append(json_t *a, size_t proc, const struct gmt_model *m)
 {
 	size_t n;
-	struct gmt_ledger_row *rows = gmt_ledger_rows(m, &n);
+	struct gmt_ledger_row *rows = (errno = 0, gmt_ledger_rows(m, &n));
 
+	if (!rows && errno == ENOMEM)
+		gmt_nomem();
 	for (size_t i = 0; i < n; i++)
 		json_array_append_new(a, ledger_json(proc, m, &rows[i]));
 	free(rows);
@@ -1047,10 +1054,14 @@ churn_json(struct gmt_model *const *models, size_t n)
 {
 	size_t nv;
 	struct gmt_site_ref *v = gmt_sites_ranked(models, n, GMT_SITES_BUSIEST, &nv);
-	size_t *proc_of = gmt_xrealloc(NULL, nv + 1, sizeof(*proc_of));
-	size_t *order = gmt_xrealloc(NULL, nv + 1, sizeof(*order));
+	size_t *proc_of = gmt_realloc_array(NULL, nv, sizeof(*proc_of));
+	size_t *order = gmt_realloc_array(NULL, nv, sizeof(*order));
 	json_t *a = json_array();
 
+	if (!proc_of || !order) {
+		gmt_nomem(); /* none listed: the report says out of memory */
+		nv = 0;
+	}
 	for (size_t k = 0; k < nv; k++)
 		proc_of[k] = v[k].proc;
 	for (size_t i = 0, m = churn_order(proc_of, nv, n, order); i < m; i++) {
@@ -1143,8 +1154,12 @@ churn_sites_json(struct gmt_model *const *models, size_t n)
 	json_t *a = json_array();
 
 	stat_groups(models, n, GMT_SITES_BUSIEST, GMT_GROUP_BY_COUNT, &sites);
-	proc_of = gmt_xrealloc(NULL, sites.n + 1, sizeof(*proc_of));
-	order = gmt_xrealloc(NULL, sites.n + 1, sizeof(*order));
+	proc_of = gmt_realloc_array(NULL, sites.n, sizeof(*proc_of));
+	order = gmt_realloc_array(NULL, sites.n, sizeof(*order));
+	if (!proc_of || !order) {
+		gmt_nomem();
+		gmt_sites_free(&sites); /* none listed: the report says out of memory */
+	}
 	for (size_t k = 0; k < sites.n; k++)
 		proc_of[k] = sites.v[k].proc;
 	for (size_t i = 0, m = churn_order(proc_of, sites.n, n, order); i < m; i++) {
@@ -1421,7 +1436,15 @@ report_doc(struct gmt_model *const *models, size_t n, bool stacks)
 json_t *
 gmt_report_json_doc(struct gmt_model *const *models, size_t n)
 {
-	return report_doc(models, n, true);
+	json_t *doc;
+
+	gmt_report_start();
+	doc = report_doc(models, n, true);
+	if (gmt_report_failed(models, n)) {
+		json_decref(doc);
+		return NULL;
+	}
+	return doc;
 }
 
 // --- writing ------------------------------------------------------------------------------------
@@ -1539,12 +1562,16 @@ int
 gmt_report_json_stream(
     struct gmt_model *const *models, size_t n, size_t flags, json_dump_callback_t cb, void *data)
 {
-	struct stream *st = gmt_xrealloc(NULL, 1, sizeof(*st));
+	struct stream *st = malloc(sizeof(*st));
 	size_t width = flags & JSON_MAX_INDENT, i = 0;
-	json_t *root = report_doc(models, n, false), *v;
+	json_t *root, *v;
 	const char *key;
 	int rc;
 
+	gmt_report_start();
+	if (!st)
+		return -ENOMEM;
+	root = report_doc(models, n, false);
 	*st = (struct stream){.cb = cb, .data = data, .flags = flags};
 	for (int d = 0; d < 2; d++) {
 		st->pad[d][0] = '\n';
@@ -1573,7 +1600,9 @@ gmt_report_json_stream(
 	json_decref(root);
 	rc = st->rc;
 	free(st);
-	return rc;
+	if (gmt_report_failed(models, n))
+		return -ENOMEM;
+	return rc ? -EIO : 0;
 }
 
 static int
@@ -1591,6 +1620,6 @@ gmt_report_json(FILE *out, struct gmt_model *const *models, size_t n)
 	rc = gmt_report_json_stream(models, n, JSON_INDENT(2) | JSON_REAL_PRECISION(15), file_piece,
 				    out);
 	if (rc == 0 && fputc('\n', out) == EOF)
-		rc = -1;
-	return rc ? -1 : 0;
+		rc = -EIO;
+	return rc;
 }

@@ -13,6 +13,7 @@
 #include "analysis/report/keys.h"
 #include "analysis/report/report_formats.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <jansson.h>
 #include <math.h>
@@ -20,7 +21,8 @@
 #include <string.h>
 
 #include "analysis/report/units.h"
-#include "util/xalloc.h"
+#include "analysis/report/nomem.h"
+#include "util/alloc.h"
 
 /* pid given to a process whose trace has none, or whose pid an earlier process already uses
  * (ranks on different hosts): Perfetto would merge the two. */
@@ -108,11 +110,16 @@ proc_start_unix(const json_t *proc, double *start)
 static struct pf_proc *
 procs_make(const json_t *procs, size_t n)
 {
-	struct pf_proc *p = gmt_xrealloc(NULL, n ? n : 1, sizeof(*p));
-	double *start = gmt_xrealloc(NULL, n ? n : 1, sizeof(*start));
+	struct pf_proc *p = gmt_realloc_array(NULL, n, sizeof(*p));
+	double *start = gmt_realloc_array(NULL, n, sizeof(*start));
 	double first = 0;
 	int aligned = n > 0;
 
+	if (!p || !start) {
+		free(p);
+		free(start);
+		return gmt_nomem();
+	}
 	for (size_t i = 0; i < n; i++) {
 		const json_t *proc = json_array_get(procs, i);
 		json_int_t pid;
@@ -139,9 +146,10 @@ procs_make(const json_t *procs, size_t n)
 static void
 events_add(struct pf_events *e, long long ts, json_t *ev)
 {
-	if (e->n == e->cap) {
-		e->cap = e->cap ? e->cap * 2 : 64;
-		e->v = gmt_xrealloc(e->v, e->cap, sizeof(*e->v));
+	if (gmt_grow(&e->v, &e->cap, e->n + 1, sizeof(*e->v), 64) != 0) {
+		json_decref(ev);
+		gmt_nomem();
+		return;
 	}
 	e->v[e->n] = (struct pf_event){ts, e->n, ev};
 	e->n++;
@@ -235,18 +243,27 @@ process_meta(json_t *out, const struct pf_proc *p, const json_t *proc, size_t in
 	const json_t *argv = obj_get(proc, GMT_RK_ARGV);
 	const json_t *rank = obj_get(obj_get(proc, GMT_RK_RANK), GMT_RK_RANK);
 	size_t cap = 256, len = 0;
-	char *name = gmt_xrealloc(NULL, cap, 1);
+	char *name = malloc(cap), *more;
 	const json_t *a;
 	size_t i;
 
+	if (!name) {
+		gmt_nomem();
+		return;
+	}
 	name[0] = '\0';
 	json_array_foreach(argv, i, a) {
 		const char *s = json_string_value(a);
 		size_t sl = s ? strlen(s) : 0;
 
 		if (len + sl + 2 > cap) {
+			if (!(more = realloc(name, (len + sl + 2) * 2))) {
+				free(name);
+				gmt_nomem();
+				return;
+			}
+			name = more;
 			cap = (len + sl + 2) * 2;
-			name = gmt_xrealloc(name, cap, 1);
 		}
 		len += (size_t)snprintf(name + len, cap - len, "%s%s", len ? " " : "", s ? s : "");
 	}
@@ -254,8 +271,13 @@ process_meta(json_t *out, const struct pf_proc *p, const json_t *proc, size_t in
 		snprintf(name, cap, "%s",
 			 get_str(proc, GMT_RK_FILE) ? get_str(proc, GMT_RK_FILE) : "process");
 	if (json_is_integer(rank)) {
-		char *ranked = gmt_xrealloc(NULL, strlen(name) + 32, 1);
+		char *ranked = malloc(strlen(name) + 32);
 
+		if (!ranked) {
+			free(name);
+			gmt_nomem();
+			return;
+		}
 		sprintf(ranked, "%s [rank %" JSON_INTEGER_FORMAT "]", name, json_integer_value(rank));
 		free(name);
 		name = ranked;
@@ -339,7 +361,13 @@ thread_named(json_t *out, const struct pf_proc *p, json_int_t tid, json_int_t **
 	for (size_t i = 0; i < *n; i++)
 		if ((*seen)[i] == tid)
 			return;
-	*seen = gmt_xrealloc(*seen, *n + 1, sizeof(**seen));
+	json_int_t *v = gmt_realloc_array(*seen, *n + 1, sizeof(**seen));
+
+	if (!v) {
+		gmt_nomem();
+		return;
+	}
+	*seen = v;
 	(*seen)[(*n)++] = tid;
 	snprintf(name, sizeof(name), "thread %" JSON_INTEGER_FORMAT, tid);
 	ev = thread_event_new(p, tid, "M", "thread_name", 0);
@@ -385,7 +413,13 @@ markers_add(struct pf_events *e, json_t *out, const json_t *proc, const struct p
 			json_object_set_new(
 			    ev, "args", json_pack("{s:I,s:I}", "push_seq", seq, "depth", depth));
 			events_add(e, last, ev);
-			open = gmt_xrealloc(open, nopen + 1, sizeof(*open));
+			struct pf_open *more = gmt_realloc_array(open, nopen + 1, sizeof(*open));
+
+			if (!more) {
+				gmt_nomem();
+				break;
+			}
+			open = more;
 			open[nopen++] = (struct pf_open){tid, depth, last, ev};
 		} else if (range && strcmp(range, "pop") == 0) {
 			size_t k = innermost(open, nopen, tid);
@@ -530,7 +564,7 @@ trace_events(const json_t *doc)
 	struct pf_proc *p = procs_make(procs, n);
 	json_t *out = json_array();
 
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; p && i < n; i++) {
 		const json_t *proc = json_array_get(procs, i);
 		struct pf_events e = {0};
 
@@ -552,10 +586,16 @@ trace_events(const json_t *doc)
 int
 gmt_report_perfetto_doc(FILE *out, const json_t *doc)
 {
-	json_t *events = trace_events(doc), *ev;
+	json_t *events, *ev;
 	size_t i;
 	int rc = 0;
 
+	gmt_report_start();
+	events = trace_events(doc);
+	if (gmt_report_nomem) {
+		json_decref(events);
+		return -ENOMEM;
+	}
 	/* One event per line: large traces stay readable and diffable. */
 	fputs("{\"traceEvents\":[\n", out);
 	json_array_foreach(events, i, ev) {
@@ -572,7 +612,7 @@ gmt_report_perfetto_doc(FILE *out, const json_t *doc)
 	      "\"otherData\":{\"generator\":\"gpumemtrace report --format perfetto\"}}\n",
 	      out);
 	json_decref(events);
-	return rc || ferror(out) ? -1 : 0;
+	return rc || ferror(out) ? -EIO : 0;
 }
 
 int
@@ -582,7 +622,7 @@ gmt_report_perfetto(FILE *out, struct gmt_model *const *models, size_t n)
 	int rc;
 
 	if (!doc)
-		return -1;
+		return -ENOMEM;
 	rc = gmt_report_perfetto_doc(out, doc);
 	json_decref(doc);
 	return rc;

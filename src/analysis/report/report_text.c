@@ -9,6 +9,7 @@
  */
 #include "analysis/report/report.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,7 +19,8 @@
 #include "analysis/report/sites.h"
 #include "analysis/report/units.h"
 #include "util/esc.h"
-#include "util/xalloc.h"
+#include "analysis/report/nomem.h"
+#include "util/alloc.h"
 
 const char *
 gmt_text_plural(uint64_t n, const char *one, const char *many)
@@ -275,8 +277,10 @@ print_group_stacks(FILE *out, const struct gmt_site *g, const char *what_one, co
 	size_t nshown = 0;
 	char b[GMT_BYTES_BUF];
 
-	if (!shown)
-		abort();
+	if (!shown) {
+		gmt_nomem();
+		return;
+	}
 	for (size_t i = 0; i < g->nstacks; i++) {
 		size_t k;
 
@@ -393,11 +397,15 @@ print_sites(FILE *out,
 	    enum live_part part,
 	    const struct gmt_report_options *opt)
 {
-	struct part_row *rows = gmt_xrealloc(NULL, sites->n ? sites->n : 1, sizeof(*rows));
+	struct part_row *rows = gmt_realloc_array(NULL, sites->n, sizeof(*rows));
 	size_t nrows = 0;
 	uint64_t rest_bytes = 0;
 	char b[GMT_BYTES_BUF];
 
+	if (!rows) {
+		gmt_nomem();
+		return 0;
+	}
 	for (size_t i = 0; i < sites->n; i++) {
 		const struct gmt_site *g = &sites->v[i];
 		struct gmt_site_stack *buf;
@@ -405,7 +413,10 @@ print_sites(FILE *out,
 		if (g->m->trace->complete != complete ||
 		    gmt_kind_counted((enum gmt_tkind)g->kind) != counted)
 			continue;
-		buf = gmt_xrealloc(NULL, g->nstacks ? g->nstacks : 1, sizeof(*buf));
+		if (!(buf = gmt_realloc_array(NULL, g->nstacks, sizeof(*buf)))) {
+			gmt_nomem();
+			break;
+		}
 		if (!group_part(g, counted ? part : PART_ALL, &rows[nrows].view, buf)) {
 			free(buf);
 			continue;
@@ -802,7 +813,7 @@ print_anomalies(FILE *out, const struct gmt_totals *tot)
 			tot->unmatched_retains);
 }
 
-void
+int
 gmt_report_text(FILE *out,
 		struct gmt_model *const *models,
 		size_t n,
@@ -813,7 +824,7 @@ gmt_report_text(FILE *out,
 
 	if (!opt)
 		opt = &defaults;
-
+	gmt_report_start();
 	gmt_report_totals(models, n, &tot);
 	fprintf(out, "gpumemtrace report: %zu %s, %" PRIu64 " events, %" PRIu64 " dropped\n", n,
 		gmt_text_plural(n, "process", "processes"), tot.events, tot.dropped);
@@ -837,14 +848,18 @@ gmt_report_text(FILE *out,
 	gmt_text_fragmentation(out, models, n);
 	print_anomalies(out, &tot);
 	gmt_text_kinds(out, models, n);
+	if (gmt_report_failed(models, n))
+		return -ENOMEM;
+	return ferror(out) ? -EIO : 0;
 }
 
-void
+int
 gmt_report_summary(FILE *out, const char *prefix, struct gmt_model *const *models, size_t n)
 {
 	struct gmt_totals tot;
 	char b[GMT_BYTES_BUF];
 
+	gmt_report_start();
 	gmt_report_totals(models, n, &tot);
 	fprintf(out, "%s%zu %s, %" PRIu64 " events, %" PRIu64 " dropped", prefix, n,
 		gmt_text_plural(n, "process", "processes"), tot.events, tot.dropped);
@@ -894,4 +909,7 @@ gmt_report_summary(FILE *out, const char *prefix, struct gmt_model *const *model
 		fprintf(out, "%swarning: %" PRIu64 " %s dropped: the numbers are incomplete\n",
 			prefix, tot.dropped,
 			gmt_text_plural(tot.dropped, "event was", "events were"));
+	if (gmt_report_failed(models, n))
+		return -ENOMEM;
+	return ferror(out) ? -EIO : 0;
 }

@@ -141,8 +141,8 @@ gmt_session_add_file(struct gmt_session *s, const char *path)
 		f.m = gmt_model_new(t, f.range); /* a trace without events */
 	if (!f.m)
 		goto err_oom;
-	gmt_model_finish(f.m); /* nothing to do when it was replayed from a stored trace */
-	if (!append(s, t, f.m)) {
+	/* the end of the replay (already done when it was replayed from a stored trace) */
+	if (gmt_model_finish(f.m) != 0 || !append(s, t, f.m)) {
 		gmt_model_free(f.m);
 		goto err_oom;
 	}

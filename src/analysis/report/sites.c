@@ -3,11 +3,23 @@
  */
 #define _GNU_SOURCE /* qsort_r */
 #include "analysis/report/sites.h"
-#include "util/xalloc.h"
+#include "analysis/report/nomem.h"
+#include "util/alloc.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+_Thread_local bool gmt_report_nomem; /* nomem.h */
+
+bool
+gmt_report_failed(struct gmt_model *const *models, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (gmt_callstacks_error(models[i]->stacks))
+			return true;
+	return gmt_report_nomem;
+}
 
 /* An item with its call site looked up once. */
 struct keyed {
@@ -108,8 +120,8 @@ cmp_site(const void *pa, const void *pb, void *arg)
 						       : a->stacks[0].stack > b->stacks[0].stack;
 }
 
-/* The group of keyed items k[0 .. n). */
-static void
+/* The group of keyed items k[0 .. n); false out of memory. */
+static bool
 make_group(const struct keyed *k, size_t n, struct gmt_site *g)
 {
 	const struct gmt_site_item *it = k[0].it;
@@ -123,7 +135,8 @@ make_group(const struct keyed *k, size_t n, struct gmt_site *g)
 	g->kind = it->kind;
 	g->device = it->device;
 	g->first_seq = UINT64_MAX;
-	g->stacks = gmt_xrealloc(NULL, n, sizeof(*g->stacks));
+	if (!(g->stacks = gmt_realloc_array(NULL, n, sizeof(*g->stacks))))
+		return false;
 	for (size_t i = 0; i < n; i++) {
 		struct gmt_site_stack *s = g->nstacks ? &g->stacks[g->nstacks - 1] : NULL;
 
@@ -143,6 +156,7 @@ make_group(const struct keyed *k, size_t n, struct gmt_site *g)
 	qsort(g->stacks, g->nstacks, sizeof(*g->stacks), cmp_site_stack);
 	for (size_t i = 0; i < g->nstacks && !g->cs; i++)
 		g->cs = g->stacks[i].cs;
+	return true;
 }
 
 void
@@ -158,22 +172,32 @@ gmt_sites_group(const struct gmt_site_item *items,
 	out->n = 0;
 	if (n == 0)
 		return;
-	k = gmt_xrealloc(NULL, n, sizeof(*k));
+	k = gmt_realloc_array(NULL, n, sizeof(*k));
+	out->v = gmt_realloc_array(NULL, n, sizeof(*out->v));
+	if (!k || !out->v)
+		goto err_nomem;
 	for (size_t i = 0; i < n; i++) {
 		k[i].it = &items[i];
 		k[i].cs = gmt_model_stack(items[i].m, items[i].stack);
 		k[i].site = gmt_cstack_site(k[i].cs);
 	}
 	qsort(k, n, sizeof(*k), cmp_keyed);
-	out->v = gmt_xrealloc(NULL, n, sizeof(*out->v));
 	for (size_t i = 1; i <= n; i++) {
 		if (i < n && cmp_group_key(&k[start], &k[i]) == 0)
 			continue;
-		make_group(&k[start], i - start, &out->v[out->n++]);
+		if (!make_group(&k[start], i - start, &out->v[out->n]))
+			goto err_nomem;
+		out->n++;
 		start = i;
 	}
 	free(k);
 	qsort_r(out->v, out->n, sizeof(*out->v), cmp_site, &order);
+	return;
+
+err_nomem: /* no groups rather than some */
+	free(k);
+	gmt_sites_free(out);
+	gmt_nomem();
 }
 
 void
@@ -186,18 +210,17 @@ gmt_sites_free(struct gmt_sites *s)
 	s->n = 0;
 }
 
-static struct gmt_site_item *
-items_push(struct gmt_site_item *v, size_t *n, size_t *cap)
+/* Room for one more item at v[*n], counted; false out of memory. */
+static bool
+items_push(struct gmt_site_item **v, size_t *n, size_t *cap)
 {
-	if (*n == *cap) {
-		*cap = *cap ? *cap * 2 : 64;
-		v = gmt_xrealloc(v, *cap, sizeof(*v));
-	}
+	if (gmt_grow(v, cap, *n + 1, sizeof(**v), 64) != 0)
+		return false;
 	(*n)++;
-	return v;
+	return true;
 }
 
-static void
+static bool
 push_leak(struct gmt_site_item **v,
 	  size_t *n,
 	  size_t *cap,
@@ -206,7 +229,8 @@ push_leak(struct gmt_site_item **v,
 	  const struct gmt_leak *l,
 	  int32_t device)
 {
-	*v = items_push(*v, n, cap);
+	if (!items_push(v, n, cap))
+		return false;
 	(*v)[*n - 1] = (struct gmt_site_item){
 	    .proc = proc,
 	    .m = m,
@@ -218,6 +242,7 @@ push_leak(struct gmt_site_item **v,
 	    .bytes = l->bytes,
 	    .count = l->allocations,
 	};
+	return true;
 }
 
 /* The rows of (stack, call, kind) of every model: its leaks, or the allocations live at each
@@ -234,17 +259,25 @@ leak_rows(struct gmt_model *const *models, size_t n, bool at_peak, size_t *nitem
 
 		if (!at_peak) {
 			for (size_t k = 0; k < m->nleaks; k++)
-				push_leak(&v, nitems, &cap, i, m, &m->leaks[k], 0);
+				if (!push_leak(&v, nitems, &cap, i, m, &m->leaks[k], 0))
+					goto err_nomem;
 			continue;
 		}
 		for (size_t d = 0; d < m->ndevices; d++) {
 			const struct gmt_device_stats *dev = &m->devices[d];
 
 			for (size_t k = 0; k < dev->npeak_sites; k++)
-				push_leak(&v, nitems, &cap, i, m, &dev->peak_sites[k], dev->device);
+				if (!push_leak(&v, nitems, &cap, i, m, &dev->peak_sites[k],
+					       dev->device))
+					goto err_nomem;
 		}
 	}
 	return v;
+
+err_nomem:
+	free(v);
+	*nitems = 0;
+	return gmt_nomem();
 }
 
 struct gmt_site_item *
@@ -270,7 +303,11 @@ gmt_sites_failed_items(struct gmt_model *const *models, size_t n, size_t *nitems
 		for (size_t k = 0; k < models[i]->nfailed; k++) {
 			const struct gmt_trace_event *ev = models[i]->failed[k];
 
-			v = items_push(v, nitems, &cap);
+			if (!items_push(&v, nitems, &cap)) {
+				free(v);
+				*nitems = 0;
+				return gmt_nomem();
+			}
 			v[*nitems - 1] = (struct gmt_site_item){
 			    .proc = i,
 			    .m = models[i],
@@ -302,7 +339,12 @@ gmt_sites_stat_items(struct gmt_model *const *models,
 	for (size_t i = 0; i < nref; i++) {
 		const struct gmt_site_stats *st = ref[i].st;
 
-		v = items_push(v, nitems, &cap);
+		if (!items_push(&v, nitems, &cap)) {
+			free(v);
+			free(ref);
+			*nitems = 0;
+			return gmt_nomem();
+		}
 		v[*nitems - 1] = (struct gmt_site_item){
 		    .proc = ref[i].proc,
 		    .m = ref[i].m,
@@ -404,9 +446,10 @@ gmt_sites_ranked(struct gmt_model *const *models, size_t n, enum gmt_site_order 
 					continue;
 				key = st->allocations;
 			}
-			if (nv == cap) {
-				cap = cap ? cap * 2 : 16;
-				v = gmt_xrealloc(v, cap, sizeof(*v));
+			if (gmt_grow(&v, &cap, nv + 1, sizeof(*v), 16) != 0) {
+				free(v);
+				*count = 0;
+				return gmt_nomem();
 			}
 			v[nv++] = (struct gmt_site_ref){i, m, st, key};
 		}

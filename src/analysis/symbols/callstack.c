@@ -11,12 +11,13 @@
 #define _GNU_SOURCE
 #include "analysis/symbols/callstack.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "analysis/symbols/pyline.h"
-#include "util/xalloc.h"
+#include "util/alloc.h"
 
 /* The address ranges of one modules line, sorted, for a binary search per frame. */
 struct range {
@@ -39,6 +40,7 @@ struct phys {
 struct fvec {
 	struct gmt_cframe *f;
 	size_t n, cap;
+	bool oom; /* a push found no memory: the stack being built is lost */
 };
 
 /*
@@ -62,6 +64,7 @@ struct arena {
 	size_t left;
 	char **blocks;
 	size_t nblocks;
+	bool oom;
 };
 
 #define ARENA_BLOCK (64u * 1024)
@@ -82,6 +85,7 @@ struct gmt_callstacks {
 	size_t fmask;
 
 	struct work *w;
+	int error; /* -ENOMEM once a stack could not be built (gmt_callstacks_error()) */
 };
 
 /*
@@ -113,8 +117,14 @@ arena_alloc(struct arena *a, size_t size)
 		size_t grow = a->nblocks < 6 ? (size_t)1024 << a->nblocks : ARENA_BLOCK;
 		size_t bsize = size > grow / 4 ? size : grow;
 
-		a->blocks = gmt_xrealloc(a->blocks, a->nblocks + 1, sizeof(*a->blocks));
-		a->blocks[a->nblocks] = gmt_xrealloc(NULL, bsize, 1);
+		char **blocks = gmt_realloc_array(a->blocks, a->nblocks + 1, sizeof(*a->blocks));
+
+		if (blocks)
+			a->blocks = blocks;
+		if (!blocks || !(a->blocks[a->nblocks] = malloc(bsize))) {
+			a->oom = true;
+			return NULL;
+		}
 		if (bsize != grow)
 			return a->blocks[a->nblocks++];
 		a->cur = a->blocks[a->nblocks++];
@@ -139,24 +149,26 @@ gmt_callstacks_new(const struct gmt_trace *t, struct gmt_symbolizer *sym)
 {
 	struct gmt_callstacks *cs = calloc(1, sizeof(*cs));
 
-	if (!cs) {
-		fprintf(stderr, "gpumemtrace: out of memory\n");
-		exit(3);
-	}
+	if (!cs)
+		goto err_nomem;
 	cs->t = t;
 	cs->sym = sym;
 	cs->w = &shared_work;
 	cs->w->users++;
-	cs->modsym = gmt_xrealloc(NULL, t->nmodules, sizeof(*cs->modsym));
-	memset(cs->modsym, 0xff, t->nmodules * sizeof(*cs->modsym));
+	cs->modsym = gmt_realloc_array(NULL, t->nmodules, sizeof(*cs->modsym));
 	cs->modcls = calloc(t->nmodules ? t->nmodules : 1, 1);
 	cs->sets = calloc(t->nmodsets ? t->nmodsets : 1, sizeof(*cs->sets));
 	cs->stacks = calloc(t->nstacks ? t->nstacks : 1, sizeof(*cs->stacks));
-	if (!cs->modcls || !cs->sets || !cs->stacks) {
-		fprintf(stderr, "gpumemtrace: out of memory\n");
-		exit(3);
+	if (!cs->modsym || !cs->modcls || !cs->sets || !cs->stacks) {
+		gmt_callstacks_free(cs);
+		goto err_nomem;
 	}
+	memset(cs->modsym, 0xff, t->nmodules * sizeof(*cs->modsym));
 	return cs;
+
+err_nomem:
+	errno = ENOMEM;
+	return NULL;
 }
 
 void
@@ -164,7 +176,7 @@ gmt_callstacks_free(struct gmt_callstacks *cs)
 {
 	if (!cs)
 		return;
-	for (size_t i = 0; i < cs->t->nmodsets; i++)
+	for (size_t i = 0; cs->sets && i < cs->t->nmodsets; i++)
 		free(cs->sets[i].r);
 	arena_free(&cs->arena);
 	free(cs->frames);
@@ -194,15 +206,17 @@ cmp_range(const void *pa, const void *pb)
 	return a->lo < b->lo ? -1 : a->lo > b->lo;
 }
 
-static void
+/* The sorted ranges of @p ms into @p x; false out of memory. */
+static bool
 modset_build(const struct gmt_trace *t, const struct gmt_trace_modset *ms, struct modset_index *x)
 {
 	size_t n = 0;
 
-	x->built = true;
 	for (uint32_t i = 0; i < ms->nmods; i++)
 		n += t->modules[ms->mods[i]].nsegments;
-	x->r = gmt_xrealloc(NULL, n, sizeof(*x->r));
+	if (!(x->r = gmt_realloc_array(NULL, n, sizeof(*x->r))))
+		return false;
+	x->built = true;
 	for (uint32_t i = 0; i < ms->nmods; i++) {
 		const struct gmt_trace_module *m = &t->modules[ms->mods[i]];
 
@@ -215,6 +229,7 @@ modset_build(const struct gmt_trace *t, const struct gmt_trace_modset *ms, struc
 		}
 	}
 	qsort(x->r, x->n, sizeof(*x->r), cmp_range);
+	return true;
 }
 
 /* The trace module holding @p addr in modules line @p set, -1 when none does. */
@@ -227,8 +242,10 @@ module_of(struct gmt_callstacks *cs, int32_t set, uint64_t addr)
 	if (set < 0 || (size_t)set >= cs->t->nmodsets)
 		return -1;
 	x = &cs->sets[set];
-	if (!x->built)
-		modset_build(cs->t, &cs->t->modsets[set], x);
+	if (!x->built && !modset_build(cs->t, &cs->t->modsets[set], x)) {
+		cs->error = -ENOMEM;
+		return -1;
+	}
 	/* The last range starting at or below addr. */
 	hi = x->n;
 	while (lo < hi) {
@@ -307,12 +324,17 @@ classify(const char *path)
 
 // --- building one stack -------------------------------------------------------------------------
 
+/* A new frame at the end of @p v. Out of memory, a frame to write that is thrown away (v->oom:
+ * build() gives up the stack), so that callers need no failure path of their own. */
 static struct gmt_cframe *
 fvec_push(struct fvec *v)
 {
-	if (v->n == v->cap) {
-		v->cap = v->cap ? v->cap * 2 : 32;
-		v->f = gmt_xrealloc(v->f, v->cap, sizeof(*v->f));
+	static struct gmt_cframe lost;
+
+	if (gmt_grow(&v->f, &v->cap, v->n + 1, sizeof(*v->f), 32) != 0) {
+		v->oom = true;
+		memset(&lost, 0, sizeof(lost));
+		return &lost;
 	}
 	memset(&v->f[v->n], 0, sizeof(v->f[v->n]));
 	return &v->f[v->n++];
@@ -441,13 +463,10 @@ splice(struct gmt_callstacks *cs,
 	size_t ngroups = 0, g = 0, neval = 0;
 
 	nat->n = py->n = 0;
-	if (w->phcap < ts->nframes) {
-		w->phcap = ts->nframes;
-		w->ph = gmt_xrealloc(w->ph, w->phcap, sizeof(*w->ph));
-	}
-	if (w->gcap < (size_t)ts->npy + 1) {
-		w->gcap = (size_t)ts->npy + 1;
-		w->gstart = gmt_xrealloc(w->gstart, w->gcap, sizeof(*w->gstart));
+	if (gmt_grow(&w->ph, &w->phcap, ts->nframes, sizeof(*w->ph), 1) != 0 ||
+	    gmt_grow(&w->gstart, &w->gcap, (size_t)ts->npy + 1, sizeof(*w->gstart), 1) != 0) {
+		cs->error = -ENOMEM;
+		return;
 	}
 	ph = w->ph;
 	gstart = w->gstart;
@@ -630,14 +649,16 @@ frame_by_id(const struct gmt_callstacks *cs, uint32_t id)
 	return cs->frames[id];
 }
 
-static void
+static bool
 fslots_grow(struct gmt_callstacks *cs)
 {
 	size_t cap = cs->fmask ? (cs->fmask + 1) * 2 : 64;
+	uint32_t *slots = calloc(cap, sizeof(*cs->fslots));
 
+	if (!slots)
+		return false;
 	free(cs->fslots);
-	cs->fslots = gmt_xrealloc(NULL, cap, sizeof(*cs->fslots));
-	memset(cs->fslots, 0, cap * sizeof(*cs->fslots));
+	cs->fslots = slots;
 	cs->fmask = cap - 1;
 	for (uint32_t id = 0; id < cs->nfr; id++) {
 		size_t slot;
@@ -647,9 +668,10 @@ fslots_grow(struct gmt_callstacks *cs)
 			;
 		cs->fslots[slot] = id + 1;
 	}
+	return true;
 }
 
-/* The id of the one stored copy of @p f. */
+/* The id of the one stored copy of @p f; 0 and cs->error out of memory. */
 static uint32_t
 intern_frame(struct gmt_callstacks *cs, const struct gmt_cframe *f)
 {
@@ -657,25 +679,31 @@ intern_frame(struct gmt_callstacks *cs, const struct gmt_cframe *f)
 	size_t slot;
 	uint32_t id;
 
-	if (((size_t)cs->nfr + 1) * 4 > (cs->fmask + 1) * 3)
-		fslots_grow(cs);
+	if (((size_t)cs->nfr + 1) * 4 > (cs->fmask + 1) * 3 && !fslots_grow(cs))
+		goto err_nomem;
 	for (slot = intern_hash(f) & cs->fmask; cs->fslots[slot]; slot = (slot + 1) & cs->fmask)
 		if (same_frame(frame_by_id(cs, cs->fslots[slot] - 1), f))
 			return cs->fslots[slot] - 1;
-	if (cs->nfr == UINT32_MAX - 1) {
-		fprintf(stderr, "gpumemtrace: out of memory\n"); /* 2^32 frames do not fit anyway */
-		exit(3);
-	}
+	if (cs->nfr == UINT32_MAX - 1) /* 2^32 frames do not fit in memory anyway */
+		goto err_nomem;
 	if (cs->nfr == cs->frcap) {
-		cs->frcap = cs->frcap ? cs->frcap * 2 : 64;
-		cs->frames = gmt_xrealloc(cs->frames, cs->frcap, sizeof(*cs->frames));
+		size_t cap = cs->frcap;
+
+		if (gmt_grow(&cs->frames, &cap, (size_t)cs->nfr + 1, sizeof(*cs->frames), 64) != 0)
+			goto err_nomem;
+		cs->frcap = (uint32_t)(cap < UINT32_MAX ? cap : UINT32_MAX);
 	}
-	copy = arena_alloc(&cs->arena, sizeof(*copy));
+	if (!(copy = arena_alloc(&cs->arena, sizeof(*copy))))
+		goto err_nomem;
 	*copy = *f;
 	id = cs->nfr++;
 	cs->frames[id] = copy;
 	cs->fslots[slot] = id + 1;
 	return id;
+
+err_nomem:
+	cs->error = -ENOMEM;
+	return 0;
 }
 
 const struct gmt_cframe *
@@ -692,7 +720,12 @@ build(struct gmt_callstacks *cs, const struct gmt_trace_stack *ts)
 	struct gmt_cstack *st;
 
 	cs->w->out.n = 0;
+	cs->w->nat.oom = cs->w->py.oom = cs->w->out.oom = false;
 	splice(cs, ts, &d, &cs->w->out);
+	if (cs->error || cs->w->nat.oom || cs->w->py.oom || cs->w->out.oom) {
+		cs->error = -ENOMEM;
+		return NULL;
+	}
 	d.frames = cs->w->out.f;
 	d.nframes = (uint32_t)cs->w->out.n;
 	settle(&d);
@@ -703,9 +736,15 @@ build(struct gmt_callstacks *cs, const struct gmt_trace_stack *ts)
 
 	/* The stack and its list of frame ids in one piece; the frames themselves are shared. */
 	st = arena_alloc(&cs->arena, sizeof(*st) + (size_t)d.nframes * sizeof(*ids));
+	if (!st) {
+		cs->error = -ENOMEM;
+		return NULL;
+	}
 	ids = (uint32_t *)(st + 1);
 	for (uint32_t i = 0; i < d.nframes; i++)
 		ids[i] = intern_frame(cs, &d.frames[i]);
+	if (cs->error)
+		return NULL;
 	*st = (struct gmt_cstack){
 	    .id = d.id,
 	    .nframes = d.nframes,
@@ -735,6 +774,14 @@ gmt_callstacks_get(struct gmt_callstacks *cs, uint32_t id)
 	if (!cs->stacks[i])
 		cs->stacks[i] = build(cs, ts);
 	return cs->stacks[i];
+}
+
+int
+gmt_callstacks_error(const struct gmt_callstacks *cs)
+{
+	if (!cs)
+		return 0;
+	return cs->error ? cs->error : gmt_symbolizer_error(cs->sym);
 }
 
 // --- comparing ----------------------------------------------------------------------------------

@@ -84,9 +84,16 @@ struct gmt_cstack {
 
 struct gmt_callstacks;
 
-/** The stacks of @p trace, symbolized with @p sym; both must outlive the result. */
+/** The stacks of @p trace, symbolized with @p sym; both must outlive the result. NULL out of
+ * memory. */
 struct gmt_callstacks *gmt_callstacks_new(const struct gmt_trace *trace,
 					  struct gmt_symbolizer *sym);
+
+/**
+ * 0, or -ENOMEM once a stack could not be built or symbolized for lack of memory (it was given
+ * as unknown: what was made of these stacks since is not to be trusted).
+ */
+int gmt_callstacks_error(const struct gmt_callstacks *cs);
 
 void gmt_callstacks_free(struct gmt_callstacks *cs);
 

@@ -14,7 +14,7 @@
 #include "util/hash.h"
 #include "util/hex.h"
 #include "util/input.h"
-#include "util/xalloc.h"
+#include "util/alloc.h"
 
 #include <dlfcn.h>
 #include <dwarf.h>
@@ -62,17 +62,6 @@ cxa_demangle(void)
 /* Notes about unusable modules before the rest are only counted. */
 #define GMT_SYM_MAX_NOTES 20
 
-static char *
-xstrdup(const char *str)
-{
-	char *d = strdup(str);
-
-	if (!d) {
-		fprintf(stderr, "gpumemtrace: out of memory\n");
-		exit(3);
-	}
-	return d;
-}
 
 /* One module file as the symbolizer knows it: identified by build-id, or by path without one. */
 struct sym_module {
@@ -113,6 +102,7 @@ struct gmt_symbolizer {
 
 	struct gmt_sym_frame scratch[64]; /* frames of the address being resolved */
 	uint32_t nscratch;
+	int error; /* -ENOMEM once anything was lost for lack of memory (gmt_symbolizer_error()) */
 };
 
 static const Dwfl_Callbacks offline_callbacks = {
@@ -141,8 +131,13 @@ gmt_sym_intern(struct gmt_symbolizer *s, const char *str)
 		char **old = s->strs;
 		size_t oldcap = s->strs_mask ? s->strs_mask + 1 : 0;
 
-		s->strs = gmt_xrealloc(NULL, cap, sizeof(*s->strs));
-		memset(s->strs, 0, cap * sizeof(*s->strs));
+		char **strs = calloc(cap, sizeof(*s->strs));
+
+		if (!strs) {
+			s->error = -ENOMEM;
+			return NULL;
+		}
+		s->strs = strs;
 		s->strs_mask = cap - 1;
 		for (size_t i = 0; i < oldcap; i++) {
 			if (!old[i])
@@ -157,7 +152,10 @@ gmt_sym_intern(struct gmt_symbolizer *s, const char *str)
 	for (slot = hash_str(str) & s->strs_mask; s->strs[slot]; slot = (slot + 1) & s->strs_mask)
 		if (strcmp(s->strs[slot], str) == 0)
 			return s->strs[slot];
-	s->strs[slot] = xstrdup(str);
+	if (!(s->strs[slot] = strdup(str))) {
+		s->error = -ENOMEM;
+		return NULL;
+	}
 	s->nstrs++;
 	return s->strs[slot];
 }
@@ -208,7 +206,11 @@ intern_text(struct gmt_symbolizer *s, const char *str)
 		;
 	if (p == end)
 		return gmt_sym_intern(s, str);
-	clean = gmt_xrealloc(NULL, (size_t)(end - (const unsigned char *)str) * 3 + 1, 1);
+	clean = gmt_realloc_array(NULL, (size_t)(end - (const unsigned char *)str) * 3 + 1, 1);
+	if (!clean) {
+		s->error = -ENOMEM;
+		return NULL;
+	}
 	for (p = (const unsigned char *)str; p < end; p += len ? len : 1) {
 		if ((len = utf8_seq(p, end))) {
 			memcpy(clean + n, p, len);
@@ -232,11 +234,17 @@ gmt_symbolizer_new(FILE *diag)
 	struct gmt_symbolizer *s = calloc(1, sizeof(*s));
 
 	if (!s) {
-		fprintf(stderr, "gpumemtrace: out of memory\n");
-		exit(3);
+		errno = ENOMEM;
+		return NULL;
 	}
 	s->diag = diag;
 	return s;
+}
+
+int
+gmt_symbolizer_error(const struct gmt_symbolizer *s)
+{
+	return s ? s->error : 0;
 }
 
 void
@@ -267,6 +275,8 @@ gmt_sym_module(struct gmt_symbolizer *s, const char *path, const char *file, con
 	path = gmt_sym_intern(s, path);
 	file = file ? gmt_sym_intern(s, file) : path;
 	build_id = gmt_sym_intern(s, build_id ? build_id : "");
+	if (!path || !file || !build_id)
+		return GMT_SYM_NONE; /* out of memory (s->error) */
 	for (size_t i = 0; i < s->nmods; i++) {
 		m = &s->mods[i];
 		if (m->build_id != build_id)
@@ -281,7 +291,11 @@ gmt_sym_module(struct gmt_symbolizer *s, const char *path, const char *file, con
 		if (build_id[0] != '\0' && (!m->opened || m->status != GMT_SYM_NO_FILE))
 			return (uint32_t)i;
 	}
-	s->mods = gmt_xrealloc(s->mods, s->nmods + 1, sizeof(*s->mods));
+	if (!(m = gmt_realloc_array(s->mods, s->nmods + 1, sizeof(*s->mods)))) {
+		s->error = -ENOMEM;
+		return GMT_SYM_NONE;
+	}
+	s->mods = m;
 	m = &s->mods[s->nmods];
 	memset(m, 0, sizeof(*m));
 	m->path = path;
@@ -618,15 +632,18 @@ entry_hash(uint32_t module, uint64_t offset)
 	return h ^ (h >> 29);
 }
 
-static void
+static bool
 cache_grow(struct gmt_symbolizer *s)
 {
 	size_t cap = s->cache_mask ? (s->cache_mask + 1) * 2 : 4096;
-	struct sym_entry *old = s->cache;
+	struct sym_entry *old = s->cache, *cache = calloc(cap, sizeof(*s->cache));
 	size_t oldcap = s->cache_mask ? s->cache_mask + 1 : 0;
 
-	s->cache = gmt_xrealloc(NULL, cap, sizeof(*s->cache));
-	memset(s->cache, 0, cap * sizeof(*s->cache));
+	if (!cache) {
+		s->error = -ENOMEM;
+		return false;
+	}
+	s->cache = cache;
 	s->cache_mask = cap - 1;
 	for (size_t i = 0; i < oldcap; i++) {
 		size_t slot;
@@ -639,6 +656,7 @@ cache_grow(struct gmt_symbolizer *s)
 		s->cache[slot] = old[i];
 	}
 	free(old);
+	return true;
 }
 
 enum gmt_sym_status
@@ -663,8 +681,8 @@ gmt_symbolize(struct gmt_symbolizer *s,
 	/* A module without a usable file answers every offset alike: nothing to cache. */
 	if (m->status != GMT_SYM_OK)
 		return m->status;
-	if (s->ncache * 2 >= s->cache_mask)
-		cache_grow(s);
+	if (s->ncache * 2 >= s->cache_mask && !cache_grow(s))
+		return GMT_SYM_NO_SYMBOL; /* out of memory (s->error) */
 	slot = entry_hash(module + 1, offset) & s->cache_mask;
 	for (; s->cache[slot].module; slot = (slot + 1) & s->cache_mask) {
 		e = &s->cache[slot];
@@ -675,11 +693,9 @@ gmt_symbolize(struct gmt_symbolizer *s,
 		}
 	}
 	st = resolve(s, m, offset + m->bias);
-	if (s->npool + s->nscratch > s->poolcap) {
-		s->poolcap = s->poolcap ? s->poolcap * 2 : 4096;
-		while (s->poolcap < s->npool + s->nscratch)
-			s->poolcap *= 2;
-		s->pool = gmt_xrealloc(s->pool, s->poolcap, sizeof(*s->pool));
+	if (gmt_grow(&s->pool, &s->poolcap, s->npool + s->nscratch, sizeof(*s->pool), 4096) != 0) {
+		s->error = -ENOMEM;
+		return GMT_SYM_NO_SYMBOL;
 	}
 	if (s->nscratch)
 		memcpy(s->pool + s->npool, s->scratch, s->nscratch * sizeof(*s->scratch));

@@ -49,14 +49,25 @@ struct gmt_symbolizer;
 
 /**
  * A new symbolizer. Notes about modules that cannot be used (missing, other build-id) go to
- * @p diag, once per module and at most a few dozen in all. Exits with status 3 when out of
- * memory, as every analyzer allocation.
+ * @p diag, once per module and at most a few dozen in all. NULL out of memory.
  */
 struct gmt_symbolizer *gmt_symbolizer_new(FILE *diag);
 
 void gmt_symbolizer_free(struct gmt_symbolizer *s);
 
-/** @p str, interned: the same pointer for equal strings, valid for the symbolizer's life. */
+/**
+ * 0, or -ENOMEM once an answer was lost for lack of memory (a name given as unknown, an address
+ * as unresolved): what was built from the symbolizer since is not to be trusted.
+ */
+int gmt_symbolizer_error(const struct gmt_symbolizer *s);
+
+/** A module handle that names no module (gmt_symbolize() says GMT_SYM_NO_MODULE). */
+#define GMT_SYM_NONE (UINT32_MAX - 1)
+
+/**
+ * @p str, interned: the same pointer for equal strings, valid for the symbolizer's life. NULL
+ * for NULL, or out of memory (gmt_symbolizer_error()).
+ */
 const char *gmt_sym_intern(struct gmt_symbolizer *s, const char *str);
 
 /**
