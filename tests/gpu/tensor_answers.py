@@ -17,8 +17,9 @@ Cases:
           report's reserved-but-unallocated bytes, allocated bytes and largest free block equal
           torch's own (its OOM message and memory_stats at the failure)
   gpt2    a Hugging Face GPT-2 built from its config (random weights), AdamW, 3 steps: the block
-          categories add up to the block peak, and parameters + optimizer state equal the model's
-          sizes
+          peak equals torch.cuda.max_memory_allocated(), the categories add up to it, and what
+          is live at exit (model and optimizer kept) splits into parameters (and buffers) and
+          optimizer state of exactly the model's and the optimizer's sizes
 """
 import json
 import os
@@ -88,6 +89,7 @@ def run_gpt2(stats):
     torch.manual_seed(0)
     model = GPT2LMHeadModel(GPT2Config(n_layer=6)).cuda()
     stats["param_bytes"] = sum(p.numel() * p.element_size() for p in model.parameters())
+    stats["buffer_bytes"] = sum(b.numel() * b.element_size() for b in model.buffers() if b.is_cuda)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
     for step in range(3):
         ids = torch.randint(0, 50257, (4, 256), device="cuda")
@@ -106,6 +108,10 @@ def run_gpt2(stats):
         if torch.is_tensor(v) and v.is_cuda)
     stats["allocated_end"] = torch.cuda.memory_allocated()
     stats["max_allocated"] = torch.cuda.max_memory_allocated()
+    KEEP.append((model, opt))  # live until the process exits: the trace's end sees them
+
+
+KEEP = []
 
 
 CASES = {"growth": run_growth, "frag": run_frag, "gpt2": run_gpt2}
@@ -177,12 +183,15 @@ def main():
         peak = t.get("peak", {}).get("allocated")
         if sum(c["bytes_at_peak"] for c in cats.values()) != peak:
             fails.append(f"categories at peak {sum(c['bytes_at_peak'] for c in cats.values())} != peak {peak}")
-        p = cats.get("parameters", {}).get("live_end")
-        o = cats.get("optimizer state", {}).get("live_end")
-        if p != stats["param_bytes"]:
-            fails.append(f"parameters {p} != model's {stats['param_bytes']}")
+        if peak != stats["max_allocated"]:
+            fails.append(f"block peak {peak} != torch.cuda.max_memory_allocated() {stats['max_allocated']}")
+        p = cats.get("parameter", {}).get("requested_end")
+        o = cats.get("optimizer_state", {}).get("requested_end")
+        want_p = stats["param_bytes"] + stats["buffer_bytes"]
+        if p != want_p:
+            fails.append(f"parameters (and buffers) {p} != the model's {want_p}")
         if o != stats["optimizer_state_bytes"]:
-            fails.append(f"optimizer state {o} != optimizer's {stats['optimizer_state_bytes']}")
+            fails.append(f"optimizer state {o} != the optimizer's {stats['optimizer_state_bytes']}")
     for f in fails:
         print("FAIL:", f)
     print(f"tensor_answers {case}: {'FAIL' if fails else 'PASS'}")

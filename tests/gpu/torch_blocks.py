@@ -192,7 +192,15 @@ class Model:
                         if st == "alloc")
         return {"requested": sum(self.req.values()), "allocations": len(self.req),
                 "allocated": allocated, "reserved": sum(s["size"] for s in self.segs.values()),
-                "segments": len(self.segs)}
+                "segments": sum(self.runs(seg) for seg in self.segs.values())}
+
+    @staticmethod
+    def runs(seg):
+        """What memory_snapshot() lists as segments: an expandable segment is one entry per run of
+        contiguous mapped memory (an unmap in its middle makes two)."""
+        keys = sorted(seg["blocks"])
+        return sum(1 for i, k in enumerate(keys)
+                   if i == 0 or keys[i - 1] + seg["blocks"][keys[i - 1]][0] != k) if keys else 1
 
 
 def check(stats_path, tracedir):

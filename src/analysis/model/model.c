@@ -1478,6 +1478,15 @@ gmt_model_event(struct gmt_model *m, const struct gmt_trace_event *ev)
 
 	if (m->error)
 		return;
+	if (ev->op == GMT_OP_BLOCK) { /* the tensor level: the whole trace, whatever the range */
+		if (!m->tensors && !(m->tensors = gmt_tensors_new(m->trace))) {
+			m->error = -ENOMEM;
+			return;
+		}
+		const struct gmt_device_stats *d = device_find(m, ev->device);
+		gmt_tensors_event(m->tensors, ev, d ? d->held : 0);
+		return;
+	}
 	if (!range_step(r, ev->seq, ev->ts, NULL)) {
 		if (r->phase == PHASE_BEFORE) {
 			/* before the range: the state, not the counts */
@@ -1493,6 +1502,8 @@ gmt_model_event(struct gmt_model *m, const struct gmt_trace_event *ev)
 void
 gmt_model_marker(struct gmt_model *m, const struct gmt_trace_marker *mk)
 {
+	if (!m->error && m->tensors)
+		gmt_tensors_marker(m->tensors, mk);
 	if (!m->error && range_step(m->replay, mk->seq, mk->ts, mk))
 		marker_seen(m->replay, mk);
 }
@@ -1522,6 +1533,8 @@ gmt_model_finish(struct gmt_model *m)
 	if (r->phase != PHASE_AFTER)
 		readings_until(r, NULL);
 	flush_peaks(r);
+	if (m->tensors && gmt_tensors_finish(m->tensors, t->last_ts) != 0)
+		m->error = -ENOMEM;
 	for (size_t i = 0; i < m->ndevices; i++) {
 		struct gmt_device_stats *d = &m->devices[i];
 
@@ -1623,6 +1636,7 @@ gmt_model_free(struct gmt_model *m)
 		free(m->replay);
 	}
 	free(m->ledger);
+	gmt_tensors_free(m->tensors);
 	free(m);
 }
 
@@ -1640,5 +1654,5 @@ gmt_device_active(const struct gmt_device_stats *d)
 uint64_t
 gmt_model_events(const struct gmt_model *m)
 {
-	return m->trace->nevents + m->trace->nmarkers;
+	return m->trace->nevents + m->trace->nmarkers; /* block lines are events */
 }

@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "analysis/model/kinds.h"
+#include "analysis/model/tensors.h"
 #include "analysis/reader/trace.h"
 
 struct gmt_callstacks;
@@ -273,6 +274,8 @@ struct gmt_model {
 	 * whoever symbolized them (the session); the replay never reads them
 	 */
 	struct gmt_callstacks *stacks;
+	/** the tensor level (the trace's block lines; tensors.h), NULL when it has none */
+	struct gmt_tensors *tensors;
 	/**
 	 * 0, or -ENOMEM: the replay ran out of memory and stopped there (what it ignored since is
 	 * lost: the figures are not the trace's; gmt_model_finish() says so)

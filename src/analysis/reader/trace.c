@@ -11,6 +11,7 @@
 #include "analysis/reader/trace.h"
 #include "analysis/reader/flatjson.h"
 #include "analysis/reader/reorder.h"
+#include "torch_entry.h"
 #include "util/esc.h"
 #include "util/hash.h"
 #include "util/hex.h"
@@ -1529,6 +1530,114 @@ read_event(struct reader *r, struct src obj, size_t lineno)
 	return true;
 }
 
+/* A block line (the PyTorch layer's, docs/trace-format.md "block") as an event of op BLOCK
+ * (trace.h says which field holds what); it is stored and streamed with the events, in seq order. */
+static bool
+read_block(struct reader *r, json_t *obj, size_t lineno)
+{
+	struct gmt_trace *t = r->t;
+	struct gmt_trace_event ev = {.line = (uint32_t)lineno,
+				     .device = -1,
+				     .op = GMT_OP_BLOCK,
+				     .api = GMT_TRACE_NO_STRING,
+				     .driver = GMT_TRACE_NO_STRING};
+	const char *action;
+	long long v;
+	uint64_t u;
+	int err;
+
+	if ((err = get_u64(JS(obj), "seq", &ev.seq)))
+		return key_error(r, lineno, "block", "seq", err, "an integer");
+	if ((err = get_u64(JS(obj), "ts", &ev.ts)))
+		return key_error(r, lineno, "block", "ts", err, "an integer");
+	if ((err = get_str(JS(obj), "action", &action)))
+		return key_error(r, lineno, "block", "action", err, "a string");
+	unsigned a = gmt_torch_action_from_name(action);
+	if (!a) {
+		bad_line(r, lineno, "block with unknown action \"%s\": line skipped", action);
+		return false;
+	}
+	ev.kind = (uint8_t)a;
+	if ((err = get_i64(JS(obj), "device", &v)) == 0 && v >= INT32_MIN && v <= INT32_MAX)
+		ev.device = (int32_t)v;
+	else if (err != -ENOENT)
+		return key_error(r, lineno, "block", "device", -EINVAL, "an integer");
+	if ((err = get_hex(JS(obj), "ptr", &ev.ptr)) == -EINVAL ||
+	    (err == -ENOENT && a != GMT_TORCH_OOM && a != GMT_TORCH_SNAPSHOT))
+		return key_error(r, lineno, "block", "ptr", err, "a hex string");
+	if ((err = get_u64(JS(obj), "size", &ev.size)))
+		return key_error(r, lineno, "block", "size", err, "an integer");
+	if ((err = get_hex(JS(obj), "stream", &ev.handle)) == -EINVAL)
+		return key_error(r, lineno, "block", "stream", err, "a hex string");
+	json_t *pool = json_object_get(obj, "pool");
+	if (pool) {
+		json_t *p0 = json_array_get(pool, 0), *p1 = json_array_get(pool, 1);
+		if (!json_is_array(pool) || json_array_size(pool) != 2 || !json_is_integer(p0) ||
+		    !json_is_integer(p1))
+			return key_error(r, lineno, "block", "pool", -EINVAL, "two integers");
+		ev.offset = (uint64_t)json_integer_value(p0);
+		ev.context = (uint64_t)json_integer_value(p1);
+	}
+	if ((err = get_u64(JS(obj), "requested", &ev.requested)) == -EINVAL)
+		return key_error(r, lineno, "block", "requested", err, "an integer");
+	if ((err = get_u64(JS(obj), "device_free", &ev.free_bytes)) == -EINVAL)
+		return key_error(r, lineno, "block", "device_free", err, "an integer");
+	err = get_u64(JS(obj), "stack", &u);
+	if (err == -EINVAL || (err == 0 && u > UINT32_MAX))
+		return key_error(r, lineno, "block", "stack", -EINVAL, "an integer");
+	if (err == 0)
+		ev.stack = (uint32_t)u;
+	uint32_t flags = 0;
+	if (json_is_true(json_object_get(obj, "allocated")))
+		flags |= GMT_TORCH_F_ALLOCATED;
+	if (json_is_true(json_object_get(obj, "active")))
+		flags |= GMT_TORCH_F_ACTIVE;
+	if (json_is_true(json_object_get(obj, "expandable")))
+		flags |= GMT_TORCH_F_EXPANDABLE;
+	const char *pt;
+	if (get_str(JS(obj), "pool_type", &pt) == 0 && strcmp(pt, "large") == 0)
+		flags |= GMT_TORCH_F_LARGE;
+	ev.result = (int32_t)flags;
+	see_ts(r, ev.ts);
+	t->nblocks++;
+	if (r->sink) {
+		t->nevents++;
+		if (gmt_reorder_push(&r->window,
+				     &(struct gmt_reorder_item){ev.seq, ev.line, 0, ev}) != 0)
+			return nomem(r);
+		return true;
+	}
+	if ((t->nevents & (t->nevents - 1)) == 0 &&
+	    !resize(r, &t->events, t->nevents ? t->nevents * 2 : 64, sizeof(*t->events)))
+		return false;
+	t->events[t->nevents++] = ev;
+	return true;
+}
+
+/* The PyTorch layer's status (a "torch" line); the last one counts. */
+static bool
+read_torch(struct reader *r, json_t *obj, size_t lineno)
+{
+	struct gmt_trace *t = r->t;
+	static const char *const keys[] = {"version", "backend", "alloc_conf", "layer", "detail"};
+	char **dst[] = {&t->torch_version, &t->torch_backend, &t->torch_alloc_conf, &t->torch_layer,
+			&t->torch_detail};
+	const char *v;
+
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		int err = get_str(JS(obj), keys[i], &v);
+		if (err == -EINVAL)
+			return key_error(r, lineno, "torch", keys[i], err, "a string");
+		char *copy = err ? NULL : dup_str(r, v);
+		if (!err && !copy)
+			return false;
+		free(*dst[i]);
+		*dst[i] = copy;
+	}
+	t->have_torch = true;
+	return true;
+}
+
 static bool
 read_marker(struct reader *r, json_t *obj, size_t lineno)
 {
@@ -1833,6 +1942,10 @@ read_line(struct reader *r, const char *buf, size_t len, size_t lineno)
 		used = read_pycode(r, obj, lineno);
 	else if (strcmp(type, "pyinfo") == 0)
 		used = read_pyinfo(r, obj, lineno);
+	else if (strcmp(type, "block") == 0)
+		used = content = read_block(r, obj, lineno);
+	else if (strcmp(type, "torch") == 0)
+		used = read_torch(r, obj, lineno);
 	/* Other types are ignored without a word: adding a line type is not a format change. */
 	if (used)
 		r->usable++;
@@ -2281,6 +2394,11 @@ gmt_trace_free(struct gmt_trace *t)
 	free(t->tracer);
 	free(t->coverage);
 	free(t->coverage_reason);
+	free(t->torch_version);
+	free(t->torch_backend);
+	free(t->torch_alloc_conf);
+	free(t->torch_layer);
+	free(t->torch_detail);
 	for (size_t i = 0; i < t->ncapture; i++)
 		free(t->capture[i]);
 	free(t->capture);

@@ -61,10 +61,20 @@ struct gmt_trace_event {
 	int32_t result;	 /**< cudaError_t / CUresult, 0 = success */
 	uint16_t api;	 /**< index into the trace's strings */
 	uint16_t driver; /**< the driver call under a runtime call, or GMT_TRACE_NO_STRING */
-	uint8_t op;	 /**< enum gmt_op: ALLOC, FREE, RESET, RETAIN or USAGE */
+	uint8_t op;	 /**< enum gmt_op: ALLOC, FREE, RESET, RETAIN or USAGE; BLOCK: a block line */
 	uint8_t kind;	 /**< enum gmt_tkind; NONE on reset, as called on free */
 	uint8_t flags;	 /**< enum gmt_event_flag: HAS_MEMINFO, HAS_RANGE, HAS_REQUESTED */
 };
+
+/*
+ * A `block` line (the PyTorch layer: an event of torch's caching allocator) is an event of op
+ * GMT_OP_BLOCK, in the same seq order as the CUDA-level events: `kind` is its enum
+ * gmt_torch_action (torch_entry.h), `ptr` and `size` the line's, `requested` a backfilled
+ * block's, `handle` the stream, `offset` and `context` the two halves of the pool id,
+ * `free_bytes` an OOM's device_free, `result` the line's flags (enum gmt_torch_flag: allocated,
+ * active, expandable, large), `stack` the allocating thread's stack; api and driver are
+ * GMT_TRACE_NO_STRING.
+ */
 
 /** One device's NVML reading in a snapshot line (its "nvml" array). */
 struct gmt_trace_nvml {
@@ -224,6 +234,11 @@ struct gmt_trace {
 	size_t nmodsets;
 	struct gmt_trace_pycode *pycodes; /**< sorted by id */
 	size_t npycodes;
+
+	/* the PyTorch layer ("torch" line; have_torch false: none): strings NULL when absent */
+	bool have_torch;
+	char *torch_version, *torch_backend, *torch_alloc_conf, *torch_layer, *torch_detail;
+	size_t nblocks; /**< block lines read (they are events of op GMT_OP_BLOCK, counted in nevents) */
 
 	size_t lines;	  /**< lines read, the torn one included */
 	size_t bad_lines; /**< lines reported and skipped */

@@ -6,6 +6,7 @@
  * written in a fixed order so two reports of the same traces are byte-identical.
  */
 #include "analysis/report/keys.h"
+#include "analysis/report/report_tensors.h"
 #include "analysis/report/report.h"
 #include "analysis/report/sites.h"
 #include "analysis/report/nomem.h"
@@ -425,6 +426,8 @@ process_json(const struct gmt_model *m)
 	json_object_set_new(p, "stack_capture", stack_capture_json(t));
 	json_object_set_new(p, "modules_lines", jint(t->nmodsets));
 	process_peak_keys(p, m);
+	if (m->tensors)
+		json_object_set_new(p, "tensors", gmt_json_tensors(m));
 	return p;
 }
 

@@ -16,6 +16,7 @@
 
 #include "analysis/report/frames.h"
 #include "analysis/report/report_text.h"
+#include "analysis/report/report_tensors.h"
 #include "analysis/report/sites.h"
 #include "analysis/report/units.h"
 #include "util/esc.h"
@@ -840,6 +841,7 @@ gmt_report_text(FILE *out,
 	gmt_text_oom(out, models, n);
 	gmt_text_devices(out, models, n);
 	print_peak_sites(out, models, n, opt);
+	gmt_text_tensors(out, models, n);
 	gmt_text_growth(out, models, n);
 	gmt_text_ledger(out, models, n);
 	print_leaks(out, models, n, &tot, opt);

@@ -290,6 +290,7 @@ classify(const char *path)
 	    {"libcupti", false, GMT_CC_CUDA},
 	    {"libnvidia-", true, GMT_CC_CUDA},
 	    {"libgpumemtrace", true, GMT_CC_TRACER},
+	    {"torch_bridge-", true, GMT_CC_TRACER}, /* the PyTorch layer's bridge (python/gpumemtrace) */
 	    {"libc", false, GMT_CC_SYSTEM},
 	    {"libc-", true, GMT_CC_SYSTEM}, /* libc-2.31.so of older glibc */
 	    {"libstdc++", false, GMT_CC_SYSTEM},

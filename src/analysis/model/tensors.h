@@ -1,0 +1,139 @@
+/*
+ * @brief The tensor level: PyTorch's caching allocator replayed from a trace's block lines
+ * (blocks.h), and what the report says of it: the peak of tensor memory per device with the live
+ * blocks grouped by call site, beside the cache's free memory and the memory that is not
+ * PyTorch's; blocks live at exit (still referenced) vs memory merely cached; sites whose live
+ * block bytes rise across markers (inside a cache that absorbs the growth); each OOM in PyTorch's
+ * terms (what was allocated, reserved but unallocated, in how many pieces, the largest free block
+ * of the request's stream and pool); a fragmentation figure over time.
+ *
+ * The CUDA-level replay (model.c) still owns the segments as allocations (a block line's segment
+ * events are the same memory as the cudaMalloc it records: they are not counted twice); this
+ * layer only reads the device's held bytes from it, to put the three figures side by side.
+ */
+#ifndef GMT_MODEL_TENSORS_H
+#define GMT_MODEL_TENSORS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "analysis/model/blocks.h"
+#include "analysis/reader/trace.h"
+
+/** One call site (stack) of tensor allocations on one device. */
+struct gmt_tsite {
+	uint32_t stack; /**< 0: no stack */
+	int32_t device;
+	uint64_t live, live_blocks; /**< now (at the end once finished): the blocks' real sizes */
+	uint64_t live_requested;
+	uint64_t allocations, allocated_bytes;
+	uint64_t at_peak, at_peak_blocks; /**< at its device's tensor peak */
+	uint64_t max_live;
+	/* live bytes at the growth samples: at marks, and at ends of outermost ranges (used when
+	 * the trace has fewer than two marks); gmt_tensors_finish() leaves the chosen in `growth` */
+	struct gmt_tgrowth {
+		uint64_t first, last;
+		uint32_t rises, falls;
+		bool sampled; /**< first is set */
+	} growth, at_range_ends;
+};
+
+/** Figures of the cache at one moment (torch's memory_stats names). */
+struct gmt_tcache {
+	uint64_t allocated, requested, reserved, segments;
+	uint64_t blocks; /**< live blocks (allocation.all.current) */
+	uint64_t free_pieces, largest_free, inactive_split;
+};
+
+/** The allocator was about to raise OutOfMemoryError (a block line "oom"). */
+struct gmt_toom {
+	uint64_t seq, ts;
+	int32_t device;
+	uint32_t stack;
+	uint64_t requested, rounded; /**< the request, and what the allocator needed for it */
+	uint64_t device_free;	     /**< what CUDA said was free on the device */
+	uint64_t stream, pool[2];
+	struct gmt_tcache cache;	  /**< the device's cache then */
+	uint64_t pool_largest_free;	  /**< of the request's stream and pool */
+	uint64_t pool_free, pool_pieces;  /**< free bytes and pieces in that stream and pool */
+	uint64_t held;			  /**< CUDA-level device memory the process held then */
+};
+
+/** One moment of the fragmentation series (gmt_tdevice.frag). */
+struct gmt_tfrag {
+	uint64_t ts, seq;
+	uint64_t reserved, free, largest_free;
+	uint32_t permille; /**< 1000 x (1 - largest free block / free bytes of the cache), 0 none free */
+};
+
+#define GMT_TFRAG_MAX 4096
+
+/** The cache of one device at a mark (gmt_mark), as torch's memory_stats() would say then. */
+struct gmt_tmark {
+	uint64_t seq, ts;
+	int32_t device;
+	char label[64];
+	struct gmt_tcache cache;
+};
+
+/** Marks kept (the first ones; a trace with more says so: nmarks_seen). */
+#define GMT_TMARKS_MAX 65536
+
+struct gmt_tdevice {
+	int32_t device;
+	uint64_t peak, peak_ts, peak_seq; /**< of memory_allocated(), first reached */
+	struct gmt_tcache at_peak;    /**< the cache at the peak */
+	uint64_t held_at_peak;	      /**< CUDA-level held bytes at that moment */
+	uint64_t max_reserved;
+	struct gmt_tcache end;	      /**< at the end of the trace */
+	uint64_t allocations;	      /**< block allocations */
+	struct gmt_tfrag *frag;	      /**< sampled at markers, OOMs and the end; bounded */
+	size_t nfrag;
+	uint32_t max_frag_permille;
+	bool pending; /**< replay only: the peak rose, its sites are not taken yet */
+};
+
+struct gmt_tensors {
+	struct gmt_blk_model *blk;
+	struct gmt_tdevice *devices; /**< sorted by device */
+	size_t ndevices;
+	struct gmt_tsite *sites;     /**< in order of first use */
+	size_t nsites, sites_cap;
+	struct gmt_toom *ooms;
+	size_t nooms;
+	struct gmt_tmark *marks; /**< per mark and device, in order */
+	size_t nmarks;
+	uint64_t lines;	       /**< block lines applied */
+	uint64_t inconsistent; /**< of them, lines that did not fit the replayed state */
+	uint32_t samples;      /**< growth samples taken (of the chosen kind) */
+	uint32_t range_samples; /**< replay only: ends of outermost ranges seen */
+	bool sample_marks;     /**< samples are marks (else ends of outermost ranges) */
+	/* replay only */
+	uint32_t *site_index; /**< open addressing: (stack, device) -> site + 1 */
+	size_t site_index_cap;
+	uint32_t marks_seen;
+	int error; /**< -ENOMEM: stopped */
+};
+
+/** A tensor layer for @p trace (its torch line says whether segments are expandable). */
+struct gmt_tensors *gmt_tensors_new(const struct gmt_trace *trace);
+void gmt_tensors_free(struct gmt_tensors *t);
+
+/** Apply a block event (op GMT_OP_BLOCK); @p held: the device's CUDA-level held bytes now. */
+void gmt_tensors_event(struct gmt_tensors *t, const struct gmt_trace_event *ev, uint64_t held);
+
+/** A marker line: growth samples and a fragmentation point. */
+void gmt_tensors_marker(struct gmt_tensors *t, const struct gmt_trace_marker *mk);
+
+/** The end of the trace (@p last_ts); 0 or -ENOMEM. */
+int gmt_tensors_finish(struct gmt_tensors *t, uint64_t last_ts);
+
+/** Whether a site grew (the CUDA-level rule: ends higher, rose in at least half the intervals,
+ * two samples or more). */
+bool gmt_tsite_grows(const struct gmt_tensors *t, const struct gmt_tsite *s);
+
+/** The device entry of @p device, NULL when none. */
+const struct gmt_tdevice *gmt_tensors_device(const struct gmt_tensors *t, int32_t device);
+
+#endif

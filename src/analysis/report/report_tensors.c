@@ -1,0 +1,632 @@
+/*
+ * @brief The tensor level in the reports (the trace's block lines, model/tensors.h): the text
+ * section "PyTorch tensors" and the JSON report's "tensors" object of a process
+ * (docs/report-json.md).
+ *
+ * A tensor's call site is the innermost Python frame outside torch's own files (the line of the
+ * user's code that made it), else the stack's call-site frame; the next two such frames outward
+ * are its callers, so a helper called from three lines shows as three sites, each with the line
+ * that called it. Sites with the same site and callers are one row.
+ */
+#include "analysis/report/report_tensors.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/report/categories.h"
+#include "analysis/report/explain.h"
+#include "analysis/report/frames.h"
+#include "analysis/report/keys.h"
+#include "analysis/report/nomem.h"
+#include "analysis/report/report_text.h"
+#include "analysis/report/units.h"
+#include "util/esc.h"
+
+#define TEXT_TENSOR_SITES 10
+#define TEXT_TENSOR_GROWTH 10
+#define CALLERS 2
+
+/* A Python frame of torch itself (or of this tool): not where the user's code made a tensor. */
+static bool
+library_frame(const struct gmt_cframe *f)
+{
+	if (f->kind != GMT_CF_PYTHON)
+		return true;
+	const char *file = f->file ? f->file : "";
+	return strstr(file, "-packages/torch/") || strstr(file, "/torch/nn/") ||
+	       strstr(file, "/torch/optim/") || strstr(file, "/torch/autograd/") ||
+	       strstr(file, "/torch/_") || strstr(file, "gpumemtrace/__init__.py") ||
+	       strstr(file, "gpumemtrace/_") || strncmp(file, "<frozen", 7) == 0;
+}
+
+struct tsite_name {
+	char site[384];
+	char callers[CALLERS][384];
+	int ncallers;
+};
+
+/* The user's line that made a tensor of stack @p id, and its callers. */
+static void
+tensor_site(const struct gmt_model *m, uint32_t id, struct tsite_name *n)
+{
+	const struct gmt_cstack *cs = gmt_model_stack(m, id);
+	uint32_t i = 0;
+
+	memset(n, 0, sizeof(*n));
+	if (cs)
+		for (; i < cs->nframes; i++) {
+			const struct gmt_cframe *f = gmt_cstack_frame(cs, i);
+			if (f->kind == GMT_CF_PYTHON && !library_frame(f))
+				break;
+		}
+	if (!cs || i == cs->nframes) {
+		const struct gmt_cframe *f = gmt_cstack_site(cs);
+		if (!f) {
+			snprintf(n->site, sizeof(n->site), id ? "an unknown call site (stack %" PRIu32 ")"
+							      : "no stack (blocks that existed when "
+								"the layer attached)",
+				 id);
+			return;
+		}
+		gmt_cframe_text(f, n->site, sizeof(n->site));
+		if (cs->pystate == GMT_PYSTATE_EMPTY) {
+			size_t len = strlen(n->site);
+			snprintf(n->site + len, sizeof(n->site) - len, " %s", GMT_PYSTATE_EMPTY_LABEL);
+		}
+		return;
+	}
+	gmt_cframe_text(gmt_cstack_frame(cs, i), n->site, sizeof(n->site));
+	for (uint32_t k = i + 1; k < cs->nframes && n->ncallers < CALLERS; k++) {
+		const struct gmt_cframe *f = gmt_cstack_frame(cs, k);
+		if (f->kind == GMT_CF_PYTHON && !library_frame(f))
+			gmt_cframe_text(f, n->callers[n->ncallers++], sizeof(n->callers[0]));
+	}
+}
+
+/* One row: the sites with one name. */
+struct trow {
+	struct tsite_name name;
+	int32_t device;
+	uint64_t bytes, blocks, requested;
+	uint64_t first, last;
+	uint32_t rises;
+	uint32_t stack; /* the first */
+	enum gmt_category cat;
+};
+
+enum tview { AT_PEAK, AT_EXIT, GROWING };
+
+static int
+cmp_row(const void *pa, const void *pb)
+{
+	const struct trow *a = pa, *b = pb;
+
+	if (a->bytes != b->bytes)
+		return a->bytes > b->bytes ? -1 : 1;
+	if (a->device != b->device)
+		return a->device < b->device ? -1 : 1;
+	return strcmp(a->name.site, b->name.site);
+}
+
+static bool
+same_name(const struct tsite_name *a, const struct tsite_name *b)
+{
+	if (strcmp(a->site, b->site) || a->ncallers != b->ncallers)
+		return false;
+	for (int i = 0; i < a->ncallers; i++)
+		if (strcmp(a->callers[i], b->callers[i]))
+			return false;
+	return true;
+}
+
+/* The category of the tensors of stack @p id (categories.h's rules over its frames). */
+static enum gmt_category
+category_of(const struct gmt_model *m, const struct gmt_cat_rules *rules, uint32_t id)
+{
+	const struct gmt_cstack *cs = gmt_model_stack(m, id);
+	struct gmt_cat_frame f[256];
+	size_t n = 0;
+
+	if (!cs || !rules)
+		return GMT_CAT_OTHER;
+	for (uint32_t i = 0; i < cs->nframes && n < 256; i++) {
+		const struct gmt_cframe *c = gmt_cstack_frame(cs, i);
+		f[n++] = (struct gmt_cat_frame){.python = c->kind == GMT_CF_PYTHON,
+						.function = c->function,
+						.file = c->file,
+						.module = c->module};
+	}
+	return gmt_cat_of(rules, f, n, cs->pystate == GMT_PYSTATE_EMPTY);
+}
+
+/*
+ * The rows of one view of @p m's tensors, largest first: a new array (free()), *@p n rows; NULL
+ * when there are none (or out of memory: the report is marked failed).
+ */
+static struct trow *
+rows_of(const struct gmt_model *m, enum tview view, const struct gmt_cat_rules *rules, size_t *n)
+{
+	const struct gmt_tensors *t = m->tensors;
+	struct trow *rows = NULL;
+	size_t nrows = 0;
+
+	*n = 0;
+	for (size_t i = 0; i < t->nsites; i++) {
+		const struct gmt_tsite *s = &t->sites[i];
+		uint64_t bytes = view == AT_PEAK ? s->at_peak : s->live;
+		uint64_t blocks = view == AT_PEAK ? s->at_peak_blocks : s->live_blocks;
+
+		if (view == GROWING && !gmt_tsite_grows(t, s))
+			continue;
+		if (view != GROWING && !bytes)
+			continue;
+		struct trow r = {.device = s->device, .stack = s->stack};
+		tensor_site(m, s->stack, &r.name);
+		size_t k = 0;
+		for (; k < nrows; k++)
+			if (rows[k].device == s->device && same_name(&rows[k].name, &r.name))
+				break;
+		if (k == nrows) {
+			struct trow *nr = realloc(rows, (nrows + 1) * sizeof(*nr));
+			if (!nr) {
+				free(rows);
+				return gmt_nomem();
+			}
+			rows = nr;
+			r.cat = category_of(m, rules, s->stack);
+			rows[nrows++] = r;
+		}
+		struct trow *row = &rows[k];
+		row->bytes += view == GROWING ? s->growth.last - s->growth.first : bytes;
+		row->blocks += blocks;
+		row->requested += view == AT_EXIT ? s->live_requested : 0;
+		row->first += s->growth.first;
+		row->last += s->growth.last;
+		if (s->growth.rises > row->rises)
+			row->rises = s->growth.rises;
+	}
+	if (nrows > 1)
+		qsort(rows, nrows, sizeof(*rows), cmp_row);
+	*n = nrows;
+	return rows;
+}
+
+static void
+print_name(FILE *out, const struct tsite_name *n, const char *indent)
+{
+	fprintf(out, "%s", gmt_esc(n->site));
+	for (int i = 0; i < n->ncallers; i++)
+		fprintf(out, "\n%s%s %s", indent, i ? "  <-" : "called from", gmt_esc(n->callers[i]));
+	fprintf(out, "\n");
+}
+
+/* What would have helped an OOM, in PyTorch's settings, and why (text and JSON share these). */
+static size_t
+oom_help(const struct gmt_trace *tr, const struct gmt_toom *o, const char *help[4])
+{
+	size_t n = 0;
+	uint64_t unalloc = o->cache.reserved - o->cache.allocated;
+	bool expandable = tr->torch_alloc_conf && strstr(tr->torch_alloc_conf, "expandable_segments:True");
+
+	if (unalloc >= o->rounded && o->pool_largest_free < o->rounded) {
+		if (!expandable)
+			help[n++] = "expandable_segments:True (PYTORCH_CUDA_ALLOC_CONF): free memory of "
+				    "the cache lies in pieces too small for the request; expandable "
+				    "segments grow one segment instead of splitting many";
+		help[n++] = "max_split_size_mb (PYTORCH_CUDA_ALLOC_CONF): blocks this large would not "
+			    "be split, so large free pieces stay whole for large requests";
+		help[n++] = "garbage_collection_threshold (PYTORCH_CUDA_ALLOC_CONF): free cached "
+			    "segments before the limit is reached";
+	} else if (unalloc >= o->rounded) {
+		help[n++] = "torch.cuda.empty_cache() before the step: the cache's free segments of "
+			    "other streams or pools hold the memory";
+	}
+	help[n++] = "a smaller peak of live tensors: the sites at the peak above";
+	return n;
+}
+
+static const char *
+oom_cause(const struct gmt_toom *o)
+{
+	uint64_t unalloc = o->cache.reserved - o->cache.allocated;
+
+	if (unalloc >= o->rounded && o->pool_largest_free < o->rounded)
+		return "fragmentation";
+	if (unalloc >= o->rounded)
+		return "cached_elsewhere";
+	return "live_tensors";
+}
+
+// --- text ---------------------------------------------------------------------------------------
+
+static void
+text_rows(FILE *out, const struct gmt_model *m, const struct trow *rows, size_t n, bool categories)
+{
+	char b[GMT_BYTES_BUF];
+
+	for (size_t i = 0; i < n && i < TEXT_TENSOR_SITES; i++) {
+		fprintf(out, "    %10s  %5" PRIu64 " %s", gmt_format_bytes(rows[i].bytes, b),
+			rows[i].blocks, gmt_text_plural(rows[i].blocks, "tensor ", "tensors"));
+		if (categories)
+			fprintf(out, "  %-15s", gmt_category_name(rows[i].cat));
+		fprintf(out, "  ");
+		print_name(out, &rows[i].name, "                                  ");
+	}
+	if (n > TEXT_TENSOR_SITES)
+		fprintf(out, "    ... %zu more sites (report --format json: tensors)\n",
+			n - TEXT_TENSOR_SITES);
+	(void)m;
+}
+
+static void
+text_process(FILE *out, const struct gmt_model *m, const struct gmt_cat_rules *rules)
+{
+	const struct gmt_tensors *t = m->tensors;
+	const struct gmt_trace *tr = m->trace;
+	char b1[GMT_BYTES_BUF], b2[GMT_BYTES_BUF], b3[GMT_BYTES_BUF], b4[GMT_BYTES_BUF];
+	char b5[GMT_BYTES_BUF];
+	size_t n;
+
+	fprintf(out, "PyTorch tensors (the caching allocator's blocks: torch %s, %s allocator%s%s; %" PRIu64
+		     " block events",
+		gmt_esc(tr->torch_version ? tr->torch_version : "?"),
+		gmt_esc(tr->torch_backend ? tr->torch_backend : "?"),
+		tr->torch_alloc_conf && tr->torch_alloc_conf[0] ? ", " : "",
+		tr->torch_alloc_conf ? gmt_esc(tr->torch_alloc_conf) : "", t->lines);
+	if (t->inconsistent)
+		fprintf(out, ", %" PRIu64 " that did not fit the replayed cache", t->inconsistent);
+	fprintf(out, "):\n");
+	for (size_t i = 0; i < t->ndevices; i++) {
+		const struct gmt_tdevice *d = &t->devices[i];
+		uint64_t not_torch = d->held_at_peak > d->at_peak.reserved
+					     ? d->held_at_peak - d->at_peak.reserved
+					     : 0;
+		fprintf(out,
+			"  device %d: peak %s in tensors at %.3f s (memory_allocated()); the cache then "
+			"reserved %s (%s of it free), and %s more device memory was not PyTorch's "
+			"(CUDA-level allocations outside the cache: cuBLAS, NCCL, other libraries) = "
+			"%s held\n",
+			d->device, gmt_format_bytes(d->peak, b1), gmt_trace_time_s(tr, d->peak_ts),
+			gmt_format_bytes(d->at_peak.reserved, b2),
+			gmt_format_bytes(d->at_peak.reserved - d->at_peak.allocated, b3),
+			gmt_format_bytes(not_torch, b4),
+			gmt_format_bytes(d->held_at_peak > d->at_peak.reserved ? d->held_at_peak
+									 : d->at_peak.reserved,
+					 b5));
+	}
+	struct trow *rows = rows_of(m, AT_PEAK, rules, &n);
+	if (n) {
+		fprintf(out, "  tensors at the peak by call site (and category):\n");
+		text_rows(out, m, rows, n, true);
+	}
+	free(rows);
+	for (size_t i = 0; i < t->ndevices; i++) {
+		const struct gmt_tdevice *d = &t->devices[i];
+		uint64_t live_blocks = 0;
+		for (size_t k = 0; k < t->nsites; k++)
+			if (t->sites[k].device == d->device)
+				live_blocks += t->sites[k].live_blocks;
+		fprintf(out,
+			"  at exit on device %d: %s in %" PRIu64 " live %s (still referenced), %s "
+			"cached but free (reserved, not allocated: empty_cache() would return it) "
+			"in %" PRIu64 " %s\n",
+			d->device, gmt_format_bytes(d->end.allocated, b1), live_blocks,
+			gmt_text_plural(live_blocks, "tensor", "tensors"),
+			gmt_format_bytes(d->end.reserved - d->end.allocated, b2), d->end.segments,
+			gmt_text_plural(d->end.segments, "segment", "segments"));
+	}
+	rows = rows_of(m, AT_EXIT, rules, &n);
+	if (n) {
+		fprintf(out, "  tensors still live at exit by call site:\n");
+		text_rows(out, m, rows, n, false);
+	}
+	free(rows);
+	rows = rows_of(m, GROWING, rules, &n);
+	if (n) {
+		fprintf(out,
+			"  growing: %zu tensor %s whose live bytes rise across %" PRIu32 " %s (inside "
+			"the cache: no new segment needed to show it):\n",
+			n, gmt_text_plural(n, "site", "sites"), t->samples,
+			t->sample_marks ? "markers" : "range ends");
+		for (size_t i = 0; i < n && i < TEXT_TENSOR_GROWTH; i++) {
+			uint64_t per = t->samples > 1 ? (rows[i].last - rows[i].first) / (t->samples - 1)
+						      : 0;
+			fprintf(out, "    +%s (%s -> %s, about +%s a step, rose in %" PRIu32 " of %" PRIu32
+				     " intervals) at ",
+				gmt_format_bytes(rows[i].last - rows[i].first, b1),
+				gmt_format_bytes(rows[i].first, b2), gmt_format_bytes(rows[i].last, b3),
+				gmt_format_bytes(per, b4), rows[i].rises, t->samples - 1);
+			print_name(out, &rows[i].name, "      ");
+		}
+	}
+	free(rows);
+	for (size_t i = 0; i < t->nooms; i++) {
+		const struct gmt_toom *o = &t->ooms[i];
+		const char *help[4];
+		size_t nh = oom_help(tr, o, help);
+		uint64_t unalloc = o->cache.reserved - o->cache.allocated;
+		struct tsite_name nm;
+
+		tensor_site(m, o->stack, &nm);
+		fprintf(out,
+			"  out of memory at %.3f s on device %d: asked for %s at %s", gmt_trace_time_s(tr, o->ts),
+			o->device, gmt_format_bytes(o->requested, b1), gmt_esc(nm.site));
+		fprintf(out, "\n    %s allocated by PyTorch, %s reserved by PyTorch but unallocated in "
+			     "%" PRIu64 " free %s, the largest %s; of the request's stream and pool: %s "
+			     "in %" PRIu64 " %s, the largest %s",
+			gmt_format_bytes(o->cache.allocated, b1), gmt_format_bytes(unalloc, b2),
+			o->cache.free_pieces, gmt_text_plural(o->cache.free_pieces, "block", "blocks"),
+			gmt_format_bytes(o->cache.largest_free, b3), gmt_format_bytes(o->pool_free, b4),
+			o->pool_pieces, gmt_text_plural(o->pool_pieces, "piece", "pieces"),
+			gmt_format_bytes(o->pool_largest_free, b5));
+		fprintf(out, "; CUDA said %s free\n", gmt_format_bytes(o->device_free, b2));
+		const char *cause = oom_cause(o);
+		fprintf(out, "    why: %s\n",
+			!strcmp(cause, "fragmentation")
+			    ? "fragmentation inside the cache: enough memory is reserved but unallocated, "
+			      "in no piece large enough"
+			    : !strcmp(cause, "cached_elsewhere")
+				  ? "the cache's free memory is in other streams' or pools' segments"
+				  : "live tensors: the cache had not enough free memory, and the device "
+				    "none to grow it");
+		for (size_t k = 0; k < nh; k++)
+			fprintf(out, "    would help: %s\n", help[k]);
+	}
+	for (size_t i = 0; i < t->ndevices; i++) {
+		const struct gmt_tdevice *d = &t->devices[i];
+		uint32_t endp = d->nfrag ? d->frag[d->nfrag - 1].permille : 0;
+		if (d->max_frag_permille || endp)
+			fprintf(out,
+				"  fragmentation of the cache on device %d (1 - largest free block / "
+				"reserved-unallocated bytes): at most %.1f%%, %.1f%% at exit\n",
+				d->device, d->max_frag_permille / 10.0, endp / 10.0);
+	}
+}
+
+void
+gmt_text_tensors(FILE *out, struct gmt_model *const *models, size_t n)
+{
+	struct gmt_cat_rules *rules = NULL;
+
+	for (size_t i = 0; i < n; i++) {
+		if (!models[i]->tensors)
+			continue;
+		if (!rules && !(rules = gmt_cat_builtin())) {
+			gmt_nomem();
+			return;
+		}
+		if (n > 1) {
+			char pid[64];
+			gmt_text_process_name(models[i]->trace, pid, sizeof(pid));
+			fprintf(out, "process %s: ", pid);
+		}
+		text_process(out, models[i], rules);
+	}
+	gmt_cat_free(rules);
+}
+
+// --- JSON ---------------------------------------------------------------------------------------
+
+static json_t *
+jint(uint64_t v)
+{
+	return json_integer(v > INT64_MAX ? INT64_MAX : (json_int_t)v);
+}
+
+static json_t *
+jtime(const struct gmt_trace *t, uint64_t ts)
+{
+	return json_real((double)(int64_t)(gmt_trace_time_s(t, ts) * 1e6 + 0.5) / 1e6);
+}
+
+static json_t *
+jhex(uint64_t v)
+{
+	char buf[24];
+
+	snprintf(buf, sizeof(buf), "0x%" PRIx64, v);
+	return json_string(buf);
+}
+
+static json_t *
+jname(const struct tsite_name *n, json_t *o)
+{
+	json_t *callers = json_array();
+
+	json_object_set_new(o, GMT_RK_SITE, json_string(n->site));
+	for (int i = 0; i < n->ncallers; i++)
+		json_array_append_new(callers, json_string(n->callers[i]));
+	json_object_set_new(o, "callers", callers);
+	return o;
+}
+
+static json_t *
+jcache_figures(const struct gmt_tcache *c)
+{
+	json_t *o = json_object();
+
+	json_object_set_new(o, "allocated", jint(c->allocated));
+	json_object_set_new(o, "requested", jint(c->requested));
+	json_object_set_new(o, "reserved", jint(c->reserved));
+	json_object_set_new(o, "reserved_unallocated", jint(c->reserved - c->allocated));
+	json_object_set_new(o, "segments", jint(c->segments));
+	json_object_set_new(o, "blocks", jint(c->blocks));
+	json_object_set_new(o, "free_blocks", jint(c->free_pieces));
+	json_object_set_new(o, "largest_free", jint(c->largest_free));
+	json_object_set_new(o, "inactive_split", jint(c->inactive_split));
+	return o;
+}
+
+static json_t *
+jrows(const struct gmt_model *m, enum tview view, const struct gmt_cat_rules *rules)
+{
+	size_t n;
+	struct trow *rows = rows_of(m, view, rules, &n);
+	json_t *a = json_array();
+	const struct gmt_tensors *t = m->tensors;
+
+	for (size_t i = 0; i < n; i++) {
+		json_t *o = jname(&rows[i].name, json_object());
+		json_object_set_new(o, GMT_RK_DEVICE, json_integer(rows[i].device));
+		json_object_set_new(o, GMT_RK_STACK, jint(rows[i].stack));
+		if (view == GROWING) {
+			json_object_set_new(o, "first", jint(rows[i].first));
+			json_object_set_new(o, "last", jint(rows[i].last));
+			json_object_set_new(o, "per_step",
+					    jint(t->samples > 1 ? (rows[i].last - rows[i].first) /
+								      (t->samples - 1)
+								: 0));
+			json_object_set_new(o, "rises", jint(rows[i].rises));
+			json_object_set_new(o, "intervals", jint(t->samples ? t->samples - 1 : 0));
+		} else {
+			json_object_set_new(o, GMT_RK_BYTES, jint(rows[i].bytes));
+			json_object_set_new(o, "tensors", jint(rows[i].blocks));
+			if (view == AT_EXIT)
+				json_object_set_new(o, "requested", jint(rows[i].requested));
+			json_object_set_new(o, "category", json_string(gmt_category_name(rows[i].cat)));
+		}
+		json_array_append_new(a, o);
+	}
+	free(rows);
+	return a;
+}
+
+static json_t *
+jcategories(const struct gmt_model *m, const struct gmt_cat_rules *rules)
+{
+	const struct gmt_tensors *t = m->tensors;
+	uint64_t peak[GMT_CAT_COUNT] = {0}, end[GMT_CAT_COUNT] = {0}, req[GMT_CAT_COUNT] = {0};
+	json_t *a = json_array();
+
+	for (size_t i = 0; i < t->nsites; i++) {
+		const struct gmt_tsite *s = &t->sites[i];
+		if (!s->at_peak && !s->live)
+			continue;
+		enum gmt_category c = category_of(m, rules, s->stack);
+		peak[c] += s->at_peak;
+		end[c] += s->live;
+		req[c] += s->live_requested;
+	}
+	for (int c = 0; c < GMT_CAT_COUNT; c++) {
+		json_t *o = json_object();
+		json_object_set_new(o, "category", json_string(gmt_category_name((enum gmt_category)c)));
+		json_object_set_new(o, "bytes_at_peak", jint(peak[c]));
+		json_object_set_new(o, "live_end", jint(end[c]));
+		json_object_set_new(o, "requested_end", jint(req[c]));
+		json_array_append_new(a, o);
+	}
+	return a;
+}
+
+json_t *
+gmt_json_tensors(const struct gmt_model *m)
+{
+	const struct gmt_tensors *t = m->tensors;
+	const struct gmt_trace *tr = m->trace;
+	struct gmt_cat_rules *rules;
+	json_t *o, *torch, *devs, *ooms;
+	uint64_t peak = 0;
+
+	if (!t)
+		return NULL;
+	if (!(rules = gmt_cat_builtin()))
+		return gmt_nomem();
+	o = json_object();
+	torch = json_object();
+	json_object_set_new(torch, "version", tr->torch_version ? json_string(tr->torch_version) : json_null());
+	json_object_set_new(torch, "backend", tr->torch_backend ? json_string(tr->torch_backend) : json_null());
+	json_object_set_new(torch, "alloc_conf",
+			    tr->torch_alloc_conf ? json_string(tr->torch_alloc_conf) : json_null());
+	json_object_set_new(torch, "layer", tr->torch_layer ? json_string(tr->torch_layer) : json_null());
+	json_object_set_new(o, "torch", torch);
+	json_object_set_new(o, "block_events", jint(t->lines));
+	json_object_set_new(o, "inconsistent", jint(t->inconsistent));
+	devs = json_array();
+	for (size_t i = 0; i < t->ndevices; i++) {
+		const struct gmt_tdevice *d = &t->devices[i];
+		json_t *dj = json_object(), *pk = json_object(), *fr = json_object(), *series = json_array();
+		uint64_t not_torch = d->held_at_peak > d->at_peak.reserved ? d->held_at_peak - d->at_peak.reserved : 0;
+
+		peak += d->peak;
+		json_object_set_new(dj, GMT_RK_DEVICE, json_integer(d->device));
+		json_object_set_new(pk, "allocated", jint(d->peak));
+		json_object_set_new(pk, GMT_RK_TIME_S, jtime(tr, d->peak_ts));
+		json_object_set_new(pk, "cache", jcache_figures(&d->at_peak));
+		json_object_set_new(pk, "not_pytorch", jint(not_torch));
+		json_object_set_new(pk, "held", jint(d->at_peak.reserved + not_torch));
+		json_object_set_new(dj, "peak", pk);
+		json_object_set_new(dj, "end", jcache_figures(&d->end));
+		json_object_set_new(dj, "max_reserved", jint(d->max_reserved));
+		json_object_set_new(dj, "allocations", jint(d->allocations));
+		json_object_set_new(fr, "max", json_real(d->max_frag_permille / 1000.0));
+		json_object_set_new(fr, "end", json_real(d->nfrag ? d->frag[d->nfrag - 1].permille / 1000.0 : 0));
+		for (size_t k = 0; k < d->nfrag; k++) {
+			json_t *p = json_array();
+			json_array_append_new(p, jtime(tr, d->frag[k].ts));
+			json_array_append_new(p, json_real(d->frag[k].permille / 1000.0));
+			json_array_append_new(p, jint(d->frag[k].free));
+			json_array_append_new(p, jint(d->frag[k].largest_free));
+			json_array_append_new(series, p);
+		}
+		json_object_set_new(fr, "series", series);
+		json_object_set_new(dj, "fragmentation", fr);
+		json_array_append_new(devs, dj);
+	}
+	json_object_set_new(o, "devices", devs);
+	json_t *pk = json_object();
+	json_object_set_new(pk, "allocated", jint(peak));
+	json_object_set_new(o, "peak", pk);
+	json_object_set_new(o, "peak_sites", jrows(m, AT_PEAK, rules));
+	json_object_set_new(o, "live_at_exit", jrows(m, AT_EXIT, rules));
+	json_object_set_new(o, "growth", jrows(m, GROWING, rules));
+	json_object_set_new(o, "growth_samples", jint(t->samples));
+	json_object_set_new(o, "categories", jcategories(m, rules));
+	ooms = json_array();
+	for (size_t i = 0; i < t->nooms; i++) {
+		const struct gmt_toom *x = &t->ooms[i];
+		json_t *oj = json_object(), *pool = json_array(), *help = json_array();
+		const char *h[4];
+		size_t nh = oom_help(tr, x, h);
+		struct tsite_name nm;
+
+		tensor_site(m, x->stack, &nm);
+		jname(&nm, oj);
+		json_object_set_new(oj, GMT_RK_TIME_S, jtime(tr, x->ts));
+		json_object_set_new(oj, GMT_RK_DEVICE, json_integer(x->device));
+		json_object_set_new(oj, "requested", jint(x->requested));
+		json_object_set_new(oj, "rounded", jint(x->rounded));
+		json_object_set_new(oj, "allocated", jint(x->cache.allocated));
+		json_object_set_new(oj, "reserved", jint(x->cache.reserved));
+		json_object_set_new(oj, "reserved_unallocated", jint(x->cache.reserved - x->cache.allocated));
+		json_object_set_new(oj, "free_blocks", jint(x->cache.free_pieces));
+		json_object_set_new(oj, "largest_free", jint(x->cache.largest_free));
+		json_object_set_new(oj, "stream", jhex(x->stream));
+		json_array_append_new(pool, jint(x->pool[0]));
+		json_array_append_new(pool, jint(x->pool[1]));
+		json_object_set_new(oj, "pool", pool);
+		json_object_set_new(oj, "pool_free", jint(x->pool_free));
+		json_object_set_new(oj, "pool_free_blocks", jint(x->pool_pieces));
+		json_object_set_new(oj, "pool_largest_free", jint(x->pool_largest_free));
+		json_object_set_new(oj, "device_free", jint(x->device_free));
+		json_object_set_new(oj, "held", jint(x->held));
+		json_object_set_new(oj, "cause", json_string(oom_cause(x)));
+		for (size_t k = 0; k < nh; k++)
+			json_array_append_new(help, json_string(h[k]));
+		json_object_set_new(oj, "would_help", help);
+		json_array_append_new(ooms, oj);
+	}
+	json_object_set_new(o, "ooms", ooms);
+	json_t *marks = json_array();
+	for (size_t i = 0; i < t->nmarks; i++) {
+		json_t *mj = jcache_figures(&t->marks[i].cache);
+		json_object_set_new(mj, GMT_RK_LABEL, json_string(t->marks[i].label));
+		json_object_set_new(mj, GMT_RK_SEQ, jint(t->marks[i].seq));
+		json_object_set_new(mj, GMT_RK_TIME_S, jtime(tr, t->marks[i].ts));
+		json_object_set_new(mj, GMT_RK_DEVICE, json_integer(t->marks[i].device));
+		json_array_append_new(marks, mj);
+	}
+	json_object_set_new(o, "at_markers", marks);
+	gmt_cat_free(rules);
+	return o;
+}

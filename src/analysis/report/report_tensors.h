@@ -1,0 +1,19 @@
+/*
+ * @brief The tensor level in the text and JSON reports (report_tensors.c; model/tensors.h).
+ */
+#ifndef GMT_REPORT_TENSORS_H
+#define GMT_REPORT_TENSORS_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#include "analysis/model/model.h"
+
+/** The "PyTorch tensors" section of the text report, for the models that have block lines. */
+void gmt_text_tensors(FILE *out, struct gmt_model *const *models, size_t n);
+
+/** The "tensors" object of a process in the JSON report; NULL when @p m has no block lines. */
+json_t *gmt_json_tensors(const struct gmt_model *m);
+
+#endif

@@ -1,0 +1,241 @@
+#!/usr/bin/env python3
+"""The tensor level of the report (PyTorch's caching allocator replayed from block lines), against
+answers known independently of the analyzer:
+
+    test_tensors.py --exe GPUMEMTRACE --fixtures DIR CASE
+
+  markers    real torch 2.11 traces from the H200 (tests/gpu/torch_blocks.py, default allocator and
+             expandable segments): at every marker the report's replayed cache (at_markers[]) has
+             the allocated, requested, block and reserved bytes and the segment count that torch's
+             memory_stats() / memory_snapshot() reported at that marker (the .stats.json beside)
+  frag       the H200 fragmentation OOM (tests/gpu/tensor_answers.py frag): allocated and reserved-
+             but-unallocated bytes equal torch's own OOM message, the largest free block is one of
+             the 64 MiB blocks the program freed, the cause is fragmentation
+  growth     the H200 loop keeping 4 MiB a step: the growing site is the program's line, +4 MiB a
+             step in each of 11 intervals, while torch's reserved memory stayed flat at first
+  gpt2       GPT-2 on the H200: the block peak equals torch.cuda.max_memory_allocated(); the
+             categories add up to it; a helper (Conv1D.forward) called from two lines shows as
+             two rows with their callers
+  synthetic  traces written here with one right answer: a cache fragmented into known pieces, an
+             OOM inside it, growth inside a segment that absorbs it, a temporary that does not
+             grow, bad block lines reported by file:line and the rest read; streamed and stored
+             reads agree
+"""
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+MiB = 1 << 20
+failures = []
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+        print("FAIL:", what)
+    return cond
+
+
+def report(exe, path, fmt="json", env=None):
+    e = dict(os.environ)
+    e.update(env or {})
+    p = subprocess.run([exe, "report", "--format", fmt, path], capture_output=True, text=True, env=e)
+    check(p.returncode == 0, f"report {path} exit {p.returncode}: {p.stderr[-500:]}")
+    return (json.loads(p.stdout) if fmt == "json" else p.stdout), p.stderr
+
+
+def tensors_of(doc):
+    t = [p["tensors"] for p in doc["processes"] if "tensors" in p]
+    check(len(t) == 1, f"one process with tensors (got {len(t)})")
+    return t[0] if t else {}
+
+
+def case_markers(exe, fx):
+    for mode in ("default", "expandable"):
+        doc, _ = report(exe, os.path.join(fx, f"blocks-{mode}.jsonl"))
+        t = tensors_of(doc)
+        stats = json.load(open(os.path.join(fx, f"blocks-{mode}.stats.json")))
+        got = {m["label"]: m for m in t.get("at_markers", [])}
+        check(len(stats["markers"]) >= 10, f"{mode}: markers in the fixture")
+        for w in stats["markers"]:
+            g = got.get(w["label"])
+            if not check(g is not None, f"{mode}: marker {w['label']} in at_markers"):
+                continue
+            for tk, rk in (("allocated", "allocated"), ("requested", "requested"),
+                           ("allocations", "blocks"), ("reserved", "reserved"),
+                           ("segments", "segments")):
+                check(g[rk] == w[tk], f"{mode} at {w['label']}: {rk} {g[rk]} != torch's {w[tk]}")
+        check(t.get("inconsistent") == 0, f"{mode}: every block line fits the replay")
+        check(t["torch"]["version"] == "2.11.0+cu130", f"{mode}: torch version from the torch line")
+
+
+def case_frag(exe, fx):
+    doc, _ = report(exe, os.path.join(fx, "frag.jsonl"))
+    t = tensors_of(doc)
+    stats = json.load(open(os.path.join(fx, "frag.stats.json")))
+    msg = stats["oom"]
+    m_alloc = re.search(r"([0-9.]+) MiB is allocated by PyTorch", msg)
+    m_unalloc = re.search(r"([0-9.]+) MiB is reserved by PyTorch but unallocated", msg)
+    ooms = t.get("ooms", [])
+    if not check(len(ooms) == 1 and m_alloc and m_unalloc, f"one OOM (got {len(ooms)}), torch's message parsed"):
+        return
+    o = ooms[0]
+    check(o["allocated"] == stats["at_oom"]["allocated"],
+          f"allocated {o['allocated']} != torch's {stats['at_oom']['allocated']}")
+    check(o["reserved"] == stats["at_oom"]["reserved"], f"reserved {o['reserved']} != torch's")
+    check(o["allocated"] == round(float(m_alloc.group(1)) * MiB), "allocated as the OOM message says")
+    check(o["reserved_unallocated"] == round(float(m_unalloc.group(1)) * MiB),
+          f"reserved but unallocated {o['reserved_unallocated']} as the message says ({m_unalloc.group(1)} MiB)")
+    check(o["largest_free"] == 64 * MiB and o["pool_largest_free"] == 64 * MiB,
+          f"largest free block 64 MiB (got {o['largest_free']}, {o['pool_largest_free']})")
+    check(o["free_blocks"] == 16, f"16 free pieces (got {o['free_blocks']})")
+    check(o["requested"] == 256 * MiB and o["cause"] == "fragmentation", f"request and cause: {o['cause']}")
+    check(any("expandable_segments" in h for h in o["would_help"]), "expandable segments suggested")
+    check("tensor_answers.py" in o["site"] and "run_frag" in o["site"], f"OOM site: {o['site']}")
+    text, _ = report(exe, os.path.join(fx, "frag.jsonl"), fmt="text")
+    check("1.0 GiB reserved by PyTorch but unallocated in 16 free blocks, the largest 64.0 MiB" in text,
+          "the text says it in PyTorch's terms")
+
+
+def case_growth(exe, fx):
+    doc, _ = report(exe, os.path.join(fx, "growth.jsonl"))
+    t = tensors_of(doc)
+    stats = json.load(open(os.path.join(fx, "growth.stats.json")))
+    g = t.get("growth", [])
+    if not check(len(g) == 1, f"one growing tensor site (got {[x['site'] for x in g]})"):
+        return
+    s = g[0]
+    check("tensor_answers.py:" in s["site"] and "run_growth" in s["site"], f"growth site: {s['site']}")
+    check(s["per_step"] == 4 * MiB and s["rises"] == 11 and s["intervals"] == 11,
+          f"+4 MiB in each of 11 intervals (got {s['per_step']}, {s['rises']}/{s['intervals']})")
+    res = [m["reserved"] for m in stats["markers"]]
+    check(res[0] == res[1] == res[2], f"the fixture's cache absorbed the first steps: {res[:3]}")
+    text, _ = report(exe, os.path.join(fx, "growth.jsonl"), fmt="text")
+    check("about +4.0 MiB a step, rose in 11 of 11 intervals" in text, "the text names the growth")
+
+
+def case_gpt2(exe, fx):
+    doc, _ = report(exe, os.path.join(fx, "gpt2.jsonl"))
+    t = tensors_of(doc)
+    stats = json.load(open(os.path.join(fx, "gpt2.stats.json")))
+    peak = t["peak"]["allocated"]
+    check(peak == stats["max_allocated"], f"block peak {peak} != torch's max_memory_allocated {stats['max_allocated']}")
+    cats = t["categories"]
+    check(sum(c["bytes_at_peak"] for c in cats) == peak, "the categories add up to the peak")
+    check(sum(r["bytes"] for r in t["peak_sites"]) == peak, "the peak's sites add up to the peak")
+    byname = {c["category"]: c for c in cats}
+    check(byname["optimizer_state"]["bytes_at_peak"] >= stats["optimizer_state_bytes"],
+          "AdamW's state (2 x the parameters) is optimizer state at the peak")
+    check(byname["parameter"]["bytes_at_peak"] >= stats["param_bytes"], "the parameters are parameters")
+    helper = [r for r in t["peak_sites"] if r["site"].endswith("pytorch_utils.py:119 in Conv1D.forward")]
+    callers = {tuple(r["callers"]) for r in helper}
+    check(len(helper) >= 2 and len(callers) == len(helper),
+          f"the helper Conv1D.forward is one row per caller (got {len(helper)} rows, {len(callers)} callers)")
+    d = t["devices"][0]
+    check(d["peak"]["held"] == d["peak"]["cache"]["reserved"] + d["peak"]["not_pytorch"],
+          "tensors + cache free + not PyTorch's = held")
+
+
+# --- synthetic traces -----------------------------------------------------------------------------
+
+class Trace:
+    def __init__(self):
+        self.lines = [{"type": "header", "format": "gpumemtrace", "version": 1, "pid": 42, "ppid": 1, "argv": ["synthetic"],
+                       "tracer": "test", "start_ts": 1000, "start_unix_ns": 1}]
+        self.seq = 0
+        self.ts = 1000
+
+    def add(self, **kw):
+        self.seq += 1
+        self.ts += 1000
+        self.lines.append(dict(kw, seq=self.seq, ts=self.ts))
+
+    def block(self, action, ptr=None, size=0, stack=0, **kw):
+        d = dict(type="block", tid=1, action=action, device=0, size=size, stream="0x0", pool=[0, 0], **kw)
+        if ptr is not None:
+            d["ptr"] = hex(ptr)
+        if stack:
+            d["stack"] = stack
+        self.add(**d)
+
+    def write(self, path, raw=()):
+        with open(path, "w") as f:
+            for l in self.lines:
+                f.write(json.dumps(l, separators=(",", ":")) + "\n")
+            for r in raw:
+                f.write(r + "\n")
+            f.write(json.dumps({"type": "trailer", "ts": self.ts + 1, "events": self.seq, "dropped": 0,
+                                "reason": "exit"}) + "\n")
+
+
+def case_synthetic(exe, fx):
+    tmp = tempfile.mkdtemp(prefix="gmt-tensors-")
+    seg = 0x7f0000000000
+    tr = Trace()
+    tr.add(type="torch", version="2.11.0+cu130", backend="native", alloc_conf="", layer="blocks", detail="x")
+    tr.add(type="event", op="alloc", api="cudaMalloc", kind="device", device=0, ptr=hex(seg), size=20 * MiB,
+           result=0, tid=1)
+    tr.block("segment_alloc", seg, 20 * MiB)
+    # growth inside the segment: a kept 1 MiB a step (stack 7), a temporary (stack 8) freed
+    for step in range(6):
+        p = seg + step * MiB
+        tr.block("alloc", p, MiB, stack=7)
+        tr.block("alloc", seg + 10 * MiB, 3 * MiB, stack=8)
+        tr.block("free_requested", seg + 10 * MiB, 3 * MiB)
+        tr.block("free_completed", seg + 10 * MiB, 3 * MiB)
+        tr.add(type="marker", tid=1, label=f"step {step}")
+    # fragmentation: 8 x 1 MiB kept at 6..13 MiB, every other one freed, then a 3 MiB OOM
+    for i in range(8):
+        tr.block("alloc", seg + (6 + i) * MiB, MiB, stack=9)
+    for i in range(0, 8, 2):
+        tr.block("free_requested", seg + (6 + i) * MiB, MiB)
+        tr.block("free_completed", seg + (6 + i) * MiB, MiB)
+    tr.block("oom", None, 7 * MiB, stack=9, device_free=0)
+    path = os.path.join(tmp, "synthetic.jsonl")
+    bad = ['{"type":"block","seq":9999,"ts":99999,"action":"explode","device":0,"ptr":"0x1","size":1}',
+           '{"type":"block","seq":9998,"ts":99999,"action":"alloc","device":0,"ptr":12,"size":1}']
+    tr.write(path, bad)
+    doc, err = report(exe, path)
+    t = tensors_of(doc)
+    check("synthetic.jsonl:" in err and "unknown action \"explode\"" in err, f"bad action named by file:line: {err}")
+    check(re.search(r'synthetic\.jsonl:\d+: .*"ptr"', err) is not None, f"bad ptr named: {err}")
+    g = t["growth"]
+    check(len(g) == 1 and g[0]["stack"] == 7 and g[0]["per_step"] == MiB and g[0]["rises"] == 5,
+          f"stack 7 grows 1 MiB a step, stack 8 does not: {g}")
+    d = t["devices"][0]
+    check(d["max_reserved"] == 20 * MiB, "no new segment for the growth")
+    o = t["ooms"][0]
+    # live: 6 MiB (stack 7) + 4 x 1 MiB (stack 9); free: 4 x 1 MiB between them, 6 MiB at 14..20 MiB
+    check(o["allocated"] == 10 * MiB and o["reserved_unallocated"] == 10 * MiB,
+          f"OOM: 10 MiB allocated, 10 MiB reserved-unallocated (got {o['allocated']}, {o['reserved_unallocated']})")
+    check(o["free_blocks"] == 5 and o["largest_free"] == 6 * MiB and o["cause"] == "fragmentation",
+          f"5 free pieces, the largest 6 MiB, fragmentation (got {o['free_blocks']}, {o['largest_free']}, {o['cause']})")
+    fr = d["fragmentation"]
+    check(abs(fr["max"] - 0.4) < 1e-9, f"fragmentation 1 - 6/10 = 0.4 at the OOM (got {fr['max']})")
+    peak = t["peak"]["allocated"]
+    check(peak == 14 * MiB, f"peak: 6 MiB kept + 8 x 1 MiB (got {peak})")
+    stored, _ = report(exe, path, env={"GMT_TRACE_STORED": "1"})
+    check(tensors_of(stored) == t, "a stored read gives the same tensor level as the streamed one")
+
+
+CASES = {"markers": case_markers, "frag": case_frag, "growth": case_growth, "gpt2": case_gpt2,
+         "synthetic": case_synthetic}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--exe", required=True)
+    ap.add_argument("--fixtures", required=True)
+    ap.add_argument("case", choices=sorted(CASES))
+    a = ap.parse_args()
+    CASES[a.case](a.exe, a.fixtures)
+    print(f"tensors {a.case}: {len(failures)} failures")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
