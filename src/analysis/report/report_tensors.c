@@ -406,6 +406,45 @@ gmt_text_tensors(FILE *out, struct gmt_model *const *models, size_t n)
 	gmt_cat_free(rules);
 }
 
+void
+gmt_text_tensors_summary(FILE *out, const char *prefix, struct gmt_model *const *models, size_t n)
+{
+	uint64_t peak = 0, live = 0, blocks = 0, cached = 0, growing = 0, ooms = 0;
+	bool any = false;
+	char b1[GMT_BYTES_BUF], b2[GMT_BYTES_BUF], b3[GMT_BYTES_BUF];
+
+	for (size_t i = 0; i < n; i++) {
+		const struct gmt_tensors *t = models[i]->tensors;
+		if (!t)
+			continue;
+		any = true;
+		for (size_t d = 0; d < t->ndevices; d++) {
+			peak += t->devices[d].peak;
+			live += t->devices[d].end.allocated;
+			cached += t->devices[d].end.reserved - t->devices[d].end.allocated;
+		}
+		for (size_t k = 0; k < t->nsites; k++) {
+			blocks += t->sites[k].live_blocks;
+			growing += gmt_tsite_grows(t, &t->sites[k]);
+		}
+		ooms += t->nooms;
+	}
+	if (!any)
+		return;
+	fprintf(out,
+		"%sPyTorch tensors: peak %s (memory_allocated()); at exit %s in %" PRIu64
+		" live %s, %s cached but free",
+		prefix, gmt_format_bytes(peak, b1), gmt_format_bytes(live, b2), blocks,
+		gmt_text_plural(blocks, "tensor", "tensors"), gmt_format_bytes(cached, b3));
+	if (growing)
+		fprintf(out, "; %" PRIu64 " tensor %s growing", growing,
+			gmt_text_plural(growing, "site", "sites"));
+	if (ooms)
+		fprintf(out, "; %" PRIu64 " out-of-memory %s explained", ooms,
+			gmt_text_plural(ooms, "error", "errors"));
+	fprintf(out, "\n");
+}
+
 // --- JSON ---------------------------------------------------------------------------------------
 
 static json_t *

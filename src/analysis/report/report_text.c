@@ -907,6 +907,7 @@ gmt_report_summary(FILE *out, const char *prefix, struct gmt_model *const *model
 	if (growing)
 		fprintf(out, "%s%zu call %s kept growing (gpumemtrace report: \"growing\")\n", prefix,
 			growing, gmt_text_plural(growing, "site", "sites"));
+	gmt_text_tensors_summary(out, prefix, models, n);
 	if (tot.dropped)
 		fprintf(out, "%swarning: %" PRIu64 " %s dropped: the numbers are incomplete\n",
 			prefix, tot.dropped,
