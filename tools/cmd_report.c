@@ -7,6 +7,7 @@
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "analysis/report/report.h"
 #include "analysis/report/report_formats.h"
@@ -35,7 +36,10 @@ usage(FILE *out)
 	    "                    graph, leaks, failures; opens offline in a browser) or\n"
 	    "                    perfetto (Chrome trace-event JSON: open it in\n"
 	    "                    ui.perfetto.dev or chrome://tracing); see\n"
-	    "                    docs/report-formats.md\n"
+	    "                    docs/report-formats.md; pytorch-snapshot (the pickle\n"
+	    "                    torch.cuda.memory._dump_snapshot() writes, from the\n"
+	    "                    trace's block lines, with the memory PyTorch's cache\n"
+	    "                    did not allocate: open it in pytorch.org/memory_viz)\n"
 	    "  -s, --stack VIEW  text: site (default) groups allocations by call site, the\n"
 	    "                    innermost frame of your code; full also prints each group's\n"
 	    "                    whole stack, outermost frame first\n"
@@ -69,6 +73,7 @@ enum format {
 	FORMAT_FOLDED,
 	FORMAT_HTML,
 	FORMAT_PERFETTO,
+	FORMAT_SNAPSHOT,
 };
 
 #define LABELS_SHOWN 10
@@ -142,7 +147,7 @@ gmt_cmd_report(int argc, char **argv)
 	    {"help", no_argument, NULL, 'h'},	      {NULL, 0, NULL, 0},
 	};
 	static const char *const formats[] = {"text", "json", "folded", "html", "perfetto",
-						  NULL};
+						  "pytorch-snapshot", NULL};
 	static const char *const views[] = {"site", "full", NULL};
 	static const char *const weights[] = {"peak", "leaked", "allocated", NULL};
 	struct gmt_report_options opt = {.stacks = GMT_STACKS_SITE};
@@ -161,7 +166,7 @@ gmt_cmd_report(int argc, char **argv)
 		switch (c) {
 		case 'f':
 			if ((k = choice("format", optarg, formats,
-					    "text, json, folded, html or perfetto")) < 0)
+					    "text, json, folded, html, perfetto or pytorch-snapshot")) < 0)
 				return gmt_usage_hint("report");
 			format = (enum format)k;
 			break;
@@ -197,6 +202,14 @@ gmt_cmd_report(int argc, char **argv)
 		return gmt_usage_hint("report");
 	}
 
+	if (format == FORMAT_SNAPSHOT) {
+		if (!output && isatty(STDOUT_FILENO)) {
+			fprintf(stderr, "gpumemtrace report: a pytorch-snapshot is a binary pickle: "
+					"give -o FILE (or redirect the output)\n");
+			return gmt_usage_hint("report");
+		}
+		so.stored = true; /* the snapshot walks the events again */
+	}
 	gmt_session_init(&in, &so, stderr);
 	for (int i = optind; i < argc; i++)
 		gmt_session_add_path(&in, argv[i]);
@@ -227,6 +240,8 @@ gmt_cmd_report(int argc, char **argv)
 		err = gmt_report_html(out, in.models, in.n);
 	else if (format == FORMAT_PERFETTO)
 		err = gmt_report_perfetto(out, in.models, in.n);
+	else if (format == FORMAT_SNAPSHOT)
+		err = gmt_report_pytorch_snapshot(out, in.models, in.n, stderr);
 	else if (format == FORMAT_FOLDED)
 		err = gmt_report_folded(out, in.models, in.n,
 					weight < 0 ? GMT_FOLD_PEAK : (enum gmt_fold_weight)weight);

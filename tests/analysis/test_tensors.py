@@ -222,7 +222,53 @@ def case_synthetic(exe, fx):
     check(tensors_of(stored) == t, "a stored read gives the same tensor level as the streamed one")
 
 
-CASES = {"markers": case_markers, "frag": case_frag, "growth": case_growth, "gpt2": case_gpt2,
+def case_snapshot(exe, fx):
+    """report --format pytorch-snapshot: a pickle torch's tools read (checked with torch's own
+    _memory_viz on the H200, gpu-check tensor_answers); here its content against the report."""
+    import collections
+    import pickle
+    tmp = tempfile.mkdtemp(prefix="gmt-snap-")
+    src = os.path.join(fx, "gpt2.jsonl")
+    out = os.path.join(tmp, "s.pickle")
+    p = subprocess.run([exe, "report", "--format", "pytorch-snapshot", "-o", out, src],
+                       capture_output=True, text=True)
+    if not check(p.returncode == 0, f"export exit {p.returncode}: {p.stderr[-300:]}"):
+        return
+    snap = pickle.load(open(out, "rb"))
+    check(set(snap) >= {"segments", "device_traces", "allocator_settings"}, f"snapshot keys {set(snap)}")
+    doc, _ = report(exe, src)
+    t = tensors_of(doc)
+    end = t["devices"][0]["end"]
+    segs = snap["segments"]
+    check(len(segs) == end["segments"] and sum(s["total_size"] for s in segs) == end["reserved"],
+          f"segments at the end: {len(segs)} of {sum(s['total_size'] for s in segs)} bytes vs the report's {end['segments']}, {end['reserved']}")
+    check(sum(s["allocated_size"] for s in segs) == end["allocated"], "allocated bytes at the end")
+    for s in segs:
+        check(sum(b["size"] for b in s["blocks"]) == s["total_size"], f"blocks tile segment {s['address']:#x}")
+    blocks = [json.loads(l) for l in open(src) if '"type":"block"' in l]
+    want = collections.Counter(b["action"] for b in blocks if not b["action"].endswith("_state"))
+    got = collections.Counter(e["action"] for e in snap["device_traces"][0]
+                              if not e["frames"] or not e["frames"][0]["name"].startswith("[not PyTorch's]"))
+    check(got == want, f"one trace entry per block line: {got} vs {want}")
+    ext = [e for e in snap["device_traces"][0] if e["frames"] and e["frames"][0]["name"].startswith("[not PyTorch's]")]
+    check(any("libcublas" in f["filename"] for e in ext for f in e["frames"]),
+          "cuBLAS's own cudaMalloc is in the timeline as memory that is not PyTorch's")
+    # the same live set as the report at the end: replay the entries by address
+    live = {}
+    for e in snap["device_traces"][0]:
+        if e["action"] == "alloc":
+            live[e["addr"]] = e
+        elif e["action"] == "free_completed":
+            live.pop(e["addr"], None)
+    allocs = [a for a in live.values() if not a["frames"] or not a["frames"][0]["name"].startswith("[not")]
+    check(len(allocs) == end["blocks"], f"live allocations by the entries {len(allocs)} == the report's {end['blocks']}")
+    p = subprocess.run([exe, "report", "--format", "pytorch-snapshot", src], capture_output=True,
+                       stdin=subprocess.DEVNULL)
+    check(p.returncode == 0 and p.stdout[:1] == b"\x80" and pickle.loads(p.stdout) == snap,
+          "to a pipe it writes the same pickle")
+
+
+CASES = {"snapshot": case_snapshot, "markers": case_markers, "frag": case_frag, "growth": case_growth, "gpt2": case_gpt2,
          "synthetic": case_synthetic}
 
 

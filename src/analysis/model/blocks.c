@@ -717,3 +717,28 @@ gmt_blk_running(const struct gmt_blk_model *m, int32_t device, uint64_t *allocat
 	*requested = t->requested;
 	*reserved = t->reserved;
 }
+
+size_t
+gmt_blk_segments(const struct gmt_blk_model *m, struct gmt_blk_segview *out, size_t max)
+{
+	size_t n = 0, first = 0;
+
+	for (size_t i = 0; i < m->n; i++, n++) {
+		const struct seg *s = &m->s[i];
+
+		if (n < max)
+			out[n] = (struct gmt_blk_segview){
+			    .start = s->start,
+			    .size = s->size,
+			    .stream = s->stream,
+			    .pool = {s->pool[0], s->pool[1]},
+			    .device = s->device,
+			    .large = s->large || s->size > (2u << 20),
+			    .expandable = s->expandable,
+			    .first = first,
+			    .nblocks = s->n,
+			};
+		first += s->n;
+	}
+	return n;
+}

@@ -91,6 +91,18 @@ void gmt_blk_free_in(const struct gmt_blk_model *m, int32_t device, uint64_t str
 uint32_t gmt_blk_stack_of(const struct gmt_blk_model *m, uint64_t ptr, uint64_t *size,
 			  uint64_t *requested);
 
+/* A segment, for reports (expandable segments: one run of mapped memory). */
+struct gmt_blk_segview {
+	uint64_t start, size, stream;
+	uint64_t pool[2];
+	int32_t device;
+	bool large, expandable;
+	size_t first, nblocks; /* its blocks in gmt_blk_blocks()' order */
+};
+
+/** Every segment now, in address order (as gmt_blk_blocks()), at most @p max; returns how many. */
+size_t gmt_blk_segments(const struct gmt_blk_model *m, struct gmt_blk_segview *out, size_t max);
+
 /** The rounding of a request (at least 512 bytes, a multiple of 512). */
 uint64_t gmt_blk_round(uint64_t requested);
 

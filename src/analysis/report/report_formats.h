@@ -32,6 +32,14 @@ int gmt_report_html_doc(FILE *out, const json_t *doc);
  */
 int gmt_report_perfetto(FILE *out, struct gmt_model *const *models, size_t n);
 
+/**
+ * A PyTorch memory snapshot pickle (report_snapshot.c) of the first of @p models with block lines
+ * (else the first), which must have been read stored (struct gmt_session_options.stored): its
+ * events are walked again. 0, -ENOMEM, -EIO, or -EINVAL (a streamed read); @p diag gets a note
+ * when several processes were given.
+ */
+int gmt_report_pytorch_snapshot(FILE *out, struct gmt_model *const *models, size_t n, FILE *diag);
+
 /** gmt_report_perfetto() of a ready document (not consumed). */
 int gmt_report_perfetto_doc(FILE *out, const json_t *doc);
 
