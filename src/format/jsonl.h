@@ -48,6 +48,9 @@ struct gmt_header_info {
 	const char *coverage;
 	const char *coverage_reason; /**< NULL, or why CUPTI was not used */
 	const char *const *capture; /**< NULL-terminated */
+	/** the CUDA runtimes loaded (sonames), NULL-terminated; NULL: none known */
+	const char *const *cuda_runtime;
+	const char *cupti; /**< the CUPTI subscribed with, NULL when none */
 	uint64_t ring_slots, flush_ms, snapshot_ms;
 	bool stacks_native;
 	const char *stacks_python; /**< CPython minor version whose frames are captured, or NULL */
