@@ -224,6 +224,8 @@ def main():
                     help="cupti: the default path; interpose: GPUMEMTRACE_CUPTI=0 (the fallback)")
     ap.add_argument("--cuda", choices=["13", "12", "11"], default="13",
                     help="which CUDA's doubles (tests/simcuda, cu12/, cu11/) and victim (victim, victim-cu12, ...)")
+    ap.add_argument("--libdir", help="with --runtime real: the directory of the CUDA runtime and CUPTI "
+                    "(default $CUDA_HOME/lib64; scripts/gpu-check's cuda12/cuda11 groups use Debian's)")
     ap.add_argument("scenario")
     args = ap.parse_args()
     if args.runtime == "real" and not have_gpu():
@@ -245,7 +247,7 @@ def main():
     env = dict(os.environ)
     runtime_dir = os.path.join(build, "tests", "simcuda", variant)
     if args.runtime == "real":
-        runtime_dir = os.path.join(os.environ.get("CUDA_HOME", "/usr/local/cuda"), "lib64")
+        runtime_dir = args.libdir or os.path.join(os.environ.get("CUDA_HOME", "/usr/local/cuda"), "lib64")
     env.update({
         "LD_LIBRARY_PATH": runtime_dir,
         "LD_PRELOAD": lib,
@@ -366,7 +368,7 @@ def main():
                            expect_drops=(sc == "drops"),
                            report_leaks=(sc != "vmm"))  # VA reservations are not leaked memory
         header = recs[0]
-        if args.runtime == "sim" and sc != "inject":
+        if (args.runtime == "sim" or args.cuda != "13") and sc != "inject":
             cuda = header.get("cuda") or {}
             check(cuda.get("runtime") == [cudart], f"{path}: the header names the runtime {cudart}: {cuda}")
             want = cupti if coverage == "full" else None
