@@ -671,6 +671,13 @@ gmt_jsonl_snapshot(struct gmt_buf *b, uint64_t ts, uint64_t seq, uint64_t events
 				buf_u64(b, nvml[i].process_used);
 			else
 				LIT(b, "null");
+			if (nvml[i].process_used_from) {
+				LIT(b, ",\"process_used_from\":");
+				gmt_buf_json_string(b, nvml[i].process_used_from,
+						    strlen(nvml[i].process_used_from));
+			}
+			if (nvml[i].pid_namespace)
+				LIT(b, ",\"pid_namespace\":true");
 			LIT(b, "}");
 		}
 		LIT(b, "]");

@@ -72,6 +72,11 @@ struct gmt_nvml_reading {
 	uint64_t total, used;  /**< device memory */
 	bool has_process_used;
 	uint64_t process_used; /**< this process's GPU memory */
+	/** how process_used was found when not by getpid() (docs/trace-format.md, snapshot):
+	 * "nspid", "only_process", "device_used"; NULL: by pid, or no figure */
+	const char *process_used_from;
+	/** NVML's pids are not this process's (a PID namespace: a container) */
+	bool pid_namespace;
 };
 
 void gmt_jsonl_header(struct gmt_buf *b, const struct gmt_header_info *h);
