@@ -56,6 +56,8 @@ json_t *gmt_report_doc_load(const char *cmd, char *const *paths, size_t n, int *
 
 /** "Try 'gpumemtrace CMD --help'." after a usage error; returns GMT_EXIT_USAGE. */
 int gmt_usage_hint(const char *cmd);
+/** `--version` of every command: prints "gpumemtrace VERSION", returns GMT_EXIT_OK. */
+int gmt_print_version(void);
 
 /** Report an unknown option after getopt_long() returned '?' (opterr is 0). */
 void gmt_bad_option(const char *cmd, char **argv);

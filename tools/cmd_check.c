@@ -67,6 +67,7 @@ usage(FILE *out)
 	    "  --junit FILE             also write a JUnit XML file, one testcase per gate\n"
 	    "  -q, --quiet              print only the failed gates and the last line\n"
 	    "  -h, --help               show this help\n"
+	    "  -V, --version            show the version\n"
 	    "\n"
 	    "N is bytes, or a number with K, M, G, T, KiB, MiB, GiB, TiB (powers of 1024) or\n"
 	    "KB, MB, GB, TB (powers of 1000): 512MiB, 20GiB, 1.5G.\n"
@@ -195,14 +196,14 @@ parse_options(struct options *o, int argc, char **argv)
 	    {"allow-incomplete", no_argument, NULL, OPT_ALLOW_INCOMPLETE},
 	    {"allow-drops", no_argument, NULL, OPT_ALLOW_DROPS},
 	    {"quiet", no_argument, NULL, 'q'},
-	    {"help", no_argument, NULL, 'h'},
+	    {"help", no_argument, NULL, 'h'}, {"version", no_argument, NULL, 'V'},
 	    {NULL, 0, NULL, 0},
 	};
 	int c, bad = 0;
 
 	opterr = 0;
 	optind = 1;
-	while (!bad && (c = getopt_long(argc, argv, "qh", longopts, NULL)) != -1) {
+	while (!bad && (c = getopt_long(argc, argv, "qhV", longopts, NULL)) != -1) {
 		switch (c) {
 		case OPT_LEAKED_BYTES:
 			o->check.leaked_bytes_set = true;
@@ -234,6 +235,7 @@ parse_options(struct options *o, int argc, char **argv)
 		case OPT_ALLOW_DROPS: o->check.allow_drops = true; break;
 		case 'q': o->quiet = true; break;
 		case 'h': usage(stdout); return GMT_EXIT_OK;
+		case 'V': return gmt_print_version();
 		default: gmt_bad_option("check", argv); return gmt_usage_hint("check");
 		}
 	}

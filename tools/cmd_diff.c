@@ -32,6 +32,7 @@ usage(FILE *out)
 		"  -f, --format FMT  text (default) or json (keys in docs/ci.md)\n"
 		"  -n, --top N       list the N sites that changed most (default %d; 0: all)\n"
 		"  -h, --help        show this help\n"
+		"  -V, --version     show the version\n"
 		"\n"
 		"Exit status: 0 written, 2 usage error, 3 BASE or NEW could not be read.\n",
 		DIFF_DEFAULT_TOP);
@@ -195,7 +196,7 @@ gmt_cmd_diff(int argc, char **argv)
 	static const struct option longopts[] = {
 	    {"format", required_argument, NULL, 'f'},
 	    {"top", required_argument, NULL, 'n'},
-	    {"help", no_argument, NULL, 'h'},
+	    {"help", no_argument, NULL, 'h'}, {"version", no_argument, NULL, 'V'},
 	    {NULL, 0, NULL, 0},
 	};
 	json_t *base = NULL, *next = NULL;
@@ -206,7 +207,7 @@ gmt_cmd_diff(int argc, char **argv)
 
 	opterr = 0;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "f:n:h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "f:n:hV", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'f':
 			if (strcmp(optarg, "json") != 0 && strcmp(optarg, "text") != 0) {
@@ -222,6 +223,7 @@ gmt_cmd_diff(int argc, char **argv)
 				return gmt_usage_hint("diff");
 			break;
 		case 'h': usage(stdout); return GMT_EXIT_OK;
+		case 'V': return gmt_print_version();
 		default: gmt_bad_option("diff", argv); return gmt_usage_hint("diff");
 		}
 	}

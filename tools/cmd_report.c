@@ -53,6 +53,7 @@ usage(FILE *out)
 	    "                    label after --from)\n"
 	    "  -o, --output FILE write the report to FILE instead of standard output\n"
 	    "  -h, --help        show this help\n"
+	    "  -V, --version     show the version\n"
 	    "\n"
 	    "Call stacks are symbolized from the files the trace names (build-id checked; a\n"
 	    "missing or different file shows its frames as module+offset). A call site is the\n"
@@ -144,7 +145,8 @@ gmt_cmd_report(int argc, char **argv)
 	    {"format", required_argument, NULL, 'f'}, {"stack", required_argument, NULL, 's'},
 	    {"weight", required_argument, NULL, 'w'}, {"output", required_argument, NULL, 'o'},
 	    {"from", required_argument, NULL, 'F'},   {"to", required_argument, NULL, 'T'},
-	    {"help", no_argument, NULL, 'h'},	      {NULL, 0, NULL, 0},
+	    {"help", no_argument, NULL, 'h'},	      {"version", no_argument, NULL, 'V'},
+	    {NULL, 0, NULL, 0},
 	};
 	static const char *const formats[] = {"text", "json", "folded", "html", "perfetto",
 						  "pytorch-snapshot", NULL};
@@ -162,7 +164,7 @@ gmt_cmd_report(int argc, char **argv)
 	gmt_cli_session_options(&so);
 	opterr = 0;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "f:s:w:o:h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "f:s:w:o:hV", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'f':
 			if ((k = choice("format", optarg, formats,
@@ -190,6 +192,7 @@ gmt_cmd_report(int argc, char **argv)
 				return gmt_usage_hint("report");
 			break;
 		case 'h': usage(stdout); return GMT_EXIT_OK;
+		case 'V': return gmt_print_version();
 		default: gmt_bad_option("report", argv); return gmt_usage_hint("report");
 		}
 	}

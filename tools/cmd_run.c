@@ -43,6 +43,7 @@ usage(FILE *out)
 	    "  -o, --output DIR  where the traces go (created if missing); default a new\n"
 	    "                    directory gpumemtrace-YYYYmmdd-HHMMSS in the current directory\n"
 	    "  -h, --help        show this help\n"
+	    "  -V, --version     show the version\n"
 	    "\n"
 	    "The tracer library is GPUMEMTRACE_LIB if set, else " LIB_NAME " next to this\n"
 	    "program (../src/ in a build tree, ../lib/ or ../lib/x86_64-linux-gnu/ when\n"
@@ -499,7 +500,7 @@ gmt_cmd_run(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 	    {"output", required_argument, NULL, 'o'},
-	    {"help", no_argument, NULL, 'h'},
+	    {"help", no_argument, NULL, 'h'}, {"version", no_argument, NULL, 'V'},
 	    {NULL, 0, NULL, 0},
 	};
 	struct sigaction old_act[NFORWARDED], ign = {.sa_handler = SIG_IGN}, old_pipe;
@@ -514,10 +515,11 @@ gmt_cmd_run(int argc, char **argv)
 	opterr = 0;
 	optind = 1;
 	/* '+': stop at the first non-option, the rest is the command and its own options. */
-	while ((c = getopt_long(argc, argv, "+o:h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+o:hV", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'o': output = optarg; break;
 		case 'h': usage(stdout); return GMT_EXIT_OK;
+		case 'V': return gmt_print_version();
 		default: gmt_bad_option("run", argv); return gmt_usage_hint("run");
 		}
 	}

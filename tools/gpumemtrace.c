@@ -22,16 +22,23 @@ usage(FILE *out)
 		"Commands:\n"
 		"  run [-o DIR] [--] CMD ARGS...   trace a program (writes one trace file per "
 		"process)\n"
-		"  report [--format text|json|folded] [--stack site|full] [-o FILE] TRACE...\n"
-		"                                  report on trace files or directories of them\n"
+		"  report [--format FORMAT] [--stack site|full] [-o FILE] TRACE...\n"
+		"                                  report on trace files or directories of them;\n"
+		"                                  FORMAT: text (default), json, folded (flame\n"
+		"                                  graph input), html (one page), perfetto (a\n"
+		"                                  Perfetto/Chrome trace)\n"
 		"  check [--max-leaked-bytes N] [--max-peak-bytes [DEV=]N] [--baseline B] ...\n"
 		"        TRACE...                  CI gates: exit 1 when a limit is exceeded\n"
 		"  diff [--format text|json] BASE NEW\n"
 		"                                  what changed between two runs, per call site\n"
 		"\n"
 		"Options:\n"
-		"  -h, --help       show this help ('gpumemtrace COMMAND --help' for a command)\n"
-		"  -V, --version    show the version\n"
+		"  -h, --help       show this help ('gpumemtrace help COMMAND' or\n"
+		"                   'gpumemtrace COMMAND --help' for a command)\n"
+		"  -V, --version    show the version (also after any command)\n"
+		"\n"
+		"check writes JUnit XML with --junit FILE; the trace files are JSON Lines\n"
+		"(docs/trace-format.md).\n"
 		"\n"
 		"Exit status:\n"
 		"  0  success (run: the traced program's own exit status instead)\n"
@@ -67,6 +74,32 @@ gmt_bad_option(const char *cmd, char **argv)
 }
 
 int
+gmt_print_version(void)
+{
+	printf("gpumemtrace %s\n", GMT_VERSION);
+	return GMT_EXIT_OK;
+}
+
+static int
+dispatch(const char *cmd, int argc, char **argv)
+{
+	/* Each subcommand parses its own options with argv[0] = its name. */
+	if (strcmp(cmd, "report") == 0)
+		return gmt_cmd_report(argc, argv);
+	if (strcmp(cmd, "run") == 0)
+		return gmt_cmd_run(argc, argv);
+	if (strcmp(cmd, "check") == 0)
+		return gmt_cmd_check(argc, argv);
+	if (strcmp(cmd, "diff") == 0)
+		return gmt_cmd_diff(argc, argv);
+	if (cmd[0] == '-')
+		fprintf(stderr, "gpumemtrace: unknown option: %s\n", gmt_esc(cmd));
+	else
+		fprintf(stderr, "gpumemtrace: unknown command: %s\n", gmt_esc(cmd));
+	return gmt_usage_hint(NULL);
+}
+
+int
 main(int argc, char **argv)
 {
 	const char *cmd;
@@ -76,26 +109,21 @@ main(int argc, char **argv)
 		return GMT_EXIT_USAGE;
 	}
 	cmd = argv[1];
+	if (strcmp(cmd, "help") == 0 && argc > 2) {
+		/* `gpumemtrace help CMD` is `gpumemtrace CMD --help` */
+		char help[] = "--help";
+		char *sub[] = {argv[2], help, NULL};
+		if (argc > 3) {
+			fprintf(stderr, "gpumemtrace help: one command at most\n");
+			return gmt_usage_hint(NULL);
+		}
+		return dispatch(argv[2], 2, sub);
+	}
 	if (strcmp(cmd, "-h") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "help") == 0) {
 		usage(stdout);
 		return GMT_EXIT_OK;
 	}
-	if (strcmp(cmd, "-V") == 0 || strcmp(cmd, "--version") == 0) {
-		printf("gpumemtrace %s\n", GMT_VERSION);
-		return GMT_EXIT_OK;
-	}
-	/* Each subcommand parses its own options with argv[0] = its name. */
-	if (strcmp(cmd, "report") == 0)
-		return gmt_cmd_report(argc - 1, argv + 1);
-	if (strcmp(cmd, "run") == 0)
-		return gmt_cmd_run(argc - 1, argv + 1);
-	if (strcmp(cmd, "check") == 0)
-		return gmt_cmd_check(argc - 1, argv + 1);
-	if (strcmp(cmd, "diff") == 0)
-		return gmt_cmd_diff(argc - 1, argv + 1);
-	if (cmd[0] == '-')
-		fprintf(stderr, "gpumemtrace: unknown option: %s\n", gmt_esc(cmd));
-	else
-		fprintf(stderr, "gpumemtrace: unknown command: %s\n", gmt_esc(cmd));
-	return gmt_usage_hint(NULL);
+	if (strcmp(cmd, "-V") == 0 || strcmp(cmd, "--version") == 0)
+		return gmt_print_version();
+	return dispatch(cmd, argc - 1, argv + 1);
 }

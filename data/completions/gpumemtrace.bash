@@ -58,7 +58,7 @@ _gpumemtrace()
 			return
 			;;
 		esac
-		COMPREPLY=($(compgen -W '-o --output -h --help --' -- "$cur"))
+		COMPREPLY=($(compgen -W '-o --output -h --help -V --version --' -- "$cur"))
 		;;
 	report)
 		case $prev in
@@ -74,7 +74,7 @@ _gpumemtrace()
 		esac
 		if [[ $cur == -* ]]; then
 			COMPREPLY=($(compgen -W '-f --format -s --stack -w --weight --from --to
-				-o --output -h --help' -- "$cur"))
+				-o --output -h --help -V --version' -- "$cur"))
 		else
 			_gpumemtrace_traces "$cur"
 		fi
@@ -95,7 +95,7 @@ _gpumemtrace()
 			COMPREPLY=($(compgen -W '--max-leaked-bytes --max-leaked-allocs --max-peak-bytes
 				--max-growth-bytes --max-failed --baseline --max-increase --suppressions
 				--count-cached --no-default-suppressions --allow-incomplete --allow-drops
-				--junit -q --quiet -h --help' -- "$cur"))
+				--junit -q --quiet -h --help -V --version' -- "$cur"))
 		else
 			_gpumemtrace_traces "$cur"
 		fi
@@ -106,7 +106,7 @@ _gpumemtrace()
 		-n | --top) return ;;
 		esac
 		if [[ $cur == -* ]]; then
-			COMPREPLY=($(compgen -W '-f --format -n --top -h --help' -- "$cur"))
+			COMPREPLY=($(compgen -W '-f --format -n --top -h --help -V --version' -- "$cur"))
 		else
 			_gpumemtrace_traces "$cur"
 		fi

@@ -35,6 +35,7 @@
 #include "capture/dlclose.h"
 #include "capture/hook_lookup.h"
 #include "capture/params.h"
+#include "capture/runtimes.h"
 #include "capture/stacks.h"
 #include "util/devices.h"
 #include "util/log.h"
@@ -117,25 +118,75 @@ cupti_resolve(void *h)
 	return cupti.Subscribe && cupti.EnableCallback && cupti.GetContextId && cupti.GetDeviceId;
 }
 
+const char *const gmt_cupti_sonames[GMT_CUDART_COUNT] = {
+#define X(tag, cudart, cupti) [GMT_CUDART_##tag] = cupti,
+	GMT_CUDA_RUNTIMES(X)
+#undef X
+};
+
+/* What cupti_open() opened, for the header; written before the phase is published. */
+static const char *cupti_opened;
+
+const char *
+gmt_cupti_opened(void)
+{
+	return atomic_load_explicit(&gmt_cupti_phase, memory_order_acquire) == GMT_CUPTI_ACTIVE
+		       ? cupti_opened
+		       : NULL;
+}
+
+/* A CUPTI of one soname: the loader's path, then the toolkit's places. */
+static void *
+cupti_load(const char *soname)
+{
+	static const char *const toolkit[] = {
+		"/usr/local/cuda/extras/CUPTI/lib64/",
+		"/usr/local/cuda/lib64/",
+		"/usr/local/cuda/targets/x86_64-linux/lib/",
+	};
+	char path[128];
+	void *h = dlopen(soname, RTLD_NOW | RTLD_LOCAL);
+
+	for (size_t i = 0; !h && i < sizeof(toolkit) / sizeof(toolkit[0]); i++) {
+		snprintf(path, sizeof(path), "%s%s", toolkit[i], soname);
+		h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	}
+	return h;
+}
+
 /* The copy already in the process first (torch's wheel maps one at import): a second copy would
- * be a second CUPTI instance. Then the option, the loader path, the toolkit. */
+ * be a second CUPTI instance. Then the option; then the CUPTI of the runtime the process has
+ * loaded (a cu12 PyTorch's libcupti.so.12 next to its libcudart.so.12), then the others, newest
+ * first: CUPTI talks to the driver, so any major the driver supports records. */
 static void *
 cupti_open(const struct gmt_options *opts)
 {
-	static const char *const toolkit[] = {
-		"/usr/local/cuda/extras/CUPTI/lib64/libcupti.so.13",
-		"/usr/local/cuda/lib64/libcupti.so.13",
-		"/usr/local/cuda/targets/x86_64-linux/lib/libcupti.so.13",
-	};
-	void *h = dlopen("libcupti.so.13", RTLD_NOW | RTLD_NOLOAD);
-	if (h)
-		return h;
-	if (opts->cupti_lib[0])
+	unsigned loaded = gmt_cudart_seen();
+	void *h;
+
+	for (int rt = 0; rt < GMT_CUDART_COUNT; rt++) {
+		h = dlopen(gmt_cupti_sonames[rt], RTLD_NOW | RTLD_NOLOAD);
+		if (h) {
+			cupti_opened = gmt_cupti_sonames[rt];
+			return h;
+		}
+	}
+	if (opts->cupti_lib[0]) {
+		cupti_opened = opts->cupti_lib;
 		return dlopen(opts->cupti_lib, RTLD_NOW | RTLD_LOCAL);
-	h = dlopen("libcupti.so.13", RTLD_NOW | RTLD_LOCAL);
-	for (size_t i = 0; !h && i < sizeof(toolkit) / sizeof(toolkit[0]); i++)
-		h = dlopen(toolkit[i], RTLD_NOW | RTLD_LOCAL);
-	return h;
+	}
+	for (int pass = 0; pass < 2; pass++) {
+		for (int rt = 0; rt < GMT_CUDART_COUNT; rt++) {
+			if (!!(loaded & (1u << rt)) != (pass == 0))
+				continue;
+			h = cupti_load(gmt_cupti_sonames[rt]);
+			if (h) {
+				cupti_opened = gmt_cupti_sonames[rt];
+				return h;
+			}
+		}
+	}
+	return NULL;
 }
 
 // --- per-thread call state ------------------------------------------------------------------------
@@ -943,7 +994,9 @@ start_once(void)
 	void *h = cupti_open(opts);
 	if (!h) {
 		const char *err = dlerror();
-		unavailable("libcupti.so.13 cannot be loaded (%s)", err ? err : "not found");
+		unavailable(opts->cupti_lib[0] ? GMT_OPTION_PREFIX "CUPTI_LIB cannot be loaded (%s)"
+					       : "libcupti.so.13, .so.12 or .so.11.8 cannot be loaded (%s)",
+			    err ? err : "not found");
 		gmt_warn("%s; recording the CUDA runtime API only: static cudart, NVIDIA libraries' own "
 			 "allocations and driver-API memory (VMM, expandable segments) are not seen; "
 			 "set " GMT_OPTION_PREFIX "CUPTI_LIB to its path", reason);

@@ -2,12 +2,17 @@
  * @brief Interposition of the CUDA runtime's memory API (LD_PRELOAD path).
  *
  * The wrappers are the WRAP rows of the hook table (hooks.def), written out at the end of this
- * file: each has the exact signature of its libcudart.so.13 function (the runtime's declaration
- * must agree with its family's prototype) and is exported with the symbol version
- * `libcudart.so.13` (the generated version script), so it interposes only calls bound to CUDA
- * 13's runtime, never a cu12 library's. The real function is found at first use:
- * dlvsym(RTLD_NEXT) when the runtime is in the global scope, else through the already-loaded
- * libcudart.so.13 (dlopen RTLD_NOLOAD), which also finds a runtime loaded RTLD_LOCAL.
+ * file once per CUDA runtime the tracer knows (runtimes.h: 13, 12, 11.x): each has the exact
+ * signature of its runtime function (the runtime's declaration must agree with its family's
+ * prototype) and is exported with that runtime's symbol version. CUDA 13's copy is `cudaMalloc`
+ * at the default version `libcudart.so.13` (the generated version script); the others are
+ * `gmt_cu12_cudaMalloc` and the like, exported by `.symver` as cudaMalloc@libcudart.so.12 and
+ * cudaMalloc@libcudart.so.11.0. A program binds to the copy of the runtime it was linked
+ * against, and the copy forwards to the same version of the real function, so a process with
+ * two runtimes (a cu12 extension in a cu13 program) has each call reach its own. The real
+ * function is found at first use: dlvsym(RTLD_NEXT) when the runtime is in the global scope,
+ * else through the already-loaded runtime of that soname (dlopen RTLD_NOLOAD), which also finds
+ * a runtime loaded RTLD_LOCAL.
  *
  * Order matters (docs/trace-format.md): a free takes its sequence number before the real call,
  * because once the real free returns another thread may receive the same address; an
@@ -24,11 +29,10 @@
 #include "capture/cupti.h"
 #include "capture/dlclose.h"
 #include "capture/params.h"
+#include "capture/runtimes.h"
 #include "capture/stacks.h"
 #include "util/devices.h"
 #include "util/log.h"
-
-#define CUDART_VERSION_NAME "libcudart.so.13"
 
 /* Every real function we forward to (the hook table's WRAP rows) or query. */
 #define REAL_QUERIES(X) X(cudaGetDevice) X(cudaMemGetInfo) X(cudaDeviceGetPCIBusId)
@@ -50,46 +54,50 @@ static const char *const real_names[REAL_COUNT] = {
 #undef X
 };
 
-static _Atomic(void *) real_fns[REAL_COUNT];
+/* By runtime: the real functions of that soname, found at first use. */
+static _Atomic(void *) real_fns[GMT_CUDART_COUNT][REAL_COUNT];
+/* The runtimes a wrapper was called through, a bit each (gmt_cudart_seen()). */
+static _Atomic unsigned runtimes_called;
 
 static void *
-resolve(enum real_fn fn, void *self)
+resolve(enum gmt_cuda_runtime rt, enum real_fn fn, void *self)
 {
-	const char *name = real_names[fn];
-	void *p = dlvsym(RTLD_NEXT, name, CUDART_VERSION_NAME);
+	const char *name = real_names[fn], *soname = gmt_cudart_sonames[rt];
+	void *p = dlvsym(RTLD_NEXT, name, soname);
 
 	if (!p || p == self) {
 		/* cudart loaded RTLD_LOCAL (e.g. by a Python extension) is not in RTLD_NEXT's scope;
 		 * RTLD_NOLOAD finds the loaded copy by soname without loading anything. */
-		void *h = dlopen(CUDART_VERSION_NAME, RTLD_NOW | RTLD_NOLOAD);
-		p = h ? dlvsym(h, name, CUDART_VERSION_NAME) : NULL;
+		void *h = dlopen(soname, RTLD_NOW | RTLD_NOLOAD);
+		p = h ? dlvsym(h, name, soname) : NULL;
 		if (h)
 			gmt_real_dlclose(h);
 	}
 	if (p == self)
 		p = NULL;
 	if (!p && self) /* a missing query only costs the event its device or OOM facts */
-		gmt_warn("cannot find the real %s in " CUDART_VERSION_NAME
-			 "; the call returns cudaErrorInitializationError", name);
+		gmt_warn("cannot find the real %s in %s; the call returns cudaErrorInitializationError",
+			 name, soname);
 	return p;
 }
 
 static inline void *
-real(enum real_fn fn, void *self)
+real(enum gmt_cuda_runtime rt, enum real_fn fn, void *self)
 {
-	void *p = atomic_load_explicit(&real_fns[fn], memory_order_acquire);
+	void *p = atomic_load_explicit(&real_fns[rt][fn], memory_order_acquire);
 	if (__builtin_expect(p == NULL, 0)) {
 		/* Racing resolvers find the same address; the last store wins harmlessly. */
-		p = resolve(fn, self);
+		p = resolve(rt, fn, self);
 		if (p)
-			atomic_store_explicit(&real_fns[fn], p, memory_order_release);
+			atomic_store_explicit(&real_fns[rt][fn], p, memory_order_release);
 	}
 	return p;
 }
 
-#define REAL(name) ((__typeof__(&name))real(REAL_##name, (void *)&name))
-/* A runtime function we only query and do not define ourselves. */
-#define REAL_QUERY(name) ((__typeof__(&name))real(REAL_##name, NULL))
+/* Inside a wrapper: rt_ is its runtime, self_ the wrapper itself (never "found" as the real). */
+#define REAL(name) ((__typeof__(&name))real(rt_, REAL_##name, self_))
+/* A runtime function we only query and do not define ourselves, of runtime `rt`. */
+#define REAL_QUERY(rt, name) ((__typeof__(&name))real(rt, REAL_##name, NULL))
 
 /* Forward to the real function, or fail cleanly when there is none. */
 #define CALL_REAL(name, ...) \
@@ -97,6 +105,36 @@ real(enum real_fn fn, void *self)
 		__typeof__(&name) fn_ = REAL(name); \
 		fn_ ? fn_(__VA_ARGS__) : cudaErrorInitializationError; \
 	})
+
+/* A fact for the header: one relaxed load per call once the bit is set. */
+static inline void
+note_runtime(enum gmt_cuda_runtime rt)
+{
+	unsigned bit = 1u << rt;
+	if (__builtin_expect(!(atomic_load_explicit(&runtimes_called, memory_order_relaxed) & bit), 0))
+		atomic_fetch_or_explicit(&runtimes_called, bit, memory_order_relaxed);
+}
+
+const char *const gmt_cudart_sonames[GMT_CUDART_COUNT] = {
+#define X(tag, cudart, cupti) [GMT_CUDART_##tag] = cudart,
+	GMT_CUDA_RUNTIMES(X)
+#undef X
+};
+
+unsigned
+gmt_cudart_seen(void)
+{
+	unsigned seen = atomic_load_explicit(&runtimes_called, memory_order_relaxed);
+
+	for (int rt = 0; rt < GMT_CUDART_COUNT; rt++) {
+		void *h = dlopen(gmt_cudart_sonames[rt], RTLD_NOW | RTLD_NOLOAD);
+		if (h) {
+			seen |= 1u << rt;
+			gmt_real_dlclose(h);
+		}
+	}
+	return seen;
+}
 
 /* CUPTI records when it can (cupti.c): the wrappers then only forward. The first wrapper call
  * of the process starts CUPTI if the driver's injection has not yet. */
@@ -112,23 +150,23 @@ cupti_records(void)
 
 /* The device's PCI bus id, once per device, for the writer's NVML readings. */
 static void
-note_device(int32_t dev)
+note_device(enum gmt_cuda_runtime rt, int32_t dev)
 {
 	char busid[GMT_BUSID_MAX];
 	__typeof__(&cudaDeviceGetPCIBusId) fn;
 
 	if (gmt_device_known(dev))
 		return;
-	fn = REAL_QUERY(cudaDeviceGetPCIBusId);
+	fn = REAL_QUERY(rt, cudaDeviceGetPCIBusId);
 	if (fn && fn(busid, (int)sizeof(busid), dev) == cudaSuccess)
 		gmt_device_note(dev, busid);
 }
 
 static int32_t
-current_device(void)
+current_device(enum gmt_cuda_runtime rt)
 {
 	int dev = -1;
-	__typeof__(&cudaGetDevice) fn = REAL_QUERY(cudaGetDevice);
+	__typeof__(&cudaGetDevice) fn = REAL_QUERY(rt, cudaGetDevice);
 
 	if (!fn || fn(&dev) != cudaSuccess)
 		return -1;
@@ -138,17 +176,17 @@ current_device(void)
 /* The second half of every allocation: device, OOM facts, sequence number (after the real call
  * succeeded), then into the ring. */
 static void
-alloc_end(struct gmt_event *ev)
+alloc_end(enum gmt_cuda_runtime rt, struct gmt_event *ev)
 {
 	int saved_errno = errno;
 
-	ev->device = current_device();
-	note_device(ev->device);
+	ev->device = current_device(rt);
+	note_device(rt, ev->device);
 	ev->stack = gmt_stack_capture(NULL);
 	if (ev->result != cudaSuccess) {
 		/* An OOM is an event: keep what was asked and what the device had left. */
 		size_t free_b = 0, total_b = 0;
-		__typeof__(&cudaMemGetInfo) meminfo = REAL_QUERY(cudaMemGetInfo);
+		__typeof__(&cudaMemGetInfo) meminfo = REAL_QUERY(rt, cudaMemGetInfo);
 		if (meminfo && meminfo(&free_b, &total_b) == cudaSuccess) {
 			ev->free_bytes = free_b;
 			ev->total_bytes = total_b;
@@ -162,9 +200,9 @@ alloc_end(struct gmt_event *ev)
 
 /* The first half of a free or reset: the sequence number is taken before the real call. */
 static void
-free_begin(struct gmt_event *ev)
+free_begin(enum gmt_cuda_runtime rt, struct gmt_event *ev)
 {
-	ev->device = current_device();
+	ev->device = current_device(rt);
 	gmt_stamp(ev);
 }
 
@@ -207,7 +245,7 @@ free_end(struct gmt_event *ev, cudaError_t rc)
 	bool ok = rc == cudaSuccess; \
 	ev.result = (int32_t)rc; \
 	GMT_FAMILY_CALL(family, &ev, ok, args); \
-	alloc_end(&ev); \
+	alloc_end(rt_, &ev); \
 	gmt_hook_leave(); \
 	return rc
 
@@ -217,7 +255,7 @@ free_end(struct gmt_event *ev, cudaError_t rc)
 		gmt_hook_leave(); \
 		return CALL_REAL(sym, GMT_UNPACK call); \
 	} \
-	free_begin(&ev); \
+	free_begin(rt_, &ev); \
 	cudaError_t rc = CALL_REAL(sym, GMT_UNPACK call); \
 	free_end(&ev, rc); \
 	gmt_hook_leave(); \
@@ -225,20 +263,21 @@ free_end(struct gmt_event *ev, cudaError_t rc)
 
 /* A reset: as a free, with the stack of the call. */
 #define WRAP_BODY_RESET(sym, ev, family, call, args) \
-	free_begin(&ev); \
+	free_begin(rt_, &ev); \
 	ev.stack = gmt_stack_capture(NULL); \
 	cudaError_t rc = CALL_REAL(sym, GMT_UNPACK call); \
 	free_end(&ev, rc); \
 	gmt_hook_leave(); \
 	return rc
 
-/* CUPTI records when it can; nested calls (depth) and tracing off pass through. */
-#define WRAPPER(sym, a, ptsz, family, o, params, call, args) \
-	_Static_assert((int)GMT_OP_##o == (int)GMT_OP_OF_##a, #sym ": its family, another op"); \
-	GMT_FAMILY_FITS(sym, a, family) \
-	cudaError_t sym params; \
-	GMT_EXPORT cudaError_t sym params \
+/* One wrapper, `fname`, of runtime `tag`: CUPTI records when it can; nested calls (depth) and
+ * tracing off pass through. */
+#define WRAPPER(tag, fname, sym, a, ptsz, family, o, params, call, args) \
+	GMT_EXPORT cudaError_t fname params \
 	{ \
+		const enum gmt_cuda_runtime rt_ = GMT_CUDART_##tag; \
+		void *const self_ = (void *)&fname; \
+		note_runtime(rt_); \
 		if (cupti_records()) \
 			return CALL_REAL(sym, GMT_UNPACK call); \
 		if (!gmt_hook_enter()) { \
@@ -253,7 +292,23 @@ free_end(struct gmt_event *ev, cudaError_t rc)
 		}; \
 		WRAP_BODY_##o(sym, ev, family, call, args); \
 	}
-#define WRAPPER_EXPAND(...) WRAPPER(__VA_ARGS__)
+
+/* CUDA 13's copy is the symbol itself (the runtime's declaration checks the prototype); the
+ * older runtimes' are aliases at their versions. */
+#define WRAPPERS(sym, a, ptsz, family, o, params, call, args) \
+	_Static_assert((int)GMT_OP_##o == (int)GMT_OP_OF_##a, #sym ": its family, another op"); \
+	GMT_FAMILY_FITS(sym, a, family) \
+	cudaError_t sym params; \
+	WRAPPER(13, sym, sym, a, ptsz, family, o, params, call, args) \
+	OLD_WRAPPER(12, sym, a, ptsz, family, o, params, call, args) \
+	OLD_WRAPPER(11, sym, a, ptsz, family, o, params, call, args)
+#define OLD_WRAPPER(tag, sym, a, ptsz, family, o, params, call, args) \
+	GMT_EXPORT cudaError_t gmt_cu##tag##_##sym params; \
+	__asm__(".symver gmt_cu" #tag "_" #sym ", " #sym "@" GMT_CUDART_SONAME_##tag); \
+	WRAPPER(tag, gmt_cu##tag##_##sym, sym, a, ptsz, family, o, params, call, args)
+_Static_assert(GMT_CUDART_COUNT == 3, "a runtime in runtimes.h needs its OLD_WRAPPER line here");
+
+#define WRAPPERS_EXPAND(...) WRAPPERS(__VA_ARGS__)
 #define GMT_HOOK_WRAP(id, api, ptsz, family, args) \
-	WRAPPER_EXPAND(id, api, ptsz, family, WRAP_##family)
+	WRAPPERS_EXPAND(id, api, ptsz, family, WRAP_##family)
 #include "capture/hooks.def"

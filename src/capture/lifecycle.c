@@ -22,6 +22,7 @@
 #include "capture/cupti.h"
 #include "capture/dlclose.h"
 #include "capture/pyhook.h"
+#include "capture/runtimes.h"
 #include "capture/stacks.h"
 #include "gmt-config.h"
 #if GMT_HAVE_PYSTACK
@@ -119,6 +120,19 @@ python_version(void)
 }
 #endif
 
+/* The header's "cuda": the runtimes in the process, newest first (runs on the writer thread). */
+static size_t
+cuda_runtimes(const char **out, size_t max)
+{
+	unsigned seen = gmt_cudart_seen();
+	size_t n = 0;
+
+	for (int rt = 0; rt < GMT_CUDART_COUNT && n < max; rt++)
+		if (seen & (1u << rt))
+			out[n++] = gmt_cudart_sonames[rt];
+	return n;
+}
+
 void
 gmt_tracer_start(void)
 {
@@ -160,6 +174,8 @@ gmt_tracer_start(void)
 		.coverage = cupti ? "full" : "runtime API only",
 		.coverage_reason = gmt_cupti_reason(),
 		.capture = cupti ? capture_cupti : capture_interpose,
+		.cuda_runtime = cuda_runtimes,
+		.cupti = gmt_cupti_opened,
 		.device_busid = gmt_device_busid,
 		.stacks_native = gmt_stacks_native(),
 		.stacks_depth = gmt_stacks_depth(),

@@ -297,7 +297,15 @@ gmt_jsonl_header(struct gmt_buf *b, const struct gmt_header_info *h)
 			LIT(b, ",");
 		gmt_buf_json_string(b, h->capture[i], strlen(h->capture[i]));
 	}
-	LIT(b, "],\"options\":{\"ring_slots\":");
+	LIT(b, "],\"cuda\":{\"runtime\":[");
+	for (size_t i = 0; h->cuda_runtime && h->cuda_runtime[i]; i++) {
+		if (i)
+			LIT(b, ",");
+		gmt_buf_json_string(b, h->cuda_runtime[i], strlen(h->cuda_runtime[i]));
+	}
+	LIT(b, "],\"cupti\":");
+	json_str_or_null(b, h->cupti);
+	LIT(b, "},\"options\":{\"ring_slots\":");
 	buf_u64(b, h->ring_slots);
 	LIT(b, ",\"flush_ms\":");
 	buf_u64(b, h->flush_ms);
@@ -663,6 +671,13 @@ gmt_jsonl_snapshot(struct gmt_buf *b, uint64_t ts, uint64_t seq, uint64_t events
 				buf_u64(b, nvml[i].process_used);
 			else
 				LIT(b, "null");
+			if (nvml[i].process_used_from) {
+				LIT(b, ",\"process_used_from\":");
+				gmt_buf_json_string(b, nvml[i].process_used_from,
+						    strlen(nvml[i].process_used_from));
+			}
+			if (nvml[i].pid_namespace)
+				LIT(b, ",\"pid_namespace\":true");
 			LIT(b, "}");
 		}
 		LIT(b, "]");

@@ -48,6 +48,9 @@ struct gmt_header_info {
 	const char *coverage;
 	const char *coverage_reason; /**< NULL, or why CUPTI was not used */
 	const char *const *capture; /**< NULL-terminated */
+	/** the CUDA runtimes loaded (sonames), NULL-terminated; NULL: none known */
+	const char *const *cuda_runtime;
+	const char *cupti; /**< the CUPTI subscribed with, NULL when none */
 	uint64_t ring_slots, flush_ms, snapshot_ms;
 	bool stacks_native;
 	const char *stacks_python; /**< CPython minor version whose frames are captured, or NULL */
@@ -69,6 +72,11 @@ struct gmt_nvml_reading {
 	uint64_t total, used;  /**< device memory */
 	bool has_process_used;
 	uint64_t process_used; /**< this process's GPU memory */
+	/** how process_used was found when not by getpid() (docs/trace-format.md, snapshot):
+	 * "nspid", "only_process", "device_used"; NULL: by pid, or no figure */
+	const char *process_used_from;
+	/** NVML's pids are not this process's (a PID namespace: a container) */
+	bool pid_namespace;
 };
 
 void gmt_jsonl_header(struct gmt_buf *b, const struct gmt_header_info *h);

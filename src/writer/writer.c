@@ -210,6 +210,9 @@ open_and_write_header(void)
 	 * before the first event; wall time is derived for the same instant. */
 	uint64_t mono = now_ns(CLOCK_MONOTONIC), wall = now_ns(CLOCK_REALTIME);
 	uint64_t start = w.cfg.start_ts && w.cfg.start_ts <= mono ? w.cfg.start_ts : mono;
+	const char *runtimes[8] = {0};
+	if (w.cfg.cuda_runtime)
+		w.cfg.cuda_runtime(runtimes, sizeof(runtimes) / sizeof(runtimes[0]) - 1);
 	struct gmt_header_info h = {
 		.tracer_version = GMT_VERSION,
 		.pid = (int)getpid(),
@@ -224,6 +227,8 @@ open_and_write_header(void)
 		.coverage = w.cfg.coverage,
 		.coverage_reason = w.cfg.coverage_reason,
 		.capture = w.cfg.capture,
+		.cuda_runtime = runtimes,
+		.cupti = w.cfg.cupti ? w.cfg.cupti() : NULL,
 		.ring_slots = w.cfg.opts->ring_slots,
 		.flush_ms = w.cfg.opts->flush_ms,
 		.snapshot_ms = w.cfg.opts->snapshot_ms,

@@ -28,6 +28,10 @@ struct gmt_writer_config {
 	const char *coverage;          /**< header "coverage" */
 	const char *coverage_reason;   /**< header "coverage_reason", NULL when none */
 	const char *const *capture;    /**< header "capture", NULL-terminated */
+	/** header "cuda": the CUDA runtimes loaded, up to @p max sonames into @p out (asked on the
+	 * writer thread, when the header is written); NULL: none known */
+	size_t (*cuda_runtime)(const char **out, size_t max);
+	const char *(*cupti)(void);    /**< header "cuda.cupti": the CUPTI in use, NULL when none */
 	/** PCI bus id of a CUDA device, learnt by the capture side (for NVML readings) */
 	bool (*device_busid)(int device, char *buf, size_t n);
 	bool stacks_native;             /**< header "stacks" */

@@ -376,6 +376,30 @@ def group_args(c):
     rc, out, err = c.run(["diff", "nosites.jsonl", "nosites.jsonl"])
     c.check("No call site changed (0 compared)" in out, "diff without call sites", out + err)
 
+    # --version after every command (before run's CMD only: after it, it is the program's);
+    # `help CMD` is `CMD --help`; the top-level help names every report format
+    rc, version, err = c.run(["--version"])
+    c.check(rc == 0 and version.startswith("gpumemtrace "), "--version", version + err)
+    for cmd in ("report", "check", "diff", "run"):
+        for flag in ("--version", "-V"):
+            rc, out, err = c.run([cmd, flag], env={"GPUMEMTRACE_LIB": c.args.dummy_lib})
+            c.check(rc == 0 and out == version and err == "", "%s %s: the version, exit 0" % (cmd, flag),
+                    "exit %s\n%s%s" % (rc, out, err))
+        rc, help_out, err = c.run(["help", cmd])
+        rc2, direct, _ = c.run([cmd, "--help"])
+        c.check(rc == 0 and help_out == direct and help_out.startswith("Usage: gpumemtrace " + cmd),
+                "help %s: the command's help" % cmd, help_out + err)
+        c.check("--version" in direct, "%s --help lists --version" % cmd, direct)
+    rc, out, err = c.run(["run", "-o", c.path("v"), "--", "sh", "-c", "echo \"$1\"", "sh", "--version"],
+                         env={"GPUMEMTRACE_LIB": c.args.dummy_lib})
+    c.check(rc == 0 and out.strip() == "--version", "run -- CMD --version: the program's option", out + err)
+    rc, out, err = c.run(["help", "nope"])
+    c.check(rc == 2 and "unknown command: nope" in err, "help of an unknown command: exit 2", err)
+    rc, out, err = c.run(["help"])
+    for fmt in ("text", "json", "folded", "html", "perfetto"):
+        c.check(rc == 0 and fmt in out, "the top-level help lists the %s format" % fmt, out)
+    c.check("gpumemtrace help COMMAND" in out and "JUnit" in out, "the top-level help lists help and JUnit", out)
+
 
 # --- escape -------------------------------------------------------------------------------------
 

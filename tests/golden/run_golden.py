@@ -47,6 +47,9 @@ REPORT_CASES = [
     ("imported", ["traces/imported.jsonl"]),
     # NVML ledger: with and without process_used, last reading and the one nearest the peak
     ("nvml", ["traces/nvml.jsonl"]),
+    # the same in a container (NVML's pids are the host's): the device's used memory when the
+    # process is alone on it, no figure on a shared device; the ledger says so
+    ("nvml-container", ["traces/nvml-container.jsonl"]),
     # CUPTI coverage: runtime -> driver names, a driver-only call
     ("cupti", ["traces/cupti.jsonl"]),
     # two processes with different coverage
@@ -192,7 +195,7 @@ def check_json_schema(g, name, text):
                          "driver", "kind", "site", "stacks"],
         "ledger": ["process", "pid", "device", "reading", "nearest_to_peak", "time_s", "seq",
                    "nvml_index", "total_bytes", "used_bytes", "process_used_bytes", "basis",
-                   "nvml_bytes", "tracked_bytes", "tracked_terms", "tracked_by_kind",
+                   "process_used_from", "pid_namespace", "nvml_bytes", "tracked_bytes", "tracked_terms", "tracked_by_kind",
                    "untracked_bytes"],
         "kinds": ["kind", "meaning", "held", "counted"],
     }

@@ -222,6 +222,10 @@ def main():
     ap.add_argument("--victim", help="program to run instead of the preload victim (it prints the same JSON)")
     ap.add_argument("--capture", choices=["cupti", "interpose"], default="cupti",
                     help="cupti: the default path; interpose: GPUMEMTRACE_CUPTI=0 (the fallback)")
+    ap.add_argument("--cuda", choices=["13", "12", "11"], default="13",
+                    help="which CUDA's doubles (tests/simcuda, cu12/, cu11/) and victim (victim, victim-cu12, ...)")
+    ap.add_argument("--libdir", help="with --runtime real: the directory of the CUDA runtime and CUPTI "
+                    "(default $CUDA_HOME/lib64; scripts/gpu-check's cuda12/cuda11 groups use Debian's)")
     ap.add_argument("scenario")
     args = ap.parse_args()
     if args.runtime == "real" and not have_gpu():
@@ -230,15 +234,20 @@ def main():
     global runtime
     runtime = args.runtime
     build = os.path.abspath(args.build)
-    victim = os.path.abspath(args.victim) if args.victim else os.path.join(build, "tests", "preload", "victim")
+    variant = "" if args.cuda == "13" else f"cu{args.cuda}"
+    victim = os.path.abspath(args.victim) if args.victim else \
+        os.path.join(build, "tests", "preload", "victim" + (f"-{variant}" if variant else ""))
+    # what the header must say the process had (NVIDIA's sonames: CUDA 11's runtime is .so.11.0)
+    cudart = {"13": "libcudart.so.13", "12": "libcudart.so.12", "11": "libcudart.so.11.0"}[args.cuda]
+    cupti = {"13": "libcupti.so.13", "12": "libcupti.so.12", "11": "libcupti.so.11.8"}[args.cuda]
     lib = os.path.join(build, "src", "libgpumemtrace.so")
     sc = args.scenario
 
     outdir = tempfile.mkdtemp(prefix=f"gmt-preload-{sc}-")
     env = dict(os.environ)
-    runtime_dir = os.path.join(build, "tests", "simcuda")
+    runtime_dir = os.path.join(build, "tests", "simcuda", variant)
     if args.runtime == "real":
-        runtime_dir = os.path.join(os.environ.get("CUDA_HOME", "/usr/local/cuda"), "lib64")
+        runtime_dir = args.libdir or os.path.join(os.environ.get("CUDA_HOME", "/usr/local/cuda"), "lib64")
     env.update({
         "LD_LIBRARY_PATH": runtime_dir,
         "LD_PRELOAD": lib,
@@ -359,6 +368,11 @@ def main():
                            expect_drops=(sc == "drops"),
                            report_leaks=(sc != "vmm"))  # VA reservations are not leaked memory
         header = recs[0]
+        if (args.runtime == "sim" or args.cuda != "13") and sc != "inject":
+            cuda = header.get("cuda") or {}
+            check(cuda.get("runtime") == [cudart], f"{path}: the header names the runtime {cudart}: {cuda}")
+            want = cupti if coverage == "full" else None
+            check(cuda.get("cupti") == want, f"{path}: the header names the CUPTI in use ({want}): {cuda}")
         if coverage == "full":
             check(header["capture"] == ["cupti"] and header.get("coverage_reason") is None,
                   f"{path}: captured through CUPTI ({header['capture']}, {header.get('coverage_reason')})")

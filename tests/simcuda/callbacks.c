@@ -298,7 +298,7 @@ sim_load_driver(void)
 		     info.dli_fname) < (int)sizeof(path))
 		sim_libcuda = dlopen(path, RTLD_NOW);
 	if (!sim_libcuda && verbose && strcmp(verbose, "1") == 0)
-		sim_warn("the simulated libcuda.so.1 is not next to libcudart.so.13; driver calls "
+		sim_warn("the simulated libcuda.so.1 is not next to " SIMCUDA_CUDART_SONAME "; driver calls "
 			 "are only reachable through the runtime");
 }
 

@@ -102,10 +102,10 @@ sim_connect(void)
 
 	if (atomic_load(&sim_rt_found))
 		return 0;
-	h = dlopen("libcudart.so.13", RTLD_NOW | RTLD_NOLOAD);
+	h = dlopen(SIMCUDA_CUDART_SONAME, RTLD_NOW | RTLD_NOLOAD);
 	if (!h) {
 		sim_load_driver_next_to_me();
-		h = dlopen("libcudart.so.13", RTLD_NOW | RTLD_NOLOAD);
+		h = dlopen(SIMCUDA_CUDART_SONAME, RTLD_NOW | RTLD_NOLOAD);
 	}
 	if (!h)
 		return -1;

@@ -300,7 +300,7 @@ sim_init(void)
 		}
 	}
 	for (i = 0; sim.verbose && sim.init_error == cudaSuccess && i < sim.n_devices; i++)
-		sim_warn("test double of libcudart.so.13 (no GPU): device %d: %zu bytes at "
+		sim_warn("test double of " SIMCUDA_CUDART_SONAME " (no GPU): device %d: %zu bytes at "
 			 "0x%" PRIxPTR "-0x%" PRIxPTR ", alloc delay %" PRIu64 " ns",
 			 i, sim.mem_bytes, sim.devices[i].heap.base,
 			 sim.devices[i].heap.base + sim.devices[i].heap.capacity, sim.delay_ns);

@@ -630,11 +630,11 @@ sim_device_reset(void)
 }
 
 static cudaError_t
-sim_version(int *version)
+sim_version(int *version, int value)
 {
 	if (!version)
 		return cudaErrorInvalidValue;
-	*version = 13000;
+	*version = value;
 	return cudaSuccess;
 }
 
@@ -671,13 +671,14 @@ cudaDeviceReset(void)
 cudaError_t CUDARTAPI
 cudaDriverGetVersion(int *driverVersion)
 {
-	SIM_RT(cudaDriverGetVersion, v3020, sim_version(driverVersion), driverVersion);
+	SIM_RT(cudaDriverGetVersion, v3020, sim_version(driverVersion, 13000), driverVersion);
 }
 
 cudaError_t CUDARTAPI
 cudaRuntimeGetVersion(int *runtimeVersion)
 {
-	SIM_RT(cudaRuntimeGetVersion, v3020, sim_version(runtimeVersion), runtimeVersion);
+	SIM_RT(cudaRuntimeGetVersion, v3020, sim_version(runtimeVersion, SIMCUDA_RUNTIME_VERSION),
+	       runtimeVersion);
 }
 
 // --- streams ------------------------------------------------------------------------------

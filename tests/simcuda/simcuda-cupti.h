@@ -12,6 +12,15 @@
 #ifndef SIMCUDA_CUPTI_H
 #define SIMCUDA_CUPTI_H
 
+/* Which CUDA the doubles are: tests/simcuda builds CUDA 13's (these defaults) and, in cu12/ and
+ * cu11/, CUDA 12's and 11.8's, with the real libraries' sonames (= their symbol versions). */
+#ifndef SIMCUDA_CUDART_SONAME
+#define SIMCUDA_CUDART_SONAME "libcudart.so.13"
+#endif
+#ifndef SIMCUDA_RUNTIME_VERSION
+#define SIMCUDA_RUNTIME_VERSION 13000 /* what cudaRuntimeGetVersion reports */
+#endif
+
 #include <cupti_callbacks.h>
 #include <stdint.h>
 

@@ -1,7 +1,8 @@
 /*
  * The hook table (src/capture/hooks.def) against everything it must agree with: the callback ids
  * enabled, the id -> api lookup of the callbacks, the API list (src/format/apis.def) and the
- * symbols the built library exports at libcudart.so.13 (nm -D).
+ * symbols the built library exports at each CUDA runtime's version (nm -D): libcudart.so.13 as the
+ * default, libcudart.so.12 and libcudart.so.11.0 as the .symver copies (capture/runtimes.h).
  *
  *   test_hooks LIBGPUMEMTRACE
  */
@@ -12,6 +13,7 @@
 #include <string.h>
 
 #include "capture/hook_lookup.h"
+#include "capture/runtimes.h"
 
 enum domain { D_RT, D_DRV, D_RES, D_WRAP };
 static const char *const domain_names[] = {"RT", "DRV", "RES", "WRAP"};
@@ -165,13 +167,21 @@ every_api_recorded(void)
 	}
 }
 
-/* The library exports exactly the WRAP rows at libcudart.so.13. */
+static const char *const runtime_versions[] = {
+#define X(tag, cudart, cupti) cudart,
+	GMT_CUDA_RUNTIMES(X)
+#undef X
+};
+
+/* The library exports exactly the WRAP rows at each runtime's version: the first (CUDA 13) as
+ * the default version (name@@version), the older ones as name@version. */
 static void
-exports(const char *lib)
+exports_at(const char *lib, const char *version, bool is_default)
 {
 	char cmd[4096], line[1024];
 	bool seen[NROWS] = {0};
 	size_t nexports = 0;
+	const char *sep = is_default ? "@@" : "@";
 
 	snprintf(cmd, sizeof(cmd), "nm -D --defined-only '%s'", lib);
 	FILE *f = popen(cmd, "r");
@@ -183,8 +193,9 @@ exports(const char *lib)
 		char addr[64], type[8], sym[512];
 		if (sscanf(line, "%63s %7s %511s", addr, type, sym) != 3)
 			continue;
-		char *at = strstr(sym, "@@");
-		if (!at || strcmp(at + 2, "libcudart.so.13") != 0)
+		char *at = strchr(sym, '@');
+		if (!at || strncmp(at, sep, strlen(sep)) != 0 || at[strlen(sep)] == '@' ||
+		    strcmp(at + strlen(sep), version) != 0)
 			continue;
 		*at = '\0';
 		nexports++;
@@ -195,15 +206,23 @@ exports(const char *lib)
 			}
 		}
 		if (!known)
-			FAIL("%s exports %s@@libcudart.so.13, which no WRAP row names", lib, sym);
+			FAIL("%s exports %s%s%s, which no WRAP row names", lib, sym, sep, version);
 	}
 	if (pclose(f) != 0)
 		FAIL("nm -D %s failed", lib);
 	for (size_t r = 0; r < NROWS; r++)
 		if (rows[r].domain == D_WRAP && !seen[r])
-			FAIL("WRAP %s is not exported by %s at libcudart.so.13", rows[r].id, lib);
+			FAIL("WRAP %s is not exported by %s as %s%s%s", rows[r].id, lib, rows[r].id, sep,
+			     version);
 	if (nexports == 0)
-		FAIL("%s exports nothing at libcudart.so.13", lib);
+		FAIL("%s exports nothing at %s", lib, version);
+}
+
+static void
+exports(const char *lib)
+{
+	for (size_t i = 0; i < sizeof(runtime_versions) / sizeof(runtime_versions[0]); i++)
+		exports_at(lib, runtime_versions[i], i == 0);
 }
 
 int

@@ -1736,6 +1736,13 @@ nvml_entry(json_t *e, struct gmt_trace_nvml *n)
 			return false;
 		n->has_process_used = true;
 	}
+	/* how it was found (a newer tracer's word we do not know reads as by pid) */
+	static const char *const from[] = {"pid", "nspid", "only_process", "device_used"};
+	const char *f = json_string_value(json_object_get(e, "process_used_from"));
+	for (uint8_t i = 0; f && i < sizeof(from) / sizeof(from[0]); i++)
+		if (strcmp(f, from[i]) == 0)
+			n->used_from = i;
+	n->pid_namespace = json_is_true(json_object_get(e, "pid_namespace"));
 	return true;
 }
 

@@ -88,6 +88,16 @@ struct gmt_trace_nvml {
 	int32_t index;	       /**< NVML's index of the same GPU, -1 unknown */
 	bool has_seq;	       /**< without it, the reading follows the events up to its ts */
 	bool has_process_used; /**< false: NVML gave no per-process figure (null) */
+	bool pid_namespace;    /**< NVML's pids are not the process's (a container) */
+	uint8_t used_from;     /**< enum gmt_nvml_from: how process_used was found */
+};
+
+/** How a reading's process_used was found (the snapshot's "process_used_from"). */
+enum gmt_nvml_from {
+	GMT_NVML_FROM_PID = 0,	    /**< NVML's entry of the process's pid */
+	GMT_NVML_FROM_NSPID,	    /**< of its pid in the outer PID namespace (NSpid) */
+	GMT_NVML_FROM_ONLY_PROCESS, /**< the device's only process, taken as this one */
+	GMT_NVML_FROM_DEVICE_USED,  /**< the device's used memory (alone, no per-process figure) */
 };
 
 struct gmt_trace_marker {

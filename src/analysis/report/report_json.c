@@ -598,6 +598,10 @@ ledger_json(size_t proc, const struct gmt_model *m, const struct gmt_ledger_row 
 			    nv->has_process_used ? jint(nv->process_used) : json_null());
 	json_object_set_new(o, GMT_RK_BASIS,
 			    json_string(row->per_process ? "process_used" : "used"));
+	static const char *const from[] = {"pid", "nspid", "only_process", "device_used"};
+	json_object_set_new(o, "process_used_from",
+			    nv->has_process_used ? json_string(from[nv->used_from & 3]) : json_null());
+	json_object_set_new(o, "pid_namespace", json_boolean(nv->pid_namespace));
 	json_object_set_new(o, "nvml_bytes", jint(row->nvml_bytes));
 	json_object_set_new(o, "tracked_bytes", jint(row->p->held));
 	json_object_set_new(o, "tracked_terms", held_terms_json(row->p->by_kind));

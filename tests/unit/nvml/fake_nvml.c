@@ -2,7 +2,13 @@
  * A stand-in libnvidia-ml.so.1 for test_nvml (TEST DOUBLE): one device at bus id
  * "0000:01:00.0" with 80 GiB of which 3 GiB used, 1 GiB of it by the calling process.
  * FAKE_NVML_INIT_FAIL=1 makes nvmlInit_v2 fail. Counts its init and shutdown calls.
+ *
+ * FAKE_NVML_PROCS lists the device's processes instead, as NVML would on the host:
+ * "PID:MIB,..." where PID is a number, `self` (getpid()) or `host` (the first pid of
+ * /proc/self/status's NSpid: the pid the host sees when we run in a child PID namespace), and
+ * MIB a number of MiB or `na` (NVML_VALUE_NOT_AVAILABLE). Unset: "1:2048,self:1024".
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -68,14 +74,51 @@ nvmlDeviceGetMemoryInfo(void *dev, fake_memory *mem)
 	return 0;
 }
 
+static unsigned int
+host_pid(void)
+{
+	char line[256];
+	unsigned int pid = 0;
+	FILE *f = fopen("/proc/self/status", "r");
+
+	while (f && fgets(line, sizeof(line), f))
+		if (strncmp(line, "NSpid:", 6) == 0)
+			pid = (unsigned int)strtoul(line + 6, NULL, 10);
+	if (f)
+		fclose(f);
+	return pid;
+}
+
 int
 nvmlDeviceGetComputeRunningProcesses_v3(void *dev, unsigned int *count, fake_process *infos)
 {
+	const char *spec = getenv("FAKE_NVML_PROCS");
+	char buf[512], *save = NULL;
+	unsigned int n = 0;
+
 	(void)dev;
-	if (*count < 2)
+	snprintf(buf, sizeof(buf), "%s", spec ? spec : "1:2048,self:1024");
+	for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		char *colon = strchr(tok, ':');
+		if (!colon)
+			continue;
+		*colon = '\0';
+		if (n >= *count) {
+			n++;
+			continue;
+		}
+		infos[n].pid = strcmp(tok, "self") == 0   ? (unsigned int)getpid()
+			       : strcmp(tok, "host") == 0 ? host_pid()
+							  : (unsigned int)strtoul(tok, NULL, 10);
+		infos[n].used = strcmp(colon + 1, "na") == 0 ? ~0ULL
+							     : strtoull(colon + 1, NULL, 10) << 20;
+		infos[n].gpu_instance = infos[n].compute_instance = 0;
+		n++;
+	}
+	if (n > *count) {
+		*count = n;
 		return 7; /* NVML_ERROR_INSUFFICIENT_SIZE */
-	*count = 2;
-	infos[0] = (fake_process){.pid = 1, .used = 2ULL << 30};
-	infos[1] = (fake_process){.pid = (unsigned int)getpid(), .used = 1ULL << 30};
+	}
+	*count = n;
 	return 0;
 }
