@@ -9,6 +9,7 @@ this script exit 1.
     run_hook_overhead.py --build BUILD [--runtime sim|real] [--mode malloc|async]
                          [--capture default|both|cupti|interpose]
                          [--rounds 11] [--iters N] [--reps R] [--warmup W] [--gap-ms MS]
+                         [--baseline OTHER_BUILD]
 
 --capture       which tracer configurations are B (each interleaved with A: A B C A B C ...):
                 default    the tracer's defaults (one variant, as before)
@@ -214,11 +215,16 @@ def floor_problem(name, f):
     return None
 
 
+def base_name(name):
+    """The configuration of a variant ("before:cupti" is cupti with the --baseline build)."""
+    return name.split(":", 1)[1] if name.startswith("before:") else name
+
+
 def floor_of(name, names):
     """The floor a tracer configuration is measured against, when it is in this run."""
     if name in FLOORS:
         return None
-    env = CAPTURES[name][0]
+    env = CAPTURES[base_name(name)][0]
     want = "floor-interpose" if env.get("GPUMEMTRACE_CUPTI") == "0" else "floor-cupti"
     if want == "floor-cupti" and env.get("GPUMEMTRACE_CUPTI_RUNTIME") == "0" and "floor-cupti-driver" in names:
         want = "floor-cupti-driver"
@@ -241,6 +247,9 @@ def main():
     ap.add_argument("--sim-delay-ns", type=int, default=0,
                     help="sim only: SIMCUDA_ALLOC_DELAY_NS, a device-like cost per call (40000 ~ an H200 cudaMalloc pair)")
     ap.add_argument("--cudart-dir", help="real only: directory of libcudart.so.13")
+    ap.add_argument("--baseline", help="another build directory: each tracer configuration also "
+                    "runs with its libgpumemtrace.so, as before:NAME, interleaved (before and after "
+                    "in one run)")
     args = ap.parse_args()
 
     build = os.path.abspath(args.build)
@@ -281,8 +290,15 @@ def main():
     print(f"  LD_LIBRARY_PATH={env['LD_LIBRARY_PATH']}")
 
     names = ["cupti", "interpose"] if args.capture == "both" else args.capture.split(",")
+    base_lib = None
+    if args.baseline:
+        base_lib = os.path.join(os.path.abspath(args.baseline), "src", "libgpumemtrace.so")
+        if not os.path.exists(base_lib):
+            sys.exit(f"run_hook_overhead: {base_lib} not found (--baseline)")
+        # each tracer configuration also with the baseline's library, right after it
+        names = [v for n in names for v in ([n] if n in FLOORS else [f"before:{n}", n])]
     for n in names:
-        if n not in CAPTURES and n not in FLOORS:
+        if base_name(n) not in CAPTURES and n not in FLOORS:
             sys.exit(f"run_hook_overhead: unknown --capture {n!r} (one of both, "
                      f"{', '.join(list(CAPTURES) + list(FLOORS))}, or a comma list)")
         if n in FLOORS and not os.path.exists(os.path.join(build, "bench", FLOORS[n][0])):
@@ -300,7 +316,8 @@ def main():
             if n in FLOORS:
                 b, facts = run_once(cmd, env, True, lib, floor=FLOORS[n])
             else:
-                b, facts = run_once(cmd, env, True, lib, CAPTURES[n][0])
+                b, facts = run_once(cmd, env, True, base_lib if n != base_name(n) else lib,
+                                    CAPTURES[base_name(n)][0])
             if b["runtime"] != args.runtime:
                 sys.exit(f"run_hook_overhead: asked for the {args.runtime} runtime, the program ran on "
                          f"{b['runtime']} (check LD_LIBRARY_PATH)")
@@ -341,7 +358,8 @@ def main():
                 problems.append(f"{n} round {i}: the tracer dropped {f['dropped']} of {f['expected']} events")
             elif f["events"] != f["expected"]:
                 problems.append(f"{n} round {i}: trace has {f['events']} events, the program made {f['expected']}")
-            elif args.runtime == "real" and not capture_matches({"capture": f["capture"]}, CAPTURES[n][1]):
+            elif args.runtime == "real" and not capture_matches({"capture": f["capture"]},
+                                                                CAPTURES[base_name(n)][1]):
                 problems.append(f"{n} round {i}: header capture {f['capture']} (coverage_reason "
                                 f"{f['coverage_reason']!r}) is not the {n} path")
         events = [f["events"] for f in d["facts"] if f["events"] is not None]
