@@ -717,9 +717,14 @@ on_runtime(CUpti_CallbackId cbid, const CUpti_CallbackData *cb)
 	}
 	if (rt.api != api || rt.corr != cb->correlationId)
 		return; /* its ENTER came before we subscribed */
+	enum gmt_op op = gmt_api_op(api);
+	if (rt.joined || (op != GMT_OP_ALLOC && op != GMT_OP_FREE)) {
+		/* the common case: a driver (or resource) event recorded it, under this name */
+		rt.api = GMT_API_NONE;
+		return;
+	}
 
 	cudaError_t rc = cb->functionReturnValue ? *(const cudaError_t *)cb->functionReturnValue : cudaSuccess;
-	enum gmt_op op = gmt_api_op(api);
 	struct gmt_event ev = {
 		.op = (uint8_t)op,
 		.kind = (uint8_t)gmt_api_kind(api),
@@ -731,8 +736,7 @@ on_runtime(CUpti_CallbackId cbid, const CUpti_CallbackData *cb)
 	};
 	/* cudart reached the memory without a driver callback we saw: record from the runtime's own
 	 * parameters, where its family has them */
-	if (!rt.joined && (op == GMT_OP_ALLOC || op == GMT_OP_FREE) &&
-	    call_params(CUPTI_CB_DOMAIN_RUNTIME_API, cbid, cb->functionParams, rc == cudaSuccess,
+	if (call_params(CUPTI_CB_DOMAIN_RUNTIME_API, cbid, cb->functionParams, rc == cudaSuccess,
 			&ev) == GMT_PARAMS_EVENT) {
 		ev.driver = rt.failed_driver;
 		emit_call_event(&ev, rt.seq, rt.ts);
