@@ -51,6 +51,9 @@ static const char *const real_names[REAL_COUNT] = {
 };
 
 static _Atomic(void *) real_fns[REAL_COUNT];
+/* The runtime is loaded and has no such function (an older or another runtime): it is not looked
+ * up again at every call, which would cost a dlvsym, a dlopen and a dlclose inside each one. */
+static _Atomic bool real_missing[REAL_COUNT];
 
 static void *
 resolve(enum real_fn fn, void *self)
@@ -63,8 +66,11 @@ resolve(enum real_fn fn, void *self)
 		 * RTLD_NOLOAD finds the loaded copy by soname without loading anything. */
 		void *h = dlopen(CUDART_VERSION_NAME, RTLD_NOW | RTLD_NOLOAD);
 		p = h ? dlvsym(h, name, CUDART_VERSION_NAME) : NULL;
-		if (h)
+		if (h) {
 			gmt_real_dlclose(h);
+			if (!p || p == self)
+				atomic_store_explicit(&real_missing[fn], true, memory_order_relaxed);
+		}
 	}
 	if (p == self)
 		p = NULL;
@@ -78,7 +84,8 @@ static inline void *
 real(enum real_fn fn, void *self)
 {
 	void *p = atomic_load_explicit(&real_fns[fn], memory_order_acquire);
-	if (__builtin_expect(p == NULL, 0)) {
+	if (__builtin_expect(p == NULL, 0) &&
+	    !atomic_load_explicit(&real_missing[fn], memory_order_relaxed)) {
 		/* Racing resolvers find the same address; the last store wins harmlessly. */
 		p = resolve(fn, self);
 		if (p)

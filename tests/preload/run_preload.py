@@ -290,6 +290,8 @@ def main():
         return secure(build, lib, env)
     if sc == "two-copies":
         return two_copies(build, lib, victim, env)
+    if sc == "lookups":
+        return lookups(build, lib, victim, env)
 
     if sc == "no-cuda":
         # A process that never touches GPU memory leaves no file and no output.
@@ -554,6 +556,25 @@ def two_copies(build, lib, victim, env):
               "a.gmt_mark(b'from the first copy')\n")
     one("two copies dlopen()ed RTLD_LOCAL", {"GMT_A": lib, "GMT_B": other},
         [sys.executable, "-c", script], markers=["from the second copy", "from the first copy"])
+    return finish()
+
+
+def lookups(build, lib, victim, env):
+    """A runtime without a function the wrappers query (simcuda has no cudaDeviceGetPCIBusId):
+    the tracer looks it up once, not at every allocation (a dlvsym, a dlopen and a dlclose per
+    call, in the application's call). Interposition records here; 200,000 events."""
+    shim = os.path.join(build, "tests", "preload", "libgmt_lookup_count.so")
+    e = dict(env, LD_PRELOAD=f"{shim}:{lib}", GPUMEMTRACE_CUPTI="0")
+    p = subprocess.run([victim, "burst"], env=e, capture_output=True, text=True, timeout=300)
+    check(p.returncode == 0, f"victim burst exits 0 ({p.returncode}: {p.stderr.strip()[-300:]})")
+    counts = [int(l.split(":")[1]) for l in p.stderr.splitlines() if l.startswith("lookup-count:")]
+    check(len(counts) == 1, f"the shim reported its count: {p.stderr.strip()[-300:]}")
+    if counts:
+        # one per runtime function at most (a few threads may race for the first lookup)
+        check(counts[0] <= 40, f"runtime functions are looked up once each: {counts[0]} lookups "
+              "for 200000 calls")
+    traces = traces_by_pid(env["GPUMEMTRACE_OUTPUT_DIR"])
+    check(len(traces) == 1, "one trace")
     return finish()
 
 
