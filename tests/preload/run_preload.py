@@ -292,6 +292,8 @@ def main():
         return two_copies(build, lib, victim, env)
     if sc == "lookups":
         return lookups(build, lib, victim, env)
+    if sc == "pool-readings":
+        return pool_readings(build, victim, env)
 
     if sc == "no-cuda":
         # A process that never touches GPU memory leaves no file and no output.
@@ -575,6 +577,33 @@ def lookups(build, lib, victim, env):
               "for 200000 calls")
     traces = traces_by_pid(env["GPUMEMTRACE_OUTPUT_DIR"])
     check(len(traces) == 1, "one trace")
+    return finish()
+
+
+def pool_readings(build, victim, env):
+    """Readings of a pool's reservation after its allocations: at most one per millisecond and
+    pool (the query is a driver call inside the application's), the allocations every one
+    recorded, and the reservation after a pause read exactly (CUPTI path)."""
+    p = subprocess.run([victim, "poolburst"], env=env, capture_output=True, text=True, timeout=120)
+    check(p.returncode == 0, f"victim poolburst exits 0 ({p.returncode}: {p.stderr.strip()[-300:]})")
+    said = [int(l.split(":")[1]) for l in p.stdout.splitlines() if l.startswith("pool-reserved:")]
+    dids = [json.loads(l) for l in p.stdout.splitlines() if l.startswith("{")]
+    traces = traces_by_pid(env["GPUMEMTRACE_OUTPUT_DIR"])
+    check(len(traces) == 1 and len(said) == 1 and len(dids) == 1, "one trace, the victim's figures")
+    if len(traces) != 1 or len(said) != 1 or len(dids) != 1:
+        return finish()
+    path, recs = next(iter(traces.values()))
+    compare(build, dids[0], path, recs, "full")  # every allocation and free once
+    events = sorted((r for r in recs if r["type"] == "event"), key=lambda r: r["seq"])
+    readings = [r for r in events if r["op"] == "usage" and r["kind"] == "pool_reserve"]
+    allocs = [r for r in events if r["op"] == "alloc"]
+    # 100 allocations in a burst, each growing the pool: one reading per allocation before
+    burst = [r for r in readings if r["seq"] < allocs[-1]["seq"]] if allocs else readings
+    check(1 <= len(burst) <= 50, f"the burst's readings are few ({len(burst)} for 100 growing allocations)")
+    after = [r for r in readings if allocs and r["seq"] > allocs[-1]["seq"]]
+    check(len(after) >= 1 and after[0]["size"] == said[0],
+          f"the allocation after the pause reads the pool's reservation {said[0]}: "
+          f"{[r['size'] for r in after]}")
     return finish()
 
 
