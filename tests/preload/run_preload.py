@@ -294,6 +294,8 @@ def main():
         return lookups(build, lib, victim, env)
     if sc == "pool-readings":
         return pool_readings(build, victim, env)
+    if sc.startswith("compress"):
+        return compress(build, victim, env, sc)
 
     if sc == "no-cuda":
         # A process that never touches GPU memory leaves no file and no output.
@@ -604,6 +606,71 @@ def pool_readings(build, victim, env):
     check(len(after) >= 1 and after[0]["size"] == said[0],
           f"the allocation after the pause reads the pool's reservation {said[0]}: "
           f"{[r['size'] for r in after]}")
+    return finish()
+
+
+def zcat(build, path, outdir):
+    """Decompress @path with the reader's module (tests/preload/gmt-zcat) into outdir; returns
+    (the plain file's path, the reader's stderr)."""
+    out = os.path.join(outdir, os.path.basename(path)[:-len(".zst")])
+    with open(out, "wb") as f:
+        p = subprocess.run([os.path.join(build, "tests", "preload", "gmt-zcat"), path], stdout=f,
+                           stderr=subprocess.PIPE, text=False, timeout=60)
+    err = p.stderr.decode(errors="replace")
+    check(p.returncode == 0, f"gmt-zcat reads {path} ({p.returncode}: {err.strip()})")
+    return out, err
+
+
+def compress(build, victim, env, sc):
+    """GPUMEMTRACE_COMPRESS=zstd: one .jsonl.zst file whose frames decompress to the trace the
+    program made (compared like every scenario's, then reported); killed by SIGKILL after a
+    flush, its frames hold every event; without a usable libzstd.so.1, one warning and plain
+    JSON Lines."""
+    outdir = env["GPUMEMTRACE_OUTPUT_DIR"]
+    e = dict(env, GPUMEMTRACE_COMPRESS="zstd")
+    if sc == "compress-nolib":
+        e["LD_LIBRARY_PATH"] = os.path.join(build, "tests", "preload", "nozstd") + ":" + e["LD_LIBRARY_PATH"]
+    if sc == "compress-sigkill":
+        proc = subprocess.Popen([victim, "hang"], env=e, stdout=subprocess.PIPE, text=True)
+        lines = []
+        for line in proc.stdout:
+            if line.strip() == "ready":
+                break
+            lines.append(line)
+        time.sleep(0.4)  # > GPUMEMTRACE_FLUSH_MS: the events' frame is on disk
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+        check(proc.returncode == -signal.SIGKILL, "the victim was killed by SIGKILL")
+        stdout, stderr = "".join(lines), ""
+    else:
+        p = subprocess.run([victim, "basic"], env=e, capture_output=True, text=True, timeout=120)
+        check(p.returncode == 0, f"victim exits 0 ({p.returncode}: {p.stderr.strip()[-300:]})")
+        stdout, stderr = p.stdout, p.stderr
+    dids = [json.loads(l) for l in stdout.splitlines() if l.startswith("{")]
+    zst = glob.glob(os.path.join(outdir, "*.jsonl.zst"))
+    plain = glob.glob(os.path.join(outdir, "*.jsonl"))
+    warnings = [l for l in stderr.splitlines() if "GPUMEMTRACE_COMPRESS" in l]
+    if sc == "compress-nolib":
+        check(not zst and len(plain) == 1, f"plain JSON Lines without libzstd: {sorted(os.listdir(outdir))}")
+        check(len(warnings) == 1 and "writing plain JSON Lines" in warnings[0] and "ZSTD_" in warnings[0],
+              f"one warning says why: {warnings}")
+        path = plain[0] if plain else None
+    else:
+        check(len(zst) == 1 and not plain, f"one .jsonl.zst file: {sorted(os.listdir(outdir))}")
+        check(not warnings, f"no warning: {warnings}")
+        path = None
+        if zst:
+            with open(zst[0], "rb") as f:
+                check(f.read(4) == b"\x28\xb5\x2f\xfd", "the file starts with a zstd frame")
+            path, err = zcat(build, zst[0], tempfile.mkdtemp(prefix="gmt-preload-zcat-"))
+            frames = [int(l.rsplit(" ", 1)[1]) for l in err.splitlines() if "frames" in l]
+            check(frames and frames[0] >= 1, f"complete frames: {err.strip()}")
+            check("zread: truncated" not in err and "corrupt" not in err,
+                  f"the file ends after a complete frame: {err.strip()}")
+    check(len(dids) == 1, "the victim reported what it did")
+    if path and dids:
+        recs = load_trace(path)
+        compare(build, dids[0], path, recs, "full", expect_trailer=(sc != "compress-sigkill"))
     return finish()
 
 
