@@ -11,10 +11,15 @@
 
 #include <jansson.h>
 
-#include "analysis/esc.h"
-#include "analysis/model.h"
-#include "analysis/symbolize.h"
-#include "analysis/trace.h"
+#include "analysis/gate/doc.h"
+#include "analysis/model/model.h"
+#include "analysis/reader/trace.h"
+#include "analysis/report/session.h"
+#include "analysis/report/units.h"
+#include "analysis/symbols/callstack.h"
+#include "analysis/symbols/symbolize.h"
+#include "util/esc.h"
+#include "util/path.h"
 
 /** Exit codes of every subcommand (documented in `gpumemtrace --help`). */
 enum gmt_exit {
@@ -24,44 +29,14 @@ enum gmt_exit {
 	GMT_EXIT_UNREADABLE = 3, /**< no input could be read */
 };
 
-/** The traces given on a command line, read and replayed, one per process. */
-struct gmt_inputs {
-	struct gmt_trace **traces;
-	struct gmt_model **models; /**< models[i] replays traces[i] */
-	size_t n;
-	size_t unreadable; /**< paths that yielded nothing (each one reported on diag) */
-	struct gmt_symbolizer *sym; /**< shared by every model's stacks; made with the first */
-	struct gmt_range_opt range; /**< report --from/--to: what each model replays */
-};
+/** A session's options for a command: the defaults, and the tests' switches (docs/testing.md). */
+void gmt_cli_session_options(struct gmt_session_options *o);
 
 /**
  * Parse a --from/--to value into @p b: seconds from the trace's start ("2.5", "2.5s") or else a
  * marker label. Returns false (after a message naming @p option) for an empty value.
  */
 bool gmt_parse_range_bound(const char *option, const char *value, struct gmt_range_bound *b);
-
-/**
- * Read @p path, a trace file or a directory (every `*.jsonl` in it, in name order), and append
- * what is readable to @p in. Messages go to @p diag.
- */
-void gmt_inputs_add_path(struct gmt_inputs *in, const char *path, FILE *diag);
-
-/**
- * Read one trace file and append it (no directory expansion). Its stacks are symbolized on first
- * use, with one symbolizer for all inputs (a library shared by several processes is read once).
- */
-void gmt_inputs_add_file(struct gmt_inputs *in, const char *path, FILE *diag);
-
-void gmt_inputs_free(struct gmt_inputs *in);
-
-/**
- * The `*.jsonl` names in @p dir, sorted bytewise. Returns the count, or -errno. Free each name
- * and the array.
- */
-int gmt_list_traces(const char *dir, char ***names);
-
-/** "DIR/NAME" without doubling a trailing slash; exits on out-of-memory. */
-char *gmt_path_join(const char *dir, const char *name);
 
 int gmt_cmd_report(int argc, char **argv);
 int gmt_cmd_run(int argc, char **argv);
@@ -78,21 +53,6 @@ int gmt_cmd_diff(int argc, char **argv);
  * GMT_EXIT_UNREADABLE (nothing readable, or a report version this program does not read).
  */
 json_t *gmt_report_doc_load(const char *cmd, char *const *paths, size_t n, int *rc);
-
-/** @p obj's integer @p key, 0 when absent, null or negative. */
-uint64_t gmt_json_u64(const json_t *obj, const char *key);
-
-/** Big enough for any gmt_size_text() result. */
-#define GMT_SIZE_TEXT 64
-
-/** "512 B", or "2.0 MiB (2097152 bytes)": human-readable and exact. Returns @p buf. */
-const char *gmt_size_text(uint64_t bytes, char buf[GMT_SIZE_TEXT]);
-
-/**
- * A call-site frame of the report as one line: `function (file:line)`, `function [module]`,
- * `module+offset`, the bare address, or "[no stack]" for a null site. Returns @p buf.
- */
-const char *gmt_site_text(const json_t *site, char *buf, size_t size);
 
 /** "Try 'gpumemtrace CMD --help'." after a usage error; returns GMT_EXIT_USAGE. */
 int gmt_usage_hint(const char *cmd);

@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analysis/report.h"
-#include "analysis/report_formats.h"
+#include "analysis/report/report.h"
+#include "analysis/report/report_formats.h"
 #include "cli.h"
 
 static void
@@ -71,18 +71,6 @@ enum format {
 	FORMAT_PERFETTO,
 };
 
-/* Whether a marker of @p in's traces has @p label. */
-static bool
-has_label(const struct gmt_inputs *in, const char *label)
-{
-	for (size_t i = 0; i < in->n; i++)
-		for (size_t k = 0; k < in->traces[i]->nmarkers; k++)
-			if (in->traces[i]->markers[k].label &&
-			    strcmp(in->traces[i]->markers[k].label, label) == 0)
-				return true;
-	return false;
-}
-
 #define LABELS_SHOWN 10
 
 /*
@@ -90,12 +78,12 @@ has_label(const struct gmt_inputs *in, const char *label)
  * report of "nothing in the range" would look like an answer. False after the message.
  */
 static bool
-label_exists(const struct gmt_inputs *in, const char *option, const struct gmt_range_bound *b)
+label_exists(const struct gmt_session *in, const char *option, const struct gmt_range_bound *b)
 {
 	const char *seen[LABELS_SHOWN];
 	size_t nseen = 0, more = 0;
 
-	if (!b->set || !b->label || has_label(in, b->label))
+	if (!b->set || !b->label || gmt_session_has_label(in, b->label))
 		return true;
 	for (size_t i = 0; i < in->n; i++) {
 		for (size_t k = 0; k < in->traces[i]->nmarkers; k++) {
@@ -158,13 +146,15 @@ gmt_cmd_report(int argc, char **argv)
 	static const char *const views[] = {"site", "full", NULL};
 	static const char *const weights[] = {"peak", "leaked", "allocated", NULL};
 	struct gmt_report_options opt = {.stacks = GMT_STACKS_SITE};
-	struct gmt_inputs in = {0};
+	struct gmt_session_options so;
+	struct gmt_session in;
 	const char *output = NULL;
 	enum format format = FORMAT_TEXT;
 	int weight = -1;
 	FILE *out = stdout;
-	int c, k, rc = GMT_EXIT_OK;
+	int c, k, err, rc = GMT_EXIT_OK;
 
+	gmt_cli_session_options(&so);
 	opterr = 0;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "f:s:w:o:h", longopts, NULL)) != -1) {
@@ -178,7 +168,7 @@ gmt_cmd_report(int argc, char **argv)
 		case 's':
 			if ((k = choice("stack view", optarg, views, "site or full")) < 0)
 				return gmt_usage_hint("report");
-			opt.stacks = (enum gmt_stack_view)k;
+			opt.stacks = (enum gmt_stack_display)k;
 			break;
 		case 'w':
 			if ((weight = choice("weight", optarg, weights,
@@ -187,11 +177,11 @@ gmt_cmd_report(int argc, char **argv)
 			break;
 		case 'o': output = optarg; break;
 		case 'F':
-			if (!gmt_parse_range_bound("--from", optarg, &in.range.from))
+			if (!gmt_parse_range_bound("--from", optarg, &so.range.from))
 				return gmt_usage_hint("report");
 			break;
 		case 'T':
-			if (!gmt_parse_range_bound("--to", optarg, &in.range.to))
+			if (!gmt_parse_range_bound("--to", optarg, &so.range.to))
 				return gmt_usage_hint("report");
 			break;
 		case 'h': usage(stdout); return GMT_EXIT_OK;
@@ -207,16 +197,17 @@ gmt_cmd_report(int argc, char **argv)
 		return gmt_usage_hint("report");
 	}
 
+	gmt_session_init(&in, &so, stderr);
 	for (int i = optind; i < argc; i++)
-		gmt_inputs_add_path(&in, argv[i], stderr);
+		gmt_session_add_path(&in, argv[i]);
 	if (in.n == 0) {
 		fprintf(stderr, "gpumemtrace report: no readable trace\n");
-		gmt_inputs_free(&in);
+		gmt_session_free(&in);
 		return GMT_EXIT_UNREADABLE;
 	}
-	if (!label_exists(&in, "--from", &in.range.from) ||
-	    !label_exists(&in, "--to", &in.range.to)) {
-		gmt_inputs_free(&in);
+	if (!label_exists(&in, "--from", &so.range.from) ||
+	    !label_exists(&in, "--to", &so.range.to)) {
+		gmt_session_free(&in);
 		return GMT_EXIT_USAGE;
 	}
 
@@ -226,32 +217,32 @@ gmt_cmd_report(int argc, char **argv)
 		if (!out) {
 			fprintf(stderr, "gpumemtrace report: cannot write %s: %s\n",
 				gmt_esc(output), strerror(errno));
-			gmt_inputs_free(&in);
+			gmt_session_free(&in);
 			return GMT_EXIT_USAGE;
 		}
 	}
-	if (format == FORMAT_JSON) {
-		if (gmt_report_json(out, in.models, in.n) != 0)
-			rc = GMT_EXIT_USAGE;
-	} else if (format == FORMAT_HTML) {
-		if (gmt_report_html(out, in.models, in.n) != 0)
-			rc = GMT_EXIT_USAGE;
-	} else if (format == FORMAT_PERFETTO) {
-		if (gmt_report_perfetto(out, in.models, in.n) != 0)
-			rc = GMT_EXIT_USAGE;
-	} else if (format == FORMAT_FOLDED) {
-		if (gmt_report_folded(out, in.models, in.n,
-				      weight < 0 ? GMT_FOLD_PEAK : (enum gmt_fold_weight)weight) !=
-		    0)
-			rc = GMT_EXIT_USAGE;
-	} else {
-		gmt_report_text(out, in.models, in.n, &opt);
+	if (format == FORMAT_JSON)
+		err = gmt_report_json(out, in.models, in.n);
+	else if (format == FORMAT_HTML)
+		err = gmt_report_html(out, in.models, in.n);
+	else if (format == FORMAT_PERFETTO)
+		err = gmt_report_perfetto(out, in.models, in.n);
+	else if (format == FORMAT_FOLDED)
+		err = gmt_report_folded(out, in.models, in.n,
+					weight < 0 ? GMT_FOLD_PEAK : (enum gmt_fold_weight)weight);
+	else
+		err = gmt_report_text(out, in.models, in.n, &opt);
+	if (err == -ENOMEM) {
+		fprintf(stderr, "gpumemtrace report: out of memory\n");
+		rc = GMT_EXIT_UNREADABLE;
+	} else if (err) {
+		rc = GMT_EXIT_USAGE; /* not written: said below */
 	}
 	if (ferror(out) | (out != stdout ? fclose(out) : fflush(out))) {
 		fprintf(stderr, "gpumemtrace report: cannot write %s: %s\n",
 			output ? gmt_esc(output) : "standard output", strerror(errno));
 		rc = GMT_EXIT_USAGE;
 	}
-	gmt_inputs_free(&in);
+	gmt_session_free(&in);
 	return rc;
 }

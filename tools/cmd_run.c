@@ -24,7 +24,7 @@
 
 #include <jansson.h>
 
-#include "analysis/report.h"
+#include "analysis/report/report.h"
 #include "cli.h"
 
 #define LIB_NAME "libgpumemtrace.so"
@@ -307,7 +307,7 @@ static size_t
 snapshot_dir(const char *dir, struct seen **out)
 {
 	char **names;
-	int n = gmt_list_traces(dir, &names);
+	int n = gmt_trace_files(dir, &names);
 	struct seen *v;
 	size_t k = 0;
 
@@ -318,7 +318,7 @@ snapshot_dir(const char *dir, struct seen **out)
 	for (int i = 0; i < n; i++) {
 		char *p = gmt_path_join(dir, names[i]);
 
-		if (v && stat(p, &v[k].st) == 0)
+		if (v && p && stat(p, &v[k].st) == 0)
 			v[k++].name = names[i];
 		else
 			free(names[i]);
@@ -347,17 +347,20 @@ unchanged(const struct seen *before, size_t n, const char *name, const struct st
 static void
 summarize(const char *dir, const struct seen *before, size_t nbefore)
 {
-	struct gmt_inputs in = {0};
+	struct gmt_session_options so;
+	struct gmt_session in;
 	char **after;
-	int nafter = gmt_list_traces(dir, &after);
+	int nafter = gmt_trace_files(dir, &after);
 	size_t files = 0;
 
+	gmt_cli_session_options(&so);
+	gmt_session_init(&in, &so, stderr);
 	for (int i = 0; i < nafter; i++) {
 		char *p = gmt_path_join(dir, after[i]);
 		struct stat st;
 
-		if (stat(p, &st) == 0 && !unchanged(before, nbefore, after[i], &st)) {
-			gmt_inputs_add_file(&in, p, stderr);
+		if (p && stat(p, &st) == 0 && !unchanged(before, nbefore, after[i], &st)) {
+			gmt_session_add_file(&in, p);
 			files++;
 		}
 		free(p);
@@ -375,10 +378,10 @@ summarize(const char *dir, const struct seen *before, size_t nbefore)
 	}
 	fprintf(stderr, "gpumemtrace: %zu trace %s in %s\n", files, files == 1 ? "file" : "files",
 		gmt_esc(dir));
-	if (in.n)
-		gmt_report_summary(stderr, "gpumemtrace: ", in.models, in.n);
+	if (in.n && gmt_report_summary(stderr, "gpumemtrace: ", in.models, in.n) == -ENOMEM)
+		fprintf(stderr, "gpumemtrace: out of memory: the summary is incomplete\n");
 	fprintf(stderr, "gpumemtrace: full report: gpumemtrace report %s\n", gmt_esc(dir));
-	gmt_inputs_free(&in);
+	gmt_session_free(&in);
 }
 
 // --- the command ------------------------------------------------------------------------------

@@ -1,193 +1,34 @@
 /*
- * @brief Loading the traces named on a command line: files, directories of `*.jsonl`.
+ * @brief What the subcommands share about their inputs: how the session reads them (the tests'
+ * switches from the environment), and --from/--to.
  */
-#define _GNU_SOURCE
 #include "cli.h"
-#include "analysis/xalloc.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-
-char *
-gmt_path_join(const char *dir, const char *name)
-{
-	size_t dl = strlen(dir);
-	char *p;
-
-	while (dl > 1 && dir[dl - 1] == '/')
-		dl--;
-	if (asprintf(&p, "%.*s/%s", (int)dl, dir, name) < 0) {
-		fprintf(stderr, "gpumemtrace: out of memory\n");
-		exit(GMT_EXIT_UNREADABLE);
-	}
-	return p;
-}
-
-static int
-cmp_name(const void *a, const void *b)
-{
-	/* Bytewise, not strcoll(): the order of a report must not depend on the locale. */
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-int
-gmt_list_traces(const char *dir, char ***names)
-{
-	DIR *d = opendir(dir);
-	struct dirent *e;
-	char **v = NULL;
-	size_t n = 0;
-
-	*names = NULL;
-	if (!d)
-		return -errno;
-	while ((e = readdir(d))) {
-		size_t len = strlen(e->d_name);
-
-		if (len <= 6 || strcmp(e->d_name + len - 6, ".jsonl") != 0)
-			continue;
-		v = gmt_xrealloc(v, n + 1, sizeof(*v));
-		v[n] = strdup(e->d_name);
-		if (!v[n]) {
-			fprintf(stderr, "gpumemtrace: out of memory\n");
-			exit(GMT_EXIT_UNREADABLE);
-		}
-		n++;
-	}
-	closedir(d);
-	if (n > 1) /* qsort() of NULL is undefined, even for 0 elements */
-		qsort(v, n, sizeof(*v), cmp_name);
-	*names = v;
-	return (int)n;
-}
-
-/* The model of the trace being read, made when the first event or marker arrives. */
-struct feed {
-	struct gmt_model *m;
-	const struct gmt_range_opt *range;
-	bool oom;
-};
-
-static bool
-feed_model(struct feed *f, const struct gmt_trace *t)
-{
-	if (!f->m && !f->oom && !(f->m = gmt_model_new(t, f->range)))
-		f->oom = true;
-	return f->m != NULL;
-}
-
-static void
-feed_event(void *ctx, const struct gmt_trace *t, const struct gmt_trace_event *ev)
-{
-	if (feed_model(ctx, t))
-		gmt_model_event(((struct feed *)ctx)->m, ev);
-}
-
-static void
-feed_marker(void *ctx, const struct gmt_trace *t, const struct gmt_trace_marker *mk)
-{
-	if (feed_model(ctx, t))
-		gmt_model_marker(((struct feed *)ctx)->m, mk);
-}
 
 void
-gmt_inputs_add_file(struct gmt_inputs *in, const char *path, FILE *diag)
+gmt_cli_session_options(struct gmt_session_options *o)
 {
-	struct feed f = {.range = &in->range};
-	struct gmt_trace_sink sink = {feed_event, feed_marker, &f};
-	struct gmt_trace *t;
-	struct gmt_model *m;
+	const char *v;
 
-	/*
-	 * Streamed: the events go to the model as they are read, and are not kept.
-	 * GMT_TRACE_STORED=1 reads the whole trace first and replays it (the tests compare both).
-	 */
-	const char *stored = getenv("GMT_TRACE_STORED");
-	if (stored && strcmp(stored, "1") == 0) {
-		if (gmt_trace_read(path, diag, &t) != GMT_TRACE_OK) {
-			in->unreadable++;
-			return;
-		}
-		f.m = gmt_model_build_range(t, f.range);
-		f.oom = !f.m;
-	} else if (gmt_trace_read_sink(path, diag, &sink, &t) != GMT_TRACE_OK) {
-		gmt_model_free(f.m);
-		in->unreadable++;
-		return;
-	}
-	if (!f.oom && !f.m)
-		f.m = gmt_model_new(t, f.range); /* a trace without events */
-	m = f.m;
-	if (!m) {
-		fprintf(diag, "%s: out of memory\n", gmt_esc(path));
-		gmt_trace_free(t);
-		in->unreadable++;
-		return;
-	}
-	gmt_model_finish(m); /* nothing to do when it was replayed from a stored trace */
-	if (!in->sym)
-		in->sym = gmt_symbolizer_new(diag);
-	gmt_model_set_stacks(m, gmt_callstacks_new(t, in->sym));
-	in->traces = gmt_xrealloc(in->traces, in->n + 1, sizeof(*in->traces));
-	in->models = gmt_xrealloc(in->models, in->n + 1, sizeof(*in->models));
-	in->traces[in->n] = t;
-	in->models[in->n] = m;
-	in->n++;
-}
+	*o = (struct gmt_session_options)GMT_SESSION_OPTIONS_INIT;
+	/* The tests' switches (docs/testing.md): every line through jansson (GMT_TRACE_SLOW=1),
+	 * each trace read whole and then replayed (GMT_TRACE_STORED=1), the progress line at
+	 * every look at the clock on a small trace (GMT_PROGRESS_INTERVAL_S=0). */
+	v = getenv("GMT_TRACE_SLOW");
+	o->read.slow = v && strcmp(v, "1") == 0;
+	v = getenv("GMT_TRACE_STORED");
+	o->stored = v && strcmp(v, "1") == 0;
+	v = getenv("GMT_PROGRESS_INTERVAL_S");
+	if (v && *v) {
+		char *end;
+		double x = strtod(v, &end);
 
-void
-gmt_inputs_add_path(struct gmt_inputs *in, const char *path, FILE *diag)
-{
-	struct stat st;
-	char **names;
-	int n;
-
-	if (stat(path, &st) != 0) {
-		fprintf(diag, "%s: cannot open: %s\n", gmt_esc(path), strerror(errno));
-		in->unreadable++;
-		return;
+		if (*end == '\0' && x >= 0)
+			o->read.progress_every_s = x;
 	}
-	if (!S_ISDIR(st.st_mode)) {
-		gmt_inputs_add_file(in, path, diag);
-		return;
-	}
-	n = gmt_list_traces(path, &names);
-	if (n < 0) {
-		fprintf(diag, "%s: cannot read directory: %s\n", gmt_esc(path), strerror(-n));
-		in->unreadable++;
-		return;
-	}
-	if (n == 0) {
-		fprintf(diag, "%s: no *.jsonl trace files in this directory\n", gmt_esc(path));
-		in->unreadable++;
-	}
-	for (int i = 0; i < n; i++) {
-		char *p = gmt_path_join(path, names[i]);
-
-		gmt_inputs_add_file(in, p, diag);
-		free(p);
-		free(names[i]);
-	}
-	free(names);
-}
-
-void
-gmt_inputs_free(struct gmt_inputs *in)
-{
-	for (size_t i = 0; i < in->n; i++) {
-		gmt_model_free(in->models[i]);
-		gmt_trace_free(in->traces[i]);
-	}
-	free(in->models);
-	free(in->traces);
-	gmt_symbolizer_free(in->sym);
-	in->models = NULL;
-	in->traces = NULL;
-	in->sym = NULL;
-	in->n = 0;
 }
 
 bool

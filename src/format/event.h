@@ -32,19 +32,9 @@ enum gmt_op {
 
 enum gmt_kind {
 	GMT_KIND_NONE = 0,
-	GMT_KIND_DEVICE,
-	GMT_KIND_PINNED,
-	GMT_KIND_MANAGED,
-	GMT_KIND_POOL,          /* stream-ordered allocations (logical) */
-	GMT_KIND_REGISTERED,    /* host memory page-locked in place (not new memory) */
-	GMT_KIND_ARRAY,         /* CUDA arrays (ptr is the array handle) */
-	GMT_KIND_VMM_RESERVE,   /* reserved virtual address space (not memory) */
-	GMT_KIND_VMM_PHYSICAL,  /* cuMemCreate handles (ptr is the handle) */
-	GMT_KIND_VMM_MAPPED,    /* cuMemMap ranges */
-	GMT_KIND_IMPORTED,      /* another process's memory mapped here (IPC, shareable handles) */
-	GMT_KIND_GRAPH,         /* graph memory-node allocations (virtual; backed at launch) */
-	GMT_KIND_POOL_RESERVE,  /* usage readings: bytes a memory pool holds */
-	GMT_KIND_GRAPH_RESERVE, /* usage readings: bytes the device's graph pool holds */
+#define GMT_KIND(id, name, rank) GMT_KIND_##id,
+#include "format/kinds.def"
+#undef GMT_KIND
 	GMT_KIND_COUNT,
 };
 
@@ -56,12 +46,19 @@ enum gmt_api {
 	GMT_API_COUNT,
 };
 
-/** Flags of an event. */
+/**
+ * Flags of an event: what it says beyond its op. The writer sets the first four on the events it
+ * records; the reader sets HAS_MEMINFO, HAS_RANGE and HAS_REQUESTED on the events it reads, from
+ * the keys their lines have.
+ */
 enum gmt_event_flag {
-	GMT_EV_PTSZ = 1u << 0,      /**< called through the per-thread-default-stream (_ptsz) entry */
+	GMT_EV_PTSZ = 1u << 0, /**< called through the per-thread-default-stream (_ptsz) entry */
 	GMT_EV_HAS_MEMINFO = 1u << 1, /**< free_bytes/total_bytes are valid (failed allocations) */
 	GMT_EV_HAS_FLAGS = 1u << 2,   /**< cuda_flags is an argument of the call */
 	GMT_EV_HAS_POOL = 1u << 3,    /**< pool is known (from-pool allocations, usage readings) */
+	GMT_EV_HAS_RANGE =
+	    1u << 4, /**< a free names the size of its range (cuMemUnmap, cuMemAddressFree) */
+	GMT_EV_HAS_REQUESTED = 1u << 5, /**< `requested` is valid (pitched allocations) */
 };
 
 #define GMT_LABEL_MAX 64 /* marker label, NUL included */
@@ -118,6 +115,8 @@ enum gmt_op gmt_api_op(enum gmt_api api);
 enum gmt_kind gmt_api_kind(enum gmt_api api);
 const char *gmt_kind_name(enum gmt_kind kind);
 const char *gmt_op_name(enum gmt_op op);
+/** The op named @p name, GMT_OP_NONE when there is none. */
+enum gmt_op gmt_op_from_name(const char *name);
 /** Free a layer status and its strings (the writer, once its "torch" line is written). */
 void gmt_torch_layer_free(const struct gmt_torch_layer *layer);
 /** A block line's "action" for enum gmt_torch_action, and back (0: not an action). */

@@ -2,6 +2,7 @@
  * @brief Names of APIs, ops and kinds, generated from apis.def and shared by writer and tests.
  */
 #include "format/event.h"
+#include "format/kinds.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -37,27 +38,57 @@ gmt_api_kind(enum gmt_api api)
 	return (unsigned)api < GMT_API_COUNT ? api_table[api].kind : GMT_KIND_NONE;
 }
 
+static const char *const kind_names[GMT_KIND_COUNT] = {
+    [GMT_KIND_NONE] = "none",
+#define GMT_KIND(id, name, rank) [GMT_KIND_##id] = name,
+#include "format/kinds.def"
+#undef GMT_KIND
+};
+
 const char *
 gmt_kind_name(enum gmt_kind kind)
 {
-	switch (kind) {
-	case GMT_KIND_DEVICE: return "device";
-	case GMT_KIND_PINNED: return "pinned";
-	case GMT_KIND_MANAGED: return "managed";
-	case GMT_KIND_POOL: return "pool";
-	case GMT_KIND_REGISTERED: return "registered";
-	case GMT_KIND_ARRAY: return "array";
-	case GMT_KIND_VMM_RESERVE: return "vmm_reserve";
-	case GMT_KIND_VMM_PHYSICAL: return "vmm_physical";
-	case GMT_KIND_VMM_MAPPED: return "vmm_mapped";
-	case GMT_KIND_IMPORTED: return "imported";
-	case GMT_KIND_GRAPH: return "graph";
-	case GMT_KIND_POOL_RESERVE: return "pool_reserve";
-	case GMT_KIND_GRAPH_RESERVE: return "graph_reserve";
-	case GMT_KIND_NONE:
-	case GMT_KIND_COUNT: break;
-	}
-	return "none";
+	return (unsigned)kind < GMT_KIND_COUNT ? kind_names[kind] : "none";
+}
+
+// --- the kinds by rank (kinds.h) ---------------------------------------------------------------
+
+/* Every rank once: each is in 1 .. GMT_KIND_COUNT - 1 and, there being as many kinds, a rank
+ * missing means one repeated, which the table below refuses (a second initializer of an entry). */
+#define GMT_KIND(id, name, rank)                                                                   \
+	_Static_assert((rank) >= 1 && (rank) < GMT_KIND_COUNT, "kinds.def: rank of " #id);
+#include "format/kinds.def"
+#undef GMT_KIND
+
+#pragma GCC diagnostic push
+#pragma GCC diagnostic error "-Woverride-init"
+static const char *const rank_names[GMT_TK_COUNT] = {
+    [GMT_TK_NONE] = "none",
+#define GMT_KIND(id, name, rank) [rank] = name,
+#include "format/kinds.def"
+#undef GMT_KIND
+};
+#pragma GCC diagnostic pop
+
+const char *
+gmt_kind_str(enum gmt_tkind kind)
+{
+	return (unsigned)kind < GMT_TK_COUNT ? rank_names[kind] : "unknown";
+}
+
+enum gmt_tkind
+gmt_kind_parse(const char *name)
+{
+	for (int k = GMT_TK_NONE + 1; k < GMT_TK_COUNT; k++) /* per event: the first byte first */
+		if (name[0] == rank_names[k][0] && strcmp(name, rank_names[k]) == 0)
+			return (enum gmt_tkind)k;
+	return GMT_TK_NONE;
+}
+
+bool
+gmt_kind_is_reading(enum gmt_tkind kind)
+{
+	return kind == GMT_TK_POOL_RESERVE || kind == GMT_TK_GRAPH_RESERVE;
 }
 
 const char *
@@ -76,6 +107,18 @@ gmt_op_name(enum gmt_op op)
 	case GMT_OP_COUNT: break;
 	}
 	return "none";
+}
+
+enum gmt_op
+gmt_op_from_name(const char *name)
+{
+	for (int op = GMT_OP_NONE + 1; op < GMT_OP_COUNT; op++) {
+		const char *n = gmt_op_name((enum gmt_op)op);
+
+		if (name[0] == n[0] && strcmp(name, n) == 0) /* per event: the first byte first */
+			return (enum gmt_op)op;
+	}
+	return GMT_OP_NONE;
 }
 
 /* The "action" of a block line (docs/trace-format.md), by enum gmt_torch_action: writer and

@@ -5,8 +5,8 @@
  */
 #include <string.h>
 
-#include "analysis/suppress.h"
-#include "analysis/units.h"
+#include "analysis/gate/suppress.h"
+#include "analysis/report/units.h"
 #include "check.h"
 
 static void

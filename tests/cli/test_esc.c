@@ -5,8 +5,8 @@
 #include <errno.h>
 #include <string.h>
 
-#include "analysis/esc.h"
 #include "check.h"
+#include "util/esc.h"
 
 #define CHECK_STR(a, b) \
 	do { \

@@ -25,12 +25,13 @@
 
 #include <jansson.h>
 
-#include "analysis/callstack.h"
-#include "analysis/model.h"
-#include "analysis/report.h"
-#include "analysis/report_formats.h"
-#include "analysis/symbolize.h"
-#include "analysis/trace.h"
+#include "analysis/model/model.h"
+#include "analysis/reader/trace.h"
+#include "analysis/report/report.h"
+#include "analysis/report/report_formats.h"
+#include "analysis/report/session.h"
+#include "analysis/symbols/callstack.h"
+#include "analysis/symbols/symbolize.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -53,46 +54,22 @@ setup(void)
 	return 0;
 }
 
-static void
-stream_event(void *ctx, const struct gmt_trace *t, const struct gmt_trace_event *ev)
-{
-	struct gmt_model **m = ctx;
-
-	if (!*m)
-		*m = gmt_model_new(t, NULL);
-	if (*m)
-		gmt_model_event(*m, ev);
-}
-
-static void
-stream_marker(void *ctx, const struct gmt_trace *t, const struct gmt_trace_marker *mk)
-{
-	struct gmt_model **m = ctx;
-
-	if (!*m)
-		*m = gmt_model_new(t, NULL);
-	if (*m)
-		gmt_model_marker(*m, mk);
-}
-
-/* The read paths of `gpumemtrace report` on one file (tools/inputs.c, tools/cmd_report.c). */
+/* The read paths of `gpumemtrace report` on one file (report/session.c, tools/cmd_report.c). */
 static void
 one_trace(const char *path)
 {
-	struct gmt_trace *t = NULL;
+	struct gmt_session_options so = GMT_SESSION_OPTIONS_INIT;
+	struct gmt_session s;
 	struct gmt_model *m;
-	struct gmt_symbolizer *sym;
 
-	if (gmt_trace_read(path, devnull, &t) != GMT_TRACE_OK)
-		return;
-	m = gmt_model_build(t);
-	if (!m) {
-		gmt_trace_free(t);
+	/* stored: the whole trace, then its replay, through every report */
+	so.stored = true;
+	gmt_session_init(&s, &so, devnull);
+	if (gmt_session_add_file(&s, path) != 0) {
+		gmt_session_free(&s);
 		return;
 	}
-	sym = gmt_symbolizer_new(devnull);
-	gmt_model_set_stacks(m, gmt_callstacks_new(t, sym));
-
+	m = s.models[0];
 	json_decref(gmt_report_json_doc(&m, 1));
 	gmt_report_html(devnull, &m, 1);
 	gmt_report_perfetto(devnull, &m, 1);
@@ -102,36 +79,28 @@ one_trace(const char *path)
 	gmt_report_folded(devnull, &m, 1, GMT_FOLD_LEAKED);
 	gmt_report_folded(devnull, &m, 1, GMT_FOLD_ALLOCATED);
 	gmt_report_summary(devnull, "", &m, 1);
-	gmt_model_free(m);
 
 	/* report --from 0.001 --to <the first marker's label, when there is one> */
-	struct gmt_range_opt range = {.from = {.set = true, .seconds = 0.001, .spec = "0.001"}};
-	if (t->nmarkers)
-		range.to = (struct gmt_range_bound){.set = true, .label = t->markers[0].label,
-						    .spec = t->markers[0].label};
-	m = gmt_model_build_range(t, &range);
+	so.range.from = (struct gmt_range_bound){.set = true, .seconds = 0.001, .spec = "0.001"};
+	if (s.traces[0]->nmarkers)
+		so.range.to = (struct gmt_range_bound){.set = true,
+						       .label = s.traces[0]->markers[0].label,
+						       .spec = s.traces[0]->markers[0].label};
+	m = gmt_model_build_range(s.traces[0], &so.range);
 	if (m) {
-		gmt_model_set_stacks(m, gmt_callstacks_new(t, sym));
+		m->stacks = s.stacks[0];
 		json_decref(gmt_report_json_doc(&m, 1));
 		gmt_report_text(devnull, &m, 1, NULL);
 		gmt_model_free(m);
 	}
-	gmt_trace_free(t);
-	gmt_symbolizer_free(sym);
+	gmt_session_free(&s);
 
 	/* the streamed path of the CLI: events through the reorder window into a model */
-	struct gmt_model *sm = NULL;
-	struct gmt_trace_sink sink = {stream_event, stream_marker, &sm};
-	if (gmt_trace_read_sink(path, devnull, &sink, &t) == GMT_TRACE_OK) {
-		if (!sm)
-			sm = gmt_model_new(t, NULL);
-		if (sm) {
-			gmt_model_finish(sm);
-			json_decref(gmt_report_json_doc(&sm, 1));
-		}
-		gmt_trace_free(t);
-	}
-	gmt_model_free(sm);
+	so = (struct gmt_session_options)GMT_SESSION_OPTIONS_INIT;
+	gmt_session_init(&s, &so, devnull);
+	if (gmt_session_add_file(&s, path) == 0)
+		json_decref(gmt_report_json_doc(s.models, 1));
+	gmt_session_free(&s);
 }
 
 int

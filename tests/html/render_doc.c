@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "analysis/report_formats.h"
+#include "analysis/report/report_formats.h"
 
 int
 main(int argc, char **argv)

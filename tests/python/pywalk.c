@@ -13,8 +13,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "analysis/pyline.h"
+#include "analysis/symbols/pyline.h"
 #include "capture/pystack.h"
+#include "util/hex.h"
 
 #define EXPORT __attribute__((visibility("default")))
 #define MAX_FRAMES 256
@@ -172,7 +173,7 @@ pywalk_pyline_hex(const char *version, const char *hex, int first, uint32_t off)
 {
 	size_t len = strlen(hex);
 	uint8_t *t = malloc(len / 2 + 1);
-	ssize_t n = t ? gmt_pyline_unhex(hex, len, t, len / 2 + 1) : -1;
+	ssize_t n = t ? gmt_unhex(hex, len, t, len / 2 + 1) : -1;
 	int line = n < 0 ? -1000 : gmt_pyline(version, t, (size_t)n, first, off);
 
 	free(t);

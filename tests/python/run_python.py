@@ -3,6 +3,8 @@
 Usage: run_python.py VERSION|system SCRIPT ARGS...
   VERSION "3.12": the newest ${PYENV_ROOT:-/root/.pyenv}/versions/3.12*/bin/python3.12
   (free-threaded "t" builds are left out); "system": /usr/bin/python3.
+GMT_TEST_PRELOAD: preloaded into that interpreter only (the sanitizer stages of scripts/test put a
+sanitizer's runtime there: the walker is instrumented, the interpreter is not).
 """
 import glob
 import os
@@ -33,7 +35,10 @@ def main():
         return 77
     print("using", interp)
     sys.stdout.flush()
-    return subprocess.call([interp, script] + args)
+    env = dict(os.environ)
+    if env.get("GMT_TEST_PRELOAD"):
+        env["LD_PRELOAD"] = env["GMT_TEST_PRELOAD"]
+    return subprocess.call([interp, script] + args, env=env)
 
 
 sys.exit(main())

@@ -1,9 +1,10 @@
 /*
  * @brief gmt_pyline() on hand-built line tables of both formats (no interpreter needed), and
- * gmt_pyline_unhex().
+ * gmt_unhex().
  */
-#include "analysis/pyline.h"
+#include "analysis/symbols/pyline.h"
 #include "check.h"
+#include "util/hex.h"
 
 /* 3.10 (PEP 626): (offset delta, line delta) pairs from firstlineno 10. */
 static void
@@ -52,12 +53,12 @@ test_unhex(void)
 {
 	uint8_t out[4];
 
-	CHECK(gmt_pyline_unhex("80aBFf", 6, out, sizeof(out)) == 3);
+	CHECK(gmt_unhex("80aBFf", 6, out, sizeof(out)) == 3);
 	CHECK(out[0] == 0x80 && out[1] == 0xab && out[2] == 0xff);
-	CHECK(gmt_pyline_unhex("", 0, out, sizeof(out)) == 0);
-	CHECK(gmt_pyline_unhex("801", 3, out, sizeof(out)) == -1);
-	CHECK(gmt_pyline_unhex("8g", 2, out, sizeof(out)) == -1);
-	CHECK(gmt_pyline_unhex("0011223344", 10, out, sizeof(out)) == -1);
+	CHECK(gmt_unhex("", 0, out, sizeof(out)) == 0);
+	CHECK(gmt_unhex("801", 3, out, sizeof(out)) == -1);
+	CHECK(gmt_unhex("8g", 2, out, sizeof(out)) == -1);
+	CHECK(gmt_unhex("0011223344", 10, out, sizeof(out)) == -1);
 }
 
 int

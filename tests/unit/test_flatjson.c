@@ -7,7 +7,7 @@
 #include <limits.h>
 #include <string.h>
 
-#include "analysis/flatjson.h"
+#include "analysis/reader/flatjson.h"
 #include "check.h"
 
 static struct gmt_flat f;

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analysis/pickle.h"
+#include "analysis/reader/pickle.h"
 
 static int failures;
 

@@ -1,0 +1,966 @@
+/*
+ * @brief `gpumemtrace check`'s gates (check.h): each reads the keys of docs/report-json.md, so
+ * the check states the same facts as `report --format json`.
+ */
+#define _GNU_SOURCE
+#include "analysis/gate/check.h"
+#include "analysis/gate/doc.h"
+#include "analysis/report/explain.h"
+#include "analysis/report/keys.h"
+#include "analysis/report/units.h"
+#include "util/esc.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Sites listed under a failed peak gate (the largest holders); the rest are summed. */
+#define CHECK_MAX_SITES 5
+
+// --- Gates and their text -------------------------------------------------------------------
+//
+// Out of memory never stops a gate halfway with a crash: what could not be said marks the gate
+// (oom), a gate that could not be added is written into a spare one, and gmt_check_run() says
+// -ENOMEM at the end.
+
+/* Append printf output to the heap string *@p s (NULL: empty); false out of memory. */
+static bool
+vappend(char **s, const char *fmt, va_list ap)
+{
+	size_t have = *s ? strlen(*s) : 0;
+	char *add, *p;
+	int n = vasprintf(&add, fmt, ap);
+
+	if (n < 0)
+		return false;
+	p = realloc(*s, have + (size_t)n + 1);
+	if (!p) {
+		free(add);
+		return false;
+	}
+	memcpy(p + have, add, (size_t)n + 1);
+	free(add);
+	*s = p;
+	return true;
+}
+
+/* Add to the gate's result line. */
+static void __attribute__((format(printf, 2, 3))) say(struct gmt_gate *g, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	g->oom |= !vappend(&g->text, fmt, ap);
+	va_end(ap);
+}
+
+/* Add to the gate's violation lines. */
+static void __attribute__((format(printf, 2, 3))) detail(struct gmt_gate *g, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	g->oom |= !vappend(&g->details, fmt, ap);
+	va_end(ap);
+}
+
+/* Add a note line, not about one gate. */
+static void __attribute__((format(printf, 2, 3))) note(struct gmt_gates *g, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	g->oom |= !vappend(&g->notes, fmt, ap);
+	va_end(ap);
+}
+
+/* realloc(*p, n * size); false (and *p untouched) out of memory. */
+static bool
+grow(struct gmt_gates *g, void **p, size_t n, size_t size)
+{
+	void *q = n <= SIZE_MAX / size ? realloc(*p, n * size) : NULL;
+
+	if (!q) {
+		g->oom = true;
+		return false;
+	}
+	*p = q;
+	return true;
+}
+
+static struct gmt_gate *__attribute__((format(printf, 2, 3)))
+gate_add(struct gmt_gates *g, const char *fmt, ...)
+{
+	struct gmt_gate *gate = &g->spare;
+	va_list ap;
+
+	if (grow(g, (void **)&g->v, g->n + 1, sizeof(*g->v))) {
+		gate = &g->v[g->n++];
+	} else { /* the spare takes what this gate says, and is thrown away with it */
+		free(gate->name);
+		free(gate->text);
+		free(gate->details);
+	}
+	*gate = (struct gmt_gate){0};
+	va_start(ap, fmt);
+	if (vasprintf(&gate->name, fmt, ap) < 0) {
+		gate->name = NULL;
+		gate->oom = true;
+	}
+	va_end(ap);
+	return gate;
+}
+
+void
+gmt_gates_free(struct gmt_gates *g)
+{
+	for (size_t i = 0; i <= g->n; i++) {
+		struct gmt_gate *x = i < g->n ? &g->v[i] : &g->spare;
+
+		free(x->name);
+		free(x->text);
+		free(x->details);
+	}
+	free(g->v);
+	free(g->notes);
+	*g = (struct gmt_gates){0};
+}
+
+size_t
+gmt_gates_failed(const struct gmt_gates *g)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < g->n; i++)
+		n += g->v[i].failed;
+	return n;
+}
+
+// --- Default suppressions -------------------------------------------------------------------
+
+/*
+ * What NVIDIA's libraries allocate for their own handles and workspaces and keep until the
+ * process exits (cuBLAS, cuDNN, NCCL, ...): live at exit, but not the program's leak, and not
+ * something it can free. Like the default suppressions of LeakSanitizer and Valgrind; listed
+ * with the other suppressions when used, and off with --no-default-suppressions.
+ */
+static const char *const default_suppressions[] = {
+    "leak:libcublas",	"leak:libcudnn",    "leak:libnccl",   "leak:libcufft",
+    "leak:libcusparse", "leak:libcusolver", "leak:libcurand",
+};
+
+int
+gmt_check_default_suppressions(struct gmt_suppressions *supp, FILE *diag)
+{
+	int rc;
+
+	for (size_t i = 0; i < sizeof(default_suppressions) / sizeof(default_suppressions[0]); i++)
+		if ((rc = gmt_suppressions_add(supp, default_suppressions[i], "built-in",
+					       (unsigned)i + 1, diag)) != 0)
+			return rc;
+	return 0;
+}
+
+// --- Reading the report -------------------------------------------------------------------
+
+static const char *
+str_key(const json_t *obj, const char *key)
+{
+	return json_string_value(json_object_get(obj, key));
+}
+
+/* The entry of @p doc's array @p list whose process is @p process and @p key is @p value. */
+static const json_t *
+entry_of(const json_t *doc, const char *list, json_int_t process, const char *key, json_int_t value)
+{
+	const json_t *e;
+	size_t i;
+
+	json_array_foreach(json_object_get(doc, list), i, e)
+	{
+		if (json_integer_value(json_object_get(e, GMT_RK_PROCESS)) == process &&
+		    json_integer_value(json_object_get(e, key)) == value)
+			return e;
+	}
+	return NULL;
+}
+
+/* The symbolized stack (`call_stacks[].call_stack`) of (@p process, @p stack), or NULL. */
+static const json_t *
+call_stack_of(const json_t *doc, json_int_t process, json_int_t stack)
+{
+	return json_object_get(entry_of(doc, GMT_RK_CALL_STACKS, process, GMT_RK_STACK, stack),
+			       GMT_RK_CALL_STACK);
+}
+
+/* What suppressions leave of one site group (`leak_sites[]`, `peak_sites[]`). */
+struct kept {
+	uint64_t bytes, allocations;
+};
+
+/*
+ * Split one site group's stacks between the suppressions of @p type and what is kept. Each
+ * suppressed stack adds to its suppression's counters when @p count (the baseline's report is
+ * matched without counting). With @p cached, the stacks of a caching allocator (`cached`) are
+ * set apart there, neither kept nor suppressed. Returns what is kept.
+ */
+static struct kept
+suppress_group(const json_t *doc,
+	       const json_t *group,
+	       enum gmt_supp_type type,
+	       struct gmt_suppressions *supp,
+	       bool count,
+	       struct kept *cached)
+{
+	const json_t *stacks = json_object_get(group, GMT_RK_STACKS);
+	json_int_t process = json_integer_value(json_object_get(group, GMT_RK_PROCESS));
+	struct kept k = {gmt_json_u64(group, GMT_RK_BYTES),
+			 gmt_json_u64(group, GMT_RK_ALLOCATIONS)};
+	const json_t *st;
+	size_t i;
+
+	if (supp->n == 0 && !cached)
+		return k;
+	json_array_foreach(stacks, i, st)
+	{
+		uint64_t bytes = gmt_json_u64(st, GMT_RK_BYTES),
+			 allocs = gmt_json_u64(st, GMT_RK_ALLOCATIONS);
+		if (cached && json_is_true(json_object_get(st, GMT_RK_CACHED))) {
+			/* a caching allocator's memory: not a leak unless --count-cached */
+			k.bytes -= bytes < k.bytes ? bytes : k.bytes;
+			k.allocations -= allocs < k.allocations ? allocs : k.allocations;
+			cached->bytes += bytes;
+			cached->allocations += allocs;
+			continue;
+		}
+		const json_t *cs = call_stack_of(
+		    doc, process, json_integer_value(json_object_get(st, GMT_RK_STACK)));
+		struct gmt_suppression *s = gmt_suppressions_match(
+		    supp, type, cs, json_object_get(group, GMT_RK_SITE), str_key(group, GMT_RK_API),
+		    str_key(group, GMT_RK_DRIVER));
+
+		if (!s)
+			continue;
+		k.bytes -= bytes < k.bytes ? bytes : k.bytes;
+		k.allocations -= allocs < k.allocations ? allocs : k.allocations;
+		if (count) {
+			s->hits++;
+			s->bytes += bytes;
+			s->allocations += allocs;
+		}
+	}
+	return k;
+}
+
+/*
+ * The leaks that count (docs/report-json.md: at_exit and counted, and not `cached` unless
+ * --count-cached), suppressions applied.
+ */
+struct leak_view {
+	struct kept total, taken; /* taken: by suppressions */
+	struct kept cached;	  /* a caching allocator's memory live at exit: not counted */
+	struct kept *sites;	  /* per leak_sites[] entry; zero for the ones that do not count */
+	size_t nsites;
+};
+
+static struct leak_view
+leak_view(const json_t *doc, struct gmt_suppressions *supp, bool count, bool count_cached)
+{
+	const json_t *summary = json_object_get(doc, GMT_RK_SUMMARY);
+	const json_t *sites = json_object_get(doc, GMT_RK_LEAK_SITES);
+	struct leak_view v = {
+	    .total = {gmt_json_u64(summary, GMT_RK_LEAKED_BYTES),
+		      gmt_json_u64(summary, GMT_RK_LEAKED_ALLOCATIONS)},
+	    .nsites = json_array_size(sites),
+	};
+	const json_t *g;
+	size_t i;
+
+	if (count_cached) {
+		/* summary.leaked_* leave the caches out; counted, they come back in */
+		v.total.bytes += gmt_json_u64(summary, GMT_RK_CACHED_AT_EXIT_BYTES);
+		v.total.allocations += gmt_json_u64(summary, GMT_RK_CACHED_AT_EXIT_ALLOCATIONS);
+	}
+	v.sites = calloc(v.nsites + 1, sizeof(*v.sites));
+	if (!v.sites)
+		return v; /* out of memory: run_gates() says so */
+	json_array_foreach(sites, i, g)
+	{
+		struct kept before = v.cached;
+
+		v.sites[i] = (struct kept){0};
+		if (!json_is_true(json_object_get(g, GMT_RK_AT_EXIT)) ||
+		    !json_is_true(json_object_get(g, GMT_RK_COUNTED)))
+			continue;
+		v.sites[i] = suppress_group(doc, g, GMT_SUPP_LEAK, supp, count,
+					    count_cached ? NULL : &v.cached);
+		v.taken.bytes += gmt_json_u64(g, GMT_RK_BYTES) - v.sites[i].bytes -
+				 (v.cached.bytes - before.bytes);
+		v.taken.allocations += gmt_json_u64(g, GMT_RK_ALLOCATIONS) -
+				       v.sites[i].allocations -
+				       (v.cached.allocations - before.allocations);
+	}
+	v.total.bytes -= v.taken.bytes < v.total.bytes ? v.taken.bytes : v.total.bytes;
+	v.total.allocations -=
+	    v.taken.allocations < v.total.allocations ? v.taken.allocations : v.total.allocations;
+	return v;
+}
+
+/* ", PyTorch 3.5 GiB" per caching allocator of summary.cached_at_exit that held something. */
+static void
+cached_by_allocator(struct gmt_gate *g, const json_t *doc)
+{
+	/* the allocators whose memory at exit is their cache (gmt_cache_holds()) */
+	static const enum gmt_cache holding[] = {GMT_CACHE_PYTORCH, GMT_CACHE_CUPY, GMT_CACHE_XLA};
+	const json_t *by =
+	    json_object_get(json_object_get(doc, GMT_RK_SUMMARY), GMT_RK_CACHED_AT_EXIT);
+	const char *sep = ": ";
+	char b[GMT_SIZE_TEXT];
+
+	for (size_t i = 0; i < sizeof(holding) / sizeof(holding[0]); i++) {
+		const json_t *c = json_object_get(by, gmt_cache_name(holding[i]));
+		uint64_t bytes = gmt_json_u64(c, GMT_RK_BYTES);
+
+		if (!bytes)
+			continue;
+		say(g, "%s%s %s", sep, gmt_cache_label(holding[i]), gmt_size_text(bytes, b));
+		sep = ", ";
+	}
+}
+
+/* "pid 4242" or "process 1" for a message. */
+static const char *
+who(const json_t *entry, char *buf, size_t size)
+{
+	const json_t *pid = json_object_get(entry, GMT_RK_PID);
+
+	if (json_is_integer(pid))
+		snprintf(buf, size, "process %lld (pid %lld)",
+			 (long long)json_integer_value(json_object_get(entry, GMT_RK_PROCESS)),
+			 (long long)json_integer_value(pid));
+	else
+		snprintf(buf, size, "process %lld",
+			 (long long)json_integer_value(json_object_get(entry, GMT_RK_PROCESS)));
+	return buf;
+}
+
+/* One violation line of a site group: @p lead (what and how much), the call, kind, site, process.
+ */
+static void
+site_line(struct gmt_gate *gate, const json_t *g, const char *lead)
+{
+	char site[512], proc[64];
+	const char *api = str_key(g, GMT_RK_API), *driver = str_key(g, GMT_RK_DRIVER);
+	const char *kind = str_key(g, GMT_RK_KIND);
+
+	/* the names are the trace's: escaped for the terminal (esc.h) */
+	detail(gate, "    %s: %s%s%s%s %s at %s, %s\n", lead, api ? gmt_esc(api) : "?",
+	       driver ? " (" : "", driver ? gmt_esc(driver) : "", driver ? ")" : "",
+	       kind ? gmt_esc(kind) : "?",
+	       gmt_esc(gmt_site_text(json_object_get(g, GMT_RK_SITE), site, sizeof(site))),
+	       who(g, proc, sizeof(proc)));
+}
+
+/* "2.0 MiB (2097152 bytes) in 2 allocations WHAT" into @p buf. */
+static const char *
+amount(char *buf, size_t size, uint64_t bytes, uint64_t allocs, const char *what)
+{
+	char b[GMT_SIZE_TEXT];
+
+	snprintf(buf, size, "%s in %" PRIu64 " allocation%s%s", gmt_size_text(bytes, b), allocs,
+		 allocs == 1 ? "" : "s", what);
+	return buf;
+}
+
+// --- The gates ----------------------------------------------------------------------------
+
+static void
+gate_result(struct gmt_gate *gate,
+	    bool failed,
+	    const char *what,
+	    uint64_t value,
+	    uint64_t limit,
+	    bool sizes)
+{
+	char v[GMT_SIZE_TEXT], l[GMT_SIZE_TEXT];
+
+	gate->failed = failed;
+	if (sizes)
+		say(gate, "%s: %s %s %s limit %s", gate->name, what, gmt_size_text(value, v),
+		    failed ? ">" : "<=", gmt_size_text(limit, l));
+	else
+		say(gate, "%s: %s %" PRIu64 " %s limit %" PRIu64, gate->name, what, value,
+		    failed ? ">" : "<=", limit);
+}
+
+/* The sites behind the leak gates, largest first (leak_sites[] is sorted so already). */
+static void
+leak_details(struct gmt_gate *gate, const json_t *doc, const struct leak_view *lv)
+{
+	const json_t *g;
+	size_t i;
+
+	json_array_foreach(json_object_get(doc, GMT_RK_LEAK_SITES), i, g)
+	{
+		char lead[128];
+
+		if (!lv->sites[i].bytes && !lv->sites[i].allocations)
+			continue;
+		site_line(gate, g,
+			  amount(lead, sizeof(lead), lv->sites[i].bytes, lv->sites[i].allocations,
+				 " never freed"));
+	}
+}
+
+/*
+ * What makes a leak figure less than the truth: processes that did not exit normally have no
+ * leaks at exit (what was live when they stopped is not counted: their leaks are unknown), and
+ * dropped events may have lost allocations or frees.
+ */
+static void
+leak_caveats(struct gmt_gate *g, const json_t *doc)
+{
+	const json_t *summary = json_object_get(doc, GMT_RK_SUMMARY);
+	uint64_t died = gmt_json_u64(summary, GMT_RK_INCOMPLETE_PROCESSES);
+	uint64_t dropped = gmt_json_u64(summary, GMT_RK_DROPPED);
+	char t[GMT_SIZE_TEXT];
+
+	if (died)
+		say(g,
+		    " (a lower bound: %" PRIu64 " process%s did not exit normally, %s leaks "
+		    "unknown; %s live when %s trace%s ended)",
+		    died, died == 1 ? "" : "es", died == 1 ? "its" : "their",
+		    gmt_size_text(gmt_json_u64(summary, GMT_RK_LIVE_AT_END_BYTES), t),
+		    died == 1 ? "its" : "their", died == 1 ? "" : "s");
+	if (dropped)
+		say(g, " (not exact: %" PRIu64 " event%s dropped)", dropped,
+		    dropped == 1 ? "" : "s");
+}
+
+static void
+leak_gates(struct gmt_gates *gates,
+	   const struct gmt_check_options *o,
+	   const json_t *doc,
+	   const struct leak_view *lv)
+{
+	char t[GMT_SIZE_TEXT];
+
+	if (o->leaked_bytes_set) {
+		struct gmt_gate *g = gate_add(gates, "max-leaked-bytes");
+
+		gate_result(g, lv->total.bytes > o->max_leaked_bytes, "leaked", lv->total.bytes,
+			    o->max_leaked_bytes, true);
+		if (lv->taken.bytes)
+			say(g, " (%s suppressed)", gmt_size_text(lv->taken.bytes, t));
+		if (lv->cached.bytes) {
+			say(g, " (%s held by a caching allocator at exit, not counted",
+			    gmt_size_text(lv->cached.bytes, t));
+			cached_by_allocator(g, doc);
+			say(g, "; --count-cached counts it)");
+		}
+		leak_caveats(g, doc);
+		if (g->failed)
+			leak_details(g, doc, lv);
+	}
+	if (o->leaked_allocs_set) {
+		struct gmt_gate *g = gate_add(gates, "max-leaked-allocs");
+
+		gate_result(g, lv->total.allocations > o->max_leaked_allocs, "leaked allocations",
+			    lv->total.allocations, o->max_leaked_allocs, false);
+		if (lv->taken.allocations)
+			say(g, " (%" PRIu64 " suppressed)", lv->taken.allocations);
+		if (lv->cached.allocations)
+			say(g, " (%" PRIu64 " held by a caching allocator, not counted)",
+			    lv->cached.allocations);
+		leak_caveats(g, doc);
+		if (g->failed)
+			leak_details(g, doc, lv);
+	}
+}
+
+/* The limit of --max-peak-bytes for @p device: the last DEV= for it, else the last plain one. */
+static const struct gmt_peak_limit *
+peak_limit_for(const struct gmt_check_options *o, long device)
+{
+	const struct gmt_peak_limit *all = NULL, *one = NULL;
+
+	for (size_t i = 0; i < o->npeaks; i++) {
+		if (o->peaks[i].all)
+			all = &o->peaks[i];
+		else if (o->peaks[i].device == device)
+			one = &o->peaks[i];
+	}
+	return one ? one : all;
+}
+
+/*
+ * The peak of one (process, device) with peak suppressions applied: peaks[].bytes less the
+ * bytes of suppressed stacks live at that peak (peak_sites[]). Appends the kept sites, largest
+ * first, to *@p details when it is not NULL.
+ */
+static uint64_t
+peak_kept(const json_t *doc,
+	  const json_t *peak,
+	  struct gmt_suppressions *supp,
+	  uint64_t *taken,
+	  struct gmt_gate *details)
+{
+	json_int_t process = json_integer_value(json_object_get(peak, GMT_RK_PROCESS));
+	json_int_t device = json_integer_value(json_object_get(peak, GMT_RK_DEVICE));
+	uint64_t bytes = gmt_json_u64(peak, GMT_RK_BYTES), rest = 0;
+	size_t i, shown = 0, more = 0;
+	const json_t *g;
+
+	*taken = 0;
+	json_array_foreach(json_object_get(doc, GMT_RK_PEAK_SITES), i, g)
+	{
+		struct kept k;
+
+		if (json_integer_value(json_object_get(g, GMT_RK_PROCESS)) != process ||
+		    json_integer_value(json_object_get(g, GMT_RK_DEVICE)) != device)
+			continue;
+		k = suppress_group(doc, g, GMT_SUPP_PEAK, supp, details == NULL, NULL);
+		*taken += gmt_json_u64(g, "bytes") - k.bytes;
+		if (!details || !k.bytes)
+			continue;
+		if (shown++ < CHECK_MAX_SITES) {
+			char lead[128];
+
+			site_line(details, g,
+				  amount(lead, sizeof(lead), k.bytes, k.allocations,
+					 " live at the peak"));
+		} else {
+			more++;
+			rest += k.bytes;
+		}
+	}
+	if (more) {
+		char r[GMT_SIZE_TEXT];
+
+		detail(details, "    %s in %zu more site%s\n", gmt_size_text(rest, r), more,
+		       more == 1 ? "" : "s");
+	}
+	return bytes - (*taken < bytes ? *taken : bytes);
+}
+
+/* The devices any peaks[] entry or DEV= limit names, sorted, without duplicates. */
+static size_t
+peak_devices(struct gmt_gates *gates,
+	     const struct gmt_check_options *o,
+	     const json_t *doc,
+	     long **out)
+{
+	long *v = NULL;
+	size_t n = 0, i;
+	const json_t *p;
+
+	json_array_foreach(json_object_get(doc, GMT_RK_PEAKS), i, p)
+	{
+		if (!grow(gates, (void **)&v, n + 1, sizeof(*v)))
+			break;
+		v[n++] = (long)json_integer_value(json_object_get(p, GMT_RK_DEVICE));
+	}
+	for (i = 0; i < o->npeaks; i++) {
+		if (o->peaks[i].all)
+			continue;
+		if (!grow(gates, (void **)&v, n + 1, sizeof(*v)))
+			break;
+		v[n++] = o->peaks[i].device;
+	}
+	/* Insertion sort, then squeeze out repeats: a handful of devices. */
+	for (i = 1; i < n; i++)
+		for (size_t j = i; j > 0 && v[j - 1] > v[j]; j--) {
+			long t = v[j];
+			v[j] = v[j - 1];
+			v[j - 1] = t;
+		}
+	size_t m = 0;
+	for (i = 0; i < n; i++)
+		if (m == 0 || v[m - 1] != v[i])
+			v[m++] = v[i];
+	*out = v;
+	return m;
+}
+
+/* One gate per device: every process's peak on it against the device's limit. */
+static void
+peak_gate(struct gmt_gates *gates,
+	  const struct gmt_check_options *o,
+	  const json_t *doc,
+	  long device,
+	  const struct gmt_peak_limit *lim)
+{
+	struct gmt_suppressions *supp = o->supp;
+	struct gmt_gate *gate = gate_add(gates, "max-peak-bytes device %ld", device);
+	uint64_t worst = 0, worst_taken = 0;
+	char v[GMT_SIZE_TEXT], l[GMT_SIZE_TEXT], proc[64];
+	const json_t *p;
+	size_t i, nproc = 0;
+
+	json_array_foreach(json_object_get(doc, GMT_RK_PEAKS), i, p)
+	{
+		uint64_t taken, held;
+
+		if (json_integer_value(json_object_get(p, GMT_RK_DEVICE)) != device)
+			continue;
+		nproc++;
+		held = peak_kept(doc, p, supp, &taken, NULL);
+		if (held > worst || nproc == 1) {
+			worst = held;
+			worst_taken = taken;
+		}
+		if (held <= lim->bytes)
+			continue;
+		gate->failed = true;
+		detail(gate, "  %s held %s on device %ld at %.6f s, %s over the limit\n",
+		       who(p, proc, sizeof(proc)), gmt_size_text(held, v), device,
+		       json_number_value(json_object_get(p, GMT_RK_TIME_S)),
+		       gmt_size_text(held - lim->bytes, l));
+		(void)peak_kept(doc, p, supp, &taken, gate);
+	}
+	if (nproc == 0) {
+		say(gate, "%s: no process used the device (limit %s)", gate->name,
+		    gmt_size_text(lim->bytes, l));
+		return;
+	}
+	say(gate, "%s: peak held %s %s limit %s", gate->name, gmt_size_text(worst, v),
+	    gate->failed ? ">" : "<=", gmt_size_text(lim->bytes, l));
+	if (nproc > 1)
+		say(gate, " (largest of %zu processes)", nproc);
+	if (worst_taken)
+		say(gate, " (%s suppressed)", gmt_size_text(worst_taken, v));
+}
+
+static void
+peak_gates(struct gmt_gates *gates, const struct gmt_check_options *o, const json_t *doc)
+{
+	long *devices;
+	size_t n;
+
+	if (o->npeaks == 0)
+		return;
+	n = peak_devices(gates, o, doc, &devices);
+	for (size_t i = 0; i < n; i++) {
+		const struct gmt_peak_limit *lim = peak_limit_for(o, devices[i]);
+
+		if (lim)
+			peak_gate(gates, o, doc, devices[i], lim);
+	}
+	free(devices);
+}
+
+/*
+ * One growing call site against the limit: `growth_sites[]` entries (the stacks of one line
+ * together; a suppressed stack's growth is taken out of its site's), or, in a report written
+ * before them, `growth[]` entries (one stack each). Returns what is left of its growth.
+ */
+static uint64_t
+growth_kept(const json_t *doc, const json_t *e, struct gmt_suppressions *supp, uint64_t *taken)
+{
+	json_int_t process = json_integer_value(json_object_get(e, GMT_RK_PROCESS));
+	const json_t *stacks = json_object_get(e, GMT_RK_STACKS), *st;
+	uint64_t kept = 0;
+	size_t i;
+
+	if (!json_is_array(stacks)) /* growth[]: the entry is its stack */
+		stacks = json_pack("[O]", e);
+	else
+		json_incref((json_t *)stacks);
+	json_array_foreach(stacks, i, st)
+	{
+		uint64_t grew = gmt_json_u64(st, GMT_RK_GROWTH_BYTES);
+		const json_t *cs = call_stack_of(
+		    doc, process, json_integer_value(json_object_get(st, GMT_RK_STACK)));
+		struct gmt_suppression *s = gmt_suppressions_match(
+		    supp, GMT_SUPP_GROWTH, cs, json_object_get(e, GMT_RK_SITE),
+		    str_key(e, GMT_RK_API), str_key(e, GMT_RK_DRIVER));
+
+		if (s) {
+			s->hits++;
+			s->bytes += grew;
+			*taken += grew;
+		} else {
+			kept += grew;
+		}
+	}
+	json_decref((json_t *)stacks);
+	return kept;
+}
+
+static void
+growth_gate(struct gmt_gates *gates, const struct gmt_check_options *o, const json_t *doc)
+{
+	const json_t *growth = json_object_get(doc, GMT_RK_GROWTH_SITES);
+	struct gmt_gate *gate;
+	uint64_t largest = 0, taken = 0;
+	size_t i, over = 0;
+	const json_t *e;
+	char v[GMT_SIZE_TEXT], l[GMT_SIZE_TEXT], site[512], proc[64];
+
+	if (!o->growth_set)
+		return;
+	if (!growth)
+		growth = json_object_get(doc, GMT_RK_GROWTH);
+	gate = gate_add(gates, "max-growth-bytes");
+	json_array_foreach(growth, i, e)
+	{
+		uint64_t grew = growth_kept(doc, e, o->supp, &taken);
+		const char *first = str_key(e, GMT_RK_FIRST_LABEL),
+			   *last = str_key(e, GMT_RK_LAST_LABEL);
+		const json_t *stacks = json_object_get(e, GMT_RK_STACKS);
+		uint64_t lo = gmt_json_u64(
+		    e, json_object_get(e, GMT_RK_MIN_RISES) ? GMT_RK_MIN_RISES : GMT_RK_RISES);
+		uint64_t hi = gmt_json_u64(
+		    e, json_object_get(e, GMT_RK_MAX_RISES) ? GMT_RK_MAX_RISES : GMT_RK_RISES);
+
+		if (grew > largest)
+			largest = grew;
+		if (grew <= o->max_growth)
+			continue;
+		over++;
+		detail(gate, "    grew %s (%s -> ", gmt_size_text(grew, v),
+		       gmt_size_text(gmt_json_u64(e, GMT_RK_FIRST_BYTES), l));
+		detail(gate, "%s) over %" PRIu64 " %s",
+		       gmt_size_text(gmt_json_u64(e, GMT_RK_LAST_BYTES), v),
+		       gmt_json_u64(e, GMT_RK_SAMPLES),
+		       str_key(e, GMT_RK_BASIS) ? str_key(e, GMT_RK_BASIS) : GMT_RK_SAMPLES);
+		if (first && last)
+			detail(gate, " '%s' to '%s'", gmt_esc(first), gmt_esc(last));
+		if (lo == hi)
+			detail(gate, ", rose %" PRIu64 " times", hi);
+		else
+			detail(gate, ", rose %" PRIu64 "-%" PRIu64 " times", lo, hi);
+		if (json_array_size(stacks) > 1)
+			detail(gate, " (%zu stacks)", json_array_size(stacks));
+		else /* one stack: its falls too */
+			detail(gate, ", fell %" PRIu64,
+			       gmt_json_u64(stacks ? json_array_get(stacks, 0) : e, GMT_RK_FALLS));
+		detail(gate, ": %s %s at %s, %s\n",
+		       str_key(e, GMT_RK_API) ? gmt_esc(str_key(e, GMT_RK_API)) : "?",
+		       str_key(e, GMT_RK_KIND) ? gmt_esc(str_key(e, GMT_RK_KIND)) : "?",
+		       gmt_esc(gmt_site_text(json_object_get(e, GMT_RK_SITE), site, sizeof(site))),
+		       who(e, proc, sizeof(proc)));
+	}
+	gate->failed = over > 0;
+	if (!growth)
+		say(gate, "%s: the report has no growth[] analysis: nothing to gate", gate->name);
+	else if (over)
+		say(gate, "%s: %zu call site%s grew by more than %s", gate->name, over,
+		    over == 1 ? "" : "s", gmt_size_text(o->max_growth, l));
+	else
+		say(gate, "%s: largest growth %s <= limit %s", gate->name,
+		    gmt_size_text(largest, v), gmt_size_text(o->max_growth, l));
+	if (taken)
+		say(gate, " (%s suppressed)", gmt_size_text(taken, v));
+}
+
+static void
+failed_gate(struct gmt_gates *gates, const struct gmt_check_options *o, const json_t *doc)
+{
+	const json_t *summary = json_object_get(doc, GMT_RK_SUMMARY);
+	uint64_t failed = gmt_json_u64(summary, GMT_RK_FAILED_ALLOCATIONS);
+	uint64_t probes = gmt_json_u64(summary, GMT_RK_PROBE_FAILURES);
+	uint64_t recovered = gmt_json_u64(summary, GMT_RK_RECOVERED_FAILURES);
+	struct gmt_gate *gate;
+	const json_t *g;
+	size_t i;
+
+	if (!o->failed_set)
+		return;
+	gate = gate_add(gates, "max-failed");
+	gate_result(gate, failed > o->max_failed, "failed allocations", failed, o->max_failed,
+		    false);
+	if (probes || recovered)
+		say(gate,
+		    " (not counted: %" PRIu64 " capability probe%s, %" PRIu64
+		    " recovered by the allocator's retry)",
+		    probes, probes == 1 ? "" : "s", recovered);
+	if (!gate->failed)
+		return;
+	json_array_foreach(json_object_get(doc, GMT_RK_FAILED_SITES), i, g)
+	{
+		char lead[128], b[GMT_SIZE_TEXT];
+		uint64_t n = gmt_json_u64(g, GMT_RK_FAILURES);
+
+		snprintf(lead, sizeof(lead),
+			 "%" PRIu64 " failed call%s requesting %s on device %lld", n,
+			 n == 1 ? "" : "s", gmt_size_text(gmt_json_u64(g, GMT_RK_BYTES), b),
+			 (long long)json_integer_value(json_object_get(g, GMT_RK_DEVICE)));
+		site_line(gate, g, lead);
+	}
+}
+
+/* The counted live bytes of @p process at the end of its trace (leak_sites[]). */
+static uint64_t
+live_at_end_of(const json_t *doc, json_int_t process)
+{
+	uint64_t bytes = 0;
+	const json_t *g;
+	size_t i;
+
+	json_array_foreach(json_object_get(doc, GMT_RK_LEAK_SITES), i, g)
+	{
+		if (json_integer_value(json_object_get(g, GMT_RK_PROCESS)) == process &&
+		    json_is_true(json_object_get(g, GMT_RK_COUNTED)))
+			bytes += gmt_json_u64(g, GMT_RK_BYTES);
+	}
+	return bytes;
+}
+
+/*
+ * complete-traces, always there: every process exited normally (its trace has a trailer) and no
+ * trace dropped events. Otherwise the other gates judge part of the story: a crashed process
+ * has no leaks at exit, a dropped free looks like a leak and a dropped allocation hides one.
+ * Each offending file is named with its reason; --allow-incomplete and --allow-drops relax it.
+ */
+static void
+integrity_gate(struct gmt_gates *gates, const struct gmt_check_options *o, const json_t *doc)
+{
+	const json_t *procs = json_object_get(doc, GMT_RK_PROCESSES), *p;
+	struct gmt_gate *gate = gate_add(gates, "complete-traces");
+	size_t i, died = 0, dropping = 0;
+	uint64_t dropped = 0;
+	char b[GMT_SIZE_TEXT], who_buf[64];
+
+	json_array_foreach(procs, i, p)
+	{
+		const char *file = str_key(p, GMT_RK_FILE);
+		const json_t *pid = json_object_get(p, GMT_RK_PID);
+		const json_t *end = json_object_get(p, GMT_RK_END_TIME_S);
+		uint64_t drops = gmt_json_u64(p, GMT_RK_DROPPED);
+
+		if (json_is_integer(pid))
+			snprintf(who_buf, sizeof(who_buf), "pid %lld",
+				 (long long)json_integer_value(pid));
+		else
+			snprintf(who_buf, sizeof(who_buf), "process %zu", i);
+		if (json_is_false(json_object_get(p, GMT_RK_COMPLETE))) {
+			died++;
+			detail(gate,
+			       "    %s (%s): did not exit normally (no trailer: killed, crashed or "
+			       "_exit)",
+			       file ? file : "?", who_buf);
+			if (json_is_number(end))
+				detail(gate, "; its trace ends at %.3f s", json_number_value(end));
+			detail(gate, " with %s live: its leaks are unknown%s\n",
+			       gmt_size_text(live_at_end_of(doc, (json_int_t)i), b),
+			       o->allow_incomplete ? " (allowed: --allow-incomplete)" : "");
+		}
+		if (drops) {
+			dropping++;
+			dropped += drops;
+			detail(gate,
+			       "    %s (%s): %" PRIu64
+			       " event%s dropped (the tracer's ring buffer was "
+			       "full: GPUMEMTRACE_RING_SLOTS): its figures are not exact%s\n",
+			       file ? file : "?", who_buf, drops, drops == 1 ? "" : "s",
+			       o->allow_drops ? " (allowed: --allow-drops)" : "");
+		}
+	}
+	gate->failed = (died && !o->allow_incomplete) || (dropping && !o->allow_drops);
+	if (!died && !dropping) {
+		say(gate, "%s: %zu process%s exited normally, no event dropped", gate->name,
+		    json_array_size(procs), json_array_size(procs) == 1 ? "" : "es");
+		return;
+	}
+	say(gate, "%s:", gate->name);
+	if (died)
+		say(gate, " %zu of %zu process%s did not exit normally%s", died,
+		    json_array_size(procs), json_array_size(procs) == 1 ? "" : "es",
+		    o->allow_incomplete ? " (allowed)" : "");
+	if (dropping)
+		say(gate, "%s %zu trace%s dropped %" PRIu64 " event%s%s", died ? ";" : "", dropping,
+		    dropping == 1 ? "" : "s", dropped, dropped == 1 ? "" : "s",
+		    o->allow_drops ? " (allowed)" : "");
+	if (gate->failed)
+		say(gate, ": the other gates saw part of the story (--allow-incomplete, "
+			  "--allow-drops)");
+	gate->notes = true; /* allowed, it still names the files */
+}
+
+// --- Baseline -----------------------------------------------------------------------------
+
+/* Compare one figure with the baseline's. */
+static void
+increase_gate(struct gmt_gates *gates,
+	      const struct gmt_check_options *o,
+	      const char *name,
+	      uint64_t before,
+	      uint64_t after)
+{
+	struct gmt_gate *gate = gate_add(gates, "%s", name);
+	char b[GMT_SIZE_TEXT], a[GMT_SIZE_TEXT];
+	double pct = before ? ((double)after - (double)before) * 100.0 / (double)before : 0.0;
+
+	gate->failed = after > before && (before == 0 || pct > o->max_increase);
+	say(gate, "%s: %s -> %s", name, gmt_size_text(before, b), gmt_size_text(after, a));
+	if (before)
+		say(gate, ", %+.1f%%", pct);
+	else if (after)
+		say(gate, ", up from nothing");
+	say(gate, " (limit +%g%%)", o->max_increase);
+}
+
+/*
+ * The baseline's figures against the new ones, as the report states them: peaks[].bytes of the
+ * same process index and device, and summary.leaked_bytes (suppressions are not applied here: a
+ * known leak counts on both sides, so only its increase shows).
+ */
+static void
+baseline_gates(struct gmt_gates *gates,
+	       const struct gmt_check_options *o,
+	       const json_t *doc,
+	       const json_t *base)
+{
+	const json_t *p;
+	size_t i;
+
+	json_array_foreach(json_object_get(doc, GMT_RK_PEAKS), i, p)
+	{
+		json_int_t proc = json_integer_value(json_object_get(p, GMT_RK_PROCESS));
+		json_int_t dev = json_integer_value(json_object_get(p, GMT_RK_DEVICE));
+		const json_t *bp = entry_of(base, GMT_RK_PEAKS, proc, GMT_RK_DEVICE, dev);
+		char name[96];
+
+		if (!bp) {
+			note(gates, "note: process %lld device %lld has no peak in the baseline\n",
+			     (long long)proc, (long long)dev);
+			continue;
+		}
+		snprintf(name, sizeof(name), "baseline peak process %lld device %lld",
+			 (long long)proc, (long long)dev);
+		increase_gate(gates, o, name, gmt_json_u64(bp, GMT_RK_BYTES),
+			      gmt_json_u64(p, GMT_RK_BYTES));
+	}
+	increase_gate(gates, o, "baseline leaked-bytes",
+		      gmt_json_u64(json_object_get(base, GMT_RK_SUMMARY), GMT_RK_LEAKED_BYTES),
+		      gmt_json_u64(json_object_get(doc, GMT_RK_SUMMARY), GMT_RK_LEAKED_BYTES));
+}
+
+int
+gmt_check_run(struct gmt_gates *gates,
+	      const struct gmt_check_options *o,
+	      const json_t *doc,
+	      const json_t *base)
+{
+	struct leak_view lv = leak_view(doc, o->supp, true, o->count_cached);
+
+	*gates = (struct gmt_gates){0};
+	if (!lv.sites)
+		return -ENOMEM;
+
+	integrity_gate(gates, o, doc);
+	leak_gates(gates, o, doc, &lv);
+	free(lv.sites);
+	peak_gates(gates, o, doc);
+	growth_gate(gates, o, doc);
+	failed_gate(gates, o, doc);
+	if (base)
+		baseline_gates(gates, o, doc, base);
+	for (size_t i = 0; i < gates->n; i++)
+		gates->oom |= gates->v[i].oom;
+	return gates->oom ? -ENOMEM : 0;
+}

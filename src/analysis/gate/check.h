@@ -1,0 +1,81 @@
+/*
+ * @brief `gpumemtrace check`'s gates over the JSON report (docs/report-json.md): leaked bytes
+ * and allocations, peak device memory held, growth across markers, failed allocations, the
+ * increase over a baseline, and complete-traces, always there. Each gate is a result (its
+ * name, whether it failed, one line, the violations under it) for the caller to print; the
+ * suppressions count what they took.
+ */
+#ifndef GMT_GATE_CHECK_H
+#define GMT_GATE_CHECK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <jansson.h>
+
+#include "analysis/gate/suppress.h"
+
+/** `--max-peak-bytes [DEV=]N`. */
+struct gmt_peak_limit {
+	bool all; /**< no DEV=: every device */
+	long device;
+	uint64_t bytes;
+};
+
+/** The gates asked for and how they judge. */
+struct gmt_check_options {
+	bool leaked_bytes_set, leaked_allocs_set, growth_set, failed_set;
+	uint64_t max_leaked_bytes, max_leaked_allocs, max_growth, max_failed;
+	struct gmt_peak_limit
+	    *peaks; /**< the last DEV= for a device wins, else the last plain one */
+	size_t npeaks;
+	double max_increase;   /**< percent over the baseline */
+	bool count_cached;     /**< caching allocators' memory live at exit leaks too */
+	bool allow_incomplete; /**< a process that did not exit normally passes complete-traces */
+	bool allow_drops;      /**< a trace that dropped events passes complete-traces */
+	struct gmt_suppressions *supp; /**< never NULL; their counters count what they took */
+};
+
+/** One gate: a JUnit testcase, one PASS/FAIL line and, when it failed, its violations. */
+struct gmt_gate {
+	char *name; /**< "max-peak-bytes device 0" */
+	bool failed;
+	char *text;    /**< the result, one line (names from the trace escaped, esc.h) */
+	char *details; /**< violation lines, each indented and ending in '\n'; NULL when none */
+	bool notes;    /**< the details are worth printing when it passed too */
+	bool oom;      /**< out of memory: text or details lack what could not be said */
+};
+
+struct gmt_gates {
+	struct gmt_gate *v; /**< in the order they ran */
+	size_t n;
+	char *notes; /**< lines about the inputs, not one gate ("note: ..."), NULL when none */
+	bool oom;
+	struct gmt_gate spare; /**< what a gate said that could not be added */
+};
+
+/**
+ * Every gate of @p o on @p doc, and the baseline gates against @p base when it is not NULL,
+ * into @p out (gmt_gates_free() it, whatever the result). Returns 0, or -ENOMEM when the
+ * results are incomplete.
+ */
+int gmt_check_run(struct gmt_gates *out,
+		  const struct gmt_check_options *o,
+		  const json_t *doc,
+		  const json_t *base);
+
+/** The gates of @p g that failed. */
+size_t gmt_gates_failed(const struct gmt_gates *g);
+
+void gmt_gates_free(struct gmt_gates *g);
+
+/**
+ * Add the built-in suppressions (origin "built-in"): what NVIDIA's libraries keep until exit
+ * (`--no-default-suppressions` leaves them out). Returns 0, or -ENOMEM after a message on
+ * @p diag.
+ */
+int gmt_check_default_suppressions(struct gmt_suppressions *supp, FILE *diag);
+
+#endif

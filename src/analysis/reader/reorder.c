@@ -1,0 +1,203 @@
+/*
+ * @brief The reorder window (reorder.h): a min-heap for the keys that come out of order, a FIFO
+ * run beside it for the keys that come in order among themselves.
+ */
+#include "analysis/reader/reorder.h"
+#include "util/alloc.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+/* The heap orders small keys; the items wait in slots (a heap of whole events moves too much). */
+struct reorder_key {
+	uint64_t seq;
+	uint32_t line;
+	uint32_t slot; /* into slots; the top bit: a marker */
+};
+
+#define KEY_MARKER 0x80000000u
+
+static bool
+key_before(const struct reorder_key *a, const struct reorder_key *b)
+{
+	if (a->seq != b->seq)
+		return a->seq < b->seq;
+	if ((a->slot & KEY_MARKER) != (b->slot & KEY_MARKER))
+		return !(a->slot & KEY_MARKER); /* events before markers of the same seq */
+	return a->line < b->line;
+}
+
+void
+gmt_reorder_init(struct gmt_reorder *w,
+		 size_t window,
+		 void (*deliver)(void *ctx, const struct gmt_reorder_item *item, bool late),
+		 void *ctx)
+{
+	*w = (struct gmt_reorder){.window = window, .deliver = deliver, .ctx = ctx};
+}
+
+/* Hand @p item (whose key is @p k) on; a key that sorts before one already delivered is late. */
+static void
+deliver(struct gmt_reorder *w, const struct reorder_key *k, const struct gmt_reorder_item *item)
+{
+	struct reorder_key last = {w->last_seq, w->last_line, w->last_marker ? KEY_MARKER : 0};
+	bool late = w->delivered_any && key_before(k, &last);
+
+	if (!late) {
+		w->last_seq = k->seq;
+		w->last_line = k->line;
+		w->last_marker = k->slot & KEY_MARKER;
+		w->delivered_any = true;
+	}
+	w->deliver(w->ctx, item, late);
+}
+
+/* Take the smallest key off the heap. */
+static struct reorder_key
+heap_pop(struct gmt_reorder *w)
+{
+	struct reorder_key top = w->heap[0], last = w->heap[--w->nheap];
+	size_t i = 0, n = w->nheap;
+
+	for (;;) {
+		size_t l = 2 * i + 1, m;
+
+		if (l >= n)
+			break;
+		m = l + 1 < n && key_before(&w->heap[l + 1], &w->heap[l]) ? l + 1 : l;
+		if (!key_before(&w->heap[m], &last))
+			break;
+		w->heap[i] = w->heap[m];
+		i = m;
+	}
+	if (n)
+		w->heap[i] = last;
+	return top;
+}
+
+/* The smallest waiting key: the heap's top or the run's head (the run is sorted); NULL if none. */
+static const struct reorder_key *
+window_min(const struct gmt_reorder *w)
+{
+	const struct reorder_key *run = w->nrun ? &w->run[w->run_head] : NULL;
+
+	if (!w->nheap)
+		return run;
+	if (run && key_before(run, &w->heap[0]))
+		return run;
+	return &w->heap[0];
+}
+
+/* Deliver the smallest waiting key; its slot goes back to the free list. */
+static void
+deliver_min(struct gmt_reorder *w)
+{
+	const size_t cap = w->window + 1;
+	struct reorder_key k;
+	uint32_t slot;
+
+	if (window_min(w) != &w->heap[0]) {
+		k = w->run[w->run_head];
+		w->run_head = (w->run_head + 1) % cap;
+		w->nrun--;
+	} else {
+		k = heap_pop(w);
+	}
+	slot = k.slot & ~KEY_MARKER;
+	deliver(w, &k, &w->slots[slot]);
+	w->free_slots[w->nfree++] = slot;
+}
+
+/* May a key with @p seq go now? Yes when every smaller seq has gone (the tracer's seqs are
+ * consecutive), and for a repeat or a late one, which would wait for nothing. */
+static bool
+may_go(const struct gmt_reorder *w, uint64_t seq)
+{
+	return seq <= (w->delivered_any ? w->last_seq : 0) + 1;
+}
+
+/* Deliver the waiting keys that may go now. */
+static void
+flow(struct gmt_reorder *w)
+{
+	const struct reorder_key *k;
+
+	while ((k = window_min(w)) && may_go(w, k->seq))
+		deliver_min(w);
+}
+
+static int
+window_alloc(struct gmt_reorder *w)
+{
+	const size_t cap = w->window + 1;
+
+	w->heap = gmt_realloc_array(NULL, cap, sizeof(*w->heap));
+	w->run = gmt_realloc_array(NULL, cap, sizeof(*w->run));
+	w->slots = gmt_realloc_array(NULL, cap, sizeof(*w->slots));
+	w->free_slots = gmt_realloc_array(NULL, cap, sizeof(*w->free_slots));
+	if (!w->heap || !w->run || !w->slots || !w->free_slots) {
+		gmt_reorder_fini(w);
+		return -ENOMEM;
+	}
+	for (size_t k = 0; k < cap; k++)
+		w->free_slots[k] = (uint32_t)(cap - 1 - k);
+	w->nfree = cap;
+	return 0;
+}
+
+/*
+ * A waiting key not smaller than the last one of the run joins the run in O(1) (lines of one
+ * thread come in seq order); the others go through the heap. When `window` keys wait, the
+ * smallest goes.
+ */
+int
+gmt_reorder_push(struct gmt_reorder *w, const struct gmt_reorder_item *item)
+{
+	const size_t cap = w->window + 1;
+	struct reorder_key key = {item->seq, item->line, item->marker ? KEY_MARKER : 0};
+	size_t i;
+
+	if (may_go(w, item->seq)) {
+		deliver(w, &key, item);
+		flow(w);
+		return 0;
+	}
+	if (!w->heap && window_alloc(w) != 0)
+		return -ENOMEM;
+	key.slot |= w->free_slots[--w->nfree];
+	w->slots[key.slot & ~KEY_MARKER] = *item;
+	if (!w->nrun || !key_before(&key, &w->run[(w->run_head + w->nrun - 1) % cap])) {
+		w->run[(w->run_head + w->nrun) % cap] = key;
+		w->nrun++;
+	} else {
+		for (i = w->nheap++; i > 0 && key_before(&key, &w->heap[(i - 1) / 2]);
+		     i = (i - 1) / 2)
+			w->heap[i] = w->heap[(i - 1) / 2];
+		w->heap[i] = key;
+	}
+	if (w->nheap + w->nrun >= w->window) {
+		deliver_min(w);
+		flow(w);
+	}
+	return 0;
+}
+
+void
+gmt_reorder_drain(struct gmt_reorder *w)
+{
+	while (w->nheap || w->nrun)
+		deliver_min(w);
+}
+
+void
+gmt_reorder_fini(struct gmt_reorder *w)
+{
+	free(w->heap);
+	free(w->run);
+	free(w->slots);
+	free(w->free_slots);
+	w->heap = w->run = NULL;
+	w->slots = NULL;
+	w->free_slots = NULL;
+	w->nheap = w->nrun = w->nfree = 0;
+}

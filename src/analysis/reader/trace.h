@@ -1,0 +1,317 @@
+/*
+ * @brief The trace reader: one trace file (docs/trace-format.md, version 1) in compact memory.
+ *
+ * The reader is the analyzer's side of the format contract. It reads a JSON Lines file line by
+ * line, validates each line against the keys its type requires, and keeps what the analysis needs
+ * in plain structs (no jansson objects survive a line). Bad lines are reported as
+ * `FILE:LINE: what is wrong` and skipped; everything else is used, because a trace of a crashed
+ * job is exactly the one a user most needs to read.
+ *
+ * Nothing here draws conclusions (pairing, peaks, leaks): that is model.c.
+ */
+#ifndef GMT_READER_TRACE_H
+#define GMT_READER_TRACE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "format/event.h" /* the format's version, ops, flags, ranges */
+#include "format/kinds.h" /* kinds by rank, read by name */
+#include "format/stack.h" /* pystate */
+#include "util/input.h"
+
+struct gmt_trace_block;
+
+/** CUDA results the analysis tells apart: the same codes in the runtime and the driver API. */
+#define GMT_CUDA_OUT_OF_MEMORY 2 /**< cudaErrorMemoryAllocation, CUDA_ERROR_OUT_OF_MEMORY */
+#define GMT_CUDA_NOT_PERMITTED 800 /**< cudaErrorNotPermitted, CUDA_ERROR_NOT_PERMITTED */
+#define GMT_CUDA_NOT_SUPPORTED 801 /**< cudaErrorNotSupported, CUDA_ERROR_NOT_SUPPORTED */
+
+/** An event's `driver` when the line had none (never a valid string index). */
+#define GMT_TRACE_NO_STRING UINT16_MAX
+
+/**
+ * One `event` line in 96 bytes: a trace of ten million events fits in about a gigabyte.
+ * `api` and `driver` index the trace's interned names (gmt_trace_string()), so an API name this
+ * reader does not know (a newer tracer) is still reported by name.
+ */
+struct gmt_trace_event {
+	uint64_t seq;
+	uint64_t ts; /**< CLOCK_MONOTONIC ns, the file's clock */
+	/**
+	 * alloc/free: the address, or the handle for handle kinds (vmm_physical, array, an imported
+	 * handle); retain: the handle; usage of pool_reserve: the pool; 0 on reset
+	 */
+	uint64_t ptr;
+	uint64_t size;	     /**< alloc: granted, or requested when result != 0; usage: the reading;
+				  free: the range (GMT_EV_HAS_RANGE) */
+	uint64_t handle;     /**< "handle" key: cuMemMap's handle, an external memory object, a
+				  retain's address; 0 absent */
+	uint64_t offset;     /**< cuMemMap offset into the handle */
+	uint64_t context;    /**< CUPTI contextUid, 0 when absent (interposition) */
+	uint64_t free_bytes; /**< failed allocations with GMT_EV_HAS_MEMINFO */
+	uint64_t total_bytes;
+	uint64_t
+	    requested;	 /**< pitched allocations with GMT_EV_HAS_REQUESTED: width x height asked */
+	uint32_t stack;	 /**< id of a stack line, 0 = none */
+	uint32_t line;	 /**< line number in the file, for messages and a stable sort */
+	int32_t device;	 /**< -1 unknown */
+	int32_t result;	 /**< cudaError_t / CUresult, 0 = success */
+	uint16_t api;	 /**< index into the trace's strings */
+	uint16_t driver; /**< the driver call under a runtime call, or GMT_TRACE_NO_STRING */
+	uint8_t op;	 /**< enum gmt_op: ALLOC, FREE, RESET, RETAIN or USAGE */
+	uint8_t kind;	 /**< enum gmt_tkind; NONE on reset, as called on free */
+	uint8_t flags;	 /**< enum gmt_event_flag: HAS_MEMINFO, HAS_RANGE, HAS_REQUESTED */
+};
+
+/** One device's NVML reading in a snapshot line (its "nvml" array). */
+struct gmt_trace_nvml {
+	uint64_t ts;  /**< the snapshot's */
+	uint64_t seq; /**< the snapshot's: the reading follows the events up to this seq */
+	uint64_t total;
+	uint64_t used;
+	uint64_t process_used; /**< valid with has_process_used */
+	uint32_t line;	       /**< the snapshot's line: readings of one snapshot share it */
+	int32_t device;	       /**< CUDA ordinal, as events use */
+	int32_t index;	       /**< NVML's index of the same GPU, -1 unknown */
+	bool has_seq;	       /**< without it, the reading follows the events up to its ts */
+	bool has_process_used; /**< false: NVML gave no per-process figure (null) */
+};
+
+struct gmt_trace_marker {
+	uint64_t seq;
+	uint64_t ts;
+	int64_t tid;
+	uint32_t line;
+	uint32_t depth; /**< ranges: nesting level, 1 = outermost; a pop names the depth it closes */
+	uint8_t range;	/**< enum gmt_range: a point (gmt_mark), or one end of a range */
+	/** a pop's label is its push's (same thread and depth), filled in after reading */
+	char *label;
+};
+
+/** One Python frame of a stack line's "py" array. */
+struct gmt_trace_pyframe {
+	uint32_t code;	 /**< id of a pycode line */
+	uint32_t offset; /**< byte offset of the instruction in co_code */
+	bool entry;	 /**< the innermost Python frame of one call of the eval function */
+};
+
+/**
+ * The most native frames, and the most Python frames, kept of one stack line: four times what the
+ * tracer writes (GPUMEMTRACE_STACK_DEPTH is at most 256, Python frames at most 128), so that a
+ * line of a million frames costs what its first frames do. The rest is counted in `cut`.
+ */
+#define GMT_TRACE_MAX_FRAMES 1024
+#define GMT_TRACE_MAX_PYFRAMES 512
+
+/**
+ * One `stack` line. The native frames are indices into the trace's `addresses` (each distinct
+ * return address is stored once per trace: stacks of one program share most of their frames);
+ * gmt_trace_frame() gives the address.
+ */
+struct gmt_trace_stack {
+	uint32_t id;
+	uint32_t nframes;
+	uint32_t npy;
+	int32_t modset; /**< the latest modules line before this one, -1 none */
+	uint32_t line;
+	uint32_t cut;		/**< frames of the line not kept (native and Python) */
+	const uint32_t *frames; /**< native frames, innermost first: indices, see above */
+	const struct gmt_trace_pyframe *py; /**< Python frames, innermost first (NULL when none) */
+	uint8_t pystate;		    /**< enum gmt_pystate: absent, "none" or "empty" */
+};
+
+/**
+ * One loaded object of a `modules` line. Identical entries of successive lines (the same file
+ * at the same base) are stored once and shared by the module sets.
+ */
+struct gmt_trace_module {
+	char *path;	    /**< as the tracer saw it ("[vdso]" for the vDSO); valid UTF-8 */
+	char *file;	    /**< the path's bytes when they are not UTF-8 ("path_hex"), else NULL:
+				 what to open; `path` then shows U+FFFD for the stray bytes */
+	char *build_id;	    /**< lowercase hex of NT_GNU_BUILD_ID, "" when the object has none */
+	uint64_t base;	    /**< load bias: ELF virtual address = address - base */
+	uint64_t (*segments)[2]; /**< [p_vaddr, p_memsz] of each PT_LOAD, relative to base */
+	uint32_t nsegments;
+};
+
+/** One `modules` line: every object loaded at that moment. */
+struct gmt_trace_modset {
+	uint64_t seq;	/**< the last event seq written before it */
+	uint32_t line;
+	uint32_t nmods;
+	uint32_t *mods; /**< indices into gmt_trace.modules */
+};
+
+/** One `pycode` line: a Python code object. */
+struct gmt_trace_pycode {
+	uint32_t id;
+	uint32_t line;
+	int firstlineno;
+	char *file;	/**< co_filename, NULL when the tracer could not read it */
+	char *name;	/**< co_name, may be NULL */
+	char *qualname; /**< co_qualname (= name on 3.10), may be NULL */
+	char *python;	/**< "3.12": the rules of its line table; NULL: the trace's version */
+	uint8_t *linetable;
+	size_t nlinetable;
+};
+
+/** Result of gmt_trace_read(). */
+enum gmt_trace_status {
+	GMT_TRACE_OK = 0,
+	GMT_TRACE_UNREADABLE, /**< cannot open, unknown format/version, or nothing usable in it */
+};
+
+struct gmt_trace {
+	char *path; /**< as given, used in every message */
+
+	/* header (have_header false: none was read; the fields keep their "unknown" values) */
+	bool have_header;
+	int version;
+	long long pid;	       /**< -1 unknown */
+	long long ppid;	       /**< -1 unknown */
+	long long forked_from; /**< -1 when null or absent */
+	char *host;	       /**< NULL unknown */
+	char **argv;	       /**< argc strings */
+	size_t argc;
+	char *tracer;	       /**< version of the library that wrote the file */
+	char *coverage;	       /**< "full", "runtime API only", ...; NULL unknown */
+	char *coverage_reason; /**< why CUPTI was not used; NULL when none was given */
+	char **capture;	       /**< header "capture": "cupti", "interpose" */
+	size_t ncapture;
+	uint64_t start_ts; /**< time origin of the report; first ts seen when no header */
+	uint64_t start_unix_ns;
+	bool has_rank;				/**< header "rank" was an object */
+	long long rank, local_rank, world_size; /**< -1 when null */
+
+	/* end of the file */
+	bool complete;		 /**< a trailer was read: the process exited normally */
+	bool cut_by_disk;	 /**< no trailer, and the file looks cut short by a full disk (it
+				      ends mid-line at a block boundary, or its file system is full):
+				      the process may have run on, untraced */
+	uint64_t trailer_events; /**< valid when complete */
+	uint64_t dropped;	 /**< trailer "dropped", else the largest snapshot "dropped" */
+	uint64_t last_ts;	 /**< largest ts of any line: where the trace ends */
+	bool have_ts;
+
+	struct gmt_trace_event *events; /**< sorted by seq once read */
+	size_t nevents;
+	uint64_t late_events; /**< streaming: lines applied after a later one (see the sink) */
+	struct gmt_trace_marker *markers; /**< sorted by seq */
+	size_t nmarkers;
+	struct gmt_trace_stack *stacks; /**< sorted by id */
+	size_t nstacks;
+	uint64_t *addresses; /**< every distinct native return address of the stacks */
+	size_t naddresses;
+	struct gmt_trace_block *stack_mem; /**< where the stacks' frame lists are */
+	char **strings; /**< interned API names */
+	uint16_t string_cache[256]; /**< reading only: string index + 1 by a hash of the name */
+	size_t nstrings;
+	struct gmt_trace_nvml *nvml; /**< every NVML reading, in file order (snapshot order) */
+	size_t nnvml;
+
+	/* call stacks (docs/trace-format.md, "modules", "stack", "pycode") */
+	bool have_stacks_info;	  /**< the header had a "stacks" object */
+	bool stacks_native;	  /**< native stacks were captured */
+	uint32_t stacks_depth;	  /**< most native frames per stack, 0 unknown */
+	char *python;		  /**< CPython version whose frames were captured (last pyinfo, else
+				       the header's stacks.python); NULL: none */
+	struct gmt_trace_module *modules; /**< every distinct module entry */
+	size_t nmodules;
+	struct gmt_trace_modset *modsets; /**< modules lines, in file order */
+	size_t nmodsets;
+	struct gmt_trace_pycode *pycodes; /**< sorted by id */
+	size_t npycodes;
+
+	size_t lines;	  /**< lines read, the torn one included */
+	size_t bad_lines; /**< lines reported and skipped */
+	bool torn;	  /**< the last line had no '\n' and was ignored */
+	size_t snapshots;
+};
+
+/** How a trace is read; NULL options are GMT_READ_OPTIONS_INIT. */
+struct gmt_read_options {
+	bool slow; /**< every line through jansson, no fast path (the tests compare both) */
+	/**
+	 * seconds between updates of the progress line (shown when @p diag is a terminal);
+	 * negative: the default, 1 s; 0: at every look at the clock (the tests use it)
+	 */
+	double progress_every_s;
+};
+
+#define GMT_READ_OPTIONS_INIT                                                                      \
+	{                                                                                          \
+		.slow = false, .progress_every_s = -1                                              \
+	}
+
+/**
+ * Read the trace at @p path. Messages about the file (bad lines, a torn end, why the file is
+ * unreadable) go to @p diag, one per line, prefixed with the path; at most a few dozen bad lines
+ * are shown per file, then a count.
+ *
+ * On GMT_TRACE_OK, *@p out is a new trace (gmt_trace_free()). On GMT_TRACE_UNREADABLE, *@p out is
+ * NULL and @p diag says why.
+ */
+enum gmt_trace_status gmt_trace_read(const char *path,
+				     FILE *diag,
+				     const struct gmt_read_options *opt,
+				     struct gmt_trace **out);
+
+/**
+ * Where gmt_trace_read_sink() delivers the events and markers, in seq order, as it reads; @p t
+ * is the trace being read (its header, strings and readings so far). The pointers are valid for
+ * the length of the call.
+ */
+struct gmt_trace_sink {
+	void (*event)(void *ctx, const struct gmt_trace *t, const struct gmt_trace_event *ev);
+	void (*marker)(void *ctx, const struct gmt_trace *t, const struct gmt_trace_marker *mk);
+	void *ctx;
+};
+
+/** Lines that may wait for a missing seq before the reader gives up on it and goes on. */
+#define GMT_TRACE_REORDER_WINDOW 65536
+
+/**
+ * Read @p path as gmt_trace_read() does, but hand every event and marker to @p sink instead of
+ * keeping the events: memory stays bounded by the reorder window, whatever the trace's length
+ * (`events` stays NULL; `nevents` counts them). The writer emits lines in drain order, not seq
+ * order; the tracer's seqs are consecutive, so a line goes to the sink as soon as every smaller
+ * seq has, and only lines that come before their predecessors wait. A seq that never comes (a
+ * stamp without a line, a dropped event) holds the others back until GMT_TRACE_REORDER_WINDOW
+ * wait. A line that sorts before one already delivered (a repeated seq, one later than the
+ * window, a snapshot behind the events before it) is applied late: counted in `late_events`
+ * and noted once on @p diag. On GMT_TRACE_UNREADABLE what the sink got is void.
+ */
+enum gmt_trace_status gmt_trace_read_sink(const char *path,
+					  FILE *diag,
+					  const struct gmt_read_options *opt,
+					  const struct gmt_trace_sink *sink,
+					  struct gmt_trace **out);
+
+void gmt_trace_free(struct gmt_trace *trace);
+
+/** The interned string @p idx (an event's api). */
+const char *gmt_trace_string(const struct gmt_trace *trace, uint16_t idx);
+
+/** The stack line with @p id, NULL for 0 or an id the file never defined. */
+const struct gmt_trace_stack *gmt_trace_stack(const struct gmt_trace *trace, uint32_t id);
+
+/** The return address of native frame @p i of @p st, a stack of @p trace. */
+static inline uint64_t
+gmt_trace_frame(const struct gmt_trace *trace, const struct gmt_trace_stack *st, uint32_t i)
+{
+	return trace->addresses[st->frames[i]];
+}
+
+/** The pycode line with @p id, NULL when the file never defined it. */
+const struct gmt_trace_pycode *gmt_trace_pycode(const struct gmt_trace *trace, uint32_t id);
+
+/** Seconds from the trace's start to @p ts (negative if @p ts is earlier). */
+double gmt_trace_time_s(const struct gmt_trace *trace, uint64_t ts);
+
+/** The interned string of an event's driver call, NULL when it has none. */
+const char *gmt_trace_driver(const struct gmt_trace *trace, uint16_t idx);
+
+#endif

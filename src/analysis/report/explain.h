@@ -1,0 +1,90 @@
+/*
+ * @brief What the replay's facts mean for a person: which caching allocator made an allocation
+ * (told from its symbolized stack) and why an allocation failed, in words (explain.c).
+ */
+#ifndef GMT_REPORT_EXPLAIN_H
+#define GMT_REPORT_EXPLAIN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "analysis/model/model.h"
+#include "analysis/symbols/callstack.h"
+
+/** The symbolized stack @p id of the model's trace; NULL for 0, unknown ids, or no stacks. */
+static inline const struct gmt_cstack *
+gmt_model_stack(const struct gmt_model *m, uint32_t id)
+{
+	return m->stacks ? gmt_callstacks_get(m->stacks, id) : NULL;
+}
+
+/**
+ * Which known caching allocator made an allocation (docs/report-json.md, "cache"), told from the
+ * native frames of its stack (explain.c lists the patterns).
+ */
+enum gmt_cache {
+	GMT_CACHE_NONE = 0,
+	GMT_CACHE_PYTORCH,   /**< PyTorch's CUDA caching allocator (libc10_cuda), its host cache */
+	GMT_CACHE_CUDA_POOL, /**< a stream-ordered allocation (kind pool) of no known framework */
+	GMT_CACHE_CUPY,	     /**< CuPy's memory pools (cupy/cuda/memory, pinned_memory) */
+	GMT_CACHE_XLA,	     /**< XLA's BFC allocator (JAX; TensorFlow shares it) */
+	GMT_CACHE_COUNT,
+};
+
+/** "pytorch", "cuda_pool", "cupy", "xla", or NULL. */
+const char *gmt_cache_name(enum gmt_cache c);
+
+/** For people: "PyTorch", "a CUDA memory pool", "CuPy", "JAX/XLA", or "". */
+const char *gmt_cache_label(enum gmt_cache c);
+
+/**
+ * Whether @p c keeps the memory it got from CUDA for the life of the process, so that what it
+ * holds at exit is its cache, not the program's leak: PyTorch, CuPy and XLA. A live allocation
+ * of a CUDA pool is not: the program never freed it (the pool's own keep is pool_reserve).
+ */
+bool gmt_cache_holds(enum gmt_cache c);
+
+/** The caching allocator behind allocations of @p kind at stack @p stack of @p m. */
+enum gmt_cache gmt_model_cache(const struct gmt_model *m, uint32_t stack, uint8_t kind);
+
+/** Whether allocations of @p kind at @p stack are a holding cache's (gmt_cache_holds()). */
+bool gmt_model_cached(const struct gmt_model *m, uint32_t stack, uint8_t kind);
+
+/** Memory a caching allocator held at the end of a trace. */
+struct gmt_cached {
+	uint64_t bytes, allocations;
+	size_t entries; /**< `leaks` rows (stack, call, kind) */
+};
+
+/**
+ * What the holding caches had live at the end of @p m, counted kinds only, per allocator
+ * (out[GMT_CACHE_NONE] is the sum over all of them). Without symbolized stacks: nothing.
+ */
+void gmt_model_cached_at_end(const struct gmt_model *m, struct gmt_cached out[GMT_CACHE_COUNT]);
+
+/** Why an allocation failed (docs/report-json.md, "oom[]"). */
+enum gmt_oom_cause {
+	GMT_OOM_UNKNOWN = 0,
+	GMT_OOM_LARGER_THAN_DEVICE,
+	GMT_OOM_HELD_BY_CACHE,
+	GMT_OOM_HELD_BY_PROCESS,
+	GMT_OOM_HELD_OUTSIDE,
+	GMT_OOM_FRAGMENTED,
+	GMT_OOM_NOT_OUT_OF_MEMORY,
+	GMT_OOM_PROBE, /**< a capability probe (GMT_FAIL_PROBE), not a lack of memory */
+};
+
+const char *gmt_oom_cause_name(enum gmt_oom_cause c);
+
+/** Bytes of @p o's held memory in allocations made by a known caching allocator. */
+uint64_t gmt_oom_cache_bytes(const struct gmt_model *m, const struct gmt_oom *o);
+
+/**
+ * The cause of failure @p o and, into @p buf, a plain-language explanation (answer first, sizes
+ * and the top site named, what the CUDA-level view cannot see).
+ */
+enum gmt_oom_cause
+gmt_oom_explain(const struct gmt_model *m, const struct gmt_oom *o, char *buf, size_t size);
+
+#endif

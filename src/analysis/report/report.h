@@ -1,0 +1,139 @@
+/*
+ * @brief Reports over one or more replayed traces: text for people, JSON for machines.
+ *
+ * The text report says first what the traces could see (coverage), then puts the answer (device
+ * memory held at the peak, per kind, the NVML ledger, leaks, failed allocations) and says plainly
+ * when a trace is incomplete (events dropped, process died, lines unreadable). The JSON report
+ * carries the same facts as exact integers under the stable keys documented in docs/report-json.md.
+ */
+#ifndef GMT_REPORT_REPORT_H
+#define GMT_REPORT_REPORT_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "analysis/report/explain.h"
+
+/** Version of the JSON report's schema (docs/report-json.md), its "report_version" key. */
+#define GMT_REPORT_JSON_VERSION 3
+
+/** Site lines shown in each list of the text report; the rest is summed in one line. */
+#define GMT_REPORT_MAX_ROWS 10
+
+/** Stacks listed under each call-site group of the text report (`--stack full`). */
+#define GMT_REPORT_MAX_STACKS 5
+
+/** How the text report shows call stacks. */
+enum gmt_stack_display {
+	GMT_STACKS_SITE = 0, /**< one line per call site (the innermost frame of the user's code) */
+	GMT_STACKS_FULL,     /**< and under it the whole symbolized stack(s) of the group */
+};
+
+struct gmt_report_options {
+	enum gmt_stack_display stacks;
+};
+
+/** Sums over several processes, as the report's first lines state them. */
+struct gmt_totals {
+	size_t processes;
+	size_t died;	 /**< traces without a trailer */
+	uint64_t events; /**< event and marker lines used */
+	uint64_t dropped;
+	uint64_t bad_lines;
+	/* the largest single (process, device) peak; peak_model NULL when nothing was allocated */
+	const struct gmt_model *peak_model;
+	const struct gmt_device_stats *peak_device;
+	uint64_t peak_bytes; /**< device memory held */
+	/* live at the end of processes that exited normally, counted kinds, not a holding cache's:
+	 * leaks */
+	uint64_t leaked_bytes;
+	uint64_t leaked_allocations;
+	size_t leak_sites;
+	/* the rest of it: what caching allocators kept (gmt_cache_holds()), per allocator, and
+	 * [GMT_CACHE_NONE] the sum; not leaks unless asked (check --count-cached) */
+	struct gmt_cached cached[GMT_CACHE_COUNT];
+	/* live at the end of processes that died: not leaks, the state when they stopped */
+	uint64_t live_at_end_bytes;
+	uint64_t live_at_end_allocations;
+	size_t live_at_end_sites;
+	size_t failed; /**< failed allocations that count (GMT_FAIL_COUNTED) */
+	size_t probes,
+	    recovered; /**< failed allocations that do not (GMT_FAIL_PROBE, _RECOVERED) */
+	uint64_t unmatched_frees;
+	uint64_t failed_frees;
+	uint64_t reused_addresses;
+	uint64_t unmatched_retains;
+};
+
+void gmt_report_totals(struct gmt_model *const *models, size_t n, struct gmt_totals *out);
+
+/*
+ * Every report below returns 0, -EIO when it could not be written, or -ENOMEM when it lost
+ * something for lack of memory (report/nomem.h; a document is NULL then).
+ */
+
+/** @p opt may be NULL (the defaults). */
+int gmt_report_text(FILE *out,
+		    struct gmt_model *const *models,
+		    size_t n,
+		    const struct gmt_report_options *opt);
+
+typedef struct json_t json_t;
+
+/**
+ * The JSON report as a jansson document (json_decref() it): what `--format json` writes, and
+ * what the other consumers of the analysis (html, perfetto, check, diff) read, so every format
+ * states the same facts under the keys of docs/report-json.md (report/keys.h). NULL out of
+ * memory.
+ */
+json_t *gmt_report_json_doc(struct gmt_model *const *models, size_t n);
+
+/** `--format json`: the document written (see above for what it returns). */
+int gmt_report_json(FILE *out, struct gmt_model *const *models, size_t n);
+
+/**
+ * The bytes json_dump_callback(gmt_report_json_doc(), @p cb, @p data, @p flags) writes, in the
+ * memory of the document without its call_stacks[], which is built and written one entry at a
+ * time (`--format json` and `html`). Returns 0, -EIO when @p cb failed, or -ENOMEM.
+ */
+int gmt_report_json_stream(struct gmt_model *const *models,
+			   size_t n,
+			   size_t flags,
+			   int (*cb)(const char *buf, size_t size, void *data),
+			   void *data);
+
+/** What a folded stack is weighted by (`--weight`). */
+enum gmt_fold_weight {
+	GMT_FOLD_PEAK = 0, /**< bytes live at each device's peak of held memory */
+	GMT_FOLD_LEAKED,   /**< bytes of counted kinds live at the end of the trace */
+	GMT_FOLD_ALLOCATED /**< bytes of counted kinds allocated over the whole trace */
+};
+
+/**
+ * Folded stacks (`report --format folded`), one line per distinct stack: frames outermost first,
+ * separated by ';', the allocating call last, then a space and the weight in bytes; stacks are
+ * summed over every process. For flamegraph.pl, inferno, speedscope. Out of memory, nothing is
+ * written.
+ */
+int gmt_report_folded(FILE *out,
+		      struct gmt_model *const *models,
+		      size_t n,
+		      enum gmt_fold_weight weight);
+
+/**
+ * The few lines `gpumemtrace run` prints after the program ends, each starting with @p prefix:
+ * processes, events, peak, leaked, failed, dropped.
+ */
+int gmt_report_summary(FILE *out, const char *prefix, struct gmt_model *const *models, size_t n);
+
+/** The process's command line for a message, shortened to about @p max bytes. */
+void gmt_report_command(const struct gmt_trace *trace, char *buf, size_t max);
+
+/**
+ * The call as a person reads it: "cudaMalloc", or "cudaMalloc → cuMemAlloc_v2" when the trace
+ * knows the driver call underneath (@p driver is GMT_TRACE_NO_STRING otherwise).
+ */
+void gmt_report_call(
+    const struct gmt_trace *trace, uint16_t api, uint16_t driver, char *buf, size_t max);
+
+#endif

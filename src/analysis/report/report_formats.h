@@ -1,0 +1,38 @@
+/*
+ * @brief Report formats built from the JSON report document: a self-contained HTML page and a
+ * Chrome trace-event file for ui.perfetto.dev (docs/report-formats.md).
+ *
+ * Both read only gmt_report_json_doc()'s keys (docs/report-json.md), so they state the same facts
+ * as `--format json`; a key the document lacks (an older analysis) is treated as absent. The
+ * `_doc` variants take a document directly, so tests can feed hand-made ones.
+ */
+#ifndef GMT_REPORT_REPORT_FORMATS_H
+#define GMT_REPORT_REPORT_FORMATS_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "analysis/report/report.h"
+
+/**
+ * One HTML file that needs no network: the JSON document embedded as data (escaped so that
+ * nothing in it can end its script element) and the page's own script renders it as text only.
+ * Returns 0, -EIO when it could not be written, or -ENOMEM.
+ */
+int gmt_report_html(FILE *out, struct gmt_model *const *models, size_t n);
+
+/** gmt_report_html() of a ready document (not consumed). */
+int gmt_report_html_doc(FILE *out, const json_t *doc);
+
+/**
+ * Chrome trace-event JSON ("traceEvents"): a process per trace, counter tracks of live bytes per
+ * device and kind, instant events for markers and failed allocations, marker ranges as complete
+ * slices on their thread's track. Returns 0, -EIO when it could not be written, or -ENOMEM
+ * (nothing written).
+ */
+int gmt_report_perfetto(FILE *out, struct gmt_model *const *models, size_t n);
+
+/** gmt_report_perfetto() of a ready document (not consumed). */
+int gmt_report_perfetto_doc(FILE *out, const json_t *doc);
+
+#endif

@@ -1,0 +1,73 @@
+/*
+ * @brief A session: the traces a report is made of, each read, replayed and given its
+ * symbolized stacks, one per process.
+ *
+ * The path of an event to a report starts here: a trace file is read line by line
+ * (reader/trace.c), its events go through the reorder window (reader/reorder.c) straight into
+ * the model's replay (model/model.c) as they are read, and once the file is done the model gets
+ * the trace's stacks (symbols/callstack.c), built on first use with one symbolizer for every
+ * trace of the session (a library shared by several processes is read once). The reports take
+ * the session's models.
+ */
+#ifndef GMT_REPORT_SESSION_H
+#define GMT_REPORT_SESSION_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#include "analysis/model/model.h"
+#include "analysis/reader/trace.h"
+#include "analysis/symbols/callstack.h"
+#include "analysis/symbols/symbolize.h"
+
+struct gmt_session_options {
+	struct gmt_range_opt range; /**< report --from/--to: what each model replays; unset: all */
+	bool stored;		    /**< read each trace whole, then replay it (the tests compare
+					 both); else its events stream into the model */
+	struct gmt_read_options read; /**< how each trace is read */
+};
+
+#define GMT_SESSION_OPTIONS_INIT                                                                   \
+	{                                                                                          \
+		.read = GMT_READ_OPTIONS_INIT                                                      \
+	}
+
+struct gmt_session {
+	struct gmt_session_options opt;
+	FILE *diag; /**< where messages about the inputs go */
+	struct gmt_trace **traces;
+	struct gmt_model **models;	/**< models[i] replays traces[i], its stacks attached */
+	struct gmt_callstacks **stacks; /**< stacks[i] are traces[i]'s (= models[i]->stacks) */
+	size_t n;
+	size_t unreadable;	    /**< paths that yielded nothing (each one reported on diag) */
+	struct gmt_symbolizer *sym; /**< shared by every trace's stacks; made with the first */
+};
+
+/** An empty session; @p opt NULL: GMT_SESSION_OPTIONS_INIT. Messages go to @p diag. */
+void gmt_session_init(struct gmt_session *s, const struct gmt_session_options *opt, FILE *diag);
+
+/**
+ * Read one trace file and add it (no directory expansion). Returns 0, or -1 when it yielded
+ * nothing (said on diag, counted in `unreadable`).
+ */
+int gmt_session_add_file(struct gmt_session *s, const char *path);
+
+/**
+ * Add @p path: a trace file, or a directory (every `*.jsonl` in it, in name order). Returns 0
+ * when something of it was added, else -1 (said on diag).
+ */
+int gmt_session_add_path(struct gmt_session *s, const char *path);
+
+void gmt_session_free(struct gmt_session *s);
+
+/** Whether a marker of the session's traces has @p label. */
+bool gmt_session_has_label(const struct gmt_session *s, const char *label);
+
+/**
+ * The `*.jsonl` names in @p dir, sorted bytewise (the order of a report must not depend on the
+ * locale). Returns the count, or -errno. Free each name and the array.
+ */
+int gmt_trace_files(const char *dir, char ***names);
+
+#endif

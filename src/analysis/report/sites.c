@@ -1,0 +1,461 @@
+/*
+ * @brief Call-site groups of leaks, peaks and failed allocations (sites.h).
+ */
+#define _GNU_SOURCE /* qsort_r */
+#include "analysis/report/sites.h"
+#include "analysis/report/nomem.h"
+#include "util/alloc.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+_Thread_local bool gmt_report_nomem; /* nomem.h */
+
+bool
+gmt_report_failed(struct gmt_model *const *models, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (gmt_callstacks_error(models[i]->stacks))
+			return true;
+	return gmt_report_nomem;
+}
+
+/* An item with its call site looked up once. */
+struct keyed {
+	const struct gmt_site_item *it;
+	const struct gmt_cstack *cs;
+	const struct gmt_cframe *site;
+};
+
+static int
+cmp_frame_or_null(const struct gmt_cframe *a, const struct gmt_cframe *b)
+{
+	if (!a || !b)
+		return a ? 1 : b ? -1 : 0;
+	return gmt_cframe_cmp(a, b);
+}
+
+/* Same group: process, device, call, kind, site. */
+static int
+cmp_group_key(const struct keyed *a, const struct keyed *b)
+{
+	if (a->it->proc != b->it->proc)
+		return a->it->proc < b->it->proc ? -1 : 1;
+	if (a->it->device != b->it->device)
+		return a->it->device < b->it->device ? -1 : 1;
+	if (a->it->api != b->it->api)
+		return a->it->api < b->it->api ? -1 : 1;
+	if (a->it->driver != b->it->driver)
+		return a->it->driver < b->it->driver ? -1 : 1;
+	if (a->it->kind != b->it->kind)
+		return a->it->kind < b->it->kind ? -1 : 1;
+	return cmp_frame_or_null(a->site, b->site);
+}
+
+static int
+cmp_keyed(const void *pa, const void *pb)
+{
+	const struct keyed *a = pa, *b = pb;
+	int c = cmp_group_key(a, b);
+
+	if (c)
+		return c;
+	if (a->it->stack != b->it->stack)
+		return a->it->stack < b->it->stack ? -1 : 1;
+	return a->it->seq < b->it->seq ? -1 : a->it->seq > b->it->seq;
+}
+
+static int
+cmp_site_stack(const void *pa, const void *pb)
+{
+	const struct gmt_site_stack *a = pa, *b = pb;
+
+	if (a->bytes != b->bytes)
+		return a->bytes > b->bytes ? -1 : 1;
+	if (a->count != b->count)
+		return a->count > b->count ? -1 : 1;
+	return a->stack < b->stack ? -1 : a->stack > b->stack;
+}
+
+static int
+cmp_str(const char *a, const char *b)
+{
+	return strcmp(a ? a : "", b ? b : "");
+}
+
+static int
+cmp_site(const void *pa, const void *pb, void *arg)
+{
+	const struct gmt_site *a = pa, *b = pb;
+	const enum gmt_group_order *order = arg;
+	const struct gmt_trace *ta = a->m->trace, *tb = b->m->trace;
+	int c;
+
+	if (*order == GMT_GROUP_BY_COUNT && a->count != b->count)
+		return a->count > b->count ? -1 : 1;
+	if (*order == GMT_GROUP_BY_SEQ) {
+		if (a->proc != b->proc)
+			return a->proc < b->proc ? -1 : 1;
+		if (a->first_seq != b->first_seq)
+			return a->first_seq < b->first_seq ? -1 : 1;
+	}
+	if (a->bytes != b->bytes)
+		return a->bytes > b->bytes ? -1 : 1;
+	if (a->proc != b->proc)
+		return a->proc < b->proc ? -1 : 1;
+	if (a->count != b->count)
+		return a->count > b->count ? -1 : 1;
+	if ((c = cmp_frame_or_null(a->frame, b->frame)))
+		return c;
+	if ((c = strcmp(gmt_trace_string(ta, a->api), gmt_trace_string(tb, b->api))))
+		return c;
+	if ((c = cmp_str(gmt_trace_driver(ta, a->driver), gmt_trace_driver(tb, b->driver))))
+		return c;
+	if (a->kind != b->kind)
+		return a->kind < b->kind ? -1 : 1;
+	if (a->device != b->device)
+		return a->device < b->device ? -1 : 1;
+	return a->stacks[0].stack < b->stacks[0].stack ? -1
+						       : a->stacks[0].stack > b->stacks[0].stack;
+}
+
+/* The group of keyed items k[0 .. n); false out of memory. */
+static bool
+make_group(const struct keyed *k, size_t n, struct gmt_site *g)
+{
+	const struct gmt_site_item *it = k[0].it;
+
+	memset(g, 0, sizeof(*g));
+	g->proc = it->proc;
+	g->m = it->m;
+	g->frame = k[0].site;
+	g->api = it->api;
+	g->driver = it->driver;
+	g->kind = it->kind;
+	g->device = it->device;
+	g->first_seq = UINT64_MAX;
+	if (!(g->stacks = gmt_realloc_array(NULL, n, sizeof(*g->stacks))))
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		struct gmt_site_stack *s = g->nstacks ? &g->stacks[g->nstacks - 1] : NULL;
+
+		/* Items are sorted by stack within the group: equal ids are adjacent. */
+		if (!s || s->stack != k[i].it->stack) {
+			s = &g->stacks[g->nstacks++];
+			*s = (struct gmt_site_stack){
+			    .stack = k[i].it->stack, .cs = k[i].cs, .st = k[i].it->st};
+		}
+		s->bytes += k[i].it->bytes;
+		s->count += k[i].it->count;
+		g->bytes += k[i].it->bytes;
+		g->count += k[i].it->count;
+		if (k[i].it->seq < g->first_seq)
+			g->first_seq = k[i].it->seq;
+	}
+	qsort(g->stacks, g->nstacks, sizeof(*g->stacks), cmp_site_stack);
+	for (size_t i = 0; i < g->nstacks && !g->cs; i++)
+		g->cs = g->stacks[i].cs;
+	return true;
+}
+
+void
+gmt_sites_group(const struct gmt_site_item *items,
+		size_t n,
+		enum gmt_group_order order,
+		struct gmt_sites *out)
+{
+	struct keyed *k;
+	size_t start = 0;
+
+	out->v = NULL;
+	out->n = 0;
+	if (n == 0)
+		return;
+	k = gmt_realloc_array(NULL, n, sizeof(*k));
+	out->v = gmt_realloc_array(NULL, n, sizeof(*out->v));
+	if (!k || !out->v)
+		goto err_nomem;
+	for (size_t i = 0; i < n; i++) {
+		k[i].it = &items[i];
+		k[i].cs = gmt_model_stack(items[i].m, items[i].stack);
+		k[i].site = gmt_cstack_site(k[i].cs);
+	}
+	qsort(k, n, sizeof(*k), cmp_keyed);
+	for (size_t i = 1; i <= n; i++) {
+		if (i < n && cmp_group_key(&k[start], &k[i]) == 0)
+			continue;
+		if (!make_group(&k[start], i - start, &out->v[out->n]))
+			goto err_nomem;
+		out->n++;
+		start = i;
+	}
+	free(k);
+	qsort_r(out->v, out->n, sizeof(*out->v), cmp_site, &order);
+	return;
+
+err_nomem: /* no groups rather than some */
+	free(k);
+	gmt_sites_free(out);
+	gmt_nomem();
+}
+
+void
+gmt_sites_free(struct gmt_sites *s)
+{
+	for (size_t i = 0; i < s->n; i++)
+		free(s->v[i].stacks);
+	free(s->v);
+	s->v = NULL;
+	s->n = 0;
+}
+
+/* Room for one more item at v[*n], counted; false out of memory. */
+static bool
+items_push(struct gmt_site_item **v, size_t *n, size_t *cap)
+{
+	if (gmt_grow(v, cap, *n + 1, sizeof(**v), 64) != 0)
+		return false;
+	(*n)++;
+	return true;
+}
+
+static bool
+push_leak(struct gmt_site_item **v,
+	  size_t *n,
+	  size_t *cap,
+	  size_t proc,
+	  const struct gmt_model *m,
+	  const struct gmt_leak *l,
+	  int32_t device)
+{
+	if (!items_push(v, n, cap))
+		return false;
+	(*v)[*n - 1] = (struct gmt_site_item){
+	    .proc = proc,
+	    .m = m,
+	    .stack = l->stack,
+	    .api = l->api,
+	    .driver = l->driver,
+	    .kind = l->kind,
+	    .device = device,
+	    .bytes = l->bytes,
+	    .count = l->allocations,
+	};
+	return true;
+}
+
+/* The rows of (stack, call, kind) of every model: its leaks, or the allocations live at each
+ * device's peak (@p at_peak). */
+static struct gmt_site_item *
+leak_rows(struct gmt_model *const *models, size_t n, bool at_peak, size_t *nitems)
+{
+	struct gmt_site_item *v = NULL;
+	size_t cap = 0;
+
+	*nitems = 0;
+	for (size_t i = 0; i < n; i++) {
+		const struct gmt_model *m = models[i];
+
+		if (!at_peak) {
+			for (size_t k = 0; k < m->nleaks; k++)
+				if (!push_leak(&v, nitems, &cap, i, m, &m->leaks[k], 0))
+					goto err_nomem;
+			continue;
+		}
+		for (size_t d = 0; d < m->ndevices; d++) {
+			const struct gmt_device_stats *dev = &m->devices[d];
+
+			for (size_t k = 0; k < dev->npeak_sites; k++)
+				if (!push_leak(&v, nitems, &cap, i, m, &dev->peak_sites[k],
+					       dev->device))
+					goto err_nomem;
+		}
+	}
+	return v;
+
+err_nomem:
+	free(v);
+	*nitems = 0;
+	return gmt_nomem();
+}
+
+struct gmt_site_item *
+gmt_sites_leak_items(struct gmt_model *const *models, size_t n, size_t *nitems)
+{
+	return leak_rows(models, n, false, nitems);
+}
+
+struct gmt_site_item *
+gmt_sites_peak_items(struct gmt_model *const *models, size_t n, size_t *nitems)
+{
+	return leak_rows(models, n, true, nitems);
+}
+
+struct gmt_site_item *
+gmt_sites_failed_items(struct gmt_model *const *models, size_t n, size_t *nitems)
+{
+	struct gmt_site_item *v = NULL;
+	size_t cap = 0;
+
+	*nitems = 0;
+	for (size_t i = 0; i < n; i++) {
+		for (size_t k = 0; k < models[i]->nfailed; k++) {
+			const struct gmt_trace_event *ev = models[i]->failed[k];
+
+			if (!items_push(&v, nitems, &cap)) {
+				free(v);
+				*nitems = 0;
+				return gmt_nomem();
+			}
+			v[*nitems - 1] = (struct gmt_site_item){
+			    .proc = i,
+			    .m = models[i],
+			    .stack = ev->stack,
+			    .api = ev->api,
+			    .driver = ev->driver,
+			    .kind = ev->kind,
+			    .device = ev->device,
+			    .bytes = ev->size,
+			    .count = 1,
+			    .seq = ev->seq,
+			};
+		}
+	}
+	return v;
+}
+
+struct gmt_site_item *
+gmt_sites_stat_items(struct gmt_model *const *models,
+		     size_t n,
+		     enum gmt_site_order order,
+		     size_t *nitems)
+{
+	size_t nref, cap = 0;
+	struct gmt_site_ref *ref = gmt_sites_ranked(models, n, order, &nref);
+	struct gmt_site_item *v = NULL;
+
+	*nitems = 0;
+	for (size_t i = 0; i < nref; i++) {
+		const struct gmt_site_stats *st = ref[i].st;
+
+		if (!items_push(&v, nitems, &cap)) {
+			free(v);
+			free(ref);
+			*nitems = 0;
+			return gmt_nomem();
+		}
+		v[*nitems - 1] = (struct gmt_site_item){
+		    .proc = ref[i].proc,
+		    .m = ref[i].m,
+		    .stack = st->stack,
+		    .api = st->api,
+		    .driver = st->driver,
+		    .kind = st->kind,
+		    .device = st->device,
+		    .bytes = order == GMT_SITES_GROWING ? ref[i].key : st->allocated_bytes,
+		    .count = order == GMT_SITES_GROWING ? 1 : st->allocations,
+		    .st = st,
+		};
+	}
+	free(ref);
+	return v;
+}
+
+struct gmt_growth
+gmt_site_group_growth(const struct gmt_site *g, uint32_t *min_rises, uint32_t *max_rises)
+{
+	struct gmt_growth sum = {0};
+
+	*min_rises = UINT32_MAX;
+	*max_rises = 0;
+	for (size_t i = 0; i < g->nstacks; i++) {
+		const struct gmt_growth *s = gmt_site_growth(g->m, g->stacks[i].st);
+
+		sum.first += s->first;
+		sum.last += s->last;
+		if (i == 0) { /* stacks are largest first */
+			sum.rises = s->rises;
+			sum.falls = s->falls;
+		}
+		if (s->rises < *min_rises)
+			*min_rises = s->rises;
+		if (s->rises > *max_rises)
+			*max_rises = s->rises;
+	}
+	if (!g->nstacks)
+		*min_rises = 0;
+	return sum;
+}
+
+struct gmt_site_stats
+gmt_site_group_traffic(const struct gmt_site *g)
+{
+	struct gmt_site_stats sum = {0};
+
+	for (size_t i = 0; i < g->nstacks; i++) {
+		const struct gmt_site_stats *s = g->stacks[i].st;
+
+		sum.allocations += s->allocations;
+		sum.allocated_bytes += s->allocated_bytes;
+		sum.frees += s->frees;
+		sum.temporaries += s->temporaries;
+		sum.temporary_bytes += s->temporary_bytes;
+		for (int b = 0; b < GMT_LIFETIME_BUCKETS; b++)
+			sum.lifetime[b] += s->lifetime[b];
+	}
+	return sum;
+}
+
+// --- ranking one model's site table --------------------------------------------------------
+
+static int
+cmp_site_ref(const void *pa, const void *pb)
+{
+	const struct gmt_site_ref *a = pa, *b = pb;
+
+	if (a->key != b->key)
+		return a->key > b->key ? -1 : 1;
+	if (a->proc != b->proc)
+		return a->proc < b->proc ? -1 : 1;
+	return a->st < b->st ? -1 : a->st > b->st;
+}
+
+struct gmt_site_ref *
+gmt_sites_ranked(struct gmt_model *const *models, size_t n, enum gmt_site_order order,
+		 size_t *count)
+{
+	struct gmt_site_ref *v = NULL;
+	size_t nv = 0, cap = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		const struct gmt_model *m = models[i];
+
+		for (size_t k = 0; k < m->nsites; k++) {
+			const struct gmt_site_stats *st = &m->sites[k];
+			uint64_t key;
+
+			if (order == GMT_SITES_GROWING) {
+				const struct gmt_growth *g = gmt_site_growth(m, st);
+
+				if (!gmt_site_grows(m, st))
+					continue;
+				key = g->last - g->first;
+			} else {
+				if (!st->allocations)
+					continue;
+				key = st->allocations;
+			}
+			if (gmt_grow(&v, &cap, nv + 1, sizeof(*v), 16) != 0) {
+				free(v);
+				*count = 0;
+				return gmt_nomem();
+			}
+			v[nv++] = (struct gmt_site_ref){i, m, st, key};
+		}
+	}
+	if (nv > 1)
+		qsort(v, nv, sizeof(*v), cmp_site_ref);
+	*count = nv;
+	return v;
+}

@@ -1,0 +1,62 @@
+/*
+ * @brief The figures the report states first, summed over every process: peak, leaks (less
+ * what caching allocators keep at exit), failures, and what made the traces incomplete.
+ */
+#include <string.h>
+
+#include "analysis/report/report.h"
+
+static void
+totals_add(struct gmt_totals *t, const struct gmt_model *m)
+{
+	const struct gmt_trace *tr = m->trace;
+
+	t->events += gmt_model_events(m);
+	t->dropped += tr->dropped;
+	t->bad_lines += tr->bad_lines;
+	t->failed += m->nfailed_counted;
+	t->probes += m->nprobes;
+	t->recovered += m->nrecovered;
+	t->unmatched_frees += m->unmatched_frees;
+	t->failed_frees += m->failed_frees;
+	t->reused_addresses += m->reused_addresses;
+	t->unmatched_retains += m->unmatched_retains;
+	if (tr->complete) {
+		/* what a caching allocator keeps at exit is its cache, not a leak (explain.c) */
+		struct gmt_cached c[GMT_CACHE_COUNT];
+
+		gmt_model_cached_at_end(m, c);
+		for (int k = 0; k < GMT_CACHE_COUNT; k++) {
+			t->cached[k].bytes += c[k].bytes;
+			t->cached[k].allocations += c[k].allocations;
+			t->cached[k].entries += c[k].entries;
+		}
+		t->leaked_bytes += m->live_end_bytes - c[GMT_CACHE_NONE].bytes;
+		t->leaked_allocations += m->live_end_allocations - c[GMT_CACHE_NONE].allocations;
+		t->leak_sites += m->live_end_sites - c[GMT_CACHE_NONE].entries;
+	} else {
+		t->died++;
+		t->live_at_end_bytes += m->live_end_bytes;
+		t->live_at_end_allocations += m->live_end_allocations;
+		t->live_at_end_sites += m->live_end_sites;
+	}
+}
+
+void
+gmt_report_totals(struct gmt_model *const *models, size_t n, struct gmt_totals *t)
+{
+	memset(t, 0, sizeof(*t));
+	t->processes = n;
+	for (size_t i = 0; i < n; i++) {
+		const struct gmt_model *m = models[i];
+
+		totals_add(t, m);
+		for (size_t d = 0; d < m->ndevices; d++) {
+			if (m->devices[d].peak.bytes > t->peak_bytes) {
+				t->peak_bytes = m->devices[d].peak.bytes;
+				t->peak_model = m;
+				t->peak_device = &m->devices[d];
+			}
+		}
+	}
+}

@@ -1,0 +1,715 @@
+/*
+ * @brief Native symbolization with libdwfl: modules by build-id, addresses to inline chains.
+ *
+ * Each module file gets its own Dwfl session, reported at base 0 with the file's own virtual
+ * addresses (add_p_vaddr), so a trace's offset (address - base) is the address libdwfl expects,
+ * whatever the object's load bias was in the traced process. libdwfl's standard debuginfo search
+ * (.gnu_debuglink, /usr/lib/debug/.build-id) supplies DWARF for stripped system libraries when
+ * their -dbg/-dbgsym packages are installed.
+ */
+#define _GNU_SOURCE
+#include "analysis/symbols/symbolize.h"
+#include "analysis/reader/trace.h"
+#include "util/esc.h"
+#include "util/hash.h"
+#include "util/hex.h"
+#include "util/input.h"
+#include "util/alloc.h"
+
+#include <dlfcn.h>
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <elfutils/libdwfl.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+typedef char *(*demangle_fn)(const char *mangled, char *buf, size_t *len, int *status);
+
+#if GMT_HAVE_CXA_DEMANGLE
+/* The C++ ABI's demangler, from libstdc++ (linked in): declared here so this file stays C. */
+extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
+
+static demangle_fn
+cxa_demangle(void)
+{
+	return __cxa_demangle;
+}
+#else
+/* Built where libstdc++ could not be linked: its runtime, when installed, is asked at run time;
+ * without it names stay mangled. */
+static demangle_fn
+cxa_demangle(void)
+{
+	static demangle_fn fn;
+	static bool looked;
+
+	if (!looked) {
+		void *h = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_LOCAL);
+
+		looked = true;
+		if (h)
+			fn = (demangle_fn)(uintptr_t)dlsym(h, "__cxa_demangle");
+	}
+	return fn;
+}
+#endif
+
+/* Notes about unusable modules before the rest are only counted. */
+#define GMT_SYM_MAX_NOTES 20
+
+
+/* One module file as the symbolizer knows it: identified by build-id, or by path without one. */
+struct sym_module {
+	const char *path;     /* interned; the latest path given when the file was not found */
+	const char *file;     /* interned: the bytes to open (= path unless not UTF-8) */
+	const char *build_id; /* interned lowercase hex, "" none */
+	bool opened;	      /* open attempted */
+	enum gmt_sym_status status;
+	Dwfl *dwfl;
+	Dwfl_Module *mod;
+	Dwarf_Addr bias;
+};
+
+/* One resolved (module, offset): its frames are frames[first .. first + n) of the pool. */
+struct sym_entry {
+	uint64_t offset;
+	uint32_t module; /* index + 1; 0 marks an empty slot */
+	uint32_t first;
+	uint16_t n;
+	uint8_t status;
+};
+
+struct gmt_symbolizer {
+	FILE *diag;
+	size_t notes, notes_dropped;
+
+	char **strs; /* interned strings: open addressing, NULL empty */
+	size_t strs_mask, nstrs;
+
+	struct sym_module *mods;
+	size_t nmods;
+
+	struct sym_entry *cache; /* open addressing over (module, offset) */
+	size_t cache_mask, ncache;
+
+	struct gmt_sym_frame *pool; /* frames of every cached entry */
+	size_t npool, poolcap;
+
+	struct gmt_sym_frame scratch[64]; /* frames of the address being resolved */
+	uint32_t nscratch;
+	int error; /* -ENOMEM once anything was lost for lack of memory (gmt_symbolizer_error()) */
+};
+
+static const Dwfl_Callbacks offline_callbacks = {
+    .find_elf = dwfl_build_id_find_elf,
+    .find_debuginfo = dwfl_standard_find_debuginfo,
+    .section_address = dwfl_offline_section_address,
+};
+
+// --- strings ------------------------------------------------------------------------------------
+
+static uint64_t
+hash_str(const char *str)
+{
+	return gmt_fnv1a(GMT_FNV_SEED, str, strlen(str));
+}
+
+const char *
+gmt_sym_intern(struct gmt_symbolizer *s, const char *str)
+{
+	size_t slot;
+
+	if (!str)
+		return NULL;
+	if (s->nstrs * 2 >= s->strs_mask) {
+		size_t cap = s->strs_mask ? (s->strs_mask + 1) * 2 : 1024;
+		char **old = s->strs;
+		size_t oldcap = s->strs_mask ? s->strs_mask + 1 : 0;
+
+		char **strs = calloc(cap, sizeof(*s->strs));
+
+		if (!strs) {
+			s->error = -ENOMEM;
+			return NULL;
+		}
+		s->strs = strs;
+		s->strs_mask = cap - 1;
+		for (size_t i = 0; i < oldcap; i++) {
+			if (!old[i])
+				continue;
+			slot = hash_str(old[i]) & s->strs_mask;
+			while (s->strs[slot])
+				slot = (slot + 1) & s->strs_mask;
+			s->strs[slot] = old[i];
+		}
+		free(old);
+	}
+	for (slot = hash_str(str) & s->strs_mask; s->strs[slot]; slot = (slot + 1) & s->strs_mask)
+		if (strcmp(s->strs[slot], str) == 0)
+			return s->strs[slot];
+	if (!(s->strs[slot] = strdup(str))) {
+		s->error = -ENOMEM;
+		return NULL;
+	}
+	s->nstrs++;
+	return s->strs[slot];
+}
+
+/* Length of the valid UTF-8 sequence at @p p (before @p end), 0 when it is not one. */
+static size_t
+utf8_seq(const unsigned char *p, const unsigned char *end)
+{
+	size_t len = p[0] < 0x80	     ? 1
+		     : (p[0] & 0xe0) == 0xc0 ? 2
+		     : (p[0] & 0xf0) == 0xe0 ? 3
+		     : (p[0] & 0xf8) == 0xf0 ? 4
+					     : 0;
+	uint32_t cp;
+
+	if (len <= 1 || (size_t)(end - p) < len)
+		return len == 1;
+	cp = p[0] & (0x7f >> len);
+	for (size_t i = 1; i < len; i++) {
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+		cp = cp << 6 | (p[i] & 0x3f);
+	}
+	/* overlong forms, surrogates and values past U+10FFFF are not UTF-8 */
+	if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
+	    (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff)
+		return 0;
+	return len;
+}
+
+/*
+ * @p str interned as text: a name or file from a module's debug information is bytes, which
+ * need not be UTF-8 (a build directory named in another encoding); reports are UTF-8, so each
+ * byte that is not part of a valid sequence becomes U+FFFD.
+ */
+static const char *
+intern_text(struct gmt_symbolizer *s, const char *str)
+{
+	const unsigned char *p, *end;
+	const char *res;
+	size_t len, n = 0;
+	char *clean;
+
+	if (!str)
+		return NULL;
+	end = (const unsigned char *)str + strlen(str);
+	for (p = (const unsigned char *)str; p < end && (len = utf8_seq(p, end)); p += len)
+		;
+	if (p == end)
+		return gmt_sym_intern(s, str);
+	clean = gmt_realloc_array(NULL, (size_t)(end - (const unsigned char *)str) * 3 + 1, 1);
+	if (!clean) {
+		s->error = -ENOMEM;
+		return NULL;
+	}
+	for (p = (const unsigned char *)str; p < end; p += len ? len : 1) {
+		if ((len = utf8_seq(p, end))) {
+			memcpy(clean + n, p, len);
+			n += len;
+		} else {
+			memcpy(clean + n, "\xef\xbf\xbd", 3);
+			n += 3;
+		}
+	}
+	clean[n] = '\0';
+	res = gmt_sym_intern(s, clean);
+	free(clean);
+	return res;
+}
+
+// --- the symbolizer -----------------------------------------------------------------------------
+
+struct gmt_symbolizer *
+gmt_symbolizer_new(FILE *diag)
+{
+	struct gmt_symbolizer *s = calloc(1, sizeof(*s));
+
+	if (!s) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	s->diag = diag;
+	return s;
+}
+
+int
+gmt_symbolizer_error(const struct gmt_symbolizer *s)
+{
+	return s ? s->error : 0;
+}
+
+void
+gmt_symbolizer_free(struct gmt_symbolizer *s)
+{
+	if (!s)
+		return;
+	if (s->notes_dropped && s->diag)
+		fprintf(s->diag, "gpumemtrace: note: %zu more modules could not be used\n",
+			s->notes_dropped);
+	for (size_t i = 0; i < s->nmods; i++)
+		if (s->mods[i].dwfl)
+			dwfl_end(s->mods[i].dwfl);
+	free(s->mods);
+	for (size_t i = 0; s->strs && i <= s->strs_mask; i++)
+		free(s->strs[i]);
+	free(s->strs);
+	free(s->cache);
+	free(s->pool);
+	free(s);
+}
+
+uint32_t
+gmt_sym_module(struct gmt_symbolizer *s, const char *path, const char *file, const char *build_id)
+{
+	struct sym_module *m;
+
+	path = gmt_sym_intern(s, path);
+	file = file ? gmt_sym_intern(s, file) : path;
+	build_id = gmt_sym_intern(s, build_id ? build_id : "");
+	if (!path || !file || !build_id)
+		return GMT_SYM_NONE; /* out of memory (s->error) */
+	for (size_t i = 0; i < s->nmods; i++) {
+		m = &s->mods[i];
+		if (m->build_id != build_id)
+			continue;
+		if (m->file == file)
+			return (uint32_t)i;
+		/*
+		 * The same build-id under another path (another process, a container) is the
+		 * same file: one Dwfl serves both, unless it was not found where first looked,
+		 * then this path gets its own try.
+		 */
+		if (build_id[0] != '\0' && (!m->opened || m->status != GMT_SYM_NO_FILE))
+			return (uint32_t)i;
+	}
+	if (!(m = gmt_realloc_array(s->mods, s->nmods + 1, sizeof(*s->mods)))) {
+		s->error = -ENOMEM;
+		return GMT_SYM_NONE;
+	}
+	s->mods = m;
+	m = &s->mods[s->nmods];
+	memset(m, 0, sizeof(*m));
+	m->path = path;
+	m->file = file;
+	m->build_id = build_id;
+	return (uint32_t)s->nmods++;
+}
+
+const char *
+gmt_sym_status_str(enum gmt_sym_status st)
+{
+	switch (st) {
+	case GMT_SYM_OK: return "resolved";
+	case GMT_SYM_NO_SYMBOL: return "no symbol at this address";
+	case GMT_SYM_NO_MODULE: return "in no module of the trace";
+	case GMT_SYM_NO_FILE: return "module file not found";
+	case GMT_SYM_MISMATCH: return "module file has another build-id";
+	case GMT_SYM_NO_FILE_ID: return "module without a file";
+	}
+	return "?";
+}
+
+// --- opening a module file ----------------------------------------------------------------------
+
+static void __attribute__((format(printf, 2, 3)))
+note(struct gmt_symbolizer *s, const char *fmt, ...)
+{
+	va_list ap;
+	char *msg;
+
+	if (!s->diag)
+		return;
+	if (s->notes >= GMT_SYM_MAX_NOTES) {
+		s->notes_dropped++;
+		return;
+	}
+	s->notes++;
+	fprintf(s->diag, "gpumemtrace: note: ");
+	va_start(ap, fmt);
+	/* escaped as a whole: the paths it names come from the trace */
+	if (vasprintf(&msg, fmt, ap) >= 0) {
+		gmt_fputs_esc(msg, s->diag);
+		free(msg);
+	}
+	va_end(ap);
+	fputc('\n', s->diag);
+}
+
+/*
+ * Open @p file as module @p m. OK when it is ELF and its build-id is the trace's (both absent
+ * counts as the same: nothing better can be checked); MISMATCH with the file's id in @p found.
+ */
+static enum gmt_sym_status
+try_open(
+    struct sym_module *m, const char *file, char *found, size_t foundmax, char why[GMT_INPUT_WHY])
+{
+	const unsigned char *bits;
+	GElf_Addr vaddr;
+	Dwfl *dwfl;
+	Dwfl_Module *mod;
+	int fd, n;
+
+	found[0] = '\0';
+	/* a modules line may name a FIFO or a device: never block on it, never read it */
+	fd = gmt_input_open(file, why);
+	if (fd < 0)
+		return GMT_SYM_NO_FILE;
+	dwfl = dwfl_begin(&offline_callbacks);
+	if (!dwfl) {
+		close(fd);
+		snprintf(why, GMT_INPUT_WHY, "%s", strerror(ENOMEM));
+		return GMT_SYM_NO_FILE;
+	}
+	dwfl_report_begin(dwfl);
+	/* On success libdwfl owns fd. */
+	mod = dwfl_report_elf(dwfl, m->path, file, fd, 0, true);
+	dwfl_report_end(dwfl, NULL, NULL);
+	if (!mod) {
+		close(fd);
+		dwfl_end(dwfl);
+		snprintf(why, GMT_INPUT_WHY, "%s", strerror(ENOEXEC));
+		return GMT_SYM_NO_FILE;
+	}
+	n = dwfl_module_build_id(mod, &bits, &vaddr);
+	if (n > 0)
+		gmt_hex_encode(bits, (size_t)n, found, foundmax);
+	if (strcmp(found, m->build_id) != 0) {
+		dwfl_end(dwfl);
+		return GMT_SYM_MISMATCH;
+	}
+	m->dwfl = dwfl;
+	m->mod = mod;
+	if (!dwfl_module_getelf(mod, &m->bias))
+		m->bias = 0;
+	return GMT_SYM_OK;
+}
+
+static void
+module_open(struct gmt_symbolizer *s, struct sym_module *m)
+{
+	char found[128], debug[300], why[GMT_INPUT_WHY] = "", why2[GMT_INPUT_WHY];
+	enum gmt_sym_status st;
+
+	m->opened = true;
+	/* "[vdso]", "[heap]", "": nothing on disk to read. */
+	if (m->file[0] == '\0' || m->file[0] == '[') {
+		m->status = GMT_SYM_NO_FILE_ID;
+		return;
+	}
+	st = try_open(m, m->file, found, sizeof(found), why);
+	if (st != GMT_SYM_OK && strlen(m->build_id) > 2) {
+		/* The debug file of that exact build, as distributions install them. */
+		char other[128];
+
+		snprintf(debug, sizeof(debug), "/usr/lib/debug/.build-id/%.2s/%s.debug",
+			 m->build_id, m->build_id + 2);
+		if (try_open(m, debug, other, sizeof(other), why2) == GMT_SYM_OK) {
+			m->status = GMT_SYM_OK;
+			return;
+		}
+	}
+	m->status = st;
+	if (st == GMT_SYM_NO_FILE)
+		note(s, "%s: cannot read it (%s): its frames are shown as module+offset", m->path,
+		     why);
+	else if (st == GMT_SYM_MISMATCH)
+		note(s,
+		     "%s: not the file the trace saw (build-id %s there, %s in the trace): its "
+		     "frames are shown as module+offset",
+		     m->path, found[0] ? found : "none", m->build_id[0] ? m->build_id : "none");
+}
+
+// --- names and paths ----------------------------------------------------------------------------
+
+/* @p name demangled when it is a C++ symbol, interned. */
+static const char *
+demangle(struct gmt_symbolizer *s, const char *name)
+{
+	const char *res;
+	char *d;
+	int status = -1;
+
+	if (!name)
+		return NULL;
+	if (name[0] != '_' || name[1] != 'Z' || !cxa_demangle())
+		return intern_text(s, name);
+	d = cxa_demangle()(name, NULL, NULL, &status);
+	res = intern_text(s, status == 0 && d ? d : name);
+	free(d);
+	return res;
+}
+
+/* The name of a function DIE: its linkage name (demangled) when it has one. */
+static const char *
+die_function(struct gmt_symbolizer *s, Dwarf_Die *die, bool *linkage)
+{
+	Dwarf_Attribute attr;
+	const char *name;
+
+	*linkage = true;
+	name = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_linkage_name, &attr));
+	if (!name)
+		name = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &attr));
+	if (name)
+		return demangle(s, name);
+	*linkage = false;
+	name = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_name, &attr));
+	return name ? intern_text(s, name) : NULL;
+}
+
+void
+gmt_sym_fold_path(const char *path, char *out, size_t max)
+{
+	size_t n = 0;
+
+	if (max < 2) {
+		if (max)
+			out[0] = '\0';
+		return;
+	}
+	/* ".." at the root stays at the root, as the kernel resolves it. */
+	for (const char *p = path; *p;) {
+		const char *q;
+		size_t len;
+
+		while (*p == '/')
+			p++;
+		q = strchr(p, '/');
+		len = q ? (size_t)(q - p) : strlen(p);
+		if (len == 0)
+			break;
+		if (len == 2 && p[0] == '.' && p[1] == '.') {
+			while (n > 0 && out[n - 1] != '/')
+				n--;
+			if (n > 0)
+				n--;
+		} else if (!(len == 1 && p[0] == '.') && n + 1 + len < max) {
+			out[n++] = '/';
+			memcpy(out + n, p, len);
+			n += len;
+		}
+		p += len;
+	}
+	if (n == 0)
+		out[n++] = '/';
+	out[n] = '\0';
+}
+
+/*
+ * @p file made absolute against @p dir when relative (a build's "../src/x.c" seen from its build
+ * directory), with "." and ".." folded, interned.
+ */
+static const char *
+clean_path(struct gmt_symbolizer *s, const char *file, const char *dir)
+{
+	char buf[4096], out[4096];
+
+	if (!file)
+		return NULL;
+	if (file[0] != '/' && dir && dir[0] == '/')
+		snprintf(buf, sizeof(buf), "%s/%s", dir, file);
+	else
+		snprintf(buf, sizeof(buf), "%s", file);
+	if (buf[0] != '/')
+		return intern_text(s, buf);
+	gmt_sym_fold_path(buf, out, sizeof(out));
+	return intern_text(s, out);
+}
+
+static const char *
+cu_dir(Dwarf_Die *cu)
+{
+	Dwarf_Attribute attr;
+
+	return cu ? dwarf_formstring(dwarf_attr(cu, DW_AT_comp_dir, &attr)) : NULL;
+}
+
+static void
+scratch_push(struct gmt_symbolizer *s, const char *fn, const char *file, uint32_t line, bool inl)
+{
+	if (s->nscratch >= sizeof(s->scratch) / sizeof(s->scratch[0]))
+		return;
+	s->scratch[s->nscratch++] = (struct gmt_sym_frame){fn, file, line, inl};
+}
+
+/* The file and line where inlined scope @p die was called from, in its CU's file table. */
+static void
+call_site(struct gmt_symbolizer *s, Dwarf_Die *die, const char **file, uint32_t *line)
+{
+	Dwarf_Attribute attr;
+	Dwarf_Word fileidx = 0, lineno = 0;
+	Dwarf_Die cu;
+	Dwarf_Files *files;
+	size_t nfiles;
+
+	*file = NULL;
+	*line = 0;
+	if (dwarf_formudata(dwarf_attr(die, DW_AT_call_line, &attr), &lineno) == 0)
+		*line = (uint32_t)lineno;
+	if (dwarf_formudata(dwarf_attr(die, DW_AT_call_file, &attr), &fileidx) != 0)
+		return;
+	if (!dwarf_diecu(die, &cu, NULL, NULL) || dwarf_getsrcfiles(&cu, &files, &nfiles) != 0 ||
+	    fileidx >= nfiles)
+		return;
+	*file = clean_path(s, dwarf_filesrc(files, fileidx, NULL, NULL), cu_dir(&cu));
+}
+
+/*
+ * Resolve @p addr (libdwfl's address space) of @p m into s->scratch: the DWARF scopes give the
+ * inline chain; the line table gives the innermost file:line and each inlined scope the line of
+ * its call in the next one out; the ELF symbol table names the function when there is no DWARF.
+ */
+static enum gmt_sym_status
+resolve(struct gmt_symbolizer *s, struct sym_module *m, Dwarf_Addr addr)
+{
+	GElf_Off symoff = 0;
+	GElf_Sym sym;
+	Dwarf_Addr cubias = 0;
+	Dwarf_Die *cu, *scopes = NULL;
+	Dwfl_Line *dl;
+	const char *symname, *file = NULL;
+	uint32_t line = 0;
+	int nscopes = 0, lineno = 0;
+
+	s->nscratch = 0;
+	symname = dwfl_module_addrinfo(m->mod, addr, &symoff, &sym, NULL, NULL, NULL);
+	cu = dwfl_module_addrdie(m->mod, addr, &cubias);
+	dl = dwfl_module_getsrc(m->mod, addr);
+	if (dl) {
+		const char *f = dwfl_lineinfo(dl, NULL, &lineno, NULL, NULL, NULL);
+
+		file = clean_path(s, f, cu_dir(cu));
+		line = lineno > 0 ? (uint32_t)lineno : 0;
+	}
+	if (cu)
+		nscopes = dwarf_getscopes(cu, addr - cubias, &scopes);
+	for (int i = 0; i < nscopes; i++) {
+		int tag = dwarf_tag(&scopes[i]);
+		bool linkage;
+		const char *fn;
+
+		if (tag != DW_TAG_inlined_subroutine && tag != DW_TAG_subprogram)
+			continue;
+		fn = die_function(s, &scopes[i], &linkage);
+		if (tag == DW_TAG_subprogram) {
+			/* A C++ function DIE without a linkage name: the symbol says more. */
+			if (!linkage && symname && symname[0] == '_' && symname[1] == 'Z')
+				fn = demangle(s, symname);
+			if (!fn)
+				fn = demangle(s, symname);
+			scratch_push(s, fn, file, line, false);
+			break;
+		}
+		scratch_push(s, fn, file, line, true);
+		call_site(s, &scopes[i], &file, &line);
+	}
+	free(scopes);
+	if (s->nscratch == 0 || s->scratch[s->nscratch - 1].inlined) {
+		/* No DWARF function here (or only inlined scopes): the ELF symbol, if any. */
+		if (!symname && s->nscratch == 0)
+			return GMT_SYM_NO_SYMBOL;
+		scratch_push(s, demangle(s, symname), file, line, false);
+	}
+	return GMT_SYM_OK;
+}
+
+// --- the cache ----------------------------------------------------------------------------------
+
+static uint64_t
+entry_hash(uint32_t module, uint64_t offset)
+{
+	uint64_t h = offset * 0x9e3779b97f4a7c15ull ^ ((uint64_t)module << 32 | module);
+
+	return h ^ (h >> 29);
+}
+
+static bool
+cache_grow(struct gmt_symbolizer *s)
+{
+	size_t cap = s->cache_mask ? (s->cache_mask + 1) * 2 : 4096;
+	struct sym_entry *old = s->cache, *cache = calloc(cap, sizeof(*s->cache));
+	size_t oldcap = s->cache_mask ? s->cache_mask + 1 : 0;
+
+	if (!cache) {
+		s->error = -ENOMEM;
+		return false;
+	}
+	s->cache = cache;
+	s->cache_mask = cap - 1;
+	for (size_t i = 0; i < oldcap; i++) {
+		size_t slot;
+
+		if (!old[i].module)
+			continue;
+		slot = entry_hash(old[i].module, old[i].offset) & s->cache_mask;
+		while (s->cache[slot].module)
+			slot = (slot + 1) & s->cache_mask;
+		s->cache[slot] = old[i];
+	}
+	free(old);
+	return true;
+}
+
+enum gmt_sym_status
+gmt_symbolize(struct gmt_symbolizer *s,
+	      uint32_t module,
+	      uint64_t offset,
+	      const struct gmt_sym_frame **frames,
+	      uint32_t *nframes)
+{
+	struct sym_module *m;
+	struct sym_entry *e;
+	enum gmt_sym_status st;
+	size_t slot;
+
+	*frames = NULL;
+	*nframes = 0;
+	if (module >= s->nmods)
+		return GMT_SYM_NO_MODULE;
+	m = &s->mods[module];
+	if (!m->opened)
+		module_open(s, m);
+	/* A module without a usable file answers every offset alike: nothing to cache. */
+	if (m->status != GMT_SYM_OK)
+		return m->status;
+	if (s->ncache * 2 >= s->cache_mask && !cache_grow(s))
+		return GMT_SYM_NO_SYMBOL; /* out of memory (s->error) */
+	slot = entry_hash(module + 1, offset) & s->cache_mask;
+	for (; s->cache[slot].module; slot = (slot + 1) & s->cache_mask) {
+		e = &s->cache[slot];
+		if (e->module == module + 1 && e->offset == offset) {
+			*frames = e->n ? s->pool + e->first : NULL;
+			*nframes = e->n;
+			return (enum gmt_sym_status)e->status;
+		}
+	}
+	st = resolve(s, m, offset + m->bias);
+	if (gmt_grow(&s->pool, &s->poolcap, s->npool + s->nscratch, sizeof(*s->pool), 4096) != 0) {
+		s->error = -ENOMEM;
+		return GMT_SYM_NO_SYMBOL;
+	}
+	if (s->nscratch)
+		memcpy(s->pool + s->npool, s->scratch, s->nscratch * sizeof(*s->scratch));
+	e = &s->cache[slot];
+	*e = (struct sym_entry){
+	    .offset = offset,
+	    .module = module + 1,
+	    .first = (uint32_t)s->npool,
+	    .n = (uint16_t)s->nscratch,
+	    .status = (uint8_t)st,
+	};
+	s->npool += s->nscratch;
+	s->ncache++;
+	*frames = e->n ? s->pool + e->first : NULL;
+	*nframes = e->n;
+	return st;
+}

@@ -1,0 +1,85 @@
+/*
+ * @brief Opening what the offline tools are given to read (input.h).
+ */
+#include "util/input.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static const char *
+file_type(mode_t mode)
+{
+	if (S_ISDIR(mode))
+		return "a directory";
+	if (S_ISFIFO(mode))
+		return "a FIFO";
+	if (S_ISCHR(mode))
+		return "a character device";
+	if (S_ISBLK(mode))
+		return "a block device";
+	if (S_ISSOCK(mode))
+		return "a socket";
+	return "not a plain file";
+}
+
+int
+gmt_input_open(const char *path, char why[GMT_INPUT_WHY])
+{
+	struct stat st;
+	int fd, flags, err;
+
+	/*
+	 * Opening a FIFO for reading waits for a writer, forever when there is none (a FIFO left
+	 * in a trace directory, a modules line naming one): O_NONBLOCK returns at once, and the
+	 * type is known before anything is read. O_NOCTTY: a terminal never becomes ours.
+	 */
+	fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0) {
+		err = errno;
+		snprintf(why, GMT_INPUT_WHY, "%s", strerror(err));
+		errno = err;
+		return -1;
+	}
+	if (fstat(fd, &st) != 0) {
+		err = errno;
+		snprintf(why, GMT_INPUT_WHY, "%s", strerror(err));
+		goto err_close;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		err = S_ISDIR(st.st_mode) ? EISDIR : EINVAL;
+		snprintf(why, GMT_INPUT_WHY, "not a regular file (%s)", file_type(st.st_mode));
+		goto err_close;
+	}
+	flags = fcntl(fd, F_GETFL);
+	if (flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0) {
+		err = errno;
+		snprintf(why, GMT_INPUT_WHY, "%s", strerror(err));
+		goto err_close;
+	}
+	return fd;
+err_close:
+	close(fd);
+	errno = err;
+	return -1;
+}
+
+FILE *
+gmt_input_fopen(const char *path, char why[GMT_INPUT_WHY])
+{
+	int fd = gmt_input_open(path, why), err;
+	FILE *f;
+
+	if (fd < 0)
+		return NULL;
+	f = fdopen(fd, "r");
+	if (!f) {
+		err = errno;
+		snprintf(why, GMT_INPUT_WHY, "%s", strerror(err));
+		close(fd);
+		errno = err;
+	}
+	return f;
+}
