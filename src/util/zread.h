@@ -14,17 +14,8 @@
  *
  * Not for the tracer (it allocates, and it is the analyzer's); a separate static library.
  *
- * Integration (the trace reader's open, src/analysis/trace.c gmt_trace_read_sink()):
- *
- *	f = gmt_input_fopen(path, why);
- *	...
- *	struct gmt_zread *z = NULL;
- *	FILE *zf = gmt_zread_open(f, &z, why, sizeof(why));
- *	if (!zf) { fprintf(diag, "%s: cannot read: %s\n", ..., why); fclose(f); return UNREADABLE; }
- *	f = zf;                                         // fclose(f) later closes both
- *	// progress: gmt_zread_raw_offset(z, f) instead of ftell(f), against the file's size
- *	// disk_check: gmt_zread_raw_fd(z, f) instead of fileno(f)
- *	// at the end of the loop: if (gmt_zread_problem(z)) note it as a torn/cut file
+ * Used by the trace reader's input (src/analysis/reader/input.c), which tells the kinds apart
+ * and reports gmt_zread_problem() after the read.
  */
 #ifndef GMT_UTIL_ZREAD_H
 #define GMT_UTIL_ZREAD_H
