@@ -3,6 +3,7 @@
  */
 #define _GNU_SOURCE
 #include "analysis/reader/input.h"
+#include "gmt-config.h"
 #include "util/input.h"
 #include "util/zread.h"
 #include "util/zstd_api.h"
@@ -14,7 +15,9 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#if GMT_HAVE_ZLIB
 #include <zlib.h>
+#endif
 
 #define GZIP_MAGIC "\x1f\x8b"
 #define PEEK 4 /* bytes that tell the kind: zstd's magic number is the longest */
@@ -33,7 +36,9 @@ struct gmt_trace_input_state {
 	size_t npeek, peek_pos;
 	long long replayed;
 	/* gzip: one member after the other, as gzip -d does */
+#if GMT_HAVE_ZLIB
 	z_stream zs;
+#endif
 	bool zs_ready;
 	unsigned char *in;
 	size_t in_cap;
@@ -91,6 +96,8 @@ replay_close(void *cookie)
 }
 
 // --- gzip ------------------------------------------------------------------------------------
+
+#if GMT_HAVE_ZLIB
 
 static void
 gz_problem(struct gmt_trace_input_state *st, enum gmt_trace_input_end end, const char *fmt,
@@ -192,6 +199,17 @@ gz_open(struct gmt_trace_input_state *st, char why[GMT_TRACE_INPUT_WHY])
 	setvbuf(f, NULL, _IOFBF, 1 << 17);
 	return f;
 }
+#else
+static FILE *
+gz_open(struct gmt_trace_input_state *st, char why[GMT_TRACE_INPUT_WHY])
+{
+	(void)st;
+	snprintf(why, GMT_TRACE_INPUT_WHY,
+		 "a gzip-compressed trace, and this gpumemtrace was built without zlib "
+		 "(zlib1g-dev): gzip -dc FILE | gpumemtrace report -");
+	return NULL;
+}
+#endif
 
 // --- opening ---------------------------------------------------------------------------------
 
