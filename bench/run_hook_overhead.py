@@ -9,6 +9,7 @@ this script exit 1.
     run_hook_overhead.py --build BUILD [--runtime sim|real] [--mode malloc|async]
                          [--capture default|both|cupti|interpose]
                          [--rounds 11] [--iters N] [--reps R] [--warmup W] [--gap-ms MS]
+                         [--baseline OTHER_BUILD]
 
 --capture       which tracer configurations are B (each interleaved with A: A B C A B C ...):
                 default    the tracer's defaults (one variant, as before)
@@ -17,6 +18,17 @@ this script exit 1.
                 both       cupti and interpose
                 cupti-nostacks, cupti-native, interpose-nostacks, interpose-native: the same paths
                            with GPUMEMTRACE_STACKS=none / native (the default is all)
+                cupti-noruntime-nostacks: CUPTI without the runtime-domain callbacks, no stacks
+                floors (bench/floor.h; another library preloaded instead of the tracer):
+                floor-cupti         a CUPTI subscriber with exactly the tracer's callback ids
+                                    and an empty callback
+                floor-cupti-driver  the same without the runtime-domain ids
+                floor-cupti-record  floor-cupti plus the bare minimum of a recorded event
+                                    (guard, clock, seq, ring slot) at each driver EXIT
+                floor-interpose     LD_PRELOAD wrappers doing that bare minimum
+                With a floor in the list, each tracer configuration of its path is also given
+                "above" it: the tracer's own cost (cupti* above floor-cupti, interpose* above
+                floor-interpose).
                 a comma list of these names runs them all, interleaved
                 On --runtime real the header of each traced run must show the path asked for
                 (capture includes "cupti", or is ["interpose"]); otherwise the run is a PROBLEM.
@@ -111,7 +123,32 @@ CAPTURES = {
     "cupti-native": ({"GPUMEMTRACE_CUPTI": "1", "GPUMEMTRACE_STACKS": "native"}, "cupti"),
     "interpose-nostacks": ({"GPUMEMTRACE_CUPTI": "0", "GPUMEMTRACE_STACKS": "none"}, "interpose-only"),
     "interpose-native": ({"GPUMEMTRACE_CUPTI": "0", "GPUMEMTRACE_STACKS": "native"}, "interpose-only"),
+    # without the runtime-domain callbacks (driver names only)
+    "cupti-noruntime-nostacks": ({"GPUMEMTRACE_CUPTI": "1", "GPUMEMTRACE_CUPTI_RUNTIME": "0",
+                                  "GPUMEMTRACE_STACKS": "none"}, "cupti"),
 }
+
+# The floors (bench/floor.h): not the tracer but the least a tracer of the same path can cost.
+# Each is a library of BUILD/bench, preloaded instead of the tracer, with its environment and the
+# callbacks (per pair of calls) and records (per event) its exit line must show at least.
+FLOORS = {
+    # a CUPTI subscriber holding exactly the tracer's callback ids, with an empty callback
+    "floor-cupti": ("libgmt_floor_cupti.so", {"GMT_FLOOR_MODE": "empty"}),
+    # the same without the runtime-domain ids
+    "floor-cupti-driver": ("libgmt_floor_cupti.so", {"GMT_FLOOR_MODE": "driver"}),
+    # the CUPTI subscriber recording the bare minimum (guard, clock, seq, slot) at driver EXIT
+    "floor-cupti-record": ("libgmt_floor_cupti.so", {"GMT_FLOOR_MODE": "record"}),
+    # LD_PRELOAD wrappers recording the bare minimum around the real call
+    "floor-interpose": ("libgmt_floor_interpose.so", {}),
+}
+
+
+def read_floor_line(stderr):
+    """The floor library's exit line ("gmt-floor: {...}"), or None."""
+    for line in reversed(stderr.splitlines()):
+        if line.startswith("gmt-floor: {"):
+            return json.loads(line[len("gmt-floor: "):])
+    return None
 
 
 def capture_matches(header, want):
@@ -123,11 +160,17 @@ def capture_matches(header, want):
     return True
 
 
-def run_once(cmd, env, traced, lib, extra_env=None):
-    """Run the benchmark once; returns (result dict, trace facts dict or None)."""
+def run_once(cmd, env, traced, lib, extra_env=None, floor=None):
+    """Run the benchmark once; returns (result dict, trace facts dict or None). With @floor
+    (a FLOORS entry) the floor library is preloaded instead of the tracer, and the facts are
+    what its exit line says."""
     env = dict(env)
     outdir = None
-    if traced:
+    if floor:
+        env["LD_PRELOAD"] = os.path.join(os.path.dirname(os.path.dirname(lib)), "bench", floor[0])
+        env.pop("CUDA_INJECTION64_PATH", None)
+        env.update(floor[1])
+    elif traced:
         outdir = tempfile.mkdtemp(prefix="gmt-bench-hook-")
         env["LD_PRELOAD"] = lib
         env["GPUMEMTRACE_OUTPUT_DIR"] = outdir
@@ -139,6 +182,10 @@ def run_once(cmd, env, traced, lib, extra_env=None):
         if p.returncode != 0:
             sys.exit(f"run_hook_overhead: {' '.join(cmd)} exited {p.returncode}: {p.stderr.strip()}")
         res = json.loads(p.stdout.strip().splitlines()[-1])
+        if floor:
+            line = read_floor_line(p.stderr) or {}
+            return res, {"floor": line, "expected": res["events"], "stderr": p.stderr.strip(),
+                         "events": line.get("records"), "dropped": 0}
         if not traced:
             return res, None
         path, header, trailer, size = read_trailer(outdir)
@@ -153,6 +200,35 @@ def run_once(cmd, env, traced, lib, extra_env=None):
     finally:
         if outdir:
             shutil.rmtree(outdir, ignore_errors=True)
+
+
+def floor_problem(name, f):
+    """Why a floor run did not measure its floor (None when it did)."""
+    line = f["floor"]
+    if not line:
+        return f"{name}: the floor library did not report (not loaded?): {f['stderr'] or 'no stderr'}"
+    # each call (two per pair) goes through the floor: CUPTI callbacks or wrapper calls
+    if line["calls"] < f["expected"]:
+        return f"{name}: the floor saw {line['calls']} calls for {f['expected']} events: not in the call path"
+    if line["mode"] in ("record",) and line["records"] < f["expected"]:
+        return f"{name}: the floor recorded {line['records']} of {f['expected']} events"
+    return None
+
+
+def base_name(name):
+    """The configuration of a variant ("before:cupti" is cupti with the --baseline build)."""
+    return name.split(":", 1)[1] if name.startswith("before:") else name
+
+
+def floor_of(name, names):
+    """The floor a tracer configuration is measured against, when it is in this run."""
+    if name in FLOORS:
+        return None
+    env = CAPTURES[base_name(name)][0]
+    want = "floor-interpose" if env.get("GPUMEMTRACE_CUPTI") == "0" else "floor-cupti"
+    if want == "floor-cupti" and env.get("GPUMEMTRACE_CUPTI_RUNTIME") == "0" and "floor-cupti-driver" in names:
+        want = "floor-cupti-driver"
+    return want if want in names else None
 
 
 def main():
@@ -171,6 +247,9 @@ def main():
     ap.add_argument("--sim-delay-ns", type=int, default=0,
                     help="sim only: SIMCUDA_ALLOC_DELAY_NS, a device-like cost per call (40000 ~ an H200 cudaMalloc pair)")
     ap.add_argument("--cudart-dir", help="real only: directory of libcudart.so.13")
+    ap.add_argument("--baseline", help="another build directory: each tracer configuration also "
+                    "runs with its libgpumemtrace.so, as before:NAME, interleaved (before and after "
+                    "in one run)")
     args = ap.parse_args()
 
     build = os.path.abspath(args.build)
@@ -211,9 +290,19 @@ def main():
     print(f"  LD_LIBRARY_PATH={env['LD_LIBRARY_PATH']}")
 
     names = ["cupti", "interpose"] if args.capture == "both" else args.capture.split(",")
+    base_lib = None
+    if args.baseline:
+        base_lib = os.path.join(os.path.abspath(args.baseline), "src", "libgpumemtrace.so")
+        if not os.path.exists(base_lib):
+            sys.exit(f"run_hook_overhead: {base_lib} not found (--baseline)")
+        # each tracer configuration also with the baseline's library, right after it
+        names = [v for n in names for v in ([n] if n in FLOORS else [f"before:{n}", n])]
     for n in names:
-        if n not in CAPTURES:
-            sys.exit(f"run_hook_overhead: unknown --capture {n!r} (one of both, {', '.join(CAPTURES)}, or a comma list)")
+        if base_name(n) not in CAPTURES and n not in FLOORS:
+            sys.exit(f"run_hook_overhead: unknown --capture {n!r} (one of both, "
+                     f"{', '.join(list(CAPTURES) + list(FLOORS))}, or a comma list)")
+        if n in FLOORS and not os.path.exists(os.path.join(build, "bench", FLOORS[n][0])):
+            sys.exit(f"run_hook_overhead: {FLOORS[n][0]} not found in {build}/bench (ninja -C {args.build})")
     print(f"  tracer configurations: {', '.join(names)}")
     plain = []
     per = {n: {"traced": [], "diffs": [], "facts": []} for n in names}
@@ -224,7 +313,11 @@ def main():
                      f"{a['runtime']} (check LD_LIBRARY_PATH)")
         row = []
         for n in names:
-            b, facts = run_once(cmd, env, True, lib, CAPTURES[n][0])
+            if n in FLOORS:
+                b, facts = run_once(cmd, env, True, lib, floor=FLOORS[n])
+            else:
+                b, facts = run_once(cmd, env, True, base_lib if n != base_name(n) else lib,
+                                    CAPTURES[base_name(n)][0])
             if b["runtime"] != args.runtime:
                 sys.exit(f"run_hook_overhead: asked for the {args.runtime} runtime, the program ran on "
                          f"{b['runtime']} (check LD_LIBRARY_PATH)")
@@ -254,27 +347,49 @@ def main():
         per_event = (mt - mp) / 2.0
         per_event_paired = statistics.median(d["diffs"]) / 2.0
         for i, f in enumerate(d["facts"], 1):
+            if n in FLOORS:
+                why = floor_problem(f"{n} round {i}", f)
+                if why:
+                    problems.append(why)
+                continue
             if not f["file"] or not f["trailer"]:
                 problems.append(f"{n} round {i}: no trace file or no trailer ({f['stderr'] or 'no stderr'})")
             elif f["dropped"] != 0:
                 problems.append(f"{n} round {i}: the tracer dropped {f['dropped']} of {f['expected']} events")
             elif f["events"] != f["expected"]:
                 problems.append(f"{n} round {i}: trace has {f['events']} events, the program made {f['expected']}")
-            elif args.runtime == "real" and not capture_matches({"capture": f["capture"]}, CAPTURES[n][1]):
+            elif args.runtime == "real" and not capture_matches({"capture": f["capture"]},
+                                                                CAPTURES[base_name(n)][1]):
                 problems.append(f"{n} round {i}: header capture {f['capture']} (coverage_reason "
                                 f"{f['coverage_reason']!r}) is not the {n} path")
         events = [f["events"] for f in d["facts"] if f["events"] is not None]
         dropped = sum(f["dropped"] or 0 for f in d["facts"])
-        label = "with tracer" if n == "default" else f"tracer {n}"
+        label = "with tracer" if n == "default" else n if n in FLOORS else f"tracer {n}"
         print(f"  {label:<15} median {mt:10.1f} ns/pair  ({mt / 2:.1f} ns/event)  ratio {ratio:.2f}x  "
               f"overhead {per_event:.1f} ns/event (difference of medians), {per_event_paired:.1f} ns/event "
               f"(median of per-round differences)")
-        print(f"  {'':<15} trace {events[0] if events else '?'} events per traced run, dropped {dropped} in all")
+        if n in FLOORS:
+            print(f"  {'':<15} the floor recorded {events[0] if events else '?'} events per run")
+        else:
+            print(f"  {'':<15} trace {events[0] if events else '?'} events per traced run, dropped {dropped} in all")
         figures[n] = {"traced_ns_per_pair": round(mt, 1), "ratio": round(ratio, 3),
                       "overhead_ns_per_event": round(per_event, 1),
                       "overhead_ns_per_event_paired": round(per_event_paired, 1),
                       "traced_samples": d["traced"], "events_per_run": events[0] if events else None,
                       "dropped": dropped}
+    # The tracer above its path's floor: the cost that is ours (per event, both estimators).
+    for n in names:
+        floor = floor_of(n, names)
+        if not floor:
+            continue
+        t, f = per[n]["traced"], per[floor]["traced"]
+        above = (statistics.median(t) - statistics.median(f)) / 2.0
+        paired = statistics.median([a - b for a, b in zip(t, f)]) / 2.0
+        figures[n]["floor"] = floor
+        figures[n]["above_floor_ns_per_event"] = round(above, 1)
+        figures[n]["above_floor_ns_per_event_paired"] = round(paired, 1)
+        print(f"  {n} above {floor}: {above:.1f} ns/event (difference of medians), "
+              f"{paired:.1f} ns/event (median of per-round differences)")
     for p in problems:
         print(f"  PROBLEM: {p}")
     if any(f["dropped"] for f in figures.values()):

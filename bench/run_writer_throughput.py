@@ -6,6 +6,7 @@ without dropping any, measured with bench/writer_throughput on tests/simcuda
     run_writer_throughput.py --build BUILD [--threads 1] [--seconds 1] [--mode malloc|async]
                              [--start-rate 250000] [--step 1.25] [--max-rate 20000000]
                              [--ring-slots SLOTS] [--tmpdir DIR] [--settle-ms 200]
+                             [--compress none|zstd] [--level L]
 
 It runs the load generator under LD_PRELOAD=libgpumemtrace.so at a target rate, starting at
 --start-rate and multiplying by --step, until a run drops events or the producers cannot offer
@@ -30,16 +31,25 @@ import sys
 import tempfile
 
 
-def read_trace(outdir):
-    """(header, trailer, size) of the one trace file in outdir; trailer None when missing."""
-    files = glob.glob(os.path.join(outdir, "*.jsonl"))
+def read_trace(outdir, zcat=None):
+    """(header, trailer, size) of the one trace file in outdir; trailer None when missing. A
+    .jsonl.zst file (--compress zstd) is read through zcat (the reader module's gmt-zcat)."""
+    files = glob.glob(os.path.join(outdir, "*.jsonl")) + glob.glob(os.path.join(outdir, "*.jsonl.zst"))
     if len(files) != 1:
         return None, None, 0
     size = os.path.getsize(files[0])
-    with open(files[0], "rb") as f:
-        header = json.loads(f.readline())
-        f.seek(max(0, size - 4096))
-        tail = f.read().split(b"\n")
+    if files[0].endswith(".zst"):
+        p = subprocess.Popen([zcat, files[0]], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        header, last = json.loads(p.stdout.readline()), b""
+        for line in p.stdout:
+            last = line
+        p.wait()
+        tail = [last.rstrip(b"\n")]
+    else:
+        with open(files[0], "rb") as f:
+            header = json.loads(f.readline())
+            f.seek(max(0, size - 4096))
+            tail = f.read().split(b"\n")
     for line in reversed(tail):
         if line.startswith(b'{"type":"trailer"'):
             return header, json.loads(line), size
@@ -56,7 +66,7 @@ def run_at(exe, lib, env, args, rate):
         if p.returncode != 0:
             sys.exit(f"run_writer_throughput: {' '.join(cmd)} exited {p.returncode}: {p.stderr.strip()}")
         res = json.loads(p.stdout.strip().splitlines()[-1])
-        header, trailer, size = read_trace(outdir)
+        header, trailer, size = read_trace(outdir, args.zcat)
     finally:
         shutil.rmtree(outdir, ignore_errors=True)
     r = {"target_rate": rate, "offered_rate": res["offered_rate"], "offered": res["events"],
@@ -102,6 +112,9 @@ def main():
                     help="pause between the first event (the tracer starts its writer) and the load; 0 measures a cold start")
     ap.add_argument("--tmpdir", help="where the trace files go (default: $TMPDIR or /tmp); e.g. /dev/shm to take the disk out")
     ap.add_argument("--ring-slots", type=int, help="GPUMEMTRACE_RING_SLOTS (default: the tracer's, 65536)")
+    ap.add_argument("--compress", choices=["none", "zstd"], default="none",
+                    help="GPUMEMTRACE_COMPRESS (zstd: the writer compresses each flush into a frame)")
+    ap.add_argument("--level", type=int, help="GPUMEMTRACE_COMPRESS_LEVEL (default: the tracer's)")
     args = ap.parse_args()
 
     build = os.path.abspath(args.build)
@@ -115,9 +128,17 @@ def main():
                SIMCUDA_MEM_BYTES="1G")
     if args.ring_slots:
         env["GPUMEMTRACE_RING_SLOTS"] = str(args.ring_slots)
+    args.zcat = os.path.join(build, "tests", "preload", "gmt-zcat")
+    if args.compress == "zstd":
+        env["GPUMEMTRACE_COMPRESS"] = "zstd"
+        if args.level is not None:
+            env["GPUMEMTRACE_COMPRESS_LEVEL"] = str(args.level)
+        if not os.path.exists(args.zcat):
+            sys.exit(f"run_writer_throughput: {args.zcat} not found (build with ninja -C {args.build})")
 
     print(f"writer_throughput: threads={args.threads} seconds={args.seconds} mode={args.mode} "
-          f"size={args.size} settle_ms={args.settle_ms} on tests/simcuda, ring {args.ring_slots or 65536} slots, flush 100 ms; "
+          f"size={args.size} settle_ms={args.settle_ms} on tests/simcuda, ring {args.ring_slots or 65536} slots, flush 100 ms, "
+          f"compress {args.compress}{'' if args.level is None else ' level %d' % args.level}; "
           f"{os.cpu_count()} CPUs")
     steps, best, rate = [], None, args.start_rate
     while rate <= args.max_rate:
@@ -149,7 +170,7 @@ def main():
               f"of {raw['offered']:,}")
     print(json.dumps({"bench": "writer_throughput", "threads": args.threads, "seconds": args.seconds,
                       "settle_ms": args.settle_ms, "ring_slots": args.ring_slots or 65536, "tmpdir": args.tmpdir or tempfile.gettempdir(),
-                      "mode": args.mode, "cpus": os.cpu_count(), "best": best, "raw": raw, "steps": steps}))
+                      "mode": args.mode, "compress": args.compress, "level": args.level, "cpus": os.cpu_count(), "best": best, "raw": raw, "steps": steps}))
     sys.exit(0 if best else 1)
 
 

@@ -267,16 +267,18 @@ take_free_order(uint64_t *seq, uint64_t *ts, uint32_t corr)
 
 // --- reservation readings -------------------------------------------------------------------------
 
-/* Last reading per pool (or device graph pool): a reading is recorded only when it changed, so a
- * pool allocation costs two driver queries and no trace line in the steady state. */
+/* Last reading per pool (or device graph pool): a reading is recorded only when it changed, so
+ * the steady state writes no trace line. */
 #define USAGE_SLOTS 256
 static struct {
 	_Atomic uint64_t key;
-	_Atomic uint64_t value; /* reading + 1; 0 = none yet */
+	_Atomic uint64_t value;   /* reading + 1; 0 = none yet */
+	_Atomic uint64_t read_ts; /* when a pool allocation last read it (pool_reading_due) */
 } usage_last[USAGE_SLOTS];
 
-static bool
-usage_changed(uint64_t key, uint64_t value)
+/* The slot of @p key, claimed when new; NULL when the table is full. */
+static __typeof__(&usage_last[0])
+usage_slot(uint64_t key)
 {
 	uint64_t h = key * 0x9e3779b97f4a7c15ULL;
 	for (size_t i = 0; i < USAGE_SLOTS; i++) {
@@ -290,9 +292,43 @@ usage_changed(uint64_t key, uint64_t value)
 			k = key;
 		}
 		if (k == key)
-			return atomic_exchange(&usage_last[j].value, value + 1) != value + 1;
+			return &usage_last[j];
 	}
-	return true; /* table full: record every reading */
+	return NULL;
+}
+
+static bool
+usage_changed(uint64_t key, uint64_t value)
+{
+	__typeof__(&usage_last[0]) u = usage_slot(key);
+	if (!u)
+		return true; /* table full: record every reading */
+	if (atomic_load_explicit(&u->value, memory_order_relaxed) == value + 1)
+		return false; /* unchanged: not even a store to the shared line */
+	return atomic_exchange(&u->value, value + 1) != value + 1;
+}
+
+/*
+ * After a pool allocation, is a reading of its pool due? At most one per POOL_READ_NS per pool:
+ * the query (cuMemPoolGetAttribute) is a driver call inside the application's, paid before on
+ * every allocation although a warm pool's reservation does not move. A growth inside the window
+ * shows at the pool's next reading (the next allocation after it, a trim, an attribute change,
+ * its destruction); the allocations themselves are every one recorded (docs/trace-format.md).
+ */
+#define POOL_READ_NS 1000000ULL
+
+static bool
+pool_reading_due(uint64_t pool, uint64_t now)
+{
+	__typeof__(&usage_last[0]) u = usage_slot(pool);
+	if (!u)
+		return true;
+	uint64_t last = atomic_load_explicit(&u->read_ts, memory_order_relaxed);
+	if (last && now - last < POOL_READ_NS)
+		return false;
+	/* racing threads may both read once: harmless */
+	atomic_store_explicit(&u->read_ts, now ? now : 1, memory_order_relaxed);
+	return true;
 }
 
 static void
@@ -522,10 +558,14 @@ family_pool_read(struct gmt_event *cause, bool ok, CUmemoryPool pool)
 static enum gmt_params
 family_pool_gone(struct gmt_event *cause, bool ok, CUmemoryPool pool)
 {
-	if (ok)
+	if (ok) {
+		__typeof__(&usage_last[0]) u = usage_slot((uint64_t)(uintptr_t)pool);
 		emit_usage(GMT_KIND_POOL_RESERVE, (enum gmt_api)cause->api,
 			   (enum gmt_api)cause->driver, (uint64_t)(uintptr_t)pool,
 			   (uint64_t)(uintptr_t)pool, cause->device, cause->context, 0);
+		if (u) /* a new pool at the same address gets its first reading at once */
+			atomic_store_explicit(&u->read_ts, 0, memory_order_relaxed);
+	}
 	return GMT_PARAMS_NAME;
 }
 
@@ -717,10 +757,13 @@ on_driver_exit(CUpti_CallbackId cbid, enum gmt_api api, bool ptsz, const CUpti_C
 	emit_call_event(&ev, seen_enter ? drv.seq : 0, drv.ts);
 	if (joined)
 		rt.joined = 1;
-	if (ok && (api == GMT_API_cuMemAllocAsync || api == GMT_API_cuMemAllocFromPoolAsync))
-		read_pool(api == GMT_API_cuMemAllocFromPoolAsync ? (CUmemoryPool)(uintptr_t)ev.pool
-								 : current_pool(ev.device),
-			  &ev);
+	if (ok && (api == GMT_API_cuMemAllocAsync || api == GMT_API_cuMemAllocFromPoolAsync)) {
+		CUmemoryPool pool = api == GMT_API_cuMemAllocFromPoolAsync
+					    ? (CUmemoryPool)(uintptr_t)ev.pool
+					    : current_pool(ev.device);
+		if (pool && pool_reading_due((uint64_t)(uintptr_t)pool, ev.ts_ns))
+			read_pool(pool, &ev);
+	}
 }
 
 static void
@@ -768,9 +811,14 @@ on_runtime(CUpti_CallbackId cbid, const CUpti_CallbackData *cb)
 	}
 	if (rt.api != api || rt.corr != cb->correlationId)
 		return; /* its ENTER came before we subscribed */
+	enum gmt_op op = gmt_api_op(api);
+	if (rt.joined || (op != GMT_OP_ALLOC && op != GMT_OP_FREE)) {
+		/* the common case: a driver (or resource) event recorded it, under this name */
+		rt.api = GMT_API_NONE;
+		return;
+	}
 
 	cudaError_t rc = cb->functionReturnValue ? *(const cudaError_t *)cb->functionReturnValue : cudaSuccess;
-	enum gmt_op op = gmt_api_op(api);
 	struct gmt_event ev = {
 		.op = (uint8_t)op,
 		.kind = (uint8_t)gmt_api_kind(api),
@@ -782,8 +830,7 @@ on_runtime(CUpti_CallbackId cbid, const CUpti_CallbackData *cb)
 	};
 	/* cudart reached the memory without a driver callback we saw: record from the runtime's own
 	 * parameters, where its family has them */
-	if (!rt.joined && (op == GMT_OP_ALLOC || op == GMT_OP_FREE) &&
-	    call_params(CUPTI_CB_DOMAIN_RUNTIME_API, cbid, cb->functionParams, rc == cudaSuccess,
+	if (call_params(CUPTI_CB_DOMAIN_RUNTIME_API, cbid, cb->functionParams, rc == cudaSuccess,
 			&ev) == GMT_PARAMS_EVENT) {
 		ev.driver = rt.failed_driver;
 		emit_call_event(&ev, rt.seq, rt.ts);

@@ -56,6 +56,9 @@ static const char *const real_names[REAL_COUNT] = {
 
 /* By runtime: the real functions of that soname, found at first use. */
 static _Atomic(void *) real_fns[GMT_CUDART_COUNT][REAL_COUNT];
+/* The runtime is loaded and has no such function (an older or another runtime): it is not looked
+ * up again at every call, which would cost a dlvsym, a dlopen and a dlclose inside each one. */
+static _Atomic bool real_missing[GMT_CUDART_COUNT][REAL_COUNT];
 /* The runtimes a wrapper was called through, a bit each (gmt_cudart_seen()). */
 static _Atomic unsigned runtimes_called;
 
@@ -70,8 +73,11 @@ resolve(enum gmt_cuda_runtime rt, enum real_fn fn, void *self)
 		 * RTLD_NOLOAD finds the loaded copy by soname without loading anything. */
 		void *h = dlopen(soname, RTLD_NOW | RTLD_NOLOAD);
 		p = h ? dlvsym(h, name, soname) : NULL;
-		if (h)
+		if (h) {
 			gmt_real_dlclose(h);
+			if (!p || p == self)
+				atomic_store_explicit(&real_missing[rt][fn], true, memory_order_relaxed);
+		}
 	}
 	if (p == self)
 		p = NULL;
@@ -85,7 +91,8 @@ static inline void *
 real(enum gmt_cuda_runtime rt, enum real_fn fn, void *self)
 {
 	void *p = atomic_load_explicit(&real_fns[rt][fn], memory_order_acquire);
-	if (__builtin_expect(p == NULL, 0)) {
+	if (__builtin_expect(p == NULL, 0) &&
+	    !atomic_load_explicit(&real_missing[rt][fn], memory_order_relaxed)) {
 		/* Racing resolvers find the same address; the last store wins harmlessly. */
 		p = resolve(rt, fn, self);
 		if (p)

@@ -62,6 +62,7 @@ static struct {
 	_Atomic uint64_t overflow;
 	uintptr_t self_lo, self_hi; /* our own code: never part of a stack */
 	_Atomic bool ready;
+	_Atomic bool off; /* set up, with stacks off: capture returns at once */
 	int (*backtrace)(void **buf, int size); /* libunwind's unw_backtrace */
 } st;
 
@@ -181,13 +182,16 @@ gmt_stacks_setup(void)
 #if !GMT_HAVE_PYSTACK
 	st.python = false;
 #endif
-	if (!st.native && !st.python)
+	if (!st.native && !st.python) {
+		atomic_store_explicit(&st.off, true, memory_order_relaxed);
 		return;
+	}
 	st.slots = map_zeroed(TABLE_SLOTS * sizeof(struct slot));
 	st.arena = map_zeroed(ARENA_BYTES);
 	if (!st.slots || !st.arena) {
 		gmt_warn("cannot map the stack table; events are recorded without stacks");
 		st.native = st.python = false;
+		atomic_store_explicit(&st.off, true, memory_order_relaxed);
 		return;
 	}
 	code_range((const void *)&gmt_stacks_setup, &st.self_lo, &st.self_hi);
@@ -404,6 +408,8 @@ gmt_stack_capture(const void *skip_lib)
 	uint8_t pystate = GMT_PYSTATE_UNKNOWN;
 
 	if (!atomic_load_explicit(&st.ready, memory_order_acquire)) {
+		if (atomic_load_explicit(&st.off, memory_order_relaxed))
+			return 0; /* not a second setup per event (it takes a compare-and-swap) */
 		gmt_stacks_setup(); /* the process's first event comes before the tracer starts */
 		if (!atomic_load_explicit(&st.ready, memory_order_acquire))
 			return 0;

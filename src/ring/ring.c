@@ -16,63 +16,63 @@ gmt_ring_init(struct gmt_ring *ring, void *mem, size_t nslots)
 {
 	ring->slots = mem;
 	ring->mask = nslots - 1;
-	ring->tail = 0;
-	/* Zero-filled slots already say "free for the first lap": nothing to write. */
+	atomic_store_explicit(&ring->tail, 0, memory_order_relaxed);
+	atomic_store_explicit(&ring->tail_seen, 0, memory_order_relaxed);
+	/* Zero-filled slots already say "nothing committed": nothing to write. */
 	atomic_store_explicit(&ring->head, 0, memory_order_release);
 }
 
 bool
 gmt_ring_push(struct gmt_ring *ring, const struct gmt_event *ev)
 {
+	uint64_t nslots = ring->mask + 1;
 	uint64_t pos = atomic_load_explicit(&ring->head, memory_order_relaxed);
-	struct gmt_ring_slot *slot;
 
 	for (;;) {
-		slot = &ring->slots[pos & ring->mask];
-		/* Acquire pairs with the consumer's release in pop: the slot's old event has been
-		 * copied out before we overwrite it. */
-		uint64_t turn = atomic_load_explicit(&slot->turn, memory_order_acquire) + (pos & ring->mask);
-		int64_t diff = (int64_t)(turn - pos);
-		if (diff == 0) {
-			/* Relaxed is enough: the slot's turn, not head, publishes the event. */
-			if (atomic_compare_exchange_weak_explicit(&ring->head, &pos, pos + 1,
-								  memory_order_relaxed,
-								  memory_order_relaxed))
-				break;
-			/* pos was reloaded by the failed CAS */
-		} else if (diff < 0) {
-			/* The slot still holds the event of pos - nslots: the ring is full. */
-			return false;
-		} else {
-			/* Another producer took pos; catch up. */
-			pos = atomic_load_explicit(&ring->head, memory_order_relaxed);
+		/* Acquire pairs with the release of whoever stored tail_seen (below), and through it
+		 * with the consumer's release of tail: the old events of slots before tail have
+		 * been copied out before we overwrite them. */
+		uint64_t tail = atomic_load_explicit(&ring->tail_seen, memory_order_acquire);
+		if (pos - tail >= nslots) {
+			/* Our view says full: look at the consumer's tail itself (once per lap). */
+			tail = atomic_load_explicit(&ring->tail, memory_order_acquire);
+			if (pos - tail >= nslots)
+				return false; /* the slot still holds the event of pos - nslots */
+			/* Release: a producer that acquires this view also sees the copies out. A
+			 * racing producer may store an older tail: a view only ever lags, never leads. */
+			atomic_store_explicit(&ring->tail_seen, tail, memory_order_release);
 		}
+		/* Relaxed is enough: the slot's turn, not head, publishes the event. */
+		if (atomic_compare_exchange_weak_explicit(&ring->head, &pos, pos + 1,
+							  memory_order_relaxed, memory_order_relaxed))
+			break;
+		/* pos was reloaded by the failed CAS */
 	}
+	struct gmt_ring_slot *slot = &ring->slots[pos & ring->mask];
 	memcpy(&slot->ev, ev, sizeof(*ev));
 	/* Release: the event's bytes are visible before the consumer sees the slot as committed. */
-	atomic_store_explicit(&slot->turn, pos + 1 - (pos & ring->mask), memory_order_release);
+	atomic_store_explicit(&slot->turn, pos + 1, memory_order_release);
 	return true;
 }
 
 bool
 gmt_ring_pop(struct gmt_ring *ring, struct gmt_event *out)
 {
-	uint64_t pos = ring->tail;
+	uint64_t pos = atomic_load_explicit(&ring->tail, memory_order_relaxed); /* ours alone */
 	struct gmt_ring_slot *slot = &ring->slots[pos & ring->mask];
 
 	/* Acquire pairs with the producer's release: the event's bytes are complete. */
-	uint64_t index = pos & ring->mask;
-	if (atomic_load_explicit(&slot->turn, memory_order_acquire) + index != pos + 1)
+	if (atomic_load_explicit(&slot->turn, memory_order_acquire) != pos + 1)
 		return false; /* empty, or the producer of pos has not committed yet */
 	memcpy(out, &slot->ev, sizeof(*out));
-	/* Release: we are done reading before a producer of pos + nslots may write. */
-	atomic_store_explicit(&slot->turn, pos + ring->mask + 1 - index, memory_order_release);
-	ring->tail = pos + 1;
+	/* Release: we are done reading the slot before a producer of pos + nslots may write it. */
+	atomic_store_explicit(&ring->tail, pos + 1, memory_order_release);
 	return true;
 }
 
 uint64_t
 gmt_ring_pending(struct gmt_ring *ring)
 {
-	return atomic_load_explicit(&ring->head, memory_order_relaxed) - ring->tail;
+	return atomic_load_explicit(&ring->head, memory_order_relaxed) -
+	       atomic_load_explicit(&ring->tail, memory_order_relaxed);
 }

@@ -2,18 +2,23 @@
  * @brief A bounded, lock-free multi-producer / single-consumer queue of events.
  *
  * Application threads push events from inside their CUDA calls; the writer thread pops them.
- * The design is the bounded queue of D. Vyukov (per-slot sequence numbers), reduced to one
- * consumer:
+ * Per-slot sequence numbers after D. Vyukov's bounded queue, reduced to one consumer, and with
+ * the consumer writing nothing into the slots:
  *
- *   - Producers are lock-free: a push claims a slot with one compare-and-swap on `head` and never
- *     waits for another thread. When the ring is full it fails at once (the caller counts a drop);
- *     the application never blocks on the tracer.
+ *   - Producers are lock-free: a push claims a position with one compare-and-swap on `head` and
+ *     never waits for another thread. When the ring is full it fails at once (the caller counts
+ *     a drop); the application never blocks on the tracer.
  *   - The consumer is wait-free: it reads the slot at `tail` and sees whether it is committed.
- *   - A slot's `turn` says whose it is: turn == pos means free for the producer of position pos,
- *     turn == pos + 1 means it holds the event of position pos, ready for the consumer.
- *     The slot stores turn minus its own index, so a zero-filled slot is "free for the first
- *     lap" (turn == index): fresh anonymous memory needs no initialisation pass, and a ring
- *     only costs the memory that traffic has actually touched.
+ *   - A slot's `turn` is pos + 1 once the producer of position pos has written it (a release
+ *     store after the event's bytes). Zero-filled memory is an empty ring: no slot's turn is
+ *     pos + 1 for any pos of its lap, so fresh anonymous memory needs no initialisation pass, and
+ *     a ring only costs the memory that traffic has actually touched.
+ *   - Fullness comes from `tail`, which the consumer publishes after each pop, not from the
+ *     slot: a producer would otherwise load a slot's turn that the consumer wrote a lap ago, a
+ *     cache line in the writer's core, and wait for it inside the application's call. Producers
+ *     keep the tail they last read in `tail_seen` (their own cache line) and read `tail` again
+ *     only when that view says the ring is full, about once per lap; they only store into
+ *     slots, which does not stall them.
  *
  * The caller owns the memory (gmt_ring_bytes()), so the tracer can mmap it: no malloc in a hook.
  * Positions are 64-bit and run free; they are only compared by difference.
@@ -31,13 +36,14 @@
 #define GMT_CACHELINE 64
 
 struct gmt_ring_slot {
-	_Atomic uint64_t turn; /* stored as turn - slot index (see above) */
+	_Atomic uint64_t turn; /* pos + 1 once the event of position pos is in it */
 	struct gmt_event ev;
 };
 
 struct gmt_ring {
-	_Alignas(GMT_CACHELINE) _Atomic uint64_t head; /* next position producers claim */
-	_Alignas(GMT_CACHELINE) uint64_t tail;         /* next position the consumer reads (consumer-owned) */
+	_Alignas(GMT_CACHELINE) _Atomic uint64_t head;      /* next position producers claim */
+	_Alignas(GMT_CACHELINE) _Atomic uint64_t tail_seen; /* producers' last view of tail */
+	_Alignas(GMT_CACHELINE) _Atomic uint64_t tail;      /* next position the consumer reads */
 	_Alignas(GMT_CACHELINE) uint64_t mask;
 	struct gmt_ring_slot *slots;
 };

@@ -21,6 +21,7 @@
 #include "writer/modules.h"
 #include "writer/nvml.h"
 #include "writer/tables.h"
+#include "writer/zsink.h"
 
 #define WRITE_CHUNK (64 * 1024) /* write when this much is buffered, even before flush_ms */
 #define BATCH_MAX 4096          /* events drained and ordered by seq at a time */
@@ -44,7 +45,17 @@ struct writer {
 	struct gmt_event *batch;
 	uint64_t events_written;
 	uint64_t last_seq;
-	bool failed;
+	_Atomic bool failed;  /* also set by the compressor thread */
+	bool zstd;            /* GPUMEMTRACE_COMPRESS=zstd, libzstd loaded: each flush is a frame */
+	struct gmt_zsink zs;
+	struct {
+		pthread_t thread;
+		bool running;
+		pthread_mutex_t lock; /* the writer and the compressor only, never the application */
+		pthread_cond_t cond;
+		struct gmt_buf job; /* the frame's lines, the compressor's while busy */
+		bool busy, stop;
+	} zp;
 };
 
 static struct writer w = {.fd = -1};
@@ -81,30 +92,32 @@ gmt_writer_path(void)
 
 // --- output -------------------------------------------------------------------------------------
 
+/* Stop tracing after an output failure: once, whichever thread meets it (writer, compressor). */
 static void
-writer_fail(const char *what, int err)
+fail_once(const char *fmt, const char *what, const char *why)
 {
-	if (w.failed)
+	bool expected = false;
+	if (!atomic_compare_exchange_strong(&w.failed, &expected, true))
 		return;
-	w.failed = true;
 	/* the path last: a long one may be cut, the message is not */
-	gmt_warn("%s: %s; tracing stops, the program runs on untraced (%s)", what, strerror(err),
-		 w.path);
+	gmt_warn(fmt, what, why, w.path);
 	if (w.cfg.on_failure)
 		w.cfg.on_failure();
 }
 
 static void
-flush_out(void)
+writer_fail(const char *what, int err)
+{
+	fail_once("%s: %s; tracing stops, the program runs on untraced (%s)", what, strerror(err));
+}
+
+static void
+write_all(const char *bytes, size_t len)
 {
 	size_t off = 0;
 
-	if (w.failed || w.fd < 0) {
-		gmt_buf_reset(&w.out);
-		return;
-	}
-	while (off < w.out.len) {
-		ssize_t n = write(w.fd, w.out.data + off, w.out.len - off);
+	while (off < len) {
+		ssize_t n = write(w.fd, bytes + off, len - off);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
@@ -113,6 +126,132 @@ flush_out(void)
 		}
 		off += (size_t)n;
 	}
+}
+
+/*
+ * GPUMEMTRACE_COMPRESS=zstd: a thread of its own compresses and writes, so that the writer
+ * formats the next lines meanwhile (compressing inline halved the events/s the writer takes,
+ * docs/performance.md). The writer hands over its whole buffer at a flush (one flush, one frame:
+ * a cut file keeps every frame written before the cut); while the compressor is busy the writer
+ * keeps filling its buffer, and the next frame is that much larger. Past ZPIPE_MAX the writer
+ * waits for the compressor: then the ring fills and counts drops, never the application.
+ */
+#define ZPIPE_MAX (64u << 20)
+
+static void *
+compressor_main(void *arg)
+{
+	char why[256];
+
+	(void)arg;
+	if (w.cfg.thread_init)
+		w.cfg.thread_init();
+	pthread_mutex_lock(&w.zp.lock);
+	for (;;) {
+		while (!w.zp.busy && !w.zp.stop)
+			pthread_cond_wait(&w.zp.cond, &w.zp.lock);
+		if (!w.zp.busy)
+			break; /* stop, and nothing left */
+		pthread_mutex_unlock(&w.zp.lock);
+		if (!atomic_load(&w.failed)) {
+			size_t len = gmt_zsink_frame(&w.zs, w.zp.job.data, w.zp.job.len, why, sizeof(why));
+			if (len)
+				write_all(w.zs.frame, len);
+			else
+				fail_once("cannot compress the trace (%s%s); tracing stops, the program "
+					  "runs on untraced (%s)", why, "");
+		}
+		pthread_mutex_lock(&w.zp.lock);
+		gmt_buf_reset(&w.zp.job);
+		w.zp.busy = false;
+		pthread_cond_broadcast(&w.zp.cond);
+	}
+	pthread_mutex_unlock(&w.zp.lock);
+	return NULL;
+}
+
+/* Start the compressor (writer thread, at the file's creation); false: compress inline. */
+static bool
+compressor_start(void)
+{
+	pthread_mutex_init(&w.zp.lock, NULL);
+	pthread_cond_init(&w.zp.cond, NULL);
+	/* the writer's mask (every signal blocked) is inherited */
+	if (pthread_create(&w.zp.thread, NULL, compressor_main, NULL) != 0)
+		return false;
+	pthread_setname_np(w.zp.thread, "gpumemtrace-z");
+	w.zp.running = true;
+	return true;
+}
+
+/* Hand the buffer to the compressor; with @p wait, also when it is busy (then wait for it). */
+static void
+hand_over(bool wait)
+{
+	pthread_mutex_lock(&w.zp.lock);
+	if (w.zp.busy && !wait && w.out.len < ZPIPE_MAX) {
+		pthread_mutex_unlock(&w.zp.lock); /* keep filling: the next frame takes it all */
+		return;
+	}
+	while (w.zp.busy)
+		pthread_cond_wait(&w.zp.cond, &w.zp.lock);
+	struct gmt_buf t = w.zp.job;
+	w.zp.job = w.out;
+	w.out = t; /* the emptied buffer of the last frame, reused */
+	w.zp.busy = true;
+	pthread_cond_broadcast(&w.zp.cond);
+	pthread_mutex_unlock(&w.zp.lock);
+}
+
+/* Everything handed over is written; the compressor ends (writer thread, at the end). */
+static void
+compressor_stop(void)
+{
+	pthread_mutex_lock(&w.zp.lock);
+	w.zp.stop = true;
+	pthread_cond_broadcast(&w.zp.cond);
+	pthread_mutex_unlock(&w.zp.lock);
+	pthread_join(w.zp.thread, NULL);
+	w.zp.running = false;
+	gmt_buf_free(&w.zp.job);
+}
+
+static void
+flush_out(void)
+{
+	if (atomic_load(&w.failed) || w.fd < 0) {
+		gmt_buf_reset(&w.out);
+		return;
+	}
+	if (!w.out.len)
+		return;
+	if (w.zstd && w.zp.running) {
+		hand_over(false);
+		return;
+	}
+	if (w.zstd) {
+		char why[256];
+		size_t len = gmt_zsink_frame(&w.zs, w.out.data, w.out.len, why, sizeof(why));
+		if (len)
+			write_all(w.zs.frame, len);
+		else
+			fail_once("cannot compress the trace (%s%s); tracing stops, the program runs on "
+				  "untraced (%s)", why, "");
+	} else {
+		write_all(w.out.data, w.out.len);
+	}
+	gmt_buf_reset(&w.out);
+}
+
+/* Everything formatted is in the file (the end, before the trailer is the last frame). */
+static void
+flush_all(void)
+{
+	flush_out();
+	if (w.zstd && w.zp.running && w.out.len && !atomic_load(&w.failed))
+		hand_over(true);
+	if (w.zp.running)
+		compressor_stop();
 	gmt_buf_reset(&w.out);
 }
 
@@ -143,11 +282,13 @@ open_trace_file(struct gmt_rank_info *rank, const char *host)
 		n += snprintf(name + n, sizeof(name) - (size_t)n, ".lrank%ld", rank->local_rank);
 
 	/* O_EXCL: a recycled pid never overwrites an older trace; take the next free suffix. */
+	const char *ext = w.zstd ? ".jsonl.zst" : ".jsonl";
 	for (int attempt = 0; attempt < 100; attempt++) {
 		if (attempt == 0)
-			snprintf(w.path, sizeof(w.path), "%s/%s.jsonl", w.cfg.opts->output_dir, name);
+			snprintf(w.path, sizeof(w.path), "%s/%s%s", w.cfg.opts->output_dir, name, ext);
 		else
-			snprintf(w.path, sizeof(w.path), "%s/%s.%d.jsonl", w.cfg.opts->output_dir, name, attempt);
+			snprintf(w.path, sizeof(w.path), "%s/%s.%d%s", w.cfg.opts->output_dir, name,
+				 attempt, ext);
 		int fd = open(w.path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_APPEND,
 			      w.cfg.private_file ? 0600 : 0644);
 		if (fd >= 0 || errno != EEXIST)
@@ -177,6 +318,30 @@ read_cmdline(char *buf, size_t cap)
 	return len;
 }
 
+/* GPUMEMTRACE_COMPRESS: zstd when asked and libzstd.so.1 loads, else plain (one warning). */
+static void
+setup_compression(void)
+{
+	const char *mode = w.cfg.opts->compress;
+	char why[256];
+
+	if (!strcmp(mode, "none"))
+		return;
+	if (strcmp(mode, "zstd")) {
+		char shown[GMT_LOG_VALUE_MAX];
+		gmt_warn(GMT_OPTION_PREFIX "COMPRESS: invalid value %s (expected none or zstd); "
+			 "writing plain JSON Lines", gmt_log_value(shown, mode));
+		return;
+	}
+	if (!gmt_zsink_init(&w.zs, (int)w.cfg.opts->compress_level, w.cfg.dlclose, why,
+			    sizeof(why))) {
+		gmt_warn(GMT_OPTION_PREFIX "COMPRESS=zstd: %s; writing plain JSON Lines (.jsonl)", why);
+		return;
+	}
+	w.zstd = true;
+	compressor_start(); /* else the writer compresses each flush itself */
+}
+
 static bool
 open_and_write_header(void)
 {
@@ -193,6 +358,7 @@ open_and_write_header(void)
 		if (*p == '/')
 			*p = '_';
 
+	setup_compression();
 	w.fd = open_trace_file(&rank, host);
 	if (w.fd < 0) {
 		int err = errno;
@@ -373,8 +539,11 @@ writer_main(void *arg)
 	(void)arg;
 	if (w.cfg.thread_init)
 		w.cfg.thread_init();
-	if (!open_and_write_header())
+	if (!open_and_write_header()) {
+		if (w.zp.running)
+			compressor_stop();
 		return NULL;
+	}
 
 	uint64_t flush_ns = w.cfg.opts->flush_ms * 1000000ULL;
 	uint64_t snap_ns = w.cfg.opts->snapshot_ms * 1000000ULL;
@@ -412,8 +581,11 @@ writer_main(void *arg)
 			nanosleep(&ts, NULL);
 		}
 	}
-	if (w.failed)
+	if (w.failed) {
+		if (w.zp.running)
+			compressor_stop();
 		return NULL;
+	}
 
 	/* Producers that passed the "running" check just before exit may still be committing:
 	 * wait a little for claimed slots to fill. */
@@ -426,9 +598,11 @@ writer_main(void *arg)
 	write_snapshot();
 	gmt_jsonl_trailer(&w.out, now_ns(CLOCK_MONOTONIC), w.events_written,
 			  atomic_load_explicit(w.cfg.dropped, memory_order_relaxed), "exit");
-	flush_out();
+	flush_all();
 	close(w.fd);
 	w.fd = -1;
+	if (w.zstd)
+		gmt_zsink_free(&w.zs);
 	gmt_nvml_close();
 	atomic_store_explicit(&w.done, true, memory_order_release);
 	return NULL;

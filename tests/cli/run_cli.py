@@ -24,8 +24,14 @@ GROUP is one of:
   trust     a trace path that is a symlink to a file that is not a trace (a password file, a
             JSON config): "not a gpumemtrace trace", nothing of its content quoted, in report,
             check and diff; a trace cut at its start (tail -c) is still read
+  compressed  .jsonl.zst (several frames, as the tracer writes), .jsonl.gz (several members)
+            and - (standard input, plain or compressed) read as the plain file, by report,
+            check, diff, a directory and run's summary; a file cut inside its last frame or
+            member, or with garbage after a good one, is read up to there and the message
+            names the file and the byte; a second - is refused
 """
 import argparse
+import gzip
 import json
 import os
 import resource
@@ -342,7 +348,8 @@ def group_args(c):
         (["run", "-o", "", "true"], 2, "-o needs a directory, not an empty value"),
         (["run", "-o", c.path("r"), "--", ""], 127, "command not found"),
         (["run", "--"], 2, "no command given"),
-        (["report", "empty"], 3, "empty: no *.jsonl trace files in this directory"),
+        (["report", "empty"], 3,
+         "empty: no trace files (*.jsonl, *.jsonl.zst, *.jsonl.gz) in this directory"),
         (["report", ""], 3, ": cannot open: No such file or directory"),
         (["report", "-o", "", basic], 2, "cannot write"),
         (["report", "--from", "", basic], 2, "--from needs seconds or a marker label"),
@@ -718,7 +725,146 @@ def group_trust(c):
             "exit %s\n%s" % (rc, err))
 
 
+# --- compressed ---------------------------------------------------------------------------------
+
+def zstd_frame(data):
+    """One zstd frame of @data, by the zstd command (with its checksum, as the tracer's)."""
+    return subprocess.run(["zstd", "-q", "-c", "--check"], input=data, stdout=subprocess.PIPE,
+                          check=True).stdout
+
+
+def run_stdin(c, args, data):
+    p = subprocess.run([c.exe] + args, cwd=c.tmp, env=c.env(), input=data,
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=HANG_S)
+    err = p.stderr.decode("utf-8", "replace")
+    c.no_sanitizer_report(args, err)
+    return p.returncode, p.stdout.decode("utf-8", "replace"), err
+
+
+def same_report(out):
+    """A JSON report without its file names (a compressed copy, or -, has another name)."""
+    doc = json.loads(out)
+    for p in doc.get("processes", []):
+        p.pop("file", None)
+    return doc
+
+
+def group_compressed(c):
+    if not shutil.which("zstd"):
+        c.check(False, "the zstd command is installed (scripts/setup installs it)")
+        return
+    if c.args.no_gzip:
+        # a build without zlib: a gzip'd trace is refused with the way out, nothing else
+        with open(c.golden("basic.jsonl"), "rb") as f:
+            c.write("basic.jsonl.gz", gzip.compress(f.read()))
+        rc, out, err = c.run(["report", "basic.jsonl.gz"])
+        c.check(rc == 3 and "built without zlib" in err and "gzip -dc" in err,
+                "without zlib: a .gz is unreadable, and the message says why and what to do",
+                "exit %s\n%s" % (rc, err))
+        return
+    plain = {}
+    for name in ("basic.jsonl", "died.jsonl", "pool.jsonl", "vmm.jsonl"):
+        with open(c.golden(name), "rb") as f:
+            data = f.read()
+        rc, out, err = c.run(["report", "--format", "json", c.golden(name)])
+        want = same_report(out)
+        plain[name] = (data, out)
+        # as the tracer writes: a frame per flush; and a gzip member per piece (cat a.gz b.gz)
+        cut = [data[:len(data) // 3], data[len(data) // 3:2 * len(data) // 3],
+               data[2 * len(data) // 3:]]
+        zst = b"".join(zstd_frame(p) for p in cut)
+        gz = b"".join(gzip.compress(p) for p in cut)
+        c.write(name + ".zst", zst)
+        c.write(name + ".gz", gz)
+        for path, what in ((name + ".zst", "zstd, 3 frames"), (name + ".gz", "gzip, 3 members")):
+            rc, out, err = c.run(["report", "--format", "json", path])
+            c.check(rc == 0 and same_report(out) == want,
+                    "report %s (%s): the plain file's report" % (path, what),
+                    "exit %s\n%s" % (rc, err))
+        for blob, what in ((data, "plain"), (zst, "zstd"), (gz, "gzip")):
+            rc, out, err = run_stdin(c, ["report", "--format", "json", "-"], blob)
+            c.check(rc == 0 and same_report(out) == want,
+                    "report - (%s %s on standard input): the file's report" % (what, name),
+                    "exit %s\n%s" % (rc, err))
+    # check and diff read them too
+    basic = c.golden("basic.jsonl")
+    rc, out, err = c.run(["check", "--max-leaked-bytes", "0", basic])
+    for path in ("basic.jsonl.zst", "basic.jsonl.gz"):
+        rc2, out2, err2 = c.run(["check", "--max-leaked-bytes", "0", path])
+        c.check(rc2 == rc == 1 and out2.replace(path, "X") == out.replace(basic, "X"),
+                "check %s: the plain file's verdict" % path, "exit %s\n%s%s" % (rc2, out2, err2))
+    rc, out, err = c.run(["diff", "--format", "json", basic, c.golden("died.jsonl")])
+    rc2, out2, err2 = c.run(["diff", "--format", "json", "basic.jsonl.zst", "died.jsonl.gz"])
+    strip = lambda d: {k: v for k, v in json.loads(d).items() if k not in ("base", "new")}
+    c.check(rc2 == rc == 0 and strip(out2) == strip(out),
+            "diff of a .zst and a .gz: the plain files' diff", "exit %s\n%s" % (rc2, err2))
+    rc, out, err = run_stdin(c, ["diff", "-", "-"], plain["basic.jsonl"][0])
+    c.check(rc == 3 and "-: cannot open: standard input was read already" in err,
+            "diff - -: the second - refused (exit 3)", "exit %s\n%s" % (rc, err))
+    # a directory of rank traces, one compressed each way
+    multi = os.path.join(c.traces, "multi")
+    os.mkdir(c.path("ranks"))
+    names = sorted(os.listdir(multi))
+    with open(os.path.join(multi, names[0]), "rb") as f:
+        c.write(os.path.join("ranks", names[0] + ".zst"), zstd_frame(f.read()))
+    with open(os.path.join(multi, names[1]), "rb") as f:
+        c.write(os.path.join("ranks", names[1] + ".gz"), gzip.compress(f.read()))
+    rc, out, err = c.run(["report", "--format", "json", multi])
+    rc2, out2, err2 = c.run(["report", "--format", "json", "ranks"])
+    c.check(rc2 == rc == 0 and len(json.loads(out2)["processes"]) == 2 and
+            same_report(out2) == same_report(out),
+            "a directory of .jsonl.zst and .jsonl.gz ranks: the plain directory's report",
+            "exit %s\n%s" % (rc2, err2))
+
+    # cut inside the last frame / member: every line before it is read, the byte is named
+    data = plain["basic.jsonl"][0]
+    body = data.splitlines(keepends=True)
+    head, tail = b"".join(body[:-4]), b"".join(body[-4:])
+    c.write("head.jsonl", head)
+    rc, out, err = c.run(["report", "--format", "json", "head.jsonl"])
+    events_before = json.loads(out)["summary"]["events"]
+    c.check(0 < events_before < json.loads(plain["basic.jsonl"][1])["summary"]["events"],
+            "the lines before the cut hold fewer events (%d) than the trace" % events_before)
+    for kind, pack, word in (("zst", zstd_frame, "zstd frame"), ("gz", gzip.compress,
+                                                                  "gzip member")):
+        good = pack(head)
+        last = pack(tail)
+        c.write("cut.jsonl." + kind, good + last[:len(last) // 2])
+        rc, out, err = c.run(["report", "--format", "json", "cut.jsonl." + kind])
+        doc = json.loads(out) if rc == 0 else {}
+        c.check(rc == 0 and "cut.jsonl.%s: note: %s compressed trace truncated: the file ends "
+                "inside a %s (at byte " % (kind, "zstd" if kind == "zst" else "gzip", word)
+                in err, "a .%s cut inside its last %s: read, and said so" % (kind, word),
+                "exit %s\n%s" % (rc, err))
+        c.check(rc == 0 and doc["summary"]["events"] == events_before,
+            "... with every event of the complete %ss" % word, out[:400])
+        c.write("junk.jsonl." + kind, good + b"this is not compressed data\n" + last)
+        rc, out, err = c.run(["report", "--format", "json", "junk.jsonl." + kind])
+        c.check(rc == 0 and ("junk.jsonl.%s: %s compressed trace corrupt at byte %d: " %
+                             (kind, "zstd" if kind == "zst" else "gzip", len(good))) in err and
+                "read as far as it is good" in err,
+                "a .%s with garbage after a %s: read up to it, the byte named" % (kind, word),
+                "exit %s\n%s" % (rc, err))
+        c.check(rc == 0 and json.loads(out)["summary"]["events"] == events_before,
+            "... with every event before it", out[:400])
+
+    # run's summary finds the tracer's .jsonl.zst
+    if c.args.victim:
+        env = {"GPUMEMTRACE_LIB": c.args.tracer_lib, "LD_LIBRARY_PATH": c.args.simcuda,
+               "SIMCUDA_MEM_BYTES": "1G", "SIMCUDA_DEVICES": "1", "GPUMEMTRACE_COMPRESS": "zstd"}
+        rc, out, err = c.run(["run", "-o", "zrun", "--", c.args.victim, "basic"], env=env)
+        files = os.listdir(c.path("zrun")) if os.path.isdir(c.path("zrun")) else []
+        c.check(rc == 0 and len(files) == 1 and files[0].endswith(".jsonl.zst") and
+                "gpumemtrace: 1 trace file in" in err and "no trace was written" not in err,
+                "run with GPUMEMTRACE_COMPRESS=zstd: its summary reads the .jsonl.zst",
+                "exit %s %s\n%s" % (rc, files, err))
+        rc, out, err = c.run(["report", "zrun"])
+        c.check(rc == 0 and "1 process" in out, "report of run's directory of a .jsonl.zst",
+                "exit %s\n%s" % (rc, err))
+
+
 GROUPS = {
+    "compressed": group_compressed,
     "args": group_args,
     "trust": group_trust,
     "inputs": group_inputs,
@@ -736,6 +882,7 @@ def main():
     ap.add_argument("--tracer-lib", help="libgpumemtrace.so for the victim, else a stand-in")
     ap.add_argument("--dummy-lib", help="a library that does nothing, preloaded as the tracer")
     ap.add_argument("--simcuda", help="the directory of tests/simcuda's libraries")
+    ap.add_argument("--no-gzip", action="store_true", help="gpumemtrace was built without zlib")
     ap.add_argument("group", choices=sorted(GROUPS))
     a = ap.parse_args()
     for k in ("victim", "tracer_lib", "dummy_lib", "simcuda"):

@@ -299,6 +299,12 @@ def main():
         return secure(build, lib, env)
     if sc == "two-copies":
         return two_copies(build, lib, victim, env)
+    if sc == "lookups":
+        return lookups(build, lib, victim, env)
+    if sc == "pool-readings":
+        return pool_readings(build, victim, env)
+    if sc.startswith("compress"):
+        return compress(build, victim, env, sc)
 
     if sc == "no-cuda":
         # A process that never touches GPU memory leaves no file and no output.
@@ -568,6 +574,117 @@ def two_copies(build, lib, victim, env):
               "a.gmt_mark(b'from the first copy')\n")
     one("two copies dlopen()ed RTLD_LOCAL", {"GMT_A": lib, "GMT_B": other},
         [sys.executable, "-c", script], markers=["from the second copy", "from the first copy"])
+    return finish()
+
+
+def lookups(build, lib, victim, env):
+    """A runtime without a function the wrappers query (simcuda has no cudaDeviceGetPCIBusId):
+    the tracer looks it up once, not at every allocation (a dlvsym, a dlopen and a dlclose per
+    call, in the application's call). Interposition records here; 200,000 events."""
+    shim = os.path.join(build, "tests", "preload", "libgmt_lookup_count.so")
+    e = dict(env, LD_PRELOAD=f"{shim}:{lib}", GPUMEMTRACE_CUPTI="0")
+    p = subprocess.run([victim, "burst"], env=e, capture_output=True, text=True, timeout=300)
+    check(p.returncode == 0, f"victim burst exits 0 ({p.returncode}: {p.stderr.strip()[-300:]})")
+    counts = [int(l.split(":")[1]) for l in p.stderr.splitlines() if l.startswith("lookup-count:")]
+    check(len(counts) == 1, f"the shim reported its count: {p.stderr.strip()[-300:]}")
+    if counts:
+        # one per runtime function at most (a few threads may race for the first lookup)
+        check(counts[0] <= 40, f"runtime functions are looked up once each: {counts[0]} lookups "
+              "for 200000 calls")
+    traces = traces_by_pid(env["GPUMEMTRACE_OUTPUT_DIR"])
+    check(len(traces) == 1, "one trace")
+    return finish()
+
+
+def pool_readings(build, victim, env):
+    """Readings of a pool's reservation after its allocations: at most one per millisecond and
+    pool (the query is a driver call inside the application's), the allocations every one
+    recorded, and the reservation after a pause read exactly (CUPTI path)."""
+    p = subprocess.run([victim, "poolburst"], env=env, capture_output=True, text=True, timeout=120)
+    check(p.returncode == 0, f"victim poolburst exits 0 ({p.returncode}: {p.stderr.strip()[-300:]})")
+    said = [int(l.split(":")[1]) for l in p.stdout.splitlines() if l.startswith("pool-reserved:")]
+    dids = [json.loads(l) for l in p.stdout.splitlines() if l.startswith("{")]
+    traces = traces_by_pid(env["GPUMEMTRACE_OUTPUT_DIR"])
+    check(len(traces) == 1 and len(said) == 1 and len(dids) == 1, "one trace, the victim's figures")
+    if len(traces) != 1 or len(said) != 1 or len(dids) != 1:
+        return finish()
+    path, recs = next(iter(traces.values()))
+    compare(build, dids[0], path, recs, "full")  # every allocation and free once
+    events = sorted((r for r in recs if r["type"] == "event"), key=lambda r: r["seq"])
+    readings = [r for r in events if r["op"] == "usage" and r["kind"] == "pool_reserve"]
+    allocs = [r for r in events if r["op"] == "alloc"]
+    # 100 allocations in a burst, each growing the pool: one reading per allocation before
+    burst = [r for r in readings if r["seq"] < allocs[-1]["seq"]] if allocs else readings
+    check(1 <= len(burst) <= 50, f"the burst's readings are few ({len(burst)} for 100 growing allocations)")
+    after = [r for r in readings if allocs and r["seq"] > allocs[-1]["seq"]]
+    check(len(after) >= 1 and after[0]["size"] == said[0],
+          f"the allocation after the pause reads the pool's reservation {said[0]}: "
+          f"{[r['size'] for r in after]}")
+    return finish()
+
+
+def zcat(build, path, outdir):
+    """Decompress @path with the reader's module (tests/preload/gmt-zcat) into outdir; returns
+    (the plain file's path, the reader's stderr)."""
+    out = os.path.join(outdir, os.path.basename(path)[:-len(".zst")])
+    with open(out, "wb") as f:
+        p = subprocess.run([os.path.join(build, "tests", "preload", "gmt-zcat"), path], stdout=f,
+                           stderr=subprocess.PIPE, text=False, timeout=60)
+    err = p.stderr.decode(errors="replace")
+    check(p.returncode == 0, f"gmt-zcat reads {path} ({p.returncode}: {err.strip()})")
+    return out, err
+
+
+def compress(build, victim, env, sc):
+    """GPUMEMTRACE_COMPRESS=zstd: one .jsonl.zst file whose frames decompress to the trace the
+    program made (compared like every scenario's, then reported); killed by SIGKILL after a
+    flush, its frames hold every event; without a usable libzstd.so.1, one warning and plain
+    JSON Lines."""
+    outdir = env["GPUMEMTRACE_OUTPUT_DIR"]
+    e = dict(env, GPUMEMTRACE_COMPRESS="zstd")
+    if sc == "compress-nolib":
+        e["LD_LIBRARY_PATH"] = os.path.join(build, "tests", "preload", "nozstd") + ":" + e["LD_LIBRARY_PATH"]
+    if sc == "compress-sigkill":
+        proc = subprocess.Popen([victim, "hang"], env=e, stdout=subprocess.PIPE, text=True)
+        lines = []
+        for line in proc.stdout:
+            if line.strip() == "ready":
+                break
+            lines.append(line)
+        time.sleep(0.4)  # > GPUMEMTRACE_FLUSH_MS: the events' frame is on disk
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+        check(proc.returncode == -signal.SIGKILL, "the victim was killed by SIGKILL")
+        stdout, stderr = "".join(lines), ""
+    else:
+        p = subprocess.run([victim, "basic"], env=e, capture_output=True, text=True, timeout=120)
+        check(p.returncode == 0, f"victim exits 0 ({p.returncode}: {p.stderr.strip()[-300:]})")
+        stdout, stderr = p.stdout, p.stderr
+    dids = [json.loads(l) for l in stdout.splitlines() if l.startswith("{")]
+    zst = glob.glob(os.path.join(outdir, "*.jsonl.zst"))
+    plain = glob.glob(os.path.join(outdir, "*.jsonl"))
+    warnings = [l for l in stderr.splitlines() if "GPUMEMTRACE_COMPRESS" in l]
+    if sc == "compress-nolib":
+        check(not zst and len(plain) == 1, f"plain JSON Lines without libzstd: {sorted(os.listdir(outdir))}")
+        check(len(warnings) == 1 and "writing plain JSON Lines" in warnings[0] and "ZSTD_" in warnings[0],
+              f"one warning says why: {warnings}")
+        path = plain[0] if plain else None
+    else:
+        check(len(zst) == 1 and not plain, f"one .jsonl.zst file: {sorted(os.listdir(outdir))}")
+        check(not warnings, f"no warning: {warnings}")
+        path = None
+        if zst:
+            with open(zst[0], "rb") as f:
+                check(f.read(4) == b"\x28\xb5\x2f\xfd", "the file starts with a zstd frame")
+            path, err = zcat(build, zst[0], tempfile.mkdtemp(prefix="gmt-preload-zcat-"))
+            frames = [int(l.rsplit(" ", 1)[1]) for l in err.splitlines() if "frames" in l]
+            check(frames and frames[0] >= 1, f"complete frames: {err.strip()}")
+            check("zread: truncated" not in err and "corrupt" not in err,
+                  f"the file ends after a complete frame: {err.strip()}")
+    check(len(dids) == 1, "the victim reported what it did")
+    if path and dids:
+        recs = load_trace(path)
+        compare(build, dids[0], path, recs, "full", expect_trailer=(sc != "compress-sigkill"))
     return finish()
 
 

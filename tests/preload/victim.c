@@ -330,6 +330,34 @@ burst(void)
 		pthread_join(th[i], NULL);
 }
 
+/* A pool growing at every allocation for a burst, then once more after a pause; the pool's
+ * reservation at the end on stdout ("pool-reserved: N"), for the trace's last reading. */
+static void
+poolburst(void)
+{
+	enum { N = 100 };
+	void *p[N + 1];
+	cudaMemPool_t pool;
+	cuuint64_t reserved = 0;
+
+	CK(cudaFree(NULL));
+	for (int i = 0; i < N; i++) {
+		CK(cudaMallocAsync(&p[i], 4 << 20, 0)); /* a chunk of its own each time */
+		did_alloc("cudaMallocAsync");
+	}
+	usleep(5000); /* past the tracer's window of pool readings (1 ms) */
+	CK(cudaMallocAsync(&p[N], 512, 0)); /* the chunks are full: one more */
+	did_alloc("cudaMallocAsync");
+	CK(cudaDeviceGetDefaultMemPool(&pool, 0));
+	CK(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReservedMemCurrent, &reserved));
+	printf("pool-reserved: %llu\n", (unsigned long long)reserved);
+	for (int i = 0; i <= N; i++) {
+		CK(cudaFreeAsync(p[i], 0));
+		did_free("cudaFreeAsync");
+	}
+	CK(cudaStreamSynchronize(0));
+}
+
 static void
 plain(void)
 {
@@ -450,8 +478,10 @@ main(int argc, char **argv)
 		plain();
 	} else if (strcmp(mode, "vmm") == 0) {
 		vmm();
+	} else if (strcmp(mode, "poolburst") == 0) {
+		poolburst();
 	} else {
-		fprintf(stderr, "usage: victim basic|threads|fork|_exit|hang|oom|bigoom|reset|burst|plain|vmm\n");
+		fprintf(stderr, "usage: victim basic|threads|fork|_exit|hang|oom|bigoom|reset|burst|plain|vmm|poolburst\n");
 		return 2;
 	}
 	print_did();

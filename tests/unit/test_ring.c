@@ -49,6 +49,26 @@ test_fifo_and_full(void)
 		CHECK_EQ_U64(out.seq, i);
 	}
 	CHECK(!gmt_ring_pop(&r, &out));
+	/* producers see room the consumer made since their last look at its tail, and no more:
+	 * fill, take 3 out, 3 go in, the 4th is refused; then the order is still FIFO */
+	for (uint64_t i = 1; i <= n; i++) {
+		ev.seq = 100 + i;
+		CHECK(gmt_ring_push(&r, &ev));
+	}
+	for (uint64_t i = 1; i <= 3; i++) {
+		CHECK(gmt_ring_pop(&r, &out));
+		CHECK_EQ_U64(out.seq, 100 + i);
+	}
+	for (uint64_t i = n + 1; i <= n + 3; i++) {
+		ev.seq = 100 + i;
+		CHECK(gmt_ring_push(&r, &ev));
+	}
+	CHECK(!gmt_ring_push(&r, &ev));
+	for (uint64_t i = 4; i <= n + 3; i++) {
+		CHECK(gmt_ring_pop(&r, &out));
+		CHECK_EQ_U64(out.seq, 100 + i);
+	}
+	CHECK(!gmt_ring_pop(&r, &out));
 	/* wrap around many times */
 	for (uint64_t i = 0; i < 1000; i++) {
 		ev.seq = i;

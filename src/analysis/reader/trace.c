@@ -10,6 +10,7 @@
 #define _GNU_SOURCE
 #include "analysis/reader/trace.h"
 #include "analysis/reader/flatjson.h"
+#include "analysis/reader/input.h"
 #include "analysis/reader/reorder.h"
 #include "torch_entry.h"
 #include "util/esc.h"
@@ -2094,7 +2095,8 @@ settle_pycodes(struct reader *r)
 
 /* A line on @p diag, rewritten in place at most once a second, for traces that take a while. */
 struct progress {
-	FILE *f, *diag;
+	const struct gmt_trace_input *in;
+	FILE *diag;
 	bool on;
 	bool shown;
 	double start, last;
@@ -2112,13 +2114,13 @@ now_s(void)
 }
 
 static struct progress
-progress_start(FILE *f, FILE *diag, const struct gmt_read_options *opt)
+progress_start(const struct gmt_trace_input *in, FILE *diag, const struct gmt_read_options *opt)
 {
-	struct progress p = {.f = f, .diag = diag};
-	struct stat st;
+	struct progress p = {.in = in, .diag = diag};
 
-	p.on = isatty(fileno(diag)) && fstat(fileno(f), &st) == 0;
-	p.size = p.on ? (long long)st.st_size : 0;
+	/* against the file's own bytes: a compressed file's, as its stream consumes them */
+	p.on = isatty(fileno(diag));
+	p.size = p.on ? gmt_trace_input_size(in) : 0;
 	p.start = p.last = now_s();
 	p.every = opt->progress_every_s >= 0 ? opt->progress_every_s : 1.0;
 	return p;
@@ -2133,7 +2135,7 @@ progress_show(struct progress *p, const char *path, size_t lines)
 	if (!p->on || (t = now_s()) - p->last < p->every)
 		return;
 	p->last = t;
-	at = ftell(p->f);
+	at = gmt_trace_input_offset(p->in);
 	fprintf(p->diag, "\rgpumemtrace: reading %s: %zu lines", path, lines);
 	if (p->size > 0 && at >= 0)
 		fprintf(p->diag, ", %.0f%% (%.0f MB/s)", 100.0 * (double)at / (double)p->size,
@@ -2214,23 +2216,25 @@ gmt_trace_read_sink(const char *path,
 	char *buf = NULL;
 	size_t cap = 0;
 	ssize_t n;
+	struct gmt_trace_input in;
+	const char *cut_why;
 	FILE *f;
 	int read_errno = 0;
-	char why[GMT_INPUT_WHY];
+	char why[GMT_TRACE_INPUT_WHY];
 
 	*out = NULL;
 	if (!opt)
 		opt = &defaults;
 	r.no_fast = opt->slow;
 	gmt_reorder_init(&r.window, GMT_TRACE_REORDER_WINDOW, window_deliver, &r);
-	f = gmt_input_fopen(path, why);
-	if (!f) {
-		fprintf(diag, "%s: cannot open: %s\n", gmt_esc(path), why);
+	if (gmt_trace_input_open(&in, path, why) != 0) {
+		fprintf(diag, "%s: cannot open: %s\n", gmt_esc(path), gmt_esc(why));
 		return GMT_TRACE_UNREADABLE;
 	}
+	f = in.f;
 	t = calloc(1, sizeof(*t));
 	if (!t) {
-		fclose(f);
+		gmt_trace_input_close(&in);
 		fprintf(diag, "%s: out of memory\n", gmt_esc(path));
 		return GMT_TRACE_UNREADABLE;
 	}
@@ -2238,7 +2242,7 @@ gmt_trace_read_sink(const char *path,
 	t->path = strdup(path);
 	r.epath = strdup(gmt_esc(path));
 	if (!t->path || !r.epath) {
-		fclose(f);
+		gmt_trace_input_close(&in);
 		fprintf(diag, "%s: out of memory\n", gmt_esc(path));
 		free(r.epath);
 		gmt_trace_free(t);
@@ -2247,7 +2251,7 @@ gmt_trace_read_sink(const char *path,
 	t->pid = t->ppid = t->forked_from = -1;
 	t->rank = t->local_rank = t->world_size = -1;
 
-	struct progress prog = progress_start(f, diag, opt);
+	struct progress prog = progress_start(&in, diag, opt);
 
 	errno = 0;
 	while ((n = getline(&buf, &cap, f)) >= 0) {
@@ -2282,9 +2286,38 @@ gmt_trace_read_sink(const char *path,
 		read_errno = errno ? errno : EIO;
 	progress_end(&prog);
 	free(buf);
-	if (!t->complete && !read_errno && !r.refused && r.trace_line_seen)
-		disk_check(&r, fileno(f));
-	fclose(f);
+	/*
+	 * A compressed stream ends early without an error of its own: what was decoded has been
+	 * read, as a plain file is read up to its torn line. Unless the read stopped before it
+	 * (a refused or foreign file), the reason is said once, with the file's byte.
+	 */
+	switch (gmt_trace_input_end(&in, &cut_why)) {
+	case GMT_TRACE_INPUT_END_NONE:
+		break;
+	case GMT_TRACE_INPUT_END_READ_ERROR:
+		if (!read_errno) { /* as a plain file's read error: unreadable */
+			fprintf(diag, "%s: %s compressed trace: %s\n", r.epath,
+				gmt_trace_input_kind_name(in.kind), cut_why);
+			r.refused = true;
+		}
+		break;
+	case GMT_TRACE_INPUT_END_TRUNCATED:
+		if (r.refused || r.nomem || (!r.trace_line_seen && r.lead > GMT_TRACE_MAX_LEAD))
+			break;
+		fprintf(diag, "%s: note: %s compressed trace %s: read up to there\n", r.epath,
+			gmt_trace_input_kind_name(in.kind), cut_why);
+		break;
+	case GMT_TRACE_INPUT_END_CORRUPT:
+		if (r.refused || r.nomem || (!r.trace_line_seen && r.lead > GMT_TRACE_MAX_LEAD))
+			break;
+		fprintf(diag, "%s: %s compressed trace %s: read as far as it is good\n", r.epath,
+			gmt_trace_input_kind_name(in.kind), cut_why);
+		break;
+	}
+	if (!t->complete && !read_errno && !r.refused && r.trace_line_seen &&
+	    gmt_trace_input_fd(&in) >= 0)
+		disk_check(&r, gmt_trace_input_fd(&in));
+	gmt_trace_input_close(&in);
 
 	if (!r.refused && !r.nomem)
 		gmt_reorder_drain(&r.window);

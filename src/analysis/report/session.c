@@ -2,6 +2,7 @@
  * @brief A session's traces: files and directories read, replayed, symbolized (session.h).
  */
 #include "analysis/report/session.h"
+#include "analysis/reader/input.h"
 #include "util/esc.h"
 #include "util/path.h"
 
@@ -26,6 +27,23 @@ cmp_name(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+/* A trace's name: what the tracer writes (.jsonl, GPUMEMTRACE_COMPRESS=zstd's .jsonl.zst), and
+ * a trace gzip'd for keeping (.jsonl.gz). The reader tells the kind by the bytes, not the name. */
+static bool
+is_trace_name(const char *name)
+{
+	static const char *const ext[] = {".jsonl", ".jsonl.zst", ".jsonl.gz"};
+	size_t len = strlen(name);
+
+	for (size_t i = 0; i < sizeof(ext) / sizeof(ext[0]); i++) {
+		size_t n = strlen(ext[i]);
+
+		if (len > n && strcmp(name + len - n, ext[i]) == 0)
+			return true;
+	}
+	return false;
+}
+
 int
 gmt_trace_files(const char *dir, char ***names)
 {
@@ -38,9 +56,7 @@ gmt_trace_files(const char *dir, char ***names)
 	if (!d)
 		return -errno;
 	while ((e = readdir(d))) {
-		size_t len = strlen(e->d_name);
-
-		if (len <= 6 || strcmp(e->d_name + len - 6, ".jsonl") != 0)
+		if (!is_trace_name(e->d_name))
 			continue;
 		if (!(w = realloc(v, (n + 1) * sizeof(*v))) || !(w[n] = strdup(e->d_name))) {
 			v = w ? w : v;
@@ -164,6 +180,8 @@ gmt_session_add_path(struct gmt_session *s, const char *path)
 	char **names;
 	int n;
 
+	if (strcmp(path, GMT_TRACE_STDIN) == 0)
+		return gmt_session_add_file(s, path); /* standard input: a trace, never a directory */
 	if (stat(path, &st) != 0) {
 		fprintf(s->diag, "%s: cannot open: %s\n", gmt_esc(path), strerror(errno));
 		s->unreadable++;
@@ -178,7 +196,8 @@ gmt_session_add_path(struct gmt_session *s, const char *path)
 		return -1;
 	}
 	if (n == 0) {
-		fprintf(s->diag, "%s: no *.jsonl trace files in this directory\n", gmt_esc(path));
+		fprintf(s->diag, "%s: no trace files (*.jsonl, *.jsonl.zst, *.jsonl.gz) in this "
+				"directory\n", gmt_esc(path));
 		s->unreadable++;
 	}
 	for (int i = 0; i < n; i++) {

@@ -65,8 +65,9 @@ void gmt_session_free(struct gmt_session *s);
 bool gmt_session_has_label(const struct gmt_session *s, const char *label);
 
 /**
- * The `*.jsonl` names in @p dir, sorted bytewise (the order of a report must not depend on the
- * locale). Returns the count, or -errno. Free each name and the array.
+ * The trace names in @p dir (`*.jsonl`, `*.jsonl.zst`, `*.jsonl.gz`), sorted bytewise (the
+ * order of a report must not depend on the locale). Returns the count, or -errno. Free each
+ * name and the array.
  */
 int gmt_trace_files(const char *dir, char ***names);
 

@@ -1,0 +1,383 @@
+/*
+ * @brief The trace reader's input: plain, zstd or gzip files and standard input (input.h).
+ */
+#define _GNU_SOURCE
+#include "analysis/reader/input.h"
+#include "gmt-config.h"
+#include "util/input.h"
+#include "util/zread.h"
+#include "util/zstd_api.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#if GMT_HAVE_ZLIB
+#include <zlib.h>
+#endif
+
+#define GZIP_MAGIC "\x1f\x8b"
+#define PEEK 4 /* bytes that tell the kind: zstd's magic number is the longest */
+
+struct gmt_trace_input_state {
+	FILE *raw;    /* the file from its first byte (through `replay` for standard input) */
+	int fd;       /* the file's descriptor when it is a regular file, else -1 */
+	long long size;
+	struct gmt_zread *z; /* zstd */
+	/*
+	 * Standard input cannot seek back over the bytes that told its kind: a stream of its
+	 * own hands them out again, then the rest.
+	 */
+	FILE *under;
+	unsigned char peek[PEEK];
+	size_t npeek, peek_pos;
+	long long replayed;
+	/* gzip: one member after the other, as gzip -d does */
+#if GMT_HAVE_ZLIB
+	z_stream zs;
+#endif
+	bool zs_ready;
+	unsigned char *in;
+	size_t in_cap;
+	long long consumed; /* compressed bytes handed to inflate() */
+	bool in_member, done;
+	enum gmt_trace_input_end end;
+	char problem[GMT_TRACE_INPUT_WHY];
+};
+
+static bool stdin_taken; /* its bytes are read once; a second "-" would see none */
+
+const char *
+gmt_trace_input_kind_name(enum gmt_trace_input_kind kind)
+{
+	switch (kind) {
+	case GMT_TRACE_INPUT_ZSTD:
+		return "zstd";
+	case GMT_TRACE_INPUT_GZIP:
+		return "gzip";
+	case GMT_TRACE_INPUT_PLAIN:
+		break;
+	}
+	return "plain";
+}
+
+// --- standard input: the peeked bytes again, then the rest -------------------------------------
+
+static ssize_t
+replay_read(void *cookie, char *buf, size_t size)
+{
+	struct gmt_trace_input_state *st = cookie;
+	size_t n = 0;
+
+	if (st->peek_pos < st->npeek) {
+		n = st->npeek - st->peek_pos < size ? st->npeek - st->peek_pos : size;
+		memcpy(buf, st->peek + st->peek_pos, n);
+		st->peek_pos += n;
+	} else {
+		n = fread(buf, 1, size, st->under);
+		if (n == 0 && ferror(st->under))
+			return -1;
+	}
+	st->replayed += (long long)n;
+	return (ssize_t)n;
+}
+
+static int
+replay_close(void *cookie)
+{
+	struct gmt_trace_input_state *st = cookie;
+	int rc = fclose(st->under);
+
+	st->under = NULL;
+	return rc;
+}
+
+// --- gzip ------------------------------------------------------------------------------------
+
+#if GMT_HAVE_ZLIB
+
+static void
+gz_problem(struct gmt_trace_input_state *st, enum gmt_trace_input_end end, const char *fmt,
+	   const char *arg)
+{
+	if (st->end == GMT_TRACE_INPUT_END_NONE) {
+		st->end = end;
+		snprintf(st->problem, sizeof(st->problem), fmt, st->consumed, arg);
+	}
+	st->done = true;
+}
+
+static ssize_t
+gz_read(void *cookie, char *buf, size_t size)
+{
+	struct gmt_trace_input_state *st = cookie;
+	z_stream *zs = &st->zs;
+
+	zs->next_out = (unsigned char *)buf;
+	zs->avail_out = size > UINT_MAX ? UINT_MAX : (unsigned)size;
+	size_t want = zs->avail_out;
+	while (zs->avail_out == want && !st->done) {
+		if (zs->avail_in == 0) {
+			size_t n = fread(st->in, 1, st->in_cap, st->raw);
+
+			if (n == 0) {
+				if (ferror(st->raw))
+					gz_problem(st, GMT_TRACE_INPUT_END_READ_ERROR,
+						   "read error at byte %lld: %s", strerror(errno));
+				else if (st->in_member)
+					gz_problem(st, GMT_TRACE_INPUT_END_TRUNCATED,
+						   "truncated: the file ends inside a gzip member (at "
+						   "byte %lld%s)",
+						   "; a copy cut short, or a writer killed or out of disk");
+				st->done = true;
+				break;
+			}
+			zs->next_in = st->in;
+			zs->avail_in = (unsigned)n;
+		}
+		unsigned had = zs->avail_in;
+		long long at = st->consumed;
+		bool starting = !st->in_member;
+		int rc = inflate(zs, Z_NO_FLUSH);
+
+		st->consumed += had - zs->avail_in;
+		if (had != zs->avail_in)
+			st->in_member = true;
+		if (rc == Z_STREAM_END) { /* a member ended, its CRC and length verified */
+			st->in_member = false;
+			if (inflateReset(zs) != Z_OK)
+				gz_problem(st, GMT_TRACE_INPUT_END_CORRUPT, "corrupt at byte %lld: %s",
+					   "inflateReset failed");
+		} else if (rc == Z_BUF_ERROR && zs->avail_in == 0) {
+			continue; /* wants more input */
+		} else if (rc != Z_OK) {
+			/* a bad header is named by where it starts: that is where the bad data is */
+			if (starting)
+				st->consumed = at;
+			gz_problem(st, GMT_TRACE_INPUT_END_CORRUPT, "corrupt at byte %lld: %s",
+				   zs->msg ? zs->msg : rc == Z_MEM_ERROR ? "out of memory"
+									  : "not gzip data");
+		}
+	}
+	return (ssize_t)(want - zs->avail_out);
+}
+
+static int
+gz_close(void *cookie)
+{
+	struct gmt_trace_input_state *st = cookie;
+	int rc = fclose(st->raw);
+
+	st->raw = NULL;
+	inflateEnd(&st->zs);
+	st->zs_ready = false;
+	return rc;
+}
+
+static FILE *
+gz_open(struct gmt_trace_input_state *st, char why[GMT_TRACE_INPUT_WHY])
+{
+	FILE *f;
+
+	st->in_cap = 1 << 16;
+	st->in = malloc(st->in_cap);
+	if (!st->in || inflateInit2(&st->zs, 15 + 16) != Z_OK) { /* 16: gzip's wrapper only */
+		snprintf(why, GMT_TRACE_INPUT_WHY, "out of memory");
+		return NULL;
+	}
+	st->zs_ready = true;
+	f = fopencookie(st, "r", (cookie_io_functions_t){.read = gz_read, .close = gz_close});
+	if (!f) {
+		inflateEnd(&st->zs);
+		st->zs_ready = false;
+		snprintf(why, GMT_TRACE_INPUT_WHY, "out of memory");
+		return NULL;
+	}
+	setvbuf(f, NULL, _IOFBF, 1 << 17);
+	return f;
+}
+#else
+static FILE *
+gz_open(struct gmt_trace_input_state *st, char why[GMT_TRACE_INPUT_WHY])
+{
+	(void)st;
+	snprintf(why, GMT_TRACE_INPUT_WHY,
+		 "a gzip-compressed trace, and this gpumemtrace was built without zlib "
+		 "(zlib1g-dev): gzip -dc FILE | gpumemtrace report -");
+	return NULL;
+}
+#endif
+
+// --- opening ---------------------------------------------------------------------------------
+
+/* The file as a stream from its first byte, with its first bytes in st->peek. */
+static FILE *
+open_raw(struct gmt_trace_input *in, const char *path, char why[GMT_TRACE_INPUT_WHY])
+{
+	struct gmt_trace_input_state *st = in->st;
+	char owhy[GMT_INPUT_WHY];
+	struct stat sb;
+	FILE *f;
+	int fd;
+
+	if (strcmp(path, GMT_TRACE_STDIN) == 0) {
+		if (stdin_taken) {
+			snprintf(why, GMT_TRACE_INPUT_WHY, "standard input was read already (\"-\" "
+							   "given twice)");
+			errno = EINVAL;
+			return NULL;
+		}
+		stdin_taken = true;
+		in->is_stdin = true;
+		/* a copy of the descriptor: closing the trace leaves the process's stdin open */
+		fd = fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 0);
+		if (fd < 0) {
+			snprintf(why, GMT_TRACE_INPUT_WHY, "%s", strerror(errno));
+			return NULL;
+		}
+	} else if ((fd = gmt_input_open(path, owhy)) < 0) {
+		snprintf(why, GMT_TRACE_INPUT_WHY, "%s", owhy);
+		return NULL;
+	}
+	if (fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode)) {
+		st->fd = fd;
+		st->size = (long long)sb.st_size;
+	}
+	f = fdopen(fd, "r");
+	if (!f) {
+		snprintf(why, GMT_TRACE_INPUT_WHY, "%s", strerror(errno));
+		close(fd);
+		return NULL;
+	}
+	st->npeek = fread(st->peek, 1, PEEK, f);
+	if (ferror(f)) {
+		snprintf(why, GMT_TRACE_INPUT_WHY, "%s", strerror(errno));
+		fclose(f);
+		return NULL;
+	}
+	if (!in->is_stdin) {
+		if (fseek(f, 0, SEEK_SET) == 0)
+			return f;
+		snprintf(why, GMT_TRACE_INPUT_WHY, "cannot rewind: %s", strerror(errno));
+		fclose(f);
+		return NULL;
+	}
+	/* standard input: a pipe cannot seek, and a file there need not be at its start */
+	st->under = f;
+	f = fopencookie(st, "r", (cookie_io_functions_t){.read = replay_read, .close = replay_close});
+	if (!f) {
+		snprintf(why, GMT_TRACE_INPUT_WHY, "out of memory");
+		fclose(st->under);
+		st->under = NULL;
+	}
+	return f;
+}
+
+int
+gmt_trace_input_open(struct gmt_trace_input *in, const char *path,
+		     char why[GMT_TRACE_INPUT_WHY])
+{
+	struct gmt_trace_input_state *st = calloc(1, sizeof(*st));
+	FILE *f;
+
+	*in = (struct gmt_trace_input){.st = st};
+	if (!st) {
+		snprintf(why, GMT_TRACE_INPUT_WHY, "out of memory");
+		return -1;
+	}
+	st->fd = -1;
+	st->size = -1;
+	if (!(st->raw = open_raw(in, path, why)))
+		goto err_free;
+	if (st->npeek == PEEK && memcmp(st->peek, GMT_ZSTD_MAGIC, PEEK) == 0) {
+		in->kind = GMT_TRACE_INPUT_ZSTD;
+		f = gmt_zread_open(st->raw, &st->z, why, GMT_TRACE_INPUT_WHY);
+	} else if (st->npeek >= 2 && memcmp(st->peek, GZIP_MAGIC, 2) == 0) {
+		in->kind = GMT_TRACE_INPUT_GZIP;
+		f = gz_open(st, why);
+	} else {
+		f = st->raw;
+	}
+	if (!f) {
+		fclose(st->raw);
+		goto err_free;
+	}
+	in->f = f;
+	return 0;
+err_free:
+	free(st->in);
+	free(st);
+	in->st = NULL;
+	return -1;
+}
+
+long long
+gmt_trace_input_offset(const struct gmt_trace_input *in)
+{
+	const struct gmt_trace_input_state *st = in->st;
+
+	switch (in->kind) {
+	case GMT_TRACE_INPUT_ZSTD:
+		return gmt_zread_raw_offset(st->z, in->f);
+	case GMT_TRACE_INPUT_GZIP:
+		return st->consumed;
+	case GMT_TRACE_INPUT_PLAIN:
+		break;
+	}
+	return in->is_stdin ? st->replayed : (long long)ftell(in->f);
+}
+
+long long
+gmt_trace_input_size(const struct gmt_trace_input *in)
+{
+	return in->st->size;
+}
+
+int
+gmt_trace_input_fd(const struct gmt_trace_input *in)
+{
+	return in->st->fd;
+}
+
+enum gmt_trace_input_end
+gmt_trace_input_end(const struct gmt_trace_input *in, const char **why)
+{
+	const struct gmt_trace_input_state *st = in->st;
+	const char *p;
+
+	*why = NULL;
+	switch (in->kind) {
+	case GMT_TRACE_INPUT_ZSTD:
+		if (!(p = gmt_zread_problem(st->z)))
+			return GMT_TRACE_INPUT_END_NONE;
+		*why = p;
+		if (gmt_zread_truncated(st->z))
+			return GMT_TRACE_INPUT_END_TRUNCATED;
+		return strncmp(p, "read error", 10) == 0 ? GMT_TRACE_INPUT_END_READ_ERROR
+							 : GMT_TRACE_INPUT_END_CORRUPT;
+	case GMT_TRACE_INPUT_GZIP:
+		if (st->end != GMT_TRACE_INPUT_END_NONE)
+			*why = st->problem;
+		return st->end;
+	case GMT_TRACE_INPUT_PLAIN:
+		break;
+	}
+	return GMT_TRACE_INPUT_END_NONE;
+}
+
+void
+gmt_trace_input_close(struct gmt_trace_input *in)
+{
+	struct gmt_trace_input_state *st = in->st;
+
+	if (in->f)
+		fclose(in->f); /* closes what it reads from: the zstd or gzip stream its file */
+	if (st) {
+		free(st->in);
+		free(st);
+	}
+	*in = (struct gmt_trace_input){0};
+}

@@ -1,0 +1,73 @@
+/*
+ * @brief What the trace reader reads from: a trace file as it is (`.jsonl`), zstd-compressed
+ * (`.jsonl.zst`, the tracer's GPUMEMTRACE_COMPRESS=zstd) or gzip-compressed (`.jsonl.gz`), or
+ * standard input (`-`), always as one stdio stream of JSON Lines.
+ *
+ * The kind comes from the file's first bytes, not from its name: a renamed or piped trace reads
+ * the same. A compressed file that ends early (a killed writer inside its last frame, a copy
+ * cut short) or holds bytes that are not of its format is read as far as it is good: the stream
+ * ends there, and gmt_trace_input_problem() says why and at which byte of the file.
+ */
+#ifndef GMT_ANALYSIS_READER_INPUT_H
+#define GMT_ANALYSIS_READER_INPUT_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+/** Big enough for the reason gmt_trace_input_open() gives. */
+#define GMT_TRACE_INPUT_WHY 256
+
+/** The path that names standard input. */
+#define GMT_TRACE_STDIN "-"
+
+enum gmt_trace_input_kind {
+	GMT_TRACE_INPUT_PLAIN,
+	GMT_TRACE_INPUT_ZSTD,
+	GMT_TRACE_INPUT_GZIP,
+};
+
+/** How a compressed stream ended early (none: it did not, or it is not compressed). */
+enum gmt_trace_input_end {
+	GMT_TRACE_INPUT_END_NONE,
+	GMT_TRACE_INPUT_END_TRUNCATED, /* the file ends inside a frame or member */
+	GMT_TRACE_INPUT_END_CORRUPT,   /* bytes that are not of the format */
+	GMT_TRACE_INPUT_END_READ_ERROR,
+};
+
+struct gmt_trace_input_state;
+
+struct gmt_trace_input {
+	FILE *f; /* the trace's lines, decompressed */
+	enum gmt_trace_input_kind kind;
+	bool is_stdin;
+	struct gmt_trace_input_state *st;
+};
+
+/**
+ * Open @p path (or standard input for "-") to read its lines. A path must be a regular file
+ * (util/input.h: a FIFO would block); standard input may be anything, and is read once per
+ * process (a second "-" is refused: its bytes are gone). 0, or -1 with the reason in @p why
+ * (the open's, or why a compressed file cannot be read: no libzstd.so.1, out of memory).
+ */
+int gmt_trace_input_open(struct gmt_trace_input *in, const char *path,
+			 char why[GMT_TRACE_INPUT_WHY]);
+
+/** The format's name for messages: "plain", "zstd", "gzip". */
+const char *gmt_trace_input_kind_name(enum gmt_trace_input_kind kind);
+
+/** Bytes of the file itself consumed so far (compressed bytes for a compressed one), -1 unknown. */
+long long gmt_trace_input_offset(const struct gmt_trace_input *in);
+
+/** The file's size in bytes, -1 when it has none (standard input from a pipe). */
+long long gmt_trace_input_size(const struct gmt_trace_input *in);
+
+/** The descriptor of the file itself when it is a regular file (fstat, fstatvfs), else -1. */
+int gmt_trace_input_fd(const struct gmt_trace_input *in);
+
+/** How the decompressed stream ended early, and why in words (NULL when it did not). */
+enum gmt_trace_input_end gmt_trace_input_end(const struct gmt_trace_input *in, const char **why);
+
+/** Close the stream and the file; @p in is zeroed. */
+void gmt_trace_input_close(struct gmt_trace_input *in);
+
+#endif
