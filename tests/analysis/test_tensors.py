@@ -14,7 +14,8 @@ answers known independently of the analyzer:
   growth     the H200 loop keeping 4 MiB a step: the growing site is the program's line, +4 MiB a
              step in each of 11 intervals, while torch's reserved memory stayed flat at first
   gpt2       GPT-2 on the H200: the block peak equals torch.cuda.max_memory_allocated(); the
-             categories add up to it; a helper (Conv1D.forward) called from two lines shows as
+             categories add up to it; at the last marker the parameters and the optimizer state
+             are exactly the model's and AdamW's sizes; a helper (Conv1D.forward) called from two lines shows as
              two rows with their callers
   synthetic  traces written here with one right answer: a cache fragmented into known pieces, an
              OOM inside it, growth inside a segment that absorbs it, a temporary that does not
@@ -131,6 +132,12 @@ def case_gpt2(exe, fx):
     check(byname["optimizer_state"]["bytes_at_peak"] >= stats["optimizer_state_bytes"],
           "AdamW's state (2 x the parameters) is optimizer state at the peak")
     check(byname["parameter"]["bytes_at_peak"] >= stats["param_bytes"], "the parameters are parameters")
+    check(byname["parameter"]["requested_at_last_mark"] == stats["param_bytes"] + stats["buffer_bytes"],
+          f"parameters at the last mark {byname['parameter']['requested_at_last_mark']} == the model's "
+          f"{stats['param_bytes'] + stats['buffer_bytes']}")
+    check(byname["optimizer_state"]["requested_at_last_mark"] == stats["optimizer_state_bytes"],
+          f"optimizer state at the last mark {byname['optimizer_state']['requested_at_last_mark']} == "
+          f"AdamW's {stats['optimizer_state_bytes']}")
     helper = [r for r in t["peak_sites"] if r["site"].endswith("pytorch_utils.py:119 in Conv1D.forward")]
     callers = {tuple(r["callers"]) for r in helper}
     check(len(helper) >= 2 and len(callers) == len(helper),

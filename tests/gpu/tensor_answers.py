@@ -18,7 +18,7 @@ Cases:
           torch's own (its OOM message and memory_stats at the failure)
   gpt2    a Hugging Face GPT-2 built from its config (random weights), AdamW, 3 steps: the block
           peak equals torch.cuda.max_memory_allocated(), the categories add up to it, and what
-          is live at exit (model and optimizer kept) splits into parameters (and buffers) and
+          is live at the last marker splits into parameters (and buffers) and
           optimizer state of exactly the model's and the optimizer's sizes
 """
 import json
@@ -185,8 +185,8 @@ def main():
             fails.append(f"categories at peak {sum(c['bytes_at_peak'] for c in cats.values())} != peak {peak}")
         if peak != stats["max_allocated"]:
             fails.append(f"block peak {peak} != torch.cuda.max_memory_allocated() {stats['max_allocated']}")
-        p = cats.get("parameter", {}).get("requested_end")
-        o = cats.get("optimizer_state", {}).get("requested_end")
+        p = cats.get("parameter", {}).get("requested_at_last_mark")
+        o = cats.get("optimizer_state", {}).get("requested_at_last_mark")
         want_p = stats["param_bytes"] + stats["buffer_bytes"]
         if p != want_p:
             fails.append(f"parameters (and buffers) {p} != the model's {want_p}")

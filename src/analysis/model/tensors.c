@@ -372,6 +372,10 @@ gmt_tensors_marker(struct gmt_tensors *t, const struct gmt_trace_marker *mk)
 	for (size_t i = 0; i < t->nsites; i++) {
 		struct gmt_tsite *s = &t->sites[i];
 		sample(mark ? &s->growth : &s->at_range_ends, s->live);
+		if (mark) {
+			s->mark_live = s->live;
+			s->mark_requested = s->live_requested;
+		}
 	}
 	if (mark) {
 		t->marks_seen++;

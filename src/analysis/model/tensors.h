@@ -30,6 +30,7 @@ struct gmt_tsite {
 	uint64_t allocations, allocated_bytes;
 	uint64_t at_peak, at_peak_blocks; /**< at its device's tensor peak */
 	uint64_t max_live;
+	uint64_t mark_live, mark_requested; /**< at the last mark (gmt_mark) */
 	/* live bytes at the growth samples: at marks, and at ends of outermost ranges (used when
 	 * the trace has fewer than two marks); gmt_tensors_finish() leaves the chosen in `growth` */
 	struct gmt_tgrowth {

@@ -536,16 +536,19 @@ jcategories(const struct gmt_model *m, const struct gmt_cat_rules *rules)
 {
 	const struct gmt_tensors *t = m->tensors;
 	uint64_t peak[GMT_CAT_COUNT] = {0}, end[GMT_CAT_COUNT] = {0}, req[GMT_CAT_COUNT] = {0};
+	uint64_t mark[GMT_CAT_COUNT] = {0}, mreq[GMT_CAT_COUNT] = {0};
 	json_t *a = json_array();
 
 	for (size_t i = 0; i < t->nsites; i++) {
 		const struct gmt_tsite *s = &t->sites[i];
-		if (!s->at_peak && !s->live)
+		if (!s->at_peak && !s->live && !s->mark_live)
 			continue;
 		enum gmt_category c = category_of(m, rules, s->stack);
 		peak[c] += s->at_peak;
 		end[c] += s->live;
 		req[c] += s->live_requested;
+		mark[c] += s->mark_live;
+		mreq[c] += s->mark_requested;
 	}
 	for (int c = 0; c < GMT_CAT_COUNT; c++) {
 		json_t *o = json_object();
@@ -553,6 +556,8 @@ jcategories(const struct gmt_model *m, const struct gmt_cat_rules *rules)
 		json_object_set_new(o, "bytes_at_peak", jint(peak[c]));
 		json_object_set_new(o, "live_end", jint(end[c]));
 		json_object_set_new(o, "requested_end", jint(req[c]));
+		json_object_set_new(o, "at_last_mark", jint(mark[c]));
+		json_object_set_new(o, "requested_at_last_mark", jint(mreq[c]));
 		json_array_append_new(a, o);
 	}
 	return a;
