@@ -13,17 +13,17 @@
 #include <time.h>
 
 #ifndef BENCH_PROG
-#  error "define BENCH_PROG before including bench_util.h"
+#	error "define BENCH_PROG before including bench_util.h"
 #endif
 
 /* A benchmark whose CUDA call failed measured nothing: say which call and stop. */
-#define CK(call) \
-	do { \
-		cudaError_t rc_ = (call); \
-		if (rc_ != cudaSuccess) { \
-			fprintf(stderr, BENCH_PROG ": %s: %s\n", #call, cudaGetErrorString(rc_)); \
-			exit(1); \
-		} \
+#define CK(call)                                                                                   \
+	do {                                                                                       \
+		cudaError_t rc_ = (call);                                                          \
+		if (rc_ != cudaSuccess) {                                                          \
+			fprintf(stderr, BENCH_PROG ": %s: %s\n", #call, cudaGetErrorString(rc_));  \
+			exit(1);                                                                   \
+		}                                                                                  \
 	} while (0)
 
 static inline uint64_t

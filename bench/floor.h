@@ -76,10 +76,10 @@ static inline void
 floor_report(const char *name, const char *mode)
 {
 	char line[256];
-	int n = snprintf(line, sizeof(line),
-			 "gmt-floor: {\"floor\":\"%s\",\"mode\":\"%s\",\"calls\":%llu,\"records\":%llu}\n",
-			 name, mode, (unsigned long long)floor_calls,
-			 (unsigned long long)floor_records);
+	int n = snprintf(
+	    line, sizeof(line),
+	    "gmt-floor: {\"floor\":\"%s\",\"mode\":\"%s\",\"calls\":%llu,\"records\":%llu}\n", name,
+	    mode, (unsigned long long)floor_calls, (unsigned long long)floor_records);
 	if (n > 0 && write(2, line, (size_t)n) < 0)
 		return;
 }

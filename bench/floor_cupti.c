@@ -46,9 +46,9 @@ static void *
 open_cupti(void)
 {
 	static const char *const toolkit[] = {
-		"/usr/local/cuda/extras/CUPTI/lib64/libcupti.so.13",
-		"/usr/local/cuda/lib64/libcupti.so.13",
-		"/usr/local/cuda/targets/x86_64-linux/lib/libcupti.so.13",
+	    "/usr/local/cuda/extras/CUPTI/lib64/libcupti.so.13",
+	    "/usr/local/cuda/lib64/libcupti.so.13",
+	    "/usr/local/cuda/targets/x86_64-linux/lib/libcupti.so.13",
 	};
 	void *h = dlopen("libcupti.so.13", RTLD_NOW | RTLD_NOLOAD);
 	if (!h)
@@ -105,12 +105,15 @@ floor_init(void)
 	else if (m && !strcmp(m, "driver"))
 		driver_only = 1;
 	else if (m && *m && strcmp(m, "empty"))
-		fprintf(stderr, "gmt-floor: GMT_FLOOR_MODE=%s is not empty, driver or record; "
-				"using empty\n", m);
+		fprintf(stderr,
+			"gmt-floor: GMT_FLOOR_MODE=%s is not empty, driver or record; "
+			"using empty\n",
+			m);
 	mode = record_mode ? "record" : driver_only ? "driver" : "empty";
 	if (record_mode)
 		floor_map_ring();
-	if (!getenv("CUDA_INJECTION64_PATH") && dladdr((void *)&floor_init, &self) && self.dli_fname)
+	if (!getenv("CUDA_INJECTION64_PATH") && dladdr((void *)&floor_init, &self) &&
+	    self.dli_fname)
 		setenv("CUDA_INJECTION64_PATH", self.dli_fname, 0);
 }
 

@@ -31,10 +31,10 @@ real(const char *name, _Atomic(void *) *cache)
 	return p;
 }
 
-#define REAL(name) \
-	({ \
-		static _Atomic(void *) cache_; \
-		(__typeof__(&name))real(#name, &cache_); \
+#define REAL(name)                                                                                 \
+	({                                                                                         \
+		static _Atomic(void *) cache_;                                                     \
+		(__typeof__(&name))real(#name, &cache_);                                           \
 	})
 
 EXPORT cudaError_t

@@ -47,9 +47,9 @@
 #include <string.h>
 
 #define MAX_THREADS 64
-#define MAX_BLOCK 4096	       /* the most events of one drain block */
+#define MAX_BLOCK 4096		  /* the most events of one drain block */
 #define SLOT_BYTES (256ULL << 20) /* address stride: sizes stay below it, so nothing overlaps */
-#define PY_LINES 64	       /* lines of each code object's line table */
+#define PY_LINES 64		  /* lines of each code object's line table */
 #define N_PYCODES 48
 #define START_TS 183245000000ULL
 #define TOTAL_BYTES 150754820096ULL /* an H200 as NVML reads it */
@@ -85,8 +85,8 @@ struct options {
 	uint32_t live;
 	uint32_t stacks;
 	uint32_t threads;
-	uint32_t depth;	 /* native frames per stack; 0: the realistic mix (about 20) */
-	bool distinct;	 /* stack ids in turn, not the skewed draw */
+	uint32_t depth;	     /* native frames per stack; 0: the realistic mix (about 20) */
+	bool distinct;	     /* stack ids in turn, not the skewed draw */
 	uint32_t frame_pool; /* return addresses per module; 0: a new one for most frames */
 	uint64_t marker_every;
 	uint64_t snapshot_every;
@@ -345,7 +345,8 @@ write_stack(struct gen *g, uint32_t id)
 		per[m] = fixed[m] + (uint32_t)below(g, extra[m]);
 		total += per[m];
 	}
-	/* --depth: libtorch_cuda takes the difference; a shallow stack loses its outermost frames */
+	/* --depth: libtorch_cuda takes the difference; a shallow stack loses its outermost frames
+	 */
 	for (size_t m = N_MODULES; g->o.depth && total > g->o.depth && m-- > 0;) {
 		uint32_t cut = per[m] < total - g->o.depth ? per[m] : total - g->o.depth;
 		per[m] -= cut;
@@ -451,8 +452,9 @@ write_event(struct gen *g, const struct rec *r)
 	put_u64(g, ts_of(r->seq));
 	put(g, ",\"tid\":");
 	put_u64(g, (uint64_t)g->th[r->thread].tid);
-	put(g, r->type == 'u' ? ",\"op\":\"usage\",\"api\":\"" : is_free ? ",\"op\":\"free\",\"api\":\""
-									     : ",\"op\":\"alloc\",\"api\":\"");
+	put(g, r->type == 'u' ? ",\"op\":\"usage\",\"api\":\""
+	       : is_free      ? ",\"op\":\"free\",\"api\":\""
+			      : ",\"op\":\"alloc\",\"api\":\"");
 	put(g, api[0]);
 	put(g, "\",\"driver\":\"");
 	put(g, api[1]);
@@ -617,8 +619,12 @@ do_alloc(struct gen *g, uint32_t t)
 	struct thread *th = &g->th[t];
 	th->live[th->nlive++] = (uint32_t)kind << 28 | slot;
 	g->nlive++;
-	emit(g, (struct rec){.type = 'a', .kind = (uint8_t)kind, .thread = t, .size = a->size,
-			     .ptr = kind_base[kind] + slot * SLOT_BYTES, .stack = a->stack});
+	emit(g, (struct rec){.type = 'a',
+			     .kind = (uint8_t)kind,
+			     .thread = t,
+			     .size = a->size,
+			     .ptr = kind_base[kind] + slot * SLOT_BYTES,
+			     .stack = a->stack});
 	if (kind == K_POOL) {
 		g->pool_live += a->size;
 		pool_reading(g, t, false);
@@ -639,7 +645,10 @@ do_free(struct gen *g, uint32_t t)
 
 	g->nlive--;
 	g->slots[kind].free[g->slots[kind].nfree++] = slot;
-	emit(g, (struct rec){.type = 'f', .kind = (uint8_t)kind, .thread = t, .size = a->size,
+	emit(g, (struct rec){.type = 'f',
+			     .kind = (uint8_t)kind,
+			     .thread = t,
+			     .size = a->size,
 			     .ptr = kind_base[kind] + slot * SLOT_BYTES});
 	if (kind == K_POOL)
 		g->pool_live -= a->size;
@@ -648,7 +657,9 @@ do_free(struct gen *g, uint32_t t)
 static void
 do_failure(struct gen *g, uint32_t t)
 {
-	emit(g, (struct rec){.type = 'x', .kind = K_DEVICE, .thread = t,
+	emit(g, (struct rec){.type = 'x',
+			     .kind = K_DEVICE,
+			     .thread = t,
 			     .size = (8ULL << 30) + below(g, 64) * (256ULL << 20),
 			     .stack = draw_stack(g, K_DEVICE)});
 }
@@ -666,7 +677,9 @@ step(struct gen *g, uint32_t t)
 	else if (!th->nlive)
 		alloc = true;
 	else
-		alloc = below(g, 100) < (g->nlive < max / 2 ? 60u : g->nlive < max * 9 / 10 ? 50u : 40u);
+		alloc = below(g, 100) < (g->nlive < max / 2	   ? 60u
+					 : g->nlive < max * 9 / 10 ? 50u
+								   : 40u);
 	if (alloc)
 		do_alloc(g, t);
 	else
@@ -678,7 +691,8 @@ generate(struct gen *g)
 {
 	uint64_t markers = 0, next_marker = 0;
 
-	/* The events that are not pairs (markers, failures, readings) count towards --events too. */
+	/* The events that are not pairs (markers, failures, readings) count towards --events too.
+	 */
 	while (g->seq < g->o.events) {
 		if (g->seq >= next_marker) {
 			next_marker += g->o.marker_every;
@@ -721,24 +735,30 @@ parse_num(const char *opt, const char *s, uint64_t min, uint64_t max)
 static void
 usage(FILE *out)
 {
-	fprintf(out,
-		"Usage: gen_trace [--events N] [--seed S] [--live N] [--stacks N] [--threads T]\n"
-		"                 [--marker-every K] [--snapshot-every M] [--depth D] [--distinct]\n"
-		"                 [--frame-pool P] -o FILE\n"
-		"Writes a valid gpumemtrace trace of N event and marker lines (default 1000000),\n"
-		"at most --live allocations live at once (10000), --stacks distinct stacks (300),\n"
-		"T threads (4), a marker every K events (10000) and a snapshot every M (100000).\n"
-		"--depth: D native frames in every stack (default: about 20, varying);\n"
-		"--distinct: each allocation takes the next stack id in turn;\n"
-		"--frame-pool: each module's frames are drawn from P return addresses.\n"
-		"The same options give the same file.\n");
+	fprintf(
+	    out,
+	    "Usage: gen_trace [--events N] [--seed S] [--live N] [--stacks N] [--threads T]\n"
+	    "                 [--marker-every K] [--snapshot-every M] [--depth D] [--distinct]\n"
+	    "                 [--frame-pool P] -o FILE\n"
+	    "Writes a valid gpumemtrace trace of N event and marker lines (default 1000000),\n"
+	    "at most --live allocations live at once (10000), --stacks distinct stacks (300),\n"
+	    "T threads (4), a marker every K events (10000) and a snapshot every M (100000).\n"
+	    "--depth: D native frames in every stack (default: about 20, varying);\n"
+	    "--distinct: each allocation takes the next stack id in turn;\n"
+	    "--frame-pool: each module's frames are drawn from P return addresses.\n"
+	    "The same options give the same file.\n");
 }
 
 static void
 parse(struct options *o, int argc, char **argv)
 {
-	*o = (struct options){.events = 1000000, .seed = 1, .live = 10000, .stacks = 300,
-			      .threads = 4, .marker_every = 10000, .snapshot_every = 100000};
+	*o = (struct options){.events = 1000000,
+			      .seed = 1,
+			      .live = 10000,
+			      .stacks = 300,
+			      .threads = 4,
+			      .marker_every = 10000,
+			      .snapshot_every = 100000};
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 		if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {

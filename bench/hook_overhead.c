@@ -11,9 +11,9 @@
  *           default pool keeps its memory (release threshold UINT64_MAX), so after the warm-up
  *           the pool is warm and every pair is served from it
  *
- * After W warm-up pairs (in chunks of at most N) it times R repetitions of N pairs each (CLOCK_MONOTONIC around the N
- * pairs; in async mode the stream is synchronised once at the end of each repetition, inside the
- * timed region) and prints ONE line of JSON on stdout:
+ * After W warm-up pairs (in chunks of at most N) it times R repetitions of N pairs each
+ * (CLOCK_MONOTONIC around the N pairs; in async mode the stream is synchronised once at the end of
+ * each repetition, inside the timed region) and prints ONE line of JSON on stdout:
  *
  *   {"bench":"hook_overhead","mode":"malloc","runtime":"sim","size":1048576,"iters":N,"reps":R,
  *    "warmup":W,"events":E,"median_ns_per_pair":M,"samples_ns_per_pair":[...]}
@@ -60,7 +60,8 @@ struct bench_args {
 static void
 sleep_ms(unsigned long ms)
 {
-	struct timespec ts = {.tv_sec = (time_t)(ms / 1000), .tv_nsec = (long)(ms % 1000) * 1000000L};
+	struct timespec ts = {.tv_sec = (time_t)(ms / 1000),
+			      .tv_nsec = (long)(ms % 1000) * 1000000L};
 
 	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
 		;
@@ -85,12 +86,12 @@ static void
 parse_args(int argc, char **argv, struct bench_args *a)
 {
 	*a = (struct bench_args){
-		.mode = BENCH_MALLOC,
-		.iters = 2000,
-		.reps = 11,
-		.warmup = 200,
-		.size = 1UL << 20,
-		.gap_ms = 0,
+	    .mode = BENCH_MALLOC,
+	    .iters = 2000,
+	    .reps = 11,
+	    .warmup = 200,
+	    .size = 1UL << 20,
+	    .gap_ms = 0,
 	};
 	for (int i = 1; i < argc; i++) {
 		const char *opt = argv[i];
@@ -209,15 +210,16 @@ main(int argc, char **argv)
 
 	memcpy(sorted, samples, a.reps * sizeof(samples[0]));
 	qsort(sorted, a.reps, sizeof(sorted[0]), cmp_double);
-	double median = a.reps % 2 ? sorted[a.reps / 2]
-				   : (sorted[a.reps / 2 - 1] + sorted[a.reps / 2]) / 2.0;
+	double median =
+	    a.reps % 2 ? sorted[a.reps / 2] : (sorted[a.reps / 2 - 1] + sorted[a.reps / 2]) / 2.0;
 
 	*(void **)&simulated = dlsym(RTLD_DEFAULT, "simcuda_is_simulated");
 	printf("{\"bench\":\"hook_overhead\",\"mode\":\"%s\",\"runtime\":\"%s\",\"size\":%lu,"
 	       "\"iters\":%lu,\"reps\":%lu,\"warmup\":%lu,\"events\":%lu,"
 	       "\"median_ns_per_pair\":%.1f,\"samples_ns_per_pair\":[",
-	       a.mode == BENCH_MALLOC ? "malloc" : "async", simulated && simulated() ? "sim" : "real",
-	       a.size, a.iters, a.reps, a.warmup, 2 * (a.warmup + a.iters * a.reps), median);
+	       a.mode == BENCH_MALLOC ? "malloc" : "async",
+	       simulated && simulated() ? "sim" : "real", a.size, a.iters, a.reps, a.warmup,
+	       2 * (a.warmup + a.iters * a.reps), median);
 	for (unsigned long r = 0; r < a.reps; r++)
 		printf("%s%.1f", r ? "," : "", samples[r]);
 	printf("]}\n");

@@ -21,9 +21,10 @@
  *
  * `events` is what a tracer should record (settling pair included); `start_ns` is when the load
  * started (CLOCK_MONOTONIC, the clock of the trace's `ts`); `offered_rate` is what the producers
- * achieved over the load (below the target when the machine cannot keep up). Meant for tests/simcuda with
- * SIMCUDA_ALLOC_DELAY_NS=0, where a pair costs tens of nanoseconds, so the writer is the bottleneck;
- * it uses no simulation-specific symbol and also runs on the real runtime.
+ * achieved over the load (below the target when the machine cannot keep up). Meant for
+ * tests/simcuda with SIMCUDA_ALLOC_DELAY_NS=0, where a pair costs tens of nanoseconds, so the
+ * writer is the bottleneck; it uses no simulation-specific symbol and also runs on the real
+ * runtime.
  */
 #define _GNU_SOURCE
 #define BENCH_PROG "writer_throughput"
@@ -58,9 +59,9 @@ struct bench_args {
 struct producer {
 	pthread_t thread;
 	const struct bench_args *args;
-	double rate;        /* this thread's events/s, 0 = unlimited */
-	uint64_t start_ns;  /* common start */
-	uint64_t end_ns;    /* stop producing at this time */
+	double rate;	   /* this thread's events/s, 0 = unlimited */
+	uint64_t start_ns; /* common start */
+	uint64_t end_ns;   /* stop producing at this time */
 	unsigned long pairs;
 };
 
@@ -77,8 +78,9 @@ sleep_until(uint64_t ns)
 static void
 usage(void)
 {
-	fprintf(stderr, "usage: writer_throughput [--threads T] [--rate EVENTS_PER_S] [--seconds S] "
-			"[--mode malloc|async] [--size BYTES] [--settle-ms MS]\n");
+	fprintf(stderr,
+		"usage: writer_throughput [--threads T] [--rate EVENTS_PER_S] [--seconds S] "
+		"[--mode malloc|async] [--size BYTES] [--settle-ms MS]\n");
 	exit(2);
 }
 
@@ -101,12 +103,12 @@ static void
 parse_args(int argc, char **argv, struct bench_args *a)
 {
 	*a = (struct bench_args){
-		.mode = BENCH_MALLOC,
-		.threads = 1,
-		.rate = 0,
-		.seconds_ms = 2000,
-		.size = 4096,
-		.settle_ms = 200,
+	    .mode = BENCH_MALLOC,
+	    .threads = 1,
+	    .rate = 0,
+	    .seconds_ms = 2000,
+	    .size = 4096,
+	    .settle_ms = 200,
 	};
 	for (int i = 1; i < argc; i++) {
 		const char *opt = argv[i];
@@ -178,7 +180,8 @@ producer_main(void *arg)
 			break;
 		if (pr->rate > 0.0) {
 			/* when the next batch is due: pairs done so far at 2 events per pair */
-			uint64_t due = pr->start_ns + (uint64_t)((double)pr->pairs * 2.0 * 1e9 / pr->rate);
+			uint64_t due =
+			    pr->start_ns + (uint64_t)((double)pr->pairs * 2.0 * 1e9 / pr->rate);
 			if (due > now) {
 				sleep_until(due < pr->end_ns ? due : pr->end_ns);
 				continue;
@@ -214,10 +217,10 @@ main(int argc, char **argv)
 	uint64_t end = start + (uint64_t)a.seconds_ms * 1000000ULL;
 	for (unsigned long t = 0; t < a.threads; t++) {
 		prs[t] = (struct producer){
-			.args = &a,
-			.rate = (double)a.rate / (double)a.threads,
-			.start_ns = start,
-			.end_ns = end,
+		    .args = &a,
+		    .rate = (double)a.rate / (double)a.threads,
+		    .start_ns = start,
+		    .end_ns = end,
 		};
 	}
 	for (unsigned long t = 0; t < a.threads; t++) {
@@ -234,12 +237,13 @@ main(int argc, char **argv)
 	uint64_t elapsed = mono_ns() - start;
 	unsigned long load = pairs - (a.settle_ms ? 1 : 0);
 
-	printf("{\"bench\":\"writer_throughput\",\"mode\":\"%s\",\"threads\":%lu,\"target_rate\":%lu,"
-	       "\"seconds\":%.3f,\"size\":%lu,\"settle_ms\":%lu,\"events\":%lu,\"start_ns\":%llu,"
-	       "\"elapsed_ns\":%llu,\"offered_rate\":%.0f}\n",
-	       a.mode == BENCH_MALLOC ? "malloc" : "async", a.threads, a.rate,
-	       (double)a.seconds_ms / 1000.0, a.size, a.settle_ms, 2 * pairs,
-	       (unsigned long long)start, (unsigned long long)elapsed,
-	       (double)(2 * load) * 1e9 / (double)elapsed);
+	printf(
+	    "{\"bench\":\"writer_throughput\",\"mode\":\"%s\",\"threads\":%lu,\"target_rate\":%lu,"
+	    "\"seconds\":%.3f,\"size\":%lu,\"settle_ms\":%lu,\"events\":%lu,\"start_ns\":%llu,"
+	    "\"elapsed_ns\":%llu,\"offered_rate\":%.0f}\n",
+	    a.mode == BENCH_MALLOC ? "malloc" : "async", a.threads, a.rate,
+	    (double)a.seconds_ms / 1000.0, a.size, a.settle_ms, 2 * pairs,
+	    (unsigned long long)start, (unsigned long long)elapsed,
+	    (double)(2 * load) * 1e9 / (double)elapsed);
 	return 0;
 }

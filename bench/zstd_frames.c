@@ -94,7 +94,8 @@ main(int argc, char **argv)
 			break;
 		const char *v = argv[first + 1];
 		if (!strcmp(argv[first], "--levels")) {
-			for (char *s = strdup(v), *t = strtok(s, ","); t && nlevels < 32; t = strtok(NULL, ","))
+			for (char *s = strdup(v), *t = strtok(s, ","); t && nlevels < 32;
+			     t = strtok(NULL, ","))
 				levels[nlevels++] = atoi(t);
 		} else if (!strcmp(argv[first], "--chunk")) {
 			chunk = strtoull(v, NULL, 10);
@@ -130,8 +131,8 @@ main(int argc, char **argv)
 			events += is_event(data + i, end - i);
 			if (ts && !frame_ts)
 				frame_ts = ts;
-			bool cut = end - start >= chunk || (ts && frame_ts && ts - frame_ts >= flush_ns) ||
-				   end == len;
+			bool cut = end - start >= chunk ||
+				   (ts && frame_ts && ts - frame_ts >= flush_ns) || end == len;
 			if (cut) {
 				if (nframes == cap)
 					frames = realloc(frames, (cap *= 2) * sizeof(*frames));
@@ -154,8 +155,8 @@ main(int argc, char **argv)
 				uint64_t t0 = now_ns();
 				out = 0;
 				for (size_t f = 0; f < nframes; f++) {
-					size_t n = gmt_zsink_frame(&zs, data + frames[f].off, frames[f].len,
-								   why, sizeof(why));
+					size_t n = gmt_zsink_frame(&zs, data + frames[f].off,
+								   frames[f].len, why, sizeof(why));
 					if (!n) {
 						fprintf(stderr, "zstd_frames: %s\n", why);
 						return 1;
@@ -168,13 +169,15 @@ main(int argc, char **argv)
 			double secs = (double)best / 1e9;
 			printf("{\"trace\":\"%s\",\"level\":%d,\"chunk\":%zu,\"flush_ms\":%llu,"
 			       "\"bytes\":%zu,\"events\":%zu,\"frames\":%zu,\"compressed\":%zu,"
-			       "\"ratio\":%.2f,\"plain_bytes_per_event\":%.1f,\"bytes_per_event\":%.2f,"
+			       "\"ratio\":%.2f,\"plain_bytes_per_event\":%.1f,\"bytes_per_event\":%"
+			       ".2f,"
 			       "\"compress_mb_s\":%.1f,\"compress_events_s\":%.0f}\n",
-			       argv[a], zs.level, chunk, (unsigned long long)(flush_ns / 1000000ULL), len,
-			       events, nframes, out, (double)len / (double)out,
+			       argv[a], zs.level, chunk,
+			       (unsigned long long)(flush_ns / 1000000ULL), len, events, nframes,
+			       out, (double)len / (double)out,
 			       events ? (double)len / (double)events : 0.0,
-			       events ? (double)out / (double)events : 0.0, (double)len / 1e6 / secs,
-			       (double)events / secs);
+			       events ? (double)out / (double)events : 0.0,
+			       (double)len / 1e6 / secs, (double)events / secs);
 			fflush(stdout);
 			gmt_zsink_free(&zs);
 		}

@@ -17,13 +17,14 @@
 #define STEPS 20
 #define MiB (1024UL * 1024UL)
 
-#define CK(call) \
-	do { \
-		cudaError_t rc_ = (call); \
-		if (rc_ != cudaSuccess) { \
-			fprintf(stderr, "training_loop: %s: %s\n", #call, cudaGetErrorString(rc_)); \
-			exit(1); \
-		} \
+#define CK(call)                                                                                   \
+	do {                                                                                       \
+		cudaError_t rc_ = (call);                                                          \
+		if (rc_ != cudaSuccess) {                                                          \
+			fprintf(stderr, "training_loop: %s: %s\n", #call,                          \
+				cudaGetErrorString(rc_));                                          \
+			exit(1);                                                                   \
+		}                                                                                  \
 	} while (0)
 
 static void *weights[LAYERS];

@@ -43,9 +43,9 @@ extern "C" {
 #endif
 
 #if defined(__GNUC__) || defined(__clang__)
-#  define GMT_WEAK __attribute__((weak))
+#	define GMT_WEAK __attribute__((weak))
 #else
-#  define GMT_WEAK
+#	define GMT_WEAK
 #endif
 
 /**
@@ -55,10 +55,10 @@ extern "C" {
 void gmt_mark(const char *label) GMT_WEAK;
 
 /** Call gmt_mark() when the tracer is loaded, else do nothing. */
-#define GMT_MARK(label) \
-	do { \
-		if (gmt_mark) \
-			gmt_mark(label); \
+#define GMT_MARK(label)                                                                            \
+	do {                                                                                       \
+		if (gmt_mark)                                                                      \
+			gmt_mark(label);                                                           \
 	} while (0)
 
 /**
@@ -76,17 +76,17 @@ void gmt_range_push(const char *label) GMT_WEAK;
 void gmt_range_pop(void) GMT_WEAK;
 
 /** Call gmt_range_push() when the tracer is loaded, else do nothing. */
-#define GMT_RANGE_PUSH(label) \
-	do { \
-		if (gmt_range_push) \
-			gmt_range_push(label); \
+#define GMT_RANGE_PUSH(label)                                                                      \
+	do {                                                                                       \
+		if (gmt_range_push)                                                                \
+			gmt_range_push(label);                                                     \
 	} while (0)
 
 /** Call gmt_range_pop() when the tracer is loaded, else do nothing. */
-#define GMT_RANGE_POP() \
-	do { \
-		if (gmt_range_pop) \
-			gmt_range_pop(); \
+#define GMT_RANGE_POP()                                                                            \
+	do {                                                                                       \
+		if (gmt_range_pop)                                                                 \
+			gmt_range_pop();                                                           \
 	} while (0)
 
 #ifdef __cplusplus

@@ -116,11 +116,10 @@ peak_arg(struct options *o, const char *value)
 		if (end == value || end != eq || errno || lim.device < -1) {
 			char *dev = strndup(value, (size_t)(eq - value));
 
-			fprintf(
-			    stderr,
-			    "gpumemtrace check: --max-peak-bytes: invalid device '%s' in '%s' "
-			    "(a device number, then '=')\n",
-			    gmt_esc(dev ? dev : "?"), gmt_esc(value));
+			fprintf(stderr,
+				"gpumemtrace check: --max-peak-bytes: invalid device '%s' in '%s' "
+				"(a device number, then '=')\n",
+				gmt_esc(dev ? dev : "?"), gmt_esc(value));
 			free(dev);
 			return -1;
 		}
@@ -196,7 +195,8 @@ parse_options(struct options *o, int argc, char **argv)
 	    {"allow-incomplete", no_argument, NULL, OPT_ALLOW_INCOMPLETE},
 	    {"allow-drops", no_argument, NULL, OPT_ALLOW_DROPS},
 	    {"quiet", no_argument, NULL, 'q'},
-	    {"help", no_argument, NULL, 'h'}, {"version", no_argument, NULL, 'V'},
+	    {"help", no_argument, NULL, 'h'},
+	    {"version", no_argument, NULL, 'V'},
 	    {NULL, 0, NULL, 0},
 	};
 	int c, bad = 0;

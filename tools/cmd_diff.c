@@ -196,7 +196,8 @@ gmt_cmd_diff(int argc, char **argv)
 	static const struct option longopts[] = {
 	    {"format", required_argument, NULL, 'f'},
 	    {"top", required_argument, NULL, 'n'},
-	    {"help", no_argument, NULL, 'h'}, {"version", no_argument, NULL, 'V'},
+	    {"help", no_argument, NULL, 'h'},
+	    {"version", no_argument, NULL, 'V'},
 	    {NULL, 0, NULL, 0},
 	};
 	json_t *base = NULL, *next = NULL;

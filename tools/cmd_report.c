@@ -142,14 +142,18 @@ int
 gmt_cmd_report(int argc, char **argv)
 {
 	static const struct option longopts[] = {
-	    {"format", required_argument, NULL, 'f'}, {"stack", required_argument, NULL, 's'},
-	    {"weight", required_argument, NULL, 'w'}, {"output", required_argument, NULL, 'o'},
-	    {"from", required_argument, NULL, 'F'},   {"to", required_argument, NULL, 'T'},
-	    {"help", no_argument, NULL, 'h'},	      {"version", no_argument, NULL, 'V'},
+	    {"format", required_argument, NULL, 'f'},
+	    {"stack", required_argument, NULL, 's'},
+	    {"weight", required_argument, NULL, 'w'},
+	    {"output", required_argument, NULL, 'o'},
+	    {"from", required_argument, NULL, 'F'},
+	    {"to", required_argument, NULL, 'T'},
+	    {"help", no_argument, NULL, 'h'},
+	    {"version", no_argument, NULL, 'V'},
 	    {NULL, 0, NULL, 0},
 	};
-	static const char *const formats[] = {"text", "json", "folded", "html", "perfetto",
-						  "pytorch-snapshot", NULL};
+	static const char *const formats[] = {
+	    "text", "json", "folded", "html", "perfetto", "pytorch-snapshot", NULL};
 	static const char *const views[] = {"site", "full", NULL};
 	static const char *const weights[] = {"peak", "leaked", "allocated", NULL};
 	struct gmt_report_options opt = {.stacks = GMT_STACKS_SITE};
@@ -168,7 +172,8 @@ gmt_cmd_report(int argc, char **argv)
 		switch (c) {
 		case 'f':
 			if ((k = choice("format", optarg, formats,
-					    "text, json, folded, html, perfetto or pytorch-snapshot")) < 0)
+					"text, json, folded, html, perfetto or pytorch-snapshot")) <
+			    0)
 				return gmt_usage_hint("report");
 			format = (enum format)k;
 			break;
@@ -207,8 +212,9 @@ gmt_cmd_report(int argc, char **argv)
 
 	if (format == FORMAT_SNAPSHOT) {
 		if (!output && isatty(STDOUT_FILENO)) {
-			fprintf(stderr, "gpumemtrace report: a pytorch-snapshot is a binary pickle: "
-					"give -o FILE (or redirect the output)\n");
+			fprintf(stderr,
+				"gpumemtrace report: a pytorch-snapshot is a binary pickle: "
+				"give -o FILE (or redirect the output)\n");
 			return gmt_usage_hint("report");
 		}
 		so.stored = true; /* the snapshot walks the events again */

@@ -149,7 +149,8 @@ build_tree_source(const char *builddir, char *out)
 	json_t *doc, *src;
 	bool ok = false;
 
-	if (snprintf(path, sizeof(path), "%s/meson-info/meson-info.json", builddir) >= (int)sizeof(path))
+	if (snprintf(path, sizeof(path), "%s/meson-info/meson-info.json", builddir) >=
+	    (int)sizeof(path))
 		return false;
 	doc = json_load_file(path, 0, NULL);
 	src = json_object_get(json_object_get(doc, "directories"), "source");
@@ -500,7 +501,8 @@ gmt_cmd_run(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 	    {"output", required_argument, NULL, 'o'},
-	    {"help", no_argument, NULL, 'h'}, {"version", no_argument, NULL, 'V'},
+	    {"help", no_argument, NULL, 'h'},
+	    {"version", no_argument, NULL, 'V'},
 	    {NULL, 0, NULL, 0},
 	};
 	struct sigaction old_act[NFORWARDED], ign = {.sa_handler = SIG_IGN}, old_pipe;

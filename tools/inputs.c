@@ -38,8 +38,10 @@ gmt_parse_range_bound(const char *option, const char *value, struct gmt_range_bo
 	double s;
 
 	if (!value || !*value) {
-		fprintf(stderr, "gpumemtrace: %s needs seconds or a marker label, not an empty "
-				"value\n", option);
+		fprintf(stderr,
+			"gpumemtrace: %s needs seconds or a marker label, not an empty "
+			"value\n",
+			option);
 		return false;
 	}
 	*b = (struct gmt_range_bound){.set = true, .spec = value};

@@ -24,7 +24,8 @@ extern "C" {
 #include "torch_entry.h"
 }
 
-namespace {
+namespace
+{
 
 namespace cca = c10::cuda::CUDACachingAllocator;
 using TE = c10::CachingDeviceAllocator::TraceEntry;
@@ -34,18 +35,21 @@ std::atomic<unsigned long long> entries{0};
 
 // Fields TraceEntry did not always have (device_ and mempool_ since about 2.4, user_metadata_
 // since 2.10): detected at compile time against the headers at hand, never assumed.
-template <typename T, typename = void>
-struct has_device : std::false_type {};
+template <typename T, typename = void> struct has_device : std::false_type {
+};
 template <typename T>
-struct has_device<T, std::void_t<decltype(std::declval<T>().device_)>> : std::true_type {};
-template <typename T, typename = void>
-struct has_mempool : std::false_type {};
+struct has_device<T, std::void_t<decltype(std::declval<T>().device_)>> : std::true_type {
+};
+template <typename T, typename = void> struct has_mempool : std::false_type {
+};
 template <typename T>
-struct has_mempool<T, std::void_t<decltype(std::declval<T>().mempool_)>> : std::true_type {};
-template <typename T, typename = void>
-struct has_metadata : std::false_type {};
+struct has_mempool<T, std::void_t<decltype(std::declval<T>().mempool_)>> : std::true_type {
+};
+template <typename T, typename = void> struct has_metadata : std::false_type {
+};
 template <typename T>
-struct has_metadata<T, std::void_t<decltype(std::declval<T>().user_metadata_)>> : std::true_type {};
+struct has_metadata<T, std::void_t<decltype(std::declval<T>().user_metadata_)>> : std::true_type {
+};
 
 uint32_t
 action_of(int a)
@@ -121,10 +125,11 @@ snapshot_of(A *a, long) -> decltype(a->snapshot())
 	return a->snapshot();
 }
 
-template <typename S, typename = void>
-struct has_expandable : std::false_type {};
+template <typename S, typename = void> struct has_expandable : std::false_type {
+};
 template <typename S>
-struct has_expandable<S, std::void_t<decltype(std::declval<S>().is_expandable)>> : std::true_type {};
+struct has_expandable<S, std::void_t<decltype(std::declval<S>().is_expandable)>> : std::true_type {
+};
 
 } // namespace
 
@@ -219,7 +224,8 @@ gmt_bridge_backfill(char *err, size_t err_len)
 					b.flags |= GMT_TORCH_F_ACTIVE;
 				b.addr = addr;
 				b.bytes = static_cast<uint64_t>(blk.size);
-				b.requested = blk.allocated ? static_cast<uint64_t>(blk.requested_size) : 0;
+				b.requested =
+				    blk.allocated ? static_cast<uint64_t>(blk.requested_size) : 0;
 				fn(&b);
 				n++;
 				addr += static_cast<uint64_t>(blk.size);

@@ -95,17 +95,17 @@ range_pop(void)
  * library may bind to another copy's (the first in the global scope), this one cannot. The
  * entry points are the internal ones for the same reason. */
 static struct gmt_instance self_instance = {
-	.magic = GMT_INSTANCE_MAGIC,
-	.size = sizeof(struct gmt_instance),
-	.mark = mark,
-	.range_push = range_push,
-	.range_pop = range_pop,
-	.initialize_injection = gmt_cupti_inject,
-	.torch_record = gmt_api_torch_record,
-	.torch_layer = gmt_api_torch_layer,
+    .magic = GMT_INSTANCE_MAGIC,
+    .size = sizeof(struct gmt_instance),
+    .mark = mark,
+    .range_push = range_push,
+    .range_pop = range_pop,
+    .initialize_injection = gmt_cupti_inject,
+    .torch_record = gmt_api_torch_record,
+    .torch_layer = gmt_api_torch_layer,
 };
 extern struct gmt_instance gmt_tracer_instance
-	__attribute__((alias("self_instance"), visibility("default")));
+    __attribute__((alias("self_instance"), visibility("default")));
 
 /* Where the exported names go: this copy's entry points until the constructor finds another
  * copy tracing the process, then that copy's (`forward`: an older copy may lack some, those do
@@ -138,7 +138,10 @@ ignore_entry(const struct gmt_torch_entry *entry)
 }
 
 static void
-ignore_layer(const char *version, const char *backend, const char *alloc_conf, const char *status,
+ignore_layer(const char *version,
+	     const char *backend,
+	     const char *alloc_conf,
+	     const char *status,
 	     const char *detail)
 {
 	(void)version;
@@ -159,15 +162,15 @@ gmt_api_defer(bool quiet)
 	if (!other)
 		return false;
 	forward = (struct gmt_instance){
-		.magic = GMT_INSTANCE_MAGIC,
-		.size = sizeof(struct gmt_instance),
-		.mark = other->mark ? other->mark : ignore_label,
-		.range_push = other->range_push ? other->range_push : ignore_label,
-		.range_pop = other->range_pop ? other->range_pop : ignore,
-		.initialize_injection =
-			other->initialize_injection ? other->initialize_injection : injected,
-		.torch_record = HAS(other, torch_record) ? other->torch_record : ignore_entry,
-		.torch_layer = HAS(other, torch_layer) ? other->torch_layer : ignore_layer,
+	    .magic = GMT_INSTANCE_MAGIC,
+	    .size = sizeof(struct gmt_instance),
+	    .mark = other->mark ? other->mark : ignore_label,
+	    .range_push = other->range_push ? other->range_push : ignore_label,
+	    .range_pop = other->range_pop ? other->range_pop : ignore,
+	    .initialize_injection =
+		other->initialize_injection ? other->initialize_injection : injected,
+	    .torch_record = HAS(other, torch_record) ? other->torch_record : ignore_entry,
+	    .torch_layer = HAS(other, torch_layer) ? other->torch_layer : ignore_layer,
 	};
 	to = &forward;
 	return true;
@@ -208,8 +211,11 @@ gmt_torch_record(const struct gmt_torch_entry *entry)
 }
 
 GMT_EXPORT void
-gmt_torch_layer(const char *version, const char *backend, const char *alloc_conf,
-		const char *status, const char *detail)
+gmt_torch_layer(const char *version,
+		const char *backend,
+		const char *alloc_conf,
+		const char *status,
+		const char *detail)
 {
 	to->torch_layer(version, backend, alloc_conf, status, detail);
 }

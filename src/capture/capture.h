@@ -22,8 +22,8 @@ enum gmt_state {
 	GMT_STATE_UNINIT = 0, /* nothing started yet: the first event starts the writer */
 	GMT_STATE_STARTING,   /* one thread is starting it; the others wait briefly */
 	GMT_STATE_RUNNING,
-	GMT_STATE_DISABLED,   /* GPUMEMTRACE_ENABLE=0 or a tracer failure: pass-through */
-	GMT_STATE_STOPPED,    /* process exit has begun: later events are counted as dropped */
+	GMT_STATE_DISABLED, /* GPUMEMTRACE_ENABLE=0 or a tracer failure: pass-through */
+	GMT_STATE_STOPPED,  /* process exit has begun: later events are counted as dropped */
 };
 
 extern _Atomic int gmt_state;

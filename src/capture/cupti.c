@@ -45,7 +45,8 @@ _Atomic int gmt_cupti_phase = GMT_CUPTI_UNTRIED;
 
 static char reason[256];
 
-// --- libcupti and libcuda, found at run time ------------------------------------------------------
+// --- libcupti and libcuda, found at run time
+// ------------------------------------------------------
 
 static struct {
 	__typeof__(&cuptiGetVersion) GetVersion;
@@ -61,21 +62,29 @@ static struct {
 static CUpti_SubscriberHandle subscriber;
 
 /* Driver queries made from inside callbacks; resolved at first use (libcuda may load after us). */
-#define DRIVER_QUERIES(X) \
-	X(cuMemGetInfo_v2) X(cuMemGetAddressRange_v2) X(cuDeviceGetMemPool) \
-	X(cuMemPoolGetAttribute) X(cuGraphNodeGetType) X(cuGraphMemAllocNodeGetParams) \
-	X(cuGraphMemFreeNodeGetParams) X(cuDeviceGetGraphMemAttribute) X(cuDeviceGetPCIBusId)
+/* clang-format off */
+#define DRIVER_QUERIES(X)                                                                          \
+	X(cuMemGetInfo_v2)                                                                         \
+	X(cuMemGetAddressRange_v2)                                                                 \
+	X(cuDeviceGetMemPool)                                                                      \
+	X(cuMemPoolGetAttribute)                                                                   \
+	X(cuGraphNodeGetType)                                                                      \
+	X(cuGraphMemAllocNodeGetParams)                                                            \
+	X(cuGraphMemFreeNodeGetParams)                                                             \
+	X(cuDeviceGetGraphMemAttribute)                                                            \
+	X(cuDeviceGetPCIBusId)
+/* clang-format on */
 
 enum drv_query {
 #define X(name) Q_##name,
 	DRIVER_QUERIES(X)
 #undef X
-	Q_COUNT
+	    Q_COUNT
 };
 
 static const char *const query_names[Q_COUNT] = {
 #define X(name) [Q_##name] = #name,
-	DRIVER_QUERIES(X)
+    DRIVER_QUERIES(X)
 #undef X
 };
 
@@ -86,7 +95,8 @@ static void *
 driver_query(enum drv_query q)
 {
 	void *p = atomic_load_explicit(&queries[q], memory_order_acquire);
-	if (__builtin_expect(p != NULL, 1) || atomic_load_explicit(&query_missing[q], memory_order_relaxed))
+	if (__builtin_expect(p != NULL, 1) ||
+	    atomic_load_explicit(&query_missing[q], memory_order_relaxed))
 		return p;
 	void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
 	if (h) {
@@ -120,7 +130,7 @@ cupti_resolve(void *h)
 
 const char *const gmt_cupti_sonames[GMT_CUDART_COUNT] = {
 #define X(tag, cudart, cupti) [GMT_CUDART_##tag] = cupti,
-	GMT_CUDA_RUNTIMES(X)
+    GMT_CUDA_RUNTIMES(X)
 #undef X
 };
 
@@ -131,8 +141,8 @@ const char *
 gmt_cupti_opened(void)
 {
 	return atomic_load_explicit(&gmt_cupti_phase, memory_order_acquire) == GMT_CUPTI_ACTIVE
-		       ? cupti_opened
-		       : NULL;
+		   ? cupti_opened
+		   : NULL;
 }
 
 /* A CUPTI of one soname: the loader's path, then the toolkit's places. */
@@ -140,9 +150,9 @@ static void *
 cupti_load(const char *soname)
 {
 	static const char *const toolkit[] = {
-		"/usr/local/cuda/extras/CUPTI/lib64/",
-		"/usr/local/cuda/lib64/",
-		"/usr/local/cuda/targets/x86_64-linux/lib/",
+	    "/usr/local/cuda/extras/CUPTI/lib64/",
+	    "/usr/local/cuda/lib64/",
+	    "/usr/local/cuda/targets/x86_64-linux/lib/",
 	};
 	char path[128];
 	void *h = dlopen(soname, RTLD_NOW | RTLD_LOCAL);
@@ -189,18 +199,19 @@ cupti_open(const struct gmt_options *opts)
 	return NULL;
 }
 
-// --- per-thread call state ------------------------------------------------------------------------
+// --- per-thread call state
+// ------------------------------------------------------------------------
 
 #define TLS __thread __attribute__((tls_model("initial-exec")))
 
 /* The runtime call in progress on this thread (runtime calls do not nest). */
 static TLS struct {
 	uint32_t corr;
-	uint16_t api;   /* 0: none */
+	uint16_t api;	/* 0: none */
 	uint8_t joined; /* a driver or resource event was recorded for it */
 	uint8_t ptsz;
 	uint16_t failed_driver; /* a driver call under it failed: the runtime's result decides */
-	uint64_t seq, ts; /* frees and resets: taken at ENTER, handed to the driver call */
+	uint64_t seq, ts;	/* frees and resets: taken at ENTER, handed to the driver call */
 } rt;
 
 /* The driver memory call in progress on this thread. */
@@ -208,7 +219,8 @@ static TLS struct {
 	uint32_t corr;
 	uint16_t api;
 	uint8_t consumed; /* a resource callback inside it recorded the event (graph node, reset) */
-	uint32_t context; /* its context: resource callbacks inside it (graph nodes) may have none */
+	uint32_t
+	    context; /* its context: resource callbacks inside it (graph nodes) may have none */
 	int32_t device;
 	uint64_t seq, ts;
 } drv;
@@ -265,14 +277,15 @@ take_free_order(uint64_t *seq, uint64_t *ts, uint32_t corr)
 	stamp_order(seq, ts);
 }
 
-// --- reservation readings -------------------------------------------------------------------------
+// --- reservation readings
+// -------------------------------------------------------------------------
 
 /* Last reading per pool (or device graph pool): a reading is recorded only when it changed, so
  * the steady state writes no trace line. */
 #define USAGE_SLOTS 256
 static struct {
 	_Atomic uint64_t key;
-	_Atomic uint64_t value;   /* reading + 1; 0 = none yet */
+	_Atomic uint64_t value;	  /* reading + 1; 0 = none yet */
 	_Atomic uint64_t read_ts; /* when a pool allocation last read it (pool_reading_due) */
 } usage_last[USAGE_SLOTS];
 
@@ -332,21 +345,27 @@ pool_reading_due(uint64_t pool, uint64_t now)
 }
 
 static void
-emit_usage(enum gmt_kind kind, enum gmt_api api, enum gmt_api driver, uint64_t key, uint64_t pool,
-	   int32_t device, uint64_t context, uint64_t value)
+emit_usage(enum gmt_kind kind,
+	   enum gmt_api api,
+	   enum gmt_api driver,
+	   uint64_t key,
+	   uint64_t pool,
+	   int32_t device,
+	   uint64_t context,
+	   uint64_t value)
 {
 	if (!usage_changed(key, value))
 		return;
 	struct gmt_event ev = {
-		.op = GMT_OP_USAGE,
-		.kind = (uint8_t)kind,
-		.api = (uint16_t)api,
-		.driver = (uint16_t)driver,
-		.pool = pool,
-		.size = value,
-		.device = device,
-		.context = context,
-		.flags = pool ? GMT_EV_HAS_POOL : 0,
+	    .op = GMT_OP_USAGE,
+	    .kind = (uint8_t)kind,
+	    .api = (uint16_t)api,
+	    .driver = (uint16_t)driver,
+	    .pool = pool,
+	    .size = value,
+	    .device = device,
+	    .context = context,
+	    .flags = pool ? GMT_EV_HAS_POOL : 0,
 	};
 	gmt_stamp(&ev);
 	gmt_emit(&ev);
@@ -358,11 +377,12 @@ read_pool(CUmemoryPool pool, const struct gmt_event *cause)
 	cuuint64_t reserved = 0;
 	__typeof__(&cuMemPoolGetAttribute) get = QUERY(cuMemPoolGetAttribute);
 
-	if (!pool || !get || get(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &reserved) != CUDA_SUCCESS)
+	if (!pool || !get ||
+	    get(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &reserved) != CUDA_SUCCESS)
 		return;
 	emit_usage(GMT_KIND_POOL_RESERVE, (enum gmt_api)cause->api, (enum gmt_api)cause->driver,
-		   (uint64_t)(uintptr_t)pool, (uint64_t)(uintptr_t)pool, cause->device, cause->context,
-		   reserved);
+		   (uint64_t)(uintptr_t)pool, (uint64_t)(uintptr_t)pool, cause->device,
+		   cause->context, reserved);
 }
 
 /* The pool a cuMemAllocAsync draws from: the current pool of the device, cached per device (one
@@ -401,7 +421,8 @@ read_graph_pool(int32_t device, const struct gmt_event *cause)
 	__typeof__(&cuDeviceGetGraphMemAttribute) get = QUERY(cuDeviceGetGraphMemAttribute);
 
 	if (device < 0 || !get ||
-	    get((CUdevice)device, CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT, &reserved) != CUDA_SUCCESS)
+	    get((CUdevice)device, CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT, &reserved) !=
+		CUDA_SUCCESS)
 		return;
 	emit_usage(GMT_KIND_GRAPH_RESERVE, (enum gmt_api)cause->api, (enum gmt_api)cause->driver,
 		   (1ULL << 62) | (uint64_t)device, 0, device, cause->context, reserved);
@@ -477,8 +498,8 @@ family_array3d(struct gmt_event *ev, bool ok, uint64_t ptr, const CUDA_ARRAY3D_D
 /* VMM: a physical allocation (on the device its properties name), a mapping of one into a
  * reserved range, a handle retained again (a failed retain says nothing). */
 static enum gmt_params
-family_vmm_create(struct gmt_event *ev, bool ok, uint64_t handle, uint64_t size,
-		  const CUmemAllocationProp *prop)
+family_vmm_create(
+    struct gmt_event *ev, bool ok, uint64_t handle, uint64_t size, const CUmemAllocationProp *prop)
 {
 	family_addr(ev, ok, handle, size);
 	if (prop && prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE)
@@ -487,8 +508,8 @@ family_vmm_create(struct gmt_event *ev, bool ok, uint64_t handle, uint64_t size,
 }
 
 static enum gmt_params
-family_vmm_map(struct gmt_event *ev, bool ok, uint64_t ptr, uint64_t size, uint64_t offset,
-	       uint64_t handle)
+family_vmm_map(
+    struct gmt_event *ev, bool ok, uint64_t ptr, uint64_t size, uint64_t offset, uint64_t handle)
 {
 	family_addr(ev, ok, ptr, size);
 	ev->offset = offset;
@@ -522,8 +543,11 @@ family_pool_import(struct gmt_event *ev, bool ok, uint64_t ptr, CUmemoryPool poo
 
 /* A buffer of an external memory object (ended when the object is destroyed: `handle`). */
 static enum gmt_params
-family_external(struct gmt_event *ev, bool ok, uint64_t ptr,
-		const CUDA_EXTERNAL_MEMORY_BUFFER_DESC *desc, CUexternalMemory ext)
+family_external(struct gmt_event *ev,
+		bool ok,
+		uint64_t ptr,
+		const CUDA_EXTERNAL_MEMORY_BUFFER_DESC *desc,
+		CUexternalMemory ext)
 {
 	family_addr(ev, ok, ptr, desc ? desc->size : 0);
 	ev->handle = (uint64_t)(uintptr_t)ext;
@@ -604,10 +628,10 @@ family_pool_choice(struct gmt_event *ev, bool ok, int32_t device)
 /* One case of call_params(): the row's family on the callback's parameter struct `p` (a call
  * without parameters, such as cudaDeviceReset, has no struct and its row no arguments). */
 #define PARAMS_STRUCT(id, ...) __VA_OPT__(const id##_params *p = params; (void)p;)
-#define PARAMS_CASE(domain, id, family, args) \
-	case domain(id): { \
-		PARAMS_STRUCT(id, GMT_UNPACK args) \
-		return GMT_FAMILY_CALL(family, ev, ok, args); \
+#define PARAMS_CASE(domain, id, family, args)                                                      \
+	case domain(id): {                                                                         \
+		PARAMS_STRUCT(id, GMT_UNPACK args)                                                 \
+		return GMT_FAMILY_CALL(family, ev, ok, args);                                      \
 	}
 
 /*
@@ -616,7 +640,10 @@ family_pool_choice(struct gmt_event *ev, bool ok, int32_t device)
  * and pool choices act here, with @p ev as their cause.
  */
 static enum gmt_params
-call_params(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void *params, bool ok,
+call_params(CUpti_CallbackDomain domain,
+	    CUpti_CallbackId cbid,
+	    const void *params,
+	    bool ok,
 	    struct gmt_event *ev)
 {
 	if (domain == CUPTI_CB_DOMAIN_DRIVER_API) {
@@ -690,7 +717,8 @@ emit_call_event(struct gmt_event *ev, uint64_t seq, uint64_t ts)
 	gmt_emit(ev);
 }
 
-// --- driver callbacks -----------------------------------------------------------------------------
+// --- driver callbacks
+// -----------------------------------------------------------------------------
 
 static void
 on_driver_enter(CUpti_CallbackId cbid, enum gmt_api api, const CUpti_CallbackData *cb)
@@ -712,7 +740,8 @@ on_driver_exit(CUpti_CallbackId cbid, enum gmt_api api, bool ptsz, const CUpti_C
 	bool seen_enter = drv.api == api && drv.corr == cb->correlationId;
 	bool joined = joined_to_runtime(cb->correlationId);
 	enum gmt_op op = gmt_api_op(api);
-	CUresult rc = cb->functionReturnValue ? *(const CUresult *)cb->functionReturnValue : CUDA_SUCCESS;
+	CUresult rc =
+	    cb->functionReturnValue ? *(const CUresult *)cb->functionReturnValue : CUDA_SUCCESS;
 	bool ok = rc == CUDA_SUCCESS;
 
 	if (seen_enter && drv.consumed) { /* a resource callback inside recorded it */
@@ -724,17 +753,17 @@ on_driver_exit(CUpti_CallbackId cbid, enum gmt_api api, bool ptsz, const CUpti_C
 		return; /* the CONTEXT_DESTROY_STARTING callback records resets */
 
 	struct gmt_event ev = {
-		.op = (uint8_t)op,
-		.kind = (uint8_t)gmt_api_kind(api),
-		.api = (uint16_t)(joined ? rt.api : api),
-		.driver = (uint16_t)(joined ? api : GMT_API_NONE),
-		.result = (int32_t)rc,
-		.context = cb->contextUid,
-		.device = context_device(cb->context, cb->contextUid),
-		.flags = ptsz || (joined && rt.ptsz) ? GMT_EV_PTSZ : 0,
+	    .op = (uint8_t)op,
+	    .kind = (uint8_t)gmt_api_kind(api),
+	    .api = (uint16_t)(joined ? rt.api : api),
+	    .driver = (uint16_t)(joined ? api : GMT_API_NONE),
+	    .result = (int32_t)rc,
+	    .context = cb->contextUid,
+	    .device = context_device(cb->context, cb->contextUid),
+	    .flags = ptsz || (joined && rt.ptsz) ? GMT_EV_PTSZ : 0,
 	};
 	enum gmt_params got =
-		call_params(CUPTI_CB_DOMAIN_DRIVER_API, cbid, cb->functionParams, ok, &ev);
+	    call_params(CUPTI_CB_DOMAIN_DRIVER_API, cbid, cb->functionParams, ok, &ev);
 	if (op == GMT_OP_USAGE) { /* the family made the readings */
 		if (joined)
 			rt.joined = 1;
@@ -759,8 +788,8 @@ on_driver_exit(CUpti_CallbackId cbid, enum gmt_api api, bool ptsz, const CUpti_C
 		rt.joined = 1;
 	if (ok && (api == GMT_API_cuMemAllocAsync || api == GMT_API_cuMemAllocFromPoolAsync)) {
 		CUmemoryPool pool = api == GMT_API_cuMemAllocFromPoolAsync
-					    ? (CUmemoryPool)(uintptr_t)ev.pool
-					    : current_pool(ev.device);
+					? (CUmemoryPool)(uintptr_t)ev.pool
+					: current_pool(ev.device);
 		if (pool && pool_reading_due((uint64_t)(uintptr_t)pool, ev.ts_ns))
 			read_pool(pool, &ev);
 	}
@@ -786,7 +815,8 @@ on_driver(CUpti_CallbackId cbid, const CUpti_CallbackData *cb)
 		on_driver_exit(cbid, api, ptsz, cb);
 }
 
-// --- runtime callbacks ----------------------------------------------------------------------------
+// --- runtime callbacks
+// ----------------------------------------------------------------------------
 
 static void
 on_runtime(CUpti_CallbackId cbid, const CUpti_CallbackData *cb)
@@ -818,15 +848,16 @@ on_runtime(CUpti_CallbackId cbid, const CUpti_CallbackData *cb)
 		return;
 	}
 
-	cudaError_t rc = cb->functionReturnValue ? *(const cudaError_t *)cb->functionReturnValue : cudaSuccess;
+	cudaError_t rc =
+	    cb->functionReturnValue ? *(const cudaError_t *)cb->functionReturnValue : cudaSuccess;
 	struct gmt_event ev = {
-		.op = (uint8_t)op,
-		.kind = (uint8_t)gmt_api_kind(api),
-		.api = (uint16_t)api,
-		.result = (int32_t)rc,
-		.context = cb->contextUid,
-		.device = context_device(cb->context, cb->contextUid),
-		.flags = ptsz ? GMT_EV_PTSZ : 0,
+	    .op = (uint8_t)op,
+	    .kind = (uint8_t)gmt_api_kind(api),
+	    .api = (uint16_t)api,
+	    .result = (int32_t)rc,
+	    .context = cb->contextUid,
+	    .device = context_device(cb->context, cb->contextUid),
+	    .flags = ptsz ? GMT_EV_PTSZ : 0,
 	};
 	/* cudart reached the memory without a driver callback we saw: record from the runtime's own
 	 * parameters, where its family has them */
@@ -838,7 +869,8 @@ on_runtime(CUpti_CallbackId cbid, const CUpti_CallbackData *cb)
 	rt.api = GMT_API_NONE;
 }
 
-// --- resource callbacks ---------------------------------------------------------------------------
+// --- resource callbacks
+// ---------------------------------------------------------------------------
 
 /* The call that led to a resource event: the runtime call, else the driver call in progress. */
 static void
@@ -950,20 +982,25 @@ static void
 on_resource(CUpti_CallbackId cbid, const CUpti_ResourceData *rd)
 {
 	switch (cbid) {
-#define GMT_HOOK_RES(id, api, ptsz, family, args) \
-	case RES(id): resource_##family(rd); break;
+#define GMT_HOOK_RES(id, api, ptsz, family, args)                                                  \
+	case RES(id):                                                                              \
+		resource_##family(rd);                                                             \
+		break;
 #include "capture/hooks.def"
 	}
 }
 
-// --- the subscriber -------------------------------------------------------------------------------
+// --- the subscriber
+// -------------------------------------------------------------------------------
 
 static void CUPTIAPI
 on_callback(void *userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void *data)
 {
 	(void)userdata;
-	/* our own calls (the wrappers' first call, our queries, the writer) are not the application's */
-	if (gmt_depth != 0 || atomic_load_explicit(&gmt_state, memory_order_relaxed) == GMT_STATE_DISABLED)
+	/* our own calls (the wrappers' first call, our queries, the writer) are not the
+	 * application's */
+	if (gmt_depth != 0 ||
+	    atomic_load_explicit(&gmt_state, memory_order_relaxed) == GMT_STATE_DISABLED)
 		return;
 	gmt_depth++;
 	int saved_errno = errno;
@@ -1041,12 +1078,15 @@ start_once(void)
 	void *h = cupti_open(opts);
 	if (!h) {
 		const char *err = dlerror();
-		unavailable(opts->cupti_lib[0] ? GMT_OPTION_PREFIX "CUPTI_LIB cannot be loaded (%s)"
-					       : "libcupti.so.13, .so.12 or .so.11.8 cannot be loaded (%s)",
+		unavailable(opts->cupti_lib[0]
+				? GMT_OPTION_PREFIX "CUPTI_LIB cannot be loaded (%s)"
+				: "libcupti.so.13, .so.12 or .so.11.8 cannot be loaded (%s)",
 			    err ? err : "not found");
-		gmt_warn("%s; recording the CUDA runtime API only: static cudart, NVIDIA libraries' own "
-			 "allocations and driver-API memory (VMM, expandable segments) are not seen; "
-			 "set " GMT_OPTION_PREFIX "CUPTI_LIB to its path", reason);
+		gmt_warn(
+		    "%s; recording the CUDA runtime API only: static cudart, NVIDIA libraries' own "
+		    "allocations and driver-API memory (VMM, expandable segments) are not seen; "
+		    "set " GMT_OPTION_PREFIX "CUPTI_LIB to its path",
+		    reason);
 		return GMT_CUPTI_UNAVAILABLE;
 	}
 	if (!cupti_resolve(h)) {
@@ -1057,10 +1097,12 @@ start_once(void)
 	CUptiResult r = subscribe(holder, sizeof(holder));
 	if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
 		unavailable("another CUPTI subscriber holds the callback API (CUPTI error 39): %s",
-			    holder[0] ? holder : "a profiler such as torch.profiler, Nsight or cuda-gdb");
-		gmt_warn("%s; recording the CUDA runtime API only: static cudart, NVIDIA libraries' own "
-			 "allocations and driver-API memory (VMM, expandable segments) are not seen",
-			 reason);
+			    holder[0] ? holder
+				      : "a profiler such as torch.profiler, Nsight or cuda-gdb");
+		gmt_warn(
+		    "%s; recording the CUDA runtime API only: static cudart, NVIDIA libraries' own "
+		    "allocations and driver-API memory (VMM, expandable segments) are not seen",
+		    reason);
 		return GMT_CUPTI_UNAVAILABLE;
 	}
 	if (r != CUPTI_SUCCESS) {
@@ -1100,7 +1142,8 @@ gmt_cupti_start(void)
 	/* Another thread is starting it (or this one, re-entered from cuInit: do not wait on
 	 * ourselves). Starting takes milliseconds; wait for at most ~2 s. */
 	for (int i = 0; !starting_here && i < 200000; i++) {
-		if (atomic_load_explicit(&gmt_cupti_phase, memory_order_acquire) != GMT_CUPTI_STARTING)
+		if (atomic_load_explicit(&gmt_cupti_phase, memory_order_acquire) !=
+		    GMT_CUPTI_STARTING)
 			break;
 		struct timespec ts = {0, 10000};
 		nanosleep(&ts, NULL);

@@ -18,7 +18,8 @@ enum gmt_cupti_phase {
 	GMT_CUPTI_UNTRIED = 0,
 	GMT_CUPTI_STARTING,
 	GMT_CUPTI_ACTIVE,      /* our subscriber holds the callbacks: CUPTI records everything */
-	GMT_CUPTI_UNAVAILABLE, /* opted out, not found, or held by another tool: interposition records */
+	GMT_CUPTI_UNAVAILABLE, /* opted out, not found, or held by another tool: interposition
+				  records */
 };
 
 extern _Atomic int gmt_cupti_phase;

@@ -14,13 +14,13 @@
 #include <cupti.h>
 
 #ifndef RT
-#define RT(cb) CUPTI_RUNTIME_TRACE_CBID_##cb
+#	define RT(cb) CUPTI_RUNTIME_TRACE_CBID_##cb
 #endif
 #ifndef DRV
-#define DRV(cb) CUPTI_DRIVER_TRACE_CBID_##cb
+#	define DRV(cb) CUPTI_DRIVER_TRACE_CBID_##cb
 #endif
 #ifndef RES
-#define RES(cb) CUPTI_CBID_RESOURCE_##cb
+#	define RES(cb) CUPTI_CBID_RESOURCE_##cb
 #endif
 
 static const CUpti_CallbackId runtime_cbids[] = {
@@ -47,9 +47,9 @@ struct gmt_cbid_set {
 
 #define GMT_CBID_COUNT(a) (sizeof(a) / sizeof((a)[0]))
 static const struct gmt_cbid_set gmt_cbid_sets[] = {
-	{CUPTI_CB_DOMAIN_DRIVER_API, driver_cbids, GMT_CBID_COUNT(driver_cbids)},
-	{CUPTI_CB_DOMAIN_RUNTIME_API, runtime_cbids, GMT_CBID_COUNT(runtime_cbids)},
-	{CUPTI_CB_DOMAIN_RESOURCE, resource_cbids, GMT_CBID_COUNT(resource_cbids)},
+    {CUPTI_CB_DOMAIN_DRIVER_API, driver_cbids, GMT_CBID_COUNT(driver_cbids)},
+    {CUPTI_CB_DOMAIN_RUNTIME_API, runtime_cbids, GMT_CBID_COUNT(runtime_cbids)},
+    {CUPTI_CB_DOMAIN_RESOURCE, resource_cbids, GMT_CBID_COUNT(resource_cbids)},
 };
 #define GMT_CBID_SETS GMT_CBID_COUNT(gmt_cbid_sets)
 

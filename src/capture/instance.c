@@ -73,9 +73,8 @@ find_legacy(const struct gmt_instance *self)
 	void *init = dlsym(RTLD_DEFAULT, "InitializeInjection");
 	Dl_info a, b, me;
 
-	if (!mark || !init || !dladdr(mark, &a) || !dladdr(init, &b) ||
-	    !dladdr(self, &me) || a.dli_fbase != b.dli_fbase ||
-	    a.dli_fbase == me.dli_fbase)
+	if (!mark || !init || !dladdr(mark, &a) || !dladdr(init, &b) || !dladdr(self, &me) ||
+	    a.dli_fbase != b.dli_fbase || a.dli_fbase == me.dli_fbase)
 		return NULL; /* not both from one other object: not another tracer */
 	legacy.mark = (void (*)(const char *))mark;
 	legacy.range_push = (void (*)(const char *))dlsym(RTLD_DEFAULT, "gmt_range_push");

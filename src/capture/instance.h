@@ -32,8 +32,11 @@ struct gmt_instance {
 	int (*initialize_injection)(void);
 	/* appended: the PyTorch layer (capture/torch.c) */
 	int (*torch_record)(const struct gmt_torch_entry *entry);
-	void (*torch_layer)(const char *version, const char *backend, const char *alloc_conf,
-			    const char *status, const char *detail);
+	void (*torch_layer)(const char *version,
+			    const char *backend,
+			    const char *alloc_conf,
+			    const char *status,
+			    const char *detail);
 };
 
 /**

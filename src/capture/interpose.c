@@ -43,14 +43,14 @@ enum real_fn {
 #define X(name) REAL_##name,
 	REAL_QUERIES(X)
 #undef X
-	REAL_COUNT
+	    REAL_COUNT
 };
 
 static const char *const real_names[REAL_COUNT] = {
 #define GMT_HOOK_WRAP(id, api, ptsz, family, args) [REAL_##id] = #id,
 #include "capture/hooks.def"
 #define X(name) [REAL_##name] = #name,
-	REAL_QUERIES(X)
+    REAL_QUERIES(X)
 #undef X
 };
 
@@ -69,21 +69,23 @@ resolve(enum gmt_cuda_runtime rt, enum real_fn fn, void *self)
 	void *p = dlvsym(RTLD_NEXT, name, soname);
 
 	if (!p || p == self) {
-		/* cudart loaded RTLD_LOCAL (e.g. by a Python extension) is not in RTLD_NEXT's scope;
-		 * RTLD_NOLOAD finds the loaded copy by soname without loading anything. */
+		/* cudart loaded RTLD_LOCAL (e.g. by a Python extension) is not in RTLD_NEXT's
+		 * scope; RTLD_NOLOAD finds the loaded copy by soname without loading anything. */
 		void *h = dlopen(soname, RTLD_NOW | RTLD_NOLOAD);
 		p = h ? dlvsym(h, name, soname) : NULL;
 		if (h) {
 			gmt_real_dlclose(h);
 			if (!p || p == self)
-				atomic_store_explicit(&real_missing[rt][fn], true, memory_order_relaxed);
+				atomic_store_explicit(&real_missing[rt][fn], true,
+						      memory_order_relaxed);
 		}
 	}
 	if (p == self)
 		p = NULL;
 	if (!p && self) /* a missing query only costs the event its device or OOM facts */
-		gmt_warn("cannot find the real %s in %s; the call returns cudaErrorInitializationError",
-			 name, soname);
+		gmt_warn(
+		    "cannot find the real %s in %s; the call returns cudaErrorInitializationError",
+		    name, soname);
 	return p;
 }
 
@@ -107,10 +109,10 @@ real(enum gmt_cuda_runtime rt, enum real_fn fn, void *self)
 #define REAL_QUERY(rt, name) ((__typeof__(&name))real(rt, REAL_##name, NULL))
 
 /* Forward to the real function, or fail cleanly when there is none. */
-#define CALL_REAL(name, ...) \
-	({ \
-		__typeof__(&name) fn_ = REAL(name); \
-		fn_ ? fn_(__VA_ARGS__) : cudaErrorInitializationError; \
+#define CALL_REAL(name, ...)                                                                       \
+	({                                                                                         \
+		__typeof__(&name) fn_ = REAL(name);                                                \
+		fn_ ? fn_(__VA_ARGS__) : cudaErrorInitializationError;                             \
 	})
 
 /* A fact for the header: one relaxed load per call once the bit is set. */
@@ -118,13 +120,14 @@ static inline void
 note_runtime(enum gmt_cuda_runtime rt)
 {
 	unsigned bit = 1u << rt;
-	if (__builtin_expect(!(atomic_load_explicit(&runtimes_called, memory_order_relaxed) & bit), 0))
+	if (__builtin_expect(!(atomic_load_explicit(&runtimes_called, memory_order_relaxed) & bit),
+			     0))
 		atomic_fetch_or_explicit(&runtimes_called, bit, memory_order_relaxed);
 }
 
 const char *const gmt_cudart_sonames[GMT_CUDART_COUNT] = {
 #define X(tag, cudart, cupti) [GMT_CUDART_##tag] = cudart,
-	GMT_CUDA_RUNTIMES(X)
+    GMT_CUDA_RUNTIMES(X)
 #undef X
 };
 
@@ -148,7 +151,8 @@ gmt_cudart_seen(void)
 static inline bool
 cupti_records(void)
 {
-	if (gmt_depth != 0 || atomic_load_explicit(&gmt_state, memory_order_relaxed) == GMT_STATE_DISABLED)
+	if (gmt_depth != 0 ||
+	    atomic_load_explicit(&gmt_state, memory_order_relaxed) == GMT_STATE_DISABLED)
 		return false;
 	return gmt_cupti_records();
 }
@@ -230,92 +234,92 @@ free_end(struct gmt_event *ev, cudaError_t rc)
  * declaration must agree), the arguments forwarded and the family's arguments.
  */
 #define WRAP_addr ALLOC, (void **ptr, size_t size), (ptr, size), (OUT(ptr), size)
-#define WRAP_addr_flags \
-	ALLOC, (void **ptr, size_t size, unsigned int flags), (ptr, size, flags), \
-		(OUT(ptr), size, flags)
-#define WRAP_stream \
-	ALLOC, (void **ptr, size_t size, cudaStream_t stream), (ptr, size, stream), \
-		(OUT(ptr), size, stream)
-#define WRAP_pool_stream \
-	ALLOC, (void **ptr, size_t size, cudaMemPool_t pool, cudaStream_t stream), \
-		(ptr, size, pool, stream), (OUT(ptr), size, pool, stream)
-#define WRAP_pitch \
-	ALLOC, (void **ptr, size_t *pitch, size_t width, size_t height), \
-		(ptr, pitch, width, height), (OUT(ptr), pitch, width, height)
+#define WRAP_addr_flags                                                                            \
+	ALLOC, (void **ptr, size_t size, unsigned int flags), (ptr, size, flags),                  \
+	    (OUT(ptr), size, flags)
+#define WRAP_stream                                                                                \
+	ALLOC, (void **ptr, size_t size, cudaStream_t stream), (ptr, size, stream),                \
+	    (OUT(ptr), size, stream)
+#define WRAP_pool_stream                                                                           \
+	ALLOC, (void **ptr, size_t size, cudaMemPool_t pool, cudaStream_t stream),                 \
+	    (ptr, size, pool, stream), (OUT(ptr), size, pool, stream)
+#define WRAP_pitch                                                                                 \
+	ALLOC, (void **ptr, size_t *pitch, size_t width, size_t height),                           \
+	    (ptr, pitch, width, height), (OUT(ptr), pitch, width, height)
 #define WRAP_free FREE, (void *ptr), (ptr), (PTR(ptr))
 #define WRAP_free_stream FREE, (void *ptr, cudaStream_t stream), (ptr, stream), (PTR(ptr), stream)
 #define WRAP_reset RESET, (void), (), ()
 
 /* An allocation: call, then record: device, stack, OOM facts, the seq after it succeeded. */
-#define WRAP_BODY_ALLOC(sym, ev, family, call, args) \
-	cudaError_t rc = CALL_REAL(sym, GMT_UNPACK call); \
-	bool ok = rc == cudaSuccess; \
-	ev.result = (int32_t)rc; \
-	GMT_FAMILY_CALL(family, &ev, ok, args); \
-	alloc_end(rt_, &ev); \
-	gmt_hook_leave(); \
+#define WRAP_BODY_ALLOC(sym, ev, family, call, args)                                               \
+	cudaError_t rc = CALL_REAL(sym, GMT_UNPACK call);                                          \
+	bool ok = rc == cudaSuccess;                                                               \
+	ev.result = (int32_t)rc;                                                                   \
+	GMT_FAMILY_CALL(family, &ev, ok, args);                                                    \
+	alloc_end(rt_, &ev);                                                                       \
+	gmt_hook_leave();                                                                          \
 	return rc
 
 /* A free: the seq before the real call; a free of nothing (NULL) is not an event. */
-#define WRAP_BODY_FREE(sym, ev, family, call, args) \
-	if (GMT_FAMILY_CALL(family, &ev, true, args) == GMT_PARAMS_NOTHING) { \
-		gmt_hook_leave(); \
-		return CALL_REAL(sym, GMT_UNPACK call); \
-	} \
-	free_begin(rt_, &ev); \
-	cudaError_t rc = CALL_REAL(sym, GMT_UNPACK call); \
-	free_end(&ev, rc); \
-	gmt_hook_leave(); \
+#define WRAP_BODY_FREE(sym, ev, family, call, args)                                                \
+	if (GMT_FAMILY_CALL(family, &ev, true, args) == GMT_PARAMS_NOTHING) {                      \
+		gmt_hook_leave();                                                                  \
+		return CALL_REAL(sym, GMT_UNPACK call);                                            \
+	}                                                                                          \
+	free_begin(rt_, &ev);                                                                      \
+	cudaError_t rc = CALL_REAL(sym, GMT_UNPACK call);                                          \
+	free_end(&ev, rc);                                                                         \
+	gmt_hook_leave();                                                                          \
 	return rc
 
 /* A reset: as a free, with the stack of the call. */
-#define WRAP_BODY_RESET(sym, ev, family, call, args) \
-	free_begin(rt_, &ev); \
-	ev.stack = gmt_stack_capture(NULL); \
-	cudaError_t rc = CALL_REAL(sym, GMT_UNPACK call); \
-	free_end(&ev, rc); \
-	gmt_hook_leave(); \
+#define WRAP_BODY_RESET(sym, ev, family, call, args)                                               \
+	free_begin(rt_, &ev);                                                                      \
+	ev.stack = gmt_stack_capture(NULL);                                                        \
+	cudaError_t rc = CALL_REAL(sym, GMT_UNPACK call);                                          \
+	free_end(&ev, rc);                                                                         \
+	gmt_hook_leave();                                                                          \
 	return rc
 
 /* One wrapper, `fname`, of runtime `tag`: CUPTI records when it can; nested calls (depth) and
  * tracing off pass through. */
-#define WRAPPER(tag, fname, sym, a, ptsz, family, o, params, call, args) \
-	GMT_EXPORT cudaError_t fname params \
-	{ \
-		const enum gmt_cuda_runtime rt_ = GMT_CUDART_##tag; \
-		void *const self_ = (void *)&fname; \
-		note_runtime(rt_); \
-		if (cupti_records()) \
-			return CALL_REAL(sym, GMT_UNPACK call); \
-		if (!gmt_hook_enter()) { \
-			gmt_hook_leave(); \
-			return CALL_REAL(sym, GMT_UNPACK call); \
-		} \
-		struct gmt_event ev = { \
-			.op = GMT_OP_##o, \
-			.api = GMT_API_##a, \
-			.kind = (uint8_t)gmt_api_kind(GMT_API_##a), \
-			.flags = GMT_HOOK_PTSZ_##ptsz ? GMT_EV_PTSZ : 0, \
-		}; \
-		WRAP_BODY_##o(sym, ev, family, call, args); \
+#define WRAPPER(tag, fname, sym, a, ptsz, family, o, params, call, args)                           \
+	GMT_EXPORT cudaError_t fname params                                                        \
+	{                                                                                          \
+		const enum gmt_cuda_runtime rt_ = GMT_CUDART_##tag;                                \
+		void *const self_ = (void *)&fname;                                                \
+		note_runtime(rt_);                                                                 \
+		if (cupti_records())                                                               \
+			return CALL_REAL(sym, GMT_UNPACK call);                                    \
+		if (!gmt_hook_enter()) {                                                           \
+			gmt_hook_leave();                                                          \
+			return CALL_REAL(sym, GMT_UNPACK call);                                    \
+		}                                                                                  \
+		struct gmt_event ev = {                                                            \
+		    .op = GMT_OP_##o,                                                              \
+		    .api = GMT_API_##a,                                                            \
+		    .kind = (uint8_t)gmt_api_kind(GMT_API_##a),                                    \
+		    .flags = GMT_HOOK_PTSZ_##ptsz ? GMT_EV_PTSZ : 0,                               \
+		};                                                                                 \
+		WRAP_BODY_##o(sym, ev, family, call, args);                                        \
 	}
 
 /* CUDA 13's copy is the symbol itself (the runtime's declaration checks the prototype); the
  * older runtimes' are aliases at their versions. */
-#define WRAPPERS(sym, a, ptsz, family, o, params, call, args) \
-	_Static_assert((int)GMT_OP_##o == (int)GMT_OP_OF_##a, #sym ": its family, another op"); \
-	GMT_FAMILY_FITS(sym, a, family) \
-	cudaError_t sym params; \
-	WRAPPER(13, sym, sym, a, ptsz, family, o, params, call, args) \
-	OLD_WRAPPER(12, sym, a, ptsz, family, o, params, call, args) \
+#define WRAPPERS(sym, a, ptsz, family, o, params, call, args)                                      \
+	_Static_assert((int)GMT_OP_##o == (int)GMT_OP_OF_##a, #sym ": its family, another op");    \
+	GMT_FAMILY_FITS(sym, a, family)                                                            \
+	cudaError_t sym params;                                                                    \
+	WRAPPER(13, sym, sym, a, ptsz, family, o, params, call, args)                              \
+	OLD_WRAPPER(12, sym, a, ptsz, family, o, params, call, args)                               \
 	OLD_WRAPPER(11, sym, a, ptsz, family, o, params, call, args)
-#define OLD_WRAPPER(tag, sym, a, ptsz, family, o, params, call, args) \
-	GMT_EXPORT cudaError_t gmt_cu##tag##_##sym params; \
-	__asm__(".symver gmt_cu" #tag "_" #sym ", " #sym "@" GMT_CUDART_SONAME_##tag); \
+#define OLD_WRAPPER(tag, sym, a, ptsz, family, o, params, call, args)                              \
+	GMT_EXPORT cudaError_t gmt_cu##tag##_##sym params;                                         \
+	__asm__(".symver gmt_cu" #tag "_" #sym ", " #sym "@" GMT_CUDART_SONAME_##tag);             \
 	WRAPPER(tag, gmt_cu##tag##_##sym, sym, a, ptsz, family, o, params, call, args)
 _Static_assert(GMT_CUDART_COUNT == 3, "a runtime in runtimes.h needs its OLD_WRAPPER line here");
 
 #define WRAPPERS_EXPAND(...) WRAPPERS(__VA_ARGS__)
-#define GMT_HOOK_WRAP(id, api, ptsz, family, args) \
+#define GMT_HOOK_WRAP(id, api, ptsz, family, args)                                                 \
 	WRAPPERS_EXPAND(id, api, ptsz, family, WRAP_##family)
 #include "capture/hooks.def"

@@ -26,7 +26,7 @@
 #include "capture/stacks.h"
 #include "gmt-config.h"
 #if GMT_HAVE_PYSTACK
-#include "capture/pystack.h"
+#	include "capture/pystack.h"
 #endif
 #include "ring/ring.h"
 #include "util/devices.h"
@@ -64,8 +64,9 @@ atfork_child(void)
 
 	gmt_core_after_fork();
 	if (st == GMT_STATE_RUNNING || st == GMT_STATE_STARTING) {
-		/* The parent's writer thread is not in this process: start afresh, under our own pid,
-		 * into our own file, at our first event. The parent's file stays the parent's. */
+		/* The parent's writer thread is not in this process: start afresh, under our own
+		 * pid, into our own file, at our first event. The parent's file stays the parent's.
+		 */
 		gmt_writer_forget_after_fork();
 		/* the ring must start zero-filled (ring.h): take fresh pages at the next start */
 		if (ring_mem) {
@@ -144,11 +145,13 @@ gmt_tracer_start(void)
 
 	if (!ring_mem) {
 		ring_mem_bytes = gmt_ring_bytes(nslots);
-		/* mmap, not malloc: we are inside the application's call and must not touch its heap */
+		/* mmap, not malloc: we are inside the application's call and must not touch its
+		 * heap */
 		void *mem = mmap(NULL, ring_mem_bytes, PROT_READ | PROT_WRITE,
 				 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 		if (mem == MAP_FAILED) {
-			gmt_warn("cannot map the event ring (%zu bytes): %s; this process runs on untraced",
+			gmt_warn("cannot map the event ring (%zu bytes): %s; this process runs on "
+				 "untraced",
 				 ring_mem_bytes, strerror(errno));
 			atomic_store(&gmt_state, GMT_STATE_DISABLED);
 			return;
@@ -166,27 +169,27 @@ gmt_tracer_start(void)
 	 * cuInit or by the first interposed call); a marker before any CUDA call starts it here. */
 	bool cupti = gmt_cupti_records();
 	struct gmt_writer_config cfg = {
-		.opts = opts,
-		.ring = ring,
-		.dropped = gmt_core_dropped(),
-		.forked_from = forked_from,
-		.start_ts = start_ts,
-		.coverage = cupti ? "full" : "runtime API only",
-		.coverage_reason = gmt_cupti_reason(),
-		.capture = cupti ? capture_cupti : capture_interpose,
-		.cuda_runtime = cuda_runtimes,
-		.cupti = gmt_cupti_opened,
-		.device_busid = gmt_device_busid,
-		.stacks_native = gmt_stacks_native(),
-		.stacks_depth = gmt_stacks_depth(),
-		.stack_get = gmt_stack_get,
-		.pycode_next = python_code_next,
-		.pycode_get = python_code_get,
-		.python_version = python_version,
-		.on_failure = on_writer_failure,
-		.dlclose = gmt_real_dlclose,
-		.thread_init = writer_thread_init,
-		.private_file = gmt_options_secure(),
+	    .opts = opts,
+	    .ring = ring,
+	    .dropped = gmt_core_dropped(),
+	    .forked_from = forked_from,
+	    .start_ts = start_ts,
+	    .coverage = cupti ? "full" : "runtime API only",
+	    .coverage_reason = gmt_cupti_reason(),
+	    .capture = cupti ? capture_cupti : capture_interpose,
+	    .cuda_runtime = cuda_runtimes,
+	    .cupti = gmt_cupti_opened,
+	    .device_busid = gmt_device_busid,
+	    .stacks_native = gmt_stacks_native(),
+	    .stacks_depth = gmt_stacks_depth(),
+	    .stack_get = gmt_stack_get,
+	    .pycode_next = python_code_next,
+	    .pycode_get = python_code_get,
+	    .python_version = python_version,
+	    .on_failure = on_writer_failure,
+	    .dlclose = gmt_real_dlclose,
+	    .thread_init = writer_thread_init,
+	    .private_file = gmt_options_secure(),
 	};
 	int rc = gmt_writer_start(&cfg);
 	if (rc < 0) {
@@ -217,9 +220,10 @@ arm_injection(void)
 	/* any copy of the tracer: libgpumemtrace.so, .so.0, .so.0.1.0 (installed, versioned) */
 	if (strncmp(base ? base + 1 : current, "libgpumemtrace.so", 17) != 0) {
 		char shown[GMT_LOG_VALUE_MAX];
-		gmt_warn("CUDA_INJECTION64_PATH is already set (%s): CUDA will not inject gpumemtrace; "
-			 "programs with a static cudart are not traced",
-			 gmt_log_value(shown, current));
+		gmt_warn(
+		    "CUDA_INJECTION64_PATH is already set (%s): CUDA will not inject gpumemtrace; "
+		    "programs with a static cudart are not traced",
+		    gmt_log_value(shown, current));
 	}
 }
 

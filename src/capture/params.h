@@ -21,7 +21,7 @@
 enum gmt_params {
 	GMT_PARAMS_NAME = 0, /**< nothing of their own: the call names an event made elsewhere */
 	GMT_PARAMS_EVENT,    /**< an event, filled */
-	GMT_PARAMS_NOTHING,  /**< nothing done (a free of NULL, a failed retain): no event, no seq */
+	GMT_PARAMS_NOTHING, /**< nothing done (a free of NULL, a failed retain): no event, no seq */
 };
 
 /* Argument bindings of hooks.def. OUT(x): what the call wrote to *x, 0 unless it succeeded (the
@@ -68,7 +68,11 @@ family_stream(struct gmt_event *ev, bool ok, uint64_t ptr, uint64_t size, const 
 /* A stream-ordered allocation from a given pool. */
 enum { GMT_FAMILY_OPS_pool_stream = GMT_OPS(ALLOC) };
 static inline enum gmt_params
-family_pool_stream(struct gmt_event *ev, bool ok, uint64_t ptr, uint64_t size, const void *pool,
+family_pool_stream(struct gmt_event *ev,
+		   bool ok,
+		   uint64_t ptr,
+		   uint64_t size,
+		   const void *pool,
 		   const void *stream)
 {
 	family_stream(ev, ok, ptr, size, stream);
@@ -80,8 +84,8 @@ family_pool_stream(struct gmt_event *ev, bool ok, uint64_t ptr, uint64_t size, c
 /* A pitched allocation: granted pitch * height when it succeeded, else what was asked. */
 enum { GMT_FAMILY_OPS_pitch = GMT_OPS(ALLOC) };
 static inline enum gmt_params
-family_pitch(struct gmt_event *ev, bool ok, uint64_t ptr, const size_t *pitch, size_t width,
-	     size_t height)
+family_pitch(
+    struct gmt_event *ev, bool ok, uint64_t ptr, const size_t *pitch, size_t width, size_t height)
 {
 	ev->ptr = ptr;
 	ev->requested = (uint64_t)width * height;
@@ -135,8 +139,8 @@ family_name(struct gmt_event *ev, bool ok)
 #define GMT_FAMILY_CALL(family, ev, ok, args) family_##family(ev, ok GMT_FAMILY_ARGS args)
 
 /* Build-time check of a row: its family serves its API's op. */
-#define GMT_FAMILY_FITS(id, api, family) \
-	_Static_assert(GMT_FAMILY_OPS_##family & (1u << GMT_OP_OF_##api), \
+#define GMT_FAMILY_FITS(id, api, family)                                                           \
+	_Static_assert(GMT_FAMILY_OPS_##family & (1u << GMT_OP_OF_##api),                          \
 		       #id ": family " #family " does not serve the op of " #api);
 
 /* The op of each API, as a constant (apis.def). */

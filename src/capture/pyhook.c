@@ -41,12 +41,14 @@ python_dir(char *out)
 	Dl_info self;
 	char dir[PATH_MAX], cand[PATH_MAX + 64];
 
-	if (!dladdr((void *)&python_dir, &self) || !self.dli_fname || !realpath(self.dli_fname, dir))
+	if (!dladdr((void *)&python_dir, &self) || !self.dli_fname ||
+	    !realpath(self.dli_fname, dir))
 		return false;
 	char *slash = strrchr(dir, '/');
 	if (slash)
 		*slash = '\0';
-	/* the last: a wheel, SITE/gpumemtrace/lib/libgpumemtrace.so beside SITE/gpumemtrace/_site */
+	/* the last: a wheel, SITE/gpumemtrace/lib/libgpumemtrace.so beside SITE/gpumemtrace/_site
+	 */
 	static const char *const rel[] = {"/../share/gpumemtrace/python",
 					  "/../../share/gpumemtrace/python", "/../.."};
 	for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {

@@ -23,16 +23,16 @@
 #define GMT_CUDART_SONAME_12 "libcudart.so.12"
 #define GMT_CUDART_SONAME_11 "libcudart.so.11.0"
 
-#define GMT_CUDA_RUNTIMES(X) \
-	X(13, GMT_CUDART_SONAME_13, "libcupti.so.13") \
-	X(12, GMT_CUDART_SONAME_12, "libcupti.so.12") \
+#define GMT_CUDA_RUNTIMES(X)                                                                       \
+	X(13, GMT_CUDART_SONAME_13, "libcupti.so.13")                                              \
+	X(12, GMT_CUDART_SONAME_12, "libcupti.so.12")                                              \
 	X(11, GMT_CUDART_SONAME_11, "libcupti.so.11.8")
 
 enum gmt_cuda_runtime {
 #define GMT_RT_ENUM(tag, cudart, cupti) GMT_CUDART_##tag,
 	GMT_CUDA_RUNTIMES(GMT_RT_ENUM)
 #undef GMT_RT_ENUM
-	GMT_CUDART_COUNT
+	    GMT_CUDART_COUNT
 };
 
 /** The runtime's soname (= its symbol version) and its CUPTI's, by enum gmt_cuda_runtime. */

@@ -16,8 +16,8 @@
 #include <dlfcn.h>
 #include <link.h>
 #include <stdatomic.h>
-#include <string.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/mman.h>
 
 #include "capture/capture.h"
@@ -27,18 +27,18 @@
 #include "util/options.h"
 
 #if GMT_HAVE_LIBUNWIND
-#define UNW_LOCAL_ONLY
-#include <libunwind.h> /* types and constants only: the library itself is loaded at run time */
+#	define UNW_LOCAL_ONLY
+#	include <libunwind.h> /* types and constants only: the library itself is loaded at run time */
 #endif
 #if GMT_HAVE_PYSTACK
-#include "capture/pystack.h"
+#	include "capture/pystack.h"
 #endif
 
-#define TABLE_SLOTS (1u << 16)              /* distinct stacks per process */
-#define ARENA_BYTES (64u << 20)             /* their frames: ~64 KiB per 100 stacks of 64 frames */
-#define MAX_NATIVE 256                      /* frames unwound, tracer's own included */
+#define TABLE_SLOTS (1u << 16)	/* distinct stacks per process */
+#define ARENA_BYTES (64u << 20) /* their frames: ~64 KiB per 100 stacks of 64 frames */
+#define MAX_NATIVE 256		/* frames unwound, tracer's own included */
 #define MAX_PY 128
-#define SPIN_LIMIT (1u << 16)               /* rounds waiting for a slot another thread writes */
+#define SPIN_LIMIT (1u << 16) /* rounds waiting for a slot another thread writes */
 
 enum { SLOT_EMPTY, SLOT_WRITING, SLOT_READY };
 
@@ -66,7 +66,8 @@ static struct {
 	int (*backtrace)(void **buf, int size); /* libunwind's unw_backtrace */
 } st;
 
-// --- setup -----------------------------------------------------------------------------------------
+// --- setup
+// -----------------------------------------------------------------------------------------
 
 struct range_query {
 	uintptr_t addr, lo, hi;
@@ -114,8 +115,8 @@ code_range(const void *addr, uintptr_t *lo, uintptr_t *hi)
 static void *
 map_zeroed(size_t bytes)
 {
-	void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-		       -1, 0);
+	void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	return p == MAP_FAILED ? NULL : p;
 }
 
@@ -135,7 +136,8 @@ load_unwinder(void)
 	if (!h && dladdr((void *)&load_unwinder, &self) && self.dli_fname) {
 		const char *slash = strrchr(self.dli_fname, '/');
 		int dir = slash ? (int)(slash - self.dli_fname) : 0;
-		snprintf(path, sizeof(path), "%.*s%slibunwind.so.8", dir, self.dli_fname, slash ? "/" : "");
+		snprintf(path, sizeof(path), "%.*s%slibunwind.so.8", dir, self.dli_fname,
+			 slash ? "/" : "");
 		h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
 	}
 	if (!h)
@@ -166,10 +168,11 @@ gmt_stacks_setup(void)
 	if (!atomic_compare_exchange_strong(&once, &expected, 1))
 		return;
 	const char *mode = opts->stacks;
-	if (strcmp(mode, "all") && strcmp(mode, "native") && strcmp(mode, "python") && strcmp(mode, "none")) {
+	if (strcmp(mode, "all") && strcmp(mode, "native") && strcmp(mode, "python") &&
+	    strcmp(mode, "none")) {
 		char shown[GMT_LOG_VALUE_MAX];
 		gmt_warn(GMT_OPTION_PREFIX "STACKS: invalid value %s (expected all, native, "
-			 "python or none); using all",
+					   "python or none); using all",
 			 gmt_log_value(shown, mode));
 		mode = "all";
 	}
@@ -196,7 +199,8 @@ gmt_stacks_setup(void)
 	}
 	code_range((const void *)&gmt_stacks_setup, &st.self_lo, &st.self_hi);
 	if (st.native && !load_unwinder()) {
-		gmt_warn("libunwind.so.8 cannot be loaded: events are recorded without native stacks");
+		gmt_warn(
+		    "libunwind.so.8 cannot be loaded: events are recorded without native stacks");
 		st.native = false;
 	}
 	atomic_store_explicit(&st.ready, true, memory_order_release);
@@ -226,7 +230,8 @@ gmt_stacks_overflow(void)
 	return atomic_load_explicit(&st.overflow, memory_order_relaxed);
 }
 
-// --- capture ---------------------------------------------------------------------------------------
+// --- capture
+// ---------------------------------------------------------------------------------------
 
 /* The range of the library whose frames are CUDA machinery above the caller (libcupti for
  * callbacks), found once. */
@@ -292,8 +297,8 @@ python_frames(struct gmt_stack_py *out, uint8_t *pystate)
 		*pystate = GMT_PYSTATE_EMPTY;
 	for (int i = 0; i < n; i++)
 		out[i] = (struct gmt_stack_py){
-			.code_id = frames[i].code_id,
-			.offset_entry = frames[i].instr_offset << 1 | (frames[i].entry ? 1u : 0u),
+		    .code_id = frames[i].code_id,
+		    .offset_entry = frames[i].instr_offset << 1 | (frames[i].entry ? 1u : 0u),
 		};
 	return n;
 #else
@@ -303,7 +308,8 @@ python_frames(struct gmt_stack_py *out, uint8_t *pystate)
 }
 
 static uint64_t
-stack_hash(const uint64_t *frames, int nframes, const struct gmt_stack_py *py, int npy, uint8_t pystate)
+stack_hash(
+    const uint64_t *frames, int nframes, const struct gmt_stack_py *py, int npy, uint8_t pystate)
 {
 	uint64_t h = gmt_mix64(((uint64_t)nframes << 32) ^ ((uint64_t)npy << 8) ^ pystate);
 	for (int i = 0; i < nframes; i++)
@@ -314,8 +320,12 @@ stack_hash(const uint64_t *frames, int nframes, const struct gmt_stack_py *py, i
 }
 
 static bool
-same_stack(const struct slot *s, const uint64_t *frames, int nframes, const struct gmt_stack_py *py,
-	   int npy, uint8_t pystate)
+same_stack(const struct slot *s,
+	   const uint64_t *frames,
+	   int nframes,
+	   const struct gmt_stack_py *py,
+	   int npy,
+	   uint8_t pystate)
 {
 	if (s->nframes != nframes || s->npy != npy || s->pystate != pystate)
 		return false;
@@ -326,7 +336,8 @@ same_stack(const struct slot *s, const uint64_t *frames, int nframes, const stru
 
 /* Claim arena room for the payload; false when the arena is full. */
 static bool
-store_payload(struct slot *s, const uint64_t *frames, int nframes, const struct gmt_stack_py *py, int npy)
+store_payload(
+    struct slot *s, const uint64_t *frames, int nframes, const struct gmt_stack_py *py, int npy)
 {
 	uint32_t units = (uint32_t)nframes + (uint32_t)(npy * sizeof(*py) + 7) / 8;
 	uint32_t at = atomic_fetch_add_explicit(&st.arena_used, units, memory_order_relaxed);
@@ -376,7 +387,9 @@ intern(const uint64_t *frames, int nframes, const struct gmt_stack_py *py, int n
 				s->pystate = pystate;
 				uint32_t id = 0;
 				if (store_payload(s, frames, nframes, py, npy))
-					id = atomic_fetch_add_explicit(&st.next_id, 1, memory_order_relaxed) + 1;
+					id = atomic_fetch_add_explicit(&st.next_id, 1,
+								       memory_order_relaxed) +
+					     1;
 				if (id == 0 || id > TABLE_SLOTS) {
 					s->nframes = s->npy = 0;
 					s->hash = 0;
@@ -392,7 +405,8 @@ intern(const uint64_t *frames, int nframes, const struct gmt_stack_py *py, int n
 		}
 		if (state == SLOT_WRITING)
 			state = settled_state(s);
-		if (state == SLOT_READY && s->hash == h && same_stack(s, frames, nframes, py, npy, pystate))
+		if (state == SLOT_READY && s->hash == h &&
+		    same_stack(s, frames, nframes, py, npy, pystate))
 			return s->id;
 	}
 	atomic_fetch_add_explicit(&st.overflow, 1, memory_order_relaxed);
@@ -409,7 +423,7 @@ gmt_stack_capture(const void *skip_lib)
 
 	if (!atomic_load_explicit(&st.ready, memory_order_acquire)) {
 		if (atomic_load_explicit(&st.off, memory_order_relaxed))
-			return 0; /* not a second setup per event (it takes a compare-and-swap) */
+			return 0;   /* not a second setup per event (it takes a compare-and-swap) */
 		gmt_stacks_setup(); /* the process's first event comes before the tracer starts */
 		if (!atomic_load_explicit(&st.ready, memory_order_acquire))
 			return 0;
@@ -433,12 +447,12 @@ gmt_stack_get(uint32_t id, struct gmt_stack_view *out)
 		return false;
 	const uint64_t *a = st.arena + s->offset;
 	*out = (struct gmt_stack_view){
-		.id = id,
-		.nframes = s->nframes,
-		.npy = s->npy,
-		.pystate = s->pystate,
-		.frames = a,
-		.py = (const struct gmt_stack_py *)(a + s->nframes),
+	    .id = id,
+	    .nframes = s->nframes,
+	    .npy = s->npy,
+	    .pystate = s->pystate,
+	    .frames = a,
+	    .py = (const struct gmt_stack_py *)(a + s->nframes),
 	};
 	return true;
 }

@@ -40,23 +40,23 @@ int
 gmt_api_torch_record(const struct gmt_torch_entry *e)
 {
 	if (!e || e->abi != GMT_TORCH_ABI ||
-	    e->size < offsetof(struct gmt_torch_entry, meta_len) + sizeof(e->meta_len) || !e->action ||
-	    e->action >= GMT_TORCH_ACTION_COUNT)
+	    e->size < offsetof(struct gmt_torch_entry, meta_len) + sizeof(e->meta_len) ||
+	    !e->action || e->action >= GMT_TORCH_ACTION_COUNT)
 		return 0;
 	if (!gmt_hook_enter()) {
 		gmt_hook_leave();
 		return 0;
 	}
 	struct gmt_event ev = {
-		.op = GMT_OP_BLOCK,
-		.torch_action = (uint8_t)e->action,
-		.device = (e->flags & GMT_TORCH_F_HAS_DEVICE) ? e->device : -1,
-		.size = e->bytes,
-		.requested = e->requested,
-		.stream = e->stream,
-		.pool = e->pool_id[0],
-		.pool2 = e->pool_id[1],
-		.cuda_flags = e->flags,
+	    .op = GMT_OP_BLOCK,
+	    .torch_action = (uint8_t)e->action,
+	    .device = (e->flags & GMT_TORCH_F_HAS_DEVICE) ? e->device : -1,
+	    .size = e->bytes,
+	    .requested = e->requested,
+	    .stream = e->stream,
+	    .pool = e->pool_id[0],
+	    .pool2 = e->pool_id[1],
+	    .cuda_flags = e->flags,
 	};
 	if (e->action == GMT_TORCH_OOM) {
 		ev.free_bytes = e->addr; /* torch puts the device's free bytes there */
@@ -82,8 +82,11 @@ dup_or_null(const char *s)
 }
 
 void
-gmt_api_torch_layer(const char *version, const char *backend, const char *alloc_conf,
-		    const char *status, const char *detail)
+gmt_api_torch_layer(const char *version,
+		    const char *backend,
+		    const char *alloc_conf,
+		    const char *status,
+		    const char *detail)
 {
 	struct gmt_torch_layer *l = calloc(1, sizeof(*l));
 

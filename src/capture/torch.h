@@ -11,7 +11,10 @@ struct gmt_torch_entry;
 int gmt_api_torch_record(const struct gmt_torch_entry *entry);
 
 /** The layer's status, from Python (may allocate: its strings go to the writer). */
-void gmt_api_torch_layer(const char *version, const char *backend, const char *alloc_conf,
-			 const char *status, const char *detail);
+void gmt_api_torch_layer(const char *version,
+			 const char *backend,
+			 const char *alloc_conf,
+			 const char *status,
+			 const char *detail);
 
 #endif

@@ -25,7 +25,8 @@ enum gmt_op {
 	GMT_OP_MARKER,
 	GMT_OP_RETAIN, /* a VMM handle gained a reference: no new memory */
 	GMT_OP_USAGE,  /* a reading of a reservation counter (pool_reserve, graph_reserve) */
-	GMT_OP_BLOCK,  /* a caching allocator's own event (PyTorch bridge): torch_action says which */
+	GMT_OP_BLOCK,  /* a caching allocator's own event (PyTorch bridge): torch_action says which
+			*/
 	GMT_OP_LAYER,  /* the PyTorch layer's status (a "torch" line); layer points to its text */
 	GMT_OP_COUNT,
 };
@@ -66,36 +67,37 @@ enum gmt_event_flag {
 /** What a marker is (docs/trace-format.md, "marker"): a point, or one end of a range. */
 enum gmt_range {
 	GMT_RANGE_NONE = 0, /**< gmt_mark(): a point, no "range" key */
-	GMT_RANGE_PUSH,     /**< gmt_range_push(): a range opens */
-	GMT_RANGE_POP,      /**< gmt_range_pop(): the innermost open range of its thread closes */
+	GMT_RANGE_PUSH,	    /**< gmt_range_push(): a range opens */
+	GMT_RANGE_POP,	    /**< gmt_range_pop(): the innermost open range of its thread closes */
 };
 
 struct gmt_event {
-	uint64_t seq;       /**< global order; see docs/trace-format.md for when it is taken */
-	uint64_t ts_ns;     /**< CLOCK_MONOTONIC */
-	uint64_t ptr;       /**< allocation address, or the pointer freed */
-	uint64_t size;      /**< granted (or requested, when result != 0) bytes */
+	uint64_t seq;	    /**< global order; see docs/trace-format.md for when it is taken */
+	uint64_t ts_ns;	    /**< CLOCK_MONOTONIC */
+	uint64_t ptr;	    /**< allocation address, or the pointer freed */
+	uint64_t size;	    /**< granted (or requested, when result != 0) bytes */
 	uint64_t requested; /**< cudaMallocPitch: width * height, else 0 */
 	uint64_t stream;    /**< stream argument, 0 when none */
-	uint64_t pool;      /**< cudaMallocFromPoolAsync pool handle */
+	uint64_t pool;	    /**< cudaMallocFromPoolAsync pool handle */
 	uint64_t free_bytes;
 	uint64_t total_bytes;
-	uint64_t handle;    /**< VMM handle (cuMemMap), external memory object; 0 when none */
-	uint64_t offset;    /**< cuMemMap: offset into the handle */
-	uint64_t context;   /**< CUPTI contextUid, 0 when unknown (interposition) */
-	uint32_t stack;     /**< interned call stack (capture/stacks.h), 0 = none */
+	uint64_t handle;  /**< VMM handle (cuMemMap), external memory object; 0 when none */
+	uint64_t offset;  /**< cuMemMap: offset into the handle */
+	uint64_t context; /**< CUPTI contextUid, 0 when unknown (interposition) */
+	uint32_t stack;	  /**< interned call stack (capture/stacks.h), 0 = none */
 	int32_t tid;
-	int32_t device;     /**< current device, -1 unknown */
-	int32_t result;     /**< cudaError_t returned to the application */
+	int32_t device; /**< current device, -1 unknown */
+	int32_t result; /**< cudaError_t returned to the application */
 	uint32_t cuda_flags;
-	uint16_t api;       /**< enum gmt_api: what the application called */
-	uint16_t driver;    /**< enum gmt_api: the driver call underneath a runtime call, 0 when none */
-	uint8_t op;         /**< enum gmt_op */
-	uint8_t kind;       /**< enum gmt_kind */
-	uint32_t flags;     /**< enum gmt_event_flag */
+	uint16_t api; /**< enum gmt_api: what the application called */
+	uint16_t
+	    driver;	/**< enum gmt_api: the driver call underneath a runtime call, 0 when none */
+	uint8_t op;	/**< enum gmt_op */
+	uint8_t kind;	/**< enum gmt_kind */
+	uint32_t flags; /**< enum gmt_event_flag */
 	char label[GMT_LABEL_MAX]; /**< markers only */
 	uint32_t range_depth; /**< markers of ranges: nesting level of the range (1 = outermost) */
-	uint8_t range;        /**< markers only: enum gmt_range */
+	uint8_t range;	      /**< markers only: enum gmt_range */
 	/* GMT_OP_BLOCK (a "block" line): torch_action is enum gmt_torch_action (torch_entry.h), ptr
 	 * the block or segment, size its bytes, requested a state block's requested bytes, stream,
 	 * pool and pool2 torch's MempoolId_t, free_bytes the device's free bytes (OOM), cuda_flags
@@ -105,7 +107,8 @@ struct gmt_event {
 	const struct gmt_torch_layer *layer; /**< owned by the event until the writer wrote it */
 };
 
-/** The PyTorch layer's status, handed from Python (gmt_torch_layer) to the writer's "torch" line. */
+/** The PyTorch layer's status, handed from Python (gmt_torch_layer) to the writer's "torch" line.
+ */
 struct gmt_torch_layer {
 	char *version, *backend, *alloc_conf, *status, *detail;
 };

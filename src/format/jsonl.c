@@ -189,7 +189,8 @@ gmt_buf_json_string(struct gmt_buf *b, const char *str, size_t n)
 				gmt_buf_append(b, (const char *)s + i, len);
 				i += len;
 			} else {
-				gmt_buf_append(b, "\xef\xbf\xbd", 3); /* U+FFFD: keep the line valid JSON */
+				gmt_buf_append(b, "\xef\xbf\xbd",
+					       3); /* U+FFFD: keep the line valid JSON */
 				i++;
 			}
 		}
@@ -227,7 +228,6 @@ json_str_or_null(struct gmt_buf *b, const char *s)
 	else
 		LIT(b, "null");
 }
-
 
 // --- records ------------------------------------------------------------------------------------
 
@@ -588,7 +588,8 @@ gmt_jsonl_event(struct gmt_buf *b, const struct gmt_event *ev, uint32_t stack_id
 		gmt_buf_hex(b, ev->ptr);
 	}
 	if (ev->op == GMT_OP_ALLOC || usage || (ev->op == GMT_OP_FREE && ev->size)) {
-		/* frees carry a size only where the call names a range (cuMemUnmap, cuMemAddressFree) */
+		/* frees carry a size only where the call names a range (cuMemUnmap,
+		 * cuMemAddressFree) */
 		LIT(b, ",\"size\":");
 		buf_u64(b, ev->size);
 	}
@@ -626,9 +627,15 @@ gmt_jsonl_event(struct gmt_buf *b, const struct gmt_event *ev, uint32_t stack_id
 }
 
 void
-gmt_jsonl_snapshot(struct gmt_buf *b, uint64_t ts, uint64_t seq, uint64_t events, uint64_t dropped,
-		   const struct gmt_live_total *live, size_t n_live,
-		   const struct gmt_nvml_reading *nvml, size_t n_nvml)
+gmt_jsonl_snapshot(struct gmt_buf *b,
+		   uint64_t ts,
+		   uint64_t seq,
+		   uint64_t events,
+		   uint64_t dropped,
+		   const struct gmt_live_total *live,
+		   size_t n_live,
+		   const struct gmt_nvml_reading *nvml,
+		   size_t n_nvml)
 {
 	LIT(b, "{\"type\":\"snapshot\",\"ts\":");
 	buf_u64(b, ts);
@@ -686,7 +693,8 @@ gmt_jsonl_snapshot(struct gmt_buf *b, uint64_t ts, uint64_t seq, uint64_t events
 }
 
 void
-gmt_jsonl_trailer(struct gmt_buf *b, uint64_t ts, uint64_t events, uint64_t dropped, const char *reason)
+gmt_jsonl_trailer(
+    struct gmt_buf *b, uint64_t ts, uint64_t events, uint64_t dropped, const char *reason)
 {
 	LIT(b, "{\"type\":\"trailer\",\"ts\":");
 	buf_u64(b, ts);

@@ -27,7 +27,8 @@ void gmt_buf_reset(struct gmt_buf *b);
 void gmt_buf_append(struct gmt_buf *b, const char *s, size_t n);
 void gmt_buf_puts(struct gmt_buf *b, const char *s);
 void gmt_buf_printf(struct gmt_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/** Append @p s as a JSON string literal (quotes and escapes included); invalid UTF-8 bytes become U+FFFD. */
+/** Append @p s as a JSON string literal (quotes and escapes included); invalid UTF-8 bytes become
+ * U+FFFD. */
 void gmt_buf_json_string(struct gmt_buf *b, const char *s, size_t n);
 void gmt_buf_hex(struct gmt_buf *b, uint64_t v); /* "0x..." with quotes */
 
@@ -47,7 +48,7 @@ struct gmt_header_info {
 	struct gmt_rank_info rank;
 	const char *coverage;
 	const char *coverage_reason; /**< NULL, or why CUPTI was not used */
-	const char *const *capture; /**< NULL-terminated */
+	const char *const *capture;  /**< NULL-terminated */
 	/** the CUDA runtimes loaded (sonames), NULL-terminated; NULL: none known */
 	const char *const *cuda_runtime;
 	const char *cupti; /**< the CUPTI subscribed with, NULL when none */
@@ -67,9 +68,9 @@ struct gmt_live_total {
 
 /** One NVML reading of a device (snapshot records). */
 struct gmt_nvml_reading {
-	int device;            /**< CUDA ordinal */
-	unsigned index;        /**< NVML index of the same GPU */
-	uint64_t total, used;  /**< device memory */
+	int device;	      /**< CUDA ordinal */
+	unsigned index;	      /**< NVML index of the same GPU */
+	uint64_t total, used; /**< device memory */
 	bool has_process_used;
 	uint64_t process_used; /**< this process's GPU memory */
 	/** how process_used was found when not by getpid() (docs/trace-format.md, snapshot):
@@ -89,10 +90,16 @@ void gmt_jsonl_modules_entry(struct gmt_buf *b, const struct gmt_module_view *m,
 void gmt_jsonl_modules_end(struct gmt_buf *b);
 /** An event or a marker line. */
 void gmt_jsonl_event(struct gmt_buf *b, const struct gmt_event *ev, uint32_t stack_id);
-void gmt_jsonl_snapshot(struct gmt_buf *b, uint64_t ts, uint64_t seq, uint64_t events, uint64_t dropped,
-			const struct gmt_live_total *live, size_t n_live,
-			const struct gmt_nvml_reading *nvml, size_t n_nvml);
-void gmt_jsonl_trailer(struct gmt_buf *b, uint64_t ts, uint64_t events, uint64_t dropped,
-		       const char *reason);
+void gmt_jsonl_snapshot(struct gmt_buf *b,
+			uint64_t ts,
+			uint64_t seq,
+			uint64_t events,
+			uint64_t dropped,
+			const struct gmt_live_total *live,
+			size_t n_live,
+			const struct gmt_nvml_reading *nvml,
+			size_t n_nvml);
+void gmt_jsonl_trailer(
+    struct gmt_buf *b, uint64_t ts, uint64_t events, uint64_t dropped, const char *reason);
 
 #endif

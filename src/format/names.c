@@ -14,7 +14,7 @@ static const struct {
 	enum gmt_op op;
 	enum gmt_kind kind;
 } api_table[GMT_API_COUNT] = {
-	[GMT_API_NONE] = {"none", GMT_OP_NONE, GMT_KIND_NONE},
+    [GMT_API_NONE] = {"none", GMT_OP_NONE, GMT_KIND_NONE},
 #define GMT_API(id, name, op, kind) [GMT_API_##id] = {name, GMT_OP_##op, GMT_KIND_##kind},
 #include "format/apis.def"
 #undef GMT_API
@@ -124,25 +124,25 @@ gmt_op_from_name(const char *name)
 /* The "action" of a block line (docs/trace-format.md), by enum gmt_torch_action: writer and
  * reader use this one table. */
 static const char *const torch_action_names[GMT_TORCH_ACTION_COUNT] = {
-	[GMT_TORCH_ALLOC] = "alloc",
-	[GMT_TORCH_FREE_REQUESTED] = "free_requested",
-	[GMT_TORCH_FREE_COMPLETED] = "free_completed",
-	[GMT_TORCH_SEGMENT_ALLOC] = "segment_alloc",
-	[GMT_TORCH_SEGMENT_FREE] = "segment_free",
-	[GMT_TORCH_SEGMENT_MAP] = "segment_map",
-	[GMT_TORCH_SEGMENT_UNMAP] = "segment_unmap",
-	[GMT_TORCH_SNAPSHOT] = "snapshot",
-	[GMT_TORCH_OOM] = "oom",
-	[GMT_TORCH_STATE_SEGMENT] = "segment_state",
-	[GMT_TORCH_STATE_BLOCK] = "block_state",
+    [GMT_TORCH_ALLOC] = "alloc",
+    [GMT_TORCH_FREE_REQUESTED] = "free_requested",
+    [GMT_TORCH_FREE_COMPLETED] = "free_completed",
+    [GMT_TORCH_SEGMENT_ALLOC] = "segment_alloc",
+    [GMT_TORCH_SEGMENT_FREE] = "segment_free",
+    [GMT_TORCH_SEGMENT_MAP] = "segment_map",
+    [GMT_TORCH_SEGMENT_UNMAP] = "segment_unmap",
+    [GMT_TORCH_SNAPSHOT] = "snapshot",
+    [GMT_TORCH_OOM] = "oom",
+    [GMT_TORCH_STATE_SEGMENT] = "segment_state",
+    [GMT_TORCH_STATE_BLOCK] = "block_state",
 };
 
 const char *
 gmt_torch_action_name(unsigned action)
 {
 	return action < GMT_TORCH_ACTION_COUNT && torch_action_names[action]
-		       ? torch_action_names[action]
-		       : "unknown";
+		   ? torch_action_names[action]
+		   : "unknown";
 }
 
 unsigned

@@ -11,8 +11,8 @@
 /** What the thread's Python state was when a stack has no Python frames. */
 enum gmt_pystate {
 	GMT_PYSTATE_UNKNOWN = 0, /* Python stacks off or unavailable, or frames present */
-	GMT_PYSTATE_NONE,        /* not a Python thread */
-	GMT_PYSTATE_EMPTY,       /* a Python thread state without frames (e.g. autograd threads) */
+	GMT_PYSTATE_NONE,	 /* not a Python thread */
+	GMT_PYSTATE_EMPTY,	 /* a Python thread state without frames (e.g. autograd threads) */
 };
 
 /** One Python frame: code id (pycode line), byte offset of the instruction, entered from C. */
@@ -25,7 +25,7 @@ struct gmt_stack_py {
 struct gmt_stack_view {
 	uint32_t id;
 	uint16_t nframes, npy;
-	uint8_t pystate;               /* enum gmt_pystate */
+	uint8_t pystate; /* enum gmt_pystate */
 	const uint64_t *frames;
 	const struct gmt_stack_py *py;
 };

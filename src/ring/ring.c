@@ -29,8 +29,8 @@ gmt_ring_push(struct gmt_ring *ring, const struct gmt_event *ev)
 	uint64_t pos = atomic_load_explicit(&ring->head, memory_order_relaxed);
 
 	for (;;) {
-		/* Acquire pairs with the release of whoever stored tail_seen (below), and through it
-		 * with the consumer's release of tail: the old events of slots before tail have
+		/* Acquire pairs with the release of whoever stored tail_seen (below), and through
+		 * it with the consumer's release of tail: the old events of slots before tail have
 		 * been copied out before we overwrite them. */
 		uint64_t tail = atomic_load_explicit(&ring->tail_seen, memory_order_acquire);
 		if (pos - tail >= nslots) {
@@ -39,12 +39,13 @@ gmt_ring_push(struct gmt_ring *ring, const struct gmt_event *ev)
 			if (pos - tail >= nslots)
 				return false; /* the slot still holds the event of pos - nslots */
 			/* Release: a producer that acquires this view also sees the copies out. A
-			 * racing producer may store an older tail: a view only ever lags, never leads. */
+			 * racing producer may store an older tail: a view only ever lags, never
+			 * leads. */
 			atomic_store_explicit(&ring->tail_seen, tail, memory_order_release);
 		}
 		/* Relaxed is enough: the slot's turn, not head, publishes the event. */
-		if (atomic_compare_exchange_weak_explicit(&ring->head, &pos, pos + 1,
-							  memory_order_relaxed, memory_order_relaxed))
+		if (atomic_compare_exchange_weak_explicit(
+			&ring->head, &pos, pos + 1, memory_order_relaxed, memory_order_relaxed))
 			break;
 		/* pos was reloaded by the failed CAS */
 	}

@@ -41,9 +41,9 @@ struct gmt_ring_slot {
 };
 
 struct gmt_ring {
-	_Alignas(GMT_CACHELINE) _Atomic uint64_t head;      /* next position producers claim */
+	_Alignas(GMT_CACHELINE) _Atomic uint64_t head;	    /* next position producers claim */
 	_Alignas(GMT_CACHELINE) _Atomic uint64_t tail_seen; /* producers' last view of tail */
-	_Alignas(GMT_CACHELINE) _Atomic uint64_t tail;      /* next position the consumer reads */
+	_Alignas(GMT_CACHELINE) _Atomic uint64_t tail;	    /* next position the consumer reads */
 	_Alignas(GMT_CACHELINE) uint64_t mask;
 	struct gmt_ring_slot *slots;
 };

@@ -166,7 +166,8 @@ gmt_esc(const char *s)
 		char *p = realloc(slot[i], need);
 
 		if (!p) {
-			/* out of memory: the escaped start of it, in a buffer of its own (never raw) */
+			/* out of memory: the escaped start of it, in a buffer of its own (never
+			 * raw) */
 			static char cut[GMT_ESC_SLOTS][256];
 
 			gmt_esc_buf(s, cut[i], sizeof(cut[i]));

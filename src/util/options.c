@@ -35,13 +35,23 @@ gmt_parse_uint(const char *s, uint64_t *out)
 		return false;
 	unsigned shift = 0;
 	switch (*p) {
-	case '\0':
+	case '\0': break;
+	case 'k':
+	case 'K':
+		shift = 10;
+		p++;
 		break;
-	case 'k': case 'K': shift = 10; p++; break;
-	case 'm': case 'M': shift = 20; p++; break;
-	case 'g': case 'G': shift = 30; p++; break;
-	default:
-		return false;
+	case 'm':
+	case 'M':
+		shift = 20;
+		p++;
+		break;
+	case 'g':
+	case 'G':
+		shift = 30;
+		p++;
+		break;
+	default: return false;
 	}
 	if (*p == 'i' || *p == 'I') /* "64Ki" reads as 64K too */
 		p++;
@@ -106,8 +116,8 @@ load_bool(bool *field, const char *name, const char *value, bool def)
 }
 
 static int
-load_uint(uint64_t *field, const char *name, const char *value, uint64_t def, uint64_t min,
-	  uint64_t max)
+load_uint(
+    uint64_t *field, const char *name, const char *value, uint64_t def, uint64_t min, uint64_t max)
 {
 	char shown[GMT_LOG_VALUE_MAX];
 	uint64_t v;
@@ -120,10 +130,10 @@ load_uint(uint64_t *field, const char *name, const char *value, uint64_t def, ui
 		return 0;
 	}
 	gmt_warn(GMT_OPTION_PREFIX "%s: invalid value %s (expected an integer in [%llu, %llu]%s); "
-		 "using the default %llu",
+				   "using the default %llu",
 		 name, gmt_log_value(shown, value), (unsigned long long)min,
-		 (unsigned long long)max,
-		 strcmp(name, "RING_SLOTS") == 0 ? ", a power of two" : "", (unsigned long long)def);
+		 (unsigned long long)max, strcmp(name, "RING_SLOTS") == 0 ? ", a power of two" : "",
+		 (unsigned long long)def);
 	return 1;
 }
 
@@ -138,7 +148,7 @@ load_str(char *field, const char *name, const char *value, const char *def)
 			use = value;
 		} else {
 			gmt_warn(GMT_OPTION_PREFIX "%s: the value is longer than %d bytes "
-				 "(%zu); using the default '%s'",
+						   "(%zu); using the default '%s'",
 				 name, GMT_OPTION_STR_MAX - 1, strlen(value), def);
 			bad = 1;
 		}
@@ -147,14 +157,14 @@ load_str(char *field, const char *name, const char *value, const char *def)
 	return bad;
 }
 
-#define GMT_OPT_LOAD_BOOL(field, name, def, min, max) \
+#define GMT_OPT_LOAD_BOOL(field, name, def, min, max)                                              \
 	load_bool(&opts->field, name, get(GMT_OPTION_PREFIX name), (def) != 0)
-#define GMT_OPT_LOAD_UINT(field, name, def, min, max) \
+#define GMT_OPT_LOAD_UINT(field, name, def, min, max)                                              \
 	load_uint(&opts->field, name, get(GMT_OPTION_PREFIX name), (def), (min), (max))
-#define GMT_OPT_LOAD_STR(field, name, def, min, max) \
+#define GMT_OPT_LOAD_STR(field, name, def, min, max)                                               \
 	load_str(opts->field, name, get(GMT_OPTION_PREFIX name), (const char *)(def))
-#define GMT_OPT_LOAD_PATH(field, name, def, min, max) \
-	load_str(opts->field, name, secure ? NULL : get(GMT_OPTION_PREFIX name), \
+#define GMT_OPT_LOAD_PATH(field, name, def, min, max)                                              \
+	load_str(opts->field, name, secure ? NULL : get(GMT_OPTION_PREFIX name),                   \
 		 (const char *)(def))
 
 bool
@@ -174,9 +184,9 @@ note_ignored_paths(gmt_getenv_fn get)
 #define GMT_OPT_IGNORED_BOOL(name)
 #define GMT_OPT_IGNORED_UINT(name)
 #define GMT_OPT_IGNORED_STR(name)
-#define GMT_OPT_IGNORED_PATH(name) \
-	if (get(GMT_OPTION_PREFIX name) && n < sizeof(names)) \
-		n += (size_t)snprintf(names + n, sizeof(names) - n, "%s" GMT_OPTION_PREFIX name, \
+#define GMT_OPT_IGNORED_PATH(name)                                                                 \
+	if (get(GMT_OPTION_PREFIX name) && n < sizeof(names))                                      \
+		n += (size_t)snprintf(names + n, sizeof(names) - n, "%s" GMT_OPTION_PREFIX name,   \
 				      n ? ", " : "");
 #define GMT_OPTION(type, field, name, def, min, max, help) GMT_OPT_IGNORED_##type(name)
 #include "util/options.def"
@@ -192,7 +202,7 @@ int
 gmt_options_load(struct gmt_options *opts, gmt_getenv_fn get, bool secure)
 {
 	int bad = 0;
-#define GMT_OPTION(type, field, name, def, min, max, help) \
+#define GMT_OPTION(type, field, name, def, min, max, help)                                         \
 	bad += GMT_OPT_LOAD_##type(field, name, def, min, max);
 #include "util/options.def"
 #undef GMT_OPTION
@@ -209,7 +219,7 @@ static const char *const known_names[] = {
 #define GMT_OPTION(type, field, name, def, min, max, help) name,
 #include "util/options.def"
 #undef GMT_OPTION
-	"LIB",
+    "LIB",
 };
 #define KNOWN_NAMES (sizeof(known_names) / sizeof(known_names[0]))
 
@@ -329,8 +339,7 @@ gmt_options_check_names(char *const *envp)
 
 // --- help ---------------------------------------------------------------------------------------
 
-static void
-print_line(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void print_line(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 static void
 print_line(int fd, const char *fmt, ...)
@@ -353,16 +362,18 @@ void
 gmt_options_print_help(int fd, const struct gmt_options *opts)
 {
 	print_line(fd, "gpumemtrace options (environment variables; current value in brackets):\n");
-#define GMT_OPT_PRINT_BOOL(field, name, def, help) \
-	print_line(fd, "  " GMT_OPTION_PREFIX "%-12s %s (default %d) [%d]\n", name, help, (int)(def), (int)opts->field);
-#define GMT_OPT_PRINT_UINT(field, name, def, help) \
-	print_line(fd, "  " GMT_OPTION_PREFIX "%-12s %s (default %llu) [%llu]\n", name, help, \
+#define GMT_OPT_PRINT_BOOL(field, name, def, help)                                                 \
+	print_line(fd, "  " GMT_OPTION_PREFIX "%-12s %s (default %d) [%d]\n", name, help,          \
+		   (int)(def), (int)opts->field);
+#define GMT_OPT_PRINT_UINT(field, name, def, help)                                                 \
+	print_line(fd, "  " GMT_OPTION_PREFIX "%-12s %s (default %llu) [%llu]\n", name, help,      \
 		   (unsigned long long)(def), (unsigned long long)opts->field);
-#define GMT_OPT_PRINT_STR(field, name, def, help) \
-	print_line(fd, "  " GMT_OPTION_PREFIX "%-12s %s (default '%s') [%s]\n", name, help, \
+#define GMT_OPT_PRINT_STR(field, name, def, help)                                                  \
+	print_line(fd, "  " GMT_OPTION_PREFIX "%-12s %s (default '%s') [%s]\n", name, help,        \
 		   (const char *)(def), opts->field);
 #define GMT_OPT_PRINT_PATH GMT_OPT_PRINT_STR
-#define GMT_OPTION(type, field, name, def, min, max, help) GMT_OPT_PRINT_##type(field, name, def, help)
+#define GMT_OPTION(type, field, name, def, min, max, help)                                         \
+	GMT_OPT_PRINT_##type(field, name, def, help)
 #include "util/options.def"
 #undef GMT_OPTION
 }

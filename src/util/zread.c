@@ -15,10 +15,11 @@ struct gmt_zread {
 	struct gmt_zstd z;
 	void *dctx;
 	FILE *raw;
-	unsigned char *in;   /* compressed bytes read from raw, in[in_pos .. in_len) not decoded yet */
+	unsigned char
+	    *in; /* compressed bytes read from raw, in[in_pos .. in_len) not decoded yet */
 	size_t in_cap, in_len, in_pos;
-	long long consumed;  /* compressed bytes handed to the decoder */
-	bool in_frame;       /* the decoder is inside a frame (bytes of it seen, its end not yet) */
+	long long consumed; /* compressed bytes handed to the decoder */
+	bool in_frame;	    /* the decoder is inside a frame (bytes of it seen, its end not yet) */
 	bool eof, done;
 	unsigned long long frames;
 	bool truncated;
@@ -64,8 +65,10 @@ zread_read(void *cookie, char *buf, size_t size)
 		if (r->in_pos == r->in_len && !refill(r)) {
 			if (!r->done && r->in_frame) {
 				r->truncated = true;
-				set_problem(r, "truncated: the file ends inside a zstd frame (at byte %lld%s)",
-					    "; a killed writer's last flush, or a full disk");
+				set_problem(
+				    r,
+				    "truncated: the file ends inside a zstd frame (at byte %lld%s)",
+				    "; a killed writer's last flush, or a full disk");
 			}
 			r->done = true;
 			break;

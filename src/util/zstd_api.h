@@ -44,7 +44,8 @@ struct gmt_zstd {
 	void *(*createCCtx)(void);
 	size_t (*freeCCtx)(void *cctx);
 	size_t (*CCtx_setParameter)(void *cctx, int param, int value);
-	size_t (*compress2)(void *cctx, void *dst, size_t dst_cap, const void *src, size_t src_size);
+	size_t (*compress2)(
+	    void *cctx, void *dst, size_t dst_cap, const void *src, size_t src_size);
 	void *(*createDCtx)(void);
 	size_t (*freeDCtx)(void *dctx);
 	size_t (*decompressStream)(void *dctx, struct gmt_zstd_out *out, struct gmt_zstd_in *in);
@@ -53,9 +54,10 @@ struct gmt_zstd {
 };
 
 /**
- * Load libzstd.so.1 (through the loader's search path, RTLD_LOCAL) and fill @p z. Returns false with the reason in @p why (a library that cannot be loaded, lacks an entry
- * point or is older than 1.4.0). @p close: the dlclose to give back a refused library (the
- * tracer's own dlclose is exported; it passes the real one), or NULL.
+ * Load libzstd.so.1 (through the loader's search path, RTLD_LOCAL) and fill @p z. Returns false
+ * with the reason in @p why (a library that cannot be loaded, lacks an entry point or is older
+ * than 1.4.0). @p close: the dlclose to give back a refused library (the tracer's own dlclose is
+ * exported; it passes the real one), or NULL.
  */
 bool gmt_zstd_load(struct gmt_zstd *z, int (*close)(void *), char *why, size_t why_len);
 

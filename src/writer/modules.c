@@ -49,7 +49,7 @@ struct objinfo {
 static struct {
 	bool written;
 	unsigned long long adds, subs; /* glibc's counters when last written */
-	int mem_fd;                     /* /proc/self/mem, or -1: the fallback safe reader */
+	int mem_fd;		       /* /proc/self/mem, or -1: the fallback safe reader */
 	bool mem_tried;
 	struct objinfo *cache; /* open addressing by (base, name hash); base 0 = empty */
 	size_t cache_cap, cache_used;
@@ -72,7 +72,8 @@ static int
 read_counters(struct dl_phdr_info *info, size_t size, void *arg)
 {
 	read_counters_from(info, size, arg);
-	return 1; /* the counters are the same in every entry: the first (the main program) is enough */
+	return 1; /* the counters are the same in every entry: the first (the main program) is
+		     enough */
 }
 
 bool
@@ -86,7 +87,8 @@ gmt_modules_changed(void)
 	return c.adds != mm.adds || c.subs != mm.subs;
 }
 
-// --- fault-safe reads of our own memory ------------------------------------------------------------
+// --- fault-safe reads of our own memory
+// ------------------------------------------------------------
 
 /* Copy @p len bytes at @p addr of this process into @p dst without faulting on an unmapped page:
  * process_vm_readv on ourselves, else pread on /proc/self/mem (a seccomp profile may refuse the
@@ -107,7 +109,8 @@ safe_read(void *dst, uintptr_t addr, size_t len)
 	return pread(mm.mem_fd, dst, len, (off_t)addr) == (ssize_t)len;
 }
 
-// --- one object ------------------------------------------------------------------------------------
+// --- one object
+// ------------------------------------------------------------------------------------
 
 /* The NT_GNU_BUILD_ID note in a PT_NOTE segment's bytes. */
 static size_t
@@ -116,7 +119,8 @@ build_id_in(const char *p, const char *end, uint8_t *out)
 	while (p + sizeof(ElfW(Nhdr)) <= end) {
 		const ElfW(Nhdr) *nh = (const ElfW(Nhdr) *)p;
 		const char *name = p + sizeof(*nh);
-		size_t namesz = (nh->n_namesz + 3) & ~(size_t)3, descsz = (nh->n_descsz + 3) & ~(size_t)3;
+		size_t namesz = (nh->n_namesz + 3) & ~(size_t)3,
+		       descsz = (nh->n_descsz + 3) & ~(size_t)3;
 		if (namesz > (size_t)(end - name) || descsz > (size_t)(end - name) - namesz)
 			return 0;
 		const uint8_t *desc = (const uint8_t *)name + namesz;
@@ -130,9 +134,10 @@ build_id_in(const char *p, const char *end, uint8_t *out)
 	return 0;
 }
 
-/* Segments and build-id from program headers at @p phdr (already in our hands), notes read safely. */
+/* Segments and build-id from program headers at @p phdr (already in our hands), notes read safely.
+ */
 static void
-fill_from_phdrs(struct objinfo *o, uintptr_t base, const ElfW(Phdr) *phdr, size_t phnum)
+fill_from_phdrs(struct objinfo *o, uintptr_t base, const ElfW(Phdr) * phdr, size_t phnum)
 {
 	char notes[MAX_NOTE_BYTES];
 
@@ -198,7 +203,8 @@ cache_slot(uintptr_t base, uint64_t name_hash)
 	return &mm.cache[k];
 }
 
-// --- the walk --------------------------------------------------------------------------------------
+// --- the walk
+// --------------------------------------------------------------------------------------
 
 struct walk {
 	struct gmt_buf *out;
@@ -219,12 +225,12 @@ write_entry(struct walk *w, const char *path, uintptr_t base, const struct objin
 	else if (path[0] != '/' && realpath(path, real))
 		path = real; /* a relative LD_LIBRARY_PATH entry: make it usable from anywhere */
 	struct gmt_module_view m = {
-		.path = path,
-		.base = base,
-		.build_id = o->id,
-		.build_id_len = o->id_len,
-		.segments = (const uint64_t(*)[2])o->segments,
-		.nsegments = o->nseg,
+	    .path = path,
+	    .base = base,
+	    .build_id = o->id,
+	    .build_id_len = o->id_len,
+	    .segments = (const uint64_t(*)[2])o->segments,
+	    .nsegments = o->nseg,
 	};
 	gmt_jsonl_modules_entry(w->out, &m, w->n++);
 }
@@ -251,7 +257,8 @@ walk_from_main(struct dl_phdr_info *info, size_t size, void *arg)
 			o = &tmp;
 		if (!o->base) {
 			uintptr_t hdr = base;
-			if (vdso && (!strncmp(name, "linux-vdso", 10) || !strncmp(name, "linux-gate", 10)))
+			if (vdso &&
+			    (!strncmp(name, "linux-vdso", 10) || !strncmp(name, "linux-gate", 10)))
 				hdr = vdso; /* the vDSO's header is where the kernel says */
 			fill_from_memory(o, hdr, base);
 			o->base = base ? base : 1;

@@ -14,7 +14,8 @@
 
 #include "format/jsonl.h"
 
-/** True when objects were loaded or unloaded since the last gmt_modules_write() (or never written). */
+/** True when objects were loaded or unloaded since the last gmt_modules_write() (or never written).
+ */
 bool gmt_modules_changed(void);
 
 /** Append a complete modules line to @p out. */

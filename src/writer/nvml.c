@@ -148,7 +148,8 @@ process_used(nvmlDevice_t dev, const nvmlMemory_t *mem, struct gmt_nvml_reading 
 		return;
 	}
 	if (!nvml.in_pid_namespace && !pids_hidden(n)) {
-		/* listed nowhere, and NVML's pids are ours to see: no memory on this device (yet) */
+		/* listed nowhere, and NVML's pids are ours to see: no memory on this device (yet)
+		 */
 		r->has_process_used = true;
 		r->process_used = 0;
 		return;
@@ -185,8 +186,7 @@ device_handle(int d, gmt_busid_fn busid)
 }
 
 size_t
-gmt_nvml_read(gmt_busid_fn busid, gmt_dlclose_fn close_fn, struct gmt_nvml_reading *out,
-	      size_t max)
+gmt_nvml_read(gmt_busid_fn busid, gmt_dlclose_fn close_fn, struct gmt_nvml_reading *out, size_t max)
 {
 	size_t n = 0;
 
@@ -198,10 +198,10 @@ gmt_nvml_read(gmt_busid_fn busid, gmt_dlclose_fn close_fn, struct gmt_nvml_readi
 		if (!dev || nvml.memory(dev, &mem) != 0)
 			continue;
 		out[n] = (struct gmt_nvml_reading){
-			.device = d,
-			.index = nvml.idx[d],
-			.total = mem.total,
-			.used = mem.used,
+		    .device = d,
+		    .index = nvml.idx[d],
+		    .total = mem.total,
+		    .used = mem.used,
 		};
 		process_used(dev, &mem, &out[n]);
 		n++;

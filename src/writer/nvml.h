@@ -26,7 +26,9 @@ typedef int (*gmt_dlclose_fn)(void *handle);
  * (a library that cannot be initialised is closed with @p close_fn). Returns the number of
  * readings written to @p out (0 without NVML).
  */
-size_t gmt_nvml_read(gmt_busid_fn busid, gmt_dlclose_fn close_fn, struct gmt_nvml_reading *out,
+size_t gmt_nvml_read(gmt_busid_fn busid,
+		     gmt_dlclose_fn close_fn,
+		     struct gmt_nvml_reading *out,
 		     size_t max);
 
 /** Shut NVML down (writer exit). */

@@ -89,10 +89,8 @@ survives_reset(uint8_t kind)
 	case GMT_KIND_VMM_RESERVE:
 	case GMT_KIND_VMM_PHYSICAL:
 	case GMT_KIND_VMM_MAPPED:
-	case GMT_KIND_GRAPH:
-		return true;
-	default:
-		return false;
+	case GMT_KIND_GRAPH: return true;
+	default: return false;
 	}
 }
 
@@ -110,7 +108,8 @@ ends(const struct gmt_live_entry *e, const struct gmt_event *ev)
 
 /* Remove every entry the predicate selects (resets, range unmaps, external memory). */
 static void
-live_remove_if(struct gmt_live_table *t, const struct gmt_event *ev,
+live_remove_if(struct gmt_live_table *t,
+	       const struct gmt_event *ev,
 	       bool (*pred)(const struct gmt_live_entry *, const struct gmt_event *))
 {
 	for (size_t i = 0; i < t->cap; i++) {
@@ -203,11 +202,8 @@ gmt_live_apply(struct gmt_live_table *t, const struct gmt_event *ev)
 			live_remove(t, e);
 		return true;
 	}
-	case GMT_OP_RESET:
-		live_remove_if(t, ev, reset_releases);
-		return true;
-	default:
-		return true;
+	case GMT_OP_RESET: live_remove_if(t, ev, reset_releases); return true;
+	default: return true;
 	}
 }
 
@@ -220,10 +216,10 @@ gmt_live_totals(const struct gmt_live_table *t, struct gmt_live_total *out, size
 			if (!t->count[d][k] || n == max)
 				continue;
 			out[n++] = (struct gmt_live_total){
-				.device = (int)d - 1,
-				.kind = (enum gmt_kind)k,
-				.bytes = t->bytes[d][k],
-				.allocations = t->count[d][k],
+			    .device = (int)d - 1,
+			    .kind = (enum gmt_kind)k,
+			    .bytes = t->bytes[d][k],
+			    .allocations = t->count[d][k],
 			};
 		}
 	}

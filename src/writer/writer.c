@@ -24,8 +24,9 @@
 #include "writer/zsink.h"
 
 #define WRITE_CHUNK (64 * 1024) /* write when this much is buffered, even before flush_ms */
-#define BATCH_MAX 4096          /* events drained and ordered by seq at a time */
-#define IDLE_SLEEP_NS 1000000   /* 1 ms: the ring holds ring_slots events, far more than 1 ms of traffic */
+#define BATCH_MAX 4096		/* events drained and ordered by seq at a time */
+#define IDLE_SLEEP_NS                                                                              \
+	1000000 /* 1 ms: the ring holds ring_slots events, far more than 1 ms of traffic */
 
 struct writer {
 	struct gmt_writer_config cfg;
@@ -39,19 +40,20 @@ struct writer {
 	struct gmt_live_table live;
 	uint8_t *stack_written; /* by stack id: its line is in the file */
 	size_t stack_written_cap;
-	uint8_t *code_written;  /* by Python code id: its pycode line is in the file */
+	uint8_t *code_written; /* by Python code id: its pycode line is in the file */
 	size_t code_written_cap;
-	const char *python;     /* the Python version announced so far */
+	const char *python; /* the Python version announced so far */
 	struct gmt_event *batch;
 	uint64_t events_written;
 	uint64_t last_seq;
-	_Atomic bool failed;  /* also set by the compressor thread */
-	bool zstd;            /* GPUMEMTRACE_COMPRESS=zstd, libzstd loaded: each flush is a frame */
+	_Atomic bool failed; /* also set by the compressor thread */
+	bool zstd;	     /* GPUMEMTRACE_COMPRESS=zstd, libzstd loaded: each flush is a frame */
 	struct gmt_zsink zs;
 	struct {
 		pthread_t thread;
 		bool running;
-		pthread_mutex_t lock; /* the writer and the compressor only, never the application */
+		pthread_mutex_t
+		    lock; /* the writer and the compressor only, never the application */
 		pthread_cond_t cond;
 		struct gmt_buf job; /* the frame's lines, the compressor's while busy */
 		bool busy, stop;
@@ -154,12 +156,15 @@ compressor_main(void *arg)
 			break; /* stop, and nothing left */
 		pthread_mutex_unlock(&w.zp.lock);
 		if (!atomic_load(&w.failed)) {
-			size_t len = gmt_zsink_frame(&w.zs, w.zp.job.data, w.zp.job.len, why, sizeof(why));
+			size_t len =
+			    gmt_zsink_frame(&w.zs, w.zp.job.data, w.zp.job.len, why, sizeof(why));
 			if (len)
 				write_all(w.zs.frame, len);
 			else
-				fail_once("cannot compress the trace (%s%s); tracing stops, the program "
-					  "runs on untraced (%s)", why, "");
+				fail_once(
+				    "cannot compress the trace (%s%s); tracing stops, the program "
+				    "runs on untraced (%s)",
+				    why, "");
 		}
 		pthread_mutex_lock(&w.zp.lock);
 		gmt_buf_reset(&w.zp.job);
@@ -235,8 +240,10 @@ flush_out(void)
 		if (len)
 			write_all(w.zs.frame, len);
 		else
-			fail_once("cannot compress the trace (%s%s); tracing stops, the program runs on "
-				  "untraced (%s)", why, "");
+			fail_once(
+			    "cannot compress the trace (%s%s); tracing stops, the program runs on "
+			    "untraced (%s)",
+			    why, "");
 	} else {
 		write_all(w.out.data, w.out.len);
 	}
@@ -285,7 +292,8 @@ open_trace_file(struct gmt_rank_info *rank, const char *host)
 	const char *ext = w.zstd ? ".jsonl.zst" : ".jsonl";
 	for (int attempt = 0; attempt < 100; attempt++) {
 		if (attempt == 0)
-			snprintf(w.path, sizeof(w.path), "%s/%s%s", w.cfg.opts->output_dir, name, ext);
+			snprintf(w.path, sizeof(w.path), "%s/%s%s", w.cfg.opts->output_dir, name,
+				 ext);
 		else
 			snprintf(w.path, sizeof(w.path), "%s/%s.%d%s", w.cfg.opts->output_dir, name,
 				 attempt, ext);
@@ -330,12 +338,14 @@ setup_compression(void)
 	if (strcmp(mode, "zstd")) {
 		char shown[GMT_LOG_VALUE_MAX];
 		gmt_warn(GMT_OPTION_PREFIX "COMPRESS: invalid value %s (expected none or zstd); "
-			 "writing plain JSON Lines", gmt_log_value(shown, mode));
+					   "writing plain JSON Lines",
+			 gmt_log_value(shown, mode));
 		return;
 	}
 	if (!gmt_zsink_init(&w.zs, (int)w.cfg.opts->compress_level, w.cfg.dlclose, why,
 			    sizeof(why))) {
-		gmt_warn(GMT_OPTION_PREFIX "COMPRESS=zstd: %s; writing plain JSON Lines (.jsonl)", why);
+		gmt_warn(GMT_OPTION_PREFIX "COMPRESS=zstd: %s; writing plain JSON Lines (.jsonl)",
+			 why);
 		return;
 	}
 	w.zstd = true;
@@ -380,27 +390,27 @@ open_and_write_header(void)
 	if (w.cfg.cuda_runtime)
 		w.cfg.cuda_runtime(runtimes, sizeof(runtimes) / sizeof(runtimes[0]) - 1);
 	struct gmt_header_info h = {
-		.tracer_version = GMT_VERSION,
-		.pid = (int)getpid(),
-		.ppid = (int)getppid(),
-		.forked_from = w.cfg.forked_from,
-		.host = host,
-		.cmdline = cmdline,
-		.cmdline_len = read_cmdline(cmdline, sizeof(cmdline)),
-		.start_ts = start,
-		.start_unix_ns = wall - (mono - start),
-		.rank = rank,
-		.coverage = w.cfg.coverage,
-		.coverage_reason = w.cfg.coverage_reason,
-		.capture = w.cfg.capture,
-		.cuda_runtime = runtimes,
-		.cupti = w.cfg.cupti ? w.cfg.cupti() : NULL,
-		.ring_slots = w.cfg.opts->ring_slots,
-		.flush_ms = w.cfg.opts->flush_ms,
-		.snapshot_ms = w.cfg.opts->snapshot_ms,
-		.stacks_native = w.cfg.stacks_native,
-		.stacks_python = w.python = w.cfg.python_version ? w.cfg.python_version() : NULL,
-		.stacks_depth = w.cfg.stacks_depth,
+	    .tracer_version = GMT_VERSION,
+	    .pid = (int)getpid(),
+	    .ppid = (int)getppid(),
+	    .forked_from = w.cfg.forked_from,
+	    .host = host,
+	    .cmdline = cmdline,
+	    .cmdline_len = read_cmdline(cmdline, sizeof(cmdline)),
+	    .start_ts = start,
+	    .start_unix_ns = wall - (mono - start),
+	    .rank = rank,
+	    .coverage = w.cfg.coverage,
+	    .coverage_reason = w.cfg.coverage_reason,
+	    .capture = w.cfg.capture,
+	    .cuda_runtime = runtimes,
+	    .cupti = w.cfg.cupti ? w.cfg.cupti() : NULL,
+	    .ring_slots = w.cfg.opts->ring_slots,
+	    .flush_ms = w.cfg.opts->flush_ms,
+	    .snapshot_ms = w.cfg.opts->snapshot_ms,
+	    .stacks_native = w.cfg.stacks_native,
+	    .stacks_python = w.python = w.cfg.python_version ? w.cfg.python_version() : NULL,
+	    .stacks_depth = w.cfg.stacks_depth,
 	};
 	gmt_jsonl_header(&w.out, &h);
 	flush_out();
@@ -416,7 +426,8 @@ by_seq(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* A written-once flag by id, grown on demand. Out of memory: "written" (a line is lost, not doubled). */
+/* A written-once flag by id, grown on demand. Out of memory: "written" (a line is lost, not
+ * doubled). */
 static bool
 flag_test_set(uint8_t **flags, size_t *cap, uint32_t id)
 {
@@ -456,7 +467,8 @@ write_pycodes(const struct gmt_stack_view *st)
 		write_pycode(&c);
 	for (size_t i = 0; i < st->npy && w.cfg.pycode_get; i++) {
 		uint32_t id = st->py[i].code_id;
-		if (id && (id >= w.code_written_cap || !w.code_written[id]) && w.cfg.pycode_get(id, &c))
+		if (id && (id >= w.code_written_cap || !w.code_written[id]) &&
+		    w.cfg.pycode_get(id, &c))
 			write_pycode(&c);
 	}
 }
@@ -505,7 +517,8 @@ write_event(const struct gmt_event *ev)
 		w.last_seq = ev->seq;
 }
 
-/* Drain up to BATCH_MAX events, order them by seq (producers commit out of order) and format them. */
+/* Drain up to BATCH_MAX events, order them by seq (producers commit out of order) and format them.
+ */
 static size_t
 drain_batch(void)
 {
@@ -664,8 +677,8 @@ void
 gmt_writer_forget_after_fork(void)
 {
 	/* The parent's thread does not exist in the child, and the tables may have been mid-update
-	 * when fork() copied them: leak them rather than touch them (memray does the same), and close
-	 * the parent's file so the child never writes into it. */
+	 * when fork() copied them: leak them rather than touch them (memray does the same), and
+	 * close the parent's file so the child never writes into it. */
 	if (w.fd >= 0)
 		close(w.fd);
 	w = (struct writer){.fd = -1};

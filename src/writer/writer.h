@@ -22,33 +22,35 @@
 struct gmt_writer_config {
 	const struct gmt_options *opts;
 	struct gmt_ring *ring;
-	_Atomic uint64_t *dropped;     /**< drops counted by the producers */
-	int forked_from;               /**< pid of the traced parent, 0 if none */
-	uint64_t start_ts;             /**< CLOCK_MONOTONIC ns when tracing of this process began */
-	const char *coverage;          /**< header "coverage" */
-	const char *coverage_reason;   /**< header "coverage_reason", NULL when none */
-	const char *const *capture;    /**< header "capture", NULL-terminated */
+	_Atomic uint64_t *dropped;   /**< drops counted by the producers */
+	int forked_from;	     /**< pid of the traced parent, 0 if none */
+	uint64_t start_ts;	     /**< CLOCK_MONOTONIC ns when tracing of this process began */
+	const char *coverage;	     /**< header "coverage" */
+	const char *coverage_reason; /**< header "coverage_reason", NULL when none */
+	const char *const *capture;  /**< header "capture", NULL-terminated */
 	/** header "cuda": the CUDA runtimes loaded, up to @p max sonames into @p out (asked on the
 	 * writer thread, when the header is written); NULL: none known */
 	size_t (*cuda_runtime)(const char **out, size_t max);
-	const char *(*cupti)(void);    /**< header "cuda.cupti": the CUPTI in use, NULL when none */
+	const char *(*cupti)(void); /**< header "cuda.cupti": the CUPTI in use, NULL when none */
 	/** PCI bus id of a CUDA device, learnt by the capture side (for NVML readings) */
 	bool (*device_busid)(int device, char *buf, size_t n);
-	bool stacks_native;             /**< header "stacks" */
+	bool stacks_native; /**< header "stacks" */
 	unsigned stacks_depth;
 	/** the stack an event names, once published by the capture side */
 	bool (*stack_get)(uint32_t id, struct gmt_stack_view *out);
 	/** the next Python code object registered since the last call, in id order */
 	bool (*pycode_next)(struct gmt_pycode_view *out);
-	/** a registered Python code object by id (one a stack names may precede the ordered cursor) */
+	/** a registered Python code object by id (one a stack names may precede the ordered cursor)
+	 */
 	bool (*pycode_get)(uint32_t id, struct gmt_pycode_view *out);
 	/** the CPython version whose frames are captured, NULL until known or when off */
 	const char *(*python_version)(void);
-	void (*on_failure)(void);      /**< called once if the writer cannot go on (no file, disk full) */
+	void (*on_failure)(
+	    void); /**< called once if the writer cannot go on (no file, disk full) */
 	/** dlclose() for the writer's own handles (NVML): the real one, never the tracer's exported
 	 * dlclose; NULL leaves them open */
 	int (*dlclose)(void *handle);
-	void (*thread_init)(void);     /**< run first on the writer thread (marks it as not traced) */
+	void (*thread_init)(void); /**< run first on the writer thread (marks it as not traced) */
 	/** the file is readable by its owner only (a secure-execution process: its stacks and
 	 * addresses are not for the less privileged user who started it) */
 	bool private_file;

@@ -16,7 +16,7 @@
 struct gmt_zsink {
 	struct gmt_zstd z;
 	void *cctx;
-	char *frame;       /* the last frame made */
+	char *frame; /* the last frame made */
 	size_t frame_cap;
 	int level;
 };
@@ -26,15 +26,14 @@ struct gmt_zsink {
  * each frame with its content checksum. False with the reason in @p why; @p close gives a
  * refused library back (NULL: left loaded).
  */
-bool gmt_zsink_init(struct gmt_zsink *s, int level, int (*close)(void *), char *why,
-		    size_t why_len);
+bool
+gmt_zsink_init(struct gmt_zsink *s, int level, int (*close)(void *), char *why, size_t why_len);
 
 /**
  * One frame of @p src (@p len bytes) into s->frame; returns its length, 0 with @p why on a
  * failure (out of memory, a library error).
  */
-size_t gmt_zsink_frame(struct gmt_zsink *s, const void *src, size_t len, char *why,
-		       size_t why_len);
+size_t gmt_zsink_frame(struct gmt_zsink *s, const void *src, size_t len, char *why, size_t why_len);
 
 /** Free the context and the frame buffer (the library stays loaded). */
 void gmt_zsink_free(struct gmt_zsink *s);

@@ -8,22 +8,25 @@
 #include "check.h"
 #include "util/esc.h"
 
-#define CHECK_STR(a, b) \
-	do { \
-		const char *a_ = (a), *b_ = (b); \
-		if (strcmp(a_, b_) != 0) { \
-			fprintf(stderr, "%s:%d: check failed: %s == \"%s\" (got \"%s\")\n", \
-				__FILE__, __LINE__, #a, b_, a_); \
-			exit(1); \
-		} \
+#define CHECK_STR(a, b)                                                                            \
+	do {                                                                                       \
+		const char *a_ = (a), *b_ = (b);                                                   \
+		if (strcmp(a_, b_) != 0) {                                                         \
+			fprintf(stderr, "%s:%d: check failed: %s == \"%s\" (got \"%s\")\n",        \
+				__FILE__, __LINE__, #a, b_, a_);                                   \
+			exit(1);                                                                   \
+		}                                                                                  \
 	} while (0)
 
 static void
 test_clean(void)
 {
 	static const char *const clean[] = {
-	    "", "train.py:42 in Trainer.step", "operator<<(A&, \"B\" 'c')", "→ café 日本 🚀",
-	    "\xc2\xa0", /* U+00A0, the first code point after the C1 controls */
+	    "",
+	    "train.py:42 in Trainer.step",
+	    "operator<<(A&, \"B\" 'c')",
+	    "→ café 日本 🚀",
+	    "\xc2\xa0",	    /* U+00A0, the first code point after the C1 controls */
 	    "\xe2\x80\xa9", /* U+2029: not a bidirectional control */
 	};
 
@@ -46,9 +49,13 @@ test_escaped(void)
 	CHECK_STR(gmt_esc("\x1b]0;title\x07\x1b[31m"), "\\033]0;title\\a\\033[31m");
 	CHECK_STR(gmt_esc("x\x7fy\x01"), "x\\177y\\001");
 	/* C1 controls (U+009B is an 8-bit CSI) and bidirectional overrides and isolates */
-	CHECK_STR(gmt_esc("\xc2\x9b" "2J"), "\\302\\2332J");
+	CHECK_STR(gmt_esc("\xc2\x9b"
+			  "2J"),
+		  "\\302\\2332J");
 	CHECK_STR(gmt_esc("\xc2\x80"), "\\302\\200");
-	CHECK_STR(gmt_esc("a\xe2\x80\xae" "b"), "a\\342\\200\\256b");
+	CHECK_STR(gmt_esc("a\xe2\x80\xae"
+			  "b"),
+		  "a\\342\\200\\256b");
 	CHECK_STR(gmt_esc("\xe2\x80\xaa\xe2\x81\xa6\xe2\x81\xa9"),
 		  "\\342\\200\\252\\342\\201\\246\\342\\201\\251");
 	/* bytes that are not UTF-8: stray continuation, invalid lead, overlong, surrogate,
@@ -111,7 +118,9 @@ test_fputs(void)
 	FILE *f = fmemopen(out, sizeof(out), "w");
 
 	CHECK(f);
-	gmt_fputs_esc("a\x1b" "b", f);
+	gmt_fputs_esc("a\x1b"
+		      "b",
+		      f);
 	gmt_fputs_esc(NULL, f);
 	fclose(f);
 	CHECK_STR(out, "a\\033b(null)");

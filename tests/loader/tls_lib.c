@@ -35,7 +35,9 @@ tls_lib_resolve(void)
 		long sec, nsec;
 	} ts = {0, 30 * 1000 * 1000}; /* 30 ms */
 	long rc;
-	__asm__ volatile("syscall" : "=a"(rc) : "0"(35L /* nanosleep */), "D"(&ts), "S"(0L)
+	__asm__ volatile("syscall"
+			 : "=a"(rc)
+			 : "0"(35L /* nanosleep */), "D"(&ts), "S"(0L)
 			 : "rcx", "r11", "memory");
 	(void)rc;
 #endif

@@ -25,7 +25,8 @@
 #include <string.h>
 #include <time.h>
 
-/* glibc sizes its first TLS slot table for the initial modules plus this many (TLS_SLOTINFO_SURPLUS) */
+/* glibc sizes its first TLS slot table for the initial modules plus this many
+ * (TLS_SLOTINFO_SURPLUS) */
 #define SLOTINFO_SURPLUS 62
 
 static int
@@ -101,8 +102,8 @@ main(int argc, char **argv)
 		if (touch)
 			touch();
 		atomic_store(&newest_call, (void (*)(void (*)(void)))dlsym(h, "tls_lib_call"));
-		/* CUDA starts a few ids before the table's end: the writer's thread then has room in
-		 * its own TLS vector for ids the table does not cover yet */
+		/* CUDA starts a few ids before the table's end: the writer's thread then has room
+		 * in its own TLS vector for ids the table does not cover yet */
 		if (modid + 6 >= boundary || p) {
 			for (; want_threads && started < 4; started++)
 				pthread_create(&threads[started], NULL, allocator,
@@ -124,7 +125,8 @@ main(int argc, char **argv)
 	atomic_store(&stop, true);
 	for (int t = 0; t < started; t++)
 		pthread_join(threads[t], NULL);
-	printf("{\"thread_allocs\": %ld, \"loaded\": %d, \"last_modid\": %zu, \"boundary\": %zu, \"allocs\": %d, \"frees\": %d}\n",
+	printf("{\"thread_allocs\": %ld, \"loaded\": %d, \"last_modid\": %zu, \"boundary\": %zu, "
+	       "\"allocs\": %d, \"frees\": %d}\n",
 	       atomic_load(&thread_allocs), loaded, modid, boundary, allocs, frees);
 	return modid > boundary ? 0 : 1;
 }

@@ -59,13 +59,14 @@ api_index(const char *api)
 	return i;
 }
 
-#define CK(call) \
-	do { \
-		cudaError_t rc_ = (call); \
-		if (rc_ != cudaSuccess) { \
-			fprintf(stderr, "victim: %s failed: %s\n", #call, cudaGetErrorString(rc_)); \
-			exit(2); \
-		} \
+#define CK(call)                                                                                   \
+	do {                                                                                       \
+		cudaError_t rc_ = (call);                                                          \
+		if (rc_ != cudaSuccess) {                                                          \
+			fprintf(stderr, "victim: %s failed: %s\n", #call,                          \
+				cudaGetErrorString(rc_));                                          \
+			exit(2);                                                                   \
+		}                                                                                  \
 	} while (0)
 
 static void
@@ -107,8 +108,10 @@ print_did(void)
 	for (int i = 0, n = 0; i < MAX_APIS && did.api[i]; i++)
 		if (did.frees[i])
 			printf("%s\"%s\":%ld", n++ ? "," : "", did.api[i], (long)did.frees[i]);
-	printf("},\"failed\":%ld,\"leaked_bytes\":%lld,\"leaked_allocations\":%ld,\"markers\":%ld}\n",
-	       (long)did.failed, (long long)did.leaked_bytes, (long)did.leaked_allocs, (long)did.markers);
+	printf(
+	    "},\"failed\":%ld,\"leaked_bytes\":%lld,\"leaked_allocations\":%ld,\"markers\":%ld}\n",
+	    (long)did.failed, (long long)did.leaked_bytes, (long)did.leaked_allocs,
+	    (long)did.markers);
 	fflush(stdout);
 }
 
@@ -345,7 +348,7 @@ poolburst(void)
 		CK(cudaMallocAsync(&p[i], 4 << 20, 0)); /* a chunk of its own each time */
 		did_alloc("cudaMallocAsync");
 	}
-	usleep(5000); /* past the tracer's window of pool readings (1 ms) */
+	usleep(5000);			    /* past the tracer's window of pool readings (1 ms) */
 	CK(cudaMallocAsync(&p[N], 512, 0)); /* the chunks are full: one more */
 	did_alloc("cudaMallocAsync");
 	CK(cudaDeviceGetDefaultMemPool(&pool, 0));
@@ -368,13 +371,13 @@ plain(void)
 }
 
 /* Driver calls through dlopen, as cudart and PyTorch reach them (no link against libcuda). */
-#define DRV_CK(call) \
-	do { \
-		CUresult rc_ = (call); \
-		if (rc_ != CUDA_SUCCESS) { \
-			fprintf(stderr, "victim: %s failed: %d\n", #call, (int)rc_); \
-			exit(2); \
-		} \
+#define DRV_CK(call)                                                                               \
+	do {                                                                                       \
+		CUresult rc_ = (call);                                                             \
+		if (rc_ != CUDA_SUCCESS) {                                                         \
+			fprintf(stderr, "victim: %s failed: %d\n", #call, (int)rc_);               \
+			exit(2);                                                                   \
+		}                                                                                  \
 	} while (0)
 
 static void *
@@ -400,18 +403,20 @@ vmm(void)
 		fprintf(stderr, "victim: cannot load libcuda.so.1: %s\n", dlerror());
 		exit(2);
 	}
-	__typeof__(&cuMemGetAllocationGranularity) granularity = driver_fn(lib, "cuMemGetAllocationGranularity");
+	__typeof__(&cuMemGetAllocationGranularity) granularity =
+	    driver_fn(lib, "cuMemGetAllocationGranularity");
 	__typeof__(&cuMemAddressReserve) reserve = driver_fn(lib, "cuMemAddressReserve");
 	__typeof__(&cuMemCreate) create = driver_fn(lib, "cuMemCreate");
 	__typeof__(&cuMemMap) map = driver_fn(lib, "cuMemMap");
 	__typeof__(&cuMemSetAccess) set_access = driver_fn(lib, "cuMemSetAccess");
-	__typeof__(&cuMemRetainAllocationHandle) retain = driver_fn(lib, "cuMemRetainAllocationHandle");
+	__typeof__(&cuMemRetainAllocationHandle) retain =
+	    driver_fn(lib, "cuMemRetainAllocationHandle");
 	__typeof__(&cuMemUnmap) unmap = driver_fn(lib, "cuMemUnmap");
 	__typeof__(&cuMemRelease) release = driver_fn(lib, "cuMemRelease");
 
 	CUmemAllocationProp prop = {
-		.type = CU_MEM_ALLOCATION_TYPE_PINNED,
-		.location = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = 0},
+	    .type = CU_MEM_ALLOCATION_TYPE_PINNED,
+	    .location = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = 0},
 	};
 	size_t gran = 0;
 	DRV_CK(granularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
@@ -428,10 +433,11 @@ vmm(void)
 	did_alloc("cuMemMap");
 	DRV_CK(map(va + gran, gran, 0, h2, 0));
 	did_alloc("cuMemMap");
-	CUmemAccessDesc access = {.location = prop.location, .flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
+	CUmemAccessDesc access = {.location = prop.location,
+				  .flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
 	DRV_CK(set_access(va, 2 * gran, &access, 1));
 	DRV_CK(retain(&again, (void *)(uintptr_t)(va + gran))); /* h2 gains a reference ... */
-	DRV_CK(release(again));                                 /* ... and loses it */
+	DRV_CK(release(again));					/* ... and loses it */
 	did_free("cuMemRelease");
 	DRV_CK(unmap(va, gran)); /* shrink: the first page goes */
 	did_free("cuMemUnmap");
@@ -481,7 +487,10 @@ main(int argc, char **argv)
 	} else if (strcmp(mode, "poolburst") == 0) {
 		poolburst();
 	} else {
-		fprintf(stderr, "usage: victim basic|threads|fork|_exit|hang|oom|bigoom|reset|burst|plain|vmm|poolburst\n");
+		fprintf(
+		    stderr,
+		    "usage: victim "
+		    "basic|threads|fork|_exit|hang|oom|bigoom|reset|burst|plain|vmm|poolburst\n");
 		return 2;
 	}
 	print_did();

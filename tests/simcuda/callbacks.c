@@ -45,7 +45,9 @@ simcuda_set_cupti_sink(simcuda_cupti_sink sink)
 
 /* Run a callback with the pending correlation id put aside (see the file comment). */
 static void
-sim_deliver(simcuda_cupti_sink sink, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+sim_deliver(simcuda_cupti_sink sink,
+	    CUpti_CallbackDomain domain,
+	    CUpti_CallbackId cbid,
 	    const void *data)
 {
 	uint32_t pending = sim_pending_correlation;
@@ -77,9 +79,9 @@ sim_emit_resource(CUpti_CallbackId cbid, CUcontext ctx, void *descriptor)
  * has the old pointer and a new uid, as on the real driver.
  */
 struct sim_ctx {
-	atomic_uint uid;    /* contextUid; 0 while there is no context */
-	atomic_int ready;   /* CONTEXT_CREATED has been delivered */
-	pthread_t creator;  /* the thread delivering it (may use the context meanwhile) */
+	atomic_uint uid;   /* contextUid; 0 while there is no context */
+	atomic_int ready;  /* CONTEXT_CREATED has been delivered */
+	pthread_t creator; /* the thread delivering it (may use the context meanwhile) */
 };
 
 static struct sim_ctx sim_ctxs[SIM_MAX_DEVICES];
@@ -197,8 +199,12 @@ sim_api_site(struct sim_api *a, CUpti_ApiCallbackSite site)
 }
 
 static void
-sim_api_begin(struct sim_api *a, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
-	      const char *name, const void *params, uint32_t correlation)
+sim_api_begin(struct sim_api *a,
+	      CUpti_CallbackDomain domain,
+	      CUpti_CallbackId cbid,
+	      const char *name,
+	      const void *params,
+	      uint32_t correlation)
 {
 	memset(&a->data, 0, sizeof(a->data));
 	memset(&a->ret, 0, sizeof(a->ret));
@@ -298,7 +304,8 @@ sim_load_driver(void)
 		     info.dli_fname) < (int)sizeof(path))
 		sim_libcuda = dlopen(path, RTLD_NOW);
 	if (!sim_libcuda && verbose && strcmp(verbose, "1") == 0)
-		sim_warn("the simulated libcuda.so.1 is not next to " SIMCUDA_CUDART_SONAME "; driver calls "
+		sim_warn("the simulated libcuda.so.1 is not next to " SIMCUDA_CUDART_SONAME
+			 "; driver calls "
 			 "are only reachable through the runtime");
 }
 

@@ -39,12 +39,12 @@ _Static_assert(CUPTI_RUNTIME_TRACE_CBID_SIZE <= SIM_MAX_CBID, "runtime cbids");
 
 /* The number of callback ids of each domain (valid ids are 1 .. size - 1). */
 static const uint32_t sim_domain_size[CUPTI_CB_DOMAIN_SIZE] = {
-	[CUPTI_CB_DOMAIN_DRIVER_API] = CUPTI_DRIVER_TRACE_CBID_SIZE,
-	[CUPTI_CB_DOMAIN_RUNTIME_API] = CUPTI_RUNTIME_TRACE_CBID_SIZE,
-	[CUPTI_CB_DOMAIN_RESOURCE] = CUPTI_CBID_RESOURCE_SIZE,
-	[CUPTI_CB_DOMAIN_SYNCHRONIZE] = CUPTI_CBID_SYNCHRONIZE_SIZE,
-	[CUPTI_CB_DOMAIN_NVTX] = CUPTI_CBID_NVTX_SIZE,
-	[CUPTI_CB_DOMAIN_STATE] = CUPTI_CBID_STATE_SIZE,
+    [CUPTI_CB_DOMAIN_DRIVER_API] = CUPTI_DRIVER_TRACE_CBID_SIZE,
+    [CUPTI_CB_DOMAIN_RUNTIME_API] = CUPTI_RUNTIME_TRACE_CBID_SIZE,
+    [CUPTI_CB_DOMAIN_RESOURCE] = CUPTI_CBID_RESOURCE_SIZE,
+    [CUPTI_CB_DOMAIN_SYNCHRONIZE] = CUPTI_CBID_SYNCHRONIZE_SIZE,
+    [CUPTI_CB_DOMAIN_NVTX] = CUPTI_CBID_NVTX_SIZE,
+    [CUPTI_CB_DOMAIN_STATE] = CUPTI_CBID_STATE_SIZE,
 };
 
 /* The opaque type of CUpti_SubscriberHandle, defined here. */
@@ -110,7 +110,7 @@ sim_connect(void)
 	if (!h)
 		return -1;
 	sim_rt.context_info =
-		(int (*)(CUcontext, uint32_t *, int *))dlsym(h, "simcuda_context_info");
+	    (int (*)(CUcontext, uint32_t *, int *))dlsym(h, "simcuda_context_info");
 	sim_rt.set_sink = (void (*)(simcuda_cupti_sink))dlsym(h, "simcuda_set_cupti_sink");
 	if (!sim_rt.set_sink || !sim_rt.context_info)
 		return -1;
@@ -178,9 +178,8 @@ sim_take_slot(CUpti_CallbackFunc callback, void *userdata, const char *name)
 	if (sim_connect() < 0)
 		return CUPTI_ERROR_UNKNOWN; /* what the real CUPTI says when it finds no driver */
 	sim_enable_all(0);
-	snprintf(sim_subscriber.name, sizeof(sim_subscriber.name),
-		 SIM_NAME_PREFIX "%.*s", CUPTI_SUBSCRIBER_NAME_MAX_LEN,
-		 name ? name : "<not provided>");
+	snprintf(sim_subscriber.name, sizeof(sim_subscriber.name), SIM_NAME_PREFIX "%.*s",
+		 CUPTI_SUBSCRIBER_NAME_MAX_LEN, name ? name : "<not provided>");
 	atomic_store(&sim_subscriber.callback, callback);
 	atomic_store(&sim_subscriber.userdata, userdata);
 	atomic_store(&sim_subscribed, 1);
@@ -189,8 +188,12 @@ sim_take_slot(CUpti_CallbackFunc callback, void *userdata, const char *name)
 }
 
 static CUptiResult
-sim_subscribe(CUpti_SubscriberHandle *subscriber, CUpti_CallbackFunc callback, void *userdata,
-	      const char *name, char *old_name, size_t old_size)
+sim_subscribe(CUpti_SubscriberHandle *subscriber,
+	      CUpti_CallbackFunc callback,
+	      void *userdata,
+	      const char *name,
+	      char *old_name,
+	      size_t old_size)
 {
 	const char *other = getenv("SIMCUPTI_OTHER_SUBSCRIBER");
 	CUptiResult rc;
@@ -221,16 +224,17 @@ cuptiSubscribe(CUpti_SubscriberHandle *subscriber, CUpti_CallbackFunc callback, 
 }
 
 CUptiResult CUPTIAPI
-cuptiSubscribe_v2(CUpti_SubscriberHandle *subscriber, CUpti_CallbackFunc callback,
-		  void *userdata, CUpti_SubscriberParams *pParams)
+cuptiSubscribe_v2(CUpti_SubscriberHandle *subscriber,
+		  CUpti_CallbackFunc callback,
+		  void *userdata,
+		  CUpti_SubscriberParams *pParams)
 {
 	if (!pParams)
 		return sim_result(sim_subscribe(subscriber, callback, userdata, NULL, NULL, 0));
 	if (pParams->structSize < CUpti_SubscriberParams_STRUCT_SIZE)
 		return sim_result(CUPTI_ERROR_INVALID_PARAMETER);
 	return sim_result(sim_subscribe(subscriber, callback, userdata, pParams->subscriberName,
-					pParams->oldSubscriberName,
-					pParams->oldSubscriberSize));
+					pParams->oldSubscriberName, pParams->oldSubscriberSize));
 }
 
 static int
@@ -289,8 +293,10 @@ sim_valid_cbid(CUpti_CallbackDomain domain, CUpti_CallbackId cbid)
 }
 
 CUptiResult CUPTIAPI
-cuptiEnableCallback(uint32_t enable, CUpti_SubscriberHandle subscriber,
-		    CUpti_CallbackDomain domain, CUpti_CallbackId cbid)
+cuptiEnableCallback(uint32_t enable,
+		    CUpti_SubscriberHandle subscriber,
+		    CUpti_CallbackDomain domain,
+		    CUpti_CallbackId cbid)
 {
 	if (!sim_is_subscriber(subscriber) || !sim_valid_cbid(domain, cbid))
 		return sim_result(CUPTI_ERROR_INVALID_PARAMETER);
@@ -322,8 +328,10 @@ cuptiEnableAllDomains(uint32_t enable, CUpti_SubscriberHandle subscriber)
 }
 
 CUptiResult CUPTIAPI
-cuptiGetCallbackState(uint32_t *enable, CUpti_SubscriberHandle subscriber,
-		      CUpti_CallbackDomain domain, CUpti_CallbackId cbid)
+cuptiGetCallbackState(uint32_t *enable,
+		      CUpti_SubscriberHandle subscriber,
+		      CUpti_CallbackDomain domain,
+		      CUpti_CallbackId cbid)
 {
 	if (!enable || !sim_is_subscriber(subscriber) || !sim_valid_cbid(domain, cbid))
 		return sim_result(CUPTI_ERROR_INVALID_PARAMETER);
@@ -383,51 +391,51 @@ cuptiGetLastError(void)
 
 /* The names CUPTI 13.0 gives; 36 and 37 have none there either (INVALID_PARAMETER). */
 static const char *const sim_result_names[] = {
-	SIM_RESULT_NAME(CUPTI_SUCCESS),
-	SIM_RESULT_NAME(CUPTI_ERROR_INVALID_PARAMETER),
-	SIM_RESULT_NAME(CUPTI_ERROR_INVALID_DEVICE),
-	SIM_RESULT_NAME(CUPTI_ERROR_INVALID_CONTEXT),
-	SIM_RESULT_NAME(CUPTI_ERROR_INVALID_EVENT_DOMAIN_ID),
-	SIM_RESULT_NAME(CUPTI_ERROR_INVALID_EVENT_ID),
-	SIM_RESULT_NAME(CUPTI_ERROR_INVALID_EVENT_NAME),
-	SIM_RESULT_NAME(CUPTI_ERROR_INVALID_OPERATION),
-	SIM_RESULT_NAME(CUPTI_ERROR_OUT_OF_MEMORY),
-	SIM_RESULT_NAME(CUPTI_ERROR_HARDWARE),
-	SIM_RESULT_NAME(CUPTI_ERROR_PARAMETER_SIZE_NOT_SUFFICIENT),
-	SIM_RESULT_NAME(CUPTI_ERROR_API_NOT_IMPLEMENTED),
-	SIM_RESULT_NAME(CUPTI_ERROR_MAX_LIMIT_REACHED),
-	SIM_RESULT_NAME(CUPTI_ERROR_NOT_READY),
-	SIM_RESULT_NAME(CUPTI_ERROR_NOT_COMPATIBLE),
-	SIM_RESULT_NAME(CUPTI_ERROR_NOT_INITIALIZED),
-	SIM_RESULT_NAME(CUPTI_ERROR_INVALID_METRIC_ID),
-	SIM_RESULT_NAME(CUPTI_ERROR_INVALID_METRIC_NAME),
-	SIM_RESULT_NAME(CUPTI_ERROR_QUEUE_EMPTY),
-	SIM_RESULT_NAME(CUPTI_ERROR_INVALID_HANDLE),
-	SIM_RESULT_NAME(CUPTI_ERROR_INVALID_STREAM),
-	SIM_RESULT_NAME(CUPTI_ERROR_INVALID_KIND),
-	SIM_RESULT_NAME(CUPTI_ERROR_INVALID_EVENT_VALUE),
-	SIM_RESULT_NAME(CUPTI_ERROR_DISABLED),
-	SIM_RESULT_NAME(CUPTI_ERROR_INVALID_MODULE),
-	SIM_RESULT_NAME(CUPTI_ERROR_INVALID_METRIC_VALUE),
-	SIM_RESULT_NAME(CUPTI_ERROR_HARDWARE_BUSY),
-	SIM_RESULT_NAME(CUPTI_ERROR_NOT_SUPPORTED),
-	SIM_RESULT_NAME(CUPTI_ERROR_UM_PROFILING_NOT_SUPPORTED),
-	SIM_RESULT_NAME(CUPTI_ERROR_UM_PROFILING_NOT_SUPPORTED_ON_DEVICE),
-	SIM_RESULT_NAME(CUPTI_ERROR_UM_PROFILING_NOT_SUPPORTED_ON_NON_P2P_DEVICES),
-	SIM_RESULT_NAME(CUPTI_ERROR_UM_PROFILING_NOT_SUPPORTED_WITH_MPS),
-	SIM_RESULT_NAME(CUPTI_ERROR_CDP_TRACING_NOT_SUPPORTED),
-	SIM_RESULT_NAME(CUPTI_ERROR_VIRTUALIZED_DEVICE_NOT_SUPPORTED),
-	SIM_RESULT_NAME(CUPTI_ERROR_CUDA_COMPILER_NOT_COMPATIBLE),
-	SIM_RESULT_NAME(CUPTI_ERROR_INSUFFICIENT_PRIVILEGES),
-	SIM_RESULT_NAME(CUPTI_ERROR_LEGACY_PROFILER_NOT_SUPPORTED),
-	SIM_RESULT_NAME(CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED),
-	SIM_RESULT_NAME(CUPTI_ERROR_VIRTUALIZED_DEVICE_INSUFFICIENT_PRIVILEGES),
-	SIM_RESULT_NAME(CUPTI_ERROR_CONFIDENTIAL_COMPUTING_NOT_SUPPORTED),
-	SIM_RESULT_NAME(CUPTI_ERROR_CMP_DEVICE_NOT_SUPPORTED),
-	SIM_RESULT_NAME(CUPTI_ERROR_MIG_DEVICE_NOT_SUPPORTED),
-	SIM_RESULT_NAME(CUPTI_ERROR_SLI_DEVICE_NOT_SUPPORTED),
-	SIM_RESULT_NAME(CUPTI_ERROR_WSL_DEVICE_NOT_SUPPORTED),
-	SIM_RESULT_NAME(CUPTI_ERROR_INVALID_CHIP_NAME),
+    SIM_RESULT_NAME(CUPTI_SUCCESS),
+    SIM_RESULT_NAME(CUPTI_ERROR_INVALID_PARAMETER),
+    SIM_RESULT_NAME(CUPTI_ERROR_INVALID_DEVICE),
+    SIM_RESULT_NAME(CUPTI_ERROR_INVALID_CONTEXT),
+    SIM_RESULT_NAME(CUPTI_ERROR_INVALID_EVENT_DOMAIN_ID),
+    SIM_RESULT_NAME(CUPTI_ERROR_INVALID_EVENT_ID),
+    SIM_RESULT_NAME(CUPTI_ERROR_INVALID_EVENT_NAME),
+    SIM_RESULT_NAME(CUPTI_ERROR_INVALID_OPERATION),
+    SIM_RESULT_NAME(CUPTI_ERROR_OUT_OF_MEMORY),
+    SIM_RESULT_NAME(CUPTI_ERROR_HARDWARE),
+    SIM_RESULT_NAME(CUPTI_ERROR_PARAMETER_SIZE_NOT_SUFFICIENT),
+    SIM_RESULT_NAME(CUPTI_ERROR_API_NOT_IMPLEMENTED),
+    SIM_RESULT_NAME(CUPTI_ERROR_MAX_LIMIT_REACHED),
+    SIM_RESULT_NAME(CUPTI_ERROR_NOT_READY),
+    SIM_RESULT_NAME(CUPTI_ERROR_NOT_COMPATIBLE),
+    SIM_RESULT_NAME(CUPTI_ERROR_NOT_INITIALIZED),
+    SIM_RESULT_NAME(CUPTI_ERROR_INVALID_METRIC_ID),
+    SIM_RESULT_NAME(CUPTI_ERROR_INVALID_METRIC_NAME),
+    SIM_RESULT_NAME(CUPTI_ERROR_QUEUE_EMPTY),
+    SIM_RESULT_NAME(CUPTI_ERROR_INVALID_HANDLE),
+    SIM_RESULT_NAME(CUPTI_ERROR_INVALID_STREAM),
+    SIM_RESULT_NAME(CUPTI_ERROR_INVALID_KIND),
+    SIM_RESULT_NAME(CUPTI_ERROR_INVALID_EVENT_VALUE),
+    SIM_RESULT_NAME(CUPTI_ERROR_DISABLED),
+    SIM_RESULT_NAME(CUPTI_ERROR_INVALID_MODULE),
+    SIM_RESULT_NAME(CUPTI_ERROR_INVALID_METRIC_VALUE),
+    SIM_RESULT_NAME(CUPTI_ERROR_HARDWARE_BUSY),
+    SIM_RESULT_NAME(CUPTI_ERROR_NOT_SUPPORTED),
+    SIM_RESULT_NAME(CUPTI_ERROR_UM_PROFILING_NOT_SUPPORTED),
+    SIM_RESULT_NAME(CUPTI_ERROR_UM_PROFILING_NOT_SUPPORTED_ON_DEVICE),
+    SIM_RESULT_NAME(CUPTI_ERROR_UM_PROFILING_NOT_SUPPORTED_ON_NON_P2P_DEVICES),
+    SIM_RESULT_NAME(CUPTI_ERROR_UM_PROFILING_NOT_SUPPORTED_WITH_MPS),
+    SIM_RESULT_NAME(CUPTI_ERROR_CDP_TRACING_NOT_SUPPORTED),
+    SIM_RESULT_NAME(CUPTI_ERROR_VIRTUALIZED_DEVICE_NOT_SUPPORTED),
+    SIM_RESULT_NAME(CUPTI_ERROR_CUDA_COMPILER_NOT_COMPATIBLE),
+    SIM_RESULT_NAME(CUPTI_ERROR_INSUFFICIENT_PRIVILEGES),
+    SIM_RESULT_NAME(CUPTI_ERROR_LEGACY_PROFILER_NOT_SUPPORTED),
+    SIM_RESULT_NAME(CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED),
+    SIM_RESULT_NAME(CUPTI_ERROR_VIRTUALIZED_DEVICE_INSUFFICIENT_PRIVILEGES),
+    SIM_RESULT_NAME(CUPTI_ERROR_CONFIDENTIAL_COMPUTING_NOT_SUPPORTED),
+    SIM_RESULT_NAME(CUPTI_ERROR_CMP_DEVICE_NOT_SUPPORTED),
+    SIM_RESULT_NAME(CUPTI_ERROR_MIG_DEVICE_NOT_SUPPORTED),
+    SIM_RESULT_NAME(CUPTI_ERROR_SLI_DEVICE_NOT_SUPPORTED),
+    SIM_RESULT_NAME(CUPTI_ERROR_WSL_DEVICE_NOT_SUPPORTED),
+    SIM_RESULT_NAME(CUPTI_ERROR_INVALID_CHIP_NAME),
 };
 
 CUptiResult CUPTIAPI

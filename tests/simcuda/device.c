@@ -45,11 +45,11 @@
 /* Kinds of blocks in a device heap; pool sub-allocations live in the chunk heaps. */
 enum sim_kind {
 	SIM_KIND_DEVICE = 1, /* cuMemAlloc */
-	SIM_KIND_PITCH,      /* cuMemAllocPitch */
+	SIM_KIND_PITCH,	     /* cuMemAllocPitch */
 	SIM_KIND_MANAGED,    /* cuMemAllocManaged */
 	SIM_KIND_POOL_CHUNK, /* a pool's reservation; owner is the struct sim_pool_chunk */
 	SIM_KIND_POOL_BLOCK, /* inside a chunk heap: cuMemAllocAsync, cuMemAllocFromPoolAsync */
-	SIM_KIND_PHYS,       /* held by the driver: VMM physical memory, the graph pool */
+	SIM_KIND_PHYS,	     /* held by the driver: VMM physical memory, the graph pool */
 };
 
 struct sim_pool;
@@ -73,11 +73,11 @@ struct sim_pool {
 	size_t n_chunks;
 	size_t chunks_cap;
 	size_t reserved; /* bytes of device heap held by the chunks */
-	size_t used;     /* bytes handed out from the chunks (rounded) */
+	size_t used;	 /* bytes handed out from the chunks (rounded) */
 	size_t reserved_high;
 	size_t used_high;
 	uint64_t release_threshold; /* stored for the attribute; trimming is explicit */
-	struct sim_pool *next;      /* the device's list of pools */
+	struct sim_pool *next;	    /* the device's list of pools */
 };
 
 struct sim_device {
@@ -89,7 +89,7 @@ struct sim_device {
 	struct sim_heap heap;
 	struct sim_pool *default_pool;
 	struct sim_pool *pools; /* every pool of the device, the default one included */
-	atomic_uint retains;    /* cuDevicePrimaryCtxRetain minus Release */
+	atomic_uint retains;	/* cuDevicePrimaryCtxRetain minus Release */
 };
 
 struct sim_stream {
@@ -101,7 +101,7 @@ struct sim_stream {
 
 static struct {
 	pthread_once_t once;
-	atomic_int inited;      /* sim_init has run */
+	atomic_int inited;	/* sim_init has run */
 	cudaError_t init_error; /* returned by every device call when initialisation failed */
 	int n_devices;
 	size_t mem_bytes;
@@ -112,8 +112,8 @@ static struct {
 	pthread_mutex_t stream_lock;
 	struct sim_stream *streams;
 } sim = {
-	.once = PTHREAD_ONCE_INIT,
-	.stream_lock = PTHREAD_MUTEX_INITIALIZER,
+    .once = PTHREAD_ONCE_INIT,
+    .stream_lock = PTHREAD_MUTEX_INITIALIZER,
 };
 
 /* Per thread, as in CUDA: the current device. */
@@ -197,8 +197,8 @@ sim_read_env(void)
 		if (sim_parse_uint(s, SIM_MAX_DEVICES, &v) == 0)
 			sim.n_devices = (int)v;
 		else
-			sim_warn("ignoring SIMCUDA_DEVICES='%s': not an integer in 0..%d; using 1", s,
-				 SIM_MAX_DEVICES);
+			sim_warn("ignoring SIMCUDA_DEVICES='%s': not an integer in 0..%d; using 1",
+				 s, SIM_MAX_DEVICES);
 	}
 
 	sim.mem_bytes = SIM_DEFAULT_MEM_BYTES;
@@ -209,9 +209,10 @@ sim_read_env(void)
 		if (sim_parse_size(s, &bytes) == 0 && bytes >= SIM_HEAP_ALIGN)
 			sim.mem_bytes = bytes & ~(SIM_HEAP_ALIGN - 1);
 		else
-			sim_warn("ignoring SIMCUDA_MEM_BYTES='%s': not a size of at least 512 bytes "
-				 "(e.g. 1073741824, 512M, 80G); using 1G",
-				 s);
+			sim_warn(
+			    "ignoring SIMCUDA_MEM_BYTES='%s': not a size of at least 512 bytes "
+			    "(e.g. 1073741824, 512M, 80G); using 1G",
+			    s);
 	}
 
 	sim.delay_ns = 0;
@@ -220,9 +221,10 @@ sim_read_env(void)
 		if (sim_parse_uint(s, 10ull * 1000 * 1000 * 1000, &v) == 0)
 			sim.delay_ns = v;
 		else
-			sim_warn("ignoring SIMCUDA_ALLOC_DELAY_NS='%s': not an integer of at most 1e10; "
-				 "using 0",
-				 s);
+			sim_warn(
+			    "ignoring SIMCUDA_ALLOC_DELAY_NS='%s': not an integer of at most 1e10; "
+			    "using 0",
+			    s);
 	}
 
 	s = getenv("SIMCUDA_VERBOSE");
@@ -260,11 +262,11 @@ sim_device_init(struct sim_device *dev, int ordinal)
 			MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	dev->touchable = dev->map != MAP_FAILED;
 	if (dev->map == MAP_FAILED) {
-		dev->map = mmap(NULL, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-				-1, 0);
+		dev->map =
+		    mmap(NULL, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 		if (dev->map == MAP_FAILED) {
-			sim_warn("device %d: cannot reserve %zu bytes of address space: %s", ordinal,
-				 len, strerror(errno));
+			sim_warn("device %d: cannot reserve %zu bytes of address space: %s",
+				 ordinal, len, strerror(errno));
 			return -ENOMEM;
 		}
 		sim_warn("device %d: %zu bytes mapped without access; cudaMemset/cudaMemcpy on "
@@ -300,7 +302,8 @@ sim_init(void)
 		}
 	}
 	for (i = 0; sim.verbose && sim.init_error == cudaSuccess && i < sim.n_devices; i++)
-		sim_warn("test double of " SIMCUDA_CUDART_SONAME " (no GPU): device %d: %zu bytes at "
+		sim_warn("test double of " SIMCUDA_CUDART_SONAME
+			 " (no GPU): device %d: %zu bytes at "
 			 "0x%" PRIxPTR "-0x%" PRIxPTR ", alloc delay %" PRIu64 " ns",
 			 i, sim.mem_bytes, sim.devices[i].heap.base,
 			 sim.devices[i].heap.base + sim.devices[i].heap.capacity, sim.delay_ns);
@@ -551,7 +554,8 @@ sim_pool_alloc(struct sim_device *dev, struct sim_pool *pool, size_t size, uintp
 	size_t i;
 
 	for (i = 0; i < pool->n_chunks; i++) {
-		if (sim_heap_alloc(&pool->chunks[i]->heap, size, SIM_KIND_POOL_BLOCK, NULL, addr) == 0)
+		if (sim_heap_alloc(&pool->chunks[i]->heap, size, SIM_KIND_POOL_BLOCK, NULL, addr) ==
+		    0)
 			goto found;
 	}
 	if (size > SIZE_MAX - SIM_GRANULARITY ||
@@ -824,7 +828,10 @@ sim_do_cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
 
 /* The pitch is the width rounded up to the heap granularity (512 B). */
 CUresult
-sim_do_cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t WidthInBytes, size_t Height,
+sim_do_cuMemAllocPitch_v2(CUdeviceptr *dptr,
+			  size_t *pPitch,
+			  size_t WidthInBytes,
+			  size_t Height,
 			  unsigned int ElementSizeBytes)
 {
 	size_t pitch = sim_heap_round(WidthInBytes);
@@ -1016,14 +1023,18 @@ sim_do_cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUstream hStream
 }
 
 CUresult
-sim_do_cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
+sim_do_cuMemAllocFromPoolAsync(CUdeviceptr *dptr,
+			       size_t bytesize,
+			       CUmemoryPool pool,
 			       CUstream hStream)
 {
 	return pool ? sim_malloc_async(dptr, bytesize, pool, hStream) : CUDA_ERROR_INVALID_VALUE;
 }
 
 CUresult
-sim_do_cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
+sim_do_cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr,
+				    size_t bytesize,
+				    CUmemoryPool pool,
 				    CUstream hStream)
 {
 	return pool ? sim_malloc_async(dptr, bytesize, pool, hStream) : CUDA_ERROR_INVALID_VALUE;
@@ -1166,8 +1177,7 @@ sim_pool_get(const struct sim_pool *pool, CUmemPool_attribute attr, void *value)
 	case CU_MEMPOOL_ATTR_USED_MEM_HIGH:
 		*(cuuint64_t *)value = pool->used_high;
 		return CUDA_SUCCESS;
-	default:
-		return CUDA_ERROR_INVALID_VALUE;
+	default: return CUDA_ERROR_INVALID_VALUE;
 	}
 }
 
@@ -1194,8 +1204,7 @@ sim_pool_set(struct sim_pool *pool, CUmemPool_attribute attr, const void *value)
 		else
 			pool->used_high = pool->used;
 		return CUDA_SUCCESS;
-	default:
-		return CUDA_ERROR_INVALID_VALUE;
+	default: return CUDA_ERROR_INVALID_VALUE;
 	}
 }
 
@@ -1285,8 +1294,8 @@ sim_memset(void *ptr, int value, size_t count, cudaStream_t stream)
 
 /* Which sides of a copy are device memory; -1 for a kind that is no direction. */
 static int
-sim_copy_sides(const void *dst, const void *src, enum cudaMemcpyKind kind, int *dst_dev,
-	       int *src_dev)
+sim_copy_sides(
+    const void *dst, const void *src, enum cudaMemcpyKind kind, int *dst_dev, int *src_dev)
 {
 	*dst_dev = kind == cudaMemcpyHostToDevice || kind == cudaMemcpyDeviceToDevice;
 	*src_dev = kind == cudaMemcpyDeviceToHost || kind == cudaMemcpyDeviceToDevice;
@@ -1299,8 +1308,7 @@ sim_copy_sides(const void *dst, const void *src, enum cudaMemcpyKind kind, int *
 }
 
 cudaError_t
-sim_memcpy(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind,
-	   cudaStream_t stream)
+sim_memcpy(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind, cudaStream_t stream)
 {
 	int device, dst_dev, src_dev;
 	cudaError_t err = sim_ready();

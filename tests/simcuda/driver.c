@@ -15,14 +15,14 @@
 
 #define SIM_ARGS(...) __VA_ARGS__
 
-#define SIM_DRIVER_SHELL(name, params, args)                                           \
-	CUresult simcuda_##name params                                                 \
-	{                                                                              \
-		name##_params params_ = {SIM_ARGS args};                               \
-		struct sim_api api_;                                                   \
-                                                                                       \
-		sim_drv_enter(&api_, CUPTI_DRIVER_TRACE_CBID_##name, #name, &params_); \
-		return sim_drv_exit(&api_, sim_do_##name args);                        \
+#define SIM_DRIVER_SHELL(name, params, args)                                                       \
+	CUresult simcuda_##name params                                                             \
+	{                                                                                          \
+		name##_params params_ = {SIM_ARGS args};                                           \
+		struct sim_api api_;                                                               \
+                                                                                                   \
+		sim_drv_enter(&api_, CUPTI_DRIVER_TRACE_CBID_##name, #name, &params_);             \
+		return sim_drv_exit(&api_, sim_do_##name args);                                    \
 	}
 
 SIMCUDA_DRIVER_APIS(SIM_DRIVER_SHELL)

@@ -37,9 +37,9 @@ struct sim_graph_alloc {
 };
 
 struct sim_graph_node {
-	CUgraphNodeType type; /* CU_GRAPH_NODE_TYPE_MEM_ALLOC or _MEM_FREE */
+	CUgraphNodeType type;		   /* CU_GRAPH_NODE_TYPE_MEM_ALLOC or _MEM_FREE */
 	CUDA_MEM_ALLOC_NODE_PARAMS params; /* an alloc node's parameters, dptr filled in */
-	struct sim_graph_alloc *alloc;     /* what it allocates or frees */
+	struct sim_graph_alloc *alloc;	   /* what it allocates or frees */
 	struct sim_graph_node *next;
 };
 
@@ -84,7 +84,7 @@ static struct {
 	struct sim_graph_alloc *allocs;
 	struct sim_graph_pool pools[SIM_MAX_DEVICES];
 } graphs = {
-	.lock = PTHREAD_MUTEX_INITIALIZER,
+    .lock = PTHREAD_MUTEX_INITIALIZER,
 };
 
 // --- lookups (graphs.lock held) -----------------------------------------------------------
@@ -303,8 +303,10 @@ sim_check_node_args(CUgraphNode *node, const CUgraphNode *deps, size_t n_deps)
 }
 
 CUresult
-sim_do_cuGraphAddMemAllocNode(CUgraphNode *phGraphNode, CUgraph hGraph,
-			      const CUgraphNode *dependencies, size_t numDependencies,
+sim_do_cuGraphAddMemAllocNode(CUgraphNode *phGraphNode,
+			      CUgraph hGraph,
+			      const CUgraphNode *dependencies,
+			      size_t numDependencies,
 			      CUDA_MEM_ALLOC_NODE_PARAMS *nodeParams)
 {
 	CUresult rc = sim_check_node_args(phGraphNode, dependencies, numDependencies);
@@ -322,8 +324,10 @@ sim_do_cuGraphAddMemAllocNode(CUgraphNode *phGraphNode, CUgraph hGraph,
 }
 
 CUresult
-sim_do_cuGraphAddMemFreeNode(CUgraphNode *phGraphNode, CUgraph hGraph,
-			     const CUgraphNode *dependencies, size_t numDependencies,
+sim_do_cuGraphAddMemFreeNode(CUgraphNode *phGraphNode,
+			     CUgraph hGraph,
+			     const CUgraphNode *dependencies,
+			     size_t numDependencies,
 			     CUdeviceptr dptr)
 {
 	CUresult rc = sim_check_node_args(phGraphNode, dependencies, numDependencies);
@@ -335,7 +339,9 @@ sim_do_cuGraphAddMemFreeNode(CUgraphNode *phGraphNode, CUgraph hGraph,
 
 /* Look a node up and copy what the caller asks for; graphs.lock taken here. */
 static CUresult
-sim_node_query(CUgraphNode handle, CUgraphNodeType *type, CUDA_MEM_ALLOC_NODE_PARAMS *alloc,
+sim_node_query(CUgraphNode handle,
+	       CUgraphNodeType *type,
+	       CUDA_MEM_ALLOC_NODE_PARAMS *alloc,
 	       CUdeviceptr *freed)
 {
 	struct sim_graph_node *n;
@@ -530,7 +536,8 @@ sim_exec_new(struct sim_graph *g, struct sim_graph_exec **out)
 }
 
 CUresult
-sim_do_cuGraphInstantiateWithFlags(CUgraphExec *phGraphExec, CUgraph hGraph,
+sim_do_cuGraphInstantiateWithFlags(CUgraphExec *phGraphExec,
+				   CUgraph hGraph,
 				   unsigned long long flags)
 {
 	struct sim_graph_exec *e = NULL;
@@ -787,21 +794,11 @@ sim_do_cuDeviceGetGraphMemAttribute(CUdevice device, CUgraphMem_attribute attr, 
 	p = &graphs.pools[device];
 	pthread_mutex_lock(&graphs.lock);
 	switch (attr) {
-	case CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT:
-		*(cuuint64_t *)value = p->used;
-		break;
-	case CU_GRAPH_MEM_ATTR_USED_MEM_HIGH:
-		*(cuuint64_t *)value = p->used_high;
-		break;
-	case CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT:
-		*(cuuint64_t *)value = p->reserved;
-		break;
-	case CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH:
-		*(cuuint64_t *)value = p->reserved_high;
-		break;
-	default:
-		rc = CUDA_ERROR_INVALID_VALUE;
-		break;
+	case CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT: *(cuuint64_t *)value = p->used; break;
+	case CU_GRAPH_MEM_ATTR_USED_MEM_HIGH: *(cuuint64_t *)value = p->used_high; break;
+	case CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT: *(cuuint64_t *)value = p->reserved; break;
+	case CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH: *(cuuint64_t *)value = p->reserved_high; break;
+	default: rc = CUDA_ERROR_INVALID_VALUE; break;
 	}
 	pthread_mutex_unlock(&graphs.lock);
 	return rc;

@@ -121,7 +121,8 @@ sim_heap_alloc(struct sim_heap *heap, size_t size, unsigned kind, void *owner, u
 		return -ENOMEM;
 
 	/* Grow the block table before touching the free list, so a failure leaves no trace. */
-	if (grow((void **)&heap->blocks, &heap->blocks_cap, heap->n_blocks, sizeof(*heap->blocks)) < 0)
+	if (grow((void **)&heap->blocks, &heap->blocks_cap, heap->n_blocks, sizeof(*heap->blocks)) <
+	    0)
 		return -ENOMEM;
 
 	ext = &heap->free_list[i];
@@ -247,7 +248,8 @@ sim_heap_check(const struct sim_heap *heap)
 	for (i = 0; i < heap->n_free; i++) {
 		const struct sim_extent *e = &heap->free_list[i];
 
-		if (e->size == 0 || (e->addr & (SIM_HEAP_ALIGN - 1)) || (e->size & (SIM_HEAP_ALIGN - 1)))
+		if (e->size == 0 || (e->addr & (SIM_HEAP_ALIGN - 1)) ||
+		    (e->size & (SIM_HEAP_ALIGN - 1)))
 			return 1;
 		if (i > 0 && heap->free_list[i - 1].addr + heap->free_list[i - 1].size >= e->addr)
 			return 2; /* unsorted, overlapping, or touching (not coalesced) */
@@ -256,7 +258,8 @@ sim_heap_check(const struct sim_heap *heap)
 	for (i = 0; i < heap->n_blocks; i++) {
 		const struct sim_block *b = &heap->blocks[i];
 
-		if (b->size == 0 || (b->addr & (SIM_HEAP_ALIGN - 1)) || (b->size & (SIM_HEAP_ALIGN - 1)))
+		if (b->size == 0 || (b->addr & (SIM_HEAP_ALIGN - 1)) ||
+		    (b->size & (SIM_HEAP_ALIGN - 1)))
 			return 3;
 		if (i > 0 && heap->blocks[i - 1].addr + heap->blocks[i - 1].size > b->addr)
 			return 4;

@@ -89,8 +89,8 @@ sim_host_reset(int device)
 static CUresult
 sim_host_alloc(void **pp, size_t size, unsigned int flags)
 {
-	const unsigned int known = CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP |
-				   CU_MEMHOSTALLOC_WRITECOMBINED;
+	const unsigned int known =
+	    CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_WRITECOMBINED;
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
 	size_t len;
 	void *p;

@@ -14,11 +14,11 @@
 #include "simcuda-driver.h"
 
 /* Declared again before each definition: the compiler checks it against cuda.h. */
-#define SIM_EXPORT(name, params, args)                                                 \
-	CUresult CUDAAPI name params;                                                  \
-	CUresult CUDAAPI name params                                                   \
-	{                                                                              \
-		return simcuda_##name args;                                            \
+#define SIM_EXPORT(name, params, args)                                                             \
+	CUresult CUDAAPI name params;                                                              \
+	CUresult CUDAAPI name params                                                               \
+	{                                                                                          \
+		return simcuda_##name args;                                                        \
 	}
 
 SIMCUDA_DRIVER_APIS(SIM_EXPORT)

@@ -56,22 +56,22 @@ sim_result(cudaError_t err)
  * The body of a cuda* call: RUNTIME ENTER with the call's parameter struct, the call, RUNTIME
  * EXIT with its result (which becomes the thread's last error first).
  */
-#define SIM_RT(api, ver, call, ...)                                                          \
-	do {                                                                                 \
-		api##_##ver##_params p_ = {__VA_ARGS__};                                     \
-		struct sim_api a_;                                                           \
-                                                                                             \
-		sim_rt_enter(&a_, CUPTI_RUNTIME_TRACE_CBID_##api##_##ver, #api, &p_);       \
-		return sim_rt_exit(&a_, sim_result(call));                                   \
+#define SIM_RT(api, ver, call, ...)                                                                \
+	do {                                                                                       \
+		api##_##ver##_params p_ = {__VA_ARGS__};                                           \
+		struct sim_api a_;                                                                 \
+                                                                                                   \
+		sim_rt_enter(&a_, CUPTI_RUNTIME_TRACE_CBID_##api##_##ver, #api, &p_);              \
+		return sim_rt_exit(&a_, sim_result(call));                                         \
 	} while (0)
 
 /* The same for a call without parameters: functionParams is NULL. */
-#define SIM_RT0(api, ver, call)                                                              \
-	do {                                                                                 \
-		struct sim_api a_;                                                           \
-                                                                                             \
-		sim_rt_enter(&a_, CUPTI_RUNTIME_TRACE_CBID_##api##_##ver, #api, NULL);      \
-		return sim_rt_exit(&a_, sim_result(call));                                   \
+#define SIM_RT0(api, ver, call)                                                                    \
+	do {                                                                                       \
+		struct sim_api a_;                                                                 \
+                                                                                                   \
+		sim_rt_enter(&a_, CUPTI_RUNTIME_TRACE_CBID_##api##_##ver, #api, NULL);             \
+		return sim_rt_exit(&a_, sim_result(call));                                         \
 	} while (0)
 
 /* The runtime's code for a driver result. For every code the simulated driver returns the
@@ -87,7 +87,7 @@ _Static_assert((int)CUDA_ERROR_ILLEGAL_STATE == (int)cudaErrorIllegalState, "cod
 _Static_assert((int)CUDA_ERROR_NOT_FOUND == (int)cudaErrorSymbolNotFound, "codes");
 _Static_assert((int)CUDA_ERROR_NOT_SUPPORTED == (int)cudaErrorNotSupported, "codes");
 _Static_assert((int)CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED ==
-		       (int)cudaErrorHostMemoryAlreadyRegistered,
+		   (int)cudaErrorHostMemoryAlreadyRegistered,
 	       "codes");
 _Static_assert((int)CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED == (int)cudaErrorHostMemoryNotRegistered,
 	       "codes");
@@ -195,8 +195,8 @@ sim_free(void *devPtr)
 static cudaError_t
 sim_host_alloc(void **pHost, size_t size, unsigned int flags, int with_flags)
 {
-	const unsigned int known = cudaHostAllocPortable | cudaHostAllocMapped |
-				   cudaHostAllocWriteCombined;
+	const unsigned int known =
+	    cudaHostAllocPortable | cudaHostAllocMapped | cudaHostAllocWriteCombined;
 	cudaError_t err = sim_ready();
 
 	if (err != cudaSuccess)
@@ -249,25 +249,21 @@ enum sim_async_call {
 };
 
 static CUresult
-sim_async_driver(enum sim_async_call call, CUdeviceptr *d, size_t size, cudaMemPool_t pool,
-		 cudaStream_t stream)
+sim_async_driver(
+    enum sim_async_call call, CUdeviceptr *d, size_t size, cudaMemPool_t pool, cudaStream_t stream)
 {
 	switch (call) {
-	case SIM_ASYNC:
-		return simcuda_cuMemAllocAsync(d, size, stream);
-	case SIM_ASYNC_PTSZ:
-		return simcuda_cuMemAllocAsync_ptsz(d, size, stream);
-	case SIM_FROM_POOL:
-		return simcuda_cuMemAllocFromPoolAsync(d, size, pool, stream);
-	default:
-		return simcuda_cuMemAllocFromPoolAsync_ptsz(d, size, pool, stream);
+	case SIM_ASYNC: return simcuda_cuMemAllocAsync(d, size, stream);
+	case SIM_ASYNC_PTSZ: return simcuda_cuMemAllocAsync_ptsz(d, size, stream);
+	case SIM_FROM_POOL: return simcuda_cuMemAllocFromPoolAsync(d, size, pool, stream);
+	default: return simcuda_cuMemAllocFromPoolAsync_ptsz(d, size, pool, stream);
 	}
 }
 
 /* cudaMallocAsync and cudaMallocFromPoolAsync, plain or _ptsz. */
 static cudaError_t
-sim_malloc_async(void **out, size_t size, cudaMemPool_t pool, cudaStream_t stream,
-		 enum sim_async_call call)
+sim_malloc_async(
+    void **out, size_t size, cudaMemPool_t pool, cudaStream_t stream, enum sim_async_call call)
 {
 	CUdeviceptr d = 0;
 	CUresult rc;
@@ -444,8 +440,8 @@ cudaMemsetAsync(void *devPtr, int value, size_t count, cudaStream_t stream)
 cudaError_t CUDARTAPI
 cudaMemsetAsync_ptsz(void *devPtr, int value, size_t count, cudaStream_t stream)
 {
-	SIM_RT(cudaMemsetAsync_ptsz, v7000, sim_memset(devPtr, value, count, stream), devPtr,
-	       value, count, stream);
+	SIM_RT(cudaMemsetAsync_ptsz, v7000, sim_memset(devPtr, value, count, stream), devPtr, value,
+	       count, stream);
 }
 
 cudaError_t CUDARTAPI
@@ -462,16 +458,16 @@ cudaMemcpy_ptds(void *dst, const void *src, size_t count, enum cudaMemcpyKind ki
 }
 
 cudaError_t CUDARTAPI
-cudaMemcpyAsync(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind,
-		cudaStream_t stream)
+cudaMemcpyAsync(
+    void *dst, const void *src, size_t count, enum cudaMemcpyKind kind, cudaStream_t stream)
 {
 	SIM_RT(cudaMemcpyAsync, v3020, sim_memcpy(dst, src, count, kind, stream), dst, src, count,
 	       kind, stream);
 }
 
 cudaError_t CUDARTAPI
-cudaMemcpyAsync_ptsz(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind,
-		     cudaStream_t stream)
+cudaMemcpyAsync_ptsz(
+    void *dst, const void *src, size_t count, enum cudaMemcpyKind kind, cudaStream_t stream)
 {
 	SIM_RT(cudaMemcpyAsync_ptsz, v7000, sim_memcpy(dst, src, count, kind, stream), dst, src,
 	       count, kind, stream);
@@ -497,8 +493,8 @@ sim_pool_create(cudaMemPool_t *memPool, const struct cudaMemPoolProps *props)
 	if (err != cudaSuccess)
 		return err;
 	/* struct cudaMemPoolProps is CUmemPoolProps field for field. */
-	return sim_rt_error(simcuda_cuMemPoolCreate((CUmemoryPool *)memPool,
-						    (const CUmemPoolProps *)props));
+	return sim_rt_error(
+	    simcuda_cuMemPoolCreate((CUmemoryPool *)memPool, (const CUmemPoolProps *)props));
 }
 
 static cudaError_t
@@ -530,7 +526,7 @@ sim_pool_attr(cudaMemPool_t pool, enum cudaMemPoolAttr attr, void *value, int se
 		return err;
 	if (set)
 		return sim_rt_error(
-			simcuda_cuMemPoolSetAttribute(pool, (CUmemPool_attribute)attr, value));
+		    simcuda_cuMemPoolSetAttribute(pool, (CUmemPool_attribute)attr, value));
 	return sim_rt_error(simcuda_cuMemPoolGetAttribute(pool, (CUmemPool_attribute)attr, value));
 }
 
@@ -737,8 +733,11 @@ sim_graph_destroy(cudaGraph_t graph)
 
 /* struct cudaMemAllocNodeParams is CUDA_MEM_ALLOC_NODE_PARAMS field for field. */
 static cudaError_t
-sim_graph_add_alloc(cudaGraphNode_t *node, cudaGraph_t graph, const cudaGraphNode_t *deps,
-		    size_t n_deps, struct cudaMemAllocNodeParams *params)
+sim_graph_add_alloc(cudaGraphNode_t *node,
+		    cudaGraph_t graph,
+		    const cudaGraphNode_t *deps,
+		    size_t n_deps,
+		    struct cudaMemAllocNodeParams *params)
 {
 	cudaError_t err = sim_ready();
 
@@ -749,15 +748,18 @@ sim_graph_add_alloc(cudaGraphNode_t *node, cudaGraph_t graph, const cudaGraphNod
 }
 
 static cudaError_t
-sim_graph_add_free(cudaGraphNode_t *node, cudaGraph_t graph, const cudaGraphNode_t *deps,
-		   size_t n_deps, void *dptr)
+sim_graph_add_free(cudaGraphNode_t *node,
+		   cudaGraph_t graph,
+		   const cudaGraphNode_t *deps,
+		   size_t n_deps,
+		   void *dptr)
 {
 	cudaError_t err = sim_ready();
 
 	if (err != cudaSuccess)
 		return err;
 	return sim_rt_error(
-		simcuda_cuGraphAddMemFreeNode(node, graph, deps, n_deps, (CUdeviceptr)dptr));
+	    simcuda_cuGraphAddMemFreeNode(node, graph, deps, n_deps, (CUdeviceptr)dptr));
 }
 
 static cudaError_t
@@ -828,7 +830,7 @@ sim_graph_mem_attr(int device, enum cudaGraphMemAttributeType attr, void *value)
 	if (err != cudaSuccess)
 		return err;
 	return sim_rt_error(
-		simcuda_cuDeviceGetGraphMemAttribute(device, (CUgraphMem_attribute)attr, value));
+	    simcuda_cuDeviceGetGraphMemAttribute(device, (CUgraphMem_attribute)attr, value));
 }
 
 cudaError_t CUDARTAPI
@@ -844,8 +846,10 @@ cudaGraphDestroy(cudaGraph_t graph)
 }
 
 cudaError_t CUDARTAPI
-cudaGraphAddMemAllocNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph,
-			 const cudaGraphNode_t *pDependencies, size_t numDependencies,
+cudaGraphAddMemAllocNode(cudaGraphNode_t *pGraphNode,
+			 cudaGraph_t graph,
+			 const cudaGraphNode_t *pDependencies,
+			 size_t numDependencies,
 			 struct cudaMemAllocNodeParams *nodeParams)
 {
 	SIM_RT(cudaGraphAddMemAllocNode, v11040,
@@ -854,8 +858,11 @@ cudaGraphAddMemAllocNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph,
 }
 
 cudaError_t CUDARTAPI
-cudaGraphAddMemFreeNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph,
-			const cudaGraphNode_t *pDependencies, size_t numDependencies, void *dptr)
+cudaGraphAddMemFreeNode(cudaGraphNode_t *pGraphNode,
+			cudaGraph_t graph,
+			const cudaGraphNode_t *pDependencies,
+			size_t numDependencies,
+			void *dptr)
 {
 	SIM_RT(cudaGraphAddMemFreeNode, v11040,
 	       sim_graph_add_free(pGraphNode, graph, pDependencies, numDependencies, dptr),

@@ -15,10 +15,10 @@
 /* Which CUDA the doubles are: tests/simcuda builds CUDA 13's (these defaults) and, in cu12/ and
  * cu11/, CUDA 12's and 11.8's, with the real libraries' sonames (= their symbol versions). */
 #ifndef SIMCUDA_CUDART_SONAME
-#define SIMCUDA_CUDART_SONAME "libcudart.so.13"
+#	define SIMCUDA_CUDART_SONAME "libcudart.so.13"
 #endif
 #ifndef SIMCUDA_RUNTIME_VERSION
-#define SIMCUDA_RUNTIME_VERSION 13000 /* what cudaRuntimeGetVersion reports */
+#	define SIMCUDA_RUNTIME_VERSION 13000 /* what cudaRuntimeGetVersion reports */
 #endif
 
 #include <cupti_callbacks.h>
@@ -34,20 +34,19 @@ extern "C" {
  * CUpti_ResourceData (RESOURCE), valid for the duration of the call. The sink filters by what
  * the subscriber enabled.
  */
-typedef void (*simcuda_cupti_sink)(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+typedef void (*simcuda_cupti_sink)(CUpti_CallbackDomain domain,
+				   CUpti_CallbackId cbid,
 				   const void *cbdata);
 
 /** Install (or, with NULL, remove) the sink. */
-void
-simcuda_set_cupti_sink(simcuda_cupti_sink sink);
+void simcuda_set_cupti_sink(simcuda_cupti_sink sink);
 
 /**
  * What CUPTI needs to know about a context: its contextUid and device. ctx NULL means the
  * context of the calling thread's current device. Returns 0, or -1 when ctx is not a live
  * context of the simulation (never created, or destroyed by a reset).
  */
-int
-simcuda_context_info(CUcontext ctx, uint32_t *uid, int *device);
+int simcuda_context_info(CUcontext ctx, uint32_t *uid, int *device);
 
 #ifdef __cplusplus
 }

@@ -38,96 +38,78 @@
  * under the plain names through macros, so the library declares them itself. The signatures are
  * those of the plain calls, as in the real runtime.
  */
-extern cudaError_t CUDARTAPI
-cudaMallocAsync_ptsz(void **devPtr, size_t size, cudaStream_t hStream);
-extern cudaError_t CUDARTAPI
-cudaFreeAsync_ptsz(void *devPtr, cudaStream_t hStream);
-extern cudaError_t CUDARTAPI
-cudaMallocFromPoolAsync_ptsz(void **ptr, size_t size, cudaMemPool_t memPool, cudaStream_t stream);
-extern cudaError_t CUDARTAPI
-cudaStreamSynchronize_ptsz(cudaStream_t stream);
-extern cudaError_t CUDARTAPI
-cudaMemcpy_ptds(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind);
-extern cudaError_t CUDARTAPI
-cudaMemset_ptds(void *devPtr, int value, size_t count);
-extern cudaError_t CUDARTAPI
-cudaMemcpyAsync_ptsz(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind,
-		     cudaStream_t stream);
-extern cudaError_t CUDARTAPI
-cudaMemsetAsync_ptsz(void *devPtr, int value, size_t count, cudaStream_t stream);
+extern cudaError_t CUDARTAPI cudaMallocAsync_ptsz(void **devPtr, size_t size, cudaStream_t hStream);
+extern cudaError_t CUDARTAPI cudaFreeAsync_ptsz(void *devPtr, cudaStream_t hStream);
+extern cudaError_t CUDARTAPI cudaMallocFromPoolAsync_ptsz(void **ptr,
+							  size_t size,
+							  cudaMemPool_t memPool,
+							  cudaStream_t stream);
+extern cudaError_t CUDARTAPI cudaStreamSynchronize_ptsz(cudaStream_t stream);
+extern cudaError_t CUDARTAPI cudaMemcpy_ptds(void *dst,
+					     const void *src,
+					     size_t count,
+					     enum cudaMemcpyKind kind);
+extern cudaError_t CUDARTAPI cudaMemset_ptds(void *devPtr, int value, size_t count);
+extern cudaError_t CUDARTAPI cudaMemcpyAsync_ptsz(
+    void *dst, const void *src, size_t count, enum cudaMemcpyKind kind, cudaStream_t stream);
+extern cudaError_t CUDARTAPI cudaMemsetAsync_ptsz(void *devPtr,
+						  int value,
+						  size_t count,
+						  cudaStream_t stream);
 
 // --- errors.c: the real runtime's names and messages, "unrecognized error code" otherwise ---
 
-const char *
-sim_error_name(cudaError_t code);
-const char *
-sim_error_string(cudaError_t code);
+const char *sim_error_name(cudaError_t code);
+const char *sim_error_string(cudaError_t code);
 
 // --- device.c -------------------------------------------------------------------------------
 
 struct sim_graph;
 
 /* One line on stderr, unbuffered, prefixed "simcuda[pid]: ". */
-void
-sim_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void sim_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Initialise on first use (the runtime's way in: plays cuInit) and say whether devices work. */
-cudaError_t
-sim_ready(void);
+cudaError_t sim_ready(void);
 
 /* The driver's check: CUDA_ERROR_NOT_INITIALIZED until cuInit or a runtime call initialised. */
-CUresult
-sim_drv_ready(void);
+CUresult sim_drv_ready(void);
 
-int
-sim_device_count(void);
+int sim_device_count(void);
 
 /* The calling thread's current device (cudaSetDevice, cuCtxSetCurrent). */
-int
-sim_current_ordinal(void);
+int sim_current_ordinal(void);
 
-void
-sim_set_current(int device);
+void sim_set_current(int device);
 
 /* SIMCUDA_ALLOC_DELAY_NS of busy-waiting; call outside locks. */
-void
-sim_delay(void);
+void sim_delay(void);
 
 /* Reserve or release device capacity that is no user pointer (VMM physical memory, the graph
  * pool). Returns 0, or -1 when the device heap has no room. */
-int
-sim_phys_alloc(int device, size_t size, uintptr_t *addr);
-void
-sim_phys_free(int device, uintptr_t addr);
+int sim_phys_alloc(int device, size_t size, uintptr_t *addr);
+void sim_phys_free(int device, uintptr_t addr);
 
 /* A stream's device and the graph it is capturing into (NULL when not capturing). */
-CUresult
-sim_stream_lookup(CUstream stream, int *device, struct sim_graph **capture);
+CUresult sim_stream_lookup(CUstream stream, int *device, struct sim_graph **capture);
 
 /* Start (graph) or end (NULL) a capture: CUDA_ERROR_INVALID_HANDLE for an unknown stream,
  * CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED for 0/legacy/per-thread, CUDA_ERROR_ILLEGAL_STATE when
  * the stream is already (or not) capturing. */
-CUresult
-sim_stream_set_capture(CUstream stream, struct sim_graph *graph);
+CUresult sim_stream_set_capture(CUstream stream, struct sim_graph *graph);
 
 /* Calls with no driver counterpart in the simulation: the runtime does them itself. */
+cudaError_t sim_stream_create(cudaStream_t *out, unsigned int flags);
+cudaError_t sim_stream_destroy(cudaStream_t stream);
+cudaError_t sim_stream_sync(cudaStream_t stream);
+cudaError_t sim_memset(void *ptr, int value, size_t count, cudaStream_t stream);
 cudaError_t
-sim_stream_create(cudaStream_t *out, unsigned int flags);
-cudaError_t
-sim_stream_destroy(cudaStream_t stream);
-cudaError_t
-sim_stream_sync(cudaStream_t stream);
-cudaError_t
-sim_memset(void *ptr, int value, size_t count, cudaStream_t stream);
-cudaError_t
-sim_memcpy(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind,
-	   cudaStream_t stream);
+sim_memcpy(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind, cudaStream_t stream);
 
 // --- host.c ---------------------------------------------------------------------------------
 
 /* Reset of a device: drop the pinned blocks and registered ranges made while it was current. */
-void
-sim_host_reset(int device);
+void sim_host_reset(int device);
 
 // --- callbacks.c ----------------------------------------------------------------------------
 
@@ -145,56 +127,42 @@ struct sim_api {
 	} ret;
 };
 
-void
-sim_rt_enter(struct sim_api *a, CUpti_CallbackId cbid, const char *name, const void *params);
-cudaError_t
-sim_rt_exit(struct sim_api *a, cudaError_t err);
-void
-sim_drv_enter(struct sim_api *a, CUpti_CallbackId cbid, const char *name, const void *params);
-CUresult
-sim_drv_exit(struct sim_api *a, CUresult rc);
+void sim_rt_enter(struct sim_api *a, CUpti_CallbackId cbid, const char *name, const void *params);
+cudaError_t sim_rt_exit(struct sim_api *a, cudaError_t err);
+void sim_drv_enter(struct sim_api *a, CUpti_CallbackId cbid, const char *name, const void *params);
+CUresult sim_drv_exit(struct sim_api *a, CUresult rc);
 
 /* A RESOURCE callback (context, CU_INIT_FINISHED, graph node); never under a lock. */
-void
-sim_emit_resource(CUpti_CallbackId cbid, CUcontext ctx, void *descriptor);
+void sim_emit_resource(CUpti_CallbackId cbid, CUcontext ctx, void *descriptor);
 
 /* After the state is initialised: load libcuda.so.1, run CUDA_INJECTION64_PATH, fire
  * CU_INIT_FINISHED (when ok). Once per process; other threads wait until it is done. */
-void
-sim_start(int ok);
+void sim_start(int ok);
 
 /* The fake CUcontext of a device: the same pointer for the life of the process. */
-CUcontext
-sim_ctx_handle(int device);
+CUcontext sim_ctx_handle(int device);
 
 /* The device of a context handle of ours, or -1. */
-int
-sim_ctx_device(CUcontext ctx);
+int sim_ctx_device(CUcontext ctx);
 
 /* contextUid of the device's context; 0 while it does not exist. */
-uint32_t
-sim_ctx_uid(int device);
+uint32_t sim_ctx_uid(int device);
 
 /* Create the device's context if it does not exist (fires CONTEXT_CREATED). */
-void
-sim_ctx_use(int device);
+void sim_ctx_use(int device);
 
 /* Reset: fire CONTEXT_DESTROY_STARTING (if the context exists), then after the memory is gone
  * sim_ctx_destroyed, which gives the next context of the device a new uid. */
-void
-sim_ctx_destroy_starting(int device);
-void
-sim_ctx_destroyed(int device);
+void sim_ctx_destroy_starting(int device);
+void sim_ctx_destroyed(int device);
 
 // --- vmm.c ----------------------------------------------------------------------------------
 
 /* [p, p + count) lies inside one mapping with read-write access: 0, else -1. */
-int
-sim_vmm_check_range(uintptr_t p, size_t count);
+int sim_vmm_check_range(uintptr_t p, size_t count);
 
 /* The mapping that holds p: 0 and its range, or -1. */
-int
-sim_vmm_address_range(uintptr_t p, uintptr_t *base, size_t *size);
+int sim_vmm_address_range(uintptr_t p, uintptr_t *base, size_t *size);
 
 // --- graph.c --------------------------------------------------------------------------------
 
@@ -202,13 +170,11 @@ sim_vmm_address_range(uintptr_t p, uintptr_t *base, size_t *size);
  * GRAPHNODE_CREATED fires inside. */
 CUresult
 sim_graph_capture_alloc(struct sim_graph *graph, int device, size_t size, CUdeviceptr *dptr);
-CUresult
-sim_graph_capture_free(struct sim_graph *graph, CUdeviceptr dptr);
+CUresult sim_graph_capture_free(struct sim_graph *graph, CUdeviceptr dptr);
 
 /* cuMemFree / cuMemFreeAsync of graph memory outside a graph: 1 when dptr was graph memory
  * (now freed, or *rc says why not), 0 when it is not graph memory at all. */
-int
-sim_graph_free_ptr(CUdeviceptr dptr, CUresult *rc);
+int sim_graph_free_ptr(CUdeviceptr dptr, CUresult *rc);
 
 // --- the driver calls themselves (device.c, vmm.c, graph.c) ---------------------------------
 

@@ -19,24 +19,21 @@ extern "C" {
 #endif
 
 /** Always 1: the runtime in this process is the simulation, not a GPU. */
-int
-simcuda_is_simulated(void);
+int simcuda_is_simulated(void);
 
 /**
  * The address window of a simulated device: every pointer that cudaMalloc, cudaMallocManaged,
  * cudaMallocPitch or a memory pool returns for that device lies in [*base, *base + *capacity).
  * Returns 0, or -1 when device is out of range.
  */
-int
-simcuda_device_range(int device, uintptr_t *base, size_t *capacity);
+int simcuda_device_range(int device, uintptr_t *base, size_t *capacity);
 
 /**
  * Check the allocator invariants of a device heap and of every pool chunk on it (sorted,
  * non-overlapping, coalesced, accounting adds up). Returns 0 when they hold, -1 for a bad
  * device, or a positive code naming the first broken invariant.
  */
-int
-simcuda_check(int device);
+int simcuda_check(int device);
 
 #ifdef __cplusplus
 }

@@ -25,10 +25,8 @@ struct inject_counts {
 static struct inject_counts counts;
 static CUpti_SubscriberHandle subscriber;
 
-const struct inject_counts *
-inject_test_counts(void);
-int
-InitializeInjection(void);
+const struct inject_counts *inject_test_counts(void);
+int InitializeInjection(void);
 
 const struct inject_counts *
 inject_test_counts(void)
@@ -65,8 +63,8 @@ int
 InitializeInjection(void)
 {
 	CUpti_SubscriberParams p = {
-		.structSize = CUpti_SubscriberParams_STRUCT_SIZE,
-		.subscriberName = "inject-test",
+	    .structSize = CUpti_SubscriberParams_STRUCT_SIZE,
+	    .subscriberName = "inject-test",
 	};
 
 	count(&counts.initialize_calls);

@@ -32,25 +32,24 @@
 #define MiB ((size_t)1 << 20)
 #define GiB ((size_t)1 << 30)
 
-#define CHECK(cond)                                                                       \
-	do {                                                                              \
-		if (!(cond)) {                                                            \
-			fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, \
-				#cond);                                                   \
-			exit(1);                                                          \
-		}                                                                         \
+#define CHECK(cond)                                                                                \
+	do {                                                                                       \
+		if (!(cond)) {                                                                     \
+			fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);   \
+			exit(1);                                                                   \
+		}                                                                                  \
 	} while (0)
 
 /* Check a call's cudaError_t, naming both codes on failure. */
-#define CHECK_CUDA(call, want)                                                               \
-	do {                                                                                 \
-		cudaError_t got_ = (call);                                                   \
-		if (got_ != (want)) {                                                        \
-			fprintf(stderr, "%s:%d: %s returned %d (%s), expected %d (%s)\n",   \
-				__FILE__, __LINE__, #call, (int)got_, cudaGetErrorName(got_), \
-				(int)(want), cudaGetErrorName(want));                        \
-			exit(1);                                                             \
-		}                                                                            \
+#define CHECK_CUDA(call, want)                                                                     \
+	do {                                                                                       \
+		cudaError_t got_ = (call);                                                         \
+		if (got_ != (want)) {                                                              \
+			fprintf(stderr, "%s:%d: %s returned %d (%s), expected %d (%s)\n",          \
+				__FILE__, __LINE__, #call, (int)got_, cudaGetErrorName(got_),      \
+				(int)(want), cudaGetErrorName(want));                              \
+			exit(1);                                                                   \
+		}                                                                                  \
 	} while (0)
 
 #define OK(call) CHECK_CUDA(call, cudaSuccess)
@@ -322,11 +321,11 @@ test_invalid_free(void)
 	OK(cudaMallocHost(&h, 64));
 	used = used_bytes();
 
-	CHECK_CUDA(cudaFree(&local), cudaErrorInvalidValue);		/* host stack */
-	CHECK_CUDA(cudaFree((char *)p + 512), cudaErrorInvalidValue);	/* interior */
+	CHECK_CUDA(cudaFree(&local), cudaErrorInvalidValue);	       /* host stack */
+	CHECK_CUDA(cudaFree((char *)p + 512), cudaErrorInvalidValue);  /* interior */
 	CHECK_CUDA(cudaFree((char *)p + 8192), cudaErrorInvalidValue); /* unallocated */
-	CHECK_CUDA(cudaFree(h), cudaErrorInvalidValue);		/* pinned host */
-	CHECK_CUDA(cudaFreeHost(p), cudaErrorInvalidValue);		/* device */
+	CHECK_CUDA(cudaFree(h), cudaErrorInvalidValue);		       /* pinned host */
+	CHECK_CUDA(cudaFreeHost(p), cudaErrorInvalidValue);	       /* device */
 	CHECK_CUDA(cudaFreeHost(&local), cudaErrorInvalidValue);
 	CHECK(used_bytes() == used && simcuda_check(0) == 0);
 	CHECK_CUDA(cudaGetLastError(), cudaErrorInvalidValue);

@@ -35,14 +35,13 @@
 
 #define MiB ((size_t)1 << 20)
 
-#define CHECK(cond)                                                                       \
-	do {                                                                              \
-		if (!(cond)) {                                                            \
-			fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, \
-				#cond);                                                   \
-			dump();                                                           \
-			exit(1);                                                          \
-		}                                                                         \
+#define CHECK(cond)                                                                                \
+	do {                                                                                       \
+		if (!(cond)) {                                                                     \
+			fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);   \
+			dump();                                                                    \
+			exit(1);                                                                   \
+		}                                                                                  \
 	} while (0)
 
 #define OK(call) CHECK((call) == 0)
@@ -60,9 +59,9 @@ struct rec {
 	uint64_t *corr_data;
 	uint64_t corr_value; /* *correlationData at EXIT */
 	CUcontext ctx;
-	uint32_t uid;      /* contextUid, or cuptiGetContextId for a resource callback */
-	int ret;           /* *functionReturnValue at EXIT */
-	uint64_t in, out;  /* the parameter that names the memory; the output at EXIT */
+	uint32_t uid;	  /* contextUid, or cuptiGetContextId for a resource callback */
+	int ret;	  /* *functionReturnValue at EXIT */
+	uint64_t in, out; /* the parameter that names the memory; the output at EXIT */
 	int has_params;
 	pthread_t thread;
 };
@@ -80,8 +79,9 @@ dump(void)
 	int i;
 
 	for (i = 0; i < n_recs; i++)
-		fprintf(stderr, "  [%d] domain %d cbid %u site %d %s corr %u ctx %p uid %u ret %d "
-				"in 0x%llx out 0x%llx\n",
+		fprintf(stderr,
+			"  [%d] domain %d cbid %u site %d %s corr %u ctx %p uid %u ret %d "
+			"in 0x%llx out 0x%llx\n",
 			i, recs[i].domain, recs[i].cbid, recs[i].site,
 			recs[i].name ? recs[i].name : "-", recs[i].corr, (void *)recs[i].ctx,
 			recs[i].uid, recs[i].ret, (unsigned long long)recs[i].in,
@@ -110,8 +110,7 @@ runtime_values(CUpti_CallbackId cbid, const void *p, int exiting, struct rec *r)
 		r->out = exiting ? (uint64_t)(uintptr_t)*q->devPtr : 0;
 		break;
 	}
-	default:
-		break;
+	default: break;
 	}
 }
 
@@ -159,8 +158,7 @@ driver_values(CUpti_CallbackId cbid, const void *p, int exiting, struct rec *r)
 	case CUPTI_DRIVER_TRACE_CBID_cuDevicePrimaryCtxReset_v2:
 		r->in = (uint64_t)((const cuDevicePrimaryCtxReset_v2_params *)p)->dev;
 		break;
-	default:
-		break;
+	default: break;
 	}
 }
 
@@ -201,8 +199,7 @@ record_resource(struct rec *r, const CUpti_ResourceData *d)
 }
 
 static atomic_int stress_mode;
-static void
-stress_check(CUpti_CallbackDomain domain, const CUpti_CallbackData *d);
+static void stress_check(CUpti_CallbackDomain domain, const CUpti_CallbackData *d);
 
 static void CUPTIAPI
 on_callback(void *userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void *data)
@@ -237,19 +234,34 @@ struct exp {
 	int site;
 };
 
-#define RT_IN(cb) {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_##cb, CUPTI_API_ENTER}
-#define RT_OUT(cb) {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_##cb, CUPTI_API_EXIT}
-#define DRV_IN(cb) {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_##cb, CUPTI_API_ENTER}
-#define DRV_OUT(cb) {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_##cb, CUPTI_API_EXIT}
+#define RT_IN(cb)                                                                                  \
+	{                                                                                          \
+		CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_##cb, CUPTI_API_ENTER        \
+	}
+#define RT_OUT(cb)                                                                                 \
+	{                                                                                          \
+		CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_##cb, CUPTI_API_EXIT         \
+	}
+#define DRV_IN(cb)                                                                                 \
+	{                                                                                          \
+		CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_##cb, CUPTI_API_ENTER          \
+	}
+#define DRV_OUT(cb)                                                                                \
+	{                                                                                          \
+		CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_##cb, CUPTI_API_EXIT           \
+	}
 #define DRV(cb) DRV_IN(cb), DRV_OUT(cb)
-#define RES(cb) {CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_##cb, SITE_RESOURCE}
+#define RES(cb)                                                                                    \
+	{                                                                                          \
+		CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_##cb, SITE_RESOURCE                  \
+	}
 /* A runtime call around the driver call it maps to. */
 #define PAIR(rt, drv) RT_IN(rt), DRV(drv), RT_OUT(rt)
 
-#define EXPECT(...)                                                                       \
-	do {                                                                              \
-		static const struct exp want_[] = {__VA_ARGS__};                          \
-		expect_seq(want_, sizeof(want_) / sizeof(want_[0]), __LINE__);            \
+#define EXPECT(...)                                                                                \
+	do {                                                                                       \
+		static const struct exp want_[] = {__VA_ARGS__};                                   \
+		expect_seq(want_, sizeof(want_) / sizeof(want_[0]), __LINE__);                     \
 	} while (0)
 
 static void

@@ -16,13 +16,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#define CHECK(cond)                                                                       \
-	do {                                                                              \
-		if (!(cond)) {                                                            \
-			fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, \
-				#cond);                                                   \
-			exit(1);                                                          \
-		}                                                                         \
+#define CHECK(cond)                                                                                \
+	do {                                                                                       \
+		if (!(cond)) {                                                                     \
+			fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);   \
+			exit(1);                                                                   \
+		}                                                                                  \
 	} while (0)
 
 static int calls;
@@ -60,6 +59,7 @@ main(void)
 	CHECK(cudaFree(p) == cudaSuccess);
 	CHECK(cuMemFree(d) == CUDA_SUCCESS);
 	CHECK(cuptiUnsubscribe(sub) == CUPTI_SUCCESS);
-	printf("simcupti-abi: program linked against the real CUPTI and driver ran on the doubles\n");
+	printf(
+	    "simcupti-abi: program linked against the real CUPTI and driver ran on the doubles\n");
 	return 0;
 }

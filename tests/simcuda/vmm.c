@@ -31,9 +31,9 @@
 struct sim_vmm_handle {
 	int device;
 	size_t size;
-	uintptr_t phys;     /* the device heap block behind it */
-	unsigned refs;      /* cuMemCreate + cuMemRetainAllocationHandle - cuMemRelease */
-	unsigned maps;      /* mappings that use it */
+	uintptr_t phys; /* the device heap block behind it */
+	unsigned refs;	/* cuMemCreate + cuMemRetainAllocationHandle - cuMemRelease */
+	unsigned maps;	/* mappings that use it */
 	struct sim_vmm_handle *next;
 };
 
@@ -58,7 +58,7 @@ static struct {
 	struct sim_vmm_reservation *reservations;
 	struct sim_vmm_handle *handles;
 } vmm = {
-	.lock = PTHREAD_MUTEX_INITIALIZER,
+    .lock = PTHREAD_MUTEX_INITIALIZER,
 };
 
 static int
@@ -120,8 +120,8 @@ sim_map_at(uintptr_t p)
  * next one starts where the previous ends, the last ends at p + size. Returns 0, or -1.
  */
 static int
-sim_map_span(const struct sim_vmm_reservation *r, uintptr_t p, size_t size, size_t *first,
-	     size_t *last)
+sim_map_span(
+    const struct sim_vmm_reservation *r, uintptr_t p, size_t size, size_t *first, size_t *last)
 {
 	long i = sim_map_find(r, p);
 	uintptr_t end = p + size;
@@ -160,7 +160,8 @@ sim_check_prop(const CUmemAllocationProp *prop)
 }
 
 CUresult
-sim_do_cuMemGetAllocationGranularity(size_t *granularity, const CUmemAllocationProp *prop,
+sim_do_cuMemGetAllocationGranularity(size_t *granularity,
+				     const CUmemAllocationProp *prop,
 				     CUmemAllocationGranularity_flags option)
 {
 	CUresult rc = sim_drv_ready();
@@ -199,8 +200,8 @@ sim_reserve_va(size_t size, size_t align)
 }
 
 CUresult
-sim_do_cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment, CUdeviceptr addr,
-			   unsigned long long flags)
+sim_do_cuMemAddressReserve(
+    CUdeviceptr *ptr, size_t size, size_t alignment, CUdeviceptr addr, unsigned long long flags)
 {
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
 	size_t align = alignment ? alignment : SIM_GRANULARITY;
@@ -258,8 +259,10 @@ sim_do_cuMemAddressFree(CUdeviceptr ptr, size_t size)
 }
 
 CUresult
-sim_do_cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
-		   const CUmemAllocationProp *prop, unsigned long long flags)
+sim_do_cuMemCreate(CUmemGenericAllocationHandle *handle,
+		   size_t size,
+		   const CUmemAllocationProp *prop,
+		   unsigned long long flags)
 {
 	struct sim_vmm_handle *h;
 	CUresult rc = sim_drv_ready();
@@ -382,7 +385,10 @@ sim_map_overlaps(const struct sim_vmm_reservation *r, uintptr_t p, size_t size)
 }
 
 CUresult
-sim_do_cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle,
+sim_do_cuMemMap(CUdeviceptr ptr,
+		size_t size,
+		size_t offset,
+		CUmemGenericAllocationHandle handle,
 		unsigned long long flags)
 {
 	struct sim_vmm_map m = {.addr = (uintptr_t)ptr, .size = size};
@@ -411,7 +417,9 @@ sim_do_cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocat
 
 /* Remove mappings [first, last] of r, collecting handles that died; vmm.lock held. */
 static void
-sim_map_remove(struct sim_vmm_reservation *r, size_t first, size_t last,
+sim_map_remove(struct sim_vmm_reservation *r,
+	       size_t first,
+	       size_t last,
 	       struct sim_vmm_handle **dead)
 {
 	size_t i;

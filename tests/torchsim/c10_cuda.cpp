@@ -17,11 +17,13 @@
 #include <string>
 #include <vector>
 
-namespace c10::cuda::CUDACachingAllocator {
+namespace c10::cuda::CUDACachingAllocator
+{
 TORCHSIM_API std::atomic<CUDAAllocator *> allocator{nullptr};
 }
 
-namespace {
+namespace
+{
 
 using namespace c10::cuda::CUDACachingAllocator;
 using TE = c10::CachingDeviceAllocator::TraceEntry;
@@ -46,7 +48,8 @@ struct Segment {
 	std::map<uintptr_t, Block> blocks;
 };
 
-class SimAllocator final : public CUDAAllocator {
+class SimAllocator final : public CUDAAllocator
+{
       public:
 	std::recursive_mutex mu;
 	bool inited = false;
@@ -56,21 +59,25 @@ class SimAllocator final : public CUDAAllocator {
 	std::map<uintptr_t, Segment> segments;
 	size_t allocated_bytes = 0, reserved_bytes = 0;
 
-	bool initialized() override { return inited; }
-	std::string name() override { return backend; }
+	bool initialized() override
+	{
+		return inited;
+	}
+	std::string name() override
+	{
+		return backend;
+	}
 
-	void
-	attachAllocatorTraceTracker(AllocatorTraceTracker tracker) override
+	void attachAllocatorTraceTracker(AllocatorTraceTracker tracker) override
 	{
 		if (backend != "native")
-			throw std::runtime_error(backend +
-						 " does not yet support attachAllocatorTraceTracker");
+			throw std::runtime_error(
+			    backend + " does not yet support attachAllocatorTraceTracker");
 		std::lock_guard<std::recursive_mutex> g(mu);
 		trackers.push_back(std::move(tracker));
 	}
 
-	void
-	record(TE::Action a, size_t addr, size_t size)
+	void record(TE::Action a, size_t addr, size_t size)
 	{
 		if (trackers.empty())
 			return;
@@ -79,8 +86,7 @@ class SimAllocator final : public CUDAAllocator {
 			t(te);
 	}
 
-	SnapshotInfo
-	snapshot(c10::MempoolId_t, bool) override
+	SnapshotInfo snapshot(c10::MempoolId_t, bool) override
 	{
 		std::lock_guard<std::recursive_mutex> g(mu);
 		SnapshotInfo info;
@@ -107,15 +113,14 @@ class SimAllocator final : public CUDAAllocator {
 		return info;
 	}
 
-	void *
-	malloc(size_t request)
+	void *malloc(size_t request)
 	{
 		std::lock_guard<std::recursive_mutex> g(mu);
 		size_t size = request < kMinBlock ? kMinBlock : round_up(request, kMinBlock);
 		bool large = size > kSmallSize;
 		uintptr_t at = find(size, large);
 		if (!at) {
-			size_t seg_size = !large ? kSmallBuffer
+			size_t seg_size = !large		  ? kSmallBuffer
 					  : size < kMinLargeAlloc ? kLargeBuffer
 								  : round_up(size, kRoundLarge);
 			void *p = nullptr;
@@ -151,15 +156,15 @@ class SimAllocator final : public CUDAAllocator {
 		return reinterpret_cast<void *>(at);
 	}
 
-	void
-	free(void *ptr, bool wait_for_stream)
+	void free(void *ptr, bool wait_for_stream)
 	{
 		std::lock_guard<std::recursive_mutex> g(mu);
 		uintptr_t a = reinterpret_cast<uintptr_t>(ptr);
 		Segment &s = segment_of(a);
 		Block &b = s.blocks.at(a);
 		record(TE::FREE_REQUESTED, a, b.requested);
-		allocated_bytes -= b.size; /* as torch's stats: allocated until the free is requested */
+		allocated_bytes -=
+		    b.size; /* as torch's stats: allocated until the free is requested */
 		if (wait_for_stream) {
 			b.pending = true;
 			return;
@@ -167,8 +172,7 @@ class SimAllocator final : public CUDAAllocator {
 		complete(s, a);
 	}
 
-	void
-	process_events()
+	void process_events()
 	{
 		std::lock_guard<std::recursive_mutex> g(mu);
 		for (auto &[saddr, s] : segments)
@@ -183,8 +187,7 @@ class SimAllocator final : public CUDAAllocator {
 			}
 	}
 
-	void
-	release_cached()
+	void release_cached()
 	{
 		std::lock_guard<std::recursive_mutex> g(mu);
 		for (auto it = segments.begin(); it != segments.end();) {
@@ -201,8 +204,7 @@ class SimAllocator final : public CUDAAllocator {
 	}
 
       private:
-	uintptr_t
-	find(size_t size, bool large)
+	uintptr_t find(size_t size, bool large)
 	{
 		uintptr_t best = 0;
 		size_t best_size = 0;
@@ -210,7 +212,8 @@ class SimAllocator final : public CUDAAllocator {
 			if (s.large != large)
 				continue;
 			for (const auto &[a, b] : s.blocks)
-				if (!b.allocated && b.size >= size && (!best || b.size < best_size)) {
+				if (!b.allocated && b.size >= size &&
+				    (!best || b.size < best_size)) {
 					best = a;
 					best_size = b.size;
 				}
@@ -218,8 +221,7 @@ class SimAllocator final : public CUDAAllocator {
 		return best;
 	}
 
-	Segment &
-	segment_of(uintptr_t a)
+	Segment &segment_of(uintptr_t a)
 	{
 		auto it = segments.upper_bound(a);
 		if (it == segments.begin())
@@ -227,8 +229,7 @@ class SimAllocator final : public CUDAAllocator {
 		return (--it)->second;
 	}
 
-	void
-	complete(Segment &s, uintptr_t a)
+	void complete(Segment &s, uintptr_t a)
 	{
 		Block &b = s.blocks.at(a);
 		b.allocated = b.pending = false;
@@ -325,8 +326,8 @@ torchsim_snapshot(char *out, size_t len)
 		s += std::to_string(seg.address) + " " + std::to_string(seg.total_size) + " " +
 		     (seg.is_large ? "1" : "0");
 		for (const auto &b : seg.blocks)
-			s += " " + std::to_string(b.size) + ":" + std::to_string(b.requested_size) + ":" +
-			     (b.allocated ? "1" : "0");
+			s += " " + std::to_string(b.size) + ":" + std::to_string(b.requested_size) +
+			     ":" + (b.allocated ? "1" : "0");
 		s += "\n";
 	}
 	if (out && len) {

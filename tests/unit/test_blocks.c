@@ -12,14 +12,14 @@
 #include "torch_entry.h"
 
 static int failures;
-#define CHECK(cond, ...) \
-	do { \
-		if (!(cond)) { \
-			fprintf(stderr, "%s:%d: FAIL: ", __FILE__, __LINE__); \
-			fprintf(stderr, __VA_ARGS__); \
-			fputc('\n', stderr); \
-			failures++; \
-		} \
+#define CHECK(cond, ...)                                                                           \
+	do {                                                                                       \
+		if (!(cond)) {                                                                     \
+			fprintf(stderr, "%s:%d: FAIL: ", __FILE__, __LINE__);                      \
+			fprintf(stderr, __VA_ARGS__);                                              \
+			fputc('\n', stderr);                                                       \
+			failures++;                                                                \
+		}                                                                                  \
 	} while (0)
 
 static uint64_t seq;
@@ -27,7 +27,8 @@ static uint64_t seq;
 static int
 ev(struct gmt_blk_model *m, unsigned action, uint64_t ptr, uint64_t size)
 {
-	struct gmt_blk_event e = {.action = action, .seq = ++seq, .device = 0, .ptr = ptr, .size = size};
+	struct gmt_blk_event e = {
+	    .action = action, .seq = ++seq, .device = 0, .ptr = ptr, .size = size};
 	return gmt_blk_apply(m, &e);
 }
 
@@ -54,20 +55,24 @@ small_pool(void)
 	CHECK(gmt_blk_size_of(m, SEG + 1024) == 512, "100 bytes round to 512");
 	struct gmt_blk_totals t = tot(m);
 	CHECK(t.allocated_bytes == 1536 && t.requested_bytes == 1100 && t.allocations == 2,
-	      "allocated %llu requested %llu allocations %llu", (unsigned long long)t.allocated_bytes,
-	      (unsigned long long)t.requested_bytes, (unsigned long long)t.allocations);
+	      "allocated %llu requested %llu allocations %llu",
+	      (unsigned long long)t.allocated_bytes, (unsigned long long)t.requested_bytes,
+	      (unsigned long long)t.allocations);
 	CHECK(t.reserved_bytes == 2 * MiB && t.segments == 1, "reserved 2 MiB in 1 segment");
 	CHECK(t.inactive_split_bytes == 2 * MiB - 1536 && t.largest_free == 2 * MiB - 1536,
-	      "the rest of the segment is inactive split (%llu)", (unsigned long long)t.inactive_split_bytes);
+	      "the rest of the segment is inactive split (%llu)",
+	      (unsigned long long)t.inactive_split_bytes);
 	/* a free requested leaves memory_allocated, not the active bytes, until it completes */
 	ev(m, GMT_TORCH_FREE_REQUESTED, SEG, 1000);
 	t = tot(m);
-	CHECK(t.allocated_bytes == 512 && t.active_bytes == 1536, "after the request: allocated %llu active %llu",
+	CHECK(t.allocated_bytes == 512 && t.active_bytes == 1536,
+	      "after the request: allocated %llu active %llu",
 	      (unsigned long long)t.allocated_bytes, (unsigned long long)t.active_bytes);
 	ev(m, GMT_TORCH_FREE_COMPLETED, SEG, 1000);
 	t = tot(m);
-	CHECK(t.active_bytes == 512 && t.free_pieces == 2, "completed: active %llu, %llu free pieces",
-	      (unsigned long long)t.active_bytes, (unsigned long long)t.free_pieces);
+	CHECK(t.active_bytes == 512 && t.free_pieces == 2,
+	      "completed: active %llu, %llu free pieces", (unsigned long long)t.active_bytes,
+	      (unsigned long long)t.free_pieces);
 	ev(m, GMT_TORCH_FREE_REQUESTED, SEG + 1024, 100);
 	ev(m, GMT_TORCH_FREE_COMPLETED, SEG + 1024, 100);
 	t = tot(m);
@@ -86,7 +91,8 @@ large_pool(void)
 	struct gmt_blk_model *m = gmt_blk_new(false);
 	ev(m, GMT_TORCH_SEGMENT_ALLOC, SEG, 20 * MiB);
 	ev(m, GMT_TORCH_ALLOC, SEG, 19 * MiB + 100); /* the rest, < 1 MiB, is not split off */
-	CHECK(gmt_blk_size_of(m, SEG) == 20 * MiB, "large pool: a rest of 1 MiB or less stays in the block (%llu)",
+	CHECK(gmt_blk_size_of(m, SEG) == 20 * MiB,
+	      "large pool: a rest of 1 MiB or less stays in the block (%llu)",
 	      (unsigned long long)gmt_blk_size_of(m, SEG));
 	ev(m, GMT_TORCH_FREE_REQUESTED, SEG, 0);
 	ev(m, GMT_TORCH_FREE_COMPLETED, SEG, 0);
@@ -108,8 +114,8 @@ large_pool(void)
 	      (unsigned long long)t.segments, (unsigned long long)t.largest_free);
 	ev(m, GMT_TORCH_SEGMENT_UNMAP, SEG + 20 * MiB, 20 * MiB);
 	t = tot(m);
-	CHECK(t.reserved_bytes == 20 * MiB && t.largest_free == MiB - 512, "unmapped again (%llu reserved)",
-	      (unsigned long long)t.reserved_bytes);
+	CHECK(t.reserved_bytes == 20 * MiB && t.largest_free == MiB - 512,
+	      "unmapped again (%llu reserved)", (unsigned long long)t.reserved_bytes);
 	CHECK(gmt_blk_inconsistent(m) == 0, "no line out of place");
 	gmt_blk_free(m);
 }
@@ -118,11 +124,19 @@ static void
 backfill_and_bad_lines(void)
 {
 	struct gmt_blk_model *m = gmt_blk_new(false);
-	struct gmt_blk_event s = {.action = GMT_TORCH_STATE_SEGMENT, .ptr = SEG, .size = 2 * MiB, .seq = ++seq};
+	struct gmt_blk_event s = {
+	    .action = GMT_TORCH_STATE_SEGMENT, .ptr = SEG, .size = 2 * MiB, .seq = ++seq};
 	gmt_blk_apply(m, &s);
-	struct gmt_blk_event b1 = {.action = GMT_TORCH_STATE_BLOCK, .ptr = SEG, .size = 4096, .requested = 4000,
-				   .allocated = true, .active = true, .seq = ++seq};
-	struct gmt_blk_event b2 = {.action = GMT_TORCH_STATE_BLOCK, .ptr = SEG + 4096, .size = 2 * MiB - 4096,
+	struct gmt_blk_event b1 = {.action = GMT_TORCH_STATE_BLOCK,
+				   .ptr = SEG,
+				   .size = 4096,
+				   .requested = 4000,
+				   .allocated = true,
+				   .active = true,
+				   .seq = ++seq};
+	struct gmt_blk_event b2 = {.action = GMT_TORCH_STATE_BLOCK,
+				   .ptr = SEG + 4096,
+				   .size = 2 * MiB - 4096,
 				   .seq = ++seq};
 	gmt_blk_apply(m, &b1);
 	gmt_blk_apply(m, &b2);
@@ -132,9 +146,11 @@ backfill_and_bad_lines(void)
 	CHECK(ev(m, GMT_TORCH_ALLOC, SEG + 4096, 512) == 0, "an allocation after the backfill");
 	/* lines that do not fit: a free of a block never seen, an alloc inside a live block, an
 	 * alloc outside every segment */
-	CHECK(ev(m, GMT_TORCH_FREE_REQUESTED, SEG + 100 * MiB, 1) == -EINVAL, "unknown free: refused");
+	CHECK(ev(m, GMT_TORCH_FREE_REQUESTED, SEG + 100 * MiB, 1) == -EINVAL,
+	      "unknown free: refused");
 	CHECK(ev(m, GMT_TORCH_ALLOC, SEG + 16, 8) == -EINVAL, "alloc inside a live block: refused");
-	CHECK(ev(m, GMT_TORCH_ALLOC, SEG + 500 * MiB, 8) == -EINVAL, "alloc outside every segment: noted");
+	CHECK(ev(m, GMT_TORCH_ALLOC, SEG + 500 * MiB, 8) == -EINVAL,
+	      "alloc outside every segment: noted");
 	t = tot(m);
 	CHECK(t.allocations == 3 && t.reserved_bytes == 2 * MiB,
 	      "the outside block counted, reserving nothing (%llu allocations, %llu reserved)",
@@ -172,11 +188,13 @@ expandable_runs(void)
 	gmt_blk_apply(m, &o);
 	CHECK(tot(m).segments == 2, "another stream's map after it: its own segment");
 	CHECK(ev(m, GMT_TORCH_ALLOC, SEG, 4 * MiB) == 0, "an allocation at the run's start");
-	e.action = GMT_TORCH_SEGMENT_UNMAP, e.ptr = SEG + 20 * MiB, e.size = 20 * MiB, e.seq = ++seq;
+	e.action = GMT_TORCH_SEGMENT_UNMAP, e.ptr = SEG + 20 * MiB, e.size = 20 * MiB,
+	e.seq = ++seq;
 	CHECK(gmt_blk_apply(m, &e) == 0, "unmap of free memory in the middle");
 	t = tot(m);
 	CHECK(t.segments == 3 && t.reserved_bytes == 60 * MiB,
-	      "a hole in the middle: two runs of stream 0 and stream 0x99's (%llu segments, %llu reserved)",
+	      "a hole in the middle: two runs of stream 0 and stream 0x99's (%llu segments, %llu "
+	      "reserved)",
 	      (unsigned long long)t.segments, (unsigned long long)t.reserved_bytes);
 	CHECK(gmt_blk_size_of(m, SEG) == 4 * MiB, "the block before the hole is still live");
 	CHECK(t.largest_free == 20 * MiB, "largest free: the run after the hole (%llu)",
@@ -185,7 +203,8 @@ expandable_runs(void)
 	gmt_blk_apply(m, &e);
 	t = tot(m);
 	CHECK(t.segments == 2 && t.reserved_bytes == 80 * MiB,
-	      "the hole mapped again: one run again (%llu segments)", (unsigned long long)t.segments);
+	      "the hole mapped again: one run again (%llu segments)",
+	      (unsigned long long)t.segments);
 	CHECK(t.largest_free == 56 * MiB && t.free_pieces == 2,
 	      "free memory across the joins merges: 56 MiB after the block, stream 0x99's 20 MiB "
 	      "(%llu largest, %llu pieces)",

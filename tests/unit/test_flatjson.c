@@ -37,7 +37,7 @@ integers(void)
 {
 	CHECK(int_of("{\"a\":0}") == 0);
 	CHECK(int_of("{\"a\":-0}") == 0);
-	CHECK(int_of("{\"a\":123456789012345678}") == 123456789012345678LL); /* 18 digits */
+	CHECK(int_of("{\"a\":123456789012345678}") == 123456789012345678LL);   /* 18 digits */
 	CHECK(int_of("{\"a\":1234567890123456789}") == 1234567890123456789LL); /* 19 */
 	CHECK(int_of("{\"a\":9223372036854775807}") == LLONG_MAX);
 	CHECK(int_of("{\"a\":-9223372036854775808}") == LLONG_MIN);
@@ -70,7 +70,8 @@ strings_and_shape(void)
 	CHECK(parse("{\"type\":\"event\",\"size\":1,\"type\":\"marker\"}"));
 	v = gmt_flat_get(&f, "type");
 	CHECK(v && strcmp(v->str, "marker") == 0);
-	/* declined: escapes, control and non-ASCII bytes, nesting, true/false, {} and trailing bytes */
+	/* declined: escapes, control and non-ASCII bytes, nesting, true/false, {} and trailing
+	 * bytes */
 	CHECK(!parse("{\"a\":\"x\\\"y\"}"));
 	CHECK(!parse("{\"a\":\"x\ty\"}"));
 	CHECK(!parse("{\"a\":\"caf\xc3\xa9\"}"));

@@ -49,11 +49,23 @@ main(void)
 	static const char cmd[] = "python3\0tr\"ain.py\0--x=\xff\n";
 	const char *const cap[] = {"interpose", NULL};
 	struct gmt_header_info h = {
-		.tracer_version = "0.1.0", .pid = 42, .ppid = 1, .host = "node7", .cmdline = cmd,
-		.cmdline_len = sizeof(cmd) - 1, .start_ts = 123, .start_unix_ns = 456,
-		.rank = {.has_rank = true, .rank = 3}, .coverage = "runtime API only", .capture = cap,
-		.ring_slots = 1024, .flush_ms = 100, .snapshot_ms = 0,
-		.stacks_native = true, .stacks_python = "3.12", .stacks_depth = 64,
+	    .tracer_version = "0.1.0",
+	    .pid = 42,
+	    .ppid = 1,
+	    .host = "node7",
+	    .cmdline = cmd,
+	    .cmdline_len = sizeof(cmd) - 1,
+	    .start_ts = 123,
+	    .start_unix_ns = 456,
+	    .rank = {.has_rank = true, .rank = 3},
+	    .coverage = "runtime API only",
+	    .capture = cap,
+	    .ring_slots = 1024,
+	    .flush_ms = 100,
+	    .snapshot_ms = 0,
+	    .stacks_native = true,
+	    .stacks_python = "3.12",
+	    .stacks_depth = 64,
 	};
 	gmt_jsonl_header(&b, &h);
 	j = parse_line(&b);
@@ -77,8 +89,15 @@ main(void)
 
 	/* allocation with a 64-bit pointer */
 	struct gmt_event ev = {
-		.seq = 17, .ts_ns = 999, .tid = 7, .op = GMT_OP_ALLOC, .api = GMT_API_cudaMalloc,
-		.kind = GMT_KIND_DEVICE, .device = 0, .ptr = 0xffff7f3a40000000ULL, .size = 1ULL << 40,
+	    .seq = 17,
+	    .ts_ns = 999,
+	    .tid = 7,
+	    .op = GMT_OP_ALLOC,
+	    .api = GMT_API_cudaMalloc,
+	    .kind = GMT_KIND_DEVICE,
+	    .device = 0,
+	    .ptr = 0xffff7f3a40000000ULL,
+	    .size = 1ULL << 40,
 	};
 	gmt_jsonl_event(&b, &ev, 3);
 	j = parse_line(&b);
@@ -107,8 +126,13 @@ main(void)
 	json_decref(j);
 
 	/* free: no size; pitch: requested; ptsz flag; reset: no ptr */
-	struct gmt_event fr = {.seq = 18, .op = GMT_OP_FREE, .api = GMT_API_cudaFreeAsync,
-			       .kind = GMT_KIND_POOL, .ptr = 0x10, .stream = 0xabc, .flags = GMT_EV_PTSZ};
+	struct gmt_event fr = {.seq = 18,
+			       .op = GMT_OP_FREE,
+			       .api = GMT_API_cudaFreeAsync,
+			       .kind = GMT_KIND_POOL,
+			       .ptr = 0x10,
+			       .stream = 0xabc,
+			       .flags = GMT_EV_PTSZ};
 	gmt_jsonl_event(&b, &fr, 0);
 	j = parse_line(&b);
 	CHECK(strcmp(str(j, "op"), "free") == 0 && json_object_get(j, "size") == NULL);
@@ -116,7 +140,8 @@ main(void)
 	CHECK(json_is_true(json_object_get(j, "ptsz")));
 	json_decref(j);
 
-	struct gmt_event rs = {.seq = 19, .op = GMT_OP_RESET, .api = GMT_API_cudaDeviceReset, .device = 1};
+	struct gmt_event rs = {
+	    .seq = 19, .op = GMT_OP_RESET, .api = GMT_API_cudaDeviceReset, .device = 1};
 	gmt_jsonl_event(&b, &rs, 0);
 	j = parse_line(&b);
 	CHECK(strcmp(str(j, "op"), "reset") == 0 && num(j, "device") == 1);
@@ -139,13 +164,18 @@ main(void)
 	gmt_jsonl_stack(&b, &sv);
 	j = parse_line(&b);
 	CHECK(num(j, "id") == 5);
-	CHECK(strcmp(json_string_value(json_array_get(json_object_get(j, "frames"), 1)), "0x7f0000001234") == 0);
-	json_t *p0 = json_array_get(json_object_get(j, "py"), 0), *p1 = json_array_get(json_object_get(j, "py"), 1);
-	CHECK(json_integer_value(json_array_get(p0, 0)) == 7 && json_integer_value(json_array_get(p0, 1)) == 46 &&
+	CHECK(strcmp(json_string_value(json_array_get(json_object_get(j, "frames"), 1)),
+		     "0x7f0000001234") == 0);
+	json_t *p0 = json_array_get(json_object_get(j, "py"), 0),
+	       *p1 = json_array_get(json_object_get(j, "py"), 1);
+	CHECK(json_integer_value(json_array_get(p0, 0)) == 7 &&
+	      json_integer_value(json_array_get(p0, 1)) == 46 &&
 	      json_integer_value(json_array_get(p0, 2)) == 1);
-	CHECK(json_integer_value(json_array_get(p1, 1)) == 120 && json_integer_value(json_array_get(p1, 2)) == 0);
+	CHECK(json_integer_value(json_array_get(p1, 1)) == 120 &&
+	      json_integer_value(json_array_get(p1, 2)) == 0);
 	json_decref(j);
-	sv = (struct gmt_stack_view){.id = 6, .nframes = 1, .frames = frames, .pystate = GMT_PYSTATE_EMPTY};
+	sv = (struct gmt_stack_view){
+	    .id = 6, .nframes = 1, .frames = frames, .pystate = GMT_PYSTATE_EMPTY};
 	gmt_jsonl_stack(&b, &sv);
 	j = parse_line(&b);
 	CHECK(strcmp(str(j, "pystate"), "empty") == 0 && json_object_get(j, "py") == NULL);
@@ -153,11 +183,18 @@ main(void)
 
 	/* pycode: strings escaped, the line table as hex */
 	const uint8_t table[] = {0x80, 0x00, 0xde, 0x0b};
-	struct gmt_pycode_view pc = {.id = 7, .file = "/tmp/t\"x.py", .name = "step", .qualname = "T.step",
-				     .firstlineno = 40, .linetable = table, .linetable_len = 4, .version = "3.12"};
+	struct gmt_pycode_view pc = {.id = 7,
+				     .file = "/tmp/t\"x.py",
+				     .name = "step",
+				     .qualname = "T.step",
+				     .firstlineno = 40,
+				     .linetable = table,
+				     .linetable_len = 4,
+				     .version = "3.12"};
 	gmt_jsonl_pycode(&b, &pc);
 	j = parse_line(&b);
-	CHECK(strcmp(str(j, "file"), "/tmp/t\"x.py") == 0 && strcmp(str(j, "qualname"), "T.step") == 0);
+	CHECK(strcmp(str(j, "file"), "/tmp/t\"x.py") == 0 &&
+	      strcmp(str(j, "qualname"), "T.step") == 0);
 	CHECK(strcmp(str(j, "linetable"), "8000de0b") == 0 && num(j, "firstlineno") == 40);
 	json_decref(j);
 
@@ -165,9 +202,13 @@ main(void)
 	const uint8_t bid[] = {0xab, 0x01};
 	const uint64_t segs[2][2] = {{0, 4096}, {8192, 100}};
 	struct gmt_module_view mods[] = {
-		{.path = "/usr/bin/prog", .base = 0x555500000000, .build_id = bid, .build_id_len = 2,
-		 .segments = segs, .nsegments = 2},
-		{.path = "[vdso]", .base = 0x7fff0000, .segments = segs, .nsegments = 1},
+	    {.path = "/usr/bin/prog",
+	     .base = 0x555500000000,
+	     .build_id = bid,
+	     .build_id_len = 2,
+	     .segments = segs,
+	     .nsegments = 2},
+	    {.path = "[vdso]", .base = 0x7fff0000, .segments = segs, .nsegments = 1},
 	};
 	gmt_jsonl_modules_begin(&b, 9);
 	for (size_t i = 0; i < 2; i++)
@@ -177,14 +218,15 @@ main(void)
 	json_t *m0 = json_array_get(json_object_get(j, "modules"), 0);
 	json_t *m1 = json_array_get(json_object_get(j, "modules"), 1);
 	CHECK(num(j, "seq") == 9 && strcmp(str(m0, "build_id"), "ab01") == 0);
-	CHECK(json_integer_value(json_array_get(json_array_get(json_object_get(m0, "segments"), 1), 0)) == 8192);
+	CHECK(json_integer_value(
+		  json_array_get(json_array_get(json_object_get(m0, "segments"), 1), 0)) == 8192);
 	CHECK(strcmp(str(m1, "path"), "[vdso]") == 0 && strcmp(str(m1, "build_id"), "") == 0);
 	CHECK(json_object_get(m0, "path_hex") == NULL && json_object_get(m1, "path_hex") == NULL);
 	json_decref(j);
 
 	/* a path that is not UTF-8: shown with U+FFFD, its bytes whole in path_hex */
-	struct gmt_module_view bytes = {.path = "/t/\xff\xc3(/l\xe9.so", .base = 0x1000,
-					.segments = segs, .nsegments = 1};
+	struct gmt_module_view bytes = {
+	    .path = "/t/\xff\xc3(/l\xe9.so", .base = 0x1000, .segments = segs, .nsegments = 1};
 	gmt_jsonl_modules_begin(&b, 10);
 	gmt_jsonl_modules_entry(&b, &bytes, 0);
 	gmt_jsonl_modules_end(&b);
@@ -194,45 +236,65 @@ main(void)
 	CHECK(strcmp(str(m0, "path_hex"), "2f742fffc3282f6ce92e736f") == 0);
 	json_decref(j);
 
-	struct gmt_live_total live[] = {{0, GMT_KIND_DEVICE, 100, 2}, {1, GMT_KIND_PINNED, 4096, 1}};
+	struct gmt_live_total live[] = {{0, GMT_KIND_DEVICE, 100, 2},
+					{1, GMT_KIND_PINNED, 4096, 1}};
 	gmt_jsonl_snapshot(&b, 1, 20, 19, 0, live, 2, NULL, 0);
 	j = parse_line(&b);
 	json_t *l1 = json_array_get(json_object_get(j, "live"), 1);
-	CHECK(num(l1, "device") == 1 && strcmp(str(l1, "kind"), "pinned") == 0 && num(l1, "bytes") == 4096);
+	CHECK(num(l1, "device") == 1 && strcmp(str(l1, "kind"), "pinned") == 0 &&
+	      num(l1, "bytes") == 4096);
 	json_decref(j);
 
 	gmt_jsonl_trailer(&b, 2, 19, 3, "exit");
 	j = parse_line(&b);
-	CHECK(strcmp(str(j, "type"), "trailer") == 0 && num(j, "dropped") == 3 && num(j, "events") == 19);
+	CHECK(strcmp(str(j, "type"), "trailer") == 0 && num(j, "dropped") == 3 &&
+	      num(j, "events") == 19);
 	json_decref(j);
 
-	/* every API is a runtime (cuda*) or driver (cu*) function, with an op and, except resets, a kind */
+	/* every API is a runtime (cuda*) or driver (cu*) function, with an op and, except resets, a
+	 * kind */
 	for (int a = 1; a < GMT_API_COUNT; a++) {
 		const char *name = gmt_api_name((enum gmt_api)a);
 		CHECK(strncmp(name, "cu", 2) == 0);
 		CHECK(gmt_api_op((enum gmt_api)a) != GMT_OP_NONE);
-		CHECK(gmt_api_op((enum gmt_api)a) == GMT_OP_RESET || gmt_api_kind((enum gmt_api)a) != GMT_KIND_NONE);
+		CHECK(gmt_api_op((enum gmt_api)a) == GMT_OP_RESET ||
+		      gmt_api_kind((enum gmt_api)a) != GMT_KIND_NONE);
 	}
 
 	/* a CUPTI event names both calls; a range free carries its size; a reading its pool */
-	struct gmt_event d = {.seq = 30, .op = GMT_OP_ALLOC, .api = GMT_API_cudaMalloc,
-			      .driver = GMT_API_cuMemAlloc_v2, .kind = GMT_KIND_DEVICE, .ptr = 0x1000,
-			      .size = 512, .context = 7};
+	struct gmt_event d = {.seq = 30,
+			      .op = GMT_OP_ALLOC,
+			      .api = GMT_API_cudaMalloc,
+			      .driver = GMT_API_cuMemAlloc_v2,
+			      .kind = GMT_KIND_DEVICE,
+			      .ptr = 0x1000,
+			      .size = 512,
+			      .context = 7};
 	gmt_buf_reset(&b);
 	gmt_jsonl_event(&b, &d, 0);
 	j = parse_line(&b);
-	CHECK(strcmp(str(j, "api"), "cudaMalloc") == 0 && strcmp(str(j, "driver"), "cuMemAlloc_v2") == 0);
+	CHECK(strcmp(str(j, "api"), "cudaMalloc") == 0 &&
+	      strcmp(str(j, "driver"), "cuMemAlloc_v2") == 0);
 	CHECK(num(j, "context") == 7);
 	json_decref(j);
-	d = (struct gmt_event){.seq = 31, .op = GMT_OP_FREE, .api = GMT_API_cuMemUnmap,
-			       .kind = GMT_KIND_VMM_MAPPED, .ptr = 0x2000, .size = 4096};
+	d = (struct gmt_event){.seq = 31,
+			       .op = GMT_OP_FREE,
+			       .api = GMT_API_cuMemUnmap,
+			       .kind = GMT_KIND_VMM_MAPPED,
+			       .ptr = 0x2000,
+			       .size = 4096};
 	gmt_buf_reset(&b);
 	gmt_jsonl_event(&b, &d, 0);
 	j = parse_line(&b);
 	CHECK(num(j, "size") == 4096 && json_object_get(j, "driver") == NULL);
 	json_decref(j);
-	d = (struct gmt_event){.seq = 32, .op = GMT_OP_USAGE, .api = GMT_API_cuMemPoolTrimTo,
-			       .kind = GMT_KIND_POOL_RESERVE, .pool = 0xabc, .size = 0, .flags = GMT_EV_HAS_POOL};
+	d = (struct gmt_event){.seq = 32,
+			       .op = GMT_OP_USAGE,
+			       .api = GMT_API_cuMemPoolTrimTo,
+			       .kind = GMT_KIND_POOL_RESERVE,
+			       .pool = 0xabc,
+			       .size = 0,
+			       .flags = GMT_EV_HAS_POOL};
 	gmt_buf_reset(&b);
 	gmt_jsonl_event(&b, &d, 0);
 	j = parse_line(&b);

@@ -40,11 +40,11 @@ static const struct row rows[] = {
 
 static int failures;
 
-#define FAIL(...) \
-	do { \
-		fprintf(stderr, "test_hooks: " __VA_ARGS__); \
-		fputc('\n', stderr); \
-		failures++; \
+#define FAIL(...)                                                                                  \
+	do {                                                                                       \
+		fprintf(stderr, "test_hooks: " __VA_ARGS__);                                       \
+		fputc('\n', stderr);                                                               \
+		failures++;                                                                        \
 	} while (0)
 
 /* How often @p cbid is in @p ids. */
@@ -169,7 +169,7 @@ every_api_recorded(void)
 
 static const char *const runtime_versions[] = {
 #define X(tag, cudart, cupti) cudart,
-	GMT_CUDA_RUNTIMES(X)
+    GMT_CUDA_RUNTIMES(X)
 #undef X
 };
 
@@ -212,8 +212,8 @@ exports_at(const char *lib, const char *version, bool is_default)
 		FAIL("nm -D %s failed", lib);
 	for (size_t r = 0; r < NROWS; r++)
 		if (rows[r].domain == D_WRAP && !seen[r])
-			FAIL("WRAP %s is not exported by %s as %s%s%s", rows[r].id, lib, rows[r].id, sep,
-			     version);
+			FAIL("WRAP %s is not exported by %s as %s%s%s", rows[r].id, lib, rows[r].id,
+			     sep, version);
 	if (nexports == 0)
 		FAIL("%s exports nothing at %s", lib, version);
 }

@@ -77,8 +77,15 @@ main(void)
 	CHECK(err[0] == '\0');
 
 	/* valid values */
-	const char *const good[] = {"GPUMEMTRACE_ENABLE", "0", "GPUMEMTRACE_OUTPUT_DIR", "/tmp/x",
-				    "GPUMEMTRACE_RING_SLOTS", "4K", "GPUMEMTRACE_FLUSH_MS", "10", NULL};
+	const char *const good[] = {"GPUMEMTRACE_ENABLE",
+				    "0",
+				    "GPUMEMTRACE_OUTPUT_DIR",
+				    "/tmp/x",
+				    "GPUMEMTRACE_RING_SLOTS",
+				    "4K",
+				    "GPUMEMTRACE_FLUSH_MS",
+				    "10",
+				    NULL};
 	CHECK(load_capturing(&o, good, err, sizeof(err)) == 0);
 	CHECK(!o.enable);
 	CHECK(strcmp(o.output_dir, "/tmp/x") == 0);
@@ -87,8 +94,13 @@ main(void)
 
 	/* a secure-execution process keeps the defaults of the options naming files and libraries,
 	 * says so once, and takes the others */
-	const char *const chosen[] = {"GPUMEMTRACE_OUTPUT_DIR", "/tmp/x", "GPUMEMTRACE_CUPTI_LIB",
-				      "/tmp/evil.so", "GPUMEMTRACE_FLUSH_MS", "10", NULL};
+	const char *const chosen[] = {"GPUMEMTRACE_OUTPUT_DIR",
+				      "/tmp/x",
+				      "GPUMEMTRACE_CUPTI_LIB",
+				      "/tmp/evil.so",
+				      "GPUMEMTRACE_FLUSH_MS",
+				      "10",
+				      NULL};
 	CHECK(load_capturing_as(&o, chosen, err, sizeof(err), true) == 0);
 	CHECK(strcmp(o.output_dir, ".") == 0 && o.cupti_lib[0] == '\0');
 	CHECK_EQ_U64(o.flush_ms, 10);
@@ -103,8 +115,13 @@ main(void)
 	CHECK(!gmt_options_secure());
 
 	/* invalid: warning names the variable and the default; the default is used */
-	const char *const bad[] = {"GPUMEMTRACE_RING_SLOTS", "1000", "GPUMEMTRACE_FLUSH_MS", "500",
-				   "GPUMEMTRACE_ENABLE", "perhaps", NULL};
+	const char *const bad[] = {"GPUMEMTRACE_RING_SLOTS",
+				   "1000",
+				   "GPUMEMTRACE_FLUSH_MS",
+				   "500",
+				   "GPUMEMTRACE_ENABLE",
+				   "perhaps",
+				   NULL};
 	CHECK(load_capturing(&o, bad, err, sizeof(err)) == 3);
 	CHECK_EQ_U64(o.ring_slots, 65536);
 	CHECK_EQ_U64(o.flush_ms, 100);
@@ -126,21 +143,33 @@ main(void)
 	/* a value from outside reaches stderr without control characters */
 	const char *const esc[] = {"GPUMEMTRACE_ENABLE", "no\033[2J\r\xc2\x9b", NULL};
 	CHECK(load_capturing(&o, esc, err, sizeof(err)) == 1);
-	CHECK(strstr(err, "'no\\x1b[2J\\x0d\\xc2\\x9b'") && !strchr(err, '\033') && !strchr(err, '\r'));
+	CHECK(strstr(err, "'no\\x1b[2J\\x0d\\xc2\\x9b'") && !strchr(err, '\033') &&
+	      !strchr(err, '\r'));
 	char shown[GMT_LOG_VALUE_MAX];
 	/* 62 ASCII bytes, then a 3-byte character across the 64-byte cut: left out whole */
-	CHECK(strcmp(gmt_log_value(shown, "0123456789012345678901234567890123456789012345678901234567890"
-					  "1\xe2\x82\xac-tail"),
-		     "'01234567890123456789012345678901234567890123456789012345678901...' (70 bytes)") == 0);
+	CHECK(
+	    strcmp(
+		gmt_log_value(shown, "0123456789012345678901234567890123456789012345678901234567890"
+				     "1\xe2\x82\xac-tail"),
+		"'01234567890123456789012345678901234567890123456789012345678901...' (70 bytes)") ==
+	    0);
 	CHECK(strcmp(gmt_log_value(shown, "caf\xc3\xa9"), "'caf\xc3\xa9'") == 0);
 
 	/* names that are no option: each warned once, with the closest option */
 	static char longname[5020];
 	snprintf(longname, sizeof(longname), "GPUMEMTRACE_%s=1", huge);
-	char *envp[] = {"PATH=/bin", "GPUMEMTRACE_RING_SLOT=1024", "GPUMEMTRACE_OUTPUT_DIR=/tmp",
-			"GPUMEMTRACE_LIB=/x/libgpumemtrace.so", "GPUMEMTRACE_STACK=none",
-			"gpumemtrace_flush_ms=5", "GPUMEMTRACE_SANPSHOT_MS=5", "GPUMEMTRACE_CUPTI_RUN=0",
-			"GPUMEMTRACE_RING_SLOT=2048", "GPUMEMTRACE_BANANA=1", longname, "MY_GPUMEMTRACE_X=1",
+	char *envp[] = {"PATH=/bin",
+			"GPUMEMTRACE_RING_SLOT=1024",
+			"GPUMEMTRACE_OUTPUT_DIR=/tmp",
+			"GPUMEMTRACE_LIB=/x/libgpumemtrace.so",
+			"GPUMEMTRACE_STACK=none",
+			"gpumemtrace_flush_ms=5",
+			"GPUMEMTRACE_SANPSHOT_MS=5",
+			"GPUMEMTRACE_CUPTI_RUN=0",
+			"GPUMEMTRACE_RING_SLOT=2048",
+			"GPUMEMTRACE_BANANA=1",
+			longname,
+			"MY_GPUMEMTRACE_X=1",
 			NULL};
 	int pipefd[2], saved = dup(2);
 	CHECK(pipe(pipefd) == 0);
@@ -152,16 +181,21 @@ main(void)
 	err[n > 0 ? n : 0] = '\0';
 	close(pipefd[0]);
 	CHECK_EQ_U64(unknown, 7);
-	CHECK(strstr(err, "'GPUMEMTRACE_RING_SLOT' is ignored; did you mean GPUMEMTRACE_RING_SLOTS?\n"));
+	CHECK(strstr(err,
+		     "'GPUMEMTRACE_RING_SLOT' is ignored; did you mean GPUMEMTRACE_RING_SLOTS?\n"));
 	const char *first = strstr(err, "RING_SLOT'");
 	CHECK(first && !strstr(first + 1, "RING_SLOT'")); /* set twice, warned once */
 	CHECK(strstr(err, "'GPUMEMTRACE_STACK' is ignored; did you mean GPUMEMTRACE_STACKS?"));
 	CHECK(strstr(err, "'gpumemtrace_flush_ms' is ignored; did you mean GPUMEMTRACE_FLUSH_MS?"));
-	CHECK(strstr(err, "'GPUMEMTRACE_SANPSHOT_MS' is ignored; did you mean GPUMEMTRACE_SNAPSHOT_MS?"));
-	CHECK(strstr(err, "'GPUMEMTRACE_CUPTI_RUN' is ignored; did you mean GPUMEMTRACE_CUPTI_RUNTIME?"));
-	CHECK(strstr(err, "'GPUMEMTRACE_BANANA' is ignored (GPUMEMTRACE_HELP=1 lists the options)"));
+	CHECK(strstr(
+	    err, "'GPUMEMTRACE_SANPSHOT_MS' is ignored; did you mean GPUMEMTRACE_SNAPSHOT_MS?"));
+	CHECK(strstr(
+	    err, "'GPUMEMTRACE_CUPTI_RUN' is ignored; did you mean GPUMEMTRACE_CUPTI_RUNTIME?"));
+	CHECK(
+	    strstr(err, "'GPUMEMTRACE_BANANA' is ignored (GPUMEMTRACE_HELP=1 lists the options)"));
 	CHECK(strstr(err, "...' (5012 bytes) is ignored (GPUMEMTRACE_HELP=1"));
-	CHECK(!strstr(err, "OUTPUT_DIR'") && !strstr(err, "GPUMEMTRACE_LIB'") && !strstr(err, "MY_"));
+	CHECK(!strstr(err, "OUTPUT_DIR'") && !strstr(err, "GPUMEMTRACE_LIB'") &&
+	      !strstr(err, "MY_"));
 
 	/* help lists every option */
 	CHECK(pipe(pipefd) == 0);
@@ -169,7 +203,8 @@ main(void)
 	close(pipefd[1]);
 	n = read(pipefd[0], err, sizeof(err) - 1);
 	err[n > 0 ? n : 0] = '\0';
-	const char *names[] = {"ENABLE", "OUTPUT_DIR", "RING_SLOTS", "FLUSH_MS", "SNAPSHOT_MS", "HELP"};
+	const char *names[] = {"ENABLE",   "OUTPUT_DIR",  "RING_SLOTS",
+			       "FLUSH_MS", "SNAPSHOT_MS", "HELP"};
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		CHECK(strstr(err, names[i]) != NULL);
 	printf("options: ok\n");

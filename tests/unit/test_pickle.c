@@ -15,14 +15,14 @@
 static int failures;
 
 /* every failed expectation is printed, the test goes on; exit 1 at the end if any failed */
-#define CHECK(cond, ...) \
-	do { \
-		if (!(cond)) { \
-			fprintf(stderr, "%s:%d: FAIL: ", __FILE__, __LINE__); \
-			fprintf(stderr, __VA_ARGS__); \
-			fputc('\n', stderr); \
-			failures++; \
-		} \
+#define CHECK(cond, ...)                                                                           \
+	do {                                                                                       \
+		if (!(cond)) {                                                                     \
+			fprintf(stderr, "%s:%d: FAIL: ", __FILE__, __LINE__);                      \
+			fprintf(stderr, __VA_ARGS__);                                              \
+			fputc('\n', stderr);                                                       \
+			failures++;                                                                \
+		}                                                                                  \
 	} while (0)
 
 static int
@@ -70,9 +70,11 @@ real_snapshots(const char *dir)
 		const char *conf;
 		bool traces;
 	} want[] = {
-		{"history", 8, "", true},      {"nohistory", 8, "", false},
-		{"expandable", 2, "expandable_segments:True", true}, {"oom", 4, "", true},
-		{"graphs", 9, "", true},
+	    {"history", 8, "", true},
+	    {"nohistory", 8, "", false},
+	    {"expandable", 2, "expandable_segments:True", true},
+	    {"oom", 4, "", true},
+	    {"graphs", 9, "", true},
 	};
 	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
 		char path[4096], err[256];
@@ -91,8 +93,8 @@ real_snapshots(const char *dir)
 		}
 		const struct gmt_pk *root = gmt_pk_root(doc);
 		const struct gmt_pk *segs = gmt_pk_get(root, "segments");
-		CHECK(count(segs) == want[i].segments, "%s: %zu segments, torch said %zu", want[i].name,
-		      count(segs), want[i].segments);
+		CHECK(count(segs) == want[i].segments, "%s: %zu segments, torch said %zu",
+		      want[i].name, count(segs), want[i].segments);
 		/* every block lies in its segment and the blocks tile it */
 		size_t n;
 		struct gmt_pk *const *s = gmt_pk_items(segs, &n);
@@ -110,14 +112,15 @@ real_snapshots(const char *dir)
 		}
 		CHECK(tiled, "%s: blocks tile their segments (addresses as 64-bit integers)",
 		      want[i].name);
-		const char *conf =
-		    gmt_pk_str(gmt_pk_get(gmt_pk_get(root, "allocator_settings"), "PYTORCH_CUDA_ALLOC_CONF"));
-		CHECK(conf && !strcmp(conf, want[i].conf), "%s: allocator settings '%s'", want[i].name,
-		      conf ? conf : "(none)");
+		const char *conf = gmt_pk_str(
+		    gmt_pk_get(gmt_pk_get(root, "allocator_settings"), "PYTORCH_CUDA_ALLOC_CONF"));
+		CHECK(conf && !strcmp(conf, want[i].conf), "%s: allocator settings '%s'",
+		      want[i].name, conf ? conf : "(none)");
 		size_t nt;
 		struct gmt_pk *const *tr = gmt_pk_items(gmt_pk_get(root, "device_traces"), &nt);
 		size_t entries = nt ? count(tr[0]) : 0;
-		CHECK((entries > 0) == want[i].traces, "%s: %zu trace entries", want[i].name, entries);
+		CHECK((entries > 0) == want[i].traces, "%s: %zu trace entries", want[i].name,
+		      entries);
 		gmt_pk_free(doc);
 
 		/* every cut of the file is an error, never a crash or a success */
@@ -129,7 +132,8 @@ real_snapshots(const char *dir)
 				if (rc == 0)
 					gmt_pk_free(doc);
 			}
-			CHECK(bad == 0, "oom.pickle cut anywhere is refused (%zu cuts were accepted)", bad);
+			CHECK(bad == 0,
+			      "oom.pickle cut anywhere is refused (%zu cuts were accepted)", bad);
 		}
 		free(buf);
 	}
@@ -141,7 +145,10 @@ hostile(void)
 	char err[256];
 	struct gmt_pk_doc *doc;
 	/* os.system via GLOBAL + REDUCE: refused at the GLOBAL, never run */
-	static const uint8_t global[] = "\x80\x02" "cos\nsystem\n" "X\x02\x00\x00\x00id" "\x85R.";
+	static const uint8_t global[] = "\x80\x02"
+					"cos\nsystem\n"
+					"X\x02\x00\x00\x00id"
+					"\x85R.";
 	int rc = gmt_pk_parse(global, sizeof(global) - 1, &doc, err, sizeof(err));
 	CHECK(rc == -EINVAL && strstr(err, "GLOBAL") && strstr(err, "byte 2"),
 	      "a GLOBAL opcode is refused by name and offset (%s)", err);
@@ -154,14 +161,16 @@ hostile(void)
 	static const uint8_t huge_put[] = "\x80\x04Nr\xff\xff\xff\xff.";
 	rc = gmt_pk_parse(huge_put, sizeof(huge_put) - 1, &doc, err, sizeof(err));
 	CHECK(rc == -EINVAL && strstr(err, "out of range"), "a memo key of 4G refused (%s)", err);
-	static const uint8_t long_str[] = "\x80\x04X\xff\xff\xff\xff" "abc.";
+	static const uint8_t long_str[] = "\x80\x04X\xff\xff\xff\xff"
+					  "abc.";
 	rc = gmt_pk_parse(long_str, sizeof(long_str) - 1, &doc, err, sizeof(err));
 	CHECK(rc == -EINVAL && strstr(err, "past the end"), "a length past the end (%s)", err);
 	static const uint8_t text[] = "{\"segments\": []}";
 	rc = gmt_pk_parse(text, sizeof(text) - 1, &doc, err, sizeof(err));
 	CHECK(rc == -EINVAL, "JSON is not a pickle (%s)", err);
 	/* a list that contains itself: parsed (the tree is a DAG with a cycle), freed */
-	static const uint8_t cycle[] = "\x80\x04]\x94h\x00" "a.";
+	static const uint8_t cycle[] = "\x80\x04]\x94h\x00"
+				       "a.";
 	rc = gmt_pk_parse(cycle, sizeof(cycle) - 1, &doc, err, sizeof(err));
 	CHECK(rc == 0, "a self-referencing list parses (%s)", err);
 	if (rc == 0) {
@@ -224,13 +233,15 @@ roundtrip(const char *out_path)
 		const struct gmt_pk *r = gmt_pk_root(doc);
 		CHECK(gmt_pk_int(gmt_pk_get(r, "address"), 0) == 0x7f1e40000000ll, "address back");
 		CHECK(gmt_pk_int(gmt_pk_get(r, "negative"), 0) == -5000000000ll, "negative back");
-		CHECK(gmt_pk_int(gmt_pk_get(r, "small"), 0) == 7 && gmt_pk_int(gmt_pk_get(r, "mid"), 0) == 40000 &&
+		CHECK(gmt_pk_int(gmt_pk_get(r, "small"), 0) == 7 &&
+			  gmt_pk_int(gmt_pk_get(r, "mid"), 0) == 40000 &&
 			  gmt_pk_int(gmt_pk_get(r, "i32"), 0) == -2,
 		      "small integers back");
 		CHECK(gmt_pk_get(r, "top")->type == GMT_PK_BIGINT, "2^64-1 is a big integer");
 		CHECK(gmt_pk_get(r, "ratio")->u.f == 0.375, "float back");
 		CHECK(count(gmt_pk_get(r, "flags")) == 3, "list back");
-		CHECK(gmt_pk_get(r, "pool")->type == GMT_PK_TUPLE && count(gmt_pk_get(r, "pool")) == 2,
+		CHECK(gmt_pk_get(r, "pool")->type == GMT_PK_TUPLE &&
+			  count(gmt_pk_get(r, "pool")) == 2,
 		      "tuple back");
 		CHECK(strlen(gmt_pk_str(gmt_pk_get(r, "name"))) == 299, "a 299-byte string back");
 		gmt_pk_free(doc);

@@ -23,7 +23,8 @@ static _Atomic int go;
 static void *
 alloc_slots(size_t n)
 {
-	void *m = mmap(NULL, gmt_ring_bytes(n), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	void *m = mmap(NULL, gmt_ring_bytes(n), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+		       -1, 0);
 	CHECK(m != MAP_FAILED);
 	return m;
 }
@@ -121,7 +122,8 @@ test_stress(size_t nslots)
 	for (;;) {
 		if (gmt_ring_pop(&ring, &out)) {
 			CHECK(out.tid >= 0 && out.tid < PRODUCERS);
-			/* each producer's events arrive in order, each once (no duplicates, no reordering) */
+			/* each producer's events arrive in order, each once (no duplicates, no
+			 * reordering) */
 			CHECK((int64_t)out.seq > last[out.tid]);
 			last[out.tid] = (int64_t)out.seq;
 			CHECK_EQ_U64(out.ptr, ((uint64_t)out.tid << 32) | out.seq);
@@ -131,7 +133,8 @@ test_stress(size_t nslots)
 		}
 		if (finished)
 			break;
-		if (atomic_load(&pushed_ok) + atomic_load(&dropped) == (uint64_t)PRODUCERS * per_producer) {
+		if (atomic_load(&pushed_ok) + atomic_load(&dropped) ==
+		    (uint64_t)PRODUCERS * per_producer) {
 			for (int i = 0; i < PRODUCERS; i++)
 				pthread_join(th[i], NULL);
 			finished = 1; /* one more pass drains what is left */
@@ -139,8 +142,8 @@ test_stress(size_t nslots)
 	}
 	CHECK_EQ_U64(received, atomic_load(&pushed_ok));
 	CHECK_EQ_U64(received + atomic_load(&dropped), (uint64_t)PRODUCERS * per_producer);
-	printf("ring %zu slots: %llu received, %llu dropped\n", nslots, (unsigned long long)received,
-	       (unsigned long long)atomic_load(&dropped));
+	printf("ring %zu slots: %llu received, %llu dropped\n", nslots,
+	       (unsigned long long)received, (unsigned long long)atomic_load(&dropped));
 }
 
 int

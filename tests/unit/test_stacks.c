@@ -41,9 +41,9 @@ static uint32_t ids_a[THREADS], ids_b[THREADS];
  * with _exit. Elsewhere they are joined.
  */
 #if defined(__SANITIZE_THREAD__)
-#define PARK_WORKERS 1
+#	define PARK_WORKERS 1
 #else
-#define PARK_WORKERS 0
+#	define PARK_WORKERS 0
 #endif
 static sem_t done;
 
@@ -71,7 +71,8 @@ in_function(uint64_t ret, void *fn)
 {
 	Dl_info a, b;
 	/* a return address lies inside the calling function: same symbol */
-	return dladdr((void *)(uintptr_t)(ret - 1), &a) && dladdr(fn, &b) && a.dli_saddr == b.dli_saddr;
+	return dladdr((void *)(uintptr_t)(ret - 1), &a) && dladdr(fn, &b) &&
+	       a.dli_saddr == b.dli_saddr;
 }
 
 int
@@ -105,13 +106,14 @@ main(void)
 		sem_wait(&done);
 	for (int t = 0; t < THREADS && !PARK_WORKERS; t++)
 		pthread_join(th[t], NULL);
-	/* threads start in worker(), not main(): other stacks than the main thread's; a race on a slot
-	 * being written may give one stack two ids, never one id two stacks */
+	/* threads start in worker(), not main(): other stacks than the main thread's; a race on a
+	 * slot being written may give one stack two ids, never one id two stacks */
 	for (int t = 0; t < THREADS; t++) {
 		CHECK(ids_a[t] != a && ids_b[t] != b);
 		struct gmt_stack_view va, vb;
 		CHECK(gmt_stack_get(ids_a[t], &va) && gmt_stack_get(ids_b[t], &vb));
-		CHECK(in_function(va.frames[0], (void *)site_a) && in_function(vb.frames[0], (void *)site_b));
+		CHECK(in_function(va.frames[0], (void *)site_a) &&
+		      in_function(vb.frames[0], (void *)site_b));
 		CHECK(in_function(va.frames[1], (void *)worker));
 	}
 	CHECK(gmt_stacks_overflow() == 0);

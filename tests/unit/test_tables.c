@@ -10,7 +10,8 @@
 static struct gmt_event
 ev_alloc(uint64_t ptr, uint64_t size, int dev, enum gmt_kind kind)
 {
-	return (struct gmt_event){.op = GMT_OP_ALLOC, .ptr = ptr, .size = size, .device = dev, .kind = kind};
+	return (struct gmt_event){
+	    .op = GMT_OP_ALLOC, .ptr = ptr, .size = size, .device = dev, .kind = kind};
 }
 
 /*
@@ -68,8 +69,11 @@ out_of_order(void)
 	e = ev_alloc(0x40000, 1 << 17, 0, GMT_KIND_VMM_MAPPED);
 	e.seq = 32;
 	CHECK(gmt_live_apply(&t, &e)); /* replaces the first: its unmap comes late */
-	e = (struct gmt_event){.op = GMT_OP_FREE, .kind = GMT_KIND_VMM_MAPPED, .ptr = 0x40000,
-			       .size = 1 << 16, .seq = 31};
+	e = (struct gmt_event){.op = GMT_OP_FREE,
+			       .kind = GMT_KIND_VMM_MAPPED,
+			       .ptr = 0x40000,
+			       .size = 1 << 16,
+			       .seq = 31};
 	CHECK(gmt_live_apply(&t, &e));
 	CHECK_EQ_U64(t.count[1][GMT_KIND_VMM_MAPPED], 1);
 	CHECK_EQ_U64(t.bytes[1][GMT_KIND_VMM_MAPPED], 1 << 17);

@@ -50,8 +50,13 @@ file_of(const char *bytes, size_t len)
 
 /* Read @p len bytes of @p bytes through the reader: its output and problem. */
 static char *
-through(const char *bytes, size_t len, size_t *out_len, char *problem, size_t problem_len,
-	int *truncated, unsigned long long *frames)
+through(const char *bytes,
+	size_t len,
+	size_t *out_len,
+	char *problem,
+	size_t problem_len,
+	int *truncated,
+	unsigned long long *frames)
 {
 	char why[256];
 	struct gmt_zread *z;
@@ -96,7 +101,8 @@ main(void)
 			n += (size_t)snprintf(plain[f] + n, sizeof(plain[f]) - n,
 					      "{\"type\":\"event\",\"seq\":%d,\"op\":\"alloc\","
 					      "\"ptr\":\"0x%x\",\"size\":%d}\n",
-					      seq, 0x1000 * seq, seq * 512 % 9973), seq++;
+					      seq, 0x1000 * seq, seq * 512 % 9973),
+			    seq++;
 		plain_len[f] = n;
 		memcpy(all + total, plain[f], n);
 		total += n;
@@ -111,7 +117,8 @@ main(void)
 	CHECK(memcmp(file, "\x28\xb5\x2f\xfd", 4) == 0);
 
 	/* the whole file: every flush, in order, five frames, no problem */
-	char *out = through(file, file_len, &out_len, problem, sizeof(problem), &truncated, &frames);
+	char *out =
+	    through(file, file_len, &out_len, problem, sizeof(problem), &truncated, &frames);
 	CHECK_EQ_U64(out_len, total);
 	CHECK(memcmp(out, all, total) == 0);
 	CHECK_EQ_U64(frames, FRAMES);
@@ -148,7 +155,8 @@ main(void)
 	snprintf(want, sizeof(want), "corrupt at byte %zu:", boundary[2]);
 	CHECK(strncmp(problem, want, strlen(want)) == 0 && !truncated);
 	free(out);
-	/* a damaged byte inside a frame: its checksum (or its structure) fails, earlier frames stand */
+	/* a damaged byte inside a frame: its checksum (or its structure) fails, earlier frames
+	 * stand */
 	memcpy(bad, file, file_len);
 	bad[boundary[1] + (boundary[2] - boundary[1]) / 2] ^= 0x55;
 	out = through(bad, file_len, &out_len, problem, sizeof(problem), &truncated, &frames);

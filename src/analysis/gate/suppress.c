@@ -5,9 +5,9 @@
 #define _GNU_SOURCE
 #include "analysis/gate/suppress.h"
 #include "analysis/report/keys.h"
+#include "util/alloc.h"
 #include "util/esc.h"
 #include "util/input.h"
-#include "util/alloc.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -123,8 +123,8 @@ gmt_suppressions_load(struct gmt_suppressions *s, const char *path, FILE *diag)
 }
 
 int
-gmt_suppressions_add(struct gmt_suppressions *s, const char *line, const char *origin,
-		     unsigned lineno, FILE *diag)
+gmt_suppressions_add(
+    struct gmt_suppressions *s, const char *line, const char *origin, unsigned lineno, FILE *diag)
 {
 	char *copy = strdup(line);
 	int rc;

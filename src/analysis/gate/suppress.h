@@ -21,12 +21,7 @@
 #include <jansson.h>
 
 /** What a suppression applies to: the gates that read leaks, peaks or growth. */
-enum gmt_supp_type {
-	GMT_SUPP_LEAK = 0,
-	GMT_SUPP_PEAK,
-	GMT_SUPP_GROWTH,
-	GMT_SUPP_NTYPES
-};
+enum gmt_supp_type { GMT_SUPP_LEAK = 0, GMT_SUPP_PEAK, GMT_SUPP_GROWTH, GMT_SUPP_NTYPES };
 
 struct gmt_suppression {
 	enum gmt_supp_type type;
@@ -55,8 +50,8 @@ int gmt_suppressions_load(struct gmt_suppressions *s, const char *path, FILE *di
  * "built-in") at @p lineno. Returns 0, or -1 (not a suppression) or -ENOMEM after saying why on
  * @p diag.
  */
-int gmt_suppressions_add(struct gmt_suppressions *s, const char *line, const char *origin,
-			 unsigned lineno, FILE *diag);
+int gmt_suppressions_add(
+    struct gmt_suppressions *s, const char *line, const char *origin, unsigned lineno, FILE *diag);
 
 void gmt_suppressions_free(struct gmt_suppressions *s);
 

@@ -161,11 +161,13 @@ blk_remove(struct seg *s, size_t at)
 static void
 merge(struct seg *s, size_t i)
 {
-	if (i + 1 < s->n && s->b[i + 1].state == FREE && s->b[i].addr + s->b[i].size == s->b[i + 1].addr) {
+	if (i + 1 < s->n && s->b[i + 1].state == FREE &&
+	    s->b[i].addr + s->b[i].size == s->b[i + 1].addr) {
 		s->b[i].size += s->b[i + 1].size;
 		blk_remove(s, i + 1);
 	}
-	if (i > 0 && s->b[i - 1].state == FREE && s->b[i - 1].addr + s->b[i - 1].size == s->b[i].addr) {
+	if (i > 0 && s->b[i - 1].state == FREE &&
+	    s->b[i - 1].addr + s->b[i - 1].size == s->b[i].addr) {
 		s->b[i - 1].size += s->b[i].size;
 		blk_remove(s, i);
 	}
@@ -187,13 +189,13 @@ seg_insert(struct gmt_blk_model *m, const struct gmt_blk_event *e, uint64_t size
 	m->n++;
 	struct seg *s = &m->s[at];
 	*s = (struct seg){
-		.start = e->ptr,
-		.size = size,
-		.stream = e->stream,
-		.pool = {e->pool[0], e->pool[1]},
-		.device = e->device,
-		.large = e->large,
-		.expandable = e->expandable || m->expandable,
+	    .start = e->ptr,
+	    .size = size,
+	    .stream = e->stream,
+	    .pool = {e->pool[0], e->pool[1]},
+	    .device = e->device,
+	    .large = e->large,
+	    .expandable = e->expandable || m->expandable,
 	};
 	struct dev_totals *t = dt(m, e->device);
 	t->reserved += size;
@@ -248,7 +250,8 @@ segment_alloc(struct gmt_blk_model *m, const struct gmt_blk_event *e)
 	struct seg *s = seg_insert(m, e, e->size);
 	if (!s)
 		return -ENOMEM;
-	if (e->action != GMT_TORCH_STATE_SEGMENT && blk_insert(s, 0, (struct blk){e->ptr, e->size, 0, e->seq, 0, FREE}))
+	if (e->action != GMT_TORCH_STATE_SEGMENT &&
+	    blk_insert(s, 0, (struct blk){e->ptr, e->size, 0, e->seq, 0, FREE}))
 		return -ENOMEM;
 	return rc;
 }
@@ -378,7 +381,8 @@ segment_unmap(struct gmt_blk_model *m, const struct gmt_blk_event *e)
 		if (err)
 			rc = err;
 		dt(m, s->device)->reserved -= piece - lo;
-		if (lo > s->start && piece < end) { /* a hole in the middle: the rest is a new run */
+		if (lo > s->start &&
+		    piece < end) { /* a hole in the middle: the rest is a new run */
 			struct seg tail = *s;
 			size_t at = (size_t)(s - m->s), k = 0;
 
@@ -433,7 +437,9 @@ block_state(struct gmt_blk_model *m, const struct gmt_blk_event *e)
 	while (at > 0 && s->b[at - 1].addr > e->ptr)
 		at--;
 	uint8_t st = e->allocated ? ALLOCATED : e->active ? PENDING : FREE;
-	if (blk_insert(s, at, (struct blk){e->ptr, e->size, e->allocated ? e->requested : 0, e->seq, 0, st}))
+	if (blk_insert(
+		s, at,
+		(struct blk){e->ptr, e->size, e->allocated ? e->requested : 0, e->seq, 0, st}))
 		return -ENOMEM;
 	struct dev_totals *t = dt(m, s->device);
 	if (st == ALLOCATED) {
@@ -575,8 +581,7 @@ gmt_blk_apply(struct gmt_blk_model *m, const struct gmt_blk_event *e)
 	struct seg *s;
 	switch (e->action) {
 	case GMT_TORCH_SEGMENT_ALLOC:
-	case GMT_TORCH_STATE_SEGMENT:
-		return segment_alloc(m, e);
+	case GMT_TORCH_STATE_SEGMENT: return segment_alloc(m, e);
 	case GMT_TORCH_SEGMENT_FREE:
 		if (!(s = seg_of(m, e->ptr)) || s->start != e->ptr) {
 			m->inconsistent++;
@@ -584,20 +589,13 @@ gmt_blk_apply(struct gmt_blk_model *m, const struct gmt_blk_event *e)
 		}
 		seg_remove(m, s);
 		return 0;
-	case GMT_TORCH_SEGMENT_MAP:
-		return segment_map(m, e);
-	case GMT_TORCH_SEGMENT_UNMAP:
-		return segment_unmap(m, e);
-	case GMT_TORCH_STATE_BLOCK:
-		return block_state(m, e);
-	case GMT_TORCH_ALLOC:
-		return alloc(m, e);
-	case GMT_TORCH_FREE_REQUESTED:
-		return free_requested(m, e);
-	case GMT_TORCH_FREE_COMPLETED:
-		return free_completed(m, e);
-	default: /* snapshot, oom: no change */
-		return 0;
+	case GMT_TORCH_SEGMENT_MAP: return segment_map(m, e);
+	case GMT_TORCH_SEGMENT_UNMAP: return segment_unmap(m, e);
+	case GMT_TORCH_STATE_BLOCK: return block_state(m, e);
+	case GMT_TORCH_ALLOC: return alloc(m, e);
+	case GMT_TORCH_FREE_REQUESTED: return free_requested(m, e);
+	case GMT_TORCH_FREE_COMPLETED: return free_completed(m, e);
+	default: /* snapshot, oom: no change */ return 0;
 	}
 }
 
@@ -657,16 +655,16 @@ gmt_blk_blocks(const struct gmt_blk_model *m, struct gmt_blk_view *out, size_t m
 				continue;
 			const struct blk *b = &s->b[k];
 			out[n] = (struct gmt_blk_view){
-				.ptr = b->addr,
-				.size = b->size,
-				.requested = b->requested,
-				.seq = b->seq,
-				.stream = s->stream,
-				.segment = s->start,
-				.pool = {s->pool[0], s->pool[1]},
-				.stack = b->stack,
-				.device = s->device,
-				.state = b->state,
+			    .ptr = b->addr,
+			    .size = b->size,
+			    .requested = b->requested,
+			    .seq = b->seq,
+			    .stream = s->stream,
+			    .segment = s->start,
+			    .pool = {s->pool[0], s->pool[1]},
+			    .stack = b->stack,
+			    .device = s->device,
+			    .state = b->state,
 			};
 		}
 	}
@@ -674,15 +672,20 @@ gmt_blk_blocks(const struct gmt_blk_model *m, struct gmt_blk_view *out, size_t m
 }
 
 void
-gmt_blk_free_in(const struct gmt_blk_model *m, int32_t device, uint64_t stream,
-		const uint64_t pool[2], uint64_t *free_bytes, uint64_t *pieces, uint64_t *largest)
+gmt_blk_free_in(const struct gmt_blk_model *m,
+		int32_t device,
+		uint64_t stream,
+		const uint64_t pool[2],
+		uint64_t *free_bytes,
+		uint64_t *pieces,
+		uint64_t *largest)
 {
 	*free_bytes = *pieces = *largest = 0;
 	for (size_t i = 0; i < m->n; i++) {
 		const struct seg *s = &m->s[i];
 
-		if (s->orphan || s->device != device || s->stream != stream || s->pool[0] != pool[0] ||
-		    s->pool[1] != pool[1])
+		if (s->orphan || s->device != device || s->stream != stream ||
+		    s->pool[0] != pool[0] || s->pool[1] != pool[1])
 			continue;
 		for (size_t k = 0; k < s->n; k++) {
 			if (s->b[k].state != FREE)
@@ -708,8 +711,11 @@ gmt_blk_stack_of(const struct gmt_blk_model *m, uint64_t ptr, uint64_t *size, ui
 }
 
 void
-gmt_blk_running(const struct gmt_blk_model *m, int32_t device, uint64_t *allocated,
-		uint64_t *requested, uint64_t *reserved)
+gmt_blk_running(const struct gmt_blk_model *m,
+		int32_t device,
+		uint64_t *allocated,
+		uint64_t *requested,
+		uint64_t *reserved)
 {
 	const struct dev_totals *t = dt((struct gmt_blk_model *)m, device);
 

@@ -4,8 +4,8 @@
  * memory_allocated (the blocks' real sizes, until a free is requested), requested bytes, active,
  * reserved, inactive split, the largest free block, per device.
  *
- * The allocator's rules (torch 2.x, c10/cuda/CUDACachingAllocator.cpp; checked on torch 2.11 against
- * its own figures at every marker, tests/gpu/torch_blocks.py): a request is rounded up to a
+ * The allocator's rules (torch 2.x, c10/cuda/CUDACachingAllocator.cpp; checked on torch 2.11
+ * against its own figures at every marker, tests/gpu/torch_blocks.py): a request is rounded up to a
  * multiple of 512 bytes (at least 512); a block is taken from the start of a free block and split
  * when the rest is at least 512 bytes in the small pool (requests up to 1 MiB) or in expandable
  * segments, more than 1 MiB in the large pool; a completed free merges with free neighbours.
@@ -34,15 +34,15 @@ struct gmt_blk_event {
 
 /* What torch's memory_stats() says, replayed (per device, or summed with device -1). */
 struct gmt_blk_totals {
-	uint64_t allocated_bytes;  /* memory_allocated(): live blocks' real sizes */
-	uint64_t requested_bytes;  /* requested_bytes.all.current */
-	uint64_t allocations;      /* allocation.all.current */
-	uint64_t active_bytes;     /* allocated, or freed and waiting for their streams */
-	uint64_t reserved_bytes;   /* memory_reserved(): the segments */
+	uint64_t allocated_bytes; /* memory_allocated(): live blocks' real sizes */
+	uint64_t requested_bytes; /* requested_bytes.all.current */
+	uint64_t allocations;	  /* allocation.all.current */
+	uint64_t active_bytes;	  /* allocated, or freed and waiting for their streams */
+	uint64_t reserved_bytes;  /* memory_reserved(): the segments */
 	uint64_t segments;
 	uint64_t inactive_split_bytes; /* free blocks of segments that also hold live blocks */
-	uint64_t free_pieces;      /* free blocks in the cache */
-	uint64_t largest_free;     /* the largest of them */
+	uint64_t free_pieces;	       /* free blocks in the cache */
+	uint64_t largest_free;	       /* the largest of them */
 };
 
 /* A block, for reports. */
@@ -56,7 +56,8 @@ struct gmt_blk_view {
 
 struct gmt_blk_model;
 
-/** A model for a trace whose allocator uses expandable segments (PYTORCH_CUDA_ALLOC_CONF) or not. */
+/** A model for a trace whose allocator uses expandable segments (PYTORCH_CUDA_ALLOC_CONF) or not.
+ */
 struct gmt_blk_model *gmt_blk_new(bool expandable);
 void gmt_blk_free(struct gmt_blk_model *m);
 
@@ -79,17 +80,25 @@ size_t gmt_blk_blocks(const struct gmt_blk_model *m, struct gmt_blk_view *out, s
 
 /** The running figures of @p device, cheap (no walk over the blocks): memory_allocated(),
  * requested bytes and memory_reserved(). */
-void gmt_blk_running(const struct gmt_blk_model *m, int32_t device, uint64_t *allocated,
-		     uint64_t *requested, uint64_t *reserved);
+void gmt_blk_running(const struct gmt_blk_model *m,
+		     int32_t device,
+		     uint64_t *allocated,
+		     uint64_t *requested,
+		     uint64_t *reserved);
 
 /** The free blocks of @p device's segments of @p stream and @p pool (where a request of that
  * stream and pool can be served): their bytes, number and the largest. */
-void gmt_blk_free_in(const struct gmt_blk_model *m, int32_t device, uint64_t stream,
-		     const uint64_t pool[2], uint64_t *free_bytes, uint64_t *pieces, uint64_t *largest);
+void gmt_blk_free_in(const struct gmt_blk_model *m,
+		     int32_t device,
+		     uint64_t stream,
+		     const uint64_t pool[2],
+		     uint64_t *free_bytes,
+		     uint64_t *pieces,
+		     uint64_t *largest);
 
 /** The stack of the live block at @p ptr (0 when none), its real size in *@p size. */
-uint32_t gmt_blk_stack_of(const struct gmt_blk_model *m, uint64_t ptr, uint64_t *size,
-			  uint64_t *requested);
+uint32_t
+gmt_blk_stack_of(const struct gmt_blk_model *m, uint64_t ptr, uint64_t *size, uint64_t *requested);
 
 /* A segment, for reports (expandable segments: one run of mapped memory). */
 struct gmt_blk_segview {

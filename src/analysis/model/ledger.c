@@ -7,8 +7,8 @@
  * per-process figure (no permission, MIG, ...) the device's used memory is the basis, and the
  * difference then also holds other processes' memory.
  */
-#include <stdio.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "analysis/model/model.h"

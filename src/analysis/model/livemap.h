@@ -24,7 +24,7 @@ struct gmt_live {
 	uint64_t context; /**< CUPTI contextUid of the allocating call, 0 unknown */
 	uint64_t seq;	  /**< the allocating event's seq and time */
 	uint64_t ts;
-	uint32_t site;	  /**< index into the model's sites (gmt_site_stats) */
+	uint32_t site; /**< index into the model's sites (gmt_site_stats) */
 	uint32_t stack;
 	uint32_t refs; /**< handles: create/import/retain minus release */
 	uint32_t maps; /**< handles: live mappings of the handle */

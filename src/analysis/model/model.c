@@ -85,12 +85,12 @@ struct replay {
 	size_t npools, poolcap;
 	size_t devcap, failcap, sitecap, ledgercap;
 	size_t nroles;
-	size_t next_nvml; /* first NVML reading not yet captured */
+	size_t next_nvml;	     /* first NVML reading not yet captured */
 	uint32_t last_snapshot_line; /* the snapshot last sampled for growth */
 	uint32_t range_end_samples;  /* outermost range pops sampled (at_range_ends) */
 	const char *first_range_end, *last_range_end;
-	uint64_t last_alloc_seq;     /* the latest successful allocation: temporaries */
-	uint32_t *site_index;	     /* open addressing over m->sites, UINT32_MAX empty */
+	uint64_t last_alloc_seq; /* the latest successful allocation: temporaries */
+	uint32_t *site_index;	 /* open addressing over m->sites, UINT32_MAX empty */
 	size_t site_mask;
 	enum phase phase;
 	bool bounds_pending; /* a range's bounds in seconds are not placed yet */
@@ -185,7 +185,8 @@ site_rehash(struct replay *r)
 	r->site_mask = cap - 1;
 	for (size_t i = 0; i < m->nsites; i++) {
 		const struct gmt_site_stats *st = &m->sites[i];
-		size_t j = site_hash(st->stack, st->api, st->driver, st->kind, st->device) & r->site_mask;
+		size_t j =
+		    site_hash(st->stack, st->api, st->driver, st->kind, st->device) & r->site_mask;
 
 		while (r->site_index[j] != UINT32_MAX)
 			j = (j + 1) & r->site_mask;
@@ -333,14 +334,20 @@ series_add(struct replay *r, int32_t device, uint8_t kind, uint64_t ts, uint64_t
 }
 
 static void
-timeline_add(struct replay *r, const struct gmt_trace_event *ev, int32_t device, uint8_t kind,
+timeline_add(struct replay *r,
+	     const struct gmt_trace_event *ev,
+	     int32_t device,
+	     uint8_t kind,
 	     uint64_t bytes)
 {
 	series_add(r, device, kind, ev->ts, bytes);
 }
 
 static void
-held_timeline_add(struct replay *r, const struct gmt_trace_event *ev, int32_t device, uint64_t bytes)
+held_timeline_add(struct replay *r,
+		  const struct gmt_trace_event *ev,
+		  int32_t device,
+		  uint64_t bytes)
 {
 	series_add(r, device, GMT_TK_COUNT, ev->ts, bytes);
 }
@@ -699,13 +706,15 @@ oom_snapshot(struct replay *r, const struct gmt_trace_event *ev, struct gmt_oom 
 	o->held = gmt_kind_held(o->by_kind);
 	if (d->pool_read) {
 		o->has_pool_slack = true;
-		o->pool_slack = (int64_t)(d->kinds[GMT_TK_POOL_RESERVE].live - d->kinds[GMT_TK_POOL].live);
+		o->pool_slack =
+		    (int64_t)(d->kinds[GMT_TK_POOL_RESERVE].live - d->kinds[GMT_TK_POOL].live);
 	}
 	o->gaps = gaps_of(r, ev->device, NULL);
 	for (size_t i = 0; i < m->nsites; i++) {
 		const struct gmt_site_stats *st = &m->sites[i];
 
-		if (st->device != ev->device || !st->live || !gmt_kind_in_held((enum gmt_tkind)st->kind))
+		if (st->device != ev->device || !st->live ||
+		    !gmt_kind_in_held((enum gmt_tkind)st->kind))
 			continue;
 		struct gmt_oom_site *v = gmt_realloc_array(o->sites, o->nsites + 1, sizeof(*v));
 
@@ -714,7 +723,8 @@ oom_snapshot(struct replay *r, const struct gmt_trace_event *ev, struct gmt_oom 
 			break;
 		}
 		o->sites = v;
-		o->sites[o->nsites++] = (struct gmt_oom_site){(uint32_t)i, st->live, st->live_allocs};
+		o->sites[o->nsites++] =
+		    (struct gmt_oom_site){(uint32_t)i, st->live, st->live_allocs};
 	}
 	if (o->nsites > 1)
 		qsort(o->sites, o->nsites, sizeof(*o->sites), cmp_oom_site);
@@ -1461,7 +1471,8 @@ range_step(struct replay *r, uint64_t seq, uint64_t ts, const struct gmt_trace_m
 		return true; /* the marker that opens the range does not also close it */
 	}
 	if (to->set) {
-		bool leave = to->label ? mk && strcmp(mk->label, to->label) == 0 : ts > m->range_to.ts;
+		bool leave =
+		    to->label ? mk && strcmp(mk->label, to->label) == 0 : ts > m->range_to.ts;
 		if (leave) {
 			m->range_to = (struct gmt_range_point){true, seq, ts};
 			r->phase = PHASE_AFTER;
@@ -1575,8 +1586,8 @@ gmt_model_finish(struct gmt_model *m)
 	for (size_t i = 0; i < m->nfailed; i++) {
 		m->failed[i] = &m->failed_events[i];
 		m->oom[i].ev = &m->failed_events[i];
-		m->oom[i].nvml = m->oom[i].nvml_index != SIZE_MAX ? &t->nvml[m->oom[i].nvml_index]
-								   : NULL;
+		m->oom[i].nvml =
+		    m->oom[i].nvml_index != SIZE_MAX ? &t->nvml[m->oom[i].nvml_index] : NULL;
 	}
 	return 0;
 }

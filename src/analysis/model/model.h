@@ -142,7 +142,7 @@ struct gmt_oom {
 	uint64_t by_kind[GMT_TK_COUNT];
 	uint64_t live_allocations; /**< of the kinds held that are allocations */
 	bool has_pool_slack;
-	int64_t pool_slack; /**< pool_reserve minus live pool bytes */
+	int64_t pool_slack;		   /**< pool_reserve minus live pool bytes */
 	const struct gmt_trace_nvml *nvml; /**< the device's latest reading before, or NULL */
 	size_t nvml_index;		   /**< of that reading, SIZE_MAX none */
 	struct gmt_gaps gaps;	    /**< the layout summed over kinds (largest_gap: of any kind) */
@@ -155,7 +155,7 @@ struct gmt_range_bound {
 	bool set;
 	const char *label; /**< a marker label, or NULL for seconds */
 	double seconds;
-	const char *spec;  /**< as given, for the report */
+	const char *spec; /**< as given, for the report */
 };
 
 struct gmt_range_opt {
@@ -167,7 +167,6 @@ struct gmt_range_point {
 	bool found; /**< false: the label is not in the trace, or the time is past its end */
 	uint64_t seq, ts;
 };
-
 
 /** Allocations still live at the end of a trace, grouped by call site (stack, api, driver). */
 struct gmt_leak {
@@ -186,7 +185,8 @@ struct gmt_point {
 };
 
 /** Points kept per series; past that, time buckets keep each bucket's first, lowest, highest
- * and last point (so peaks are never lost), and memory stays bounded whatever the trace's length. */
+ * and last point (so peaks are never lost), and memory stays bounded whatever the trace's length.
+ */
 #define GMT_SERIES_MAX_POINTS 4096
 
 /** Live bytes of one (device, kind) over time, or held bytes of a device (kind GMT_TK_COUNT). */
@@ -194,7 +194,8 @@ struct gmt_series {
 	int32_t device;
 	uint8_t kind;
 	bool exact; /**< every change is in `points` */
-	struct gmt_point *points; /**< in time order; at most GMT_SERIES_MAX_POINTS after finishing */
+	struct gmt_point
+	    *points; /**< in time order; at most GMT_SERIES_MAX_POINTS after finishing */
 	size_t n, cap;
 };
 
@@ -231,14 +232,15 @@ struct gmt_model {
 	const struct gmt_trace_event **failed; /**< failed allocations, in seq order */
 	size_t nfailed;
 	struct gmt_trace_event *failed_events; /**< their copies, which failed[] points to */
-	struct gmt_oom *oom; /**< oom[i] explains failed[i] */
+	struct gmt_oom *oom;		       /**< oom[i] explains failed[i] */
 	uint8_t *failed_class;	    /**< failed_class[i]: enum gmt_fail_class of failed[i] */
 	size_t nfailed_counted;	    /**< of failed[], GMT_FAIL_COUNTED: the program's failures */
 	size_t nprobes, nrecovered; /**< GMT_FAIL_PROBE, GMT_FAIL_RECOVERED */
 	size_t *fail_pending;	    /**< replay only: failures whose class the next events decide */
 	size_t nfail_pending, fail_pending_cap;
 
-	/** live bytes over time per (device, kind), and held bytes per device (kind GMT_TK_COUNT) */
+	/** live bytes over time per (device, kind), and held bytes per device (kind GMT_TK_COUNT)
+	 */
 	struct gmt_series *series;
 	size_t nseries;
 
@@ -250,10 +252,10 @@ struct gmt_model {
 	 * outermost ranges
 	 */
 	uint32_t marker_samples;
-	uint32_t snapshot_samples; /**< snapshots sampled for growth */
+	uint32_t snapshot_samples;		/**< snapshots sampled for growth */
 	const char *first_marker, *last_marker; /**< labels of the first and last sampled marker */
 
-	struct gmt_range_opt range;	       /**< as asked (both unset: the whole trace) */
+	struct gmt_range_opt range; /**< as asked (both unset: the whole trace) */
 	struct gmt_range_point range_from, range_to;
 
 	struct gmt_ledger_point *ledger; /**< one per NVML reading of the trace, in its order */
@@ -336,8 +338,8 @@ uint64_t gmt_site_median_lifetime(const struct gmt_site_stats *s);
 
 /**
  * Whether a failed allocation is the application's (docs/report-json.md, "failed[]", `class`;
- * model/failures.c has the rule). Probes and recovered failures stay in failed[] and oom[], but do not
- * count as failed allocations (summary.failed_allocations, check --max-failed).
+ * model/failures.c has the rule). Probes and recovered failures stay in failed[] and oom[], but do
+ * not count as failed allocations (summary.failed_allocations, check --max-failed).
  */
 enum gmt_fail_class {
 	GMT_FAIL_COUNTED = 0, /**< an allocation the program asked for and did not get */

@@ -174,26 +174,31 @@ take_peak(struct gmt_tensors *t, struct gmt_tdevice *d)
 /* A point of the fragmentation series; when full, every other point goes (the higher of each
  * pair stays, so the worst moments are kept). */
 static void
-frag_point_of(struct gmt_tensors *t, struct gmt_tdevice *d, uint64_t ts, uint64_t seq,
+frag_point_of(struct gmt_tensors *t,
+	      struct gmt_tdevice *d,
+	      uint64_t ts,
+	      uint64_t seq,
 	      const struct gmt_tcache *cp)
 {
 	struct gmt_tcache c = *cp;
 	/* reserved but unallocated, as torch's OOM message counts it (blocks whose free waits for
 	 * their streams included) */
 	uint64_t free_bytes = c.reserved - c.allocated;
-	struct gmt_tfrag p = {.ts = ts, .seq = seq, .reserved = c.reserved, .largest_free = c.largest_free};
+	struct gmt_tfrag p = {
+	    .ts = ts, .seq = seq, .reserved = c.reserved, .largest_free = c.largest_free};
 
 	p.free = free_bytes;
 	p.permille = free_bytes && c.largest_free <= free_bytes
-			     ? (uint32_t)(1000 - c.largest_free * 1000 / free_bytes)
-			     : 0;
+			 ? (uint32_t)(1000 - c.largest_free * 1000 / free_bytes)
+			 : 0;
 	if (p.permille > d->max_frag_permille)
 		d->max_frag_permille = p.permille;
 	if (d->nfrag == GMT_TFRAG_MAX) {
 		size_t k = 0;
 		for (size_t i = 0; i + 1 < d->nfrag; i += 2)
-			d->frag[k++] = d->frag[i].permille >= d->frag[i + 1].permille ? d->frag[i]
-										 : d->frag[i + 1];
+			d->frag[k++] = d->frag[i].permille >= d->frag[i + 1].permille
+					   ? d->frag[i]
+					   : d->frag[i + 1];
 		d->nfrag = k;
 	}
 	if (!d->frag && !(d->frag = malloc(GMT_TFRAG_MAX * sizeof(*d->frag)))) {
@@ -234,7 +239,9 @@ mark_point(struct gmt_tensors *t, struct gmt_tdevice *d, const struct gmt_trace_
 }
 
 static void
-record_oom(struct gmt_tensors *t, struct gmt_tdevice *d, const struct gmt_trace_event *ev,
+record_oom(struct gmt_tensors *t,
+	   struct gmt_tdevice *d,
+	   const struct gmt_trace_event *ev,
 	   uint64_t held)
 {
 	struct gmt_toom *no = realloc(t->ooms, (t->nooms + 1) * sizeof(*no));

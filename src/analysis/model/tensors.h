@@ -32,7 +32,8 @@ struct gmt_tsite {
 	uint64_t max_live;
 	uint64_t mark_live, mark_requested; /**< at the last mark (gmt_mark) */
 	/* live bytes at the growth samples: at marks, and at ends of outermost ranges (used when
-	 * the trace has fewer than two marks); gmt_tensors_finish() leaves the chosen in `growth` */
+	 * the trace has fewer than two marks); gmt_tensors_finish() leaves the chosen in `growth`
+	 */
 	struct gmt_tgrowth {
 		uint64_t first, last;
 		uint32_t rises, falls;
@@ -55,17 +56,18 @@ struct gmt_toom {
 	uint64_t requested, rounded; /**< the request, and what the allocator needed for it */
 	uint64_t device_free;	     /**< what CUDA said was free on the device */
 	uint64_t stream, pool[2];
-	struct gmt_tcache cache;	  /**< the device's cache then */
-	uint64_t pool_largest_free;	  /**< of the request's stream and pool */
-	uint64_t pool_free, pool_pieces;  /**< free bytes and pieces in that stream and pool */
-	uint64_t held;			  /**< CUDA-level device memory the process held then */
+	struct gmt_tcache cache;	 /**< the device's cache then */
+	uint64_t pool_largest_free;	 /**< of the request's stream and pool */
+	uint64_t pool_free, pool_pieces; /**< free bytes and pieces in that stream and pool */
+	uint64_t held;			 /**< CUDA-level device memory the process held then */
 };
 
 /** One moment of the fragmentation series (gmt_tdevice.frag). */
 struct gmt_tfrag {
 	uint64_t ts, seq;
 	uint64_t reserved, free, largest_free;
-	uint32_t permille; /**< 1000 x (1 - largest free block / free bytes of the cache), 0 none free */
+	uint32_t
+	    permille; /**< 1000 x (1 - largest free block / free bytes of the cache), 0 none free */
 };
 
 #define GMT_TFRAG_MAX 4096
@@ -84,12 +86,12 @@ struct gmt_tmark {
 struct gmt_tdevice {
 	int32_t device;
 	uint64_t peak, peak_ts, peak_seq; /**< of memory_allocated(), first reached */
-	struct gmt_tcache at_peak;    /**< the cache at the peak */
-	uint64_t held_at_peak;	      /**< CUDA-level held bytes at that moment */
+	struct gmt_tcache at_peak;	  /**< the cache at the peak */
+	uint64_t held_at_peak;		  /**< CUDA-level held bytes at that moment */
 	uint64_t max_reserved;
-	struct gmt_tcache end;	      /**< at the end of the trace */
-	uint64_t allocations;	      /**< block allocations */
-	struct gmt_tfrag *frag;	      /**< sampled at markers, OOMs and the end; bounded */
+	struct gmt_tcache end;	/**< at the end of the trace */
+	uint64_t allocations;	/**< block allocations */
+	struct gmt_tfrag *frag; /**< sampled at markers, OOMs and the end; bounded */
 	size_t nfrag;
 	uint32_t max_frag_permille;
 	bool pending; /**< replay only: the peak rose, its sites are not taken yet */
@@ -99,17 +101,17 @@ struct gmt_tensors {
 	struct gmt_blk_model *blk;
 	struct gmt_tdevice *devices; /**< sorted by device */
 	size_t ndevices;
-	struct gmt_tsite *sites;     /**< in order of first use */
+	struct gmt_tsite *sites; /**< in order of first use */
 	size_t nsites, sites_cap;
 	struct gmt_toom *ooms;
 	size_t nooms;
 	struct gmt_tmark *marks; /**< per mark and device, in order */
 	size_t nmarks;
-	uint64_t lines;	       /**< block lines applied */
-	uint64_t inconsistent; /**< of them, lines that did not fit the replayed state */
-	uint32_t samples;      /**< growth samples taken (of the chosen kind) */
+	uint64_t lines;		/**< block lines applied */
+	uint64_t inconsistent;	/**< of them, lines that did not fit the replayed state */
+	uint32_t samples;	/**< growth samples taken (of the chosen kind) */
 	uint32_t range_samples; /**< replay only: ends of outermost ranges seen */
-	bool sample_marks;     /**< samples are marks (else ends of outermost ranges) */
+	bool sample_marks;	/**< samples are marks (else ends of outermost ranges) */
 	/* replay only */
 	uint32_t *site_index; /**< open addressing: (stack, device) -> site + 1 */
 	size_t site_index_cap;

@@ -16,9 +16,16 @@
 enum { WS = 1, STR_END = 2 };
 
 static const unsigned char byte_class[256] = {
-    [0x00 ... 0x08] = STR_END, ['\t'] = WS | STR_END, ['\n'] = WS | STR_END,
-    [0x0b ... 0x0c] = STR_END, ['\r'] = WS | STR_END, [0x0e ... 0x1f] = STR_END,
-    [' '] = WS, ['"'] = STR_END, ['\\'] = STR_END, [0x80 ... 0xff] = STR_END,
+    [0x00 ... 0x08] = STR_END,
+    ['\t'] = WS | STR_END,
+    ['\n'] = WS | STR_END,
+    [0x0b ... 0x0c] = STR_END,
+    ['\r'] = WS | STR_END,
+    [0x0e ... 0x1f] = STR_END,
+    [' '] = WS,
+    ['"'] = STR_END,
+    ['\\'] = STR_END,
+    [0x80 ... 0xff] = STR_END,
 };
 
 static const char *

@@ -16,15 +16,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #if GMT_HAVE_ZLIB
-#include <zlib.h>
+#	include <zlib.h>
 #endif
 
 #define GZIP_MAGIC "\x1f\x8b"
 #define PEEK 4 /* bytes that tell the kind: zstd's magic number is the longest */
 
 struct gmt_trace_input_state {
-	FILE *raw;    /* the file from its first byte (through `replay` for standard input) */
-	int fd;       /* the file's descriptor when it is a regular file, else -1 */
+	FILE *raw; /* the file from its first byte (through `replay` for standard input) */
+	int fd;	   /* the file's descriptor when it is a regular file, else -1 */
 	long long size;
 	struct gmt_zread *z; /* zstd */
 	/*
@@ -54,12 +54,9 @@ const char *
 gmt_trace_input_kind_name(enum gmt_trace_input_kind kind)
 {
 	switch (kind) {
-	case GMT_TRACE_INPUT_ZSTD:
-		return "zstd";
-	case GMT_TRACE_INPUT_GZIP:
-		return "gzip";
-	case GMT_TRACE_INPUT_PLAIN:
-		break;
+	case GMT_TRACE_INPUT_ZSTD: return "zstd";
+	case GMT_TRACE_INPUT_GZIP: return "gzip";
+	case GMT_TRACE_INPUT_PLAIN: break;
 	}
 	return "plain";
 }
@@ -100,7 +97,9 @@ replay_close(void *cookie)
 #if GMT_HAVE_ZLIB
 
 static void
-gz_problem(struct gmt_trace_input_state *st, enum gmt_trace_input_end end, const char *fmt,
+gz_problem(struct gmt_trace_input_state *st,
+	   enum gmt_trace_input_end end,
+	   const char *fmt,
 	   const char *arg)
 {
 	if (st->end == GMT_TRACE_INPUT_END_NONE) {
@@ -128,10 +127,12 @@ gz_read(void *cookie, char *buf, size_t size)
 					gz_problem(st, GMT_TRACE_INPUT_END_READ_ERROR,
 						   "read error at byte %lld: %s", strerror(errno));
 				else if (st->in_member)
-					gz_problem(st, GMT_TRACE_INPUT_END_TRUNCATED,
-						   "truncated: the file ends inside a gzip member (at "
-						   "byte %lld%s)",
-						   "; a copy cut short, or a writer killed or out of disk");
+					gz_problem(
+					    st, GMT_TRACE_INPUT_END_TRUNCATED,
+					    "truncated: the file ends inside a gzip member (at "
+					    "byte %lld%s)",
+					    "; a copy cut short, or a writer killed or out of "
+					    "disk");
 				st->done = true;
 				break;
 			}
@@ -149,17 +150,19 @@ gz_read(void *cookie, char *buf, size_t size)
 		if (rc == Z_STREAM_END) { /* a member ended, its CRC and length verified */
 			st->in_member = false;
 			if (inflateReset(zs) != Z_OK)
-				gz_problem(st, GMT_TRACE_INPUT_END_CORRUPT, "corrupt at byte %lld: %s",
-					   "inflateReset failed");
+				gz_problem(st, GMT_TRACE_INPUT_END_CORRUPT,
+					   "corrupt at byte %lld: %s", "inflateReset failed");
 		} else if (rc == Z_BUF_ERROR && zs->avail_in == 0) {
 			continue; /* wants more input */
 		} else if (rc != Z_OK) {
-			/* a bad header is named by where it starts: that is where the bad data is */
+			/* a bad header is named by where it starts: that is where the bad data is
+			 */
 			if (starting)
 				st->consumed = at;
 			gz_problem(st, GMT_TRACE_INPUT_END_CORRUPT, "corrupt at byte %lld: %s",
-				   zs->msg ? zs->msg : rc == Z_MEM_ERROR ? "out of memory"
-									  : "not gzip data");
+				   zs->msg	       ? zs->msg
+				   : rc == Z_MEM_ERROR ? "out of memory"
+						       : "not gzip data");
 		}
 	}
 	return (ssize_t)(want - zs->avail_out);
@@ -225,8 +228,9 @@ open_raw(struct gmt_trace_input *in, const char *path, char why[GMT_TRACE_INPUT_
 
 	if (strcmp(path, GMT_TRACE_STDIN) == 0) {
 		if (stdin_taken) {
-			snprintf(why, GMT_TRACE_INPUT_WHY, "standard input was read already (\"-\" "
-							   "given twice)");
+			snprintf(why, GMT_TRACE_INPUT_WHY,
+				 "standard input was read already (\"-\" "
+				 "given twice)");
 			errno = EINVAL;
 			return NULL;
 		}
@@ -267,7 +271,8 @@ open_raw(struct gmt_trace_input *in, const char *path, char why[GMT_TRACE_INPUT_
 	}
 	/* standard input: a pipe cannot seek, and a file there need not be at its start */
 	st->under = f;
-	f = fopencookie(st, "r", (cookie_io_functions_t){.read = replay_read, .close = replay_close});
+	f = fopencookie(st, "r",
+			(cookie_io_functions_t){.read = replay_read, .close = replay_close});
 	if (!f) {
 		snprintf(why, GMT_TRACE_INPUT_WHY, "out of memory");
 		fclose(st->under);
@@ -277,8 +282,7 @@ open_raw(struct gmt_trace_input *in, const char *path, char why[GMT_TRACE_INPUT_
 }
 
 int
-gmt_trace_input_open(struct gmt_trace_input *in, const char *path,
-		     char why[GMT_TRACE_INPUT_WHY])
+gmt_trace_input_open(struct gmt_trace_input *in, const char *path, char why[GMT_TRACE_INPUT_WHY])
 {
 	struct gmt_trace_input_state *st = calloc(1, sizeof(*st));
 	FILE *f;
@@ -320,12 +324,9 @@ gmt_trace_input_offset(const struct gmt_trace_input *in)
 	const struct gmt_trace_input_state *st = in->st;
 
 	switch (in->kind) {
-	case GMT_TRACE_INPUT_ZSTD:
-		return gmt_zread_raw_offset(st->z, in->f);
-	case GMT_TRACE_INPUT_GZIP:
-		return st->consumed;
-	case GMT_TRACE_INPUT_PLAIN:
-		break;
+	case GMT_TRACE_INPUT_ZSTD: return gmt_zread_raw_offset(st->z, in->f);
+	case GMT_TRACE_INPUT_GZIP: return st->consumed;
+	case GMT_TRACE_INPUT_PLAIN: break;
 	}
 	return in->is_stdin ? st->replayed : (long long)ftell(in->f);
 }
@@ -362,8 +363,7 @@ gmt_trace_input_end(const struct gmt_trace_input *in, const char **why)
 		if (st->end != GMT_TRACE_INPUT_END_NONE)
 			*why = st->problem;
 		return st->end;
-	case GMT_TRACE_INPUT_PLAIN:
-		break;
+	case GMT_TRACE_INPUT_PLAIN: break;
 	}
 	return GMT_TRACE_INPUT_END_NONE;
 }

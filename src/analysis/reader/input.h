@@ -49,8 +49,8 @@ struct gmt_trace_input {
  * process (a second "-" is refused: its bytes are gone). 0, or -1 with the reason in @p why
  * (the open's, or why a compressed file cannot be read: no libzstd.so.1, out of memory).
  */
-int gmt_trace_input_open(struct gmt_trace_input *in, const char *path,
-			 char why[GMT_TRACE_INPUT_WHY]);
+int
+gmt_trace_input_open(struct gmt_trace_input *in, const char *path, char why[GMT_TRACE_INPUT_WHY]);
 
 /** The format's name for messages: "plain", "zstd", "gzip". */
 const char *gmt_trace_input_kind_name(enum gmt_trace_input_kind kind);

@@ -9,7 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MEMO_MAX (1u << 24) /* memo keys beyond this are refused (LONG_BINPUT takes any 32 bits) */
+/* memo keys beyond this are refused (LONG_BINPUT takes any 32 bits) */
+#define MEMO_MAX (1u << 24)
 
 struct chunk {
 	struct chunk *next;
@@ -74,7 +75,8 @@ seq_push(struct gmt_pk_doc *d, struct gmt_pk *c, struct gmt_pk *item)
 				d->arrays = a;
 				d->arrays_cap = ac;
 			}
-			d->arrays[d->narrays++] = (struct gmt_pk *)c; /* the owner: its items freed */
+			d->arrays[d->narrays++] =
+			    (struct gmt_pk *)c; /* the owner: its items freed */
 		}
 		c->u.seq.items = items;
 		c->u.seq.cap = cap;
@@ -236,7 +238,6 @@ memo_get(struct parser *ps, size_t at, uint64_t key)
 	return push(ps, ps->memo[key]);
 }
 
-
 static int
 str_value(struct parser *ps, size_t at, size_t n, enum gmt_pk_type t)
 {
@@ -324,7 +325,9 @@ code_opcode(uint8_t op)
 	case 0x92: return "NEWOBJ_EX";
 	case 'P': return "PERSID";
 	case 'Q': return "BINPERSID";
-	case 0x82: case 0x83: case 0x84: return "EXT";
+	case 0x82:
+	case 0x83:
+	case 0x84: return "EXT";
 	case 0x97: return "NEXT_BUFFER";
 	case 0x98: return "READONLY_BUFFER";
 	default: return NULL;
@@ -343,7 +346,8 @@ step(struct parser *ps)
 		if (!need(ps, 1))
 			return fail(ps, at, "PROTO without its version");
 		if (*ps->p > 5)
-			return fail(ps, at, "pickle protocol %u (this reader knows 0 to 5)", *ps->p);
+			return fail(ps, at, "pickle protocol %u (this reader knows 0 to 5)",
+				    *ps->p);
 		ps->p++;
 		return 0;
 	case 0x95: /* FRAME: a length hint */
@@ -351,8 +355,7 @@ step(struct parser *ps)
 			return fail(ps, at, "FRAME without its length");
 		ps->p += 8;
 		return 0;
-	case '(':
-		return mark(ps);
+	case '(': return mark(ps);
 	case '0': /* POP */
 		if (!pop(ps))
 			return fail(ps, at, "POP on an empty stack");
@@ -366,9 +369,9 @@ step(struct parser *ps)
 		if (!(v = top(ps)))
 			return fail(ps, at, "DUP on an empty stack");
 		return push(ps, v);
-	case 'N':
-		return push(ps, node(ps->d, GMT_PK_NONE));
-	case 0x88: case 0x89: /* NEWTRUE, NEWFALSE */
+	case 'N': return push(ps, node(ps->d, GMT_PK_NONE));
+	case 0x88:
+	case 0x89: /* NEWTRUE, NEWFALSE */
 		if ((v = node(ps->d, GMT_PK_BOOL)))
 			v->u.b = op == 0x88;
 		return push(ps, v);
@@ -398,7 +401,8 @@ step(struct parser *ps)
 			return fail(ps, at, "LONG4 runs past the end");
 		ps->p += 4;
 		return long_value(ps, at, (size_t)le(ps->p - 4, 4));
-	case 'I': case 'L': { /* INT, LONG: decimal text to the newline (protocol 0) */
+	case 'I':
+	case 'L': { /* INT, LONG: decimal text to the newline (protocol 0) */
 		const uint8_t *nl = memchr(ps->p, '\n', (size_t)(ps->end - ps->p));
 		char num[32];
 		size_t n = nl ? (size_t)(nl - ps->p) : 0;
@@ -467,20 +471,19 @@ step(struct parser *ps)
 		if (!need(ps, 1))
 			return fail(ps, at, "SHORT_BINBYTES runs past the end");
 		return str_value(ps, at, *ps->p++, GMT_PK_BYTES);
-	case 0x8e: case 0x96: /* BINBYTES8, BYTEARRAY8 */
+	case 0x8e:
+	case 0x96: /* BINBYTES8, BYTEARRAY8 */
 		if (!need(ps, 8))
 			return fail(ps, at, "BINBYTES8 runs past the end");
 		ps->p += 8;
 		return str_value(ps, at, (size_t)le(ps->p - 8, 8), GMT_PK_BYTES);
-	case ']':
-		return push(ps, node(ps->d, GMT_PK_LIST));
-	case ')':
-		return push(ps, node(ps->d, GMT_PK_TUPLE));
-	case '}':
-		return push(ps, node(ps->d, GMT_PK_DICT));
-	case 0x8f: /* EMPTY_SET: read as a list */
-		return push(ps, node(ps->d, GMT_PK_LIST));
-	case 'l': case 't': case 0x91: /* LIST, TUPLE, FROZENSET (from MARK) */
+	case ']': return push(ps, node(ps->d, GMT_PK_LIST));
+	case ')': return push(ps, node(ps->d, GMT_PK_TUPLE));
+	case '}': return push(ps, node(ps->d, GMT_PK_DICT));
+	case 0x8f: /* EMPTY_SET: read as a list */ return push(ps, node(ps->d, GMT_PK_LIST));
+	case 'l':
+	case 't':
+	case 0x91: /* LIST, TUPLE, FROZENSET (from MARK) */
 		if (!(c = node(ps->d, op == 't' ? GMT_PK_TUPLE : GMT_PK_LIST)))
 			return oom(ps);
 		if (collect(ps, at, c, false))
@@ -492,7 +495,9 @@ step(struct parser *ps)
 		if (collect(ps, at, c, true))
 			return ps->rc;
 		return push(ps, c);
-	case 0x85: case 0x86: case 0x87: { /* TUPLE1..3 */
+	case 0x85:
+	case 0x86:
+	case 0x87: { /* TUPLE1..3 */
 		size_t n = op - 0x84;
 		size_t floor = ps->nmarks ? ps->marks[ps->nmarks - 1] : 0;
 		if (ps->sp - floor < n)
@@ -511,7 +516,8 @@ step(struct parser *ps)
 		if (!v || !c || c->type != GMT_PK_LIST)
 			return fail(ps, at, "APPEND without a list under the item");
 		return seq_push(ps->d, c, v) ? 0 : oom(ps);
-	case 'e': case 0x90: { /* APPENDS, ADDITEMS */
+	case 'e':
+	case 0x90: { /* APPENDS, ADDITEMS */
 		if (!ps->nmarks || ps->marks[ps->nmarks - 1] == 0)
 			return fail(ps, at, "APPENDS without a list and a MARK");
 		c = ps->stack[ps->marks[ps->nmarks - 1] - 1];
@@ -554,7 +560,8 @@ step(struct parser *ps)
 			return fail(ps, at, "LONG_BINGET runs past the end");
 		ps->p += 4;
 		return memo_get(ps, at, le(ps->p - 4, 4));
-	case 'p': case 'g': { /* PUT, GET: decimal text (protocol 0) */
+	case 'p':
+	case 'g': { /* PUT, GET: decimal text (protocol 0) */
 		const uint8_t *nl = memchr(ps->p, '\n', (size_t)(ps->end - ps->p));
 		char num[24];
 		size_t n = nl ? (size_t)(nl - ps->p) : 0;
@@ -572,8 +579,9 @@ step(struct parser *ps)
 	default: {
 		const char *name = code_opcode(op);
 		if (name)
-			return fail(ps, at, "the pickle would run code (opcode %s): it is not plain data, "
-					    "and is not read",
+			return fail(ps, at,
+				    "the pickle would run code (opcode %s): it is not plain data, "
+				    "and is not read",
 				    name);
 		return fail(ps, at, "opcode 0x%02x is not one of plain data", op);
 	}
@@ -601,7 +609,8 @@ gmt_pk_parse(const uint8_t *buf, size_t len, struct gmt_pk_doc **out, char *err,
 		}
 		if (*ps.p == '.') {
 			if (ps.sp != 1 || ps.nmarks)
-				fail(&ps, (size_t)(ps.p - buf), "STOP with %zu values on the stack", ps.sp);
+				fail(&ps, (size_t)(ps.p - buf), "STOP with %zu values on the stack",
+				     ps.sp);
 			break;
 		}
 		step(&ps);

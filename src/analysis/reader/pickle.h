@@ -1,9 +1,9 @@
 /*
- * @brief Python pickles of plain data: the subset PyTorch's memory snapshots use (and other data-only
- * pickles: dicts, lists, tuples, str, bytes, int, float, bool, None), read into a tree and written
- * from one. Nothing in a pickle is ever run: an opcode that would import or call code (GLOBAL,
- * REDUCE, BUILD, NEWOBJ, persistent ids, extensions) is an error naming it and its offset, so a
- * hostile or foreign pickle is refused, never executed.
+ * @brief Python pickles of plain data: the subset PyTorch's memory snapshots use (and other
+ * data-only pickles: dicts, lists, tuples, str, bytes, int, float, bool, None), read into a tree
+ * and written from one. Nothing in a pickle is ever run: an opcode that would import or call code
+ * (GLOBAL, REDUCE, BUILD, NEWOBJ, persistent ids, extensions) is an error naming it and its offset,
+ * so a hostile or foreign pickle is refused, never executed.
  *
  * Reading: gmt_pk_parse() over the whole file in memory; every length is checked against the
  * buffer, the stack and memo are bounded by the input's size, a value referenced through the memo
@@ -22,14 +22,14 @@
 enum gmt_pk_type {
 	GMT_PK_NONE,
 	GMT_PK_BOOL,
-	GMT_PK_INT,   /* fits in int64 (snapshots: addresses, sizes, times) */
+	GMT_PK_INT,    /* fits in int64 (snapshots: addresses, sizes, times) */
 	GMT_PK_BIGINT, /* an integer that does not: kept as its sign only */
 	GMT_PK_FLOAT,
-	GMT_PK_STR,   /* UTF-8 as the pickle has it, NUL-terminated copy, len bytes */
+	GMT_PK_STR, /* UTF-8 as the pickle has it, NUL-terminated copy, len bytes */
 	GMT_PK_BYTES,
 	GMT_PK_LIST,
 	GMT_PK_TUPLE,
-	GMT_PK_DICT,  /* items[2k] the keys, items[2k+1] the values, in insertion order */
+	GMT_PK_DICT, /* items[2k] the keys, items[2k+1] the values, in insertion order */
 };
 
 struct gmt_pk {

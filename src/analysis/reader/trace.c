@@ -13,10 +13,10 @@
 #include "analysis/reader/input.h"
 #include "analysis/reader/reorder.h"
 #include "torch_entry.h"
+#include "util/alloc.h"
 #include "util/esc.h"
 #include "util/hash.h"
 #include "util/hex.h"
-#include "util/alloc.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -44,7 +44,7 @@ struct reader {
 	FILE *diag;
 	char *epath; /* the path as messages show it (esc.h): a file name may hold anything */
 	size_t shown;
-	size_t usable; /* lines that contributed something */
+	size_t usable;	/* lines that contributed something */
 	size_t content; /* of those, events, markers, snapshots, trailers: what only a trace has */
 	/*
 	 * Until a line has shown the file to be a trace (a JSON object with a "type" of the
@@ -52,25 +52,25 @@ struct reader {
 	 * the reader may read, and jansson's messages quote the text they stopped at.
 	 */
 	bool trace_line_seen;
-	size_t lead;   /* lines before it, skipped unquoted */
-	bool refused;  /* unknown format or version: the file is unreadable */
-	bool nomem;    /* out of memory: the read stopped, the file is unreadable (nomem()) */
+	size_t lead;  /* lines before it, skipped unquoted */
+	bool refused; /* unknown format or version: the file is unreadable */
+	bool nomem;   /* out of memory: the read stopped, the file is unreadable (nomem()) */
 	bool have_min_ts;
 	bool have_start_ts;
-	uint64_t min_ts; /* time origin when there is no header */
+	uint64_t min_ts;   /* time origin when there is no header */
 	uint32_t *modhash; /* open addressing over t->modules (index + 1; 0 empty) */
 	size_t modhash_mask;
-	bool no_fast;	   /* GMT_TRACE_SLOW=1: every line through jansson (tests compare both) */
+	bool no_fast; /* GMT_TRACE_SLOW=1: every line through jansson (tests compare both) */
 	/* streaming (gmt_trace_read_sink()): a min-heap by seq of what is not delivered yet */
 	const struct gmt_trace_sink *sink;
 	struct gmt_reorder window;
-	bool delivered_any; /* an item went to the sink in order */
+	bool delivered_any;	      /* an item went to the sink in order */
 	uint64_t event_seq, event_ts; /* of the last event delivered in order */
-	size_t first_late_line; /* and its seq: for the note on lines applied late */
+	size_t first_late_line;	      /* and its seq: for the note on lines applied late */
 	uint64_t first_late_seq;
-	struct open_range *open;	/* pushes delivered and not popped yet, to name pops */
+	struct open_range *open; /* pushes delivered and not popped yet, to name pops */
 	size_t nopen;
-	char *scratch;	   /* the fast path's copy of a line */
+	char *scratch; /* the fast path's copy of a line */
 	size_t scratch_cap;
 	uint32_t *addrhash; /* open addressing over t->addresses (index + 1; 0 empty) */
 	size_t addrhash_mask;
@@ -179,7 +179,9 @@ field(struct src o, const char *key)
 		const struct gmt_flat_value *v = gmt_flat_get(o.flat, key);
 
 		if (v) {
-			f.kind = v->type == GMT_FLAT_INT ? F_INT : v->type == GMT_FLAT_STR ? F_STR : F_NULL;
+			f.kind = v->type == GMT_FLAT_INT   ? F_INT
+				 : v->type == GMT_FLAT_STR ? F_STR
+							   : F_NULL;
 			f.num = v->num;
 			f.str = v->str;
 		}
@@ -343,7 +345,8 @@ intern(struct reader *r, const char *s)
 {
 	struct gmt_trace *t = r->t;
 
-	/* a direct-mapped cache in front of the scan: a trace names a few dozen calls, each often */
+	/* a direct-mapped cache in front of the scan: a trace names a few dozen calls, each often
+	 */
 	uint32_t h = 2166136261u;
 	for (const char *c = s; *c; c++)
 		h = (h ^ (uint8_t)*c) * 16777619u;
@@ -693,7 +696,8 @@ read_py(struct reader *r, json_t *a, struct gmt_trace_stack *st)
 		return true; /* out of memory: the read stops, no word about the line */
 	json_array_foreach(a, i, e)
 	{
-		json_t *c = json_array_get(e, 0), *o = json_array_get(e, 1), *en = json_array_get(e, 2);
+		json_t *c = json_array_get(e, 0), *o = json_array_get(e, 1),
+		       *en = json_array_get(e, 2);
 
 		if (!json_is_array(e) || json_array_size(e) != 3 || !json_is_integer(c) ||
 		    !json_is_integer(o) || !json_is_integer(en) || json_integer_value(c) < 0 ||
@@ -725,10 +729,11 @@ read_stack_python(struct reader *r, json_t *obj, size_t lineno, struct gmt_trace
 	int err;
 
 	if (py && !json_is_null(py) && !read_py(r, py, st))
-		bad_line(r, lineno,
-			 "stack %u with bad \"py\" (expected [[code_id, instr_offset, 0 or 1], ...]): "
-			 "its Python frames are ignored",
-			 st->id);
+		bad_line(
+		    r, lineno,
+		    "stack %u with bad \"py\" (expected [[code_id, instr_offset, 0 or 1], ...]): "
+		    "its Python frames are ignored",
+		    st->id);
 	err = get_str(JS(obj), "pystate", &state);
 	if (err == -EINVAL)
 		bad_line(r, lineno, "stack %u with bad \"pystate\" (expected a string), ignored",
@@ -852,7 +857,6 @@ scan_u32(struct scan *s, uint32_t *out)
 	*out = (uint32_t)v;
 	return true;
 }
-
 
 static bool
 scan_frames(struct reader *r, struct scan *s, size_t *n)
@@ -1086,8 +1090,8 @@ module_entry(struct reader *r, json_t *e, struct gmt_trace_module *m)
 	json_t *segs, *sg;
 	size_t i;
 
-	if (!json_is_object(e) || get_str(JS(e), "path", &path) || get_hex(JS(e), "base", &m->base) ||
-	    get_str(JS(e), "build_id", &bid))
+	if (!json_is_object(e) || get_str(JS(e), "path", &path) ||
+	    get_hex(JS(e), "base", &m->base) || get_str(JS(e), "build_id", &bid))
 		return false;
 	segs = json_object_get(e, "segments");
 	if (!json_is_array(segs))
@@ -1532,7 +1536,8 @@ read_event(struct reader *r, struct src obj, size_t lineno)
 }
 
 /* A block line (the PyTorch layer's, docs/trace-format.md "block") as an event of op BLOCK
- * (trace.h says which field holds what); it is stored and streamed with the events, in seq order. */
+ * (trace.h says which field holds what); it is stored and streamed with the events, in seq order.
+ */
 static bool
 read_block(struct reader *r, json_t *obj, size_t lineno)
 {
@@ -1663,7 +1668,8 @@ read_marker(struct reader *r, json_t *obj, size_t lineno)
 		else if (strcmp(range, "pop") == 0)
 			m.range = GMT_RANGE_POP;
 		else
-			return key_error(r, lineno, "marker", "range", -EINVAL, "\"push\" or \"pop\"");
+			return key_error(r, lineno, "marker", "range", -EINVAL,
+					 "\"push\" or \"pop\"");
 		if ((err = get_u64(JS(obj), "depth", &depth)) || depth > UINT32_MAX)
 			return key_error(r, lineno, "marker", "depth", err ? err : -EINVAL,
 					 "an integer");
@@ -1677,10 +1683,10 @@ read_marker(struct reader *r, json_t *obj, size_t lineno)
 		return false;
 	}
 	t->markers[t->nmarkers++] = m;
-	if (r->sink &&
-	    gmt_reorder_push(&r->window,
-			     &(struct gmt_reorder_item){.seq = m.seq, .line = m.line,
-							.marker = (uint32_t)t->nmarkers}) != 0)
+	if (r->sink && gmt_reorder_push(
+			   &r->window,
+			   &(struct gmt_reorder_item){
+			       .seq = m.seq, .line = m.line, .marker = (uint32_t)t->nmarkers}) != 0)
 		return nomem(r);
 	return true;
 }
@@ -1724,7 +1730,8 @@ nvml_entry(json_t *e, struct gmt_trace_nvml *n)
 	json_t *pu;
 
 	if (!json_is_object(e) || get_i64(JS(e), "device", &dev) || dev < INT32_MIN ||
-	    dev > INT32_MAX || get_u64(JS(e), "total", &n->total) || get_u64(JS(e), "used", &n->used))
+	    dev > INT32_MAX || get_u64(JS(e), "total", &n->total) ||
+	    get_u64(JS(e), "used", &n->used))
 		return false;
 	if (get_i64(JS(e), "index", &index) == -EINVAL)
 		return false;
@@ -1884,8 +1891,9 @@ read_line_fast(struct reader *r, const char *buf, size_t len, size_t lineno)
 static bool
 known_type(const char *type)
 {
-	static const char *const types[] = {"header",  "event",	  "stack",  "marker", "snapshot",
-					    "trailer", "modules", "pycode", "pyinfo", "torch",   "block", NULL};
+	static const char *const types[] = {"header",	"event",   "stack",   "marker",
+					    "snapshot", "trailer", "modules", "pycode",
+					    "pyinfo",	"torch",   "block",   NULL};
 
 	for (size_t i = 0; types[i]; i++)
 		if (strcmp(type, types[i]) == 0)
@@ -2183,7 +2191,8 @@ disk_check(struct reader *r, int fd)
 			r->epath, unit);
 	} else if (fstatvfs(fd, &vfs) == 0 && vfs.f_blocks > 0 && !(vfs.f_flag & ST_RDONLY) &&
 		   (unsigned long long)vfs.f_bavail * vfs.f_frsize < DISK_FULL_BYTES) {
-		/* (a read-only file system, squashfs or ISO 9660, says 0 free: it was not written) */
+		/* (a read-only file system, squashfs or ISO 9660, says 0 free: it was not written)
+		 */
 		t->cut_by_disk = true;
 		fprintf(
 		    r->diag,
@@ -2292,8 +2301,7 @@ gmt_trace_read_sink(const char *path,
 	 * (a refused or foreign file), the reason is said once, with the file's byte.
 	 */
 	switch (gmt_trace_input_end(&in, &cut_why)) {
-	case GMT_TRACE_INPUT_END_NONE:
-		break;
+	case GMT_TRACE_INPUT_END_NONE: break;
 	case GMT_TRACE_INPUT_END_READ_ERROR:
 		if (!read_errno) { /* as a plain file's read error: unreadable */
 			fprintf(diag, "%s: %s compressed trace: %s\n", r.epath,

@@ -25,7 +25,7 @@
 struct gmt_trace_block;
 
 /** CUDA results the analysis tells apart: the same codes in the runtime and the driver API. */
-#define GMT_CUDA_OUT_OF_MEMORY 2 /**< cudaErrorMemoryAllocation, CUDA_ERROR_OUT_OF_MEMORY */
+#define GMT_CUDA_OUT_OF_MEMORY 2   /**< cudaErrorMemoryAllocation, CUDA_ERROR_OUT_OF_MEMORY */
 #define GMT_CUDA_NOT_PERMITTED 800 /**< cudaErrorNotPermitted, CUDA_ERROR_NOT_PERMITTED */
 #define GMT_CUDA_NOT_SUPPORTED 801 /**< cudaErrorNotSupported, CUDA_ERROR_NOT_SUPPORTED */
 
@@ -61,9 +61,9 @@ struct gmt_trace_event {
 	int32_t result;	 /**< cudaError_t / CUresult, 0 = success */
 	uint16_t api;	 /**< index into the trace's strings */
 	uint16_t driver; /**< the driver call under a runtime call, or GMT_TRACE_NO_STRING */
-	uint8_t op;	 /**< enum gmt_op: ALLOC, FREE, RESET, RETAIN or USAGE; BLOCK: a block line */
-	uint8_t kind;	 /**< enum gmt_tkind; NONE on reset, as called on free */
-	uint8_t flags;	 /**< enum gmt_event_flag: HAS_MEMINFO, HAS_RANGE, HAS_REQUESTED */
+	uint8_t op;    /**< enum gmt_op: ALLOC, FREE, RESET, RETAIN or USAGE; BLOCK: a block line */
+	uint8_t kind;  /**< enum gmt_tkind; NONE on reset, as called on free */
+	uint8_t flags; /**< enum gmt_event_flag: HAS_MEMINFO, HAS_RANGE, HAS_REQUESTED */
 };
 
 /*
@@ -105,8 +105,9 @@ struct gmt_trace_marker {
 	uint64_t ts;
 	int64_t tid;
 	uint32_t line;
-	uint32_t depth; /**< ranges: nesting level, 1 = outermost; a pop names the depth it closes */
-	uint8_t range;	/**< enum gmt_range: a point (gmt_mark), or one end of a range */
+	uint32_t
+	    depth;     /**< ranges: nesting level, 1 = outermost; a pop names the depth it closes */
+	uint8_t range; /**< enum gmt_range: a point (gmt_mark), or one end of a range */
 	/** a pop's label is its push's (same thread and depth), filled in after reading */
 	char *label;
 };
@@ -148,18 +149,18 @@ struct gmt_trace_stack {
  * at the same base) are stored once and shared by the module sets.
  */
 struct gmt_trace_module {
-	char *path;	    /**< as the tracer saw it ("[vdso]" for the vDSO); valid UTF-8 */
-	char *file;	    /**< the path's bytes when they are not UTF-8 ("path_hex"), else NULL:
-				 what to open; `path` then shows U+FFFD for the stray bytes */
-	char *build_id;	    /**< lowercase hex of NT_GNU_BUILD_ID, "" when the object has none */
-	uint64_t base;	    /**< load bias: ELF virtual address = address - base */
+	char *path;	/**< as the tracer saw it ("[vdso]" for the vDSO); valid UTF-8 */
+	char *file;	/**< the path's bytes when they are not UTF-8 ("path_hex"), else NULL:
+			     what to open; `path` then shows U+FFFD for the stray bytes */
+	char *build_id; /**< lowercase hex of NT_GNU_BUILD_ID, "" when the object has none */
+	uint64_t base;	/**< load bias: ELF virtual address = address - base */
 	uint64_t (*segments)[2]; /**< [p_vaddr, p_memsz] of each PT_LOAD, relative to base */
 	uint32_t nsegments;
 };
 
 /** One `modules` line: every object loaded at that moment. */
 struct gmt_trace_modset {
-	uint64_t seq;	/**< the last event seq written before it */
+	uint64_t seq; /**< the last event seq written before it */
 	uint32_t line;
 	uint32_t nmods;
 	uint32_t *mods; /**< indices into gmt_trace.modules */
@@ -226,18 +227,18 @@ struct gmt_trace {
 	uint64_t *addresses; /**< every distinct native return address of the stacks */
 	size_t naddresses;
 	struct gmt_trace_block *stack_mem; /**< where the stacks' frame lists are */
-	char **strings; /**< interned API names */
+	char **strings;			   /**< interned API names */
 	uint16_t string_cache[256]; /**< reading only: string index + 1 by a hash of the name */
 	size_t nstrings;
 	struct gmt_trace_nvml *nvml; /**< every NVML reading, in file order (snapshot order) */
 	size_t nnvml;
 
 	/* call stacks (docs/trace-format.md, "modules", "stack", "pycode") */
-	bool have_stacks_info;	  /**< the header had a "stacks" object */
-	bool stacks_native;	  /**< native stacks were captured */
-	uint32_t stacks_depth;	  /**< most native frames per stack, 0 unknown */
-	char *python;		  /**< CPython version whose frames were captured (last pyinfo, else
-				       the header's stacks.python); NULL: none */
+	bool have_stacks_info; /**< the header had a "stacks" object */
+	bool stacks_native;    /**< native stacks were captured */
+	uint32_t stacks_depth; /**< most native frames per stack, 0 unknown */
+	char *python;	       /**< CPython version whose frames were captured (last pyinfo, else
+				    the header's stacks.python); NULL: none */
 	struct gmt_trace_module *modules; /**< every distinct module entry */
 	size_t nmodules;
 	struct gmt_trace_modset *modsets; /**< modules lines, in file order */
@@ -248,7 +249,8 @@ struct gmt_trace {
 	/* the PyTorch layer ("torch" line; have_torch false: none): strings NULL when absent */
 	bool have_torch;
 	char *torch_version, *torch_backend, *torch_alloc_conf, *torch_layer, *torch_detail;
-	size_t nblocks; /**< block lines read (they are events of op GMT_OP_BLOCK, counted in nevents) */
+	size_t nblocks; /**< block lines read (they are events of op GMT_OP_BLOCK, counted in
+			   nevents) */
 
 	size_t lines;	  /**< lines read, the torn one included */
 	size_t bad_lines; /**< lines reported and skipped */

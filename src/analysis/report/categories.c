@@ -24,13 +24,10 @@ struct gmt_cat_rules {
 };
 
 static const char *const cat_names[GMT_CAT_COUNT] = {
-	[GMT_CAT_OTHER] = "other",
-	[GMT_CAT_PARAMETER] = "parameter",
-	[GMT_CAT_GRADIENT] = "gradient",
-	[GMT_CAT_OPTIMIZER_STATE] = "optimizer_state",
-	[GMT_CAT_ACTIVATION] = "activation",
-	[GMT_CAT_TEMPORARY] = "temporary",
-	[GMT_CAT_WORKSPACE] = "workspace",
+    [GMT_CAT_OTHER] = "other",		 [GMT_CAT_PARAMETER] = "parameter",
+    [GMT_CAT_GRADIENT] = "gradient",	 [GMT_CAT_OPTIMIZER_STATE] = "optimizer_state",
+    [GMT_CAT_ACTIVATION] = "activation", [GMT_CAT_TEMPORARY] = "temporary",
+    [GMT_CAT_WORKSPACE] = "workspace",
 };
 
 static const char *const where_names[] = {"py-file", "py-func", "native", "module", "thread"};
@@ -60,23 +57,23 @@ gmt_category_from_name(const char *name)
  * an allocation under a forward() is an activation (the forward pass's temporaries included).
  */
 static const char *const builtin[] = {
-	"workspace native *getCUDABlasLtWorkspace*",
-	"workspace native *getCurrentCUDABlasHandle*",
-	"workspace native *cublasWorkspace*",
-	"workspace native *CUDABlasWorkspace*",
-	"workspace native *cudnn*Workspace*",
-	"optimizer_state py-file */torch/optim/*",
-	"optimizer_state native *fused_adam*",
-	"optimizer_state native *fused_sgd*",
-	"gradient native *AccumulateGrad*",
-	"gradient native *accumulate_grad*",
-	"parameter py-func _apply",
-	"parameter py-file */torch/nn/init.py",
-	"parameter py-func reset_parameters",
-	"parameter py-file */torch/nn/parameter.py",
-	"gradient thread autograd",
-	"activation py-func forward",
-	"activation py-func *_forward",
+    "workspace native *getCUDABlasLtWorkspace*",
+    "workspace native *getCurrentCUDABlasHandle*",
+    "workspace native *cublasWorkspace*",
+    "workspace native *CUDABlasWorkspace*",
+    "workspace native *cudnn*Workspace*",
+    "optimizer_state py-file */torch/optim/*",
+    "optimizer_state native *fused_adam*",
+    "optimizer_state native *fused_sgd*",
+    "gradient native *AccumulateGrad*",
+    "gradient native *accumulate_grad*",
+    "parameter py-func _apply",
+    "parameter py-file */torch/nn/init.py",
+    "parameter py-func reset_parameters",
+    "parameter py-file */torch/nn/parameter.py",
+    "gradient thread autograd",
+    "activation py-func forward",
+    "activation py-func *_forward",
 };
 
 static int
@@ -89,10 +86,11 @@ add(struct gmt_cat_rules *r, const char *line, char *err, size_t errlen)
 	}
 	int c = gmt_category_from_name(cat);
 	if (c < 0) {
-		snprintf(err, errlen,
-			 "unknown category '%.40s' (parameter, gradient, optimizer_state, activation, "
-			 "temporary, workspace, other)",
-			 cat);
+		snprintf(
+		    err, errlen,
+		    "unknown category '%.40s' (parameter, gradient, optimizer_state, activation, "
+		    "temporary, workspace, other)",
+		    cat);
 		return -EINVAL;
 	}
 	int w = -1;
@@ -100,7 +98,8 @@ add(struct gmt_cat_rules *r, const char *line, char *err, size_t errlen)
 		if (!strcmp(where_names[i], where))
 			w = i;
 	if (w < 0) {
-		snprintf(err, errlen, "unknown place '%.30s' (py-file, py-func, native, module, thread)", where);
+		snprintf(err, errlen,
+			 "unknown place '%.30s' (py-file, py-func, native, module, thread)", where);
 		return -EINVAL;
 	}
 	if (r->n == r->cap) {

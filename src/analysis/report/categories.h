@@ -5,12 +5,12 @@
  * cannot (freed before the step ends: a temporary, whatever made it).
  *
  * A rule is one line:  CATEGORY  WHERE  PATTERN
- *   WHERE: py-file, py-func (a Python frame's file or function), native (a native function name), module
- *   (a native frame's library), thread (the stack's thread kind: "autograd", a thread with Python state
- *   but no Python frames, as PyTorch's backward threads)
- *   PATTERN: a glob (*, ?) on that field, anywhere in the stack unless it starts with '^' (the
- *   innermost frame outside torch's own files only)
- * Lines starting with '#' and empty lines are comments. docs/categories.md lists the built-in rules.
+ *   WHERE: py-file, py-func (a Python frame's file or function), native (a native function name),
+ * module (a native frame's library), thread (the stack's thread kind: "autograd", a thread with
+ * Python state but no Python frames, as PyTorch's backward threads) PATTERN: a glob (*, ?) on that
+ * field, anywhere in the stack unless it starts with '^' (the innermost frame outside torch's own
+ * files only) Lines starting with '#' and empty lines are comments. docs/categories.md lists the
+ * built-in rules.
  */
 #ifndef GMT_REPORT_CATEGORIES_H
 #define GMT_REPORT_CATEGORIES_H
@@ -51,7 +51,7 @@ void gmt_cat_free(struct gmt_cat_rules *r);
  * The category of an allocation made by the stack @p f (innermost first, @p n frames; @p autograd:
  * its thread had Python state but no Python frames), before its lifetime is known.
  */
-enum gmt_category gmt_cat_of(const struct gmt_cat_rules *r, const struct gmt_cat_frame *f, size_t n,
-			     bool autograd);
+enum gmt_category
+gmt_cat_of(const struct gmt_cat_rules *r, const struct gmt_cat_frame *f, size_t n, bool autograd);
 
 #endif

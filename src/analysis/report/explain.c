@@ -18,9 +18,8 @@
 
 #include "analysis/report/explain.h"
 #include "analysis/report/units.h"
-#include "util/path.h"
 #include "util/alloc.h"
-
+#include "util/path.h"
 
 // --- caching allocators -------------------------------------------------------------------------
 
@@ -339,8 +338,8 @@ explain_cause(const struct gmt_model *m,
 	const struct gmt_trace_event *ev = o->ev;
 	bool meminfo = ev->flags & GMT_EV_HAS_MEMINFO;
 	uint64_t cache = gmt_oom_cache_bytes(m, o);
-	uint64_t used = meminfo && ev->total_bytes > ev->free_bytes ? ev->total_bytes - ev->free_bytes
-								    : 0;
+	uint64_t used =
+	    meminfo && ev->total_bytes > ev->free_bytes ? ev->total_bytes - ev->free_bytes : 0;
 	uint64_t outside = used > o->held ? used - o->held : 0;
 	char req[GMT_BYTES_BUF], fr[GMT_BYTES_BUF], tot[GMT_BYTES_BUF], held[GMT_BYTES_BUF];
 	char c[GMT_BYTES_BUF], out[GMT_BYTES_BUF], gap[GMT_BYTES_BUF], top[512];
@@ -364,47 +363,51 @@ explain_cause(const struct gmt_model *m,
 		    "expandable segments first ask for a fabric-shareable handle). Not counted as "
 		    "a failed allocation.",
 		    ev->result,
-		    ev->result == GMT_CUDA_NOT_PERMITTED ? "not permitted" : "not supported",
-		    req);
+		    ev->result == GMT_CUDA_NOT_PERMITTED ? "not permitted" : "not supported", req);
 		return GMT_OOM_PROBE;
 	}
 	if (ev->result != GMT_CUDA_OUT_OF_MEMORY) {
-		snprintf(buf, size,
-			 "Not an out-of-memory failure: the call returned error %d for %s (a refused "
-			 "request or an unsupported call, not a lack of memory).",
-			 ev->result, req);
+		snprintf(
+		    buf, size,
+		    "Not an out-of-memory failure: the call returned error %d for %s (a refused "
+		    "request or an unsupported call, not a lack of memory).",
+		    ev->result, req);
 		return GMT_OOM_NOT_OUT_OF_MEMORY;
 	}
 	if (meminfo && ev->total_bytes && ev->size > ev->total_bytes) {
-		snprintf(buf, size,
-			 "The request alone is larger than the device: needed %s, the device has %s "
-			 "in total.",
-			 req, tot);
+		snprintf(
+		    buf, size,
+		    "The request alone is larger than the device: needed %s, the device has %s "
+		    "in total.",
+		    req, tot);
 		return GMT_OOM_LARGER_THAN_DEVICE;
 	}
 	if (meminfo && ev->free_bytes >= ev->size) {
-		snprintf(buf, size,
-			 "Fragmented: needed %s and %s was free on the device right after the failure, "
-			 "but not in one piece it could use (largest hole between this process's live "
-			 "allocations: %s; the driver maps pages, so that is a hint only).%s",
-			 req, fr, gap, top);
+		snprintf(
+		    buf, size,
+		    "Fragmented: needed %s and %s was free on the device right after the failure, "
+		    "but not in one piece it could use (largest hole between this process's live "
+		    "allocations: %s; the driver maps pages, so that is a hint only).%s",
+		    req, fr, gap, top);
 		return GMT_OOM_FRAGMENTED;
 	}
 	if (!meminfo) {
-		snprintf(buf, size,
-			 "Needed %s; this process held %s on the device (%s of it in a caching "
-			 "allocator). The tracer could not ask the device how much was free, so the "
-			 "cause cannot be told.%s",
-			 req, held, c, top);
+		snprintf(
+		    buf, size,
+		    "Needed %s; this process held %s on the device (%s of it in a caching "
+		    "allocator). The tracer could not ask the device how much was free, so the "
+		    "cause cannot be told.%s",
+		    req, held, c, top);
 		return GMT_OOM_UNKNOWN;
 	}
 	if (outside * 2 > used) {
-		snprintf(buf, size,
-			 "Memory held outside this process's allocations: needed %s with %s free of "
-			 "%s; %s in use is not tracked by any allocation of this process (other "
-			 "processes, the CUDA context, libraries' own allocations), against %s held "
-			 "by it.%s",
-			 req, fr, tot, out, held, top);
+		snprintf(
+		    buf, size,
+		    "Memory held outside this process's allocations: needed %s with %s free of "
+		    "%s; %s in use is not tracked by any allocation of this process (other "
+		    "processes, the CUDA context, libraries' own allocations), against %s held "
+		    "by it.%s",
+		    req, fr, tot, out, held, top);
 		return GMT_OOM_HELD_OUTSIDE;
 	}
 	if (cache * 2 > o->held) {

@@ -10,9 +10,9 @@
 #include <inttypes.h>
 #include <stdlib.h>
 
+#include "analysis/report/nomem.h"
 #include "analysis/report/report.h"
 #include "analysis/report/report_text.h"
-#include "analysis/report/nomem.h"
 #include "analysis/report/units.h"
 #include "util/alloc.h"
 
@@ -199,26 +199,28 @@ print_ledger_nvml(FILE *out, const struct gmt_trace_nvml *nv)
 	char b1[GMT_BYTES_BUF], b2[GMT_BYTES_BUF], b3[GMT_BYTES_BUF];
 
 	if (nv->has_process_used && nv->used_from == GMT_NVML_FROM_DEVICE_USED)
-		fprintf(out,
-			"  NVML: in a PID namespace (a container), NVML names no process as this one "
-			"and gives no per-process figure; the process is alone on the device, so the "
-			"device's %s used of %s is the basis\n",
-			gmt_format_bytes(nv->used, b2), gmt_format_bytes(nv->total, b3));
+		fprintf(
+		    out,
+		    "  NVML: in a PID namespace (a container), NVML names no process as this one "
+		    "and gives no per-process figure; the process is alone on the device, so the "
+		    "device's %s used of %s is the basis\n",
+		    gmt_format_bytes(nv->used, b2), gmt_format_bytes(nv->total, b3));
 	else if (nv->has_process_used)
 		fprintf(out, "  NVML: this process uses %s%s; the device %s used of %s\n",
 			gmt_format_bytes(nv->process_used, b1),
 			nv->used_from == GMT_NVML_FROM_ONLY_PROCESS
-				? " (in a PID namespace: the device's only process, taken as this one)"
+			    ? " (in a PID namespace: the device's only process, taken as this one)"
 			: nv->used_from == GMT_NVML_FROM_NSPID
-				? " (its pid outside the PID namespace)"
-				: "",
+			    ? " (its pid outside the PID namespace)"
+			    : "",
 			gmt_format_bytes(nv->used, b2), gmt_format_bytes(nv->total, b3));
 	else if (nv->pid_namespace)
-		fprintf(out,
-			"  NVML: in a PID namespace (a container), NVML's pids are the host's and none "
-			"is known to be this process's; the device's %s used of %s (other processes "
-			"included) is the basis\n",
-			gmt_format_bytes(nv->used, b2), gmt_format_bytes(nv->total, b3));
+		fprintf(
+		    out,
+		    "  NVML: in a PID namespace (a container), NVML's pids are the host's and none "
+		    "is known to be this process's; the device's %s used of %s (other processes "
+		    "included) is the basis\n",
+		    gmt_format_bytes(nv->used, b2), gmt_format_bytes(nv->total, b3));
 	else
 		fprintf(out,
 			"  NVML: gave no per-process figure; the device's %s used of %s (other "

@@ -17,10 +17,10 @@
 #include <string.h>
 
 #include "analysis/report/frames.h"
-#include "analysis/report/sites.h"
-#include "util/esc.h"
 #include "analysis/report/nomem.h"
+#include "analysis/report/sites.h"
 #include "util/alloc.h"
+#include "util/esc.h"
 
 struct folded {
 	char *stack;

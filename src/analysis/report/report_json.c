@@ -6,10 +6,10 @@
  * written in a fixed order so two reports of the same traces are byte-identical.
  */
 #include "analysis/report/keys.h"
-#include "analysis/report/report_tensors.h"
-#include "analysis/report/report.h"
-#include "analysis/report/sites.h"
 #include "analysis/report/nomem.h"
+#include "analysis/report/report.h"
+#include "analysis/report/report_tensors.h"
+#include "analysis/report/sites.h"
 #include "util/alloc.h"
 
 #include <errno.h>
@@ -219,8 +219,8 @@ cmp_stack_ref(const void *pa, const void *pb)
 }
 
 static void
-refs_add(struct stack_ref **v, size_t *n, size_t *cap, const struct gmt_site_item *items,
-	 size_t nitems)
+refs_add(
+    struct stack_ref **v, size_t *n, size_t *cap, const struct gmt_site_item *items, size_t nitems)
 {
 	for (size_t i = 0; i < nitems; i++) {
 		if (!items[i].stack)
@@ -327,7 +327,8 @@ junix(const struct gmt_trace *t, uint64_t ts)
 {
 	if (!t->start_unix_ns)
 		return json_null();
-	return json_real(round(((double)t->start_unix_ns + (double)(ts - t->start_ts)) / 1e3) / 1e6);
+	return json_real(round(((double)t->start_unix_ns + (double)(ts - t->start_ts)) / 1e3) /
+			 1e6);
 }
 
 /* The process's largest peak of held memory (any device), or NULL. */
@@ -337,7 +338,8 @@ process_peak(const struct gmt_model *m)
 	const struct gmt_device_stats *best = NULL;
 
 	for (size_t d = 0; d < m->ndevices; d++)
-		if (m->devices[d].peak.bytes && (!best || m->devices[d].peak.bytes > best->peak.bytes))
+		if (m->devices[d].peak.bytes &&
+		    (!best || m->devices[d].peak.bytes > best->peak.bytes))
 			best = &m->devices[d];
 	return best;
 }
@@ -600,7 +602,8 @@ ledger_json(size_t proc, const struct gmt_model *m, const struct gmt_ledger_row 
 			    json_string(row->per_process ? "process_used" : "used"));
 	static const char *const from[] = {"pid", "nspid", "only_process", "device_used"};
 	json_object_set_new(o, "process_used_from",
-			    nv->has_process_used ? json_string(from[nv->used_from & 3]) : json_null());
+			    nv->has_process_used ? json_string(from[nv->used_from & 3])
+						 : json_null());
 	json_object_set_new(o, "pid_namespace", json_boolean(nv->pid_namespace));
 	json_object_set_new(o, "nvml_bytes", jint(row->nvml_bytes));
 	json_object_set_new(o, "tracked_bytes", jint(row->p->held));
@@ -787,14 +790,14 @@ site_list_json(struct gmt_model *const *models, size_t n, enum site_list which)
 	return a;
 }
 
-
 // --- analyses: range, timeline, OOM forensics, growth, churn, fragmentation ---------------------
 
 #define CHURN_MAX_SITES 50
 #define OOM_TOP_SITES 10
 
 static json_t *
-range_bound_json(const struct gmt_range_bound *b, const struct gmt_range_point *p,
+range_bound_json(const struct gmt_range_bound *b,
+		 const struct gmt_range_point *p,
 		 const struct gmt_model *m)
 {
 	json_t *o;
@@ -819,10 +822,10 @@ range_json(struct gmt_model *const *models, size_t n)
 	if (n == 0 || (!models[0]->range.from.set && !models[0]->range.to.set))
 		return json_null();
 	o = json_object();
-	json_object_set_new(o, "from", range_bound_json(&models[0]->range.from,
-							&models[0]->range_from, models[0]));
-	json_object_set_new(o, "to", range_bound_json(&models[0]->range.to, &models[0]->range_to,
-						      models[0]));
+	json_object_set_new(
+	    o, "from", range_bound_json(&models[0]->range.from, &models[0]->range_from, models[0]));
+	json_object_set_new(
+	    o, "to", range_bound_json(&models[0]->range.to, &models[0]->range_to, models[0]));
 	return o;
 }
 
@@ -866,7 +869,8 @@ timeline_json(struct gmt_model *const *models, size_t n)
 				for (size_t j = 0; j < m->nseries; j++) {
 					const struct gmt_series *s = &m->series[j];
 
-					if (s->device == m->devices[d].device && s->kind == k && s->n)
+					if (s->device == m->devices[d].device && s->kind == k &&
+					    s->n)
 						json_array_append_new(a, series_json(i, m, s));
 				}
 			}
@@ -923,9 +927,9 @@ oom_json(size_t proc, const struct gmt_model *m, const struct gmt_oom *o)
 		json_object_set_new(nv, GMT_RK_TIME_S, jtime(t, o->nvml->ts));
 		json_object_set_new(nv, "used_bytes", jint(o->nvml->used));
 		json_object_set_new(nv, GMT_RK_TOTAL_BYTES, jint(o->nvml->total));
-		json_object_set_new(nv, "process_used_bytes", o->nvml->has_process_used
-								   ? jint(o->nvml->process_used)
-								   : json_null());
+		json_object_set_new(nv, "process_used_bytes",
+				    o->nvml->has_process_used ? jint(o->nvml->process_used)
+							      : json_null());
 	} else {
 		nv = json_null();
 	}
@@ -1203,7 +1207,8 @@ size_histogram_json(const struct gmt_device_stats *d)
 				continue;
 			e = json_object();
 			json_object_set_new(e, "min_bytes", jint(b ? 1ull << b : 0));
-			json_object_set_new(e, "max_bytes", jint(b < 63 ? 1ull << (b + 1) : UINT64_MAX));
+			json_object_set_new(e, "max_bytes",
+					    jint(b < 63 ? 1ull << (b + 1) : UINT64_MAX));
 			json_object_set_new(e, GMT_RK_ALLOCATIONS, jint(sb->allocations));
 			json_object_set_new(e, GMT_RK_BYTES, jint(sb->bytes));
 			json_array_append_new(buckets, e);
@@ -1260,16 +1265,18 @@ fragmentation_one(size_t proc, const struct gmt_model *m, const struct gmt_devic
 		json_object_set_new(pool, "slack_at_reserve_peak_bytes",
 				    json_integer((json_int_t)rp - (json_int_t)lp));
 		json_object_set_new(pool, "max_slack_bytes", jint(d->max_pool_slack));
-		json_object_set_new(pool, "max_slack_time_s", d->max_pool_slack
-								  ? jtime(t, d->max_pool_slack_ts)
-								  : json_null());
+		json_object_set_new(pool, "max_slack_time_s",
+				    d->max_pool_slack ? jtime(t, d->max_pool_slack_ts)
+						      : json_null());
 	}
 	json_object_set_new(o, "pool", pool);
 	if (k[GMT_TK_VMM_RESERVE].peak.bytes || k[GMT_TK_VMM_MAPPED].peak.bytes ||
 	    k[GMT_TK_VMM_PHYSICAL].peak.bytes) {
 		vmm = json_object();
-		json_object_set_new(vmm, "reserved_peak_bytes", jint(k[GMT_TK_VMM_RESERVE].peak.bytes));
-		json_object_set_new(vmm, "mapped_peak_bytes", jint(k[GMT_TK_VMM_MAPPED].peak.bytes));
+		json_object_set_new(vmm, "reserved_peak_bytes",
+				    jint(k[GMT_TK_VMM_RESERVE].peak.bytes));
+		json_object_set_new(vmm, "mapped_peak_bytes",
+				    jint(k[GMT_TK_VMM_MAPPED].peak.bytes));
 		json_object_set_new(vmm, "physical_peak_bytes",
 				    jint(k[GMT_TK_VMM_PHYSICAL].peak.bytes));
 		json_object_set_new(vmm, "mapped_at_end_bytes", jint(k[GMT_TK_VMM_MAPPED].live));
@@ -1302,8 +1309,8 @@ fragmentation_json(struct gmt_model *const *models, size_t n)
 	for (size_t i = 0; i < n; i++)
 		for (size_t d = 0; d < models[i]->ndevices; d++)
 			if (models[i]->devices[d].allocations)
-				json_array_append_new(a, fragmentation_one(i, models[i],
-									   &models[i]->devices[d]));
+				json_array_append_new(
+				    a, fragmentation_one(i, models[i], &models[i]->devices[d]));
 	return a;
 }
 

@@ -20,8 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analysis/report/units.h"
 #include "analysis/report/nomem.h"
+#include "analysis/report/units.h"
 #include "util/alloc.h"
 
 /* pid given to a process whose trace has none, or whose pid an earlier process already uses
@@ -252,7 +252,8 @@ process_meta(json_t *out, const struct pf_proc *p, const json_t *proc, size_t in
 		return;
 	}
 	name[0] = '\0';
-	json_array_foreach(argv, i, a) {
+	json_array_foreach(argv, i, a)
+	{
 		const char *s = json_string_value(a);
 		size_t sl = s ? strlen(s) : 0;
 
@@ -278,7 +279,8 @@ process_meta(json_t *out, const struct pf_proc *p, const json_t *proc, size_t in
 			gmt_nomem();
 			return;
 		}
-		sprintf(ranked, "%s [rank %" JSON_INTEGER_FORMAT "]", name, json_integer_value(rank));
+		sprintf(ranked, "%s [rank %" JSON_INTEGER_FORMAT "]", name,
+			json_integer_value(rank));
 		free(name);
 		name = ranked;
 	}
@@ -307,7 +309,8 @@ counters_add(json_t *out, const json_t *doc, const struct pf_proc *p, size_t ind
 			continue;
 		get_int(series, GMT_RK_DEVICE, &device);
 		if (device >= 0)
-			snprintf(name, sizeof(name), "GPU %" JSON_INTEGER_FORMAT " %s", device, kind);
+			snprintf(name, sizeof(name), "GPU %" JSON_INTEGER_FORMAT " %s", device,
+				 kind);
 		else
 			snprintf(name, sizeof(name), "GPU ? %s", kind);
 		json_array_foreach(obj_get(series, GMT_RK_POINTS), k, pt)
@@ -488,7 +491,8 @@ failures_add(struct pf_events *e, const json_t *doc, const struct pf_proc *p, si
 
 	if (!json_is_array(list))
 		list = obj_get(doc, GMT_RK_OOM);
-	json_array_foreach(list, i, f) {
+	json_array_foreach(list, i, f)
+	{
 		json_int_t proc = -1, seq = 0, size = 0;
 		const json_t *oom, *site = obj_get(f, GMT_RK_SITE);
 		const char *api = get_str(f, GMT_RK_API);
@@ -550,8 +554,9 @@ peaks_add(struct pf_events *e, const json_t *doc, const struct pf_proc *p, size_
 		snprintf(name, sizeof(name), "peak held GPU %" JSON_INTEGER_FORMAT ": %s", device,
 			 gmt_format_bytes((uint64_t)bytes, b));
 		ev = instant_new(p, "peak", name, pf_ts(p, t));
-		json_object_set_new(ev, "args", json_pack("{s:I,s:I,s:I}", "bytes", bytes, "device",
-							  device, "seq", seq));
+		json_object_set_new(
+		    ev, "args",
+		    json_pack("{s:I,s:I,s:I}", "bytes", bytes, "device", device, "seq", seq));
 		events_add(e, pf_ts(p, t), ev);
 	}
 }
@@ -598,7 +603,8 @@ gmt_report_perfetto_doc(FILE *out, const json_t *doc)
 	}
 	/* One event per line: large traces stay readable and diffable. */
 	fputs("{\"traceEvents\":[\n", out);
-	json_array_foreach(events, i, ev) {
+	json_array_foreach(events, i, ev)
+	{
 		char *line = json_dumps(ev, JSON_COMPACT | JSON_REAL_PRECISION(15));
 
 		if (!line) {

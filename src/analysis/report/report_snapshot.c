@@ -85,8 +85,15 @@ time_us(const struct gmt_trace *t, uint64_t ts)
 }
 
 static void
-entry(struct gmt_pkw *w, const struct gmt_model *m, const char *action, uint64_t addr,
-      uint64_t size, uint64_t stream, uint64_t ts, uint32_t stack, const char *api)
+entry(struct gmt_pkw *w,
+      const struct gmt_model *m,
+      const char *action,
+      uint64_t addr,
+      uint64_t size,
+      uint64_t stream,
+      uint64_t ts,
+      uint32_t stack,
+      const char *api)
 {
 	gmt_pkw_dict_begin(w);
 	str_kv(w, "action", action);
@@ -176,7 +183,8 @@ static void
 segments(struct gmt_pkw *w, const struct gmt_model *m)
 {
 	const struct gmt_blk_model *blk = m->tensors ? m->tensors->blk : NULL;
-	size_t ns = blk ? gmt_blk_segments(blk, NULL, 0) : 0, nb = blk ? gmt_blk_blocks(blk, NULL, 0) : 0;
+	size_t ns = blk ? gmt_blk_segments(blk, NULL, 0) : 0,
+	       nb = blk ? gmt_blk_blocks(blk, NULL, 0) : 0;
 	struct gmt_blk_segview *sv = ns ? calloc(ns, sizeof(*sv)) : NULL;
 	struct gmt_blk_view *bv = nb ? calloc(nb, sizeof(*bv)) : NULL;
 

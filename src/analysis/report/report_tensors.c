@@ -63,16 +63,18 @@ tensor_site(const struct gmt_model *m, uint32_t id, struct tsite_name *n)
 	if (!cs || i == cs->nframes) {
 		const struct gmt_cframe *f = gmt_cstack_site(cs);
 		if (!f) {
-			snprintf(n->site, sizeof(n->site), id ? "an unknown call site (stack %" PRIu32 ")"
-							      : "no stack (blocks that existed when "
-								"the layer attached)",
+			snprintf(n->site, sizeof(n->site),
+				 id ? "an unknown call site (stack %" PRIu32 ")"
+				    : "no stack (blocks that existed when "
+				      "the layer attached)",
 				 id);
 			return;
 		}
 		gmt_cframe_text(f, n->site, sizeof(n->site));
 		if (cs->pystate == GMT_PYSTATE_EMPTY) {
 			size_t len = strlen(n->site);
-			snprintf(n->site + len, sizeof(n->site) - len, " %s", GMT_PYSTATE_EMPTY_LABEL);
+			snprintf(n->site + len, sizeof(n->site) - len, " %s",
+				 GMT_PYSTATE_EMPTY_LABEL);
 		}
 		return;
 	}
@@ -197,7 +199,8 @@ print_name(FILE *out, const struct tsite_name *n, const char *indent)
 {
 	fprintf(out, "%s", gmt_esc(n->site));
 	for (int i = 0; i < n->ncallers; i++)
-		fprintf(out, "\n%s%s %s", indent, i ? "  <-" : "called from", gmt_esc(n->callers[i]));
+		fprintf(out, "\n%s%s %s", indent, i ? "  <-" : "called from",
+			gmt_esc(n->callers[i]));
 	fprintf(out, "\n");
 }
 
@@ -207,20 +210,24 @@ oom_help(const struct gmt_trace *tr, const struct gmt_toom *o, const char *help[
 {
 	size_t n = 0;
 	uint64_t unalloc = o->cache.reserved - o->cache.allocated;
-	bool expandable = tr->torch_alloc_conf && strstr(tr->torch_alloc_conf, "expandable_segments:True");
+	bool expandable =
+	    tr->torch_alloc_conf && strstr(tr->torch_alloc_conf, "expandable_segments:True");
 
 	if (unalloc >= o->rounded && o->pool_largest_free < o->rounded) {
 		if (!expandable)
-			help[n++] = "expandable_segments:True (PYTORCH_CUDA_ALLOC_CONF): free memory of "
-				    "the cache lies in pieces too small for the request; expandable "
-				    "segments grow one segment instead of splitting many";
-		help[n++] = "max_split_size_mb (PYTORCH_CUDA_ALLOC_CONF): blocks this large would not "
-			    "be split, so large free pieces stay whole for large requests";
+			help[n++] =
+			    "expandable_segments:True (PYTORCH_CUDA_ALLOC_CONF): free memory of "
+			    "the cache lies in pieces too small for the request; expandable "
+			    "segments grow one segment instead of splitting many";
+		help[n++] =
+		    "max_split_size_mb (PYTORCH_CUDA_ALLOC_CONF): blocks this large would not "
+		    "be split, so large free pieces stay whole for large requests";
 		help[n++] = "garbage_collection_threshold (PYTORCH_CUDA_ALLOC_CONF): free cached "
 			    "segments before the limit is reached";
 	} else if (unalloc >= o->rounded) {
-		help[n++] = "torch.cuda.empty_cache() before the step: the cache's free segments of "
-			    "other streams or pools hold the memory";
+		help[n++] =
+		    "torch.cuda.empty_cache() before the step: the cache's free segments of "
+		    "other streams or pools hold the memory";
 	}
 	help[n++] = "a smaller peak of live tensors: the sites at the peak above";
 	return n;
@@ -268,32 +275,36 @@ text_process(FILE *out, const struct gmt_model *m, const struct gmt_cat_rules *r
 	char b5[GMT_BYTES_BUF];
 	size_t n;
 
-	fprintf(out, "PyTorch tensors (the caching allocator's blocks: torch %s, %s allocator%s%s; %" PRIu64
-		     " block events",
-		gmt_esc(tr->torch_version ? tr->torch_version : "?"),
-		gmt_esc(tr->torch_backend ? tr->torch_backend : "?"),
-		tr->torch_alloc_conf && tr->torch_alloc_conf[0] ? ", " : "",
-		tr->torch_alloc_conf ? gmt_esc(tr->torch_alloc_conf) : "", t->lines);
+	fprintf(
+	    out,
+	    "PyTorch tensors (the caching allocator's blocks: torch %s, %s allocator%s%s; %" PRIu64
+	    " block events",
+	    gmt_esc(tr->torch_version ? tr->torch_version : "?"),
+	    gmt_esc(tr->torch_backend ? tr->torch_backend : "?"),
+	    tr->torch_alloc_conf && tr->torch_alloc_conf[0] ? ", " : "",
+	    tr->torch_alloc_conf ? gmt_esc(tr->torch_alloc_conf) : "", t->lines);
 	if (t->inconsistent)
 		fprintf(out, ", %" PRIu64 " that did not fit the replayed cache", t->inconsistent);
 	fprintf(out, "):\n");
 	for (size_t i = 0; i < t->ndevices; i++) {
 		const struct gmt_tdevice *d = &t->devices[i];
 		uint64_t not_torch = d->held_at_peak > d->at_peak.reserved
-					     ? d->held_at_peak - d->at_peak.reserved
-					     : 0;
-		fprintf(out,
-			"  device %d: peak %s in tensors at %.3f s (memory_allocated()); the cache then "
-			"reserved %s (%s of it free), and %s more device memory was not PyTorch's "
-			"(CUDA-level allocations outside the cache: cuBLAS, NCCL, other libraries) = "
-			"%s held\n",
-			d->device, gmt_format_bytes(d->peak, b1), gmt_trace_time_s(tr, d->peak_ts),
-			gmt_format_bytes(d->at_peak.reserved, b2),
-			gmt_format_bytes(d->at_peak.reserved - d->at_peak.allocated, b3),
-			gmt_format_bytes(not_torch, b4),
-			gmt_format_bytes(d->held_at_peak > d->at_peak.reserved ? d->held_at_peak
-									 : d->at_peak.reserved,
-					 b5));
+					 ? d->held_at_peak - d->at_peak.reserved
+					 : 0;
+		fprintf(
+		    out,
+		    "  device %d: peak %s in tensors at %.3f s (memory_allocated()); the cache "
+		    "then "
+		    "reserved %s (%s of it free), and %s more device memory was not PyTorch's "
+		    "(CUDA-level allocations outside the cache: cuBLAS, NCCL, other libraries) = "
+		    "%s held\n",
+		    d->device, gmt_format_bytes(d->peak, b1), gmt_trace_time_s(tr, d->peak_ts),
+		    gmt_format_bytes(d->at_peak.reserved, b2),
+		    gmt_format_bytes(d->at_peak.reserved - d->at_peak.allocated, b3),
+		    gmt_format_bytes(not_torch, b4),
+		    gmt_format_bytes(d->held_at_peak > d->at_peak.reserved ? d->held_at_peak
+									   : d->at_peak.reserved,
+				     b5));
 	}
 	struct trow *rows = rows_of(m, AT_PEAK, rules, &n);
 	if (n) {
@@ -325,18 +336,21 @@ text_process(FILE *out, const struct gmt_model *m, const struct gmt_cat_rules *r
 	rows = rows_of(m, GROWING, rules, &n);
 	if (n) {
 		fprintf(out,
-			"  growing: %zu tensor %s whose live bytes rise across %" PRIu32 " %s (inside "
+			"  growing: %zu tensor %s whose live bytes rise across %" PRIu32
+			" %s (inside "
 			"the cache: no new segment needed to show it):\n",
 			n, gmt_text_plural(n, "site", "sites"), t->samples,
 			t->sample_marks ? "markers" : "range ends");
 		for (size_t i = 0; i < n && i < TEXT_TENSOR_GROWTH; i++) {
-			uint64_t per = t->samples > 1 ? (rows[i].last - rows[i].first) / (t->samples - 1)
-						      : 0;
-			fprintf(out, "    +%s (%s -> %s, about +%s a step, rose in %" PRIu32 " of %" PRIu32
-				     " intervals) at ",
+			uint64_t per =
+			    t->samples > 1 ? (rows[i].last - rows[i].first) / (t->samples - 1) : 0;
+			fprintf(out,
+				"    +%s (%s -> %s, about +%s a step, rose in %" PRIu32
+				" of %" PRIu32 " intervals) at ",
 				gmt_format_bytes(rows[i].last - rows[i].first, b1),
-				gmt_format_bytes(rows[i].first, b2), gmt_format_bytes(rows[i].last, b3),
-				gmt_format_bytes(per, b4), rows[i].rises, t->samples - 1);
+				gmt_format_bytes(rows[i].first, b2),
+				gmt_format_bytes(rows[i].last, b3), gmt_format_bytes(per, b4),
+				rows[i].rises, t->samples - 1);
 			print_name(out, &rows[i].name, "      ");
 		}
 	}
@@ -349,27 +363,29 @@ text_process(FILE *out, const struct gmt_model *m, const struct gmt_cat_rules *r
 		struct tsite_name nm;
 
 		tensor_site(m, o->stack, &nm);
-		fprintf(out,
-			"  out of memory at %.3f s on device %d: asked for %s at %s", gmt_trace_time_s(tr, o->ts),
-			o->device, gmt_format_bytes(o->requested, b1), gmt_esc(nm.site));
-		fprintf(out, "\n    %s allocated by PyTorch, %s reserved by PyTorch but unallocated in "
-			     "%" PRIu64 " free %s, the largest %s; of the request's stream and pool: %s "
-			     "in %" PRIu64 " %s, the largest %s",
-			gmt_format_bytes(o->cache.allocated, b1), gmt_format_bytes(unalloc, b2),
-			o->cache.free_pieces, gmt_text_plural(o->cache.free_pieces, "block", "blocks"),
-			gmt_format_bytes(o->cache.largest_free, b3), gmt_format_bytes(o->pool_free, b4),
-			o->pool_pieces, gmt_text_plural(o->pool_pieces, "piece", "pieces"),
-			gmt_format_bytes(o->pool_largest_free, b5));
+		fprintf(out, "  out of memory at %.3f s on device %d: asked for %s at %s",
+			gmt_trace_time_s(tr, o->ts), o->device, gmt_format_bytes(o->requested, b1),
+			gmt_esc(nm.site));
+		fprintf(
+		    out,
+		    "\n    %s allocated by PyTorch, %s reserved by PyTorch but unallocated in "
+		    "%" PRIu64 " free %s, the largest %s; of the request's stream and pool: %s "
+		    "in %" PRIu64 " %s, the largest %s",
+		    gmt_format_bytes(o->cache.allocated, b1), gmt_format_bytes(unalloc, b2),
+		    o->cache.free_pieces, gmt_text_plural(o->cache.free_pieces, "block", "blocks"),
+		    gmt_format_bytes(o->cache.largest_free, b3), gmt_format_bytes(o->pool_free, b4),
+		    o->pool_pieces, gmt_text_plural(o->pool_pieces, "piece", "pieces"),
+		    gmt_format_bytes(o->pool_largest_free, b5));
 		fprintf(out, "; CUDA said %s free\n", gmt_format_bytes(o->device_free, b2));
 		const char *cause = oom_cause(o);
 		fprintf(out, "    why: %s\n",
-			!strcmp(cause, "fragmentation")
-			    ? "fragmentation inside the cache: enough memory is reserved but unallocated, "
-			      "in no piece large enough"
-			    : !strcmp(cause, "cached_elsewhere")
-				  ? "the cache's free memory is in other streams' or pools' segments"
-				  : "live tensors: the cache had not enough free memory, and the device "
-				    "none to grow it");
+			!strcmp(cause, "fragmentation") ? "fragmentation inside the cache: enough "
+							  "memory is reserved but unallocated, "
+							  "in no piece large enough"
+			: !strcmp(cause, "cached_elsewhere")
+			    ? "the cache's free memory is in other streams' or pools' segments"
+			    : "live tensors: the cache had not enough free memory, and the device "
+			      "none to grow it");
 		for (size_t k = 0; k < nh; k++)
 			fprintf(out, "    would help: %s\n", help[k]);
 	}
@@ -377,10 +393,11 @@ text_process(FILE *out, const struct gmt_model *m, const struct gmt_cat_rules *r
 		const struct gmt_tdevice *d = &t->devices[i];
 		uint32_t endp = d->nfrag ? d->frag[d->nfrag - 1].permille : 0;
 		if (d->max_frag_permille || endp)
-			fprintf(out,
-				"  fragmentation of the cache on device %d (1 - largest free block / "
-				"reserved-unallocated bytes): at most %.1f%%, %.1f%% at exit\n",
-				d->device, d->max_frag_permille / 10.0, endp / 10.0);
+			fprintf(
+			    out,
+			    "  fragmentation of the cache on device %d (1 - largest free block / "
+			    "reserved-unallocated bytes): at most %.1f%%, %.1f%% at exit\n",
+			    d->device, d->max_frag_permille / 10.0, endp / 10.0);
 	}
 }
 
@@ -512,10 +529,10 @@ jrows(const struct gmt_model *m, enum tview view, const struct gmt_cat_rules *ru
 		if (view == GROWING) {
 			json_object_set_new(o, "first", jint(rows[i].first));
 			json_object_set_new(o, "last", jint(rows[i].last));
-			json_object_set_new(o, "per_step",
-					    jint(t->samples > 1 ? (rows[i].last - rows[i].first) /
-								      (t->samples - 1)
-								: 0));
+			json_object_set_new(
+			    o, "per_step",
+			    jint(t->samples > 1 ? (rows[i].last - rows[i].first) / (t->samples - 1)
+						: 0));
 			json_object_set_new(o, "rises", jint(rows[i].rises));
 			json_object_set_new(o, "intervals", jint(t->samples ? t->samples - 1 : 0));
 		} else {
@@ -523,7 +540,8 @@ jrows(const struct gmt_model *m, enum tview view, const struct gmt_cat_rules *ru
 			json_object_set_new(o, "tensors", jint(rows[i].blocks));
 			if (view == AT_EXIT)
 				json_object_set_new(o, "requested", jint(rows[i].requested));
-			json_object_set_new(o, "category", json_string(gmt_category_name(rows[i].cat)));
+			json_object_set_new(o, "category",
+					    json_string(gmt_category_name(rows[i].cat)));
 		}
 		json_array_append_new(a, o);
 	}
@@ -552,7 +570,8 @@ jcategories(const struct gmt_model *m, const struct gmt_cat_rules *rules)
 	}
 	for (int c = 0; c < GMT_CAT_COUNT; c++) {
 		json_t *o = json_object();
-		json_object_set_new(o, "category", json_string(gmt_category_name((enum gmt_category)c)));
+		json_object_set_new(o, "category",
+				    json_string(gmt_category_name((enum gmt_category)c)));
 		json_object_set_new(o, "bytes_at_peak", jint(peak[c]));
 		json_object_set_new(o, "live_end", jint(end[c]));
 		json_object_set_new(o, "requested_end", jint(req[c]));
@@ -578,19 +597,25 @@ gmt_json_tensors(const struct gmt_model *m)
 		return gmt_nomem();
 	o = json_object();
 	torch = json_object();
-	json_object_set_new(torch, "version", tr->torch_version ? json_string(tr->torch_version) : json_null());
-	json_object_set_new(torch, "backend", tr->torch_backend ? json_string(tr->torch_backend) : json_null());
+	json_object_set_new(torch, "version",
+			    tr->torch_version ? json_string(tr->torch_version) : json_null());
+	json_object_set_new(torch, "backend",
+			    tr->torch_backend ? json_string(tr->torch_backend) : json_null());
 	json_object_set_new(torch, "alloc_conf",
 			    tr->torch_alloc_conf ? json_string(tr->torch_alloc_conf) : json_null());
-	json_object_set_new(torch, "layer", tr->torch_layer ? json_string(tr->torch_layer) : json_null());
+	json_object_set_new(torch, "layer",
+			    tr->torch_layer ? json_string(tr->torch_layer) : json_null());
 	json_object_set_new(o, "torch", torch);
 	json_object_set_new(o, "block_events", jint(t->lines));
 	json_object_set_new(o, "inconsistent", jint(t->inconsistent));
 	devs = json_array();
 	for (size_t i = 0; i < t->ndevices; i++) {
 		const struct gmt_tdevice *d = &t->devices[i];
-		json_t *dj = json_object(), *pk = json_object(), *fr = json_object(), *series = json_array();
-		uint64_t not_torch = d->held_at_peak > d->at_peak.reserved ? d->held_at_peak - d->at_peak.reserved : 0;
+		json_t *dj = json_object(), *pk = json_object(), *fr = json_object(),
+		       *series = json_array();
+		uint64_t not_torch = d->held_at_peak > d->at_peak.reserved
+					 ? d->held_at_peak - d->at_peak.reserved
+					 : 0;
 
 		peak += d->peak;
 		json_object_set_new(dj, GMT_RK_DEVICE, json_integer(d->device));
@@ -604,7 +629,8 @@ gmt_json_tensors(const struct gmt_model *m)
 		json_object_set_new(dj, "max_reserved", jint(d->max_reserved));
 		json_object_set_new(dj, "allocations", jint(d->allocations));
 		json_object_set_new(fr, "max", json_real(d->max_frag_permille / 1000.0));
-		json_object_set_new(fr, "end", json_real(d->nfrag ? d->frag[d->nfrag - 1].permille / 1000.0 : 0));
+		json_object_set_new(
+		    fr, "end", json_real(d->nfrag ? d->frag[d->nfrag - 1].permille / 1000.0 : 0));
 		for (size_t k = 0; k < d->nfrag; k++) {
 			json_t *p = json_array();
 			json_array_append_new(p, jtime(tr, d->frag[k].ts));
@@ -642,7 +668,8 @@ gmt_json_tensors(const struct gmt_model *m)
 		json_object_set_new(oj, "rounded", jint(x->rounded));
 		json_object_set_new(oj, "allocated", jint(x->cache.allocated));
 		json_object_set_new(oj, "reserved", jint(x->cache.reserved));
-		json_object_set_new(oj, "reserved_unallocated", jint(x->cache.reserved - x->cache.allocated));
+		json_object_set_new(oj, "reserved_unallocated",
+				    jint(x->cache.reserved - x->cache.allocated));
 		json_object_set_new(oj, "free_blocks", jint(x->cache.free_pieces));
 		json_object_set_new(oj, "largest_free", jint(x->cache.largest_free));
 		json_object_set_new(oj, "stream", jhex(x->stream));

@@ -15,8 +15,8 @@ void gmt_text_tensors(FILE *out, struct gmt_model *const *models, size_t n);
 
 /** `run`'s summary line of the tensor level: the peak in tensors, what is live and cached at exit,
  * growing tensor sites, OOMs. Nothing without block lines. */
-void gmt_text_tensors_summary(FILE *out, const char *prefix, struct gmt_model *const *models,
-			      size_t n);
+void
+gmt_text_tensors_summary(FILE *out, const char *prefix, struct gmt_model *const *models, size_t n);
 
 /** The "tensors" object of a process in the JSON report; NULL when @p m has no block lines. */
 json_t *gmt_json_tensors(const struct gmt_model *m);

@@ -15,13 +15,13 @@
 #include <string.h>
 
 #include "analysis/report/frames.h"
-#include "analysis/report/report_text.h"
+#include "analysis/report/nomem.h"
 #include "analysis/report/report_tensors.h"
+#include "analysis/report/report_text.h"
 #include "analysis/report/sites.h"
 #include "analysis/report/units.h"
-#include "util/esc.h"
-#include "analysis/report/nomem.h"
 #include "util/alloc.h"
+#include "util/esc.h"
 
 const char *
 gmt_text_plural(uint64_t n, const char *one, const char *many)
@@ -905,8 +905,8 @@ gmt_report_summary(FILE *out, const char *prefix, struct gmt_model *const *model
 		for (size_t k = 0; k < models[i]->nsites; k++)
 			growing += gmt_site_grows(models[i], &models[i]->sites[k]);
 	if (growing)
-		fprintf(out, "%s%zu call %s kept growing (gpumemtrace report: \"growing\")\n", prefix,
-			growing, gmt_text_plural(growing, "site", "sites"));
+		fprintf(out, "%s%zu call %s kept growing (gpumemtrace report: \"growing\")\n",
+			prefix, growing, gmt_text_plural(growing, "site", "sites"));
 	gmt_text_tensors_summary(out, prefix, models, n);
 	if (tot.dropped)
 		fprintf(out, "%swarning: %" PRIu64 " %s dropped: the numbers are incomplete\n",

@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analysis/report/report.h"
 #include "analysis/report/frames.h"
+#include "analysis/report/report.h"
 #include "analysis/report/report_text.h"
 #include "analysis/report/sites.h"
 #include "analysis/report/units.h"
@@ -134,8 +134,10 @@ gmt_text_growth(FILE *out, struct gmt_model *const *models, size_t n)
 
 	gmt_sites_group(items, nitems, GMT_GROUP_BY_BYTES, &sites);
 	if (sites.n)
-		fprintf(out, "growing: %zu call %s whose live bytes keep rising (a reference kept "
-			"every iteration?):\n", sites.n, gmt_text_plural(sites.n, "site", "sites"));
+		fprintf(out,
+			"growing: %zu call %s whose live bytes keep rising (a reference kept "
+			"every iteration?):\n",
+			sites.n, gmt_text_plural(sites.n, "site", "sites"));
 	for (size_t i = 0; i < sites.n && i < TEXT_GROWTH_MAX; i++) {
 		const struct gmt_site *g = &sites.v[i];
 		const struct gmt_model *m = g->m;
@@ -183,13 +185,14 @@ gmt_text_churn(FILE *out, struct gmt_model *const *models, size_t n)
 		char site[512], b[GMT_BYTES_BUF], proc[96], stacks[32];
 
 		if (shown == 0)
-			fprintf(out, "churn (call sites by allocations; temporaries: freed before the "
+			fprintf(out,
+				"churn (call sites by allocations; temporaries: freed before the "
 				"next allocation):\n");
 		site_text(g->m, g->stacks[0].stack, site, sizeof(site));
 		process_note(g->m, n, proc, sizeof(proc));
 		stacks_note(g, stacks, sizeof(stacks));
-		fprintf(out, "  %" PRIu64 " allocations (%s), %" PRIu64 " temporaries", sum.allocations,
-			gmt_format_bytes(sum.allocated_bytes, b), sum.temporaries);
+		fprintf(out, "  %" PRIu64 " allocations (%s), %" PRIu64 " temporaries",
+			sum.allocations, gmt_format_bytes(sum.allocated_bytes, b), sum.temporaries);
 		if (sum.frees)
 			fprintf(out, ", median lifetime %.3g s",
 				(double)gmt_site_median_lifetime(&sum) / 1e9);
@@ -245,8 +248,10 @@ gmt_text_fragmentation(FILE *out, struct gmt_model *const *models, size_t n)
 						gaps_text(out, &d->peak_gaps_kind[kind]);
 			}
 			if (d->max_pool_slack)
-				fprintf(out, " pools held up to %s more than their live allocations at "
-					"%.3f s;", gmt_format_bytes(d->max_pool_slack, b1),
+				fprintf(out,
+					" pools held up to %s more than their live allocations at "
+					"%.3f s;",
+					gmt_format_bytes(d->max_pool_slack, b1),
 					gmt_trace_time_s(m->trace, d->max_pool_slack_ts));
 			if (d->requested_allocs)
 				fprintf(out, " pitched allocations asked %s, got %s;",

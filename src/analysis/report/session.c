@@ -181,7 +181,8 @@ gmt_session_add_path(struct gmt_session *s, const char *path)
 	int n;
 
 	if (strcmp(path, GMT_TRACE_STDIN) == 0)
-		return gmt_session_add_file(s, path); /* standard input: a trace, never a directory */
+		return gmt_session_add_file(s,
+					    path); /* standard input: a trace, never a directory */
 	if (stat(path, &st) != 0) {
 		fprintf(s->diag, "%s: cannot open: %s\n", gmt_esc(path), strerror(errno));
 		s->unreadable++;
@@ -196,8 +197,10 @@ gmt_session_add_path(struct gmt_session *s, const char *path)
 		return -1;
 	}
 	if (n == 0) {
-		fprintf(s->diag, "%s: no trace files (*.jsonl, *.jsonl.zst, *.jsonl.gz) in this "
-				"directory\n", gmt_esc(path));
+		fprintf(s->diag,
+			"%s: no trace files (*.jsonl, *.jsonl.zst, *.jsonl.gz) in this "
+			"directory\n",
+			gmt_esc(path));
 		s->unreadable++;
 	}
 	for (int i = 0; i < n; i++) {

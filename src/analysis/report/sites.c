@@ -422,7 +422,9 @@ cmp_site_ref(const void *pa, const void *pb)
 }
 
 struct gmt_site_ref *
-gmt_sites_ranked(struct gmt_model *const *models, size_t n, enum gmt_site_order order,
+gmt_sites_ranked(struct gmt_model *const *models,
+		 size_t n,
+		 enum gmt_site_order order,
 		 size_t *count)
 {
 	struct gmt_site_ref *v = NULL;

@@ -50,7 +50,7 @@ struct gmt_site_item {
 	int32_t device; /**< peaks: the device; else ignored (0) */
 	uint64_t bytes;
 	uint64_t count;
-	uint64_t seq; /**< failed: the event's seq (groups keep the first) */
+	uint64_t seq;			 /**< failed: the event's seq (groups keep the first) */
 	const struct gmt_site_stats *st; /**< growth, churn: the row of the model's site table */
 };
 
@@ -86,7 +86,7 @@ struct gmt_sites {
 /** How gmt_sites_group() orders the groups. */
 enum gmt_group_order {
 	GMT_GROUP_BY_BYTES, /**< largest `bytes` first */
-	GMT_GROUP_BY_SEQ,   /**< by process, then first seq (failed allocations, as they happened) */
+	GMT_GROUP_BY_SEQ, /**< by process, then first seq (failed allocations, as they happened) */
 	GMT_GROUP_BY_COUNT, /**< largest `count` first */
 };
 
@@ -129,7 +129,8 @@ struct gmt_site_item *gmt_sites_stat_items(struct gmt_model *const *models,
  * and falls are per stack and do not add up, so *@p min_rises and *@p max_rises give their range
  * (`rises`/`falls` of the result are those of the stack that grew most).
  */
-struct gmt_growth gmt_site_group_growth(const struct gmt_site *g, uint32_t *min_rises, uint32_t *max_rises);
+struct gmt_growth
+gmt_site_group_growth(const struct gmt_site *g, uint32_t *min_rises, uint32_t *max_rises);
 
 /** The traffic of a group of sites: counts and lifetime histograms of its stacks summed. */
 struct gmt_site_stats gmt_site_group_traffic(const struct gmt_site *g);

@@ -43,10 +43,9 @@ unit_scale(const char *unit)
 		const char *name;
 		double scale;
 	} units[] = {
-	    {"", 1.0},		{"B", 1.0},	       {"K", 0x1p10},	   {"KiB", 0x1p10},
-	    {"M", 0x1p20},	{"MiB", 0x1p20},       {"G", 0x1p30},	   {"GiB", 0x1p30},
-	    {"T", 0x1p40},	{"TiB", 0x1p40},       {"KB", 1e3},	   {"MB", 1e6},
-	    {"GB", 1e9},	{"TB", 1e12},
+	    {"", 1.0},	     {"B", 1.0},    {"K", 0x1p10},   {"KiB", 0x1p10}, {"M", 0x1p20},
+	    {"MiB", 0x1p20}, {"G", 0x1p30}, {"GiB", 0x1p30}, {"T", 0x1p40},   {"TiB", 0x1p40},
+	    {"KB", 1e3},     {"MB", 1e6},   {"GB", 1e9},     {"TB", 1e12},
 	};
 
 	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)

@@ -290,7 +290,8 @@ classify(const char *path)
 	    {"libcupti", false, GMT_CC_CUDA},
 	    {"libnvidia-", true, GMT_CC_CUDA},
 	    {"libgpumemtrace", true, GMT_CC_TRACER},
-	    {"torch_bridge-", true, GMT_CC_TRACER}, /* the PyTorch layer's bridge (python/gpumemtrace) */
+	    {"torch_bridge-", true,
+	     GMT_CC_TRACER}, /* the PyTorch layer's bridge (python/gpumemtrace) */
 	    {"libc", false, GMT_CC_SYSTEM},
 	    {"libc-", true, GMT_CC_SYSTEM}, /* libc-2.31.so of older glibc */
 	    {"libstdc++", false, GMT_CC_SYSTEM},
@@ -507,7 +508,8 @@ python_library_file(const char *file)
 {
 	if (!file)
 		return false;
-	if (strstr(file, "/site-packages/") || strstr(file, "/dist-packages/") || !strncmp(file, "<frozen", 7))
+	if (strstr(file, "/site-packages/") || strstr(file, "/dist-packages/") ||
+	    !strncmp(file, "<frozen", 7))
 		return true;
 	/* the standard library: .../lib/python3.X/module.py (not under site-packages) */
 	const char *lib = strstr(file, "/lib/python3.");
@@ -578,9 +580,11 @@ settle(struct draft *st)
 
 	st->site = st->nframes ? 0 : -1;
 	/* Python: the innermost frame of the program's own files, past frameworks and the standard
-	 * library (torch/nn/modules/... is not where a user looks); else the innermost Python frame. */
+	 * library (torch/nn/modules/... is not where a user looks); else the innermost Python
+	 * frame. */
 	for (uint32_t i = 0; st->npython && i < st->nframes; i++) {
-		if (st->frames[i].kind == GMT_CF_PYTHON && !python_library_file(st->frames[i].file)) {
+		if (st->frames[i].kind == GMT_CF_PYTHON &&
+		    !python_library_file(st->frames[i].file)) {
 			st->site = (int32_t)i;
 			return;
 		}

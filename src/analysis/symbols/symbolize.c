@@ -10,11 +10,11 @@
 #define _GNU_SOURCE
 #include "analysis/symbols/symbolize.h"
 #include "analysis/reader/trace.h"
+#include "util/alloc.h"
 #include "util/esc.h"
 #include "util/hash.h"
 #include "util/hex.h"
 #include "util/input.h"
-#include "util/alloc.h"
 
 #include <dlfcn.h>
 #include <dwarf.h>
@@ -61,7 +61,6 @@ cxa_demangle(void)
 
 /* Notes about unusable modules before the rest are only counted. */
 #define GMT_SYM_MAX_NOTES 20
-
 
 /* One module file as the symbolizer knows it: identified by build-id, or by path without one. */
 struct sym_module {

@@ -34,14 +34,19 @@ modules(struct tt *t)
  * not ask the device (no free/total figures).
  */
 static void
-failure(struct tt *t, uint64_t seq, const char *api, uint64_t size, int result,
-	long long free_bytes, uint64_t total)
+failure(struct tt *t,
+	uint64_t seq,
+	const char *api,
+	uint64_t size,
+	int result,
+	long long free_bytes,
+	uint64_t total)
 {
 	char meminfo[128] = "";
 
 	if (free_bytes >= 0)
-		snprintf(meminfo, sizeof(meminfo), ",'free_bytes':%lld,'total_bytes':%llu", free_bytes,
-			 (unsigned long long)total);
+		snprintf(meminfo, sizeof(meminfo), ",'free_bytes':%lld,'total_bytes':%llu",
+			 free_bytes, (unsigned long long)total);
 	tt_line(t,
 		"{'type':'event','seq':%llu,'ts':%llu,'tid':1,'op':'alloc','api':'%s',"
 		"'kind':'device','device':0,'ptr':'0x0','size':%llu,'result':%d%s,'stack':2}",

@@ -21,8 +21,8 @@
 /*
  * One process on device 0: leaks 3 MiB at 0xa100 (cudaMalloc) and 1 MiB at 0xb100
  * (cudaMallocPitch); its peak, 8 MiB, includes 4 MiB at 0xc100 freed before the end; the live
- * bytes at 0xa100 rise after each of three markers (0, 1, 3 MiB); one failed allocation. @p extra_leak adds to the
- * leak at 0xa100 (a second run); @p complete: the trailer.
+ * bytes at 0xa100 rise after each of three markers (0, 1, 3 MiB); one failed allocation. @p
+ * extra_leak adds to the leak at 0xa100 (a second run); @p complete: the trailer.
  */
 static json_t *
 report(uint64_t extra_leak, bool complete)
@@ -44,8 +44,9 @@ report(uint64_t extra_leak, bool complete)
 	tt_alloc(&t, 6, "cudaMallocPitch", "device", 0, 0x30000000, 1 * MiB, 2);
 	tt_alloc(&t, 7, "cudaMalloc", "device", 0, 0x40000000, 4 * MiB, 3);
 	tt_free(&t, 8, "cudaFree", "device", 0, 0x40000000);
-	tt_line(&t, "{'type':'event','seq':9,'ts':9000,'op':'alloc','api':'cudaMalloc','kind':'device',"
-		    "'device':0,'ptr':'0x0','size':1073741824,'result':2,'stack':3}");
+	tt_line(&t,
+		"{'type':'event','seq':9,'ts':9000,'op':'alloc','api':'cudaMalloc','kind':'device',"
+		"'device':0,'ptr':'0x0','size':1073741824,'result':2,'stack':3}");
 	if (complete)
 		tt_trailer(&t, 10000, 9);
 	tt_session(&s, &t);
@@ -80,7 +81,7 @@ gate(const struct gmt_gates *g, const char *name)
 #define CHECK_TEXT(gt, want)                                                                       \
 	do {                                                                                       \
 		if (strcmp((gt)->text, want) != 0) {                                               \
-			fprintf(stderr, "%s:%d: gate says \"%s\", want \"%s\"\n", __FILE__,       \
+			fprintf(stderr, "%s:%d: gate says \"%s\", want \"%s\"\n", __FILE__,        \
 				__LINE__, (gt)->text, want);                                       \
 			exit(1);                                                                   \
 		}                                                                                  \
@@ -101,8 +102,8 @@ run(struct gmt_gates *g, const struct gmt_check_options *o, const json_t *doc, c
 	CHECK(gmt_check_run(g, o, doc, base) == 0);
 	if (getenv("GMT_TEST_VERBOSE"))
 		for (size_t i = 0; i < g->n; i++)
-			fprintf(stderr, "[%s] %d %s\n%s", g->v[i].name, g->v[i].failed, g->v[i].text,
-				g->v[i].details ? g->v[i].details : "");
+			fprintf(stderr, "[%s] %d %s\n%s", g->v[i].name, g->v[i].failed,
+				g->v[i].text, g->v[i].details ? g->v[i].details : "");
 }
 
 /* Each threshold passes at the figure and fails one byte (or one) below it. */
@@ -154,9 +155,10 @@ thresholds(void)
 	CHECK(gate(&g, "max-peak-bytes device 0")->failed);
 	CHECK(gate(&g, "max-failed")->failed);
 	CHECK(gate(&g, "max-growth-bytes")->failed);
-	CHECK_DETAILS(gate(&g, "max-growth-bytes"),
-		      "grew 3.0 MiB (3145728 bytes) (0 B -> 3.0 MiB (3145728 bytes)) over 3 markers "
-		      "'step 1' to 'step 3', rose 2 times, fell 0: cudaMalloc device at 0xa100");
+	CHECK_DETAILS(
+	    gate(&g, "max-growth-bytes"),
+	    "grew 3.0 MiB (3145728 bytes) (0 B -> 3.0 MiB (3145728 bytes)) over 3 markers "
+	    "'step 1' to 'step 3', rose 2 times, fell 0: cudaMalloc device at 0xa100");
 	CHECK(!gate(&g, "complete-traces")->failed);
 	gmt_gates_free(&g);
 

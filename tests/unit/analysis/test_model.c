@@ -98,7 +98,12 @@ kind(const struct gmt_model *m, int32_t dev, enum gmt_tkind k)
 
 /* A failed call (@p result) of @p op at @p seq. */
 static void
-failed(struct tt *t, uint64_t seq, const char *op, const char *api, uint64_t ptr, uint64_t size,
+failed(struct tt *t,
+       uint64_t seq,
+       const char *op,
+       const char *api,
+       uint64_t ptr,
+       uint64_t size,
        int result)
 {
 	tt_line(t,
@@ -183,8 +188,9 @@ kinds(bool streamed)
 	tt_alloc(&t, 5, "cuMemAddressReserve", "vmm_reserve", 0, 0x1000, 64 * MiB, 1);
 	tt_alloc(&t, 6, "cudaMallocAsync", "pool", 0, 0x5000, 3 * MiB, 1);
 	/* the pool's reservation: 5 MiB, more than its live allocations (3 MiB) */
-	tt_line(&t, "{'type':'event','seq':7,'ts':7000,'tid':1,'op':'usage','api':'cudaMallocAsync',"
-		    "'kind':'pool_reserve','device':0,'pool':'0xabc','size':%llu,'result':0}",
+	tt_line(&t,
+		"{'type':'event','seq':7,'ts':7000,'tid':1,'op':'usage','api':'cudaMallocAsync',"
+		"'kind':'pool_reserve','device':0,'pool':'0xabc','size':%llu,'result':0}",
 		(unsigned long long)(5 * MiB));
 	tt_alloc(&t, 8, "cudaMallocArray", "array", 0, 0x77, 16 * MiB, 1);
 	/* the device address 0x1000 is also the reservation's: separate tables, the free ends the
@@ -233,7 +239,12 @@ reset(struct tt *t, uint64_t seq, int device, uint64_t context)
 
 /* An allocation of @p kind in @p context. */
 static void
-ctx_alloc(struct tt *t, uint64_t seq, const char *kind, int device, uint64_t context, uint64_t ptr,
+ctx_alloc(struct tt *t,
+	  uint64_t seq,
+	  const char *kind,
+	  int device,
+	  uint64_t context,
+	  uint64_t ptr,
 	  uint64_t size)
 {
 	tt_line(t,
@@ -323,7 +334,7 @@ retain_usage(bool streamed)
 	tt_init(&t, 13);
 	handle_ev(&t, 1, "alloc", "cuMemCreate", 0x51, 2 * MiB);
 	handle_ev(&t, 2, "retain", "cuMemRetainAllocationHandle", 0x51, 0);
-	handle_ev(&t, 3, "free", "cuMemRelease", 0x51, 0); /* one reference left */
+	handle_ev(&t, 3, "free", "cuMemRelease", 0x51, 0);		    /* one reference left */
 	handle_ev(&t, 4, "retain", "cuMemRetainAllocationHandle", 0x99, 0); /* unknown */
 	usage(&t, 5, "pool_reserve", 0xa, 1000);
 	usage(&t, 6, "pool_reserve", 0xb, 500);

@@ -78,7 +78,7 @@ seqs(void)
 #define CHECK_SEQS(want)                                                                           \
 	do {                                                                                       \
 		if (strcmp(seqs(), want) != 0) {                                                   \
-			fprintf(stderr, "%s:%d: delivered \"%s\", want \"%s\"\n", __FILE__,       \
+			fprintf(stderr, "%s:%d: delivered \"%s\", want \"%s\"\n", __FILE__,        \
 				__LINE__, seqs(), want);                                           \
 			exit(1);                                                                   \
 		}                                                                                  \

@@ -60,7 +60,7 @@ leaks_and_peaks(void)
 	tt_alloc(&t, 6, "cudaMalloc", "device", 0, 0x5000, 200, 5); /* 5: 200 in 1 */
 	tt_alloc(&t, 7, "cudaMalloc", "device", 0, 0x6000, 50, 7);  /* 7 and 6: 50 in 1 */
 	tt_alloc(&t, 8, "cudaMalloc", "device", 0, 0x7000, 50, 6);
-	tt_alloc(&t, 9, "cudaMalloc", "device", 0, 0x8000, 4000, 3); /* the peak's largest */
+	tt_alloc(&t, 9, "cudaMalloc", "device", 0, 0x8000, 4000, 3);	  /* the peak's largest */
 	tt_alloc(&t, 10, "cudaMallocHost", "pinned", 0, 0x9000, 9000, 3); /* not held */
 	tt_free(&t, 11, "cudaFree", "device", 0, 0x8000);
 	tt_trailer(&t, 12000, 11);

@@ -102,8 +102,14 @@ tt_fini(struct tt *t)
 }
 
 void
-tt_alloc(struct tt *t, uint64_t seq, const char *api, const char *kind, int device, uint64_t ptr,
-	 uint64_t size, uint32_t stack)
+tt_alloc(struct tt *t,
+	 uint64_t seq,
+	 const char *api,
+	 const char *kind,
+	 int device,
+	 uint64_t ptr,
+	 uint64_t size,
+	 uint32_t stack)
 {
 	tt_line(t,
 		"{'type':'event','seq':%" PRIu64 ",'ts':%" PRIu64 ",'tid':1,'op':'alloc',"
@@ -159,7 +165,8 @@ tt_file(const struct tt *t)
 	if (!tmpdir[0]) {
 		const char *base = getenv("TMPDIR");
 
-		snprintf(tmpdir, sizeof(tmpdir), "%s/gmt-unit-XXXXXX", base && *base ? base : "/tmp");
+		snprintf(tmpdir, sizeof(tmpdir), "%s/gmt-unit-XXXXXX",
+			 base && *base ? base : "/tmp");
 		if (!mkdtemp(tmpdir))
 			fail("cannot make a temporary directory");
 		atexit(cleanup);

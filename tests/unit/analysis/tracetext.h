@@ -32,11 +32,17 @@ void tt_fini(struct tt *t);
 void tt_line(struct tt *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /** An `alloc` event at ts = seq µs, result 0; @p stack 0: none. */
-void tt_alloc(struct tt *t, uint64_t seq, const char *api, const char *kind, int device,
-	      uint64_t ptr, uint64_t size, uint32_t stack);
+void tt_alloc(struct tt *t,
+	      uint64_t seq,
+	      const char *api,
+	      const char *kind,
+	      int device,
+	      uint64_t ptr,
+	      uint64_t size,
+	      uint32_t stack);
 /** A `free` event at ts = seq µs, result 0. */
-void tt_free(struct tt *t, uint64_t seq, const char *api, const char *kind, int device,
-	     uint64_t ptr);
+void
+tt_free(struct tt *t, uint64_t seq, const char *api, const char *kind, int device, uint64_t ptr);
 /** A `stack` line of native frames (@p n return addresses). */
 void tt_stack(struct tt *t, uint32_t id, const uint64_t *frames, size_t n);
 /** A `marker` line (a point) at ts = seq µs. */
@@ -51,8 +57,9 @@ char *tt_file(const struct tt *t);
 struct gmt_trace *tt_read(const struct tt *t);
 
 /**
- * Session helpers (tracesession.c, which needs the report library): @p s gets the trace (a new session, streamed as the CLI reads), its messages into
- * tt_diag(); exits 1 when the file yields nothing.
+ * Session helpers (tracesession.c, which needs the report library): @p s gets the trace (a new
+ * session, streamed as the CLI reads), its messages into tt_diag(); exits 1 when the file yields
+ * nothing.
  */
 void tt_session(struct gmt_session *s, const struct tt *t);
 

@@ -107,11 +107,11 @@ nvmlDeviceGetComputeRunningProcesses_v3(void *dev, unsigned int *count, fake_pro
 			n++;
 			continue;
 		}
-		infos[n].pid = strcmp(tok, "self") == 0   ? (unsigned int)getpid()
+		infos[n].pid = strcmp(tok, "self") == 0	  ? (unsigned int)getpid()
 			       : strcmp(tok, "host") == 0 ? host_pid()
 							  : (unsigned int)strtoul(tok, NULL, 10);
-		infos[n].used = strcmp(colon + 1, "na") == 0 ? ~0ULL
-							     : strtoull(colon + 1, NULL, 10) << 20;
+		infos[n].used =
+		    strcmp(colon + 1, "na") == 0 ? ~0ULL : strtoull(colon + 1, NULL, 10) << 20;
 		infos[n].gpu_instance = infos[n].compute_instance = 0;
 		n++;
 	}

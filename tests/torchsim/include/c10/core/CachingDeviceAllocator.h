@@ -1,7 +1,8 @@
 // A TEST DOUBLE of PyTorch's c10/core/CachingDeviceAllocator.h (torch 2.11's names and call shapes,
 // none of its code): what gpumemtrace's bridge (python/gpumemtrace/torch_bridge.cpp) touches, so
 // that CI, which has no torch, compiles the bridge the way a user's machine does and drives it
-// through tests/torchsim/c10_cuda.cpp. Written for gpumemtrace's tests; see tests/torchsim/README.md.
+// through tests/torchsim/c10_cuda.cpp. Written for gpumemtrace's tests; see
+// tests/torchsim/README.md.
 #pragma once
 
 #include <cstddef>
@@ -12,7 +13,8 @@
 #include <utility>
 #include <vector>
 
-namespace c10 {
+namespace c10
+{
 
 using DeviceIndex = int8_t;
 using CaptureId_t = unsigned long long;
@@ -22,7 +24,8 @@ struct GatheredContext {
 	virtual ~GatheredContext() = default;
 };
 
-namespace CachingDeviceAllocator {
+namespace CachingDeviceAllocator
+{
 
 struct BlockInfo {
 	size_t size = 0;
@@ -61,13 +64,19 @@ struct TraceEntry {
 		SNAPSHOT,
 		OOM
 	};
-	TraceEntry(Action action, c10::DeviceIndex device, size_t addr, size_t size, void *stream,
-		   MempoolId_t mempool, uint64_t time, std::shared_ptr<GatheredContext> context = nullptr,
-		   std::string compile_context = "", std::string user_metadata = "")
+	TraceEntry(Action action,
+		   c10::DeviceIndex device,
+		   size_t addr,
+		   size_t size,
+		   void *stream,
+		   MempoolId_t mempool,
+		   uint64_t time,
+		   std::shared_ptr<GatheredContext> context = nullptr,
+		   std::string compile_context = "",
+		   std::string user_metadata = "")
 	    : action_(action), device_(device), addr_(addr), context_(std::move(context)),
 	      stream_(stream), size_(size), mempool_(std::move(mempool)), time_(time),
-	      compile_context_(std::move(compile_context)),
-	      user_metadata_(std::move(user_metadata))
+	      compile_context_(std::move(compile_context)), user_metadata_(std::move(user_metadata))
 	{
 	}
 	Action action_;

@@ -13,12 +13,13 @@
 #include <c10/core/CachingDeviceAllocator.h>
 
 #if defined(__GNUC__)
-#define TORCHSIM_API __attribute__((visibility("default")))
+#	define TORCHSIM_API __attribute__((visibility("default")))
 #else
-#define TORCHSIM_API
+#	define TORCHSIM_API
 #endif
 
-namespace c10::cuda::CUDACachingAllocator {
+namespace c10::cuda::CUDACachingAllocator
+{
 
 using c10::CachingDeviceAllocator::AllocatorTraceTracker;
 using c10::CachingDeviceAllocator::BlockInfo;
@@ -30,12 +31,14 @@ struct SnapshotInfo {
 	std::vector<std::vector<TraceEntry>> device_traces;
 };
 
-class TORCHSIM_API CUDAAllocator {
+class TORCHSIM_API CUDAAllocator
+{
       public:
 	virtual ~CUDAAllocator() = default;
 	virtual bool initialized() = 0;
 	virtual std::string name() = 0;
-	virtual SnapshotInfo snapshot(MempoolId_t mempool_id = {0, 0}, bool include_traces = true) = 0;
+	virtual SnapshotInfo snapshot(MempoolId_t mempool_id = {0, 0},
+				      bool include_traces = true) = 0;
 	virtual void attachAllocatorTraceTracker(AllocatorTraceTracker tracker) = 0;
 };
 
