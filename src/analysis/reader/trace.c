@@ -1510,29 +1510,37 @@ window_deliver(void *ctx, const struct gmt_reorder_item *p, bool is_late)
 	}
 }
 
+/* A read event (or block line) into the reorder window when streaming, else into the events. */
 static bool
-read_event(struct reader *r, struct src obj, size_t lineno)
+keep_event(struct reader *r, const struct gmt_trace_event *ev)
 {
 	struct gmt_trace *t = r->t;
-	struct gmt_trace_event ev = {.line = (uint32_t)lineno, .device = -1};
 
-	if (!event_common(r, obj, lineno, &ev) || !event_kind(r, obj, lineno, &ev) ||
-	    !event_ptr_size(r, obj, lineno, &ev) || !event_optional(r, obj, lineno, &ev) ||
-	    !event_names(r, obj, lineno, &ev))
-		return false;
-	see_ts(r, ev.ts);
+	see_ts(r, ev->ts);
 	if (r->sink) {
 		t->nevents++;
 		if (gmt_reorder_push(&r->window,
-				     &(struct gmt_reorder_item){ev.seq, ev.line, 0, ev}) != 0)
+				     &(struct gmt_reorder_item){ev->seq, ev->line, 0, *ev}) != 0)
 			return nomem(r);
 		return true;
 	}
 	if ((t->nevents & (t->nevents - 1)) == 0 &&
 	    !resize(r, &t->events, t->nevents ? t->nevents * 2 : 64, sizeof(*t->events)))
 		return false;
-	t->events[t->nevents++] = ev;
+	t->events[t->nevents++] = *ev;
 	return true;
+}
+
+static bool
+read_event(struct reader *r, struct src obj, size_t lineno)
+{
+	struct gmt_trace_event ev = {.line = (uint32_t)lineno, .device = -1};
+
+	if (!event_common(r, obj, lineno, &ev) || !event_kind(r, obj, lineno, &ev) ||
+	    !event_ptr_size(r, obj, lineno, &ev) || !event_optional(r, obj, lineno, &ev) ||
+	    !event_names(r, obj, lineno, &ev))
+		return false;
+	return keep_event(r, &ev);
 }
 
 /* A block line (the PyTorch layer's, docs/trace-format.md "block") as an event of op BLOCK
@@ -1604,20 +1612,8 @@ read_block(struct reader *r, json_t *obj, size_t lineno)
 	if (get_str(JS(obj), "pool_type", &pt) == 0 && strcmp(pt, "large") == 0)
 		flags |= GMT_TORCH_F_LARGE;
 	ev.result = (int32_t)flags;
-	see_ts(r, ev.ts);
 	t->nblocks++;
-	if (r->sink) {
-		t->nevents++;
-		if (gmt_reorder_push(&r->window,
-				     &(struct gmt_reorder_item){ev.seq, ev.line, 0, ev}) != 0)
-			return nomem(r);
-		return true;
-	}
-	if ((t->nevents & (t->nevents - 1)) == 0 &&
-	    !resize(r, &t->events, t->nevents ? t->nevents * 2 : 64, sizeof(*t->events)))
-		return false;
-	t->events[t->nevents++] = ev;
-	return true;
+	return keep_event(r, &ev);
 }
 
 /* The PyTorch layer's status (a "torch" line); the last one counts. */

@@ -5,6 +5,7 @@
  * every document (null when a value is unknown), lists have a documented order, and keys are
  * written in a fixed order so two reports of the same traces are byte-identical.
  */
+#include "analysis/report/jvalues.h"
 #include "analysis/report/keys.h"
 #include "analysis/report/nomem.h"
 #include "analysis/report/report.h"
@@ -18,20 +19,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
-static json_t *
-jint(uint64_t v)
-{
-	/* Sizes never come near 2^63; clamp rather than wrap if a broken trace says otherwise. */
-	return json_integer(v > INT64_MAX ? INT64_MAX : (json_int_t)v);
-}
-
-static json_t *
-jtime(const struct gmt_trace *t, uint64_t ts)
-{
-	/* Microseconds are plenty, and rounding keeps the printed value short and stable. */
-	return json_real(round(gmt_trace_time_s(t, ts) * 1e6) / 1e6);
-}
 
 static json_t *
 jstr_or_null(const char *s)
@@ -52,15 +39,6 @@ static json_t *
 jll_or_null(long long v)
 {
 	return v >= 0 ? json_integer(v) : json_null();
-}
-
-static json_t *
-jhex(uint64_t v)
-{
-	char buf[24];
-
-	snprintf(buf, sizeof(buf), "0x%" PRIx64, v);
-	return json_string(buf);
 }
 
 static json_t *

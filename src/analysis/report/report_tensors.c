@@ -17,6 +17,7 @@
 #include "analysis/report/categories.h"
 #include "analysis/report/explain.h"
 #include "analysis/report/frames.h"
+#include "analysis/report/jvalues.h"
 #include "analysis/report/keys.h"
 #include "analysis/report/nomem.h"
 #include "analysis/report/report_text.h"
@@ -463,27 +464,6 @@ gmt_text_tensors_summary(FILE *out, const char *prefix, struct gmt_model *const 
 }
 
 // --- JSON ---------------------------------------------------------------------------------------
-
-static json_t *
-jint(uint64_t v)
-{
-	return json_integer(v > INT64_MAX ? INT64_MAX : (json_int_t)v);
-}
-
-static json_t *
-jtime(const struct gmt_trace *t, uint64_t ts)
-{
-	return json_real((double)(int64_t)(gmt_trace_time_s(t, ts) * 1e6 + 0.5) / 1e6);
-}
-
-static json_t *
-jhex(uint64_t v)
-{
-	char buf[24];
-
-	snprintf(buf, sizeof(buf), "0x%" PRIx64, v);
-	return json_string(buf);
-}
 
 static json_t *
 jname(const struct tsite_name *n, json_t *o)
