@@ -139,6 +139,21 @@ gmt_flat_parse(char *buf, size_t len, struct gmt_flat *out)
 				return false;
 			v->type = GMT_FLAT_NULL;
 			p += 4;
+		} else if (*p == '[') { /* a pair of integers: a block line's pool id */
+			v->type = GMT_FLAT_PAIR;
+			p = (char *)skip_ws(p + 1, end);
+			if (!(p = integer(p, end, &v->num)))
+				return false;
+			p = (char *)skip_ws(p, end);
+			if (p >= end || *p != ',')
+				return false;
+			p = (char *)skip_ws(p + 1, end);
+			if (!(p = integer(p, end, &v->num2)))
+				return false;
+			p = (char *)skip_ws(p, end);
+			if (p >= end || *p != ']')
+				return false;
+			p++;
 		} else {
 			v->type = GMT_FLAT_INT;
 			p = integer(p, end, &v->num);

@@ -1,13 +1,15 @@
 /*
  * @brief A fast reader for the one shape most trace lines have: a flat JSON object whose values
- * are integers, plain strings or null (every `event` line the tracer writes).
+ * are integers, plain strings, null or a pair of integers `[a,b]` (every `event` line the tracer
+ * writes, and `block` lines, whose pool id is such a pair).
  *
  * The trace reader tries it first for event lines and falls back to jansson for anything it
  * declines: nested values, numbers with a fraction or exponent, strings with escapes or non-ASCII
  * bytes, true/false, more than GMT_FLAT_MAX keys, trailing bytes. It accepts only what jansson
- * accepts and reads it the same way (the last of duplicate keys wins), so a line means the same
- * whichever path read it; the jansson path gives the error messages. Reading a line allocates
- * nothing: strings are NUL-terminated in place in the caller's copy of the line.
+ * accepts and reads it the same way (an array of any other shape is declined) (the last of
+ * duplicate keys wins), so a line means the same whichever path read it; the jansson path gives the
+ * error messages. Reading a line allocates nothing: strings are NUL-terminated in place in the
+ * caller's copy of the line.
  */
 #ifndef GMT_READER_FLATJSON_H
 #define GMT_READER_FLATJSON_H
@@ -22,13 +24,15 @@ enum gmt_flat_type {
 	GMT_FLAT_NULL = 0,
 	GMT_FLAT_INT,
 	GMT_FLAT_STR,
+	GMT_FLAT_PAIR, /**< [num, num2] */
 };
 
 struct gmt_flat_value {
 	const char *key;
 	size_t klen;
 	const char *str; /**< GMT_FLAT_STR */
-	long long num;	 /**< GMT_FLAT_INT */
+	long long num;	 /**< GMT_FLAT_INT; GMT_FLAT_PAIR: the first */
+	long long num2;	 /**< GMT_FLAT_PAIR: the second */
 	enum gmt_flat_type type;
 };
 

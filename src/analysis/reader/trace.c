@@ -179,9 +179,10 @@ field(struct src o, const char *key)
 		const struct gmt_flat_value *v = gmt_flat_get(o.flat, key);
 
 		if (v) {
-			f.kind = v->type == GMT_FLAT_INT   ? F_INT
-				 : v->type == GMT_FLAT_STR ? F_STR
-							   : F_NULL;
+			f.kind = v->type == GMT_FLAT_INT    ? F_INT
+				 : v->type == GMT_FLAT_STR  ? F_STR
+				 : v->type == GMT_FLAT_PAIR ? F_OTHER
+							    : F_NULL;
 			f.num = v->num;
 			f.str = v->str;
 		}
@@ -260,6 +261,40 @@ get_str(struct src obj, const char *key, const char **out)
 }
 
 /* Report a required key that get_*() rejected; false, so callers can return its result. */
+/* A pair of integers [a, b] (a block line's pool id). */
+static int
+get_pair(struct src obj, const char *key, uint64_t out[2])
+{
+	if (obj.flat) {
+		const struct gmt_flat_value *v = gmt_flat_get(obj.flat, key);
+
+		if (!v || v->type == GMT_FLAT_NULL)
+			return -ENOENT;
+		if (v->type != GMT_FLAT_PAIR)
+			return -EINVAL;
+		out[0] = (uint64_t)v->num;
+		out[1] = (uint64_t)v->num2;
+		return 0;
+	}
+	json_t *a = json_object_get(obj.json, key);
+	if (!a || json_is_null(a))
+		return -ENOENT;
+	json_t *p0 = json_array_get(a, 0), *p1 = json_array_get(a, 1);
+	if (!json_is_array(a) || json_array_size(a) != 2 || !json_is_integer(p0) ||
+	    !json_is_integer(p1))
+		return -EINVAL;
+	out[0] = (uint64_t)json_integer_value(p0);
+	out[1] = (uint64_t)json_integer_value(p1);
+	return 0;
+}
+
+/* Whether @p key is true (the fast path declines lines with booleans: there it is absent). */
+static bool
+get_true(struct src obj, const char *key)
+{
+	return obj.json && json_is_true(json_object_get(obj.json, key));
+}
+
 static bool
 key_error(struct reader *r,
 	  size_t lineno,
@@ -1547,7 +1582,7 @@ read_event(struct reader *r, struct src obj, size_t lineno)
  * (trace.h says which field holds what); it is stored and streamed with the events, in seq order.
  */
 static bool
-read_block(struct reader *r, json_t *obj, size_t lineno)
+read_block(struct reader *r, struct src obj, size_t lineno)
 {
 	struct gmt_trace *t = r->t;
 	struct gmt_trace_event ev = {.line = (uint32_t)lineno,
@@ -1560,11 +1595,11 @@ read_block(struct reader *r, json_t *obj, size_t lineno)
 	uint64_t u;
 	int err;
 
-	if ((err = get_u64(JS(obj), "seq", &ev.seq)))
+	if ((err = get_u64(obj, "seq", &ev.seq)))
 		return key_error(r, lineno, "block", "seq", err, "an integer");
-	if ((err = get_u64(JS(obj), "ts", &ev.ts)))
+	if ((err = get_u64(obj, "ts", &ev.ts)))
 		return key_error(r, lineno, "block", "ts", err, "an integer");
-	if ((err = get_str(JS(obj), "action", &action)))
+	if ((err = get_str(obj, "action", &action)))
 		return key_error(r, lineno, "block", "action", err, "a string");
 	unsigned a = gmt_torch_action_from_name(action);
 	if (!a) {
@@ -1572,44 +1607,42 @@ read_block(struct reader *r, json_t *obj, size_t lineno)
 		return false;
 	}
 	ev.kind = (uint8_t)a;
-	if ((err = get_i64(JS(obj), "device", &v)) == 0 && v >= INT32_MIN && v <= INT32_MAX)
+	if ((err = get_i64(obj, "device", &v)) == 0 && v >= INT32_MIN && v <= INT32_MAX)
 		ev.device = (int32_t)v;
 	else if (err != -ENOENT)
 		return key_error(r, lineno, "block", "device", -EINVAL, "an integer");
-	if ((err = get_hex(JS(obj), "ptr", &ev.ptr)) == -EINVAL ||
+	if ((err = get_hex(obj, "ptr", &ev.ptr)) == -EINVAL ||
 	    (err == -ENOENT && a != GMT_TORCH_OOM && a != GMT_TORCH_SNAPSHOT))
 		return key_error(r, lineno, "block", "ptr", err, "a hex string");
-	if ((err = get_u64(JS(obj), "size", &ev.size)))
+	if ((err = get_u64(obj, "size", &ev.size)))
 		return key_error(r, lineno, "block", "size", err, "an integer");
-	if ((err = get_hex(JS(obj), "stream", &ev.handle)) == -EINVAL)
+	if ((err = get_hex(obj, "stream", &ev.handle)) == -EINVAL)
 		return key_error(r, lineno, "block", "stream", err, "a hex string");
-	json_t *pool = json_object_get(obj, "pool");
-	if (pool) {
-		json_t *p0 = json_array_get(pool, 0), *p1 = json_array_get(pool, 1);
-		if (!json_is_array(pool) || json_array_size(pool) != 2 || !json_is_integer(p0) ||
-		    !json_is_integer(p1))
-			return key_error(r, lineno, "block", "pool", -EINVAL, "two integers");
-		ev.offset = (uint64_t)json_integer_value(p0);
-		ev.context = (uint64_t)json_integer_value(p1);
+	uint64_t pool[2];
+	if ((err = get_pair(obj, "pool", pool)) == -EINVAL)
+		return key_error(r, lineno, "block", "pool", err, "two integers");
+	if (err == 0) {
+		ev.offset = pool[0];
+		ev.context = pool[1];
 	}
-	if ((err = get_u64(JS(obj), "requested", &ev.requested)) == -EINVAL)
+	if ((err = get_u64(obj, "requested", &ev.requested)) == -EINVAL)
 		return key_error(r, lineno, "block", "requested", err, "an integer");
-	if ((err = get_u64(JS(obj), "device_free", &ev.free_bytes)) == -EINVAL)
+	if ((err = get_u64(obj, "device_free", &ev.free_bytes)) == -EINVAL)
 		return key_error(r, lineno, "block", "device_free", err, "an integer");
-	err = get_u64(JS(obj), "stack", &u);
+	err = get_u64(obj, "stack", &u);
 	if (err == -EINVAL || (err == 0 && u > UINT32_MAX))
 		return key_error(r, lineno, "block", "stack", -EINVAL, "an integer");
 	if (err == 0)
 		ev.stack = (uint32_t)u;
 	uint32_t flags = 0;
-	if (json_is_true(json_object_get(obj, "allocated")))
+	if (get_true(obj, "allocated"))
 		flags |= GMT_TORCH_F_ALLOCATED;
-	if (json_is_true(json_object_get(obj, "active")))
+	if (get_true(obj, "active"))
 		flags |= GMT_TORCH_F_ACTIVE;
-	if (json_is_true(json_object_get(obj, "expandable")))
+	if (get_true(obj, "expandable"))
 		flags |= GMT_TORCH_F_EXPANDABLE;
 	const char *pt;
-	if (get_str(JS(obj), "pool_type", &pt) == 0 && strcmp(pt, "large") == 0)
+	if (get_str(obj, "pool_type", &pt) == 0 && strcmp(pt, "large") == 0)
 		flags |= GMT_TORCH_F_LARGE;
 	ev.result = (int32_t)flags;
 	t->nblocks++;
@@ -1874,10 +1907,12 @@ read_line_fast(struct reader *r, const char *buf, size_t len, size_t lineno)
 		return false;
 	/* a second "type" key wins, as in jansson: that line is not an event */
 	const struct gmt_flat_value *type = gmt_flat_get(&flat, "type");
-	if (!type || type->type != GMT_FLAT_STR || strcmp(type->str, "event") != 0)
+	bool block = type && type->type == GMT_FLAT_STR && strcmp(type->str, "block") == 0;
+	if (!type || type->type != GMT_FLAT_STR || (!block && strcmp(type->str, "event") != 0))
 		return false;
 	lead_end(r, lineno);
-	if (read_event(r, (struct src){.flat = &flat}, lineno)) {
+	struct src src = {.flat = &flat};
+	if (block ? read_block(r, src, lineno) : read_event(r, src, lineno)) {
 		r->usable++;
 		r->content++;
 	}
@@ -1955,7 +1990,7 @@ read_line(struct reader *r, const char *buf, size_t len, size_t lineno)
 	else if (strcmp(type, "pyinfo") == 0)
 		used = read_pyinfo(r, obj, lineno);
 	else if (strcmp(type, "block") == 0)
-		used = content = read_block(r, obj, lineno);
+		used = content = read_block(r, JS(obj), lineno);
 	else if (strcmp(type, "torch") == 0)
 		used = read_torch(r, obj, lineno);
 	/* Other types are ignored without a word: adding a line type is not a format change. */
