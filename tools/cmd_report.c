@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "analysis/report/categories.h"
 #include "analysis/report/report.h"
 #include "analysis/report/report_formats.h"
 #include "cli.h"
@@ -18,7 +19,8 @@ usage(FILE *out)
 {
 	fprintf(
 	    out,
-	    "Usage: gpumemtrace report [--format text|json|folded|html|perfetto]\n"
+	    "Usage: gpumemtrace report [--format text|json|folded|html|perfetto|\n"
+	    "                          pytorch-snapshot] [--categories FILE]\n"
 	    "                          [--stack site|full]\n"
 	    "                          [--weight peak|leaked|allocated] [--from WHEN]\n"
 	    "                          [--to WHEN] [-o FILE] TRACE...\n"
@@ -51,6 +53,10 @@ usage(FILE *out)
 	    "                    what is live then is the starting state, not a leak\n"
 	    "      --to WHEN     ... and up to WHEN (seconds, or the first marker with that\n"
 	    "                    label after --from)\n"
+	    "      --categories FILE\n"
+	    "                    the tensor level's categories (parameter, gradient, ...)\n"
+	    "                    from the rules in FILE, before the built-in ones unless it\n"
+	    "                    says no-builtin (docs/categories.md)\n"
 	    "  -o, --output FILE write the report to FILE instead of standard output\n"
 	    "  -h, --help        show this help\n"
 	    "  -V, --version     show the version\n"
@@ -142,15 +148,11 @@ int
 gmt_cmd_report(int argc, char **argv)
 {
 	static const struct option longopts[] = {
-	    {"format", required_argument, NULL, 'f'},
-	    {"stack", required_argument, NULL, 's'},
-	    {"weight", required_argument, NULL, 'w'},
-	    {"output", required_argument, NULL, 'o'},
-	    {"from", required_argument, NULL, 'F'},
-	    {"to", required_argument, NULL, 'T'},
-	    {"help", no_argument, NULL, 'h'},
-	    {"version", no_argument, NULL, 'V'},
-	    {NULL, 0, NULL, 0},
+	    {"format", required_argument, NULL, 'f'},	  {"stack", required_argument, NULL, 's'},
+	    {"weight", required_argument, NULL, 'w'},	  {"output", required_argument, NULL, 'o'},
+	    {"from", required_argument, NULL, 'F'},	  {"to", required_argument, NULL, 'T'},
+	    {"categories", required_argument, NULL, 'C'}, {"help", no_argument, NULL, 'h'},
+	    {"version", no_argument, NULL, 'V'},	  {NULL, 0, NULL, 0},
 	};
 	static const char *const formats[] = {
 	    "text", "json", "folded", "html", "perfetto", "pytorch-snapshot", NULL};
@@ -188,6 +190,20 @@ gmt_cmd_report(int argc, char **argv)
 				return gmt_usage_hint("report");
 			break;
 		case 'o': output = optarg; break;
+		case 'C': {
+			char why[512];
+			int e = gmt_cat_choose(optarg, why, sizeof(why));
+			if (e == -ENOMEM) {
+				fprintf(stderr, "gpumemtrace report: out of memory\n");
+				return GMT_EXIT_UNREADABLE;
+			}
+			if (e) {
+				fprintf(stderr, "gpumemtrace report: --categories: %s\n",
+					gmt_esc(why));
+				return gmt_usage_hint("report");
+			}
+			break;
+		}
 		case 'F':
 			if (!gmt_parse_range_bound("--from", optarg, &so.range.from))
 				return gmt_usage_hint("report");

@@ -62,11 +62,11 @@ _gpumemtrace()
 		;;
 	report)
 		case $prev in
-		-f | --format) COMPREPLY=($(compgen -W 'text json folded html perfetto' -- "$cur")); return ;;
+		-f | --format) COMPREPLY=($(compgen -W 'text json folded html perfetto pytorch-snapshot' -- "$cur")); return ;;
 		-s | --stack) COMPREPLY=($(compgen -W 'site full' -- "$cur")); return ;;
 		-w | --weight) COMPREPLY=($(compgen -W 'peak leaked allocated' -- "$cur")); return ;;
 		--from | --to) return ;; # seconds or a marker's label
-		-o | --output)
+		-o | --output | --categories)
 			COMPREPLY=($(compgen -f -- "$cur"))
 			compopt -o filenames 2>/dev/null
 			return
@@ -74,7 +74,7 @@ _gpumemtrace()
 		esac
 		if [[ $cur == -* ]]; then
 			COMPREPLY=($(compgen -W '-f --format -s --stack -w --weight --from --to
-				-o --output -h --help -V --version' -- "$cur"))
+				--categories -o --output -h --help -V --version' -- "$cur"))
 		else
 			_gpumemtrace_traces "$cur"
 		fi

@@ -275,7 +275,34 @@ def case_snapshot(exe, fx):
           "to a pipe it writes the same pickle")
 
 
-CASES = {"snapshot": case_snapshot, "markers": case_markers, "frag": case_frag, "growth": case_growth, "gpt2": case_gpt2,
+def case_categories(exe, fx):
+    """report --categories FILE: its rules come first; a bad file is named by FILE:LINE."""
+    tmp = tempfile.mkdtemp(prefix="gmt-cats-")
+    src = os.path.join(fx, "gpt2.jsonl")
+    doc, _ = report(exe, src)
+    base = {c["category"]: c for c in tensors_of(doc)["categories"]}
+    rules = os.path.join(tmp, "rules.txt")
+    with open(rules, "w") as f:
+        f.write("# the model's parameters as 'other'\nother py-func PreTrainedModel.cuda\n")
+    p = subprocess.run([exe, "report", "--format", "json", "--categories", rules, src],
+                       capture_output=True, text=True)
+    cats = {c["category"]: c for c in tensors_of(json.loads(p.stdout))["categories"]}
+    check(cats["parameter"]["bytes_at_peak"] == 0 and
+          cats["other"]["bytes_at_peak"] == base["other"]["bytes_at_peak"] + base["parameter"]["bytes_at_peak"],
+          f"the file's rule moved the parameters to other: {cats['parameter']}, {cats['other']}")
+    check(sum(c["bytes_at_peak"] for c in cats.values()) == sum(c["bytes_at_peak"] for c in base.values()),
+          "the categories still add up to the peak")
+    with open(rules, "w") as f:
+        f.write("parameter py-func x\n\nparameters py-file y\n")
+    p = subprocess.run([exe, "report", "--categories", rules, src], capture_output=True, text=True)
+    check(p.returncode == 2 and f"{rules}:3: unknown category 'parameters'" in p.stderr,
+          f"a bad rule file is named by file:line, exit 2: {p.returncode} {p.stderr[:200]}")
+    p = subprocess.run([exe, "report", "--categories", os.path.join(tmp, "none.txt"), src],
+                       capture_output=True, text=True)
+    check(p.returncode == 2 and "none.txt" in p.stderr, f"a missing rule file is named: {p.stderr[:200]}")
+
+
+CASES = {"categories": case_categories, "snapshot": case_snapshot, "markers": case_markers, "frag": case_frag, "growth": case_growth, "gpt2": case_gpt2,
          "synthetic": case_synthetic}
 
 

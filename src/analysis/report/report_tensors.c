@@ -410,7 +410,7 @@ gmt_text_tensors(FILE *out, struct gmt_model *const *models, size_t n)
 	for (size_t i = 0; i < n; i++) {
 		if (!models[i]->tensors)
 			continue;
-		if (!rules && !(rules = gmt_cat_builtin())) {
+		if (!rules && !(rules = gmt_cat_report_rules())) {
 			gmt_nomem();
 			return;
 		}
@@ -573,7 +573,7 @@ gmt_json_tensors(const struct gmt_model *m)
 
 	if (!t)
 		return NULL;
-	if (!(rules = gmt_cat_builtin()))
+	if (!(rules = gmt_cat_report_rules()))
 		return gmt_nomem();
 	o = json_object();
 	torch = json_object();
