@@ -138,6 +138,11 @@ def case_gpt2(exe, fx):
     check(byname["optimizer_state"]["requested_at_last_mark"] == stats["optimizer_state_bytes"],
           f"optimizer state at the last mark {byname['optimizer_state']['requested_at_last_mark']} == "
           f"AdamW's {stats['optimizer_state_bytes']}")
+    pk = t["devices"][0]["peak"]
+    check(pk["static"] == stats["allocated_end"],
+          f"the static part of the peak {pk['static']} == memory_allocated() after the last step {stats['allocated_end']}")
+    check(pk["static"] + pk["dynamic"] == peak, "static + dynamic = the peak")
+    check(pk["phase"] == "backward", f"the peak is reached in the backward range (got {pk['phase']})")
     helper = [r for r in t["peak_sites"] if r["site"].endswith("pytorch_utils.py:119 in Conv1D.forward")]
     callers = {tuple(r["callers"]) for r in helper}
     check(len(helper) >= 2 and len(callers) == len(helper),

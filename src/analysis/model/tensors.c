@@ -348,6 +348,8 @@ gmt_tensors_event(struct gmt_tensors *t, const struct gmt_trace_event *ev, uint6
 		d->peak_seq = ev->seq;
 		d->held_at_peak = held;
 		d->pending = true;
+		snprintf(d->peak_phase, sizeof(d->peak_phase), "%s",
+			 t->nphase && t->nphase <= 8 ? t->phase[t->nphase - 1] : "");
 	}
 }
 
@@ -373,6 +375,15 @@ gmt_tensors_marker(struct gmt_tensors *t, const struct gmt_trace_marker *mk)
 		return;
 	bool mark = mk->range == GMT_RANGE_NONE;
 	bool range_end = mk->range == GMT_RANGE_POP && mk->depth == 1;
+
+	if (mk->range == GMT_RANGE_PUSH && mk->depth >= 1) {
+		if (mk->depth <= 8)
+			snprintf(t->phase[mk->depth - 1], sizeof(t->phase[0]), "%s",
+				 mk->label ? mk->label : "");
+		t->nphase = mk->depth;
+	} else if (mk->range == GMT_RANGE_POP && mk->depth >= 1) {
+		t->nphase = mk->depth - 1;
+	}
 
 	if (!mark && !range_end)
 		return;

@@ -88,6 +88,7 @@ struct gmt_tdevice {
 	uint64_t peak, peak_ts, peak_seq; /**< of memory_allocated(), first reached */
 	struct gmt_tcache at_peak;	  /**< the cache at the peak */
 	uint64_t held_at_peak;		  /**< CUDA-level held bytes at that moment */
+	char peak_phase[64]; /**< the innermost range open then (gmt_range_push), "" none */
 	uint64_t max_reserved;
 	struct gmt_tcache end;	/**< at the end of the trace */
 	uint64_t allocations;	/**< block allocations */
@@ -116,6 +117,8 @@ struct gmt_tensors {
 	uint32_t *site_index; /**< open addressing: (stack, device) -> site + 1 */
 	size_t site_index_cap;
 	uint32_t marks_seen;
+	char phase[8][64]; /**< open ranges by depth (of any thread: a phase is the program's) */
+	uint32_t nphase;
 	int error; /**< -ENOMEM: stopped */
 };
 

@@ -246,6 +246,24 @@ oom_cause(const struct gmt_toom *o)
 	return "live_tensors";
 }
 
+/*
+ * The part of a device's tensor peak that stays across steps: per site, what was live at the peak
+ * and still at the last mark (min of the two); the rest of the peak comes and goes within a step.
+ * Meaningful with two marks or more.
+ */
+static uint64_t
+static_at_peak(const struct gmt_tensors *t, const struct gmt_tdevice *d)
+{
+	uint64_t sum = 0;
+
+	for (size_t i = 0; i < t->nsites; i++) {
+		const struct gmt_tsite *s = &t->sites[i];
+		if (s->device == d->device)
+			sum += s->at_peak < s->mark_live ? s->at_peak : s->mark_live;
+	}
+	return sum;
+}
+
 // --- text ---------------------------------------------------------------------------------------
 
 static void
@@ -306,6 +324,17 @@ text_process(FILE *out, const struct gmt_model *m, const struct gmt_cat_rules *r
 		    gmt_format_bytes(d->held_at_peak > d->at_peak.reserved ? d->held_at_peak
 									   : d->at_peak.reserved,
 				     b5));
+	}
+	for (size_t i = 0; i < t->ndevices && t->marks_seen >= 2; i++) {
+		const struct gmt_tdevice *d = &t->devices[i];
+		uint64_t stat = static_at_peak(t, d);
+		fprintf(
+		    out,
+		    "  device %d's peak: %s stays across steps (live then and at the last marker), "
+		    "%s comes and goes within a step%s%s%s\n",
+		    d->device, gmt_format_bytes(stat, b1), gmt_format_bytes(d->peak - stat, b2),
+		    d->peak_phase[0] ? "; reached in range \"" : "",
+		    d->peak_phase[0] ? gmt_esc(d->peak_phase) : "", d->peak_phase[0] ? "\"" : "");
 	}
 	struct trow *rows = rows_of(m, AT_PEAK, rules, &n);
 	if (n) {
@@ -603,6 +632,12 @@ gmt_json_tensors(const struct gmt_model *m)
 		json_object_set_new(pk, GMT_RK_TIME_S, jtime(tr, d->peak_ts));
 		json_object_set_new(pk, "cache", jcache_figures(&d->at_peak));
 		json_object_set_new(pk, "not_pytorch", jint(not_torch));
+		json_object_set_new(pk, "phase",
+				    d->peak_phase[0] ? json_string(d->peak_phase) : json_null());
+		uint64_t stat = static_at_peak(t, d);
+		json_object_set_new(pk, "static", t->marks_seen >= 2 ? jint(stat) : json_null());
+		json_object_set_new(pk, "dynamic",
+				    t->marks_seen >= 2 ? jint(d->peak - stat) : json_null());
 		json_object_set_new(pk, "held", jint(d->at_peak.reserved + not_torch));
 		json_object_set_new(dj, "peak", pk);
 		json_object_set_new(dj, "end", jcache_figures(&d->end));
