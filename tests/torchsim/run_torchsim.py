@@ -231,6 +231,31 @@ def main():
     check(not model.errors, f"the block replay is consistent ({model.errors[:3]})")
     want = [m["allocated"] for m in did["markers"]]
     check(got == want, f"allocated bytes at each marker from the trace {got} == the allocator's {want}")
+    # the analyzer's tensor level on the same trace: its replay, growth and sites
+    gmt = os.path.join(build, "tools", "gpumemtrace")
+    rp = subprocess.run([gmt, "report", "--format", "json", outdir], capture_output=True, text=True)
+    check(rp.returncode == 0, f"report exits 0 ({rp.returncode}: {rp.stderr[-300:]})")
+    if rp.returncode == 0:
+        tens = [pr["tensors"] for pr in json.loads(rp.stdout)["processes"] if "tensors" in pr]
+        check(len(tens) == 1, "the report has the tensor level")
+        t = tens[0] if tens else {}
+        marks = [m["allocated"] for m in t.get("at_markers", []) if m["label"].startswith("step")]
+        check(marks == want, f"the analyzer's replay at each marker {marks} == the allocator's {want}")
+        g = t.get("growth", [])
+        check(len(g) == 1 and g[0]["site"].endswith(" in alloc") and g[0]["callers"] and
+              g[0]["callers"][0].endswith(" in grows") and g[0]["per_step"] == 64 << 10,
+              f"one growing site: the helper alloc() called from grows(), +64 KiB a step ({g})")
+        rows = [r for r in t.get("peak_sites", []) + t.get("live_at_exit", [])
+                if r["site"].endswith(" in alloc")]
+        callers = {r["callers"][0].rsplit(" in ", 1)[-1] for r in rows if r["callers"]}
+        check({"temporaries", "grows"} <= callers,
+              f"the helper alloc() shows once per caller, with the caller ({sorted(callers)})")
+        lines = {r["callers"][0] for r in rows if r["callers"] and r["callers"][0].endswith("temporaries")}
+        check(len(lines) == 2 or sc == "late-attach",
+              f"the two lines of temporaries() calling alloc() are two rows ({sorted(lines)})")
+        ooms = t.get("ooms", [])
+        check(len(ooms) == 1 and ooms[0]["requested"] == 1 << 40 and ooms[0]["cause"] == "too_large",
+              f"the OOM at the tensor level: 1 TiB asked, more than the device holds: too_large ({ooms})")
     if sc == "late-attach":
         st = [b for b in blocks if b["action"] == "block_state" and b.get("allocated")]
         check(sorted(b["requested"] for b in st) == [123456, 7 << 20],

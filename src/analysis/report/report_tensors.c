@@ -230,6 +230,12 @@ oom_help(const struct gmt_trace *tr, const struct gmt_toom *o, const char *help[
 		    "torch.cuda.empty_cache() before the step: the cache's free segments of "
 		    "other streams or pools hold the memory";
 	}
+	if (o->device_free && o->rounded > o->device_free + o->cache.reserved) {
+		help[n++] =
+		    "a smaller request: it is more than the device's free memory and all of "
+		    "the cache together (a shape or a unit wrong?)";
+		return n;
+	}
 	help[n++] = "a smaller peak of live tensors: the sites at the peak above";
 	return n;
 }
@@ -239,6 +245,8 @@ oom_cause(const struct gmt_toom *o)
 {
 	uint64_t unalloc = o->cache.reserved - o->cache.allocated;
 
+	if (o->device_free && o->rounded > o->device_free + o->cache.reserved)
+		return "too_large"; /* more than free memory and all of the cache together */
 	if (unalloc >= o->rounded && o->pool_largest_free < o->rounded)
 		return "fragmentation";
 	if (unalloc >= o->rounded)
@@ -408,14 +416,18 @@ text_process(FILE *out, const struct gmt_model *m, const struct gmt_cat_rules *r
 		    gmt_format_bytes(o->pool_largest_free, b5));
 		fprintf(out, "; CUDA said %s free\n", gmt_format_bytes(o->device_free, b2));
 		const char *cause = oom_cause(o);
-		fprintf(out, "    why: %s\n",
-			!strcmp(cause, "fragmentation") ? "fragmentation inside the cache: enough "
-							  "memory is reserved but unallocated, "
-							  "in no piece large enough"
-			: !strcmp(cause, "cached_elsewhere")
-			    ? "the cache's free memory is in other streams' or pools' segments"
-			    : "live tensors: the cache had not enough free memory, and the device "
-			      "none to grow it");
+		fprintf(
+		    out, "    why: %s\n",
+		    !strcmp(cause, "fragmentation") ? "fragmentation inside the cache: enough "
+						      "memory is reserved but unallocated, "
+						      "in no piece large enough"
+		    : !strcmp(cause, "too_large")
+			? "the request alone is more than the device's free memory and all of the "
+			  "cache together: no setting makes it fit"
+		    : !strcmp(cause, "cached_elsewhere")
+			? "the cache's free memory is in other streams' or pools' segments"
+			: "live tensors: the cache had not enough free memory, and the device "
+			  "none to grow it");
 		for (size_t k = 0; k < nh; k++)
 			fprintf(out, "    would help: %s\n", help[k]);
 	}
