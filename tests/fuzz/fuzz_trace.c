@@ -79,6 +79,7 @@ one_trace(const char *path)
 	gmt_report_folded(devnull, &m, 1, GMT_FOLD_LEAKED);
 	gmt_report_folded(devnull, &m, 1, GMT_FOLD_ALLOCATED);
 	gmt_report_summary(devnull, "", &m, 1);
+	gmt_report_pytorch_snapshot(devnull, &m, 1, devnull);
 
 	/* report --from 0.001 --to <the first marker's label, when there is one> */
 	so.range.from = (struct gmt_range_bound){.set = true, .seconds = 0.001, .spec = "0.001"};

@@ -5,6 +5,7 @@
  * and the largest free block, backfilled state, and lines that do not fit (counted, survived).
  */
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -212,6 +213,43 @@ expandable_runs(void)
 	gmt_blk_free(m);
 }
 
+/* Lines no allocator writes (a damaged trace): refused and counted, the state stays sound. */
+static void
+damaged_lines(void)
+{
+	struct gmt_blk_model *m = gmt_blk_new(false);
+	ev(m, GMT_TORCH_SEGMENT_ALLOC, SEG + 4 * MiB, 2 * MiB);
+	CHECK(ev(m, GMT_TORCH_SEGMENT_ALLOC, SEG, 0) == -EINVAL, "an empty segment: refused");
+	CHECK(ev(m, GMT_TORCH_SEGMENT_ALLOC, UINT64_MAX - 100, 2 * MiB) == -EINVAL,
+	      "a segment wrapping around the address space: refused");
+	CHECK(ev(m, GMT_TORCH_ALLOC, SEG + 4 * MiB, UINT64_MAX - 10) == -EINVAL,
+	      "a request no rounding can hold: refused");
+	/* a segment over an older one (its free was missed): the older one goes */
+	CHECK(ev(m, GMT_TORCH_SEGMENT_ALLOC, SEG, 20 * MiB) == -EINVAL, "a segment over another");
+	struct gmt_blk_totals t = tot(m);
+	CHECK(t.segments == 1 && t.reserved_bytes == 20 * MiB,
+	      "one segment of 20 MiB, not two overlapping (%llu, %llu)",
+	      (unsigned long long)t.segments, (unsigned long long)t.reserved_bytes);
+	/* backfilled blocks outside their segment or over each other */
+	struct gmt_blk_event st = {
+	    .action = GMT_TORCH_STATE_SEGMENT, .ptr = SEG + 64 * MiB, .size = 2 * MiB};
+	st.seq = ++seq;
+	gmt_blk_apply(m, &st);
+	struct gmt_blk_event b = {
+	    .action = GMT_TORCH_STATE_BLOCK, .ptr = SEG + 64 * MiB, .size = 4 * MiB};
+	b.seq = ++seq;
+	CHECK(gmt_blk_apply(m, &b) == -EINVAL,
+	      "a backfilled block larger than its segment: refused");
+	b.size = MiB;
+	CHECK(gmt_blk_apply(m, &b) == 0, "a backfilled block inside it");
+	b.ptr += 512;
+	b.seq = ++seq;
+	CHECK(gmt_blk_apply(m, &b) == -EINVAL, "a backfilled block over another: refused");
+	CHECK(gmt_blk_blocks(m, NULL, 0) == 2,
+	      "the segments' blocks: the 20 MiB one's and the backfilled one");
+	gmt_blk_free(m);
+}
+
 int
 main(void)
 {
@@ -219,6 +257,7 @@ main(void)
 	large_pool();
 	backfill_and_bad_lines();
 	expandable_runs();
+	damaged_lines();
 	if (failures)
 		fprintf(stderr, "%d failed\n", failures);
 	return failures ? 1 : 0;

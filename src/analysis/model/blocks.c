@@ -241,9 +241,12 @@ static int
 segment_alloc(struct gmt_blk_model *m, const struct gmt_blk_event *e)
 {
 	int rc = 0;
-	/* memory handed out again: a segment the trace missed the end of */
-	for (struct seg *o; (o = seg_of(m, e->ptr)) || (o = seg_of(m, e->ptr + e->size - 1));) {
-		seg_remove(m, o);
+	/* memory handed out again: segments the trace missed the end of (any that overlap) */
+	for (;;) {
+		size_t i = seg_floor(m, e->ptr + e->size - 1);
+		if (i == (size_t)-1 || m->s[i].start + m->s[i].size <= e->ptr)
+			break;
+		seg_remove(m, &m->s[i]);
 		rc = -EINVAL;
 		m->inconsistent++;
 	}
@@ -286,7 +289,7 @@ segment_map(struct gmt_blk_model *m, const struct gmt_blk_event *e)
 			return rc;
 		s = seg_of(m, e->ptr);
 		if (!s)
-			return -ENOMEM;
+			return -EINVAL;
 	} else {
 		s->size += e->size;
 		dt(m, s->device)->reserved += e->size;
@@ -394,7 +397,8 @@ segment_unmap(struct gmt_blk_model *m, const struct gmt_blk_event *e)
 			tail.b = malloc((tail.n ? tail.n : 1) * sizeof(*tail.b));
 			if (!tail.b)
 				return -ENOMEM;
-			memcpy(tail.b, s->b + k, tail.n * sizeof(*tail.b));
+			if (tail.n)
+				memcpy(tail.b, s->b + k, tail.n * sizeof(*tail.b));
 			s->n = k;
 			s->size = lo - s->start;
 			if (m->n == m->cap) {
@@ -436,6 +440,13 @@ block_state(struct gmt_blk_model *m, const struct gmt_blk_event *e)
 	size_t at = s->n;
 	while (at > 0 && s->b[at - 1].addr > e->ptr)
 		at--;
+	/* inside its segment, overlapping no block listed before it */
+	if (e->size == 0 || e->ptr + e->size > s->start + s->size ||
+	    (at > 0 && s->b[at - 1].addr + s->b[at - 1].size > e->ptr) ||
+	    (at < s->n && s->b[at].addr < e->ptr + e->size)) {
+		m->inconsistent++;
+		return -EINVAL;
+	}
 	uint8_t st = e->allocated ? ALLOCATED : e->active ? PENDING : FREE;
 	if (blk_insert(
 		s, at,
@@ -579,6 +590,18 @@ int
 gmt_blk_apply(struct gmt_blk_model *m, const struct gmt_blk_event *e)
 {
 	struct seg *s;
+
+	/* a range that wraps around the address space, an empty segment or block, a request no
+	 * rounding can hold: no allocator made it (a damaged trace) */
+	bool ranged = e->action != GMT_TORCH_OOM && e->action != GMT_TORCH_SNAPSHOT &&
+		      e->action != GMT_TORCH_FREE_REQUESTED &&
+		      e->action != GMT_TORCH_FREE_COMPLETED && e->action != GMT_TORCH_SEGMENT_FREE;
+	uint64_t span = e->action == GMT_TORCH_ALLOC ? e->size + KMIN : e->size;
+	if (ranged && (span < e->size || e->ptr > UINT64_MAX - span ||
+		       (e->size == 0 && e->action != GMT_TORCH_ALLOC))) {
+		m->inconsistent++;
+		return -EINVAL;
+	}
 	switch (e->action) {
 	case GMT_TORCH_SEGMENT_ALLOC:
 	case GMT_TORCH_STATE_SEGMENT: return segment_alloc(m, e);
