@@ -307,7 +307,33 @@ def case_categories(exe, fx):
     check(p.returncode == 2 and "none.txt" in p.stderr, f"a missing rule file is named: {p.stderr[:200]}")
 
 
-CASES = {"categories": case_categories, "snapshot": case_snapshot, "markers": case_markers, "frag": case_frag, "growth": case_growth, "gpt2": case_gpt2,
+def case_hostile(exe, fx):
+    """Block lines no allocator writes: devices that are no CUDA ordinal (20,000 distinct ones,
+    with markers between them) cost nothing and are counted, under a 1 GiB address-space limit."""
+    import resource
+    tmp = tempfile.mkdtemp(prefix="gmt-hostile-")
+    tr = Trace()
+    for i in range(20000):
+        tr.add(type="block", tid=1, action="segment_alloc", device=64 + i,
+               ptr=hex(0x7f0000000000 + i * (2 << 20)), size=2 << 20, stream="0x0", pool=[0, 0])
+        if i % 100 == 0:
+            tr.add(type="marker", tid=1, label=f"m{i}")
+    tr.add(type="block", tid=1, action="alloc", device=-3, ptr="0x10", size=1, stream="0x0", pool=[0, 0])
+    path = os.path.join(tmp, "hostile.jsonl")
+    tr.write(path)
+
+    def limit():
+        resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+    p = subprocess.run([exe, "report", "--format", "json", path], capture_output=True, text=True,
+                       preexec_fn=limit)
+    if not check(p.returncode == 0, f"exit 0 under 1 GiB (got {p.returncode}: {p.stderr[-300:]})"):
+        return
+    t = tensors_of(json.loads(p.stdout))
+    check(t["devices"] == [] and t["inconsistent"] == 20001 and t["block_events"] == 20001,
+          f"no device made up, every such line counted ({len(t['devices'])} devices, {t['inconsistent']})")
+
+
+CASES = {"hostile": case_hostile, "categories": case_categories, "snapshot": case_snapshot, "markers": case_markers, "frag": case_frag, "growth": case_growth, "gpt2": case_gpt2,
          "synthetic": case_synthetic}
 
 

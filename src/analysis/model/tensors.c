@@ -201,9 +201,15 @@ frag_point_of(struct gmt_tensors *t,
 					   : d->frag[i + 1];
 		d->nfrag = k;
 	}
-	if (!d->frag && !(d->frag = malloc(GMT_TFRAG_MAX * sizeof(*d->frag)))) {
-		t->error = -ENOMEM;
-		return;
+	if (d->nfrag == d->frag_cap) {
+		size_t cap = d->frag_cap ? d->frag_cap * 2 : 64;
+		struct gmt_tfrag *nf = realloc(d->frag, cap * sizeof(*nf));
+		if (!nf) {
+			t->error = -ENOMEM;
+			return;
+		}
+		d->frag = nf;
+		d->frag_cap = cap;
 	}
 	d->frag[d->nfrag++] = p;
 }
@@ -275,6 +281,11 @@ gmt_tensors_event(struct gmt_tensors *t, const struct gmt_trace_event *ev, uint6
 {
 	if (t->error)
 		return;
+	if (ev->device < 0 || ev->device >= GMT_BLK_MAX_DEVICES) { /* no CUDA ordinal: damaged */
+		t->lines++;
+		t->bad_device++;
+		return;
+	}
 	struct gmt_tdevice *d = device_of(t, ev->device);
 	if (!d)
 		return;
@@ -413,7 +424,7 @@ gmt_tensors_finish(struct gmt_tensors *t, uint64_t last_ts)
 		cache_now(t, d->device, &d->end);
 		frag_point(t, d, last_ts, UINT64_MAX);
 	}
-	t->inconsistent = gmt_blk_inconsistent(t->blk);
+	t->inconsistent = gmt_blk_inconsistent(t->blk) + t->bad_device;
 	t->sample_marks = t->marks_seen >= 2 || t->range_samples < 2;
 	t->samples = t->sample_marks ? t->marks_seen : t->range_samples;
 	if (!t->sample_marks)

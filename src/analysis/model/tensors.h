@@ -93,7 +93,7 @@ struct gmt_tdevice {
 	struct gmt_tcache end;	/**< at the end of the trace */
 	uint64_t allocations;	/**< block allocations */
 	struct gmt_tfrag *frag; /**< sampled at markers, OOMs and the end; bounded */
-	size_t nfrag;
+	size_t nfrag, frag_cap;
 	uint32_t max_frag_permille;
 	bool pending; /**< replay only: the peak rose, its sites are not taken yet */
 };
@@ -109,7 +109,9 @@ struct gmt_tensors {
 	struct gmt_tmark *marks; /**< per mark and device, in order */
 	size_t nmarks;
 	uint64_t lines;		/**< block lines applied */
-	uint64_t inconsistent;	/**< of them, lines that did not fit the replayed state */
+	uint64_t inconsistent;	/**< of them, lines that did not fit the replayed state (bad_device
+				   included) */
+	uint64_t bad_device;	/**< of them, lines whose device is no CUDA ordinal (0..63) */
 	uint32_t samples;	/**< growth samples taken (of the chosen kind) */
 	uint32_t range_samples; /**< replay only: ends of outermost ranges seen */
 	bool sample_marks;	/**< samples are marks (else ends of outermost ranges) */
