@@ -4,6 +4,7 @@
 #define _GNU_SOURCE
 #include "analysis/reader/snapshot.h"
 #include "analysis/reader/pickle.h"
+#include "format/kinds.h"
 #include "torch_entry.h"
 #include "util/esc.h"
 #include "util/hash.h"
@@ -43,6 +44,7 @@ struct rent {
 	int32_t device;
 	uint32_t index; /* within its device's list: the order of equal times */
 	uint8_t action;
+	uint16_t api; /* a CUDA-level allocation (see foreign()): its API's string index + 1 */
 	uint64_t addr, size, stream;
 	uint32_t stack;
 	/* filled while rewinding: what the segment of a segment_alloc was */
@@ -215,12 +217,17 @@ stack_hash_put(struct conv *c, size_t idx)
 /* The stack id of an entry's or a block's "frames" (innermost first, as torch lists them); 0
  * when it has none. Equal frame lists share one stack. */
 static uint32_t
-stack_of(struct conv *c, const struct gmt_pk *frames, const char *where)
+stack_of(struct conv *c, const struct gmt_pk *frames, size_t skip, const char *where)
 {
 	struct gmt_trace *t = c->t;
 	size_t n = 0;
 	struct gmt_pk *const *items = gmt_pk_items(frames, &n);
 	struct gmt_trace_textframe *f;
+
+	if (skip <= n) {
+		items += skip;
+		n -= skip;
+	}
 
 	if (!frames)
 		return 0;
@@ -283,7 +290,7 @@ stack_of(struct conv *c, const struct gmt_pk *frames, const char *where)
 	    .modset = -1,
 	    .text = kept,
 	    .ntext = (uint32_t)k,
-	    .cut = (uint32_t)(gmt_pk_items(frames, &n) ? n - k : 0),
+	    .cut = (uint32_t)(n - k),
 	};
 	t->nstacks++;
 	if (!stack_hash_put(c, t->nstacks - 1))
@@ -561,10 +568,56 @@ read_segments(struct conv *c, const struct gmt_pk *segs)
 				continue;
 			}
 			get_u64(b, "requested_size", &rb.requested);
-			rb.stack = stack_of(c, gmt_pk_get(b, "frames"), where);
+			rb.stack = stack_of(c, gmt_pk_get(b, "frames"), 0, where);
 			blk_put(c, rb);
 		}
 	}
+}
+
+/* The trace's string index of API name @p name (few: a linear search), or -1. */
+static int
+api_index(struct conv *c, const char *name)
+{
+	struct gmt_trace *t = c->t;
+
+	for (size_t i = 0; i < t->nstrings; i++)
+		if (strcmp(t->strings[i], name) == 0)
+			return (int)i;
+	if (t->nstrings >= GMT_TRACE_NO_STRING - 1)
+		return -1;
+	char **ns = realloc(t->strings, (t->nstrings + 1) * sizeof(*ns));
+	if (!ns || !(ns[t->nstrings] = strdup(name))) {
+		if (ns)
+			t->strings = ns;
+		c->nomem = true;
+		return -1;
+	}
+	t->strings = ns;
+	return (int)t->nstrings++;
+}
+
+/*
+ * Our own export (report --format pytorch-snapshot) puts the memory that was not PyTorch's cache
+ * (cuBLAS workspaces, NCCL buffers, the program's own cudaMalloc) in the timeline as entries whose
+ * first frame is "[not PyTorch's] API": read back, they are CUDA-level allocations again, not
+ * blocks of the cache.
+ */
+static void
+foreign(struct conv *c, struct rent *r, const struct gmt_pk *frames)
+{
+	static const char tag[] = "[not PyTorch's] ";
+	size_t n = 0;
+	struct gmt_pk *const *items = gmt_pk_items(frames, &n);
+	const char *name = n ? gmt_pk_str(gmt_pk_get(items[0], "name")) : NULL;
+
+	if (!name || strncmp(name, tag, sizeof(tag) - 1) != 0 || !name[sizeof(tag) - 1])
+		return;
+	if (r->action != GMT_TORCH_ALLOC && r->action != GMT_TORCH_FREE_REQUESTED &&
+	    r->action != GMT_TORCH_FREE_COMPLETED)
+		return;
+	int i = api_index(c, name + sizeof(tag) - 1);
+	if (i >= 0)
+		r->api = (uint16_t)(i + 1);
 }
 
 static int
@@ -626,7 +679,8 @@ read_entries(struct conv *c, const struct gmt_pk *traces, size_t *count)
 			get_u64(e, "stream", &r.stream);
 			get_u64(e, "time_us", &tu);
 			r.time_us = (int64_t)tu;
-			r.stack = stack_of(c, gmt_pk_get(e, "frames"), where);
+			foreign(c, &r, gmt_pk_get(e, "frames"));
+			r.stack = stack_of(c, gmt_pk_get(e, "frames"), r.api ? 1 : 0, where);
 			if (!grow(c, &v, &cap, n, sizeof(*v)))
 				break;
 			v[n++] = r;
@@ -656,6 +710,30 @@ push(struct conv *c, uint8_t action, int32_t device, uint64_t ts)
 	};
 	c->t->nblocks++;
 	return ev;
+}
+
+/* A CUDA-level allocation of our export (foreign()): its alloc and its free_completed. */
+static void
+cuda_event(struct conv *c, const struct rent *r, uint64_t ts)
+{
+	if (r->action == GMT_TORCH_FREE_REQUESTED)
+		return; /* a cudaFree is one event: the export wrote it twice */
+	if (!grow(c, &c->ev, &c->capev, c->nev, sizeof(*c->ev)))
+		return;
+	struct gmt_trace_event *ev = &c->ev[c->nev++];
+	*ev = (struct gmt_trace_event){
+	    .seq = c->nev,
+	    .ts = ts,
+	    .ptr = r->addr,
+	    .size = r->action == GMT_TORCH_ALLOC ? r->size : 0,
+	    .stack = r->stack,
+	    .line = (uint32_t)c->nev,
+	    .device = r->device,
+	    .api = (uint16_t)(r->api - 1),
+	    .driver = GMT_TRACE_NO_STRING,
+	    .op = r->action == GMT_TORCH_ALLOC ? GMT_OP_ALLOC : GMT_OP_FREE,
+	    .kind = GMT_TK_DEVICE,
+	};
 }
 
 static int
@@ -744,14 +822,19 @@ convert(struct conv *c, const struct gmt_pk *root)
 		return;
 	}
 	for (size_t i = n; i-- > 0;)
-		rewind_entry(c, &es[i]);
+		if (!es[i].api)
+			rewind_entry(c, &es[i]);
 	backfill(c);
 	if (n)
 		t0 = es[0].time_us;
 	for (size_t i = 0; i < n && !c->nomem; i++) {
 		const struct rent *r = &es[i];
-		struct gmt_trace_event *ev =
-		    push(c, r->action, r->device, (uint64_t)(r->time_us - t0) * 1000);
+		uint64_t ts = (uint64_t)(r->time_us - t0) * 1000;
+		if (r->api) {
+			cuda_event(c, r, ts);
+			continue;
+		}
+		struct gmt_trace_event *ev = push(c, r->action, r->device, ts);
 		if (!ev)
 			break;
 		ev->size = r->size;
