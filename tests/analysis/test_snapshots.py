@@ -48,7 +48,9 @@ def run(exe, *args, stdin=None):
 def report(exe, path, fmt="json"):
     p = run(exe, "report", "--format", fmt, path)
     check(p.returncode == 0, f"report {path} exit {p.returncode}: {p.stderr[-500:]}")
-    return (json.loads(p.stdout) if fmt == "json" and p.returncode == 0 else p.stdout), p.stderr
+    if fmt == "json":
+        return (json.loads(p.stdout) if p.returncode == 0 else {}), p.stderr
+    return p.stdout, p.stderr
 
 
 def tensors_of(doc):
