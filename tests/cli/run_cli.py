@@ -349,7 +349,7 @@ def group_args(c):
         (["run", "-o", c.path("r"), "--", ""], 127, "command not found"),
         (["run", "--"], 2, "no command given"),
         (["report", "empty"], 3,
-         "empty: no trace files (*.jsonl, *.jsonl.zst, *.jsonl.gz) in this directory"),
+         "empty: no trace files (*.jsonl, *.jsonl.zst, *.jsonl.gz, *.pickle) in this directory"),
         (["report", ""], 3, ": cannot open: No such file or directory"),
         (["report", "-o", "", basic], 2, "cannot write"),
         (["report", "--from", "", basic], 2, "--from needs seconds or a marker label"),

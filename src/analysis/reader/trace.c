@@ -12,6 +12,7 @@
 #include "analysis/reader/flatjson.h"
 #include "analysis/reader/input.h"
 #include "analysis/reader/reorder.h"
+#include "analysis/reader/snapshot.h"
 #include "torch_entry.h"
 #include "util/alloc.h"
 #include "util/esc.h"
@@ -535,11 +536,9 @@ read_header(struct reader *r, json_t *obj, size_t lineno)
 
 // --- stacks -------------------------------------------------------------------------------------
 
-/* @p size bytes of the stacks' memory; NULL (and the read stops) out of memory. */
-static void *
-stack_mem(struct reader *r, size_t size)
+void *
+gmt_trace_mem(struct gmt_trace *t, size_t size)
 {
-	struct gmt_trace *t = r->t;
 	struct gmt_trace_block *b = t->stack_mem, *nb;
 	void *p;
 
@@ -552,10 +551,8 @@ stack_mem(struct reader *r, size_t size)
 		size_t grow = b && b->cap >= STACK_BLOCK / 2 ? STACK_BLOCK : b ? b->cap * 2 : 1024;
 		size_t cap = size > grow / 4 ? size : grow;
 
-		if (!(nb = malloc(sizeof(*nb) + cap))) {
-			nomem(r);
+		if (!(nb = malloc(sizeof(*nb) + cap)))
 			return NULL;
-		}
 		nb->used = 0;
 		nb->cap = cap;
 		if (b && cap != grow) { /* behind the current block, which stays in use */
@@ -569,6 +566,17 @@ stack_mem(struct reader *r, size_t size)
 	}
 	p = b->data + b->used;
 	b->used += size;
+	return p;
+}
+
+/* @p size bytes of the stacks' memory; NULL (and the read stops) out of memory. */
+static void *
+stack_mem(struct reader *r, size_t size)
+{
+	void *p = gmt_trace_mem(r->t, size);
+
+	if (!p)
+		nomem(r);
 	return p;
 }
 
@@ -2272,6 +2280,18 @@ gmt_trace_read_sink(const char *path,
 		return GMT_TRACE_UNREADABLE;
 	}
 	f = in.f;
+	/* A pickle (protocol 2 and later start with PROTO, 0x80) is a PyTorch memory snapshot, or
+	 * nothing we read: never a trace, whose first byte is '{'. */
+	int first = getc(f);
+	if (first != EOF)
+		ungetc(first, f);
+	size_t plen = strlen(path);
+	if (first == 0x80 || (plen > 7 && strcmp(path + plen - 7, ".pickle") == 0)) {
+		enum gmt_trace_status rc = gmt_snapshot_read(f, path, diag, sink, out);
+		gmt_trace_input_close(&in);
+		gmt_reorder_fini(&r.window);
+		return rc;
+	}
 	t = calloc(1, sizeof(*t));
 	if (!t) {
 		gmt_trace_input_close(&in);

@@ -128,6 +128,17 @@ struct gmt_trace_pyframe {
 #define GMT_TRACE_MAX_PYFRAMES 512
 
 /**
+ * One frame given as text, not as an address or a code object: the frames of a PyTorch memory
+ * snapshot (reader/snapshot.c), which has them as (filename, line, name). The strings live in the
+ * trace's memory; symbols/callstack.c makes a Python frame of a `.py` file, else a native one.
+ */
+struct gmt_trace_textframe {
+	const char *file;     /**< NULL unknown */
+	const char *function; /**< NULL unknown */
+	uint32_t line;	      /**< 0 unknown */
+};
+
+/**
  * One `stack` line. The native frames are indices into the trace's `addresses` (each distinct
  * return address is stored once per trace: stacks of one program share most of their frames);
  * gmt_trace_frame() gives the address.
@@ -141,7 +152,10 @@ struct gmt_trace_stack {
 	uint32_t cut;		/**< frames of the line not kept (native and Python) */
 	const uint32_t *frames; /**< native frames, innermost first: indices, see above */
 	const struct gmt_trace_pyframe *py; /**< Python frames, innermost first (NULL when none) */
-	uint8_t pystate;		    /**< enum gmt_pystate: absent, "none" or "empty" */
+	/** frames as text, innermost first (a snapshot's stack: no native or Python frames then) */
+	const struct gmt_trace_textframe *text;
+	uint32_t ntext;
+	uint8_t pystate; /**< enum gmt_pystate: absent, "none" or "empty" */
 };
 
 /**
@@ -187,6 +201,11 @@ enum gmt_trace_status {
 
 struct gmt_trace {
 	char *path; /**< as given, used in every message */
+	/**
+	 * read from a PyTorch memory snapshot pickle, not a trace (reader/snapshot.c): no process,
+	 * no CUDA-level events, the header made up; reports name it "PyTorch snapshot FILE"
+	 */
+	bool from_snapshot;
 
 	/* header (have_header false: none was read; the fields keep their "unknown" values) */
 	bool have_header;

@@ -68,6 +68,8 @@ gmt_text_process_name(const struct gmt_trace *t, char *buf, size_t max)
 {
 	if (t->pid >= 0)
 		snprintf(buf, max, "%lld", t->pid);
+	else if (t->from_snapshot) /* no process: the pickle is all there is */
+		snprintf(buf, max, "? (PyTorch snapshot %s)", gmt_esc(t->path));
 	else
 		snprintf(buf, max, "? (%s)", gmt_esc(t->path));
 }

@@ -27,12 +27,13 @@ cmp_name(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* A trace's name: what the tracer writes (.jsonl, GPUMEMTRACE_COMPRESS=zstd's .jsonl.zst), and
- * a trace gzip'd for keeping (.jsonl.gz). The reader tells the kind by the bytes, not the name. */
+/* A trace's name: what the tracer writes (.jsonl, GPUMEMTRACE_COMPRESS=zstd's .jsonl.zst), a
+ * trace gzip'd for keeping (.jsonl.gz), and a PyTorch memory snapshot (.pickle, as
+ * torch.cuda.memory._dump_snapshot() names it). The reader tells the kind by the bytes. */
 static bool
 is_trace_name(const char *name)
 {
-	static const char *const ext[] = {".jsonl", ".jsonl.zst", ".jsonl.gz"};
+	static const char *const ext[] = {".jsonl", ".jsonl.zst", ".jsonl.gz", ".pickle"};
 	size_t len = strlen(name);
 
 	for (size_t i = 0; i < sizeof(ext) / sizeof(ext[0]); i++) {
@@ -198,8 +199,8 @@ gmt_session_add_path(struct gmt_session *s, const char *path)
 	}
 	if (n == 0) {
 		fprintf(s->diag,
-			"%s: no trace files (*.jsonl, *.jsonl.zst, *.jsonl.gz) in this "
-			"directory\n",
+			"%s: no trace files (*.jsonl, *.jsonl.zst, *.jsonl.gz, *.pickle) in "
+			"this directory\n",
 			gmt_esc(path));
 		s->unreadable++;
 	}

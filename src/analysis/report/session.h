@@ -54,7 +54,8 @@ void gmt_session_init(struct gmt_session *s, const struct gmt_session_options *o
 int gmt_session_add_file(struct gmt_session *s, const char *path);
 
 /**
- * Add @p path: a trace file, or a directory (every `*.jsonl` in it, in name order). Returns 0
+ * Add @p path: a trace file (or a PyTorch snapshot), or a directory (every trace in it, in name
+ * order: gmt_trace_files()). Returns 0
  * when something of it was added, else -1 (said on diag).
  */
 int gmt_session_add_path(struct gmt_session *s, const char *path);
@@ -65,7 +66,8 @@ void gmt_session_free(struct gmt_session *s);
 bool gmt_session_has_label(const struct gmt_session *s, const char *label);
 
 /**
- * The trace names in @p dir (`*.jsonl`, `*.jsonl.zst`, `*.jsonl.gz`), sorted bytewise (the
+ * The trace names in @p dir (`*.jsonl`, `*.jsonl.zst`, `*.jsonl.gz`, and PyTorch snapshots
+ * `*.pickle`), sorted bytewise (the
  * order of a report must not depend on the locale). Returns the count, or -errno. Free each
  * name and the array.
  */

@@ -420,6 +420,49 @@ python_frame(struct gmt_callstacks *cs, const struct gmt_trace_pyframe *pf, stru
 	f->line = line > 0 ? (uint32_t)line : 0;
 }
 
+/* Whether @p file is Python source: a PyTorch snapshot names Python and C++ frames alike. */
+static bool
+python_file(const char *file)
+{
+	size_t n = file ? strlen(file) : 0;
+
+	return n > 3 && strcmp(file + n - 3, ".py") == 0;
+}
+
+/*
+ * A stack whose frames are text (a PyTorch snapshot's: file, function, line): a Python frame for
+ * a .py file, a native one otherwise, classed by its file as a module would be (a frame of
+ * libc10_cuda.so is the allocator's); there is nothing to symbolize or splice.
+ */
+static void
+text_frames(struct gmt_callstacks *cs,
+	    const struct gmt_trace_stack *ts,
+	    struct draft *st,
+	    struct fvec *out)
+{
+	uint32_t npy = 0;
+
+	for (uint32_t i = 0; i < ts->ntext; i++) {
+		const struct gmt_trace_textframe *tf = &ts->text[i];
+		struct gmt_cframe *f = fvec_push(out);
+
+		if (!f)
+			return;
+		f->function = gmt_sym_intern(cs->sym, tf->function);
+		f->file = gmt_sym_intern(cs->sym, tf->file);
+		f->line = tf->line;
+		f->status = GMT_SYM_OK;
+		if (python_file(tf->file)) {
+			f->kind = GMT_CF_PYTHON;
+			npy++;
+		} else {
+			f->kind = GMT_CF_NATIVE;
+			f->cls = (uint8_t)(tf->file ? classify(tf->file) : GMT_CC_USER);
+		}
+	}
+	st->npython = npy;
+}
+
 /* Whether @p name is @p fn, or a part of it the compiler split off ("fn.cold"). */
 static bool
 is_function(const char *name, const char *fn)
@@ -465,6 +508,10 @@ splice(struct gmt_callstacks *cs,
 	size_t ngroups = 0, g = 0, neval = 0;
 
 	nat->n = py->n = 0;
+	if (ts->ntext) {
+		text_frames(cs, ts, st, out);
+		return;
+	}
 	if (gmt_grow(&w->ph, &w->phcap, ts->nframes, sizeof(*w->ph), 1) != 0 ||
 	    gmt_grow(&w->gstart, &w->gcap, (size_t)ts->npy + 1, sizeof(*w->gstart), 1) != 0) {
 		cs->error = -ENOMEM;

@@ -1,0 +1,204 @@
+#!/usr/bin/env python3
+"""PyTorch memory snapshot pickles read by report, check and diff (src/analysis/reader/snapshot.c),
+against what real torch said:
+
+    test_snapshots.py --exe GPUMEMTRACE --fixtures DIR CASE
+
+  figures    each pickle real torch 2.11 wrote on the H200 (tests/gpu/make_snapshots.py: history,
+             no history, expandable segments, an OOM, CUDA graphs and a MemPool): the report's
+             replayed cache at the end (tensors.devices[0].end) has the allocated and reserved
+             bytes and the segment count torch's memory_allocated(), memory_reserved() and
+             memory_snapshot() gave at the dump (figures.json), with every entry fitting
+  oom        the OOM pickle: one tensor-level OOM, asking for what the program asked (1 << 50
+             bytes), at the program's line, with torch's device free bytes
+  sites      the history pickle: the sites name lines of make_snapshots.py (the training loop's
+             lines), not torch's own files; the text report names the pickle, not a pid
+  roundtrip  our own export of a real trace (report --format pytorch-snapshot of gpt2.jsonl)
+             read back: the same tensor peak and end figures as the trace, every entry fitting,
+             the memory that was not PyTorch's back as CUDA-level allocations
+  inputs     standard input, a directory holding a pickle, check and diff on pickles
+  bad        a pickle of a plain list, one with an opcode that is not data, a pickle cut short,
+             an empty .pickle, a dict that is no snapshot: "FILE: not a PyTorch memory snapshot:
+             why", exit 3; beside them in a directory, a good pickle is still reported (exit 0, as
+             for a directory of traces with a bad one)
+"""
+import argparse
+import json
+import os
+import pickle
+import shutil
+import subprocess
+import sys
+import tempfile
+
+failures = []
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+        print("FAIL:", what)
+    return cond
+
+
+def run(exe, *args, stdin=None):
+    return subprocess.run([exe, *args], capture_output=True, text=True, stdin=stdin)
+
+
+def report(exe, path, fmt="json"):
+    p = run(exe, "report", "--format", fmt, path)
+    check(p.returncode == 0, f"report {path} exit {p.returncode}: {p.stderr[-500:]}")
+    if fmt == "json":
+        return (json.loads(p.stdout) if p.returncode == 0 else {}), p.stderr
+    return p.stdout, p.stderr
+
+
+def tensors_of(doc):
+    t = [p["tensors"] for p in doc.get("processes", []) if "tensors" in p]
+    check(len(t) == 1, f"one process with tensors (got {len(t)})")
+    return t[0] if t else {"devices": [{"end": {}, "peak": {}}], "ooms": []}
+
+
+def case_figures(exe, fx):
+    figs = json.load(open(os.path.join(fx, "figures.json")))
+    check(len(figs) == 5, "five snapshots in the fixture")
+    for name, want in sorted(figs.items()):
+        doc, err = report(exe, os.path.join(fx, name + ".pickle"))
+        t = tensors_of(doc)
+        end = t["devices"][0]["end"]
+        for k in ("allocated", "reserved", "segments"):
+            check(end.get(k) == want[k], f"{name}: {k} at the end {end.get(k)} != torch's {want[k]}")
+        check(t.get("inconsistent") == 0, f"{name}: every entry fits the replay ({t.get('inconsistent')})")
+        check("do not fit" not in err and "skipped" not in err, f"{name}: no complaint: {err[-300:]}")
+        snap = pickle.load(open(os.path.join(fx, name + ".pickle"), "rb"))
+        n = sum(len(d) for d in snap["device_traces"])
+        check(t.get("block_events", 0) >= n, f"{name}: every trace entry is a block event ({t.get('block_events')} < {n})")
+
+
+def case_oom(exe, fx):
+    doc, _ = report(exe, os.path.join(fx, "oom.pickle"))
+    t = tensors_of(doc)
+    ooms = t.get("ooms", [])
+    if not check(len(ooms) == 1, f"one tensor-level OOM (got {len(ooms)})"):
+        return
+    o = ooms[0]
+    check(o["requested"] == 1 << 50, f"the OOM asked for 1 << 50 bytes: {o['requested']}")
+    check(o["site"].endswith("make_snapshots.py:68 in main"), f"the OOM's site is the program's line: {o['site']}")
+    snap = pickle.load(open(os.path.join(fx, "oom.pickle"), "rb"))
+    free = [e["device_free"] for e in snap["device_traces"][0] if e["action"] == "oom"][0]
+    check(o["device_free"] == free, f"device free bytes {o['device_free']} == torch's {free}")
+
+
+def case_sites(exe, fx):
+    src = open(os.path.join(os.path.dirname(__file__), "..", "gpu", "make_snapshots.py")).read().split("\n")
+    doc, _ = report(exe, os.path.join(fx, "history.pickle"))
+    t = tensors_of(doc)
+    sites = [s["site"] for s in t.get("peak_sites", [])]
+    ours = [s for s in sites if "/tests/gpu/make_snapshots.py:" in s]
+    check(len(ours) >= 3, f"sites at the peak on make_snapshots.py lines: {sites}")
+    check(not any("site-packages/torch" in s for s in sites), f"no site inside torch: {sites}")
+    for s in ours:
+        line = int(s.split("make_snapshots.py:")[1].split()[0])
+        code = src[line - 1] if 0 < line <= len(src) else ""
+        check(code.strip() and not code.strip().startswith("#"), f"{s}: a line of code ({code!r})")
+    check(any(":29 in loop" in s for s in ours), f"the forward pass (line 29) holds tensors at the peak: {ours}")
+    text, _ = report(exe, os.path.join(fx, "history.pickle"), fmt="text")
+    check("make_snapshots.py:29 in loop" in text, "the text report names the line")
+    check("PyTorch snapshot" in text, "the text report says it read a PyTorch snapshot")
+
+
+def case_roundtrip(exe, fx):
+    tmp = tempfile.mkdtemp(prefix="gmt-snapread-")
+    src = os.path.join(fx, "..", "tensors", "gpt2.jsonl")
+    out = os.path.join(tmp, "gpt2.pickle")
+    p = run(exe, "report", "--format", "pytorch-snapshot", "-o", out, src)
+    if not check(p.returncode == 0, f"export exit {p.returncode}: {p.stderr[-300:]}"):
+        return
+    a, _ = report(exe, src)
+    b, err = report(exe, out)
+    ta, tb = tensors_of(a), tensors_of(b)
+    da, db = ta["devices"][0], tb["devices"][0]
+    check(da["peak"]["allocated"] == db["peak"]["allocated"],
+          f"the peak: {db['peak']['allocated']} read back, {da['peak']['allocated']} in the trace")
+    check(da["peak"]["cache"] == db["peak"]["cache"], f"the cache at the peak: {db['peak']['cache']} vs {da['peak']['cache']}")
+    check(da["end"] == db["end"], f"the end: {db['end']} read back, {da['end']} in the trace")
+    check(tb.get("inconsistent") == 0 and "do not fit" not in err, f"every entry fits: {tb.get('inconsistent')} {err[-200:]}")
+    # what the cache did not make (cuBLAS, ...) is CUDA-level memory again, not tensors
+    pb = b["processes"][0]
+    snap = pickle.load(open(out, "rb"))
+    ext = [e for e in snap["device_traces"][0] if e["action"] == "alloc" and e["frames"]
+           and e["frames"][0]["name"].startswith("[not PyTorch's]")]
+    check(len(ext) > 0 and pb["allocations"] == len(ext),
+          f"the non-PyTorch allocations as CUDA-level ones: {pb['allocations']} of {len(ext)}")
+    shutil.rmtree(tmp)
+
+
+def case_inputs(exe, fx):
+    path = os.path.join(fx, "history.pickle")
+    want = json.load(open(os.path.join(fx, "figures.json")))["history"]
+    with open(path, "rb") as f:
+        p = subprocess.run([exe, "report", "--format", "json", "-"], stdin=f, capture_output=True, text=True)
+    check(p.returncode == 0, f"standard input: exit {p.returncode}: {p.stderr[-300:]}")
+    if p.returncode == 0:
+        end = tensors_of(json.loads(p.stdout))["devices"][0]["end"]
+        check(end["allocated"] == want["allocated"], "standard input: the same figures")
+    tmp = tempfile.mkdtemp(prefix="gmt-snapdir-")
+    shutil.copy(path, os.path.join(tmp, "a.pickle"))
+    shutil.copy(os.path.join(fx, "expandable.pickle"), os.path.join(tmp, "b.pickle"))
+    doc, _ = report(exe, tmp)
+    check(len(doc.get("processes", [])) == 2, f"a directory's two pickles: {len(doc.get('processes', []))} processes")
+    p = run(exe, "check", "--max-failed", "0", path)
+    check(p.returncode == 0 and "PASS complete-traces" in p.stdout,
+          f"check on a pickle: exit {p.returncode}: {p.stdout[-200:]} {p.stderr[-300:]}")
+    p = run(exe, "diff", path, os.path.join(fx, "expandable.pickle"))
+    check(p.returncode == 0, f"diff of two pickles: exit {p.returncode}: {p.stderr[-300:]}")
+    shutil.rmtree(tmp)
+
+
+def case_bad(exe, fx):
+    tmp = tempfile.mkdtemp(prefix="gmt-snapbad-")
+    good = open(os.path.join(fx, "history.pickle"), "rb").read()
+    bad = {
+        "list.pickle": (pickle.dumps([1, 2, 3], protocol=4), "holds a list"),
+        "global.pickle": (pickle.dumps(os.path.join, protocol=4), "GLOBAL"),
+        "opcode.pickle": (b"\x80\x04\xff.", "0xff"),
+        "cut.pickle": (good[: len(good) // 2], "not a PyTorch memory snapshot"),
+        "empty.pickle": (b"", "empty file"),
+        "dict.pickle": (pickle.dumps({"a": 1}, protocol=2), "no \"segments\""),
+    }
+    for name, (data, why) in bad.items():
+        path = os.path.join(tmp, name)
+        open(path, "wb").write(data)
+        p = run(exe, "report", path)
+        first = p.stderr.strip().split("\n")[0] if p.stderr.strip() else ""
+        check(p.returncode == 3, f"{name}: exit {p.returncode}, not 3: {p.stderr[-200:]}")
+        check(first.startswith(f"{path}: not a PyTorch memory snapshot: ") and why in first,
+              f"{name}: the message names the file and why ({why}): {first!r}")
+        check(p.stdout == "", f"{name}: no report: {p.stdout[:200]!r}")
+    # nothing else lost: a good trace in the same directory is still reported
+    shutil.copy(os.path.join(fx, "history.pickle"), os.path.join(tmp, "zgood.pickle"))
+    p = run(exe, "report", "--format", "json", tmp)
+    check(p.returncode == 0, f"a directory with bad pickles and a good one: exit {p.returncode}, as for traces")
+    doc = json.loads(p.stdout) if p.stdout.strip() else {}
+    check(len(doc.get("processes", [])) == 1, "the good pickle beside them is reported")
+    check(p.stderr.count("not a PyTorch memory snapshot") == len(bad), f"one line per bad pickle: {p.stderr}")
+    shutil.rmtree(tmp)
+
+
+CASES = {"figures": case_figures, "oom": case_oom, "sites": case_sites, "roundtrip": case_roundtrip,
+         "inputs": case_inputs, "bad": case_bad}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--exe", required=True)
+    ap.add_argument("--fixtures", required=True)
+    ap.add_argument("case", choices=sorted(CASES))
+    a = ap.parse_args()
+    CASES[a.case](a.exe, a.fixtures)
+    print(f"snapshots {a.case}: {len(failures)} failures")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
