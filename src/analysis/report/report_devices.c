@@ -161,8 +161,14 @@ gmt_text_devices(FILE *out, struct gmt_model *const *models, size_t n)
 	size_t nrows;
 	struct dev_row *rows = device_rows(models, n, &nrows);
 
+	bool tensors = false;
+	for (size_t i = 0; i < n; i++)
+		tensors |= models[i]->tensors != NULL;
 	if (nrows == 0)
-		fprintf(out, "peak: no GPU memory was allocated\n");
+		fprintf(out, tensors
+				 ? "peak: no CUDA-level allocation in the trace (the tensor level "
+				   "is below)\n"
+				 : "peak: no GPU memory was allocated\n");
 	for (size_t r = 0; r < nrows && r < GMT_REPORT_MAX_ROWS; r++)
 		print_device(out, &rows[r], n > 1);
 	if (nrows > GMT_REPORT_MAX_ROWS)

@@ -66,8 +66,8 @@ tensor_site(const struct gmt_model *m, uint32_t id, struct tsite_name *n)
 		if (!f) {
 			snprintf(n->site, sizeof(n->site),
 				 id ? "an unknown call site (stack %" PRIu32 ")"
-				    : "no stack (blocks that existed when "
-				      "the layer attached)",
+				    : "no stack recorded (blocks from before the layer "
+				      "attached, or snapshot entries without frames)",
 				 id);
 			return;
 		}
@@ -318,20 +318,26 @@ text_process(FILE *out, const struct gmt_model *m, const struct gmt_cat_rules *r
 		uint64_t not_torch = d->held_at_peak > d->at_peak.reserved
 					 ? d->held_at_peak - d->at_peak.reserved
 					 : 0;
-		fprintf(
-		    out,
-		    "  device %d: peak %s in tensors at %.3f s (memory_allocated()); the cache "
-		    "then "
-		    "reserved %s (%s of it free), and %s more device memory was not PyTorch's "
-		    "(CUDA-level allocations outside the cache: cuBLAS, NCCL, other libraries) = "
-		    "%s held\n",
-		    d->device, gmt_format_bytes(d->peak, b1), gmt_trace_time_s(tr, d->peak_ts),
-		    gmt_format_bytes(d->at_peak.reserved, b2),
-		    gmt_format_bytes(d->at_peak.reserved - d->at_peak.allocated, b3),
-		    gmt_format_bytes(not_torch, b4),
-		    gmt_format_bytes(d->held_at_peak > d->at_peak.reserved ? d->held_at_peak
-									   : d->at_peak.reserved,
-				     b5));
+		fprintf(out,
+			"  device %d: peak %s in tensors at %.3f s (memory_allocated()); the cache "
+			"then reserved %s (%s of it free)",
+			d->device, gmt_format_bytes(d->peak, b1), gmt_trace_time_s(tr, d->peak_ts),
+			gmt_format_bytes(d->at_peak.reserved, b2),
+			gmt_format_bytes(d->at_peak.reserved - d->at_peak.allocated, b3));
+		if (m->allocations == 0) /* a PyTorch snapshot, or a trace of blocks only */
+			fprintf(out,
+				"; memory outside the cache is not in this trace (no CUDA-level "
+				"events)\n");
+		else
+			fprintf(
+			    out,
+			    ", and %s more device memory was not PyTorch's (CUDA-level allocations "
+			    "outside the cache: cuBLAS, NCCL, other libraries) = %s held\n",
+			    gmt_format_bytes(not_torch, b4),
+			    gmt_format_bytes(d->held_at_peak > d->at_peak.reserved
+						 ? d->held_at_peak
+						 : d->at_peak.reserved,
+					     b5));
 	}
 	for (size_t i = 0; i < t->ndevices && t->marks_seen >= 2; i++) {
 		const struct gmt_tdevice *d = &t->devices[i];
