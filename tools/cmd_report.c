@@ -1,6 +1,6 @@
 /*
  * @brief `gpumemtrace report`: read traces, print the text, JSON, folded, HTML or Perfetto
- * report.
+ * report, a PyTorch snapshot, or CSV tables for SQL.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -20,7 +20,7 @@ usage(FILE *out)
 	fprintf(
 	    out,
 	    "Usage: gpumemtrace report [--format text|json|folded|html|perfetto|\n"
-	    "                          pytorch-snapshot] [--categories FILE]\n"
+	    "                          pytorch-snapshot|csv] [--categories FILE]\n"
 	    "                          [--stack site|full]\n"
 	    "                          [--weight peak|leaked|allocated] [--from WHEN]\n"
 	    "                          [--to WHEN] [-o FILE] TRACE...\n"
@@ -42,6 +42,9 @@ usage(FILE *out)
 	    "                    torch.cuda.memory._dump_snapshot() writes, from the\n"
 	    "                    trace's block lines, with the memory PyTorch's cache\n"
 	    "                    did not allocate: open it in pytorch.org/memory_viz)\n"
+	    "                    or csv (-o DIR: one CSV file per record type in DIR,\n"
+	    "                    allocations paired with their frees, for DuckDB or\n"
+	    "                    SQLite: docs/sql.md)\n"
 	    "  -s, --stack VIEW  text: site (default) groups allocations by call site, the\n"
 	    "                    innermost frame of your code; full also prints each group's\n"
 	    "                    whole stack, outermost frame first\n"
@@ -57,7 +60,8 @@ usage(FILE *out)
 	    "                    the tensor level's categories (parameter, gradient, ...)\n"
 	    "                    from the rules in FILE, before the built-in ones unless it\n"
 	    "                    says no-builtin (docs/categories.md)\n"
-	    "  -o, --output FILE write the report to FILE instead of standard output\n"
+	    "  -o, --output FILE write the report to FILE instead of standard output (csv:\n"
+	    "                    the directory to write the tables into)\n"
 	    "  -h, --help        show this help\n"
 	    "  -V, --version     show the version\n"
 	    "\n"
@@ -81,6 +85,7 @@ enum format {
 	FORMAT_HTML,
 	FORMAT_PERFETTO,
 	FORMAT_SNAPSHOT,
+	FORMAT_CSV,
 };
 
 #define LABELS_SHOWN 10
@@ -155,7 +160,7 @@ gmt_cmd_report(int argc, char **argv)
 	    {"version", no_argument, NULL, 'V'},	  {NULL, 0, NULL, 0},
 	};
 	static const char *const formats[] = {
-	    "text", "json", "folded", "html", "perfetto", "pytorch-snapshot", NULL};
+	    "text", "json", "folded", "html", "perfetto", "pytorch-snapshot", "csv", NULL};
 	static const char *const views[] = {"site", "full", NULL};
 	static const char *const weights[] = {"peak", "leaked", "allocated", NULL};
 	struct gmt_report_options opt = {.stacks = GMT_STACKS_SITE};
@@ -174,8 +179,8 @@ gmt_cmd_report(int argc, char **argv)
 		switch (c) {
 		case 'f':
 			if ((k = choice("format", optarg, formats,
-					"text, json, folded, html, perfetto or pytorch-snapshot")) <
-			    0)
+					"text, json, folded, html, perfetto, pytorch-snapshot or "
+					"csv")) < 0)
 				return gmt_usage_hint("report");
 			format = (enum format)k;
 			break;
@@ -235,6 +240,19 @@ gmt_cmd_report(int argc, char **argv)
 		}
 		so.stored = true; /* the snapshot walks the events again */
 	}
+	if (format == FORMAT_CSV) {
+		if (!output) {
+			fprintf(stderr, "gpumemtrace report: --format csv writes a directory of "
+					"tables: give -o DIR\n");
+			return gmt_usage_hint("report");
+		}
+		if (so.range.from.set || so.range.to.set) {
+			fprintf(stderr, "gpumemtrace report: --format csv exports the whole trace "
+					"(--from/--to: filter on time_s or seq in SQL)\n");
+			return gmt_usage_hint("report");
+		}
+		so.stored = true; /* allocations are paired by a second replay of the events */
+	}
 	gmt_session_init(&in, &so, stderr);
 	for (int i = optind; i < argc; i++)
 		gmt_session_add_path(&in, argv[i]);
@@ -250,6 +268,15 @@ gmt_cmd_report(int argc, char **argv)
 	}
 
 	/* Opened only now, so a failed read never leaves an empty report file behind. */
+	if (format == FORMAT_CSV) {
+		err = gmt_report_csv(output, in.models, in.n, stderr);
+		gmt_session_free(&in);
+		if (err == -ENOMEM) {
+			fprintf(stderr, "gpumemtrace report: out of memory\n");
+			return GMT_EXIT_UNREADABLE;
+		}
+		return err ? GMT_EXIT_USAGE : GMT_EXIT_OK; /* not written: said */
+	}
 	if (output) {
 		out = fopen(output, "w");
 		if (!out) {

@@ -409,6 +409,8 @@ account_add(struct replay *r, const struct gmt_trace_event *ev, const struct gmt
 	}
 	r->last_alloc_seq = ev->seq;
 	kind_changed(r, ev, d, l->kind);
+	if (r->m->on_live)
+		r->m->on_live(r->m->live_ctx, l, ev, true);
 }
 
 static void
@@ -433,6 +435,8 @@ account_sub(struct replay *r, const struct gmt_trace_event *ev, const struct gmt
 		}
 	}
 	kind_changed(r, ev, d, l->kind);
+	if (r->m->on_live)
+		r->m->on_live(r->m->live_ctx, l, ev, false);
 }
 
 /* The held total and its peak, for every device the event changed. */

@@ -19,6 +19,7 @@
 #include "analysis/reader/trace.h"
 
 struct gmt_callstacks;
+struct gmt_live;
 
 /** The largest value of a live-bytes series and when it was first reached. */
 struct gmt_peak {
@@ -284,6 +285,18 @@ struct gmt_model {
 	 */
 	int error;
 	struct replay *replay; /**< the replay's state until gmt_model_finish() */
+	/**
+	 * NULL, or called with @p live_ctx whenever an allocation becomes live (@p added true: its
+	 * entry, the allocating event) and when it stops being live (false: the event that ended
+	 * it: a free, an unmap, a reset, a release, or an allocation at its address). Set between
+	 * gmt_model_new() and the first event: the CSV export pairs allocations with their ends
+	 * exactly as the replay does (report_csv.c). l->seq is the allocation's seq.
+	 */
+	void (*on_live)(void *live_ctx,
+			const struct gmt_live *l,
+			const struct gmt_trace_event *ev,
+			bool added);
+	void *live_ctx;
 };
 
 /** Whether anything happened on @p d: an allocation or a non-zero reading. */

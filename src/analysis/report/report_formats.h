@@ -40,6 +40,14 @@ int gmt_report_perfetto(FILE *out, struct gmt_model *const *models, size_t n);
  */
 int gmt_report_pytorch_snapshot(FILE *out, struct gmt_model *const *models, size_t n, FILE *diag);
 
+/**
+ * One CSV file per record type in directory @p dir (made when missing; its files overwritten):
+ * processes, allocations with what ended them, failures, readings, markers, blocks, segments,
+ * sites (report_csv.c, docs/sql.md). The models must have been read stored. 0, -ENOMEM, -EIO
+ * (said on @p diag, naming the file), or -EINVAL (a streamed read).
+ */
+int gmt_report_csv(const char *dir, struct gmt_model *const *models, size_t n, FILE *diag);
+
 /** gmt_report_perfetto() of a ready document (not consumed). */
 int gmt_report_perfetto_doc(FILE *out, const json_t *doc);
 
