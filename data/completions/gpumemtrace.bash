@@ -62,7 +62,7 @@ _gpumemtrace()
 		;;
 	report)
 		case $prev in
-		-f | --format) COMPREPLY=($(compgen -W 'text json folded html perfetto pytorch-snapshot' -- "$cur")); return ;;
+		-f | --format) COMPREPLY=($(compgen -W 'text json folded html perfetto pytorch-snapshot csv' -- "$cur")); return ;;
 		-s | --stack) COMPREPLY=($(compgen -W 'site full' -- "$cur")); return ;;
 		-w | --weight) COMPREPLY=($(compgen -W 'peak leaked allocated' -- "$cur")); return ;;
 		--from | --to) return ;; # seconds or a marker's label
