@@ -44,6 +44,16 @@ usage(FILE *out)
 	    "  --max-failed N           failed allocations (summary.failed_allocations; not\n"
 	    "                           capability probes or failures the allocator's retry\n"
 	    "                           recovered: docs/ci.md)\n"
+	    "  --max-tensor-leak [DEV=]N  bytes of PyTorch tensors still referenced at the end\n"
+	    "                           of the trace, per process and device (tensors: live\n"
+	    "                           blocks, not the cache's free memory); repeatable\n"
+	    "  --max-tensor-growth N    any tensor call site whose live block bytes grew by\n"
+	    "                           more than N across markers (tensors.growth[])\n"
+	    "  --max-fragmentation [DEV=]F  the cache's fragmentation at its worst, per\n"
+	    "                           process and device: 1 - largest free block /\n"
+	    "                           reserved-unallocated bytes, F from 0 to 1 (or 30%%)\n"
+	    "                           The three tensor gates need the PyTorch layer's block\n"
+	    "                           lines; without them they are skipped, saying so\n"
 	    "  --baseline FILE|DIR      traces or a JSON report of a known-good run: fail when "
 	    "the\n"
 	    "                           peak held (per process and device) or the leaked bytes\n"
@@ -52,7 +62,8 @@ usage(FILE *out)
 	    "Options:\n"
 	    "  --max-increase PCT       allowed increase over the baseline (default 10)\n"
 	    "  --suppressions FILE      leak:, peak: and growth: patterns taking known call sites\n"
-	    "                           out of the gates (repeatable; see docs/ci.md)\n"
+	    "                           out of the gates, tensor sites too (repeatable; see\n"
+	    "                           docs/ci.md)\n"
 	    "  --count-cached           count memory a caching allocator (PyTorch's, CuPy's,\n"
 	    "                           JAX/XLA's) holds at exit as leaked; by default it is\n"
 	    "                           not: they never free their cache at exit\n"
@@ -100,11 +111,35 @@ size_arg(const char *opt, const char *value, uint64_t *out)
 	return -1;
 }
 
-/* `--max-peak-bytes [DEV=]N`. */
+/* A fraction 0..1 (or a percentage, "30%"); -1 after naming the option and the value. */
 static int
-peak_arg(struct options *o, const char *value)
+fraction_arg(const char *opt, const char *value, double *out)
 {
-	struct gmt_peak_limit lim = {.all = true};
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(value, &end);
+	if (end != value && *end == '%') {
+		end++;
+		v /= 100.0;
+	}
+	if (end == value || *end || errno || !isfinite(v) || v < 0 || v > 1) {
+		fprintf(stderr,
+			"gpumemtrace check: --%s: invalid fraction '%s' (a number from 0 to 1, or "
+			"a percentage: 0.3, 30%%)\n",
+			opt, gmt_esc(value));
+		return -1;
+	}
+	*out = v;
+	return 0;
+}
+
+/* `--OPT [DEV=]N` (bytes) or, with @p fraction, `--OPT [DEV=]F`, appended to *@p v. */
+static int
+dev_arg(const char *opt, const char *value, bool fraction, struct gmt_dev_limit **v, size_t *n)
+{
+	struct gmt_dev_limit lim = {.all = true};
 	const char *eq = strchr(value, '=');
 	const char *size = value;
 
@@ -117,25 +152,26 @@ peak_arg(struct options *o, const char *value)
 			char *dev = strndup(value, (size_t)(eq - value));
 
 			fprintf(stderr,
-				"gpumemtrace check: --max-peak-bytes: invalid device '%s' in '%s' "
+				"gpumemtrace check: --%s: invalid device '%s' in '%s' "
 				"(a device number, then '=')\n",
-				gmt_esc(dev ? dev : "?"), gmt_esc(value));
+				opt, gmt_esc(dev ? dev : "?"), gmt_esc(value));
 			free(dev);
 			return -1;
 		}
 		lim.all = false;
 		size = eq + 1;
 	}
-	if (size_arg("max-peak-bytes", size, &lim.bytes) != 0)
+	if (fraction ? fraction_arg(opt, size, &lim.fraction) != 0
+		     : size_arg(opt, size, &lim.bytes) != 0)
 		return -1;
-	struct gmt_peak_limit *v = realloc(o->check.peaks, (o->check.npeaks + 1) * sizeof(*v));
+	struct gmt_dev_limit *nv = realloc(*v, (*n + 1) * sizeof(*nv));
 
-	if (!v) {
+	if (!nv) {
 		fprintf(stderr, "gpumemtrace check: out of memory\n");
 		return -1;
 	}
-	o->check.peaks = v;
-	v[o->check.npeaks++] = lim;
+	*v = nv;
+	nv[(*n)++] = lim;
 	return 0;
 }
 
@@ -174,6 +210,9 @@ enum {
 	OPT_NO_DEFAULT_SUPP,
 	OPT_ALLOW_INCOMPLETE,
 	OPT_ALLOW_DROPS,
+	OPT_TENSOR_LEAK,
+	OPT_TENSOR_GROWTH,
+	OPT_FRAG,
 };
 
 /* Returns -1 to go on, else the exit status. */
@@ -186,6 +225,9 @@ parse_options(struct options *o, int argc, char **argv)
 	    {"max-peak-bytes", required_argument, NULL, OPT_PEAK},
 	    {"max-growth-bytes", required_argument, NULL, OPT_GROWTH},
 	    {"max-failed", required_argument, NULL, OPT_FAILED},
+	    {"max-tensor-leak", required_argument, NULL, OPT_TENSOR_LEAK},
+	    {"max-tensor-growth", required_argument, NULL, OPT_TENSOR_GROWTH},
+	    {"max-fragmentation", required_argument, NULL, OPT_FRAG},
 	    {"baseline", required_argument, NULL, OPT_BASELINE},
 	    {"max-increase", required_argument, NULL, OPT_INCREASE},
 	    {"suppressions", required_argument, NULL, OPT_SUPP},
@@ -213,7 +255,22 @@ parse_options(struct options *o, int argc, char **argv)
 			o->check.leaked_allocs_set = true;
 			bad = size_arg("max-leaked-allocs", optarg, &o->check.max_leaked_allocs);
 			break;
-		case OPT_PEAK: bad = peak_arg(o, optarg); break;
+		case OPT_PEAK:
+			bad = dev_arg("max-peak-bytes", optarg, false, &o->check.peaks,
+				      &o->check.npeaks);
+			break;
+		case OPT_TENSOR_LEAK:
+			bad = dev_arg("max-tensor-leak", optarg, false, &o->check.tensor_leaks,
+				      &o->check.ntensor_leaks);
+			break;
+		case OPT_TENSOR_GROWTH:
+			o->check.tensor_growth_set = true;
+			bad = size_arg("max-tensor-growth", optarg, &o->check.max_tensor_growth);
+			break;
+		case OPT_FRAG:
+			bad = dev_arg("max-fragmentation", optarg, true, &o->check.frags,
+				      &o->check.nfrags);
+			break;
 		case OPT_GROWTH:
 			o->check.growth_set = true;
 			bad = size_arg("max-growth-bytes", optarg, &o->check.max_growth);
@@ -244,10 +301,12 @@ parse_options(struct options *o, int argc, char **argv)
 	if (!o->no_default_supp && gmt_check_default_suppressions(&o->supp, stderr) != 0)
 		return GMT_EXIT_UNREADABLE; /* out of memory (said): the built-in ones parse */
 	if (!o->check.leaked_bytes_set && !o->check.leaked_allocs_set && !o->check.npeaks &&
-	    !o->check.growth_set && !o->check.failed_set && !o->baseline) {
+	    !o->check.growth_set && !o->check.failed_set && !o->check.ntensor_leaks &&
+	    !o->check.tensor_growth_set && !o->check.nfrags && !o->baseline) {
 		fprintf(stderr, "gpumemtrace check: no gate given (--max-leaked-bytes, "
 				"--max-leaked-allocs, --max-peak-bytes, --max-growth-bytes, "
-				"--max-failed or --baseline)\n");
+				"--max-failed, --max-tensor-leak, --max-tensor-growth, "
+				"--max-fragmentation or --baseline)\n");
 		return gmt_usage_hint("check");
 	}
 	if (optind >= argc) {
@@ -265,7 +324,8 @@ print_gates(const struct gmt_gates *g, bool quiet)
 	for (size_t i = 0; i < g->n; i++) {
 		if (!g->v[i].failed && quiet)
 			continue;
-		printf("%s %s\n", g->v[i].failed ? "FAIL" : "PASS", gmt_esc(g->v[i].text));
+		printf("%s %s\n", g->v[i].failed ? "FAIL" : g->v[i].skipped ? "SKIP" : "PASS",
+		       gmt_esc(g->v[i].text));
 		if ((g->v[i].failed || g->v[i].notes) && g->v[i].details)
 			fputs(g->v[i].details, stdout);
 	}
@@ -373,7 +433,7 @@ gmt_cmd_check(int argc, char **argv)
 	struct options o = {.check.max_increase = 10.0};
 	struct gmt_gates gates = {0};
 	json_t *doc = NULL, *base = NULL;
-	size_t failed = 0;
+	size_t failed = 0, skipped = 0;
 	int rc;
 
 	rc = parse_options(&o, argc, argv);
@@ -405,10 +465,14 @@ gmt_cmd_check(int argc, char **argv)
 	print_gates(&gates, o.quiet);
 	if (!o.quiet)
 		print_suppressions(&o.supp);
+	skipped = gmt_gates_skipped(&gates);
 	if (failed)
-		printf("gpumemtrace check: FAIL: %zu of %zu gates\n", failed, gates.n);
+		printf("gpumemtrace check: FAIL: %zu of %zu gates", failed, gates.n);
 	else
-		printf("gpumemtrace check: PASS (%zu gates)\n", gates.n);
+		printf("gpumemtrace check: PASS (%zu gates", gates.n);
+	if (skipped)
+		printf("%s%zu skipped", failed ? " (" : ", ", skipped);
+	printf("%s\n", failed ? (skipped ? ")" : "") : ")");
 	rc = failed ? GMT_EXIT_GATE : GMT_EXIT_OK;
 	if (o.junit && write_junit(o.junit, &gates, failed) != 0)
 		rc = GMT_EXIT_USAGE;
@@ -423,5 +487,7 @@ out:
 	json_decref(base);
 	gmt_suppressions_free(&o.supp);
 	free(o.check.peaks);
+	free(o.check.tensor_leaks);
+	free(o.check.frags);
 	return rc;
 }

@@ -407,7 +407,7 @@ process_json(const struct gmt_model *m)
 	json_object_set_new(p, "modules_lines", jint(t->nmodsets));
 	process_peak_keys(p, m);
 	if (m->tensors)
-		json_object_set_new(p, "tensors", gmt_json_tensors(m));
+		json_object_set_new(p, GMT_RK_TENSORS, gmt_json_tensors(m));
 	return p;
 }
 

@@ -112,7 +112,7 @@ thresholds(void)
 {
 	json_t *doc = report(0, true);
 	struct gmt_check_options o = options();
-	struct gmt_peak_limit peaks[2];
+	struct gmt_dev_limit peaks[2];
 	struct gmt_gates g;
 
 	/* complete-traces alone when nothing is asked */
@@ -127,7 +127,7 @@ thresholds(void)
 	o.max_leaked_allocs = 3;
 	o.max_failed = 1;
 	o.max_growth = 3 * MiB;
-	peaks[0] = (struct gmt_peak_limit){.all = true, .bytes = 8 * MiB};
+	peaks[0] = (struct gmt_dev_limit){.all = true, .bytes = 8 * MiB};
 	o.peaks = peaks;
 	o.npeaks = 1;
 	run(&g, &o, doc, NULL);
@@ -163,7 +163,7 @@ thresholds(void)
 	gmt_gates_free(&g);
 
 	/* a device's own limit wins over the limit for every device */
-	peaks[1] = (struct gmt_peak_limit){.device = 0, .bytes = 16 * MiB};
+	peaks[1] = (struct gmt_dev_limit){.device = 0, .bytes = 16 * MiB};
 	o.npeaks = 2;
 	run(&g, &o, doc, NULL);
 	CHECK(!gate(&g, "max-peak-bytes device 0")->failed);
