@@ -324,7 +324,10 @@ print_gates(const struct gmt_gates *g, bool quiet)
 	for (size_t i = 0; i < g->n; i++) {
 		if (!g->v[i].failed && quiet)
 			continue;
-		printf("%s %s\n", g->v[i].failed ? "FAIL" : g->v[i].skipped ? "SKIP" : "PASS",
+		printf("%s %s\n",
+		       g->v[i].failed	 ? "FAIL"
+		       : g->v[i].skipped ? "SKIP"
+					 : "PASS",
 		       gmt_esc(g->v[i].text));
 		if ((g->v[i].failed || g->v[i].notes) && g->v[i].details)
 			fputs(g->v[i].details, stdout);
@@ -385,7 +388,7 @@ xml_text(FILE *f, const char *s)
 
 /* The JUnit XML file: one testsuite, one testcase per gate. Returns 0, or -1 (reported). */
 static int
-write_junit(const char *path, const struct gmt_gates *g, size_t failed)
+write_junit(const char *path, const struct gmt_gates *g, size_t failed, size_t skipped)
 {
 	FILE *f = fopen(path, "w");
 
@@ -399,11 +402,17 @@ write_junit(const char *path, const struct gmt_gates *g, size_t failed)
 		failed);
 	fprintf(f,
 		"  <testsuite name=\"gpumemtrace check\" tests=\"%zu\" failures=\"%zu\" "
-		"errors=\"0\" skipped=\"0\">\n",
-		g->n, failed);
+		"errors=\"0\" skipped=\"%zu\">\n",
+		g->n, failed, skipped);
 	for (size_t i = 0; i < g->n; i++) {
 		fprintf(f, "    <testcase classname=\"gpumemtrace.check\" name=\"");
 		xml_text(f, g->v[i].name);
+		if (g->v[i].skipped) {
+			fprintf(f, "\">\n      <skipped message=\"");
+			xml_text(f, g->v[i].text);
+			fprintf(f, "\"/>\n    </testcase>\n");
+			continue;
+		}
 		if (!g->v[i].failed) {
 			fprintf(f, "\"/>\n");
 			continue;
@@ -474,7 +483,7 @@ gmt_cmd_check(int argc, char **argv)
 		printf("%s%zu skipped", failed ? " (" : ", ", skipped);
 	printf("%s\n", failed ? (skipped ? ")" : "") : ")");
 	rc = failed ? GMT_EXIT_GATE : GMT_EXIT_OK;
-	if (o.junit && write_junit(o.junit, &gates, failed) != 0)
+	if (o.junit && write_junit(o.junit, &gates, failed, skipped) != 0)
 		rc = GMT_EXIT_USAGE;
 	if (fflush(stdout) != 0 || ferror(stdout)) {
 		fprintf(stderr, "gpumemtrace check: cannot write standard output: %s\n",

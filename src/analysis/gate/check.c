@@ -588,11 +588,8 @@ devices_sorted(long *v, size_t n)
 
 /* The devices of the DEV= limits of @p lim (@p nlim) appended to *@p v; false out of memory. */
 static bool
-limit_devices(struct gmt_gates *gates,
-	      const struct gmt_dev_limit *lim,
-	      size_t nlim,
-	      long **v,
-	      size_t *n)
+limit_devices(
+    struct gmt_gates *gates, const struct gmt_dev_limit *lim, size_t nlim, long **v, size_t *n)
 {
 	for (size_t i = 0; i < nlim; i++)
 		if (!lim[i].all && !device_add(gates, v, n, lim[i].device))
@@ -935,7 +932,8 @@ who_proc(const json_t *p, size_t i, char *buf, size_t size)
 	const json_t *pid = json_object_get(p, GMT_RK_PID);
 
 	if (json_is_integer(pid))
-		snprintf(buf, size, "process %zu (pid %lld)", i, (long long)json_integer_value(pid));
+		snprintf(buf, size, "process %zu (pid %lld)", i,
+			 (long long)json_integer_value(pid));
 	else
 		snprintf(buf, size, "process %zu", i);
 	return buf;
@@ -988,12 +986,12 @@ tensor_devices(struct gmt_gates *gates,
 
 	json_array_foreach(json_object_get(doc, GMT_RK_PROCESSES), i, p)
 	{
-		json_array_foreach(json_object_get(json_object_get(p, GMT_RK_TENSORS),
-						   GMT_RK_DEVICES),
-				   k, d)
+		json_array_foreach(
+		    json_object_get(json_object_get(p, GMT_RK_TENSORS), GMT_RK_DEVICES), k, d)
 		{
-			if (!device_add(gates, &v, &n,
-					(long)json_integer_value(json_object_get(d, GMT_RK_DEVICE))))
+			if (!device_add(
+				gates, &v, &n,
+				(long)json_integer_value(json_object_get(d, GMT_RK_DEVICE))))
 				break;
 		}
 	}
@@ -1027,8 +1025,10 @@ tensor_supp(const json_t *doc,
 		if (s->type != type)
 			continue;
 		hit = gmt_supp_pattern_match(s->pattern, str_key(row, GMT_RK_SITE));
-		json_array_foreach(json_object_get(row, GMT_RK_CALLERS), k, c) hit =
-		    hit || gmt_supp_pattern_match(s->pattern, json_string_value(c));
+		json_array_foreach(json_object_get(row, GMT_RK_CALLERS), k, c)
+		{
+			hit = hit || gmt_supp_pattern_match(s->pattern, json_string_value(c));
+		}
 		if (hit || (cs && gmt_suppressions_match(&one, type, cs, NULL, NULL, NULL)))
 			return s;
 	}
@@ -1043,9 +1043,9 @@ tensor_site_text(struct gmt_gate *gate, const json_t *row)
 	size_t k;
 
 	detail(gate, "%s", gmt_esc(str_key(row, GMT_RK_SITE) ? str_key(row, GMT_RK_SITE) : "?"));
-	json_array_foreach(json_object_get(row, GMT_RK_CALLERS), k, c) detail(
-	    gate, "%s%s", k ? " <- " : ", called from ",
-	    gmt_esc(json_string_value(c) ? json_string_value(c) : "?"));
+	json_array_foreach(json_object_get(row, GMT_RK_CALLERS), k, c)
+	    detail(gate, "%s%s", k ? " <- " : ", called from ",
+		   gmt_esc(json_string_value(c) ? json_string_value(c) : "?"));
 }
 
 /*
@@ -1063,8 +1063,8 @@ tensor_leak_kept(const json_t *doc,
 		 uint64_t *taken,
 		 struct gmt_gate *details)
 {
-	uint64_t live = gmt_json_u64(
-	    json_object_get(tensor_device(tensors, device), GMT_RK_END), GMT_RK_ALLOCATED);
+	uint64_t live = gmt_json_u64(json_object_get(tensor_device(tensors, device), GMT_RK_END),
+				     GMT_RK_ALLOCATED);
 	uint64_t rest = 0, took = 0;
 	size_t i, shown = 0, more = 0;
 	const json_t *r;
@@ -1093,8 +1093,9 @@ tensor_leak_kept(const json_t *doc,
 			rest += bytes;
 			continue;
 		}
-		detail(details, "    %s in %" PRIu64 " tensor%s still referenced: ",
-		       gmt_size_text(bytes, b), n, n == 1 ? "" : "s");
+		detail(details,
+		       "    %s in %" PRIu64 " tensor%s still referenced: ", gmt_size_text(bytes, b),
+		       n, n == 1 ? "" : "s");
 		tensor_site_text(details, r);
 		detail(details, "\n");
 	}
@@ -1138,11 +1139,12 @@ tensor_leak_gate(struct gmt_gates *gates,
 		if (kept <= lim->bytes)
 			continue;
 		gate->failed = true;
-		detail(gate,
-		       "  %s: %s in tensors still referenced at the end of its trace on device %ld, "
-		       "%s over the limit\n",
-		       who_proc(p, i, proc, sizeof(proc)), gmt_size_text(kept, v), device,
-		       gmt_size_text(kept - lim->bytes, l));
+		detail(
+		    gate,
+		    "  %s: %s in tensors still referenced at the end of its trace on device %ld, "
+		    "%s over the limit\n",
+		    who_proc(p, i, proc, sizeof(proc)), gmt_size_text(kept, v), device,
+		    gmt_size_text(kept - lim->bytes, l));
 		(void)tensor_leak_kept(doc, i, t, device, o->supp, &taken, gate);
 	}
 	if (nproc == 0) {
@@ -1203,7 +1205,8 @@ tensor_growth_gate(struct gmt_gates *gates, const struct gmt_check_options *o, c
 
 		json_array_foreach(json_object_get(t, GMT_RK_GROWTH), k, r)
 		{
-			uint64_t first = gmt_json_u64(r, GMT_RK_FIRST), last = gmt_json_u64(r, GMT_RK_LAST);
+			uint64_t first = gmt_json_u64(r, GMT_RK_FIRST),
+				 last = gmt_json_u64(r, GMT_RK_LAST);
 			uint64_t grew = last > first ? last - first : 0;
 			struct gmt_suppression *sp;
 
@@ -1219,10 +1222,11 @@ tensor_growth_gate(struct gmt_gates *gates, const struct gmt_check_options *o, c
 				continue;
 			over++;
 			detail(gate,
-			       "    grew %s (%s -> %s over %" PRIu64 " samples, about +%s a step, rose "
+			       "    grew %s (%s -> %s over %" PRIu64
+			       " samples, about +%s a step, rose "
 			       "in %" PRIu64 " of %" PRIu64 " intervals) on device %lld, %s: ",
-			       gmt_size_text(grew, v), gmt_size_text(first, a), gmt_size_text(last, b),
-			       gmt_json_u64(t, GMT_RK_GROWTH_SAMPLES),
+			       gmt_size_text(grew, v), gmt_size_text(first, a),
+			       gmt_size_text(last, b), gmt_json_u64(t, GMT_RK_GROWTH_SAMPLES),
 			       gmt_size_text(gmt_json_u64(r, GMT_RK_PER_STEP), s),
 			       gmt_json_u64(r, GMT_RK_RISES), gmt_json_u64(r, GMT_RK_INTERVALS),
 			       (long long)json_integer_value(json_object_get(r, GMT_RK_DEVICE)),
@@ -1244,10 +1248,7 @@ tensor_growth_gate(struct gmt_gates *gates, const struct gmt_check_options *o, c
 
 /* One gate per device: the highest point of each process's fragmentation series on it. */
 static void
-frag_gate(struct gmt_gates *gates,
-	  const json_t *doc,
-	  long device,
-	  const struct gmt_dev_limit *lim)
+frag_gate(struct gmt_gates *gates, const json_t *doc, long device, const struct gmt_dev_limit *lim)
 {
 	struct gmt_gate *gate = gate_add(gates, "max-fragmentation device %ld", device);
 	double worst = 0;
@@ -1257,8 +1258,9 @@ frag_gate(struct gmt_gates *gates,
 
 	json_array_foreach(json_object_get(doc, GMT_RK_PROCESSES), i, p)
 	{
-		const json_t *fr = json_object_get(
-		    tensor_device(json_object_get(p, GMT_RK_TENSORS), device), GMT_RK_FRAGMENTATION);
+		const json_t *fr =
+		    json_object_get(tensor_device(json_object_get(p, GMT_RK_TENSORS), device),
+				    GMT_RK_FRAGMENTATION);
 		double max = json_number_value(json_object_get(fr, GMT_RK_MAX));
 
 		if (!fr)
@@ -1274,14 +1276,15 @@ frag_gate(struct gmt_gates *gates,
 		{
 			if (json_number_value(json_array_get(pt, 1)) < max)
 				continue;
-			detail(gate,
-			       "  %s: %.3f at %.6f s on device %ld (%s reserved but unallocated, the "
-			       "largest free block %s), over the limit %.3f\n",
-			       who_proc(p, i, proc, sizeof(proc)), max,
-			       json_number_value(json_array_get(pt, 0)), device,
-			       gmt_size_text((uint64_t)json_integer_value(json_array_get(pt, 2)), u),
-			       gmt_size_text((uint64_t)json_integer_value(json_array_get(pt, 3)), f),
-			       lim->fraction);
+			detail(
+			    gate,
+			    "  %s: %.3f at %.6f s on device %ld (%s reserved but unallocated, the "
+			    "largest free block %s), over the limit %.3f\n",
+			    who_proc(p, i, proc, sizeof(proc)), max,
+			    json_number_value(json_array_get(pt, 0)), device,
+			    gmt_size_text((uint64_t)json_integer_value(json_array_get(pt, 2)), u),
+			    gmt_size_text((uint64_t)json_integer_value(json_array_get(pt, 3)), f),
+			    lim->fraction);
 			break;
 		}
 	}

@@ -34,7 +34,8 @@ struct gmt_dev_limit {
 struct gmt_check_options {
 	bool leaked_bytes_set, leaked_allocs_set, growth_set, failed_set;
 	uint64_t max_leaked_bytes, max_leaked_allocs, max_growth, max_failed;
-	struct gmt_dev_limit *peaks; /**< the last DEV= for a device wins, else the last plain one */
+	struct gmt_dev_limit
+	    *peaks; /**< the last DEV= for a device wins, else the last plain one */
 	size_t npeaks;
 	struct gmt_dev_limit *tensor_leaks; /**< as peaks: blocks live at the end of the trace */
 	size_t ntensor_leaks;
@@ -42,8 +43,8 @@ struct gmt_check_options {
 	size_t nfrags;
 	bool tensor_growth_set;
 	uint64_t max_tensor_growth; /**< a tensor site's live block bytes, first to last sample */
-	double max_increase;   /**< percent over the baseline */
-	bool count_cached;     /**< caching allocators' memory live at exit leaks too */
+	double max_increase;	    /**< percent over the baseline */
+	bool count_cached;	    /**< caching allocators' memory live at exit leaks too */
 	bool allow_incomplete; /**< a process that did not exit normally passes complete-traces */
 	bool allow_drops;      /**< a trace that dropped events passes complete-traces */
 	struct gmt_suppressions *supp; /**< never NULL; their counters count what they took */
@@ -53,7 +54,7 @@ struct gmt_check_options {
 struct gmt_gate {
 	char *name; /**< "max-peak-bytes device 0" */
 	bool failed;
-	bool skipped; /**< it could not judge (a tensor gate without block lines): not failed */
+	bool skipped;  /**< it could not judge (a tensor gate without block lines): not failed */
 	char *text;    /**< the result, one line (names from the trace escaped, esc.h) */
 	char *details; /**< violation lines, each indented and ending in '\n'; NULL when none */
 	bool notes;    /**< the details are worth printing when it passed too */

@@ -514,7 +514,8 @@ jrows(const struct gmt_model *m, enum tview view, const struct gmt_cat_rules *ru
 			    jint(t->samples > 1 ? (rows[i].last - rows[i].first) / (t->samples - 1)
 						: 0));
 			json_object_set_new(o, GMT_RK_RISES, jint(rows[i].rises));
-			json_object_set_new(o, GMT_RK_INTERVALS, jint(t->samples ? t->samples - 1 : 0));
+			json_object_set_new(o, GMT_RK_INTERVALS,
+					    jint(t->samples ? t->samples - 1 : 0));
 		} else {
 			json_object_set_new(o, GMT_RK_BYTES, jint(rows[i].bytes));
 			json_object_set_new(o, GMT_RK_TENSORS, jint(rows[i].blocks));
@@ -560,6 +561,36 @@ jcategories(const struct gmt_model *m, const struct gmt_cat_rules *rules)
 		json_array_append_new(a, o);
 	}
 	return a;
+}
+
+uint32_t *
+gmt_tensors_row_stacks(const struct gmt_model *m, size_t *n)
+{
+	static const enum tview views[] = {AT_PEAK, AT_EXIT, GROWING};
+	uint32_t *v = NULL;
+	size_t nv = 0;
+
+	*n = 0;
+	if (!m->tensors)
+		return NULL;
+	for (size_t k = 0; k < sizeof(views) / sizeof(views[0]); k++) {
+		size_t nr;
+		struct trow *rows = rows_of(m, views[k], NULL, &nr); /* no categories needed */
+		uint32_t *nvv = nr ? realloc(v, (nv + nr) * sizeof(*v)) : v;
+
+		if (nr && !nvv) {
+			free(rows);
+			free(v);
+			return gmt_nomem();
+		}
+		v = nvv;
+		for (size_t i = 0; i < nr; i++)
+			if (rows[i].stack)
+				v[nv++] = rows[i].stack;
+		free(rows);
+	}
+	*n = nv;
+	return v;
 }
 
 json_t *
@@ -610,7 +641,8 @@ gmt_json_tensors(const struct gmt_model *m)
 		json_object_set_new(dj, "allocations", jint(d->allocations));
 		json_object_set_new(fr, GMT_RK_MAX, json_real(d->max_frag_permille / 1000.0));
 		json_object_set_new(
-		    fr, GMT_RK_END, json_real(d->nfrag ? d->frag[d->nfrag - 1].permille / 1000.0 : 0));
+		    fr, GMT_RK_END,
+		    json_real(d->nfrag ? d->frag[d->nfrag - 1].permille / 1000.0 : 0));
 		for (size_t k = 0; k < d->nfrag; k++) {
 			json_t *p = json_array();
 			json_array_append_new(p, jtime(tr, d->frag[k].ts));
