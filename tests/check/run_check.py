@@ -793,8 +793,8 @@ def group_tensors(tool, victim, golden):
           out)
     for bad in ("1.5", "-0.1", "x", "0=abc"):
         rc, out, err = tool.run("check", "--max-fragmentation", bad, path)
-        check(rc == 2 and "--max-fragmentation" in err, "--max-fragmentation %s: exit 2" % bad,
-              err)
+        check(rc == 2 and "--max-fragmentation: invalid fraction" in err,
+              "--max-fragmentation %s: exit 2, named" % bad, err)
 
     # Suppressions take tensor sites as they take others: a frame of the stack, the site line.
     supp = write_supp(tool, "t.supp", ["leak:^b$", "growth:victim_stacks.c"])
