@@ -10,12 +10,15 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "analysis/gate/check.h"
 #include "analysis/gate/suppress.h"
 #include "analysis/report/report.h"
 #include "analysis/report/units.h"
 #include "cli.h"
+#include "gmt-config.h"
 
 static void
 usage(FILE *out)
@@ -388,38 +391,87 @@ xml_text(FILE *f, const char *s)
 	}
 }
 
-/* The JUnit XML file: one testsuite, one testcase per gate. Returns 0, or -1 (reported). */
+/* When and where the check ran, for the JUnit file's testsuite. */
+struct run_facts {
+	struct timespec start; /* CLOCK_MONOTONIC at the start */
+	time_t started;	       /* wall clock at the start */
+};
+
+/*
+ * This machine's name for `hostname` (a non-empty token without white space, as the strict Ant
+ * schema wants): gethostname(), its non-printable and space characters as '?', "localhost" when
+ * it has none.
+ */
+static void
+host_name(char *buf, size_t size)
+{
+	if (gethostname(buf, size) != 0 || !buf[0]) {
+		snprintf(buf, size, "localhost");
+		return;
+	}
+	buf[size - 1] = '\0';
+	for (char *c = buf; *c; c++)
+		if ((unsigned char)*c <= ' ' || (unsigned char)*c == 0x7f)
+			*c = '?';
+}
+
+/*
+ * The JUnit XML file: one testsuite, one testcase per gate. It validates against the strict Ant
+ * JUnit schema and Jenkins' (tests/check/schemas): the suite has name, tests, failures, errors,
+ * time, timestamp (UTC, no zone, as Ant writes it), hostname, package and id; properties, the
+ * testcases, system-out and system-err in that order; every testcase classname, name and time.
+ * The strict Ant schema knows no "skipped": a skipped gate is a testcase without a failure, and
+ * system-out says it was skipped and why (as the gates' output does). Returns 0, or -1
+ * (reported).
+ */
 static int
-write_junit(const char *path, const struct gmt_gates *g, size_t failed, size_t skipped)
+write_junit(const char *path,
+	    const struct gmt_gates *g,
+	    size_t failed,
+	    size_t skipped,
+	    const struct run_facts *run)
 {
 	FILE *f = fopen(path, "w");
+	char host[256], stamp[32];
+	struct timespec now;
+	struct tm tm;
+	double secs;
 
 	if (!f) {
 		fprintf(stderr, "gpumemtrace check: cannot write %s: %s\n", gmt_esc(path),
 			strerror(errno));
 		return -1;
 	}
-	fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
-	fprintf(f, "<testsuites name=\"gpumemtrace check\" tests=\"%zu\" failures=\"%zu\">\n", g->n,
-		failed);
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	secs = (double)(now.tv_sec - run->start.tv_sec) +
+	       (double)(now.tv_nsec - run->start.tv_nsec) / 1e9;
+	if (!gmtime_r(&run->started, &tm) ||
+	    !strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%S", &tm))
+		snprintf(stamp, sizeof(stamp), "1970-01-01T00:00:00");
+	host_name(host, sizeof(host));
+	fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites>\n");
 	fprintf(f,
 		"  <testsuite name=\"gpumemtrace check\" tests=\"%zu\" failures=\"%zu\" "
-		"errors=\"0\" skipped=\"%zu\">\n",
-		g->n, failed, skipped);
+		"errors=\"0\" time=\"%.3f\" timestamp=\"%s\" hostname=\"",
+		g->n, failed, secs > 0 ? secs : 0.0, stamp);
+	xml_text(f, host);
+	fprintf(f, "\" package=\"gpumemtrace\" id=\"0\">\n");
+	fprintf(f,
+		"    <properties>\n"
+		"      <property name=\"gpumemtrace.version\" value=\"%s\"/>\n"
+		"      <property name=\"gpumemtrace.skipped\" value=\"%zu\"/>\n"
+		"    </properties>\n",
+		GMT_VERSION, skipped);
 	for (size_t i = 0; i < g->n; i++) {
+		/* the gates are judged together from the report once it is read: the suite's time
+		 * is the check's, each gate's 0 */
 		fprintf(f, "    <testcase classname=\"gpumemtrace.check\" name=\"");
 		xml_text(f, g->v[i].name);
-		if (g->v[i].skipped) {
-			fprintf(f, "\">\n      <skipped message=\"");
-			xml_text(f, g->v[i].text);
-			fprintf(f, "\"/>\n    </testcase>\n");
-			continue;
-		}
 		if (!g->v[i].failed) {
-			fprintf(f, "\"/>\n");
+			fprintf(f, "\" time=\"0\"/>\n");
 			continue;
 		}
-		fprintf(f, "\">\n      <failure type=\"gate\" message=\"");
+		fprintf(f, "\" time=\"0\">\n      <failure type=\"gate\" message=\"");
 		xml_text(f, g->v[i].text);
 		fprintf(f, "\">");
 		xml_text(f, g->v[i].text);
@@ -427,7 +479,16 @@ write_junit(const char *path, const struct gmt_gates *g, size_t failed, size_t s
 		xml_text(f, g->v[i].details);
 		fprintf(f, "</failure>\n    </testcase>\n");
 	}
-	fprintf(f, "  </testsuite>\n</testsuites>\n");
+	fprintf(f, "    <system-out>");
+	xml_text(f, g->notes);
+	for (size_t i = 0; i < g->n; i++) {
+		if (!g->v[i].skipped)
+			continue;
+		fprintf(f, "SKIP ");
+		xml_text(f, g->v[i].text);
+		fprintf(f, "\n");
+	}
+	fprintf(f, "</system-out>\n    <system-err></system-err>\n  </testsuite>\n</testsuites>\n");
 	if (ferror(f) | fclose(f)) {
 		fprintf(stderr, "gpumemtrace check: cannot write %s: %s\n", gmt_esc(path),
 			strerror(errno));
@@ -442,11 +503,13 @@ int
 gmt_cmd_check(int argc, char **argv)
 {
 	struct options o = {.check.max_increase = 10.0};
+	struct run_facts run = {.started = time(NULL)};
 	struct gmt_gates gates = {0};
 	json_t *doc = NULL, *base = NULL;
 	size_t failed = 0, skipped = 0;
 	int rc;
 
+	clock_gettime(CLOCK_MONOTONIC, &run.start);
 	rc = parse_options(&o, argc, argv);
 	if (rc >= 0)
 		goto out;
@@ -485,7 +548,7 @@ gmt_cmd_check(int argc, char **argv)
 		printf("%s%zu skipped", failed ? " (" : ", ", skipped);
 	printf("%s\n", failed ? (skipped ? ")" : "") : ")");
 	rc = failed ? GMT_EXIT_GATE : GMT_EXIT_OK;
-	if (o.junit && write_junit(o.junit, &gates, failed, skipped) != 0)
+	if (o.junit && write_junit(o.junit, &gates, failed, skipped, &run) != 0)
 		rc = GMT_EXIT_USAGE;
 	if (fflush(stdout) != 0 || ferror(stdout)) {
 		fprintf(stderr, "gpumemtrace check: cannot write standard output: %s\n",

@@ -13,9 +13,11 @@ come from the trace as written here, never from the tool.
 """
 import argparse
 import copy
+import datetime
 import json
 import os
 import re
+import socket
 import subprocess
 import sys
 import tempfile
@@ -457,13 +459,64 @@ def group_baseline(tool, victim, golden):
     check(rc == 3 and "baseline" in err, "unreadable baseline: exit 3", err)
 
 
+SCHEMAS = os.path.join(HERE, "schemas")
+
+
+def junit_valid(xml, what):
+    """The JUnit file validates against the strict Ant JUnit schema and Jenkins' (xmllint,
+    schemas/: written from their published rules: required attributes and their types, the
+    order of a suite's elements)."""
+    for xsd in ("junit-ant-strict.xsd", "junit-jenkins.xsd"):
+        try:
+            p = subprocess.run(["xmllint", "--noout", "--schema", os.path.join(SCHEMAS, xsd), xml],
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=60)
+        except FileNotFoundError:
+            check(False, "xmllint is installed (scripts/setup installs libxml2-utils)")
+            return
+        check(p.returncode == 0, "JUnit %s: valid against %s" % (what, xsd),
+              p.stdout.decode("utf-8", "replace"))
+
+
 def group_junit(tool, victim, golden):
     path = leaky_trace(tool, victim, "leaky.jsonl")
     xml = tool.path("gmt.xml")
+    before = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0, tzinfo=None)
     rc, out, err = tool.run("check", "--max-leaked-bytes", "0", "--max-leaked-allocs", "10",
                             "--max-peak-bytes", "1MiB", "--max-failed", "0", "--junit", xml,
                             path)
+    after = datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
     check(rc == 1, "junit run: exit 1", out)
+    junit_valid(xml, "with failures")
+    suite = ET.parse(xml).getroot().find("testsuite")
+    try:
+        stamp = datetime.datetime.strptime(suite.get("timestamp") or "", "%Y-%m-%dT%H:%M:%S")
+        check(before <= stamp <= after, "timestamp is when the check ran, in UTC (%s)" % stamp)
+    except ValueError:
+        check(False, "timestamp is YYYY-MM-DDTHH:MM:SS (%r)" % suite.get("timestamp"))
+    host = re.sub(r"[\x00-\x20\x7f]", "?", socket.gethostname()) or "localhost"
+    check(suite.get("hostname") == host, "hostname is this machine's (%r, %r)"
+          % (suite.get("hostname"), host))
+    try:
+        t = float(suite.get("time"))
+        check(0 <= t < 60, "time is the check's seconds (%s)" % suite.get("time"))
+    except (TypeError, ValueError):
+        check(False, "time is a number (%r)" % suite.get("time"))
+    # The schemas have teeth: what they forbid is refused (an element out of order, a missing
+    # hostname, a non-numeric time).
+    good = open(xml, encoding="utf-8").read()
+    for name, bad in [("order", good.replace("<system-err></system-err>", "").replace(
+                           "<system-out>", "<system-err></system-err><system-out>")),
+                      ("hostname", re.sub(r' hostname="[^"]*"', "", good)),
+                      ("time", re.sub(r' time="[0-9.]*" timestamp', ' time="soon" timestamp', good))]:
+        p = subprocess.run(["xmllint", "--noout", "--schema",
+                            os.path.join(SCHEMAS, "junit-ant-strict.xsd"),
+                            tool.write_text("bad-%s.xml" % name, bad)],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=60)
+        check(p.returncode != 0, "the strict Ant schema refuses a bad %s" % name)
+    rc2, out2, _ = tool.run("check", "--max-leaked-bytes", "1G", "--junit", tool.path("pass.xml"),
+                            path)
+    check(rc2 == 0, "passing junit run: exit 0", out2)
+    junit_valid(tool.path("pass.xml"), "all passed")
     root = ET.parse(xml).getroot()
     suites = root.findall("testsuite") if root.tag == "testsuites" else [root]
     cases = [c for s in suites for c in s.findall("testcase")]
@@ -493,6 +546,7 @@ def group_junit(tool, victim, golden):
         check("operator<<(A&, \"B\" 'c') ]]>" in text, "XML special characters round-trip")
     except ET.ParseError as e:
         check(False, "JUnit XML with special characters parses", str(e))
+    junit_valid(xml, "with XML's special characters")
     rc, out, err = tool.run("check", "--max-leaked-bytes", "0", "--junit",
                             tool.path("no/such/dir/x.xml"), path)
     check(rc == 2 and "cannot write" in err, "unwritable --junit file: exit 2", err)
@@ -830,9 +884,13 @@ def group_tensors(tool, victim, golden):
     check(last_line(out) == "gpumemtrace check: PASS (4 gates, 3 skipped)", "summary counts them",
           out)
     suite = ET.parse(tool.path("t.xml")).getroot().find("testsuite")
-    skipped = [c for c in suite.findall("testcase") if c.find("skipped") is not None]
-    check(len(skipped) == 3 and suite.get("skipped") == "3",
-          "JUnit: skipped testcases (%s)" % suite.get("skipped"))
+    props = {p.get("name"): p.get("value") for p in suite.iter("property")}
+    sysout = suite.find("system-out").text or ""
+    check(props.get("gpumemtrace.skipped") == "3" and
+          sysout.count("skipped: no tensor level (no block lines)") == 3 and
+          all(c.find("failure") is None for c in suite.findall("testcase")),
+          "JUnit: the skipped gates do not fail, system-out says why (%r)" % props, sysout)
+    junit_valid(tool.path("t.xml"), "with skipped gates")
     rc, out, err = tool.run("check", "--max-tensor-leak", "0", "--max-leaked-bytes", "0", plain,
                             path)
     check("note: 1 of 2 processes have no tensor level" in out and
