@@ -10,12 +10,15 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "analysis/gate/check.h"
 #include "analysis/gate/suppress.h"
 #include "analysis/report/report.h"
 #include "analysis/report/units.h"
 #include "cli.h"
+#include "gmt-config.h"
 
 static void
 usage(FILE *out)
@@ -25,7 +28,9 @@ usage(FILE *out)
 	    "Usage: gpumemtrace check [OPTIONS] TRACE|DIR|REPORT.json...\n"
 	    "\n"
 	    "Gate a CI job on GPU memory: fail when the traces leak, hold too much device memory\n"
-	    "at their peak, grow across markers, fail allocations, or got worse than a baseline.\n"
+	    "at their peak, grow across markers, fail allocations, or got worse than a baseline;\n"
+	    "with PyTorch's block lines, also on tensors still referenced, growing tensor sites\n"
+	    "and the cache's fragmentation.\n"
 	    "Every check also has the gate complete-traces: it fails when a process did not exit\n"
 	    "normally or a trace dropped events, since the other figures are then not the whole\n"
 	    "story (--allow-incomplete, --allow-drops).\n"
@@ -44,6 +49,16 @@ usage(FILE *out)
 	    "  --max-failed N           failed allocations (summary.failed_allocations; not\n"
 	    "                           capability probes or failures the allocator's retry\n"
 	    "                           recovered: docs/ci.md)\n"
+	    "  --max-tensor-leak [DEV=]N  bytes of PyTorch tensors still referenced at the end\n"
+	    "                           of the trace, per process and device (tensors: live\n"
+	    "                           blocks, not the cache's free memory); repeatable\n"
+	    "  --max-tensor-growth N    any tensor call site whose live block bytes grew by\n"
+	    "                           more than N across markers (tensors.growth[])\n"
+	    "  --max-fragmentation [DEV=]F  the cache's fragmentation at its worst, per\n"
+	    "                           process and device: 1 - largest free block /\n"
+	    "                           reserved-unallocated bytes, F from 0 to 1 (or 30%%)\n"
+	    "                           The three tensor gates need the PyTorch layer's block\n"
+	    "                           lines; without them they are skipped, saying so\n"
 	    "  --baseline FILE|DIR      traces or a JSON report of a known-good run: fail when "
 	    "the\n"
 	    "                           peak held (per process and device) or the leaked bytes\n"
@@ -52,7 +67,8 @@ usage(FILE *out)
 	    "Options:\n"
 	    "  --max-increase PCT       allowed increase over the baseline (default 10)\n"
 	    "  --suppressions FILE      leak:, peak: and growth: patterns taking known call sites\n"
-	    "                           out of the gates (repeatable; see docs/ci.md)\n"
+	    "                           out of the gates, tensor sites too (repeatable; see\n"
+	    "                           docs/ci.md)\n"
 	    "  --count-cached           count memory a caching allocator (PyTorch's, CuPy's,\n"
 	    "                           JAX/XLA's) holds at exit as leaked; by default it is\n"
 	    "                           not: they never free their cache at exit\n"
@@ -100,11 +116,35 @@ size_arg(const char *opt, const char *value, uint64_t *out)
 	return -1;
 }
 
-/* `--max-peak-bytes [DEV=]N`. */
+/* A fraction 0..1 (or a percentage, "30%"); -1 after naming the option and the value. */
 static int
-peak_arg(struct options *o, const char *value)
+fraction_arg(const char *opt, const char *value, double *out)
 {
-	struct gmt_peak_limit lim = {.all = true};
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(value, &end);
+	if (end != value && *end == '%') {
+		end++;
+		v /= 100.0;
+	}
+	if (end == value || *end || errno || !isfinite(v) || v < 0 || v > 1) {
+		fprintf(stderr,
+			"gpumemtrace check: --%s: invalid fraction '%s' (a number from 0 to 1, or "
+			"a percentage: 0.3, 30%%)\n",
+			opt, gmt_esc(value));
+		return -1;
+	}
+	*out = v;
+	return 0;
+}
+
+/* `--OPT [DEV=]N` (bytes) or, with @p fraction, `--OPT [DEV=]F`, appended to *@p v. */
+static int
+dev_arg(const char *opt, const char *value, bool fraction, struct gmt_dev_limit **v, size_t *n)
+{
+	struct gmt_dev_limit lim = {.all = true};
 	const char *eq = strchr(value, '=');
 	const char *size = value;
 
@@ -117,25 +157,26 @@ peak_arg(struct options *o, const char *value)
 			char *dev = strndup(value, (size_t)(eq - value));
 
 			fprintf(stderr,
-				"gpumemtrace check: --max-peak-bytes: invalid device '%s' in '%s' "
+				"gpumemtrace check: --%s: invalid device '%s' in '%s' "
 				"(a device number, then '=')\n",
-				gmt_esc(dev ? dev : "?"), gmt_esc(value));
+				opt, gmt_esc(dev ? dev : "?"), gmt_esc(value));
 			free(dev);
 			return -1;
 		}
 		lim.all = false;
 		size = eq + 1;
 	}
-	if (size_arg("max-peak-bytes", size, &lim.bytes) != 0)
+	if (fraction ? fraction_arg(opt, size, &lim.fraction) != 0
+		     : size_arg(opt, size, &lim.bytes) != 0)
 		return -1;
-	struct gmt_peak_limit *v = realloc(o->check.peaks, (o->check.npeaks + 1) * sizeof(*v));
+	struct gmt_dev_limit *nv = realloc(*v, (*n + 1) * sizeof(*nv));
 
-	if (!v) {
+	if (!nv) {
 		fprintf(stderr, "gpumemtrace check: out of memory\n");
 		return -1;
 	}
-	o->check.peaks = v;
-	v[o->check.npeaks++] = lim;
+	*v = nv;
+	nv[(*n)++] = lim;
 	return 0;
 }
 
@@ -174,6 +215,9 @@ enum {
 	OPT_NO_DEFAULT_SUPP,
 	OPT_ALLOW_INCOMPLETE,
 	OPT_ALLOW_DROPS,
+	OPT_TENSOR_LEAK,
+	OPT_TENSOR_GROWTH,
+	OPT_FRAG,
 };
 
 /* Returns -1 to go on, else the exit status. */
@@ -186,6 +230,9 @@ parse_options(struct options *o, int argc, char **argv)
 	    {"max-peak-bytes", required_argument, NULL, OPT_PEAK},
 	    {"max-growth-bytes", required_argument, NULL, OPT_GROWTH},
 	    {"max-failed", required_argument, NULL, OPT_FAILED},
+	    {"max-tensor-leak", required_argument, NULL, OPT_TENSOR_LEAK},
+	    {"max-tensor-growth", required_argument, NULL, OPT_TENSOR_GROWTH},
+	    {"max-fragmentation", required_argument, NULL, OPT_FRAG},
 	    {"baseline", required_argument, NULL, OPT_BASELINE},
 	    {"max-increase", required_argument, NULL, OPT_INCREASE},
 	    {"suppressions", required_argument, NULL, OPT_SUPP},
@@ -213,7 +260,22 @@ parse_options(struct options *o, int argc, char **argv)
 			o->check.leaked_allocs_set = true;
 			bad = size_arg("max-leaked-allocs", optarg, &o->check.max_leaked_allocs);
 			break;
-		case OPT_PEAK: bad = peak_arg(o, optarg); break;
+		case OPT_PEAK:
+			bad = dev_arg("max-peak-bytes", optarg, false, &o->check.peaks,
+				      &o->check.npeaks);
+			break;
+		case OPT_TENSOR_LEAK:
+			bad = dev_arg("max-tensor-leak", optarg, false, &o->check.tensor_leaks,
+				      &o->check.ntensor_leaks);
+			break;
+		case OPT_TENSOR_GROWTH:
+			o->check.tensor_growth_set = true;
+			bad = size_arg("max-tensor-growth", optarg, &o->check.max_tensor_growth);
+			break;
+		case OPT_FRAG:
+			bad = dev_arg("max-fragmentation", optarg, true, &o->check.frags,
+				      &o->check.nfrags);
+			break;
 		case OPT_GROWTH:
 			o->check.growth_set = true;
 			bad = size_arg("max-growth-bytes", optarg, &o->check.max_growth);
@@ -244,10 +306,12 @@ parse_options(struct options *o, int argc, char **argv)
 	if (!o->no_default_supp && gmt_check_default_suppressions(&o->supp, stderr) != 0)
 		return GMT_EXIT_UNREADABLE; /* out of memory (said): the built-in ones parse */
 	if (!o->check.leaked_bytes_set && !o->check.leaked_allocs_set && !o->check.npeaks &&
-	    !o->check.growth_set && !o->check.failed_set && !o->baseline) {
+	    !o->check.growth_set && !o->check.failed_set && !o->check.ntensor_leaks &&
+	    !o->check.tensor_growth_set && !o->check.nfrags && !o->baseline) {
 		fprintf(stderr, "gpumemtrace check: no gate given (--max-leaked-bytes, "
 				"--max-leaked-allocs, --max-peak-bytes, --max-growth-bytes, "
-				"--max-failed or --baseline)\n");
+				"--max-failed, --max-tensor-leak, --max-tensor-growth, "
+				"--max-fragmentation or --baseline)\n");
 		return gmt_usage_hint("check");
 	}
 	if (optind >= argc) {
@@ -265,7 +329,11 @@ print_gates(const struct gmt_gates *g, bool quiet)
 	for (size_t i = 0; i < g->n; i++) {
 		if (!g->v[i].failed && quiet)
 			continue;
-		printf("%s %s\n", g->v[i].failed ? "FAIL" : "PASS", gmt_esc(g->v[i].text));
+		printf("%s %s\n",
+		       g->v[i].failed	 ? "FAIL"
+		       : g->v[i].skipped ? "SKIP"
+					 : "PASS",
+		       gmt_esc(g->v[i].text));
 		if ((g->v[i].failed || g->v[i].notes) && g->v[i].details)
 			fputs(g->v[i].details, stdout);
 	}
@@ -323,32 +391,87 @@ xml_text(FILE *f, const char *s)
 	}
 }
 
-/* The JUnit XML file: one testsuite, one testcase per gate. Returns 0, or -1 (reported). */
+/* When and where the check ran, for the JUnit file's testsuite. */
+struct run_facts {
+	struct timespec start; /* CLOCK_MONOTONIC at the start */
+	time_t started;	       /* wall clock at the start */
+};
+
+/*
+ * This machine's name for `hostname` (a non-empty token without white space, as the strict Ant
+ * schema wants): gethostname(), its non-printable and space characters as '?', "localhost" when
+ * it has none.
+ */
+static void
+host_name(char *buf, size_t size)
+{
+	if (gethostname(buf, size) != 0 || !buf[0]) {
+		snprintf(buf, size, "localhost");
+		return;
+	}
+	buf[size - 1] = '\0';
+	for (char *c = buf; *c; c++)
+		if ((unsigned char)*c <= ' ' || (unsigned char)*c == 0x7f)
+			*c = '?';
+}
+
+/*
+ * The JUnit XML file: one testsuite, one testcase per gate. It validates against the strict Ant
+ * JUnit schema and Jenkins' (tests/check/schemas): the suite has name, tests, failures, errors,
+ * time, timestamp (UTC, no zone, as Ant writes it), hostname, package and id; properties, the
+ * testcases, system-out and system-err in that order; every testcase classname, name and time.
+ * The strict Ant schema knows no "skipped": a skipped gate is a testcase without a failure, and
+ * system-out says it was skipped and why (as the gates' output does). Returns 0, or -1
+ * (reported).
+ */
 static int
-write_junit(const char *path, const struct gmt_gates *g, size_t failed)
+write_junit(const char *path,
+	    const struct gmt_gates *g,
+	    size_t failed,
+	    size_t skipped,
+	    const struct run_facts *run)
 {
 	FILE *f = fopen(path, "w");
+	char host[256], stamp[32];
+	struct timespec now;
+	struct tm tm;
+	double secs;
 
 	if (!f) {
 		fprintf(stderr, "gpumemtrace check: cannot write %s: %s\n", gmt_esc(path),
 			strerror(errno));
 		return -1;
 	}
-	fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
-	fprintf(f, "<testsuites name=\"gpumemtrace check\" tests=\"%zu\" failures=\"%zu\">\n", g->n,
-		failed);
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	secs = (double)(now.tv_sec - run->start.tv_sec) +
+	       (double)(now.tv_nsec - run->start.tv_nsec) / 1e9;
+	if (!gmtime_r(&run->started, &tm) ||
+	    !strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%S", &tm))
+		snprintf(stamp, sizeof(stamp), "1970-01-01T00:00:00");
+	host_name(host, sizeof(host));
+	fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites>\n");
 	fprintf(f,
 		"  <testsuite name=\"gpumemtrace check\" tests=\"%zu\" failures=\"%zu\" "
-		"errors=\"0\" skipped=\"0\">\n",
-		g->n, failed);
+		"errors=\"0\" time=\"%.3f\" timestamp=\"%s\" hostname=\"",
+		g->n, failed, secs > 0 ? secs : 0.0, stamp);
+	xml_text(f, host);
+	fprintf(f, "\" package=\"gpumemtrace\" id=\"0\">\n");
+	fprintf(f,
+		"    <properties>\n"
+		"      <property name=\"gpumemtrace.version\" value=\"%s\"/>\n"
+		"      <property name=\"gpumemtrace.skipped\" value=\"%zu\"/>\n"
+		"    </properties>\n",
+		GMT_VERSION, skipped);
 	for (size_t i = 0; i < g->n; i++) {
+		/* the gates are judged together from the report once it is read: the suite's time
+		 * is the check's, each gate's 0 */
 		fprintf(f, "    <testcase classname=\"gpumemtrace.check\" name=\"");
 		xml_text(f, g->v[i].name);
 		if (!g->v[i].failed) {
-			fprintf(f, "\"/>\n");
+			fprintf(f, "\" time=\"0\"/>\n");
 			continue;
 		}
-		fprintf(f, "\">\n      <failure type=\"gate\" message=\"");
+		fprintf(f, "\" time=\"0\">\n      <failure type=\"gate\" message=\"");
 		xml_text(f, g->v[i].text);
 		fprintf(f, "\">");
 		xml_text(f, g->v[i].text);
@@ -356,7 +479,16 @@ write_junit(const char *path, const struct gmt_gates *g, size_t failed)
 		xml_text(f, g->v[i].details);
 		fprintf(f, "</failure>\n    </testcase>\n");
 	}
-	fprintf(f, "  </testsuite>\n</testsuites>\n");
+	fprintf(f, "    <system-out>");
+	xml_text(f, g->notes);
+	for (size_t i = 0; i < g->n; i++) {
+		if (!g->v[i].skipped)
+			continue;
+		fprintf(f, "SKIP ");
+		xml_text(f, g->v[i].text);
+		fprintf(f, "\n");
+	}
+	fprintf(f, "</system-out>\n    <system-err></system-err>\n  </testsuite>\n</testsuites>\n");
 	if (ferror(f) | fclose(f)) {
 		fprintf(stderr, "gpumemtrace check: cannot write %s: %s\n", gmt_esc(path),
 			strerror(errno));
@@ -371,11 +503,13 @@ int
 gmt_cmd_check(int argc, char **argv)
 {
 	struct options o = {.check.max_increase = 10.0};
+	struct run_facts run = {.started = time(NULL)};
 	struct gmt_gates gates = {0};
 	json_t *doc = NULL, *base = NULL;
-	size_t failed = 0;
+	size_t failed = 0, skipped = 0;
 	int rc;
 
+	clock_gettime(CLOCK_MONOTONIC, &run.start);
 	rc = parse_options(&o, argc, argv);
 	if (rc >= 0)
 		goto out;
@@ -405,12 +539,16 @@ gmt_cmd_check(int argc, char **argv)
 	print_gates(&gates, o.quiet);
 	if (!o.quiet)
 		print_suppressions(&o.supp);
+	skipped = gmt_gates_skipped(&gates);
 	if (failed)
-		printf("gpumemtrace check: FAIL: %zu of %zu gates\n", failed, gates.n);
+		printf("gpumemtrace check: FAIL: %zu of %zu gates", failed, gates.n);
 	else
-		printf("gpumemtrace check: PASS (%zu gates)\n", gates.n);
+		printf("gpumemtrace check: PASS (%zu gates", gates.n);
+	if (skipped)
+		printf("%s%zu skipped", failed ? " (" : ", ", skipped);
+	printf("%s\n", failed ? (skipped ? ")" : "") : ")");
 	rc = failed ? GMT_EXIT_GATE : GMT_EXIT_OK;
-	if (o.junit && write_junit(o.junit, &gates, failed) != 0)
+	if (o.junit && write_junit(o.junit, &gates, failed, skipped, &run) != 0)
 		rc = GMT_EXIT_USAGE;
 	if (fflush(stdout) != 0 || ferror(stdout)) {
 		fprintf(stderr, "gpumemtrace check: cannot write standard output: %s\n",
@@ -423,5 +561,7 @@ out:
 	json_decref(base);
 	gmt_suppressions_free(&o.supp);
 	free(o.check.peaks);
+	free(o.check.tensor_leaks);
+	free(o.check.frags);
 	return rc;
 }

@@ -29,7 +29,7 @@ gmt_report_doc_load(const char *cmd, char *const *paths, size_t n, int *rc)
 		if (st == GMT_DOC_BAD_VERSION) {
 			fprintf(stderr,
 				"gpumemtrace %s: %s: report_version %s%lld is not supported (this "
-				"version reads 2 and %d)\n",
+				"version reads 2 to %d)\n",
 				cmd, gmt_esc(paths[i]),
 				json_is_integer(version) ? "" : "(not an integer) ",
 				(long long)json_integer_value(version), GMT_REPORT_JSON_VERSION);

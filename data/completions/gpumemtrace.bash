@@ -82,7 +82,8 @@ _gpumemtrace()
 	check)
 		case $prev in
 		--max-leaked-bytes | --max-leaked-allocs | --max-peak-bytes | --max-growth-bytes | \
-			--max-failed | --max-increase)
+			--max-failed | --max-tensor-leak | --max-tensor-growth | --max-fragmentation | \
+			--max-increase)
 			return
 			;;
 		--baseline | --suppressions | --junit)
@@ -93,7 +94,8 @@ _gpumemtrace()
 		esac
 		if [[ $cur == -* ]]; then
 			COMPREPLY=($(compgen -W '--max-leaked-bytes --max-leaked-allocs --max-peak-bytes
-				--max-growth-bytes --max-failed --baseline --max-increase --suppressions
+				--max-growth-bytes --max-failed --max-tensor-leak --max-tensor-growth
+				--max-fragmentation --baseline --max-increase --suppressions
 				--count-cached --no-default-suppressions --allow-incomplete --allow-drops
 				--junit -q --quiet -h --help -V --version' -- "$cur"))
 		else

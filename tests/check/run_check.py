@@ -4,7 +4,7 @@
     run_check.py --exe BUILD/tools/gpumemtrace --golden tests/golden/traces \\
                  --victim BUILD/tests/stacks/victim_stacks GROUP
 
-GROUP: usage, gates, suppress, growth, baseline, junit, diff.
+GROUP: usage, gates, suppress, growth, baseline, junit, diff, cached, tensors, integrity.
 
 Traces are written here, small and synthetic (docs/trace-format.md). Their stacks are real return
 addresses of tests/stacks/victim_stacks (built -O0 -g; tests/stacks/make_trace.py finds them), so
@@ -13,9 +13,11 @@ come from the trace as written here, never from the tool.
 """
 import argparse
 import copy
+import datetime
 import json
 import os
 import re
+import socket
 import subprocess
 import sys
 import tempfile
@@ -457,13 +459,64 @@ def group_baseline(tool, victim, golden):
     check(rc == 3 and "baseline" in err, "unreadable baseline: exit 3", err)
 
 
+SCHEMAS = os.path.join(HERE, "schemas")
+
+
+def junit_valid(xml, what):
+    """The JUnit file validates against the strict Ant JUnit schema and Jenkins' (xmllint,
+    schemas/: written from their published rules: required attributes and their types, the
+    order of a suite's elements)."""
+    for xsd in ("junit-ant-strict.xsd", "junit-jenkins.xsd"):
+        try:
+            p = subprocess.run(["xmllint", "--noout", "--schema", os.path.join(SCHEMAS, xsd), xml],
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=60)
+        except FileNotFoundError:
+            check(False, "xmllint is installed (scripts/setup installs libxml2-utils)")
+            return
+        check(p.returncode == 0, "JUnit %s: valid against %s" % (what, xsd),
+              p.stdout.decode("utf-8", "replace"))
+
+
 def group_junit(tool, victim, golden):
     path = leaky_trace(tool, victim, "leaky.jsonl")
     xml = tool.path("gmt.xml")
+    before = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0, tzinfo=None)
     rc, out, err = tool.run("check", "--max-leaked-bytes", "0", "--max-leaked-allocs", "10",
                             "--max-peak-bytes", "1MiB", "--max-failed", "0", "--junit", xml,
                             path)
+    after = datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
     check(rc == 1, "junit run: exit 1", out)
+    junit_valid(xml, "with failures")
+    suite = ET.parse(xml).getroot().find("testsuite")
+    try:
+        stamp = datetime.datetime.strptime(suite.get("timestamp") or "", "%Y-%m-%dT%H:%M:%S")
+        check(before <= stamp <= after, "timestamp is when the check ran, in UTC (%s)" % stamp)
+    except ValueError:
+        check(False, "timestamp is YYYY-MM-DDTHH:MM:SS (%r)" % suite.get("timestamp"))
+    host = re.sub(r"[\x00-\x20\x7f]", "?", socket.gethostname()) or "localhost"
+    check(suite.get("hostname") == host, "hostname is this machine's (%r, %r)"
+          % (suite.get("hostname"), host))
+    try:
+        t = float(suite.get("time"))
+        check(0 <= t < 60, "time is the check's seconds (%s)" % suite.get("time"))
+    except (TypeError, ValueError):
+        check(False, "time is a number (%r)" % suite.get("time"))
+    # The schemas have teeth: what they forbid is refused (an element out of order, a missing
+    # hostname, a non-numeric time).
+    good = open(xml, encoding="utf-8").read()
+    for name, bad in [("order", good.replace("<system-err></system-err>", "").replace(
+                           "<system-out>", "<system-err></system-err><system-out>")),
+                      ("hostname", re.sub(r' hostname="[^"]*"', "", good)),
+                      ("time", re.sub(r' time="[0-9.]*" timestamp', ' time="soon" timestamp', good))]:
+        p = subprocess.run(["xmllint", "--noout", "--schema",
+                            os.path.join(SCHEMAS, "junit-ant-strict.xsd"),
+                            tool.write_text("bad-%s.xml" % name, bad)],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=60)
+        check(p.returncode != 0, "the strict Ant schema refuses a bad %s" % name)
+    rc2, out2, _ = tool.run("check", "--max-leaked-bytes", "1G", "--junit", tool.path("pass.xml"),
+                            path)
+    check(rc2 == 0, "passing junit run: exit 0", out2)
+    junit_valid(tool.path("pass.xml"), "all passed")
     root = ET.parse(xml).getroot()
     suites = root.findall("testsuite") if root.tag == "testsuites" else [root]
     cases = [c for s in suites for c in s.findall("testcase")]
@@ -493,6 +546,7 @@ def group_junit(tool, victim, golden):
         check("operator<<(A&, \"B\" 'c') ]]>" in text, "XML special characters round-trip")
     except ET.ParseError as e:
         check(False, "JUnit XML with special characters parses", str(e))
+    junit_valid(xml, "with XML's special characters")
     rc, out, err = tool.run("check", "--max-leaked-bytes", "0", "--junit",
                             tool.path("no/such/dir/x.xml"), path)
     check(rc == 2 and "cannot write" in err, "unwritable --junit file: exit 2", err)
@@ -580,8 +634,23 @@ def group_cached(tool, victim, golden):
     check(rc == 1, "--no-default-suppressions counts cuBLAS's memory (%d)" % rc, out)
 
     # A report written by report_version 2 (a saved baseline): leaked_bytes held the cache then,
-    # and the stacks had only `cache`. It is read as version 3: the same gates, the same figures.
+    # and the stacks had only `cache`. It is read as this version: the same gates, the same figures.
     doc = tool.report(path)
+    check(doc["report_version"] == 4, "the report is version 4 (%r)" % doc["report_version"])
+    # Version 3 lacked only keys added since (docs/report-json.md): read as it is.
+    v3doc = copy.deepcopy(doc)
+    v3doc["report_version"] = 3
+    for p in v3doc["processes"]:
+        p.pop("tensors", None)
+    v3 = tool.write_json("v3.json", v3doc)
+    rc3, out3, err3 = tool.run("check", "--max-leaked-bytes", "1MiB", "--max-tensor-leak", "0",
+                               v3)
+    rc4, out4, _ = tool.run("check", "--max-leaked-bytes", "1MiB", "--max-tensor-leak", "0", path)
+    check(rc3 == 0 and out3 == out4 and "SKIP max-tensor-leak: " in out3,
+          "a version 3 report: the same gates as its traces (%d)" % rc3, out3 + err3)
+    rc, out, err = tool.run("diff", "--format", "json", v3, path)
+    check(rc == 0 and json.loads(out)["sites_changed"] == 0,
+          "diff of a version 3 report and its traces: nothing changed (%d)" % rc, out + err)
     s = doc["summary"]
     check(s["leaked_bytes"] == 9 * MiB and s["cached_at_exit_bytes"] == 20 * MiB + 4,
           "summary: leaked_bytes leaves the cache out (%d), cached_at_exit_bytes has it (%d)"
@@ -706,9 +775,150 @@ def group_integrity(tool, victim, golden):
           "JUnit: complete-traces is a failed testcase with the reason")
 
 
+SEG = 0x7f0000000000
+
+
+def tensor_trace(tool, victim, name, blocks=True, steps=4):
+    """The PyTorch layer on one 20 MiB segment of device 0 (docs/trace-format.md, block lines):
+    b keeps 1 MiB a step (live 1 -> `steps` MiB at the markers: growth steps-1 MiB; all of it
+    live at the end), a's 2 MiB temporary at 10 MiB is freed each step; then main takes 1 MiB
+    blocks at 12..17 MiB and frees every other one: free memory 4..12 (a's freed temporary and
+    the first freed block merge with it), 14, 16, 18..19 MiB (9 + 1 + 1 + 2 = 13 MiB, the largest
+    9 MiB: fragmentation 1 - 9/13 = 0.308 at the end).
+    Without `blocks`, the same CUDA-level trace with no block lines."""
+    t = Trace(victim)
+    t.seq += 1
+    t.add({"type": "torch", "seq": t.seq, "ts": 1000000000 + 1000 * t.seq, "version": "2.11.0",
+           "backend": "native", "alloc_conf": "", "layer": "blocks"})
+    t.event("alloc", Victim.S_MAIN, 20 * MiB, ptr=SEG)
+
+    def block(action, ptr, size, stack=0):
+        t.seq += 1
+        rec = {"type": "block", "seq": t.seq, "ts": 1000000000 + 1000 * t.seq, "tid": 4242,
+               "action": action, "device": 0, "ptr": "0x%x" % ptr, "size": size,
+               "stream": "0x0", "pool": [0, 0]}
+        if stack:
+            rec["stack"] = stack
+        t.add(rec)
+
+    if blocks:
+        block("segment_alloc", SEG, 20 * MiB)
+    for step in range(steps):
+        if blocks:
+            block("alloc", SEG + step * MiB, MiB, Victim.S_B)
+            block("alloc", SEG + 10 * MiB, 2 * MiB, Victim.S_A)
+            block("free_requested", SEG + 10 * MiB, 2 * MiB)
+            block("free_completed", SEG + 10 * MiB, 2 * MiB)
+        t.mark("step %d" % step)
+    if blocks:
+        for i in range(6):
+            block("alloc", SEG + (12 + i) * MiB, MiB, Victim.S_MAIN)
+        for i in range(0, 6, 2):
+            block("free_requested", SEG + (12 + i) * MiB, MiB)
+            block("free_completed", SEG + (12 + i) * MiB, MiB)
+    t.mark("end")
+    path = tool.path(name)
+    t.write(path)
+    return path
+
+
+def group_tensors(tool, victim, golden):
+    path = tensor_trace(tool, victim, "tensors.jsonl")
+    b_line = victim.lines["b-weights"]
+    live = 4 * MiB + 3 * MiB  # b's four blocks and main's three kept ones
+
+    rc, out, err = tool.run("check", "--max-tensor-leak", str(live), path)
+    check(rc == 0 and "PASS max-tensor-leak device 0: tensors still referenced at the end "
+          "7.0 MiB (7340032 bytes) <= limit" in out, "tensor leak at the limit passes", out + err)
+    check("(13.0 MiB (13631488 bytes) cached but free at the end, not counted" in out,
+          "the cache's free memory is stated, not counted", out)
+    rc, out, err = tool.run("check", "--max-tensor-leak", str(live - 1), path)
+    check(rc == 1 and "FAIL max-tensor-leak device 0" in out, "one byte below: fails", out)
+    check(re.search(r"4\.0 MiB \(4194304 bytes\) in 4 tensors still referenced: "
+                    r"\S*victim_stacks\.c:%d in b\n" % b_line, out) is not None,
+          "the leak names b's line (victim_stacks.c:%d)" % b_line, out)
+    check(0 <= out.find(" in b\n") < out.find(" in main\n"), "largest tensor site first", out)
+    rc, out, err = tool.run("check", "--max-tensor-leak", "1=0", "--max-tensor-leak",
+                            "0=%d" % live, path)
+    check(rc == 0 and "PASS max-tensor-leak device 0" in out and
+          "PASS max-tensor-leak device 1: no process used the device at the tensor level" in out,
+          "per-device limits", out)
+
+    rc, out, err = tool.run("check", "--max-tensor-growth", "3MiB", path)
+    check(rc == 0 and "largest growth of a tensor site 3.0 MiB (3145728 bytes) <= limit" in out,
+          "tensor growth at the limit passes", out)
+    rc, out, err = tool.run("check", "--max-tensor-growth", str(3 * MiB - 1), path)
+    check(rc == 1 and re.search(r"grew 3\.0 MiB \(3145728 bytes\) \(1\.0 MiB \(1048576 bytes\) -> "
+                                r"4\.0 MiB \(4194304 bytes\) over 5 samples.*: \S*victim_stacks"
+                                r"\.c:%d in b" % b_line, out) is not None,
+          "growing tensor site named, first -> last", out)
+
+    rc, out, err = tool.run("check", "--max-fragmentation", "0.31", path)
+    check(rc == 0 and "fragmentation of the cache at most 0.308 <= limit 0.310" in out,
+          "fragmentation under the limit passes", out)
+    rc, out, err = tool.run("check", "--max-fragmentation", "30%", path)
+    check(rc == 1 and "13.0 MiB (13631488 bytes) reserved but unallocated, the largest free "
+          "block 9.0 MiB (9437184 bytes)" in out, "fragmentation over 30%: fails with the pieces",
+          out)
+    for bad in ("1.5", "-0.1", "x", "0=abc"):
+        rc, out, err = tool.run("check", "--max-fragmentation", bad, path)
+        check(rc == 2 and "--max-fragmentation: invalid fraction" in err,
+              "--max-fragmentation %s: exit 2, named" % bad, err)
+
+    # Suppressions take tensor sites as they take others: a frame of the stack, the site line.
+    supp = write_supp(tool, "t.supp", ["leak:^b$", "growth:victim_stacks.c"])
+    rc, out, err = tool.run("check", "--max-tensor-leak", str(3 * MiB), "--max-tensor-growth", "0",
+                            "--suppressions", supp, path)
+    check(rc == 0 and "(4.0 MiB (4194304 bytes) suppressed)" in out and
+          "(3.0 MiB (3145728 bytes) suppressed)" in out, "leak: and growth: take tensor sites",
+          out)
+    check(re.search(r"\n\s+1\s+4\.0 MiB \(4194304 bytes\)\s+leak:\^b\$", out) is not None,
+          "the suppression counts what it took", out)
+
+    # No block lines: skipped, saying so, not passed silently.
+    plain = tensor_trace(tool, victim, "plain.jsonl", blocks=False)
+    rc, out, err = tool.run("check", "--max-tensor-leak", "0", "--max-tensor-growth", "0",
+                            "--max-fragmentation", "0", "--junit", tool.path("t.xml"), plain)
+    check(rc == 0 and out.count("skipped: no tensor level (no block lines)") == 3 and
+          "SKIP max-tensor-leak: " in out, "without block lines the three gates are skipped", out)
+    check(last_line(out) == "gpumemtrace check: PASS (4 gates, 3 skipped)", "summary counts them",
+          out)
+    suite = ET.parse(tool.path("t.xml")).getroot().find("testsuite")
+    props = {p.get("name"): p.get("value") for p in suite.iter("property")}
+    sysout = suite.find("system-out").text or ""
+    check(props.get("gpumemtrace.skipped") == "3" and
+          sysout.count("skipped: no tensor level (no block lines)") == 3 and
+          all(c.find("failure") is None for c in suite.findall("testcase")),
+          "JUnit: the skipped gates do not fail, system-out says why (%r)" % props, sysout)
+    junit_valid(tool.path("t.xml"), "with skipped gates")
+    rc, out, err = tool.run("check", "--max-tensor-leak", "0", "--max-leaked-bytes", "0", plain,
+                            path)
+    check("note: 1 of 2 processes have no tensor level" in out and
+          "max-tensor-leak device 0" in out, "a mix: the note, and the gate on the other", out)
+
+    # Real traces of the H200 (tests/fixtures/h200-torch2.11/tensors), torch's figures beside.
+    fx = os.path.join(HERE, "..", "fixtures", "h200-torch2.11", "tensors")
+    with open(os.path.join(fx, "growth.stats.json")) as f:
+        marks = json.load(f)["markers"]
+    grew = marks[-1]["allocated"] - marks[0]["allocated"]  # memory_allocated(), first to last
+    g = os.path.join(fx, "growth.jsonl")
+    rc, out, err = tool.run("check", "--max-tensor-growth", str(grew), g)
+    check(rc == 0, "H200 growth: torch's growth %d passes at the limit" % grew, out + err)
+    rc, out, err = tool.run("check", "--max-tensor-growth", str(grew - 1), g)
+    check(rc == 1 and "tensor_answers.py:43 in run_growth" in out,
+          "H200 growth: one byte below fails at run_growth's line", out)
+    with open(os.path.join(fx, "frag.stats.json")) as f:
+        at_oom = json.load(f)["at_oom"]
+    unalloc = at_oom["reserved"] - at_oom["allocated"]
+    rc, out, err = tool.run("check", "--max-fragmentation", "0.9", os.path.join(fx, "frag.jsonl"))
+    check(rc == 1 and "(%s (%d bytes) reserved but unallocated" % ("1.0 GiB", unalloc) in out,
+          "H200 frag: fails with torch's reserved-but-unallocated bytes", out)
+
+
 GROUPS = {"usage": group_usage, "gates": group_gates, "suppress": group_suppress,
           "growth": group_growth, "baseline": group_baseline, "junit": group_junit,
-          "diff": group_diff, "cached": group_cached, "integrity": group_integrity}
+          "diff": group_diff, "cached": group_cached, "integrity": group_integrity,
+          "tensors": group_tensors}
 
 
 def main():

@@ -162,8 +162,8 @@ def check_json_schema(g, name, text):
                     "cached_at_exit_bytes", "cached_at_exit_allocations", "probe_failures",
                     "recovered_failures"]
     problems = []
-    if doc.get("report_version") != 3:
-        problems.append("report_version is not 3")
+    if doc.get("report_version") != 4:
+        problems.append("report_version is not 4")
     by = doc.get("summary", {}).get("cached_at_exit")
     if not isinstance(by, dict) or sorted(by) != ["cupy", "pytorch", "xla"]:
         problems.append("summary.cached_at_exit lacks an allocator")

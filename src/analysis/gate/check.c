@@ -139,6 +139,16 @@ gmt_gates_failed(const struct gmt_gates *g)
 	return n;
 }
 
+size_t
+gmt_gates_skipped(const struct gmt_gates *g)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < g->n; i++)
+		n += g->v[i].skipped;
+	return n;
+}
+
 // --- Default suppressions -------------------------------------------------------------------
 
 /*
@@ -481,17 +491,17 @@ leak_gates(struct gmt_gates *gates,
 	}
 }
 
-/* The limit of --max-peak-bytes for @p device: the last DEV= for it, else the last plain one. */
-static const struct gmt_peak_limit *
-peak_limit_for(const struct gmt_check_options *o, long device)
+/* The limit of @p v (@p n of them) for @p device: the last DEV= for it, else the last plain one. */
+static const struct gmt_dev_limit *
+limit_for(const struct gmt_dev_limit *v, size_t n, long device)
 {
-	const struct gmt_peak_limit *all = NULL, *one = NULL;
+	const struct gmt_dev_limit *all = NULL, *one = NULL;
 
-	for (size_t i = 0; i < o->npeaks; i++) {
-		if (o->peaks[i].all)
-			all = &o->peaks[i];
-		else if (o->peaks[i].device == device)
-			one = &o->peaks[i];
+	for (size_t i = 0; i < n; i++) {
+		if (v[i].all)
+			all = &v[i];
+		else if (v[i].device == device)
+			one = &v[i];
 	}
 	return one ? one : all;
 }
@@ -546,6 +556,47 @@ peak_kept(const json_t *doc,
 	return bytes - (*taken < bytes ? *taken : bytes);
 }
 
+/* Append @p device to *@p v (*@p n of them); false out of memory. */
+static bool
+device_add(struct gmt_gates *gates, long **v, size_t *n, long device)
+{
+	if (!grow(gates, (void **)v, *n + 1, sizeof(**v)))
+		return false;
+	(*v)[(*n)++] = device;
+	return true;
+}
+
+/* Sort the @p n devices of @p v and squeeze out repeats; their number. */
+static size_t
+devices_sorted(long *v, size_t n)
+{
+	size_t i;
+
+	/* Insertion sort, then squeeze out repeats: a handful of devices. */
+	for (i = 1; i < n; i++)
+		for (size_t j = i; j > 0 && v[j - 1] > v[j]; j--) {
+			long t = v[j];
+			v[j] = v[j - 1];
+			v[j - 1] = t;
+		}
+	size_t m = 0;
+	for (i = 0; i < n; i++)
+		if (m == 0 || v[m - 1] != v[i])
+			v[m++] = v[i];
+	return m;
+}
+
+/* The devices of the DEV= limits of @p lim (@p nlim) appended to *@p v; false out of memory. */
+static bool
+limit_devices(
+    struct gmt_gates *gates, const struct gmt_dev_limit *lim, size_t nlim, long **v, size_t *n)
+{
+	for (size_t i = 0; i < nlim; i++)
+		if (!lim[i].all && !device_add(gates, v, n, lim[i].device))
+			return false;
+	return true;
+}
+
 /* The devices any peaks[] entry or DEV= limit names, sorted, without duplicates. */
 static size_t
 peak_devices(struct gmt_gates *gates,
@@ -559,30 +610,13 @@ peak_devices(struct gmt_gates *gates,
 
 	json_array_foreach(json_object_get(doc, GMT_RK_PEAKS), i, p)
 	{
-		if (!grow(gates, (void **)&v, n + 1, sizeof(*v)))
+		if (!device_add(gates, &v, &n,
+				(long)json_integer_value(json_object_get(p, GMT_RK_DEVICE))))
 			break;
-		v[n++] = (long)json_integer_value(json_object_get(p, GMT_RK_DEVICE));
 	}
-	for (i = 0; i < o->npeaks; i++) {
-		if (o->peaks[i].all)
-			continue;
-		if (!grow(gates, (void **)&v, n + 1, sizeof(*v)))
-			break;
-		v[n++] = o->peaks[i].device;
-	}
-	/* Insertion sort, then squeeze out repeats: a handful of devices. */
-	for (i = 1; i < n; i++)
-		for (size_t j = i; j > 0 && v[j - 1] > v[j]; j--) {
-			long t = v[j];
-			v[j] = v[j - 1];
-			v[j - 1] = t;
-		}
-	size_t m = 0;
-	for (i = 0; i < n; i++)
-		if (m == 0 || v[m - 1] != v[i])
-			v[m++] = v[i];
+	limit_devices(gates, o->peaks, o->npeaks, &v, &n);
 	*out = v;
-	return m;
+	return devices_sorted(v, n);
 }
 
 /* One gate per device: every process's peak on it against the device's limit. */
@@ -591,7 +625,7 @@ peak_gate(struct gmt_gates *gates,
 	  const struct gmt_check_options *o,
 	  const json_t *doc,
 	  long device,
-	  const struct gmt_peak_limit *lim)
+	  const struct gmt_dev_limit *lim)
 {
 	struct gmt_suppressions *supp = o->supp;
 	struct gmt_gate *gate = gate_add(gates, "max-peak-bytes device %ld", device);
@@ -644,7 +678,7 @@ peak_gates(struct gmt_gates *gates, const struct gmt_check_options *o, const jso
 		return;
 	n = peak_devices(gates, o, doc, &devices);
 	for (size_t i = 0; i < n; i++) {
-		const struct gmt_peak_limit *lim = peak_limit_for(o, devices[i]);
+		const struct gmt_dev_limit *lim = limit_for(o->peaks, o->npeaks, devices[i]);
 
 		if (lim)
 			peak_gate(gates, o, doc, devices[i], lim);
@@ -881,6 +915,446 @@ integrity_gate(struct gmt_gates *gates, const struct gmt_check_options *o, const
 	gate->notes = true; /* allowed, it still names the files */
 }
 
+// --- The tensor level ---------------------------------------------------------------------
+//
+// PyTorch's caching allocator seen from inside (`processes[].tensors`, from the trace's block
+// lines): a tensor still referenced at the end is a leak there, although the CUDA-level gates
+// count the cache's segments; growth shows inside the cache before any new segment; and the
+// cache's free memory in small pieces is fragmentation. A trace without block lines has no
+// tensor level: these gates are skipped, saying so, rather than passing on nothing.
+
+#define TENSOR_SKIP "skipped: no tensor level (no block lines)"
+
+/* "process 1 (pid 4242)" for processes[@p i]. */
+static const char *
+who_proc(const json_t *p, size_t i, char *buf, size_t size)
+{
+	const json_t *pid = json_object_get(p, GMT_RK_PID);
+
+	if (json_is_integer(pid))
+		snprintf(buf, size, "process %zu (pid %lld)", i,
+			 (long long)json_integer_value(pid));
+	else
+		snprintf(buf, size, "process %zu", i);
+	return buf;
+}
+
+/* The processes of @p doc with the tensor level, and (*@p without) those without. */
+static size_t
+tensor_processes(const json_t *doc, size_t *without)
+{
+	const json_t *p;
+	size_t i, n = 0;
+
+	*without = 0;
+	json_array_foreach(json_object_get(doc, GMT_RK_PROCESSES), i, p)
+	{
+		if (json_is_object(json_object_get(p, GMT_RK_TENSORS)))
+			n++;
+		else
+			(*without)++;
+	}
+	return n;
+}
+
+/* The entry of `tensors.devices[]` of @p tensors for @p device, or NULL. */
+static const json_t *
+tensor_device(const json_t *tensors, long device)
+{
+	const json_t *d;
+	size_t i;
+
+	json_array_foreach(json_object_get(tensors, GMT_RK_DEVICES), i, d)
+	{
+		if (json_integer_value(json_object_get(d, GMT_RK_DEVICE)) == device)
+			return d;
+	}
+	return NULL;
+}
+
+/* The devices of every process's tensor level and of the DEV= limits, sorted, no repeats. */
+static size_t
+tensor_devices(struct gmt_gates *gates,
+	       const json_t *doc,
+	       const struct gmt_dev_limit *lim,
+	       size_t nlim,
+	       long **out)
+{
+	long *v = NULL;
+	size_t n = 0, i, k;
+	const json_t *p, *d;
+
+	json_array_foreach(json_object_get(doc, GMT_RK_PROCESSES), i, p)
+	{
+		json_array_foreach(
+		    json_object_get(json_object_get(p, GMT_RK_TENSORS), GMT_RK_DEVICES), k, d)
+		{
+			if (!device_add(
+				gates, &v, &n,
+				(long)json_integer_value(json_object_get(d, GMT_RK_DEVICE))))
+				break;
+		}
+	}
+	limit_devices(gates, lim, nlim, &v, &n);
+	*out = v;
+	return devices_sorted(v, n);
+}
+
+/*
+ * The first suppression of @p type that takes the tensor site @p row of process @p process: its
+ * pattern found in the row's `site` or `callers` (the user's lines, "file:line in function"), or
+ * in the frames of its stack where call_stacks[] has them. Counts nothing.
+ */
+static struct gmt_suppression *
+tensor_supp(const json_t *doc,
+	    size_t process,
+	    const json_t *row,
+	    enum gmt_supp_type type,
+	    struct gmt_suppressions *supp)
+{
+	const json_t *cs = call_stack_of(doc, (json_int_t)process,
+					 json_integer_value(json_object_get(row, GMT_RK_STACK)));
+	const json_t *c;
+	size_t k;
+
+	for (size_t i = 0; i < supp->n; i++) {
+		struct gmt_suppression *s = &supp->v[i];
+		struct gmt_suppressions one = {.v = s, .n = 1};
+		bool hit = false;
+
+		if (s->type != type)
+			continue;
+		hit = gmt_supp_pattern_match(s->pattern, str_key(row, GMT_RK_SITE));
+		json_array_foreach(json_object_get(row, GMT_RK_CALLERS), k, c)
+		{
+			hit = hit || gmt_supp_pattern_match(s->pattern, json_string_value(c));
+		}
+		if (hit || (cs && gmt_suppressions_match(&one, type, cs, NULL, NULL, NULL)))
+			return s;
+	}
+	return NULL;
+}
+
+/* A tensor site's line: its site and the lines that called it, escaped. */
+static void
+tensor_site_text(struct gmt_gate *gate, const json_t *row)
+{
+	const json_t *c;
+	size_t k;
+
+	detail(gate, "%s", gmt_esc(str_key(row, GMT_RK_SITE) ? str_key(row, GMT_RK_SITE) : "?"));
+	json_array_foreach(json_object_get(row, GMT_RK_CALLERS), k, c)
+	    detail(gate, "%s%s", k ? " <- " : ", called from ",
+		   gmt_esc(json_string_value(c) ? json_string_value(c) : "?"));
+}
+
+/*
+ * The bytes of @p process's tensors still referenced at the end of its trace on @p device
+ * (`devices[].end.allocated`) less what leak: suppressions take of `live_at_exit[]` (added to
+ * *@p taken and to their counters when @p count); each kept site becomes a violation line under
+ * @p details when not NULL.
+ */
+static uint64_t
+tensor_leak_kept(const json_t *doc,
+		 size_t process,
+		 const json_t *tensors,
+		 long device,
+		 struct gmt_suppressions *supp,
+		 uint64_t *taken,
+		 struct gmt_gate *details)
+{
+	uint64_t live = gmt_json_u64(json_object_get(tensor_device(tensors, device), GMT_RK_END),
+				     GMT_RK_ALLOCATED);
+	uint64_t rest = 0, took = 0;
+	size_t i, shown = 0, more = 0;
+	const json_t *r;
+	char b[GMT_SIZE_TEXT];
+
+	json_array_foreach(json_object_get(tensors, GMT_RK_LIVE_AT_EXIT), i, r)
+	{
+		uint64_t bytes = gmt_json_u64(r, GMT_RK_BYTES), n = gmt_json_u64(r, GMT_RK_TENSORS);
+		struct gmt_suppression *s;
+
+		if (json_integer_value(json_object_get(r, GMT_RK_DEVICE)) != device)
+			continue;
+		if ((s = tensor_supp(doc, process, r, GMT_SUPP_LEAK, supp))) {
+			took += bytes;
+			if (!details) {
+				s->hits++;
+				s->bytes += bytes;
+				s->allocations += n;
+			}
+			continue;
+		}
+		if (!details)
+			continue;
+		if (shown++ >= CHECK_MAX_SITES) {
+			more++;
+			rest += bytes;
+			continue;
+		}
+		detail(details,
+		       "    %s in %" PRIu64 " tensor%s still referenced: ", gmt_size_text(bytes, b),
+		       n, n == 1 ? "" : "s");
+		tensor_site_text(details, r);
+		detail(details, "\n");
+	}
+	if (more)
+		detail(details, "    %s in %zu more site%s\n", gmt_size_text(rest, b), more,
+		       more == 1 ? "" : "s");
+	*taken = took;
+	return live - (took < live ? took : live);
+}
+
+/* One gate per device: every process's tensors live at the end on it against the limit. */
+static void
+tensor_leak_gate(struct gmt_gates *gates,
+		 const struct gmt_check_options *o,
+		 const json_t *doc,
+		 long device,
+		 const struct gmt_dev_limit *lim)
+{
+	struct gmt_gate *gate = gate_add(gates, "max-tensor-leak device %ld", device);
+	uint64_t worst = 0, worst_taken = 0, cached = 0;
+	char v[GMT_SIZE_TEXT], l[GMT_SIZE_TEXT], proc[64];
+	size_t i, nproc = 0, died = 0;
+	const json_t *p;
+
+	json_array_foreach(json_object_get(doc, GMT_RK_PROCESSES), i, p)
+	{
+		const json_t *t = json_object_get(p, GMT_RK_TENSORS);
+		const json_t *d = tensor_device(t, device);
+		uint64_t taken, kept;
+
+		if (!d)
+			continue;
+		nproc++;
+		died += json_is_false(json_object_get(p, GMT_RK_COMPLETE));
+		cached += gmt_json_u64(json_object_get(d, GMT_RK_END), GMT_RK_RESERVED_UNALLOCATED);
+		kept = tensor_leak_kept(doc, i, t, device, o->supp, &taken, NULL);
+		if (kept > worst || nproc == 1) {
+			worst = kept;
+			worst_taken = taken;
+		}
+		if (kept <= lim->bytes)
+			continue;
+		gate->failed = true;
+		detail(
+		    gate,
+		    "  %s: %s in tensors still referenced at the end of its trace on device %ld, "
+		    "%s over the limit\n",
+		    who_proc(p, i, proc, sizeof(proc)), gmt_size_text(kept, v), device,
+		    gmt_size_text(kept - lim->bytes, l));
+		(void)tensor_leak_kept(doc, i, t, device, o->supp, &taken, gate);
+	}
+	if (nproc == 0) {
+		say(gate, "%s: no process used the device at the tensor level (limit %s)",
+		    gate->name, gmt_size_text(lim->bytes, l));
+		return;
+	}
+	say(gate, "%s: tensors still referenced at the end %s %s limit %s", gate->name,
+	    gmt_size_text(worst, v), gate->failed ? ">" : "<=", gmt_size_text(lim->bytes, l));
+	if (nproc > 1)
+		say(gate, " (largest of %zu processes)", nproc);
+	if (worst_taken)
+		say(gate, " (%s suppressed)", gmt_size_text(worst_taken, v));
+	if (cached)
+		say(gate, " (%s cached but free at the end, not counted: empty_cache() returns it)",
+		    gmt_size_text(cached, v));
+	if (died)
+		say(gate,
+		    " (%zu process%s did not exit normally: what was live when %s trace%s ended)",
+		    died, died == 1 ? "" : "es", died == 1 ? "its" : "their", died == 1 ? "" : "s");
+}
+
+static void
+tensor_leak_gates(struct gmt_gates *gates, const struct gmt_check_options *o, const json_t *doc)
+{
+	long *devices;
+	size_t n;
+
+	if (o->ntensor_leaks == 0)
+		return;
+	n = tensor_devices(gates, doc, o->tensor_leaks, o->ntensor_leaks, &devices);
+	for (size_t i = 0; i < n; i++) {
+		const struct gmt_dev_limit *lim =
+		    limit_for(o->tensor_leaks, o->ntensor_leaks, devices[i]);
+
+		if (lim)
+			tensor_leak_gate(gates, o, doc, devices[i], lim);
+	}
+	free(devices);
+}
+
+/* Growing tensor sites (`tensors.growth[]`, last − first) against one limit. */
+static void
+tensor_growth_gate(struct gmt_gates *gates, const struct gmt_check_options *o, const json_t *doc)
+{
+	struct gmt_gate *gate;
+	uint64_t largest = 0, taken = 0;
+	size_t i, k, over = 0;
+	const json_t *p, *r;
+	char v[GMT_SIZE_TEXT], a[GMT_SIZE_TEXT], b[GMT_SIZE_TEXT], s[GMT_SIZE_TEXT], proc[64];
+
+	if (!o->tensor_growth_set)
+		return;
+	gate = gate_add(gates, "max-tensor-growth");
+	json_array_foreach(json_object_get(doc, GMT_RK_PROCESSES), i, p)
+	{
+		const json_t *t = json_object_get(p, GMT_RK_TENSORS);
+
+		json_array_foreach(json_object_get(t, GMT_RK_GROWTH), k, r)
+		{
+			uint64_t first = gmt_json_u64(r, GMT_RK_FIRST),
+				 last = gmt_json_u64(r, GMT_RK_LAST);
+			uint64_t grew = last > first ? last - first : 0;
+			struct gmt_suppression *sp;
+
+			if ((sp = tensor_supp(doc, i, r, GMT_SUPP_GROWTH, o->supp))) {
+				sp->hits++;
+				sp->bytes += grew;
+				taken += grew;
+				continue;
+			}
+			if (grew > largest)
+				largest = grew;
+			if (grew <= o->max_tensor_growth)
+				continue;
+			over++;
+			detail(gate,
+			       "    grew %s (%s -> %s over %" PRIu64
+			       " samples, about +%s a step, rose "
+			       "in %" PRIu64 " of %" PRIu64 " intervals) on device %lld, %s: ",
+			       gmt_size_text(grew, v), gmt_size_text(first, a),
+			       gmt_size_text(last, b), gmt_json_u64(t, GMT_RK_GROWTH_SAMPLES),
+			       gmt_size_text(gmt_json_u64(r, GMT_RK_PER_STEP), s),
+			       gmt_json_u64(r, GMT_RK_RISES), gmt_json_u64(r, GMT_RK_INTERVALS),
+			       (long long)json_integer_value(json_object_get(r, GMT_RK_DEVICE)),
+			       who_proc(p, i, proc, sizeof(proc)));
+			tensor_site_text(gate, r);
+			detail(gate, "\n");
+		}
+	}
+	gate->failed = over > 0;
+	if (over)
+		say(gate, "%s: %zu tensor site%s grew by more than %s", gate->name, over,
+		    over == 1 ? "" : "s", gmt_size_text(o->max_tensor_growth, v));
+	else
+		say(gate, "%s: largest growth of a tensor site %s <= limit %s", gate->name,
+		    gmt_size_text(largest, v), gmt_size_text(o->max_tensor_growth, a));
+	if (taken)
+		say(gate, " (%s suppressed)", gmt_size_text(taken, v));
+}
+
+/* One gate per device: the highest point of each process's fragmentation series on it. */
+static void
+frag_gate(struct gmt_gates *gates, const json_t *doc, long device, const struct gmt_dev_limit *lim)
+{
+	struct gmt_gate *gate = gate_add(gates, "max-fragmentation device %ld", device);
+	double worst = 0;
+	size_t i, k, nproc = 0;
+	const json_t *p, *pt;
+	char u[GMT_SIZE_TEXT], f[GMT_SIZE_TEXT], proc[64];
+
+	json_array_foreach(json_object_get(doc, GMT_RK_PROCESSES), i, p)
+	{
+		const json_t *fr =
+		    json_object_get(tensor_device(json_object_get(p, GMT_RK_TENSORS), device),
+				    GMT_RK_FRAGMENTATION);
+		double max = json_number_value(json_object_get(fr, GMT_RK_MAX));
+
+		if (!fr)
+			continue;
+		if (max > worst || nproc == 0)
+			worst = max;
+		nproc++;
+		if (max <= lim->fraction)
+			continue;
+		gate->failed = true;
+		/* the first point at the maximum: when, and how the free memory lay then */
+		json_array_foreach(json_object_get(fr, GMT_RK_SERIES), k, pt)
+		{
+			if (json_number_value(json_array_get(pt, 1)) < max)
+				continue;
+			detail(
+			    gate,
+			    "  %s: %.3f at %.6f s on device %ld (%s reserved but unallocated, the "
+			    "largest free block %s), over the limit %.3f\n",
+			    who_proc(p, i, proc, sizeof(proc)), max,
+			    json_number_value(json_array_get(pt, 0)), device,
+			    gmt_size_text((uint64_t)json_integer_value(json_array_get(pt, 2)), u),
+			    gmt_size_text((uint64_t)json_integer_value(json_array_get(pt, 3)), f),
+			    lim->fraction);
+			break;
+		}
+	}
+	if (nproc == 0) {
+		say(gate, "%s: no process used the device at the tensor level (limit %.3f)",
+		    gate->name, lim->fraction);
+		return;
+	}
+	say(gate,
+	    "%s: fragmentation of the cache at most %.3f %s limit %.3f (1 - largest free block / "
+	    "reserved-unallocated bytes)",
+	    gate->name, worst, gate->failed ? ">" : "<=", lim->fraction);
+	if (nproc > 1)
+		say(gate, " (largest of %zu processes)", nproc);
+}
+
+static void
+frag_gates(struct gmt_gates *gates, const struct gmt_check_options *o, const json_t *doc)
+{
+	long *devices;
+	size_t n;
+
+	if (o->nfrags == 0)
+		return;
+	n = tensor_devices(gates, doc, o->frags, o->nfrags, &devices);
+	for (size_t i = 0; i < n; i++) {
+		const struct gmt_dev_limit *lim = limit_for(o->frags, o->nfrags, devices[i]);
+
+		if (lim)
+			frag_gate(gates, doc, devices[i], lim);
+	}
+	free(devices);
+}
+
+/*
+ * The tensor gates asked for; each one skipped, saying so, when no process has the tensor
+ * level. When some have it, a note names how many do not.
+ */
+static void
+tensor_gates(struct gmt_gates *gates, const struct gmt_check_options *o, const json_t *doc)
+{
+	const char *asked[3] = {o->ntensor_leaks ? "max-tensor-leak" : NULL,
+				o->tensor_growth_set ? "max-tensor-growth" : NULL,
+				o->nfrags ? "max-fragmentation" : NULL};
+	size_t without, with = tensor_processes(doc, &without);
+
+	if (!asked[0] && !asked[1] && !asked[2])
+		return;
+	if (!with) {
+		for (size_t i = 0; i < 3; i++) {
+			struct gmt_gate *g;
+
+			if (!asked[i])
+				continue;
+			g = gate_add(gates, "%s", asked[i]);
+			g->skipped = true;
+			say(g, "%s: " TENSOR_SKIP, asked[i]);
+		}
+		return;
+	}
+	if (without)
+		note(gates,
+		     "note: %zu of %zu processes have no tensor level (no block lines): the tensor "
+		     "gates judge the others\n",
+		     without, with + without);
+	tensor_leak_gates(gates, o, doc);
+	tensor_growth_gate(gates, o, doc);
+	frag_gates(gates, o, doc);
+}
+
 // --- Baseline -----------------------------------------------------------------------------
 
 /* Compare one figure with the baseline's. */
@@ -958,6 +1432,7 @@ gmt_check_run(struct gmt_gates *gates,
 	peak_gates(gates, o, doc);
 	growth_gate(gates, o, doc);
 	failed_gate(gates, o, doc);
+	tensor_gates(gates, o, doc);
 	if (base)
 		baseline_gates(gates, o, doc, base);
 	for (size_t i = 0; i < gates->n; i++)

@@ -1,9 +1,11 @@
 /*
  * @brief `gpumemtrace check`'s gates over the JSON report (docs/report-json.md): leaked bytes
  * and allocations, peak device memory held, growth across markers, failed allocations, the
- * increase over a baseline, and complete-traces, always there. Each gate is a result (its
- * name, whether it failed, one line, the violations under it) for the caller to print; the
- * suppressions count what they took.
+ * increase over a baseline, and complete-traces, always there; at the tensor level (PyTorch's
+ * blocks, `processes[].tensors`), tensors still referenced at the end, growing tensor sites and
+ * the cache's fragmentation. Each gate is a result (its name, whether it failed or was skipped,
+ * one line, the violations under it) for the caller to print; the suppressions count what they
+ * took.
  */
 #ifndef GMT_GATE_CHECK_H
 #define GMT_GATE_CHECK_H
@@ -17,22 +19,32 @@
 
 #include "analysis/gate/suppress.h"
 
-/** `--max-peak-bytes [DEV=]N`. */
-struct gmt_peak_limit {
+/**
+ * A limit for one device (`DEV=`) or for every device: `--max-peak-bytes [DEV=]N`,
+ * `--max-tensor-leak [DEV=]N` (@p bytes), `--max-fragmentation [DEV=]F` (@p fraction).
+ */
+struct gmt_dev_limit {
 	bool all; /**< no DEV=: every device */
 	long device;
 	uint64_t bytes;
+	double fraction;
 };
 
 /** The gates asked for and how they judge. */
 struct gmt_check_options {
 	bool leaked_bytes_set, leaked_allocs_set, growth_set, failed_set;
 	uint64_t max_leaked_bytes, max_leaked_allocs, max_growth, max_failed;
-	struct gmt_peak_limit
+	struct gmt_dev_limit
 	    *peaks; /**< the last DEV= for a device wins, else the last plain one */
 	size_t npeaks;
-	double max_increase;   /**< percent over the baseline */
-	bool count_cached;     /**< caching allocators' memory live at exit leaks too */
+	struct gmt_dev_limit *tensor_leaks; /**< as peaks: blocks live at the end of the trace */
+	size_t ntensor_leaks;
+	struct gmt_dev_limit *frags; /**< as peaks: the cache's fragmentation (0..1) */
+	size_t nfrags;
+	bool tensor_growth_set;
+	uint64_t max_tensor_growth; /**< a tensor site's live block bytes, first to last sample */
+	double max_increase;	    /**< percent over the baseline */
+	bool count_cached;	    /**< caching allocators' memory live at exit leaks too */
 	bool allow_incomplete; /**< a process that did not exit normally passes complete-traces */
 	bool allow_drops;      /**< a trace that dropped events passes complete-traces */
 	struct gmt_suppressions *supp; /**< never NULL; their counters count what they took */
@@ -42,6 +54,7 @@ struct gmt_check_options {
 struct gmt_gate {
 	char *name; /**< "max-peak-bytes device 0" */
 	bool failed;
+	bool skipped;  /**< it could not judge (a tensor gate without block lines): not failed */
 	char *text;    /**< the result, one line (names from the trace escaped, esc.h) */
 	char *details; /**< violation lines, each indented and ending in '\n'; NULL when none */
 	bool notes;    /**< the details are worth printing when it passed too */
@@ -68,6 +81,9 @@ int gmt_check_run(struct gmt_gates *out,
 
 /** The gates of @p g that failed. */
 size_t gmt_gates_failed(const struct gmt_gates *g);
+
+/** The gates of @p g that were skipped. */
+size_t gmt_gates_skipped(const struct gmt_gates *g);
 
 void gmt_gates_free(struct gmt_gates *g);
 

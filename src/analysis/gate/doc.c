@@ -61,9 +61,10 @@ add_u64(json_t *obj, const char *key, int64_t v)
 }
 
 /*
- * A report of version 2 read as version 3 (docs/report-json.md, "Changes from report version
- * 2"), so that `check --baseline` and `diff` compare like with like: version 2 counted in
- * `leaked_bytes` what caching allocators held at exit; the only one it named is PyTorch's
+ * A report of version 2 read as this version (docs/report-json.md, "Changes from report version
+ * 2"; version 4 removed nothing), so that `check --baseline` and `diff` compare like with like:
+ * version 2 counted in `leaked_bytes` what caching allocators held at exit; the only one it named
+ * is PyTorch's
  * (`cache` "pytorch"). Its failed allocations all count (it told no probe apart).
  */
 static void
@@ -158,6 +159,15 @@ gmt_report_doc_read(const char *path, json_t **out, json_t **version_out)
 	}
 	if (json_is_integer(version) && json_integer_value(version) == 2) {
 		upgrade_v2(doc);
+		*out = doc;
+		return GMT_DOC_OK;
+	}
+	if (json_is_integer(version) && json_integer_value(version) == 3) {
+		/* version 4 only added keys (docs/report-json.md, "Changes from report version 3"):
+		 * a version-3 report is one without them; the tensor gates say it has no tensor
+		 * level */
+		json_object_set_new(doc, GMT_RK_REPORT_VERSION,
+				    json_integer(GMT_REPORT_JSON_VERSION));
 		*out = doc;
 		return GMT_DOC_OK;
 	}

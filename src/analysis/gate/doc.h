@@ -20,7 +20,8 @@ enum gmt_doc_status {
 /**
  * Read @p path as a JSON report: its first non-space byte is '{' and the whole file is one
  * object with "report_version". On GMT_DOC_OK, *@p doc is the document (json_decref() it), a
- * version-2 report read as this version (docs/report-json.md, "Changes from report version 2");
+ * version-2 or version-3 report read as this version (docs/report-json.md, "Changes from report
+ * version 2" and "... 3");
  * on GMT_DOC_BAD_VERSION, *@p version is its report_version (json_decref() it). A file that
  * cannot be opened is GMT_DOC_NONE: the trace reader says why.
  */

@@ -15,7 +15,7 @@
 #include "analysis/report/explain.h"
 
 /** Version of the JSON report's schema (docs/report-json.md), its "report_version" key. */
-#define GMT_REPORT_JSON_VERSION 3
+#define GMT_REPORT_JSON_VERSION 4
 
 /** Site lines shown in each list of the text report; the rest is summed in one line. */
 #define GMT_REPORT_MAX_ROWS 10

@@ -212,9 +212,9 @@ refs_add(
 }
 
 /*
- * Every stack the report names (leaks, failures, the peaks' allocations), once, by process then
- * id: entries refer to them by (process, stack), so a stack shared by several lists is written
- * once.
+ * Every stack the report names (leaks, failures, the peaks' allocations, the tensor level's
+ * rows), once, by process then id: entries refer to them by (process, stack), so a stack shared
+ * by several lists is written once.
  */
 static struct stack_ref *
 call_stack_refs(struct gmt_model *const *models, size_t n, size_t *nrefs)
@@ -235,6 +235,19 @@ call_stack_refs(struct gmt_model *const *models, size_t n, size_t *nrefs)
 	items = gmt_sites_stat_items(models, n, GMT_SITES_GROWING, &nitems);
 	refs_add(&v, &nv, &cap, items, nitems);
 	free(items);
+	for (size_t p = 0; p < n; p++) { /* the tensor level's rows (report_tensors.c) */
+		size_t nt;
+		uint32_t *st = gmt_tensors_row_stacks(models[p], &nt);
+
+		for (size_t i = 0; i < nt; i++) {
+			if (gmt_grow(&v, &cap, nv + 1, sizeof(*v), 64) != 0) {
+				gmt_nomem();
+				break;
+			}
+			v[nv++] = (struct stack_ref){p, st[i]};
+		}
+		free(st);
+	}
 	if (nv > 1)
 		qsort(v, nv, sizeof(*v), cmp_stack_ref);
 	for (size_t i = 0; i < nv; i++)
@@ -407,7 +420,7 @@ process_json(const struct gmt_model *m)
 	json_object_set_new(p, "modules_lines", jint(t->nmodsets));
 	process_peak_keys(p, m);
 	if (m->tensors)
-		json_object_set_new(p, "tensors", gmt_json_tensors(m));
+		json_object_set_new(p, GMT_RK_TENSORS, gmt_json_tensors(m));
 	return p;
 }
 

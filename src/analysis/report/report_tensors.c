@@ -520,7 +520,7 @@ jname(const struct tsite_name *n, json_t *o)
 	json_object_set_new(o, GMT_RK_SITE, json_string(n->site));
 	for (int i = 0; i < n->ncallers; i++)
 		json_array_append_new(callers, json_string(n->callers[i]));
-	json_object_set_new(o, "callers", callers);
+	json_object_set_new(o, GMT_RK_CALLERS, callers);
 	return o;
 }
 
@@ -529,14 +529,14 @@ jcache_figures(const struct gmt_tcache *c)
 {
 	json_t *o = json_object();
 
-	json_object_set_new(o, "allocated", jint(c->allocated));
+	json_object_set_new(o, GMT_RK_ALLOCATED, jint(c->allocated));
 	json_object_set_new(o, "requested", jint(c->requested));
-	json_object_set_new(o, "reserved", jint(c->reserved));
-	json_object_set_new(o, "reserved_unallocated", jint(c->reserved - c->allocated));
+	json_object_set_new(o, GMT_RK_RESERVED, jint(c->reserved));
+	json_object_set_new(o, GMT_RK_RESERVED_UNALLOCATED, jint(c->reserved - c->allocated));
 	json_object_set_new(o, "segments", jint(c->segments));
 	json_object_set_new(o, "blocks", jint(c->blocks));
 	json_object_set_new(o, "free_blocks", jint(c->free_pieces));
-	json_object_set_new(o, "largest_free", jint(c->largest_free));
+	json_object_set_new(o, GMT_RK_LARGEST_FREE, jint(c->largest_free));
 	json_object_set_new(o, "inactive_split", jint(c->inactive_split));
 	return o;
 }
@@ -554,20 +554,21 @@ jrows(const struct gmt_model *m, enum tview view, const struct gmt_cat_rules *ru
 		json_object_set_new(o, GMT_RK_DEVICE, json_integer(rows[i].device));
 		json_object_set_new(o, GMT_RK_STACK, jint(rows[i].stack));
 		if (view == GROWING) {
-			json_object_set_new(o, "first", jint(rows[i].first));
-			json_object_set_new(o, "last", jint(rows[i].last));
+			json_object_set_new(o, GMT_RK_FIRST, jint(rows[i].first));
+			json_object_set_new(o, GMT_RK_LAST, jint(rows[i].last));
 			json_object_set_new(
-			    o, "per_step",
+			    o, GMT_RK_PER_STEP,
 			    jint(t->samples > 1 ? (rows[i].last - rows[i].first) / (t->samples - 1)
 						: 0));
-			json_object_set_new(o, "rises", jint(rows[i].rises));
-			json_object_set_new(o, "intervals", jint(t->samples ? t->samples - 1 : 0));
+			json_object_set_new(o, GMT_RK_RISES, jint(rows[i].rises));
+			json_object_set_new(o, GMT_RK_INTERVALS,
+					    jint(t->samples ? t->samples - 1 : 0));
 		} else {
 			json_object_set_new(o, GMT_RK_BYTES, jint(rows[i].bytes));
-			json_object_set_new(o, "tensors", jint(rows[i].blocks));
+			json_object_set_new(o, GMT_RK_TENSORS, jint(rows[i].blocks));
 			if (view == AT_EXIT)
 				json_object_set_new(o, "requested", jint(rows[i].requested));
-			json_object_set_new(o, "category",
+			json_object_set_new(o, GMT_RK_CATEGORY,
 					    json_string(gmt_category_name(rows[i].cat)));
 		}
 		json_array_append_new(a, o);
@@ -597,7 +598,7 @@ jcategories(const struct gmt_model *m, const struct gmt_cat_rules *rules)
 	}
 	for (int c = 0; c < GMT_CAT_COUNT; c++) {
 		json_t *o = json_object();
-		json_object_set_new(o, "category",
+		json_object_set_new(o, GMT_RK_CATEGORY,
 				    json_string(gmt_category_name((enum gmt_category)c)));
 		json_object_set_new(o, "bytes_at_peak", jint(peak[c]));
 		json_object_set_new(o, "live_end", jint(end[c]));
@@ -607,6 +608,36 @@ jcategories(const struct gmt_model *m, const struct gmt_cat_rules *rules)
 		json_array_append_new(a, o);
 	}
 	return a;
+}
+
+uint32_t *
+gmt_tensors_row_stacks(const struct gmt_model *m, size_t *n)
+{
+	static const enum tview views[] = {AT_PEAK, AT_EXIT, GROWING};
+	uint32_t *v = NULL;
+	size_t nv = 0;
+
+	*n = 0;
+	if (!m->tensors)
+		return NULL;
+	for (size_t k = 0; k < sizeof(views) / sizeof(views[0]); k++) {
+		size_t nr;
+		struct trow *rows = rows_of(m, views[k], NULL, &nr); /* no categories needed */
+		uint32_t *nvv = nr ? realloc(v, (nv + nr) * sizeof(*v)) : v;
+
+		if (nr && !nvv) {
+			free(rows);
+			free(v);
+			return gmt_nomem();
+		}
+		v = nvv;
+		for (size_t i = 0; i < nr; i++)
+			if (rows[i].stack)
+				v[nv++] = rows[i].stack;
+		free(rows);
+	}
+	*n = nv;
+	return v;
 }
 
 json_t *
@@ -646,9 +677,9 @@ gmt_json_tensors(const struct gmt_model *m)
 
 		peak += d->peak;
 		json_object_set_new(dj, GMT_RK_DEVICE, json_integer(d->device));
-		json_object_set_new(pk, "allocated", jint(d->peak));
+		json_object_set_new(pk, GMT_RK_ALLOCATED, jint(d->peak));
 		json_object_set_new(pk, GMT_RK_TIME_S, jtime(tr, d->peak_ts));
-		json_object_set_new(pk, "cache", jcache_figures(&d->at_peak));
+		json_object_set_new(pk, GMT_RK_CACHE, jcache_figures(&d->at_peak));
 		json_object_set_new(pk, "not_pytorch", jint(not_torch));
 		json_object_set_new(pk, "phase",
 				    d->peak_phase[0] ? json_string(d->peak_phase) : json_null());
@@ -658,12 +689,13 @@ gmt_json_tensors(const struct gmt_model *m)
 				    t->marks_seen >= 2 ? jint(d->peak - stat) : json_null());
 		json_object_set_new(pk, "held", jint(d->at_peak.reserved + not_torch));
 		json_object_set_new(dj, "peak", pk);
-		json_object_set_new(dj, "end", jcache_figures(&d->end));
+		json_object_set_new(dj, GMT_RK_END, jcache_figures(&d->end));
 		json_object_set_new(dj, "max_reserved", jint(d->max_reserved));
 		json_object_set_new(dj, "allocations", jint(d->allocations));
-		json_object_set_new(fr, "max", json_real(d->max_frag_permille / 1000.0));
+		json_object_set_new(fr, GMT_RK_MAX, json_real(d->max_frag_permille / 1000.0));
 		json_object_set_new(
-		    fr, "end", json_real(d->nfrag ? d->frag[d->nfrag - 1].permille / 1000.0 : 0));
+		    fr, GMT_RK_END,
+		    json_real(d->nfrag ? d->frag[d->nfrag - 1].permille / 1000.0 : 0));
 		for (size_t k = 0; k < d->nfrag; k++) {
 			json_t *p = json_array();
 			json_array_append_new(p, jtime(tr, d->frag[k].ts));
@@ -672,18 +704,18 @@ gmt_json_tensors(const struct gmt_model *m)
 			json_array_append_new(p, jint(d->frag[k].largest_free));
 			json_array_append_new(series, p);
 		}
-		json_object_set_new(fr, "series", series);
-		json_object_set_new(dj, "fragmentation", fr);
+		json_object_set_new(fr, GMT_RK_SERIES, series);
+		json_object_set_new(dj, GMT_RK_FRAGMENTATION, fr);
 		json_array_append_new(devs, dj);
 	}
-	json_object_set_new(o, "devices", devs);
+	json_object_set_new(o, GMT_RK_DEVICES, devs);
 	json_t *pk = json_object();
-	json_object_set_new(pk, "allocated", jint(peak));
+	json_object_set_new(pk, GMT_RK_ALLOCATED, jint(peak));
 	json_object_set_new(o, "peak", pk);
-	json_object_set_new(o, "peak_sites", jrows(m, AT_PEAK, rules));
-	json_object_set_new(o, "live_at_exit", jrows(m, AT_EXIT, rules));
-	json_object_set_new(o, "growth", jrows(m, GROWING, rules));
-	json_object_set_new(o, "growth_samples", jint(t->samples));
+	json_object_set_new(o, GMT_RK_PEAK_SITES, jrows(m, AT_PEAK, rules));
+	json_object_set_new(o, GMT_RK_LIVE_AT_EXIT, jrows(m, AT_EXIT, rules));
+	json_object_set_new(o, GMT_RK_GROWTH, jrows(m, GROWING, rules));
+	json_object_set_new(o, GMT_RK_GROWTH_SAMPLES, jint(t->samples));
 	json_object_set_new(o, "categories", jcategories(m, rules));
 	ooms = json_array();
 	for (size_t i = 0; i < t->nooms; i++) {
@@ -699,12 +731,12 @@ gmt_json_tensors(const struct gmt_model *m)
 		json_object_set_new(oj, GMT_RK_DEVICE, json_integer(x->device));
 		json_object_set_new(oj, "requested", jint(x->requested));
 		json_object_set_new(oj, "rounded", jint(x->rounded));
-		json_object_set_new(oj, "allocated", jint(x->cache.allocated));
-		json_object_set_new(oj, "reserved", jint(x->cache.reserved));
-		json_object_set_new(oj, "reserved_unallocated",
+		json_object_set_new(oj, GMT_RK_ALLOCATED, jint(x->cache.allocated));
+		json_object_set_new(oj, GMT_RK_RESERVED, jint(x->cache.reserved));
+		json_object_set_new(oj, GMT_RK_RESERVED_UNALLOCATED,
 				    jint(x->cache.reserved - x->cache.allocated));
 		json_object_set_new(oj, "free_blocks", jint(x->cache.free_pieces));
-		json_object_set_new(oj, "largest_free", jint(x->cache.largest_free));
+		json_object_set_new(oj, GMT_RK_LARGEST_FREE, jint(x->cache.largest_free));
 		json_object_set_new(oj, "stream", jhex(x->stream));
 		json_array_append_new(pool, jint(x->pool[0]));
 		json_array_append_new(pool, jint(x->pool[1]));

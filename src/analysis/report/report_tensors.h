@@ -6,6 +6,7 @@
 
 #include <jansson.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "analysis/model/model.h"
@@ -17,6 +18,14 @@ void gmt_text_tensors(FILE *out, struct gmt_model *const *models, size_t n);
  * growing tensor sites, OOMs. Nothing without block lines. */
 void
 gmt_text_tensors_summary(FILE *out, const char *prefix, struct gmt_model *const *models, size_t n);
+
+/**
+ * The stacks the "tensors" object of @p m names (its rows' `stack`: peak_sites[],
+ * live_at_exit[], growth[]), so that call_stacks[] has their frames (check's suppressions match
+ * them): a new array (free()) of *@p n ids, NULL when none (or out of memory: the report is
+ * marked failed).
+ */
+uint32_t *gmt_tensors_row_stacks(const struct gmt_model *m, size_t *n);
 
 /** The "tensors" object of a process in the JSON report; NULL when @p m has no block lines. */
 json_t *gmt_json_tensors(const struct gmt_model *m);

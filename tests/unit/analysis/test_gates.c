@@ -4,6 +4,8 @@
  * site, each on the JSON report of a trace written in the test (the path of `gpumemtrace check`
  * and `diff` without the CLI).
  */
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -112,7 +114,7 @@ thresholds(void)
 {
 	json_t *doc = report(0, true);
 	struct gmt_check_options o = options();
-	struct gmt_peak_limit peaks[2];
+	struct gmt_dev_limit peaks[2];
 	struct gmt_gates g;
 
 	/* complete-traces alone when nothing is asked */
@@ -127,7 +129,7 @@ thresholds(void)
 	o.max_leaked_allocs = 3;
 	o.max_failed = 1;
 	o.max_growth = 3 * MiB;
-	peaks[0] = (struct gmt_peak_limit){.all = true, .bytes = 8 * MiB};
+	peaks[0] = (struct gmt_dev_limit){.all = true, .bytes = 8 * MiB};
 	o.peaks = peaks;
 	o.npeaks = 1;
 	run(&g, &o, doc, NULL);
@@ -163,7 +165,7 @@ thresholds(void)
 	gmt_gates_free(&g);
 
 	/* a device's own limit wins over the limit for every device */
-	peaks[1] = (struct gmt_peak_limit){.device = 0, .bytes = 16 * MiB};
+	peaks[1] = (struct gmt_dev_limit){.device = 0, .bytes = 16 * MiB};
 	o.npeaks = 2;
 	run(&g, &o, doc, NULL);
 	CHECK(!gate(&g, "max-peak-bytes device 0")->failed);
@@ -293,6 +295,172 @@ diff(void)
 	json_decref(next);
 }
 
+/*
+ * The tensor level: one process whose PyTorch cache has one 20 MiB segment on device 0. Stack 1
+ * (0xa100) keeps 1 MiB a step over four steps (markers "step 0".."step 3": live 1 -> 4 MiB,
+ * growth 3 MiB, blocks 0..3 MiB); stack 2 (0xb100) is a 3 MiB temporary at 10 MiB each step;
+ * then stack 3 (0xc100) takes 1 MiB blocks at 6..13 MiB and frees every other one, and a marker
+ * "end": the free memory is 4..6, 8, 10, 12 and 14..19 MiB (12 MiB, the largest piece 6 MiB):
+ * fragmentation 1 - 6/12 = 0.5. Live at the end: 4 MiB (stack 1) + 4 MiB (stack 3); cached but
+ * free: 12 MiB.
+ */
+static json_t *
+tensor_report(bool with_blocks)
+{
+	static const uint64_t a[] = {0xa100}, b[] = {0xb100}, c[] = {0xc100};
+	const uint64_t seg = 0x7f0000000000ULL;
+	struct gmt_session s;
+	uint64_t seq = 1;
+	struct tt t;
+	json_t *doc;
+
+#define BLOCK(action, ptr, size, stack)                                                            \
+	tt_line(&t,                                                                                \
+		"{'type':'block','seq':%" PRIu64 ",'ts':%" PRIu64 ",'tid':1,'action':'" action     \
+		"','device':0,'ptr':'0x%" PRIx64 "','size':%" PRIu64                               \
+		",'stream':'0x0','pool':[0,0],'stack':%d}",                                        \
+		seq, seq * 1000, (uint64_t)(ptr), (uint64_t)(size), stack),                        \
+	    seq++
+	tt_init(&t, 40);
+	tt_stack(&t, 1, a, 1);
+	tt_stack(&t, 2, b, 1);
+	tt_stack(&t, 3, c, 1);
+	tt_line(&t,
+		"{'type':'torch','seq':%" PRIu64 ",'ts':%" PRIu64
+		",'version':'2.11.0','backend':'native','alloc_conf':'','layer':'blocks'}",
+		seq, seq * 1000);
+	seq++;
+	tt_alloc(&t, seq++, "cudaMalloc", "device", 0, seg, 20 * MiB, 1);
+	if (with_blocks) {
+		BLOCK("segment_alloc", seg, 20 * MiB, 0);
+		for (int step = 0; step < 4; step++) {
+			char label[16];
+
+			BLOCK("alloc", seg + (uint64_t)step * MiB, MiB, 1);
+			BLOCK("alloc", seg + 10 * MiB, 3 * MiB, 2);
+			BLOCK("free_requested", seg + 10 * MiB, 3 * MiB, 0);
+			BLOCK("free_completed", seg + 10 * MiB, 3 * MiB, 0);
+			snprintf(label, sizeof(label), "step %d", step);
+			tt_mark(&t, seq++, label);
+		}
+		for (int i = 0; i < 8; i++)
+			BLOCK("alloc", seg + (uint64_t)(6 + i) * MiB, MiB, 3);
+		for (int i = 0; i < 8; i += 2) {
+			BLOCK("free_requested", seg + (uint64_t)(6 + i) * MiB, MiB, 0);
+			BLOCK("free_completed", seg + (uint64_t)(6 + i) * MiB, MiB, 0);
+		}
+	}
+	tt_mark(&t, seq++, "end");
+	tt_trailer(&t, seq * 1000, seq);
+#undef BLOCK
+	tt_session(&s, &t);
+	CHECK((doc = gmt_report_json_doc(s.models, s.n)));
+	gmt_session_free(&s);
+	tt_fini(&t);
+	return doc;
+}
+
+/* The tensor gates pass at the figure and fail one below it; suppressions take tensor sites. */
+static void
+tensor_gates(void)
+{
+	json_t *doc = tensor_report(true);
+	struct gmt_check_options o = options();
+	struct gmt_dev_limit leak = {.all = true, .bytes = 8 * MiB},
+			     frag = {.all = true, .fraction = 0.5};
+	struct gmt_suppressions supp = {0};
+	struct gmt_gates g;
+
+	o.tensor_leaks = &leak;
+	o.ntensor_leaks = 1;
+	o.frags = &frag;
+	o.nfrags = 1;
+	o.tensor_growth_set = true;
+	o.max_tensor_growth = 3 * MiB;
+	run(&g, &o, doc, NULL);
+	CHECK_EQ_U64(g.n, 4);
+	CHECK_EQ_U64(gmt_gates_failed(&g), 0);
+	CHECK_EQ_U64(gmt_gates_skipped(&g), 0);
+	CHECK_TEXT(gate(&g, "max-tensor-leak device 0"),
+		   "max-tensor-leak device 0: tensors still referenced at the end 8.0 MiB (8388608 "
+		   "bytes) <= limit 8.0 MiB (8388608 bytes) (12.0 MiB (12582912 bytes) cached but "
+		   "free at the end, not counted: empty_cache() returns it)");
+	CHECK_TEXT(gate(&g, "max-tensor-growth"),
+		   "max-tensor-growth: largest growth of a tensor site 3.0 MiB (3145728 bytes) <= "
+		   "limit 3.0 MiB (3145728 bytes)");
+	CHECK_TEXT(gate(&g, "max-fragmentation device 0"),
+		   "max-fragmentation device 0: fragmentation of the cache at most 0.500 <= limit "
+		   "0.500 (1 - largest free block / reserved-unallocated bytes)");
+	gmt_gates_free(&g);
+
+	leak.bytes = 8 * MiB - 1;
+	o.max_tensor_growth = 3 * MiB - 1;
+	frag.fraction = 0.499;
+	run(&g, &o, doc, NULL);
+	CHECK_EQ_U64(gmt_gates_failed(&g), 3);
+	CHECK_DETAILS(gate(&g, "max-tensor-leak device 0"),
+		      "4.0 MiB (4194304 bytes) in 4 tensors still referenced: 0xa100");
+	CHECK_DETAILS(gate(&g, "max-tensor-leak device 0"),
+		      "4.0 MiB (4194304 bytes) in 4 tensors still referenced: 0xc100");
+	CHECK_DETAILS(gate(&g, "max-tensor-growth"),
+		      "grew 3.0 MiB (3145728 bytes) (1.0 MiB (1048576 bytes) -> 4.0 MiB (4194304 "
+		      "bytes) over 5 samples");
+	CHECK_DETAILS(gate(&g, "max-fragmentation device 0"),
+		      "0.500 at 0.000040 s on device 0 (12.0 MiB (12582912 bytes) reserved but "
+		      "unallocated, the largest free block 6.0 MiB (6291456 bytes))");
+	gmt_gates_free(&g);
+
+	/* a leak: suppression takes the site 0xc100, growth: the growing one */
+	CHECK(gmt_suppressions_add(&supp, "leak:0xc100", "unit", 1, stderr) == 0);
+	CHECK(gmt_suppressions_add(&supp, "growth:0xa1*", "unit", 2, stderr) == 0);
+	o.supp = &supp;
+	leak.bytes = 4 * MiB;
+	o.max_tensor_growth = 0;
+	run(&g, &o, doc, NULL);
+	CHECK(!gate(&g, "max-tensor-leak device 0")->failed);
+	CHECK(!gate(&g, "max-tensor-growth")->failed);
+	CHECK_EQ_U64(supp.v[0].hits, 1);
+	CHECK_EQ_U64(supp.v[0].bytes, 4 * MiB);
+	CHECK_EQ_U64(supp.v[0].allocations, 4);
+	CHECK_EQ_U64(supp.v[1].bytes, 3 * MiB);
+	gmt_gates_free(&g);
+	gmt_suppressions_free(&supp);
+	o.supp = &no_supp;
+
+	/* a device's own limit wins; a device no process used passes, saying so */
+	struct gmt_dev_limit two[2] = {{.all = true, .bytes = 0}, {.device = 0, .bytes = 8 * MiB}};
+	struct gmt_dev_limit other = {.device = 3, .fraction = 0};
+	o.tensor_leaks = two;
+	o.ntensor_leaks = 2;
+	o.frags = &other;
+	o.tensor_growth_set = false;
+	run(&g, &o, doc, NULL);
+	CHECK(!gate(&g, "max-tensor-leak device 0")->failed);
+	CHECK(!gate(&g, "max-fragmentation device 3")->failed);
+	CHECK_TEXT(gate(&g, "max-fragmentation device 3"),
+		   "max-fragmentation device 3: no process used the device at the tensor level "
+		   "(limit 0.000)");
+	gmt_gates_free(&g);
+	json_decref(doc);
+
+	/* no block lines: each tensor gate is skipped, saying why, and fails nothing */
+	doc = tensor_report(false);
+	o.tensor_leaks = &leak;
+	o.ntensor_leaks = 1;
+	o.frags = &frag;
+	o.tensor_growth_set = true;
+	run(&g, &o, doc, NULL);
+	CHECK_EQ_U64(g.n, 4);
+	CHECK_EQ_U64(gmt_gates_failed(&g), 0);
+	CHECK_EQ_U64(gmt_gates_skipped(&g), 3);
+	CHECK_TEXT(gate(&g, "max-tensor-leak"),
+		   "max-tensor-leak: skipped: no tensor level (no block lines)");
+	CHECK(gate(&g, "max-tensor-growth")->skipped);
+	CHECK(gate(&g, "max-fragmentation")->skipped);
+	gmt_gates_free(&g);
+	json_decref(doc);
+}
+
 int
 main(void)
 {
@@ -301,5 +469,6 @@ main(void)
 	incomplete();
 	baseline();
 	diff();
+	tensor_gates();
 	return 0;
 }
