@@ -274,6 +274,11 @@ def case_snapshot(exe, fx):
             live.pop(e["addr"], None)
     allocs = [a for a in live.values() if not a["frames"] or not a["frames"][0]["name"].startswith("[not")]
     check(len(allocs) == end["blocks"], f"live allocations by the entries {len(allocs)} == the report's {end['blocks']}")
+    back, _ = report(exe, out)
+    bt = tensors_of(back)
+    check(bt["devices"][0]["peak"]["not_pytorch"] == t["devices"][0]["peak"]["not_pytorch"],
+          f"read back, the memory outside the cache at the peak is the trace's "
+          f"({bt['devices'][0]['peak']['not_pytorch']} vs {t['devices'][0]['peak']['not_pytorch']})")
     p = subprocess.run([exe, "report", "--format", "pytorch-snapshot", src], capture_output=True,
                        stdin=subprocess.DEVNULL)
     check(p.returncode == 0 and p.stdout[:1] == b"\x80" and pickle.loads(p.stdout) == snap,

@@ -255,6 +255,20 @@ oom_cause(const struct gmt_toom *o)
 }
 
 /*
+ * The device memory outside the cache at a device's tensor peak: the CUDA-level held bytes less
+ * the cache's segments, which are CUDA-level allocations too in a trace. A PyTorch snapshot read
+ * as a trace has no segment allocations: what it holds at the CUDA level (our export's memory
+ * not PyTorch's) is all outside the cache.
+ */
+static uint64_t
+not_pytorch(const struct gmt_trace *tr, const struct gmt_tdevice *d)
+{
+	if (tr->coverage && strncmp(tr->coverage, "PyTorch snapshot", 16) == 0)
+		return d->held_at_peak;
+	return d->held_at_peak > d->at_peak.reserved ? d->held_at_peak - d->at_peak.reserved : 0;
+}
+
+/*
  * The part of a device's tensor peak that stays across steps: per site, what was live at the peak
  * and still at the last mark (min of the two); the rest of the peak comes and goes within a step.
  * Meaningful with two marks or more.
@@ -315,9 +329,7 @@ text_process(FILE *out, const struct gmt_model *m, const struct gmt_cat_rules *r
 	fprintf(out, "):\n");
 	for (size_t i = 0; i < t->ndevices; i++) {
 		const struct gmt_tdevice *d = &t->devices[i];
-		uint64_t not_torch = d->held_at_peak > d->at_peak.reserved
-					 ? d->held_at_peak - d->at_peak.reserved
-					 : 0;
+		uint64_t not_torch = not_pytorch(tr, d);
 		fprintf(out,
 			"  device %d: peak %s in tensors at %.3f s (memory_allocated()); the cache "
 			"then reserved %s (%s of it free)",
@@ -671,9 +683,7 @@ gmt_json_tensors(const struct gmt_model *m)
 		const struct gmt_tdevice *d = &t->devices[i];
 		json_t *dj = json_object(), *pk = json_object(), *fr = json_object(),
 		       *series = json_array();
-		uint64_t not_torch = d->held_at_peak > d->at_peak.reserved
-					 ? d->held_at_peak - d->at_peak.reserved
-					 : 0;
+		uint64_t not_torch = not_pytorch(tr, d);
 
 		peak += d->peak;
 		json_object_set_new(dj, GMT_RK_DEVICE, json_integer(d->device));
