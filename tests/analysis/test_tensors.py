@@ -100,6 +100,13 @@ def case_frag(exe, fx):
     text, _ = report(exe, os.path.join(fx, "frag.jsonl"), fmt="text")
     check("1.0 GiB reserved by PyTorch but unallocated in 16 free blocks, the largest 64.0 MiB" in text,
           "the text says it in PyTorch's terms")
+    # torch raised OutOfMemoryError under its memory fraction: no CUDA call failed, still a failure
+    check(doc["summary"].get("tensor_oom_errors") == 1 and doc["summary"]["failed_allocations"] == 0,
+          f"one PyTorch OOM error with no failed CUDA call ({doc['summary'].get('tensor_oom_errors')})")
+    p = subprocess.run([exe, "check", "--max-failed", "0", os.path.join(fx, "frag.jsonl")],
+                       capture_output=True, text=True)
+    check(p.returncode == 1 and "PyTorch out-of-memory error with no failed CUDA call" in p.stdout,
+          f"check --max-failed 0 fails on it ({p.returncode}: {p.stdout[-300:]})")
 
 
 def case_growth(exe, fx):

@@ -253,6 +253,10 @@ def main():
         lines = {r["callers"][0] for r in rows if r["callers"] and r["callers"][0].endswith("temporaries")}
         check(len(lines) == 2 or sc == "late-attach",
               f"the two lines of temporaries() calling alloc() are two rows ({sorted(lines)})")
+        summ = json.loads(rp.stdout)["summary"]
+        check(summ.get("tensor_oom_errors") == 0 and summ["failed_allocations"] >= 1,
+              f"the OOM's failed cudaMalloc counts it once, not twice ({summ.get('tensor_oom_errors')}, "
+              f"{summ['failed_allocations']})")
         ooms = t.get("ooms", [])
         check(len(ooms) == 1 and ooms[0]["requested"] == 1 << 40 and ooms[0]["cause"] == "too_large",
               f"the OOM at the tensor level: 1 TiB asked, more than the device holds: too_large ({ooms})")

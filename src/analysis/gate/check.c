@@ -804,9 +804,16 @@ failed_gate(struct gmt_gates *gates, const struct gmt_check_options *o, const js
 
 	if (!o->failed_set)
 		return;
+	/* PyTorch OOM errors no failed CUDA call counts (the allocator's own limit) fail too */
+	uint64_t tensor_ooms = gmt_json_u64(summary, GMT_RK_TENSOR_OOM_ERRORS);
 	gate = gate_add(gates, "max-failed");
-	gate_result(gate, failed > o->max_failed, "failed allocations", failed, o->max_failed,
-		    false);
+	gate_result(gate, failed + tensor_ooms > o->max_failed, "failed allocations",
+		    failed + tensor_ooms, o->max_failed, false);
+	if (tensor_ooms)
+		say(gate,
+		    " (%" PRIu64 " of them PyTorch out-of-memory error%s with no failed CUDA call: "
+		    "the caching allocator's own limit)",
+		    tensor_ooms, tensor_ooms == 1 ? "" : "s");
 	if (probes || recovered)
 		say(gate,
 		    " (not counted: %" PRIu64 " capability probe%s, %" PRIu64

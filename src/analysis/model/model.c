@@ -1535,6 +1535,28 @@ shrink(void *pp, size_t n, size_t size)
 	return q != NULL;
 }
 
+/* Which tensor-level OOMs the CUDA-level failures already count (the cudaMalloc the allocator
+ * tried and lost, between its previous block line and the OOM); the others are failures too. */
+static void
+match_tensor_ooms(struct gmt_model *m)
+{
+	struct gmt_tensors *t = m->tensors;
+
+	t->ooms_alone = 0;
+	for (size_t i = 0; i < t->nooms; i++) {
+		struct gmt_toom *o = &t->ooms[i];
+
+		o->cuda_failure = false;
+		for (size_t k = 0; k < m->nfailed && !o->cuda_failure; k++) {
+			const struct gmt_trace_event *f = m->failed[k];
+			o->cuda_failure = gmt_model_fail_class(m, k) == GMT_FAIL_COUNTED &&
+					  f->device == o->device && f->seq > o->prev_seq &&
+					  f->seq < o->seq;
+		}
+		t->ooms_alone += !o->cuda_failure;
+	}
+}
+
 int
 gmt_model_finish(struct gmt_model *m)
 {
@@ -1593,6 +1615,8 @@ gmt_model_finish(struct gmt_model *m)
 		m->oom[i].nvml =
 		    m->oom[i].nvml_index != SIZE_MAX ? &t->nvml[m->oom[i].nvml_index] : NULL;
 	}
+	if (m->tensors)
+		match_tensor_ooms(m);
 	return 0;
 }
 

@@ -269,6 +269,7 @@ record_oom(struct gmt_tensors *t,
 	    .stream = ev->handle,
 	    .pool = {ev->offset, ev->context},
 	    .held = held,
+	    .prev_seq = d->last_seq,
 	};
 	cache_now(t, ev->device, &o->cache);
 	gmt_blk_free_in(t->blk, ev->device, ev->handle, o->pool, &o->pool_free, &o->pool_pieces,
@@ -313,8 +314,10 @@ gmt_tensors_event(struct gmt_tensors *t, const struct gmt_trace_event *ev, uint6
 	if (ev->kind == GMT_TORCH_OOM) {
 		take_peak(t, d);
 		record_oom(t, d, ev, held);
+		d->last_seq = ev->seq;
 		return;
 	}
+	d->last_seq = ev->seq;
 	gmt_blk_running(t->blk, ev->device, &before, &req, &reserved);
 	bool freeing = ev->kind == GMT_TORCH_FREE_REQUESTED || ev->kind == GMT_TORCH_FREE_COMPLETED;
 	if (freeing) {

@@ -60,6 +60,10 @@ struct gmt_toom {
 	uint64_t pool_largest_free;	 /**< of the request's stream and pool */
 	uint64_t pool_free, pool_pieces; /**< free bytes and pieces in that stream and pool */
 	uint64_t held;			 /**< CUDA-level device memory the process held then */
+	uint64_t prev_seq;		 /**< the device's block line before it (0: none) */
+	bool cuda_failure; /**< a counted CUDA-level failed allocation of its device came between
+				prev_seq and it (the cudaMalloc the allocator tried): the same error
+			    */
 };
 
 /** One moment of the fragmentation series (gmt_tdevice.frag). */
@@ -95,7 +99,8 @@ struct gmt_tdevice {
 	struct gmt_tfrag *frag; /**< sampled at markers, OOMs and the end; bounded */
 	size_t nfrag, frag_cap;
 	uint32_t max_frag_permille;
-	bool pending; /**< replay only: the peak rose, its sites are not taken yet */
+	bool pending;	   /**< replay only: the peak rose, its sites are not taken yet */
+	uint64_t last_seq; /**< replay only: its last block line */
 };
 
 struct gmt_tensors {
@@ -108,10 +113,12 @@ struct gmt_tensors {
 	size_t nooms;
 	struct gmt_tmark *marks; /**< per mark and device, in order */
 	size_t nmarks;
-	uint64_t lines;		/**< block lines applied */
-	uint64_t inconsistent;	/**< of them, lines that did not fit the replayed state (bad_device
-				   included) */
-	uint64_t bad_device;	/**< of them, lines whose device is no CUDA ordinal (0..63) */
+	uint64_t lines;	       /**< block lines applied */
+	uint64_t inconsistent; /**< of them, lines that did not fit the replayed state (bad_device
+				  included) */
+	uint64_t bad_device;
+	uint64_t ooms_alone; /**< OOMs with no CUDA-level failure behind them (the allocator's own
+				  limit: set_per_process_memory_fraction, a snapshot): failures too */	/**< of them, lines whose device is no CUDA ordinal (0..63) */
 	uint32_t samples;	/**< growth samples taken (of the chosen kind) */
 	uint32_t range_samples; /**< replay only: ends of outermost ranges seen */
 	bool sample_marks;	/**< samples are marks (else ends of outermost ranges) */

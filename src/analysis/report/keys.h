@@ -41,6 +41,7 @@
 #define GMT_RK_END_TIME_S "end_time_s"
 #define GMT_RK_FAILED "failed"
 #define GMT_RK_FAILED_ALLOCATIONS "failed_allocations"
+#define GMT_RK_TENSOR_OOM_ERRORS "tensor_oom_errors"
 #define GMT_RK_FAILED_SITES "failed_sites"
 #define GMT_RK_FAILURES "failures"
 #define GMT_RK_FALLS "falls"

@@ -57,6 +57,10 @@ struct gmt_totals {
 	uint64_t live_at_end_allocations;
 	size_t live_at_end_sites;
 	size_t failed; /**< failed allocations that count (GMT_FAIL_COUNTED) */
+	/** PyTorch OOM errors (block lines "oom") with no counted failed CUDA call behind them: the
+	 * allocator's own limit (set_per_process_memory_fraction), or a snapshot without CUDA calls
+	 */
+	uint64_t tensor_ooms;
 	size_t probes,
 	    recovered; /**< failed allocations that do not (GMT_FAIL_PROBE, _RECOVERED) */
 	uint64_t unmatched_frees;

@@ -1392,6 +1392,11 @@ report_doc(struct gmt_model *const *models, size_t n, bool stacks)
 	json_object_set_new(s, GMT_RK_LIVE_AT_END_BYTES, jint(tot.live_at_end_bytes));
 	json_object_set_new(s, "live_at_end_allocations", jint(tot.live_at_end_allocations));
 	json_object_set_new(s, GMT_RK_FAILED_ALLOCATIONS, jint(tot.failed));
+	bool tensors = false;
+	for (size_t i = 0; i < n; i++)
+		tensors |= models[i]->tensors != NULL;
+	if (tensors)
+		json_object_set_new(s, GMT_RK_TENSOR_OOM_ERRORS, jint(tot.tensor_ooms));
 	json_object_set_new(s, GMT_RK_PROBE_FAILURES, jint(tot.probes));
 	json_object_set_new(s, GMT_RK_RECOVERED_FAILURES, jint(tot.recovered));
 	json_object_set_new(s, "unmatched_frees", jint(tot.unmatched_frees));

@@ -887,6 +887,9 @@ gmt_report_summary(FILE *out, const char *prefix, struct gmt_model *const *model
 			gmt_format_bytes(tot.live_at_end_bytes, b));
 	fprintf(out, "; %zu failed %s", tot.failed,
 		gmt_text_plural(tot.failed, "allocation", "allocations"));
+	if (tot.tensor_ooms)
+		fprintf(out, " and %" PRIu64 " PyTorch out-of-memory %s with no failed CUDA call",
+			tot.tensor_ooms, gmt_text_plural(tot.tensor_ooms, "error", "errors"));
 	if (tot.probes || tot.recovered)
 		fprintf(out, " (not counted: %zu probe%s, %zu recovered)", tot.probes,
 			tot.probes == 1 ? "" : "s", tot.recovered);

@@ -15,6 +15,8 @@ totals_add(struct gmt_totals *t, const struct gmt_model *m)
 	t->dropped += tr->dropped;
 	t->bad_lines += tr->bad_lines;
 	t->failed += m->nfailed_counted;
+	if (m->tensors) /* an OOM of PyTorch's cache that no failed CUDA call counts */
+		t->tensor_ooms += m->tensors->ooms_alone;
 	t->probes += m->nprobes;
 	t->recovered += m->nrecovered;
 	t->unmatched_frees += m->unmatched_frees;
