@@ -60,7 +60,32 @@ struct gmt_toom {
 	uint64_t pool_largest_free;	 /**< of the request's stream and pool */
 	uint64_t pool_free, pool_pieces; /**< free bytes and pieces in that stream and pool */
 	uint64_t held;			 /**< CUDA-level device memory the process held then */
+	/* the device's segments then, for the report's allocator-state view: at most
+	 * GMT_TOOM_SEGMENTS (the largest, in address order), each with at most
+	 * GMT_TOOM_SEG_BLOCKS of its blocks (in address order); nsegments_all: how many it had */
+	struct gmt_toom_seg *segs;
+	struct gmt_toom_block *seg_blocks;
+	size_t nsegs, nsegments_all;
 };
+
+/** A segment of the device at an OOM (gmt_toom.segs). */
+struct gmt_toom_seg {
+	uint64_t start, size, stream;
+	uint64_t allocated, pending, free; /**< bytes of its blocks in each state */
+	uint64_t nblocks;		   /**< its blocks (those listed: the first ones) */
+	size_t first, nlisted;		   /**< its listed blocks in gmt_toom.seg_blocks */
+	bool large, expandable;
+};
+
+/** A block of such a segment. */
+struct gmt_toom_block {
+	uint64_t offset, size; /**< from the segment's start */
+	uint32_t stack;
+	uint8_t state; /**< GMT_BLK_FREE, _ALLOCATED, _PENDING */
+};
+
+#define GMT_TOOM_SEGMENTS 128
+#define GMT_TOOM_SEG_BLOCKS 64
 
 /** One moment of the fragmentation series (gmt_tdevice.frag). */
 struct gmt_tfrag {
@@ -71,6 +96,31 @@ struct gmt_tfrag {
 };
 
 #define GMT_TFRAG_MAX 4096
+
+/*
+ * Block lifetimes for the report's timeline (a stacked chart of live tensors, as PyTorch's
+ * memory_viz draws it), bounded however long the trace: the GMT_TLIFE_MAX largest blocks (ties:
+ * the earlier), and per time bucket the moment memory_allocated() was highest in it, with the
+ * cache's and the device's figures then. The rest of the blocks are what that moment's figure
+ * holds beyond the listed ones (the report's "other" band).
+ */
+struct gmt_tlife {
+	uint64_t alloc_ts, alloc_seq;
+	uint64_t free_ts, free_seq; /**< free_seq 0: live at the end */
+	uint64_t bytes;		    /**< the block's real (rounded) size */
+	uint32_t stack;
+	int32_t device;
+};
+
+#define GMT_TLIFE_MAX 512
+
+/** The moment memory_allocated() was highest in a time bucket (set: the bucket saw a line). */
+struct gmt_tbucket {
+	uint64_t ts, seq, allocated, reserved, held;
+	bool set;
+};
+
+#define GMT_TBUCKETS 256
 
 /** The cache of one device at a mark (gmt_mark), as torch's memory_stats() would say then. */
 struct gmt_tmark {
@@ -94,7 +144,8 @@ struct gmt_tdevice {
 	struct gmt_tfrag *frag; /**< sampled at markers, OOMs and the end; bounded */
 	size_t nfrag;
 	uint32_t max_frag_permille;
-	bool pending; /**< replay only: the peak rose, its sites are not taken yet */
+	struct gmt_tbucket *buckets; /**< GMT_TBUCKETS, from gmt_tensors.bucket_origin */
+	bool pending;		     /**< replay only: the peak rose, its sites are not taken yet */
 };
 
 struct gmt_tensors {
@@ -107,7 +158,12 @@ struct gmt_tensors {
 	size_t nooms;
 	struct gmt_tmark *marks; /**< per mark and device, in order */
 	size_t nmarks;
-	uint64_t lines;		/**< block lines applied */
+	struct gmt_tlife
+	    *lives; /**< a min-heap (smallest first) until finished, then largest first */
+	size_t nlives;
+	uint64_t lives_seen;		   /**< block lifetimes in all */
+	uint64_t bucket_origin, bucket_ns; /**< bucket k: from origin + k * bucket_ns */
+	uint64_t lines;			   /**< block lines applied */
 	uint64_t inconsistent;	/**< of them, lines that did not fit the replayed state */
 	uint32_t samples;	/**< growth samples taken (of the chosen kind) */
 	uint32_t range_samples; /**< replay only: ends of outermost ranges seen */
@@ -116,6 +172,8 @@ struct gmt_tensors {
 	uint32_t *site_index; /**< open addressing: (stack, device) -> site + 1 */
 	size_t site_index_cap;
 	uint32_t marks_seen;
+	struct gmt_tlive *live; /**< open addressing: the live blocks' starts */
+	size_t nlive, live_cap;
 	int error; /**< -ENOMEM: stopped */
 };
 
