@@ -725,6 +725,7 @@ gmt_tensors_finish(struct gmt_tensors *t, uint64_t last_ts)
 	}
 	if (!t->error)
 		lives_finish(t);
+	t->end_ts = last_ts;
 	t->inconsistent = gmt_blk_inconsistent(t->blk);
 	t->sample_marks = t->marks_seen >= 2 || t->range_samples < 2;
 	t->samples = t->sample_marks ? t->marks_seen : t->range_samples;

@@ -163,6 +163,7 @@ struct gmt_tensors {
 	size_t nlives;
 	uint64_t lives_seen;		   /**< block lifetimes in all */
 	uint64_t bucket_origin, bucket_ns; /**< bucket k: from origin + k * bucket_ns */
+	uint64_t end_ts;		   /**< the end of the trace (gmt_tensors_finish()) */
 	uint64_t lines;			   /**< block lines applied */
 	uint64_t inconsistent;	/**< of them, lines that did not fit the replayed state */
 	uint32_t samples;	/**< growth samples taken (of the chosen kind) */

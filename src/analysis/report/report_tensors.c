@@ -644,6 +644,18 @@ jtimeline(const struct gmt_model *m, const struct gmt_cat_rules *rules, struct j
 			    p, jint(b->held > b->reserved ? b->held - b->reserved : 0));
 			json_array_append_new(pts, p);
 		}
+		/* the end: what the cache keeps after the last bucket's highest moment */
+		uint64_t listed = listed_live(t, d->device, UINT64_MAX), outside = 0;
+		json_t *last = json_array_get(pts, json_array_size(pts) - 1), *p = json_array();
+		if (last)
+			outside = (uint64_t)json_integer_value(json_array_get(last, 4));
+		json_array_append_new(p, jtime(tr, t->end_ts));
+		json_array_append_new(p, jint(d->end.allocated));
+		json_array_append_new(
+		    p, jint(d->end.allocated > listed ? d->end.allocated - listed : 0));
+		json_array_append_new(p, jint(d->end.reserved - d->end.allocated));
+		json_array_append_new(p, jint(outside));
+		json_array_append_new(pts, p);
 		json_object_set_new(dj, GMT_RK_DEVICE, json_integer(d->device));
 		json_object_set_new(dj, "points", pts);
 		json_array_append_new(devs, dj);
