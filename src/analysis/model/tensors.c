@@ -571,7 +571,8 @@ record_oom(struct gmt_tensors *t,
 	cache_now(t, ev->device, &o->cache);
 	gmt_blk_free_in(t->blk, ev->device, ev->handle, o->pool, &o->pool_free, &o->pool_pieces,
 			&o->pool_largest_free);
-	oom_segments(t, o);
+	if (t->nooms <= GMT_TOOM_SNAPSHOTS)
+		oom_segments(t, o);
 	frag_point(t, d, ev->ts, ev->seq);
 }
 

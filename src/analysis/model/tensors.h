@@ -85,6 +85,7 @@ struct gmt_toom_block {
 };
 
 #define GMT_TOOM_SEGMENTS 128
+#define GMT_TOOM_SNAPSHOTS 16 /* OOMs with their segments (the first ones) */
 #define GMT_TOOM_SEG_BLOCKS 64
 
 /** One moment of the fragmentation series (gmt_tdevice.frag). */
