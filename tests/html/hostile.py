@@ -107,3 +107,62 @@ def with_analyses(doc):
     marks.append({"seq": 5, "time_s": 0.03, "label": "step", "range": "pop"})
     marks.append({"seq": 6, "time_s": 0.035, "label": "unclosed", "range": "push"})
     return d
+
+
+# The tensor trace: PyTorch block lines whose site (stack 1) is the hostile FUNC in FILE, 40
+# markers close together (labels that would overlap), a range, and an OOM inside a fragmented
+# segment.
+TENSOR_MARKS = 40
+TENSOR_BLOCKS = 6
+SEG = 0x7f6600000000
+MiB = 1 << 20
+
+
+def write_tensor_trace(path):
+    head = [
+        {"type": "header", "format": "gpumemtrace", "version": 1, "tracer": "0.1.0",
+         "pid": 778, "ppid": 1, "host": "node<1>", "argv": ARGV, "start_ts": 1000000000,
+         "coverage": "full", "capture": ["cupti"],
+         "stacks": {"native": True, "python": "3.11", "depth": 64}},
+        {"type": "modules", "seq": 0, "modules": [
+            {"path": "/nonexistent/gmt-html/python3.11", "base": "0x555500000000",
+             "build_id": "0123456789abcdef0123456789abcdef01234567", "segments": [[0, 65536]]}]},
+        {"type": "pycode", "id": 1, "file": FILE, "name": FUNC, "qualname": FUNC,
+         "firstlineno": 40, "python": "3.11", "linetable": "ef00"},
+        {"type": "stack", "id": 1, "frames": ["0x555500001234"], "py": [[1, 4, 1]]},
+    ]
+    lines, seq, ts = [], [1], [1100000000]
+
+    def add(d, dt=1000000):
+        seq[0] += 1
+        ts[0] += dt
+        d.update(seq=seq[0], ts=ts[0], tid=778)
+        lines.append(d)
+
+    add({"type": "torch", "version": "2.11.0", "backend": "native", "alloc_conf": "",
+         "layer": "blocks"})
+    add({"type": "event", "op": "alloc", "api": "cudaMalloc", "driver": "cuMemAlloc_v2",
+         "kind": "device", "device": 0, "context": 1, "stream": "0x0", "ptr": hex(SEG),
+         "size": 64 * MiB, "result": 0, "stack": 1})
+    add({"type": "block", "action": "segment_alloc", "device": 0, "ptr": hex(SEG),
+         "size": 64 * MiB, "stream": "0x0", "pool": [0, 0]})
+    for k in range(TENSOR_BLOCKS):
+        add({"type": "block", "action": "alloc", "device": 0, "ptr": hex(SEG + k * 8 * MiB),
+             "size": 8 * MiB, "stream": "0x0", "pool": [0, 0], "stack": 1})
+    add({"type": "marker", "label": "range<b>", "range": "push", "depth": 1})
+    for k in range(TENSOR_MARKS):
+        add({"type": "marker", "label": (LABEL if k == 0 else "step %d <u>long label</u>" % k)},
+            dt=20000)
+    add({"type": "marker", "label": "range<b>", "range": "pop", "depth": 1})
+    for k in range(0, TENSOR_BLOCKS, 2):
+        for action in ("free_requested", "free_completed"):
+            add({"type": "block", "action": action, "device": 0,
+                 "ptr": hex(SEG + k * 8 * MiB), "size": 8 * MiB, "stream": "0x0",
+                 "pool": [0, 0]})
+    add({"type": "block", "action": "oom", "device": 0, "size": 24 * MiB,
+         "device_free": 0, "stream": "0x0", "pool": [0, 0], "stack": 1})
+    lines.append({"type": "trailer", "ts": ts[0] + 1000000, "events": 1, "dropped": 0,
+                  "reason": "exit"})
+    with open(path, "w", encoding="utf-8") as f:
+        for line in head + lines:
+            f.write(json.dumps(line) + "\n")

@@ -9,10 +9,16 @@
 2. A report document with timeline[], oom[] and growth[] (hand-made, docs/report-json.md) must
    draw the timeline chart with its marker and failure, the OOM explanation, the growth table and
    the flame graph.
-Screenshots (hostile.png, analyses.png) and pages stay in the build directory. Without a
+3. Traces with PyTorch block lines (the hostile tensor trace of hostile.py and the H200 fixtures
+   gpt2, frag and growth): the tensor timeline has one band per listed block, each band's tooltip
+   names its site (hostile sites stay text), the OOM view has a bar per segment of the JSON with
+   its blocks, the category bar a piece per category, and marker labels that do not overlap in
+   the laid-out page (the widths Chromium measured) and kinds in distinct colours.
+Screenshots (hostile.png, analyses.png, tensors-*.png) and pages stay in the build directory. Without a
 chromium the test is skipped (exit 77); scripts/setup installs Debian's chromium.
 """
 import argparse
+import html
 import json
 import os
 import re
@@ -143,12 +149,123 @@ def check_analyses_dom(dom):
     check(not dom.find("i"), "no <i> element from the explanation")
 
 
+BAND_RE = re.compile(r'<polygon class="blk"[^>]*>\s*<title>(.*?)</title>', re.S)
+SVG_RE = re.compile(r'<svg[^>]*id="([^"]+)"[^>]*>(.*?)</svg>', re.S)
+LABEL_RE = re.compile(r'<text[^>]*class="mlabel"[^>]*>')
+ATTR_RE = re.compile(r'([\w-]+)="([^"]*)"')
+
+
+def check_markers(out, name, markers):
+    """Marker labels in each chart: no two in a row overlap (the x extents Chromium measured),
+    each marker has a tooltip, the kinds have distinct colours."""
+    svgs = re.findall(r'<svg[^>]*>.*?</svg>', out, re.S)
+    shown = hidden = 0
+    for body in svgs:
+        rows = {}
+        for tag in LABEL_RE.findall(body):
+            a = dict(ATTR_RE.findall(tag))
+            if "data-row" in a:
+                rows.setdefault(a["data-row"], []).append((float(a["data-x0"]),
+                                                          float(a["data-x1"])))
+        for r, spans in rows.items():
+            spans.sort()
+            shown += len(spans)
+            bad = [(p, q) for p, q in zip(spans, spans[1:]) if q[0] < p[1]]
+            check(not bad, "%s: marker labels of row %s do not overlap" % (name, r), bad)
+        hidden += body.count('data-label="hidden"')
+    groups = re.findall(r'<g class="marker" data-kind="(\w+)"[^>]*><title>(.*?)</title>'
+                        r'<line[^>]*stroke="([^"]+)"', out, re.S)
+    timed = [m for m in markers if m.get("time_s") is not None]
+    check(len(groups) >= len(timed) and all(t for _, t, _ in groups),
+          "%s: every marker has a tooltip (%d lines, %d markers)" % (name, len(groups),
+                                                                       len(timed)))
+    colours = {}
+    for kind, _, colour in groups:
+        colours.setdefault(kind, set()).add(colour)
+    flat = [c for cs in colours.values() for c in cs]
+    check(all(len(c) == 1 for c in colours.values()) and len(set(flat)) == len(flat),
+          "%s: each marker kind has its own colour" % name, colours)
+    return shown, hidden
+
+
+def check_tensor_page(args, chromium, page, name, doc, site_text=None):
+    dom = render(args, chromium, page, name)
+    if not dom:
+        return
+    check_ran(dom, name)
+    with open(os.path.join(args.outdir, name + ".dom.html"), encoding="utf-8") as f:
+        out = f.read()
+    proc = doc["processes"][0]
+    t = proc["tensors"]
+    sec = dom.find(id="tensors-sec")
+    check(sec and "hidden" not in sec[0][1], "%s: the tensor section is shown" % name)
+    svgs = dict(SVG_RE.findall(out))
+    for dev in t["timeline"]["devices"]:
+        want = [b for b in t["timeline"]["blocks"] if b[4] == dev["device"]]
+        body = svgs.get("tensor-svg-%d" % dev["device"], "")
+        titles = [html.unescape(x) for x in BAND_RE.findall(body)]
+        check(len(titles) == len(want) and want,
+              "%s: GPU %d: one band per listed block (%d bands, %d blocks)" %
+              (name, dev["device"], len(titles), len(want)))
+        sites = t["block_sites"]
+        # the bands are drawn in the order of the list
+        check(all(sites[b[3]]["site"] in tt for b, tt in zip(want, titles)),
+              "%s: each band's tooltip names its size and site" % name, titles[:2])
+        check('data-band="cache"' in body, "%s: the cache's free memory is a band" % name)
+    for k, o in enumerate(t["ooms"]):
+        body = svgs.get("oom-svg-%d" % k, "")
+        segs = body.count('class="seg"')
+        pieces = re.findall(r'class="piece" data-state="(\w+)"', body)
+        check(segs == len(o["segments"]) and segs > 0,
+              "%s: OOM %d: a bar per segment of the JSON (%d)" % (name, k, segs))
+        check(len(pieces) == sum(len(g["blocks"]) for g in o["segments"]) and
+              {"allocated", "free"} <= set(pieces) and 'class="request"' in body,
+              "%s: OOM %d: allocated and free pieces and the request" % (name, k), pieces)
+    cats = [c for c in t["categories"] if c["bytes_at_peak"] > 0]
+    bars = re.findall(r'class="cat" data-category="(\w+)" data-bytes="(\d+)"', out)
+    check([(c["category"], str(c["bytes_at_peak"])) for c in cats] == bars,
+          "%s: the category bar has a piece per category with bytes at the peak" % name, bars)
+    if site_text:
+        check(site_text in dom.text_under("tensors-sec"),
+              "%s: the hostile site shows as text in the tensor section" % name)
+    return check_markers(out, name, proc.get("markers", []))
+
+
+def check_tensors(args, chromium):
+    trace = os.path.join(args.outdir, "tensors-hostile.jsonl")
+    hostile.write_tensor_trace(trace)
+    fixtures = [("tensors-hostile", trace)] + [
+        ("tensors-" + n, os.path.join(args.fixtures, n + ".jsonl"))
+        for n in ("gpt2", "frag", "growth")]
+    for name, path in fixtures:
+        doc = hostile.report_doc(args.exe, path)
+        page = os.path.join(args.outdir, name + ".html")
+        p = subprocess.run([args.exe, "report", "--format", "html", "-o", page, path],
+                           stderr=subprocess.PIPE, timeout=120)
+        check(p.returncode == 0, "%s: report --format html: exit 0" % name, p.stderr[-2000:])
+        check_file(page, doc)
+        res = check_tensor_page(args, chromium, page, name, doc,
+                                hostile.FUNC if name == "tensors-hostile" else None)
+        if name == "tensors-hostile" and res:
+            shown, hidden = res
+            check(shown >= 3 and hidden > 0,
+                  "tensors-hostile: of %d close markers, %d labels shown, %d thinned out" %
+                  (hostile.TENSOR_MARKS, shown, hidden))
+            dom = browser.Dom(open(os.path.join(args.outdir, name + ".dom.html"),
+                                   encoding="utf-8").read())
+            check(len(dom.find("script")) == 2 and not dom.find("img") and
+                  not dom.find("b") and not dom.find("u"),
+                  "tensors-hostile: no element was injected from a site or label")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--exe", required=True)
     ap.add_argument("--render-doc", required=True)
     ap.add_argument("--golden-traces", required=True)
     ap.add_argument("--outdir", required=True)
+    ap.add_argument("--fixtures", required=True,
+                    help="tests/fixtures/h200-torch2.11/tensors (gpt2, frag, growth)")
     args = ap.parse_args()
 
     chromium = browser.find_chromium()
@@ -179,6 +296,8 @@ def main():
     dom = render(args, chromium, page, "analyses")
     if dom:
         check_analyses_dom(dom)
+
+    check_tensors(args, chromium)
 
     if failures:
         print("%d check(s) failed" % failures)

@@ -126,11 +126,19 @@ gmt_tensors_free(struct gmt_tensors *t)
 	if (!t)
 		return;
 	gmt_blk_free(t->blk);
-	for (size_t i = 0; i < t->ndevices; i++)
+	for (size_t i = 0; i < t->ndevices; i++) {
 		free(t->devices[i].frag);
+		free(t->devices[i].buckets);
+	}
+	for (size_t i = 0; i < t->nooms; i++) {
+		free(t->ooms[i].segs);
+		free(t->ooms[i].seg_blocks);
+	}
 	free(t->devices);
 	free(t->sites);
 	free(t->ooms);
+	free(t->lives);
+	free(t->live);
 	free(t->marks);
 	free(t->site_index);
 	free(t);
@@ -244,6 +252,302 @@ mark_point(struct gmt_tensors *t, struct gmt_tdevice *d, const struct gmt_trace_
 	snprintf(k->label, sizeof(k->label), "%s", mk->label ? mk->label : "");
 }
 
+// --- block lifetimes (tensors.h: gmt_tlife) -----------------------------------------------------
+
+/* A live block: when it was allocated, for its lifetime when it is freed. */
+struct gmt_tlive {
+	uint64_t ptr, ts, seq, bytes;
+	uint32_t stack;
+	int32_t device;
+	bool used;
+};
+
+static size_t
+live_hash(uint64_t ptr, int32_t device)
+{
+	return (size_t)(((ptr >> 9) ^ (uint64_t)(uint32_t)device << 40) * 0x9e3779b97f4a7c15ull >>
+			20);
+}
+
+static bool
+live_grow(struct gmt_tensors *t)
+{
+	size_t cap = t->live_cap ? t->live_cap * 2 : 1024;
+	struct gmt_tlive *nl = calloc(cap, sizeof(*nl));
+
+	if (!nl)
+		return false;
+	for (size_t i = 0; i < t->live_cap; i++) {
+		if (!t->live[i].used)
+			continue;
+		size_t h = live_hash(t->live[i].ptr, t->live[i].device) & (cap - 1);
+		while (nl[h].used)
+			h = (h + 1) & (cap - 1);
+		nl[h] = t->live[i];
+	}
+	free(t->live);
+	t->live = nl;
+	t->live_cap = cap;
+	return true;
+}
+
+static void
+live_put(struct gmt_tensors *t, const struct gmt_tlive *b)
+{
+	if ((t->nlive + 1) * 2 > t->live_cap && !live_grow(t)) {
+		t->error = -ENOMEM;
+		return;
+	}
+	size_t mask = t->live_cap - 1, h = live_hash(b->ptr, b->device) & mask;
+	for (; t->live[h].used; h = (h + 1) & mask)
+		if (t->live[h].ptr == b->ptr && t->live[h].device == b->device)
+			break; /* a block the trace never freed: the new one replaces it */
+	if (!t->live[h].used)
+		t->nlive++;
+	t->live[h] = *b;
+	t->live[h].used = true;
+}
+
+/* Takes the live block at @p ptr out of the table into *@p out; false when there is none. */
+static bool
+live_take(struct gmt_tensors *t, uint64_t ptr, int32_t device, struct gmt_tlive *out)
+{
+	if (!t->live_cap)
+		return false;
+	size_t mask = t->live_cap - 1, h = live_hash(ptr, device) & mask;
+	for (; t->live[h].used; h = (h + 1) & mask)
+		if (t->live[h].ptr == ptr && t->live[h].device == device)
+			break;
+	if (!t->live[h].used)
+		return false;
+	*out = t->live[h];
+	t->live[h].used = false;
+	t->nlive--;
+	/* linear probing's deletion: move up the entries of the run that hashed before the hole */
+	for (size_t hole = h, k = (h + 1) & mask; t->live[k].used; k = (k + 1) & mask) {
+		size_t home = live_hash(t->live[k].ptr, t->live[k].device) & mask;
+		if (((k - home) & mask) >= ((k - hole) & mask)) {
+			t->live[hole] = t->live[k];
+			t->live[k].used = false;
+			hole = k;
+		}
+	}
+	return true;
+}
+
+/* a goes before b in the heap (kept last: the smaller, of equal ones the later) */
+static bool
+life_less(const struct gmt_tlife *a, const struct gmt_tlife *b)
+{
+	return a->bytes != b->bytes ? a->bytes < b->bytes : a->alloc_seq > b->alloc_seq;
+}
+
+static void
+life_sift_down(struct gmt_tlife *h, size_t n, size_t i)
+{
+	for (;;) {
+		size_t l = 2 * i + 1, r = l + 1, m = i;
+		if (l < n && life_less(&h[l], &h[m]))
+			m = l;
+		if (r < n && life_less(&h[r], &h[m]))
+			m = r;
+		if (m == i)
+			return;
+		struct gmt_tlife x = h[i];
+		h[i] = h[m];
+		h[m] = x;
+		i = m;
+	}
+}
+
+/* A finished lifetime: kept when it is among the GMT_TLIFE_MAX largest. */
+static void
+life_offer(struct gmt_tensors *t, const struct gmt_tlife *l)
+{
+	t->lives_seen++;
+	if (!t->lives && !(t->lives = malloc(GMT_TLIFE_MAX * sizeof(*t->lives)))) {
+		t->error = -ENOMEM;
+		return;
+	}
+	if (t->nlives < GMT_TLIFE_MAX) {
+		size_t i = t->nlives++;
+		t->lives[i] = *l;
+		while (i && life_less(&t->lives[i], &t->lives[(i - 1) / 2])) {
+			struct gmt_tlife x = t->lives[i];
+			t->lives[i] = t->lives[(i - 1) / 2];
+			t->lives[(i - 1) / 2] = x;
+			i = (i - 1) / 2;
+		}
+	} else if (life_less(&t->lives[0], l)) {
+		t->lives[0] = *l;
+		life_sift_down(t->lives, t->nlives, 0);
+	}
+}
+
+/* The bucket of @p ts on device @p d; when @p ts is past the last, the buckets of every device
+ * are merged in pairs (the higher moment of each pair stays) until it fits. */
+static struct gmt_tbucket *
+bucket_of(struct gmt_tensors *t, struct gmt_tdevice *d, uint64_t ts)
+{
+	if (!t->bucket_ns) {
+		t->bucket_origin = ts;
+		t->bucket_ns = 1024;
+	}
+	if (ts < t->bucket_origin)
+		ts = t->bucket_origin; /* lines out of time order: the first bucket */
+	while ((ts - t->bucket_origin) / t->bucket_ns >= GMT_TBUCKETS) {
+		for (size_t i = 0; i < t->ndevices; i++) {
+			struct gmt_tbucket *b = t->devices[i].buckets;
+			if (!b)
+				continue;
+			for (size_t k = 0; k < GMT_TBUCKETS / 2; k++) {
+				const struct gmt_tbucket *x = &b[2 * k], *y = &b[2 * k + 1];
+				b[k] =
+				    !y->set || (x->set && x->allocated >= y->allocated) ? *x : *y;
+			}
+			memset(&b[GMT_TBUCKETS / 2], 0, GMT_TBUCKETS / 2 * sizeof(*b));
+		}
+		t->bucket_ns *= 2;
+	}
+	if (!d->buckets && !(d->buckets = calloc(GMT_TBUCKETS, sizeof(*d->buckets)))) {
+		t->error = -ENOMEM;
+		return NULL;
+	}
+	return &d->buckets[(ts - t->bucket_origin) / t->bucket_ns];
+}
+
+static void
+bucket_point(struct gmt_tensors *t,
+	     struct gmt_tdevice *d,
+	     const struct gmt_trace_event *ev,
+	     uint64_t allocated,
+	     uint64_t reserved,
+	     uint64_t held)
+{
+	struct gmt_tbucket *b = bucket_of(t, d, ev->ts);
+
+	if (b && (!b->set || allocated > b->allocated))
+		*b = (struct gmt_tbucket){.ts = ev->ts,
+					  .seq = ev->seq,
+					  .allocated = allocated,
+					  .reserved = reserved,
+					  .held = held,
+					  .set = true};
+}
+
+static int
+cmp_life_bytes(const void *pa, const void *pb)
+{
+	const struct gmt_tlife *a = pa, *b = pb;
+
+	return life_less(a, b) ? 1 : life_less(b, a) ? -1 : 0;
+}
+
+/* The end: blocks still live are lifetimes without an end; the kept ones largest first. */
+static void
+lives_finish(struct gmt_tensors *t)
+{
+	for (size_t i = 0; i < t->live_cap && !t->error; i++) {
+		const struct gmt_tlive *b = &t->live[i];
+		if (b->used)
+			life_offer(t, &(struct gmt_tlife){.alloc_ts = b->ts,
+							  .alloc_seq = b->seq,
+							  .bytes = b->bytes,
+							  .stack = b->stack,
+							  .device = b->device});
+	}
+	free(t->live);
+	t->live = NULL;
+	t->live_cap = t->nlive = 0;
+	if (t->nlives > 1)
+		qsort(t->lives, t->nlives, sizeof(*t->lives), cmp_life_bytes);
+}
+
+// --- OOMs ---------------------------------------------------------------------------------------
+
+static int
+cmp_seg_size(const void *pa, const void *pb)
+{
+	const struct gmt_blk_segview *a = pa, *b = pb;
+
+	if (a->size != b->size)
+		return a->size > b->size ? -1 : 1;
+	return a->start < b->start ? -1 : a->start > b->start;
+}
+
+static int
+cmp_seg_start(const void *pa, const void *pb)
+{
+	const struct gmt_blk_segview *a = pa, *b = pb;
+
+	return a->start < b->start ? -1 : a->start > b->start;
+}
+
+/* The segments of the OOM's device, with their blocks, into @p o (bounded: tensors.h). */
+static void
+oom_segments(struct gmt_tensors *t, struct gmt_toom *o)
+{
+	size_t nseg = gmt_blk_segments(t->blk, NULL, 0), nblk = gmt_blk_blocks(t->blk, NULL, 0);
+	struct gmt_blk_segview *sv = nseg ? malloc(nseg * sizeof(*sv)) : NULL;
+	struct gmt_blk_view *bv = nblk ? malloc(nblk * sizeof(*bv)) : NULL;
+	size_t n = 0;
+
+	if ((nseg && !sv) || (nblk && !bv))
+		goto nomem;
+	nseg = gmt_blk_segments(t->blk, sv, nseg);
+	nblk = gmt_blk_blocks(t->blk, bv, nblk);
+	for (size_t i = 0; i < nseg; i++)
+		if (sv[i].device == o->device)
+			sv[n++] = sv[i];
+	o->nsegments_all = n;
+	if (n > GMT_TOOM_SEGMENTS) {
+		qsort(sv, n, sizeof(*sv), cmp_seg_size);
+		n = GMT_TOOM_SEGMENTS;
+	}
+	qsort(sv, n, sizeof(*sv), cmp_seg_start);
+	o->segs = n ? calloc(n, sizeof(*o->segs)) : NULL;
+	o->seg_blocks = n ? calloc(n * GMT_TOOM_SEG_BLOCKS, sizeof(*o->seg_blocks)) : NULL;
+	if (n && (!o->segs || !o->seg_blocks))
+		goto nomem;
+	size_t nb = 0;
+	for (size_t i = 0; i < n; i++) {
+		const struct gmt_blk_segview *v = &sv[i];
+		struct gmt_toom_seg *g = &o->segs[i];
+		*g = (struct gmt_toom_seg){.start = v->start,
+					   .size = v->size,
+					   .stream = v->stream,
+					   .nblocks = v->nblocks,
+					   .first = nb,
+					   .large = v->large,
+					   .expandable = v->expandable};
+		for (size_t k = v->first; k < v->first + v->nblocks && k < nblk; k++) {
+			const struct gmt_blk_view *b = &bv[k];
+			*(b->state == GMT_BLK_ALLOCATED ? &g->allocated
+			  : b->state == GMT_BLK_PENDING ? &g->pending
+							: &g->free) += b->size;
+			if (g->nlisted == GMT_TOOM_SEG_BLOCKS)
+				continue;
+			o->seg_blocks[nb++] = (struct gmt_toom_block){.offset = b->ptr - v->start,
+								      .size = b->size,
+								      .stack = b->stack,
+								      .state = (uint8_t)b->state};
+			g->nlisted++;
+		}
+	}
+	o->nsegs = n;
+	free(sv);
+	free(bv);
+	return;
+nomem:
+	free(sv);
+	free(bv);
+	free(o->segs);
+	free(o->seg_blocks);
+	o->segs = NULL;
+	o->seg_blocks = NULL;
+	t->error = -ENOMEM;
+}
+
 static void
 record_oom(struct gmt_tensors *t,
 	   struct gmt_tdevice *d,
@@ -274,6 +578,8 @@ record_oom(struct gmt_tensors *t,
 	cache_now(t, ev->device, &o->cache);
 	gmt_blk_free_in(t->blk, ev->device, ev->handle, o->pool, &o->pool_free, &o->pool_pieces,
 			&o->pool_largest_free);
+	if (t->nooms <= GMT_TOOM_SNAPSHOTS)
+		oom_segments(t, o);
 	frag_point(t, d, ev->ts, ev->seq);
 }
 
@@ -334,6 +640,15 @@ gmt_tensors_event(struct gmt_tensors *t, const struct gmt_trace_event *ev, uint6
 	gmt_blk_running(t->blk, ev->device, &after, &req, &reserved);
 	if (after < before && freeing && bsize) { /* the block's tensor let go of it */
 		struct gmt_tsite *s = site_of(t, bstack, ev->device);
+		struct gmt_tlive b;
+		if (live_take(t, ev->ptr, ev->device, &b))
+			life_offer(t, &(struct gmt_tlife){.alloc_ts = b.ts,
+							  .alloc_seq = b.seq,
+							  .free_ts = ev->ts,
+							  .free_seq = ev->seq,
+							  .bytes = b.bytes,
+							  .stack = b.stack,
+							  .device = b.device});
 		if (s) {
 			s->live -= s->live >= bsize ? bsize : s->live;
 			s->live_blocks -= s->live_blocks ? 1 : 0;
@@ -353,7 +668,14 @@ gmt_tensors_event(struct gmt_tensors *t, const struct gmt_trace_event *ev, uint6
 				s->max_live = s->live;
 		}
 		d->allocations++;
+		live_put(t, &(struct gmt_tlive){.ptr = ev->ptr,
+						.ts = ev->ts,
+						.seq = ev->seq,
+						.bytes = after - before,
+						.stack = stack,
+						.device = ev->device});
 	}
+	bucket_point(t, d, ev, after, reserved, held);
 	if (reserved > d->max_reserved)
 		d->max_reserved = reserved;
 	if (after > d->peak) {
@@ -427,6 +749,9 @@ gmt_tensors_finish(struct gmt_tensors *t, uint64_t last_ts)
 		cache_now(t, d->device, &d->end);
 		frag_point(t, d, last_ts, UINT64_MAX);
 	}
+	if (!t->error)
+		lives_finish(t);
+	t->end_ts = last_ts;
 	t->inconsistent = gmt_blk_inconsistent(t->blk) + t->bad_device;
 	t->sample_marks = t->marks_seen >= 2 || t->range_samples < 2;
 	t->samples = t->sample_marks ? t->marks_seen : t->range_samples;

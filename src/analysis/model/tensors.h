@@ -64,7 +64,33 @@ struct gmt_toom {
 	bool cuda_failure; /**< a counted CUDA-level failed allocation of its device came between
 				prev_seq and it (the cudaMalloc the allocator tried): the same error
 			    */
+	/* the device's segments then, for the report's allocator-state view: at most
+	 * GMT_TOOM_SEGMENTS (the largest, in address order), each with at most
+	 * GMT_TOOM_SEG_BLOCKS of its blocks (in address order); nsegments_all: how many it had */
+	struct gmt_toom_seg *segs;
+	struct gmt_toom_block *seg_blocks;
+	size_t nsegs, nsegments_all;
 };
+
+/** A segment of the device at an OOM (gmt_toom.segs). */
+struct gmt_toom_seg {
+	uint64_t start, size, stream;
+	uint64_t allocated, pending, free; /**< bytes of its blocks in each state */
+	uint64_t nblocks;		   /**< its blocks (those listed: the first ones) */
+	size_t first, nlisted;		   /**< its listed blocks in gmt_toom.seg_blocks */
+	bool large, expandable;
+};
+
+/** A block of such a segment. */
+struct gmt_toom_block {
+	uint64_t offset, size; /**< from the segment's start */
+	uint32_t stack;
+	uint8_t state; /**< GMT_BLK_FREE, _ALLOCATED, _PENDING */
+};
+
+#define GMT_TOOM_SEGMENTS 128
+#define GMT_TOOM_SNAPSHOTS 16 /* OOMs with their segments (the first ones) */
+#define GMT_TOOM_SEG_BLOCKS 64
 
 /** One moment of the fragmentation series (gmt_tdevice.frag). */
 struct gmt_tfrag {
@@ -75,6 +101,31 @@ struct gmt_tfrag {
 };
 
 #define GMT_TFRAG_MAX 4096
+
+/*
+ * Block lifetimes for the report's timeline (a stacked chart of live tensors, as PyTorch's
+ * memory_viz draws it), bounded however long the trace: the GMT_TLIFE_MAX largest blocks (ties:
+ * the earlier), and per time bucket the moment memory_allocated() was highest in it, with the
+ * cache's and the device's figures then. The rest of the blocks are what that moment's figure
+ * holds beyond the listed ones (the report's "other" band).
+ */
+struct gmt_tlife {
+	uint64_t alloc_ts, alloc_seq;
+	uint64_t free_ts, free_seq; /**< free_seq 0: live at the end */
+	uint64_t bytes;		    /**< the block's real (rounded) size */
+	uint32_t stack;
+	int32_t device;
+};
+
+#define GMT_TLIFE_MAX 512
+
+/** The moment memory_allocated() was highest in a time bucket (set: the bucket saw a line). */
+struct gmt_tbucket {
+	uint64_t ts, seq, allocated, reserved, held;
+	bool set;
+};
+
+#define GMT_TBUCKETS 256
 
 /** The cache of one device at a mark (gmt_mark), as torch's memory_stats() would say then. */
 struct gmt_tmark {
@@ -99,8 +150,9 @@ struct gmt_tdevice {
 	struct gmt_tfrag *frag; /**< sampled at markers, OOMs and the end; bounded */
 	size_t nfrag, frag_cap;
 	uint32_t max_frag_permille;
-	bool pending;	   /**< replay only: the peak rose, its sites are not taken yet */
-	uint64_t last_seq; /**< replay only: its last block line */
+	struct gmt_tbucket *buckets; /**< GMT_TBUCKETS, from gmt_tensors.bucket_origin */
+	bool pending;		     /**< replay only: the peak rose, its sites are not taken yet */
+	uint64_t last_seq;	     /**< replay only: its last block line */
 };
 
 struct gmt_tensors {
@@ -113,13 +165,19 @@ struct gmt_tensors {
 	size_t nooms;
 	struct gmt_tmark *marks; /**< per mark and device, in order */
 	size_t nmarks;
-	uint64_t lines;	       /**< block lines applied */
+	struct gmt_tlife
+	    *lives; /**< a min-heap (smallest first) until finished, then largest first */
+	size_t nlives;
+	uint64_t lives_seen;		   /**< block lifetimes in all */
+	uint64_t bucket_origin, bucket_ns; /**< bucket k: from origin + k * bucket_ns */
+	uint64_t end_ts;		   /**< the end of the trace (gmt_tensors_finish()) */
+	uint64_t lines;			   /**< block lines applied */
 	uint64_t inconsistent; /**< of them, lines that did not fit the replayed state (bad_device
 				  included) */
-	uint64_t bad_device;
-	uint64_t ooms_alone; /**< OOMs with no CUDA-level failure behind them (the allocator's own
-				  limit: set_per_process_memory_fraction, a snapshot): failures too */	/**< of them, lines whose device is no CUDA ordinal (0..63) */
-	uint32_t samples;	/**< growth samples taken (of the chosen kind) */
+	uint64_t bad_device;   /**< of them, lines whose device is no CUDA ordinal (0..63) */
+	uint64_t ooms_alone;   /**< OOMs with no CUDA-level failure behind them (the allocator's own
+				  limit: set_per_process_memory_fraction, a snapshot): failures too */
+	uint32_t samples;      /**< growth samples taken (of the chosen kind) */
 	uint32_t range_samples; /**< replay only: ends of outermost ranges seen */
 	bool sample_marks;	/**< samples are marks (else ends of outermost ranges) */
 	/* replay only */
@@ -128,6 +186,8 @@ struct gmt_tensors {
 	uint32_t marks_seen;
 	char phase[8][64]; /**< open ranges by depth (of any thread: a phase is the program's) */
 	uint32_t nphase;
+	struct gmt_tlive *live; /**< open addressing: the live blocks' starts */
+	size_t nlive, live_cap;
 	int error; /**< -ENOMEM: stopped */
 };
 

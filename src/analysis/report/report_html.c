@@ -83,6 +83,9 @@ static const char *const html_head[] = {
     "<section id=\"procs-sec\"><h2>Processes</h2><label id=\"proc-label\">Process: <select "
     "id=\"proc\"></select></label><div id=\"procs\"></div></section>\n",
     "<section><h2>Memory over time</h2><div id=\"timeline\"></div></section>\n",
+    "<section id=\"tensors-sec\" hidden><h2>PyTorch tensors</h2><div "
+    "id=\"tensor-timeline\"></div><h3>Categories at the peak</h3><div "
+    "id=\"tensor-cats\"></div><div id=\"tensor-ooms\"></div></section>\n",
     "<section><h2>Top call sites at the peak</h2><div id=\"peak-sites\"></div></section>\n",
     "<section><h2>Flame graph: bytes live at the peak</h2><div "
     "id=\"flame\"></div></section>\n",
@@ -369,8 +372,8 @@ static const char *const html_tail[] = {
     "  return v;\n",
     "}\n",
     "function chart(box, title, series, tEnd, markers, fails) {\n",
-    "  var W = 1000, H = 260, L = 70, R = 12, T = 22, B = 28, maxB = 1, maxT = "
-    "isNum(tEnd) ? tEnd : 0;\n",
+    "  var W = 1000, H = 260, L = 70, R = 12, T = markers.length ? MARK_TOP + 6 : 22, B = 28, "
+    "maxB = 1, maxT = isNum(tEnd) ? tEnd : 0;\n",
     "  series.forEach(function (s) { s.points.forEach(function (p) { if (p[1] > maxB) "
     "maxB = p[1]; if (p[0] > maxT) maxT = p[0]; }); });\n",
     "  fails.forEach(function (f) { if (isNum(f.time_s) && f.time_s > maxT) maxT = "
@@ -381,6 +384,7 @@ static const char *const html_tail[] = {
     "  function Y(b) { return T + (H - T - B) * (1 - b / maxB); }\n",
     "  box.appendChild(el('h3', '', title));\n",
     "  var s = svg('svg', { viewBox: '0 0 ' + W + ' ' + H, role: 'img' });\n",
+    "  box.appendChild(s); // laid out: drawMarkers measures its labels\n",
     "  niceTicks(maxB / 1.08, 4).forEach(function (b) {\n",
     "    svg('line', { x1: L, x2: W - R, y1: Y(b), y2: Y(b), 'class': 'grid' }, s);\n",
     "    svg('text', { x: L - 6, y: Y(b) + 4, 'text-anchor': 'end' }, s).textContent = "
@@ -392,13 +396,7 @@ static const char *const html_tail[] = {
     "  });\n",
     "  svg('line', { x1: L, x2: L, y1: T, y2: H - B, 'class': 'axis' }, s);\n",
     "  svg('line', { x1: L, x2: W - R, y1: H - B, y2: H - B, 'class': 'axis' }, s);\n",
-    "  markers.forEach(function (m) {\n",
-    "    if (!isNum(m.time_s)) return;\n",
-    "    svg('line', { x1: X(m.time_s), x2: X(m.time_s), y1: T, y2: H - B, stroke: "
-    "'#8a8fa0', 'stroke-dasharray': '3,3' }, s);\n",
-    "    if (markers.length <= 20) svg('text', { x: X(m.time_s) + 3, y: T - 6 }, "
-    "s).textContent = String(m.label);\n",
-    "  });\n",
+    "  var mkinds = drawMarkers(s, markers, X, L, W - R, T, H - B);\n",
     "  series.forEach(function (sr) {\n",
     "    var d = '', last = null;\n",
     "    sr.points.forEach(function (p) {\n",
@@ -436,7 +434,6 @@ static const char *const html_tail[] = {
     "  });\n",
     "  hit.addEventListener('mouseleave', function () { guide.setAttribute('visibility', "
     "'hidden'); hideTip(); });\n",
-    "  box.appendChild(s);\n",
     "  var lg = el('div', 'legend');\n",
     "  series.forEach(function (sr) {\n",
     "    var item = el('span'), sw = el('span', 'sw'), peak = 0;\n",
@@ -450,6 +447,7 @@ static const char *const html_tail[] = {
     "  });\n",
     "  if (fails.length) { var o = el('span', '', '\\u25cf failed allocation'); "
     "o.style.color = '#b3261e'; lg.appendChild(o); }\n",
+    "  markerLegend(lg, mkinds);\n",
     "  box.appendChild(lg);\n",
     "}\n",
     "function peaksFallback(box, i) {\n",
@@ -670,6 +668,333 @@ static const char *const html_tail[] = {
     "'call site'], 50);\n",
     "}\n",
     "\n",
+    "// ---- markers: labels in up to three rows, never overlapping; one that fits in none is "
+    "left\n",
+    "// out (its line keeps a tooltip). A mark, a range's start and its end have their own "
+    "colours.\n",
+    "var MARK_COLORS = { mark: '#5a6275', push: '#2e8b57', pop: '#c0602e' };\n",
+    "var MARK_NAMES = { mark: 'marker', push: 'range start', pop: 'range end' };\n",
+    "var MARK_ROWS = 3, MARK_ROW_H = 13, MARK_TOP = 8 + MARK_ROWS * MARK_ROW_H;\n",
+    "function markKind(m) { return m.range === 'push' ? 'push' : m.range === 'pop' ? 'pop' : "
+    "'mark'; }\n",
+    "function drawMarkers(s, markers, X, xMin, xMax, top, bottom) {\n",
+    "  var rowEnd = [], kinds = {};\n",
+    "  markers.filter(function (m) { return isNum(m.time_s); }).sort(function (a, b) { return "
+    "a.time_s - b.time_s; }).forEach(function (m) {\n",
+    "    var x = X(m.time_s);\n",
+    "    if (x < xMin - 0.5 || x > xMax + 0.5) return;\n",
+    "    var k = markKind(m), col = MARK_COLORS[k];\n",
+    "    kinds[k] = 1;\n",
+    "    var g = svg('g', { 'class': 'marker', 'data-kind': k }, s);\n",
+    "    svg('title', {}, g).textContent = MARK_NAMES[k] + ' at ' + fmtTime(m.time_s) + ': ' + "
+    "m.label;\n",
+    "    svg('line', { x1: x, x2: x, y1: top, y2: bottom, stroke: col, 'stroke-dasharray': k === "
+    "'mark' ? '3,3' : '6,2' }, g);\n",
+    "    svg('line', { x1: x, x2: x, y1: top - MARK_TOP + 8, y2: bottom, stroke: 'transparent', "
+    "'stroke-width': 7 }, g);\n",
+    "    var label = String(m.label);\n",
+    "    if (label.length > 28) label = label.slice(0, 27) + '\\u2026';\n",
+    "    var t = svg('text', { x: x + 3, y: top - 4, fill: col, 'class': 'mlabel' }, g);\n",
+    "    t.textContent = label;\n",
+    "    var w = t.getComputedTextLength ? t.getComputedTextLength() : 0;\n",
+    "    if (!w) w = label.length * 6.2;\n",
+    "    var a = x + 3, anchor = 'start';\n",
+    "    if (a + w > xMax) { a = x - 3 - w; anchor = 'end'; }\n",
+    "    var r = 0;\n",
+    "    while (r < MARK_ROWS && rowEnd[r] !== undefined && rowEnd[r] > a) r++;\n",
+    "    if (r === MARK_ROWS || a < 0) { g.removeChild(t); g.setAttribute('data-label', 'hidden'); "
+    "return; }\n",
+    "    rowEnd[r] = a + w + 6;\n",
+    "    t.setAttribute('x', (anchor === 'end' ? x - 3 : x + 3).toFixed(1));\n",
+    "    t.setAttribute('text-anchor', anchor);\n",
+    "    t.setAttribute('y', top - 4 - r * MARK_ROW_H);\n",
+    "    t.setAttribute('data-row', r);\n",
+    "    t.setAttribute('data-x0', a.toFixed(1));\n",
+    "    t.setAttribute('data-x1', (a + w).toFixed(1));\n",
+    "  });\n",
+    "  return kinds;\n",
+    "}\n",
+    "function markerLegend(lg, kinds) {\n",
+    "  Object.keys(MARK_COLORS).forEach(function (k) {\n",
+    "    if (!kinds[k]) return;\n",
+    "    var item = el('span'), sw = el('span', 'sw');\n",
+    "    sw.style.background = MARK_COLORS[k];\n",
+    "    item.appendChild(sw);\n",
+    "    item.appendChild(document.createTextNode(MARK_NAMES[k]));\n",
+    "    lg.appendChild(item);\n",
+    "  });\n",
+    "}\n",
+    "\n",
+    "// ---- PyTorch tensors: live blocks over time (as memory_viz), the categories, each OOM's "
+    "cache\n",
+    "function siteLines(i, site) {\n",
+    "  if (!site) return ['[no site]'];\n",
+    "  var out = [String(site.site)];\n",
+    "  arr(site.callers).forEach(function (c) { out.push('  called from ' + c); });\n",
+    "  if (site.category) out.push('category: ' + site.category);\n",
+    "  var fr = stackFrames(i, site.stack);\n",
+    "  if (fr.length && stacks[i + ':' + site.stack]) { out.push('stack:'); fr.slice(0, "
+    "24).forEach(function (f) { out.push('  ' + f); }); }\n",
+    "  return out;\n",
+    "}\n",
+    "// a site's hue; its blocks in lightnesses of it, so neighbours stay apart\n",
+    "function siteColor(k, b) { return 'hsl(' + ((k * 47) % 360) + ',55%,' + (45 + (b * 11) % 30) "
+    "+ '%)'; }\n",
+    "var BAND_COLORS = { other: '#b7bcc8', cache: '#e6e9ef', outside: '#6b7080' };\n",
+    "var BAND_NAMES = { other: 'other tensors (not listed)', cache: \"cache's free memory "
+    "(reserved \\u2212 allocated)\", outside: 'not PyTorch (device memory outside the cache)' };\n",
+    "function tensorChart(box, i, dv, blocks, sites, tl, markers) {\n",
+    "  var W = 1000, H = 300, L = 70, R = 12, T = MARK_TOP + 6, B = 28;\n",
+    "  var pts = arr(dv.points), full0 = Infinity, full1 = -Infinity;\n",
+    "  pts.forEach(function (p) { full0 = Math.min(full0, p[0]); full1 = Math.max(full1, p[0]); "
+    "});\n",
+    "  blocks.forEach(function (b) { full0 = Math.min(full0, b[0]); full1 = Math.max(full1, "
+    "isNum(b[1]) ? b[1] : b[0]); });\n",
+    "  var pe = (procs[i] || {}).end_time_s;\n",
+    "  if (isNum(pe) && pe > full1) full1 = pe;\n",
+    "  if (!isFinite(full0)) return;\n",
+    "  if (full1 <= full0) full1 = full0 + 1e-3;\n",
+    "  box.appendChild(el('h3', '', 'GPU ' + dv.device + ': live tensors, the ' + blocks.length + "
+    "' largest of ' + (tl.blocks_all || blocks.length) + ' blocks as bands (allocation order, "
+    "bottom up), the rest as one band'));\n",
+    "  box.appendChild(el('p', 'note', 'Hover a band for its size, site and stack. Drag to zoom to "
+    "a time range, the wheel zooms around the pointer, double-click or Reset shows "
+    "everything.'));\n",
+    "  var reset = el('button', '', 'Reset zoom');\n",
+    "  box.appendChild(reset);\n",
+    "  var s = svg('svg', { viewBox: '0 0 ' + W + ' ' + H, role: 'img', id: 'tensor-svg-' + "
+    "dv.device, 'class': 'tensor-svg' });\n",
+    "  box.appendChild(s);\n",
+    "  var lives = blocks.map(function (b, k) {\n",
+    "    var f = isNum(b[1]) ? Math.max(b[1], b[0] + 1e-7) : null;\n",
+    "    return { a: b[0], f: f, bytes: b[2], site: sites[b[3]], si: b[3], k: k };\n",
+    "  });\n",
+    "  function bandsAt(t) {\n",
+    "    var lo = 0, hi = pts.length - 1, v = null;\n",
+    "    while (lo <= hi) { var mid = (lo + hi) >> 1; if (pts[mid][0] <= t) { v = pts[mid]; lo = "
+    "mid + 1; } else hi = mid - 1; }\n",
+    "    return v ? { other: v[2], cache: v[3], outside: v[4] } : { other: 0, cache: 0, outside: 0 "
+    "};\n",
+    "  }\n",
+    "  function draw(t0, t1) {\n",
+    "    clear(s);\n",
+    "    s.setAttribute('data-t0', t0); s.setAttribute('data-t1', t1);\n",
+    "    var X = function (t) { return L + (W - L - R) * (t - t0) / (t1 - t0); };\n",
+    "    var times = [t0, t1];\n",
+    "    pts.forEach(function (p) { if (p[0] > t0 && p[0] < t1) times.push(p[0]); });\n",
+    "    lives.forEach(function (l) { if (l.a > t0 && l.a < t1) times.push(l.a); if (l.f !== null "
+    "&& l.f > t0 && l.f < t1) times.push(l.f); });\n",
+    "    times.sort(function (a, b) { return a - b; });\n",
+    "    times = times.filter(function (t, k) { return k === 0 || t !== times[k - 1]; });\n",
+    "    var iv = [], maxB = 1;\n",
+    "    for (var k = 0; k + 1 < times.length; k++) {\n",
+    "      var t = times[k], y = 0, off = {};\n",
+    "      lives.forEach(function (l) { if (l.a <= t && (l.f === null || l.f > t)) { off[l.k] = y; "
+    "y += l.bytes; } });\n",
+    "      var bd = bandsAt(t), tops = { listed: y };\n",
+    "      ['other', 'cache', 'outside'].forEach(function (n) { tops[n] = y; y += bd[n] || 0; "
+    "});\n",
+    "      if (y > maxB) maxB = y;\n",
+    "      iv.push({ x0: X(t), x1: X(times[k + 1]), off: off, tops: tops, bd: bd });\n",
+    "    }\n",
+    "    maxB *= 1.05;\n",
+    "    var Y = function (b) { return T + (H - T - B) * (1 - b / maxB); };\n",
+    "    niceTicks(maxB / 1.05, 4).forEach(function (b) {\n",
+    "      svg('line', { x1: L, x2: W - R, y1: Y(b), y2: Y(b), 'class': 'grid' }, s);\n",
+    "      svg('text', { x: L - 6, y: Y(b) + 4, 'text-anchor': 'end' }, s).textContent = "
+    "fmtBytes(Math.round(b));\n",
+    "    });\n",
+    "    niceTicks(t1 - t0, 5).forEach(function (d, k) {\n",
+    "      svg('text', { x: X(t0 + d), y: H - 8, 'text-anchor': k === 5 ? 'end' : k ? 'middle' : "
+    "'start' }, s).textContent = fmtTime(t0 + d);\n",
+    "    });\n",
+    "    function poly(get, attrs, lines) {\n",
+    "      var top = [], bot = [];\n",
+    "      iv.forEach(function (v) {\n",
+    "        var r = get(v);\n",
+    "        if (!r || r[1] <= 0) return;\n",
+    "        top.push(v.x0.toFixed(1) + ',' + Y(r[0] + r[1]).toFixed(1), v.x1.toFixed(1) + ',' + "
+    "Y(r[0] + r[1]).toFixed(1));\n",
+    "        bot.unshift(v.x1.toFixed(1) + ',' + Y(r[0]).toFixed(1), v.x0.toFixed(1) + ',' + "
+    "Y(r[0]).toFixed(1));\n",
+    "      });\n",
+    "      if (!top.length) return null;\n",
+    "      attrs.points = top.concat(bot).join(' ');\n",
+    "      var p = svg('polygon', attrs, s);\n",
+    "      svg('title', {}, p).textContent = lines.join('\\n');\n",
+    "      p.addEventListener('mousemove', function (ev) { showTip(ev, lines); });\n",
+    "      p.addEventListener('mouseleave', hideTip);\n",
+    "      return p;\n",
+    "    }\n",
+    "    lives.forEach(function (l) {\n",
+    "      var lines = [fmtBytes(l.bytes) + ' (' + exact(l.bytes) + '), from ' + fmtTime(l.a) + "
+    "(l.f === null ? ', live at the end' : ' to ' + fmtTime(l.f))].concat(siteLines(i, l.site));\n",
+    "      poly(function (v) { return v.off.hasOwnProperty(l.k) ? [v.off[l.k], l.bytes] : null; }, "
+    "{ 'class': 'blk', 'data-block': l.k, fill: siteColor(l.si, l.k), stroke: '#fff', "
+    "'stroke-width': "
+    "0.3 }, lines);\n",
+    "    });\n",
+    "    ['other', 'cache', 'outside'].forEach(function (n) {\n",
+    "      poly(function (v) { return [v.tops[n], v.bd[n] || 0]; }, { 'class': 'band', "
+    "'data-band': n, fill: BAND_COLORS[n] }, [BAND_NAMES[n]]);\n",
+    "    });\n",
+    "    svg('line', { x1: L, x2: L, y1: T, y2: H - B, 'class': 'axis' }, s);\n",
+    "    svg('line', { x1: L, x2: W - R, y1: H - B, y2: H - B, 'class': 'axis' }, s);\n",
+    "    kinds = drawMarkers(s, markers, X, L, W - R, T, H - B);\n",
+    "    sel = svg('rect', { x: 0, y: T, width: 0, height: H - T - B, fill: "
+    "'rgba(74,123,208,0.2)', visibility: 'hidden' }, s);\n",
+    "  }\n",
+    "  var view = [full0, full1], kinds = {}, sel = null, drag = null;\n",
+    "  function tAt(ev) { var r = s.getBoundingClientRect(), x = (ev.clientX - r.left) * W / "
+    "r.width; return view[0] + (Math.min(Math.max(x, L), W - R) - L) / (W - L - R) * (view[1] - "
+    "view[0]); }\n",
+    "  function zoom(a, b) { a = Math.max(full0, a); b = Math.min(full1, b); if (b - a > 1e-7) { "
+    "view = [a, b]; draw(a, b); } }\n",
+    "  s.addEventListener('mousedown', function (ev) { drag = tAt(ev); ev.preventDefault(); });\n",
+    "  s.addEventListener('mousemove', function (ev) {\n",
+    "    if (drag === null || !sel) return;\n",
+    "    var X = function (t) { return L + (W - L - R) * (t - view[0]) / (view[1] - view[0]); }, a "
+    "= X(Math.min(drag, tAt(ev))), b = X(Math.max(drag, tAt(ev)));\n",
+    "    sel.setAttribute('x', a); sel.setAttribute('width', b - a); "
+    "sel.setAttribute('visibility', 'visible');\n",
+    "  });\n",
+    "  window.addEventListener('mouseup', function (ev) {\n",
+    "    if (drag === null) return;\n",
+    "    var a = drag, b = tAt(ev);\n",
+    "    drag = null;\n",
+    "    if (Math.abs(b - a) > (view[1] - view[0]) / 200) zoom(Math.min(a, b), Math.max(a, b)); "
+    "else if (sel) sel.setAttribute('visibility', 'hidden');\n",
+    "  });\n",
+    "  s.addEventListener('wheel', function (ev) {\n",
+    "    ev.preventDefault();\n",
+    "    var c = tAt(ev), f = ev.deltaY < 0 ? 0.8 : 1.25;\n",
+    "    zoom(c - (c - view[0]) * f, c + (view[1] - c) * f);\n",
+    "  }, { passive: false });\n",
+    "  s.addEventListener('dblclick', function () { view = [full0, full1]; draw(full0, full1); "
+    "});\n",
+    "  reset.onclick = function () { view = [full0, full1]; draw(full0, full1); };\n",
+    "  draw(full0, full1);\n",
+    "  var lg = el('div', 'legend');\n",
+    "  ['other', 'cache', 'outside'].forEach(function (n) {\n",
+    "    var item = el('span'), sw = el('span', 'sw');\n",
+    "    sw.style.background = BAND_COLORS[n];\n",
+    "    item.appendChild(sw);\n",
+    "    item.appendChild(document.createTextNode(BAND_NAMES[n]));\n",
+    "    lg.appendChild(item);\n",
+    "  });\n",
+    "  markerLegend(lg, kinds);\n",
+    "  box.appendChild(lg);\n",
+    "}\n",
+    "function renderCategories(t) {\n",
+    "  var box = clear($('tensor-cats')), cats = arr(t.categories).filter(function (c) { return "
+    "c.bytes_at_peak > 0; }), sum = 0;\n",
+    "  cats.forEach(function (c) { sum += c.bytes_at_peak; });\n",
+    "  if (!sum) { box.appendChild(el('p', 'note', 'No tensor was live at the peak.')); return; "
+    "}\n",
+    "  var W = 1000, s = svg('svg', { viewBox: '0 0 ' + W + ' 28', id: 'cat-svg' }), x = 0, lg = "
+    "el('div', 'legend');\n",
+    "  cats.forEach(function (c, k) {\n",
+    "    var w = W * c.bytes_at_peak / sum, col = COLORS[k % COLORS.length], text = c.category + "
+    "': ' + fmtBytes(c.bytes_at_peak) + ' (' + (100 * c.bytes_at_peak / sum).toFixed(1) + '%)';\n",
+    "    var r = svg('rect', { x: x.toFixed(2), y: 2, width: Math.max(0.5, w).toFixed(2), height: "
+    "24, fill: col, 'class': 'cat', 'data-category': c.category, 'data-bytes': c.bytes_at_peak }, "
+    "s);\n",
+    "    svg('title', {}, r).textContent = text + ', ' + exact(c.bytes_at_peak);\n",
+    "    if (w > 90) svg('text', { x: (x + 4).toFixed(2), y: 18 }, s).textContent = c.category;\n",
+    "    x += w;\n",
+    "    var item = el('span'), sw = el('span', 'sw');\n",
+    "    sw.style.background = col;\n",
+    "    item.appendChild(sw);\n",
+    "    item.appendChild(document.createTextNode(text));\n",
+    "    item.title = exact(c.bytes_at_peak);\n",
+    "    lg.appendChild(item);\n",
+    "  });\n",
+    "  box.appendChild(el('p', 'note', 'Bytes of live tensors at the peak by category (' + "
+    "fmtBytes(sum) + ' in all; rules in docs/report-json.md, categories[]).'));\n",
+    "  box.appendChild(s);\n",
+    "  box.appendChild(lg);\n",
+    "}\n",
+    "var PIECE_COLORS = { allocated: '#4a7bd0', pending: '#e8a33d', free: '#ffffff' };\n",
+    "function renderTensorOoms(i, t, sites) {\n",
+    "  var box = clear($('tensor-ooms')), list = arr(t.ooms);\n",
+    "  if (!list.length) return;\n",
+    "  box.appendChild(el('h3', '', 'The cache at each out-of-memory error'));\n",
+    "  list.slice(0, 20).forEach(function (o, n) {\n",
+    "    var d = el('div', 'oom');\n",
+    "    d.appendChild(el('strong', '', 'GPU ' + o.device + ' at ' + fmtTime(o.time_s) + ': asked "
+    "for ' + fmtBytes(o.requested) + ' (' + fmtBytes(o.rounded) + ' rounded) at ' + o.site + ' (' "
+    "+ o.cause + ')'));\n",
+    "    d.appendChild(el('div', 'note', fmtBytes(o.allocated) + ' allocated, ' + "
+    "fmtBytes(o.reserved_unallocated) + ' reserved but unallocated in ' + o.free_blocks + ' free "
+    "blocks, the largest ' + fmtBytes(o.largest_free) + '; CUDA said ' + fmtBytes(o.device_free) + "
+    "' free'));\n",
+    "    arr(o.would_help).forEach(function (h) { d.appendChild(el('div', 'expl', 'would help: ' + "
+    "h)); });\n",
+    "    var segs = arr(o.segments), maxS = o.rounded || 1;\n",
+    "    segs.forEach(function (g) { if (g.size > maxS) maxS = g.size; });\n",
+    "    var W = 1000, L = 150, RH = segs.length > 32 ? 8 : 14, H = (segs.length + 1) * (RH + 2) + "
+    "4;\n",
+    "    var s = svg('svg', { viewBox: '0 0 ' + W + ' ' + H, 'class': 'oom-svg', id: 'oom-svg-' + "
+    "n }), sc = (W - L - 4) / maxS;\n",
+    "    var req = svg('rect', { x: L, y: 2, width: Math.max(1, o.rounded * sc).toFixed(2), "
+    "height: RH, fill: '#b3261e', 'class': 'request' }, s);\n",
+    "    svg('title', {}, req).textContent = 'the request: ' + exact(o.rounded);\n",
+    "    svg('text', { x: L - 6, y: 2 + RH - 3, 'text-anchor': 'end' }, s).textContent = 'request "
+    "' + fmtBytes(o.rounded);\n",
+    "    segs.forEach(function (g, k) {\n",
+    "      var y = 2 + (k + 1) * (RH + 2), gr = svg('g', {}, s);\n",
+    "      var r = svg('rect', { x: L, y: y, width: Math.max(1, g.size * sc).toFixed(2), height: "
+    "RH, fill: '#c9cfdb', stroke: '#9aa1b0', 'stroke-width': 0.5, 'class': 'seg' }, gr);\n",
+    "      svg('title', {}, r).textContent = 'segment ' + g.address + ' (' + g.pool + ' pool, "
+    "stream ' + g.stream + '): ' + exact(g.size) + '; allocated ' + fmtBytes(g.allocated) + ', "
+    "free ' + fmtBytes(g.free) + (g.pending ? ', freed waiting for streams ' + fmtBytes(g.pending) "
+    ": '') + (g.blocks_all > arr(g.blocks).length ? '; ' + (g.blocks_all - arr(g.blocks).length) + "
+    "' blocks not listed' : '');\n",
+    "      if (RH >= 12) svg('text', { x: L - 6, y: y + RH - 3, 'text-anchor': 'end' }, "
+    "gr).textContent = fmtBytes(g.size);\n",
+    "      arr(g.blocks).forEach(function (b) {\n",
+    "        var p = svg('rect', { x: (L + b[0] * sc).toFixed(2), y: y + 1, width: Math.max(0.5, "
+    "b[1] * sc - 0.5).toFixed(2), height: RH - 2, fill: PIECE_COLORS[b[2]] || '#fff', stroke: b[2] "
+    "=== 'free' ? '#5aa05a' : 'none', 'stroke-width': 0.8, 'class': 'piece', 'data-state': b[2] }, "
+    "gr);\n",
+    "        svg('title', {}, p).textContent = [b[2] + ' block of ' + exact(b[1]) + ' at offset ' "
+    "+ b[0]].concat(b[3] === null || b[3] === undefined ? [] : siteLines(i, "
+    "sites[b[3]])).join('\\n');\n",
+    "      });\n",
+    "    });\n",
+    "    d.appendChild(s);\n",
+    "    var lg = el('div', 'legend');\n",
+    "    [['request', '#b3261e'], ['allocated', PIECE_COLORS.allocated], ['freed, waiting for its "
+    "streams', PIECE_COLORS.pending], ['free (outlined)', '#dff0df'], ['segment part not listed', "
+    "'#c9cfdb']].forEach(function (e) {\n",
+    "      var item = el('span'), sw = el('span', 'sw');\n",
+    "      sw.style.background = e[1];\n",
+    "      item.appendChild(sw);\n",
+    "      item.appendChild(document.createTextNode(e[0]));\n",
+    "      lg.appendChild(item);\n",
+    "    });\n",
+    "    d.appendChild(lg);\n",
+    "    if (o.segments_all > segs.length) d.appendChild(el('p', 'note', 'The ' + segs.length + ' "
+    "largest of ' + o.segments_all + ' segments.'));\n",
+    "    box.appendChild(d);\n",
+    "  });\n",
+    "  if (list.length > 20) box.appendChild(el('p', 'note', (list.length - 20) + ' more "
+    "out-of-memory errors not shown'));\n",
+    "}\n",
+    "function renderTensors(i) {\n",
+    "  var sec = $('tensors-sec'), t = (procs[i] || {}).tensors;\n",
+    "  sec.hidden = !t;\n",
+    "  if (!t) return;\n",
+    "  var tl = t.timeline || {}, sites = arr(t.block_sites), box = clear($('tensor-timeline'));\n",
+    "  arr(tl.devices).forEach(function (dv) {\n",
+    "    tensorChart(box, i, dv, arr(tl.blocks).filter(function (b) { return b[4] === dv.device; "
+    "}), sites, tl, arr((procs[i] || {}).markers));\n",
+    "  });\n",
+    "  if (!box.firstChild) box.appendChild(el('p', 'note', 'No tensor was allocated.'));\n",
+    "  renderCategories(t);\n",
+    "  renderTensorOoms(i, t, sites);\n",
+    "}\n",
+    "\n",
     "function renderProcess() {\n",
     "  var trs = document.querySelectorAll('#procs tr.click');\n",
     "  for (var k = 0; k < trs.length; k++) trs[k].className = 'click' + (k === current "
@@ -680,6 +1005,7 @@ static const char *const html_tail[] = {
     "  renderLeaks(current);\n",
     "  renderOoms(current);\n",
     "  renderGrowth(current);\n",
+    "  renderTensors(current);\n",
     "}\n",
     "\n",
     "try {\n",

@@ -652,6 +652,150 @@ gmt_tensors_row_stacks(const struct gmt_model *m, size_t *n)
 	return v;
 }
 
+/* The sites of the timeline's blocks and the OOMs' blocks: one entry per stack. */
+struct jsites {
+	json_t *table;
+	uint32_t *stacks;
+	size_t n;
+};
+
+static json_t *
+jsite_ref(const struct gmt_model *m,
+	  const struct gmt_cat_rules *rules,
+	  struct jsites *js,
+	  uint32_t stack)
+{
+	for (size_t i = 0; i < js->n; i++)
+		if (js->stacks[i] == stack)
+			return jint(i);
+	uint32_t *ns = realloc(js->stacks, (js->n + 1) * sizeof(*ns));
+	if (!ns)
+		return gmt_nomem();
+	js->stacks = ns;
+	ns[js->n] = stack;
+	struct tsite_name nm;
+	tensor_site(m, stack, &nm);
+	json_t *o = jname(&nm, json_object());
+	json_object_set_new(o, GMT_RK_STACK, jint(stack));
+	json_object_set_new(o, "category",
+			    json_string(gmt_category_name(category_of(m, rules, stack))));
+	json_array_append_new(js->table, o);
+	return jint(js->n++);
+}
+
+/* Bytes of the listed blocks of @p device live just after line @p seq. */
+static uint64_t
+listed_live(const struct gmt_tensors *t, int32_t device, uint64_t seq)
+{
+	uint64_t sum = 0;
+
+	for (size_t i = 0; i < t->nlives; i++) {
+		const struct gmt_tlife *l = &t->lives[i];
+		if (l->device == device && l->alloc_seq <= seq &&
+		    (!l->free_seq || l->free_seq > seq))
+			sum += l->bytes;
+	}
+	return sum;
+}
+
+/* tensors.timeline: the listed lifetimes and, per device, the buckets' moments. */
+static json_t *
+jtimeline(const struct gmt_model *m, const struct gmt_cat_rules *rules, struct jsites *js)
+{
+	const struct gmt_tensors *t = m->tensors;
+	const struct gmt_trace *tr = m->trace;
+	json_t *o = json_object(), *blocks = json_array(), *devs = json_array();
+
+	for (size_t i = 0; i < t->nlives; i++) {
+		const struct gmt_tlife *l = &t->lives[i];
+		json_t *b = json_array();
+		json_array_append_new(b, jtime(tr, l->alloc_ts));
+		json_array_append_new(b, l->free_seq ? jtime(tr, l->free_ts) : json_null());
+		json_array_append_new(b, jint(l->bytes));
+		json_array_append_new(b, jsite_ref(m, rules, js, l->stack));
+		json_array_append_new(b, json_integer(l->device));
+		json_array_append_new(blocks, b);
+	}
+	for (size_t i = 0; i < t->ndevices; i++) {
+		const struct gmt_tdevice *d = &t->devices[i];
+		json_t *dj = json_object(), *pts = json_array();
+		for (size_t k = 0; d->buckets && k < GMT_TBUCKETS; k++) {
+			const struct gmt_tbucket *b = &d->buckets[k];
+			if (!b->set)
+				continue;
+			uint64_t listed = listed_live(t, d->device, b->seq);
+			json_t *p = json_array();
+			json_array_append_new(p, jtime(tr, b->ts));
+			json_array_append_new(p, jint(b->allocated));
+			json_array_append_new(
+			    p, jint(b->allocated > listed ? b->allocated - listed : 0));
+			json_array_append_new(p, jint(b->reserved - b->allocated));
+			json_array_append_new(
+			    p, jint(b->held > b->reserved ? b->held - b->reserved : 0));
+			json_array_append_new(pts, p);
+		}
+		/* the end: what the cache keeps after the last bucket's highest moment */
+		uint64_t listed = listed_live(t, d->device, UINT64_MAX), outside = 0;
+		json_t *last = json_array_get(pts, json_array_size(pts) - 1), *p = json_array();
+		if (last)
+			outside = (uint64_t)json_integer_value(json_array_get(last, 4));
+		json_array_append_new(p, jtime(tr, t->end_ts));
+		json_array_append_new(p, jint(d->end.allocated));
+		json_array_append_new(
+		    p, jint(d->end.allocated > listed ? d->end.allocated - listed : 0));
+		json_array_append_new(p, jint(d->end.reserved - d->end.allocated));
+		json_array_append_new(p, jint(outside));
+		json_array_append_new(pts, p);
+		json_object_set_new(dj, GMT_RK_DEVICE, json_integer(d->device));
+		json_object_set_new(dj, "points", pts);
+		json_array_append_new(devs, dj);
+	}
+	json_object_set_new(o, "blocks", blocks);
+	json_object_set_new(o, "blocks_all", jint(t->lives_seen));
+	json_object_set_new(o, "bucket_s", json_real((double)t->bucket_ns / 1e9));
+	json_object_set_new(o, "devices", devs);
+	return o;
+}
+
+/* tensors.ooms[].segments: the allocator's state at the OOM. */
+static json_t *
+joom_segments(const struct gmt_model *m,
+	      const struct gmt_cat_rules *rules,
+	      struct jsites *js,
+	      const struct gmt_toom *x)
+{
+	static const char *const states[] = {"free", "allocated", "pending"};
+	json_t *a = json_array();
+
+	for (size_t i = 0; i < x->nsegs; i++) {
+		const struct gmt_toom_seg *g = &x->segs[i];
+		json_t *sj = json_object(), *bl = json_array();
+		json_object_set_new(sj, "address", jhex(g->start));
+		json_object_set_new(sj, GMT_RK_SIZE, jint(g->size));
+		json_object_set_new(sj, "stream", jhex(g->stream));
+		json_object_set_new(sj, "pool", json_string(g->large ? "large" : "small"));
+		json_object_set_new(sj, "expandable", json_boolean(g->expandable));
+		json_object_set_new(sj, "allocated", jint(g->allocated));
+		json_object_set_new(sj, "pending", jint(g->pending));
+		json_object_set_new(sj, "free", jint(g->free));
+		json_object_set_new(sj, "blocks_all", jint(g->nblocks));
+		for (size_t k = 0; k < g->nlisted; k++) {
+			const struct gmt_toom_block *b = &x->seg_blocks[g->first + k];
+			json_t *bj = json_array();
+			json_array_append_new(bj, jint(b->offset));
+			json_array_append_new(bj, jint(b->size));
+			json_array_append_new(bj, json_string(states[b->state < 3 ? b->state : 0]));
+			json_array_append_new(bj, b->state == GMT_BLK_FREE
+						      ? json_null()
+						      : jsite_ref(m, rules, js, b->stack));
+			json_array_append_new(bl, bj);
+		}
+		json_object_set_new(sj, "blocks", bl);
+		json_array_append_new(a, sj);
+	}
+	return a;
+}
+
 json_t *
 gmt_json_tensors(const struct gmt_model *m)
 {
@@ -660,6 +804,7 @@ gmt_json_tensors(const struct gmt_model *m)
 	struct gmt_cat_rules *rules;
 	json_t *o, *torch, *devs, *ooms;
 	uint64_t peak = 0;
+	struct jsites js = {.table = json_array()};
 
 	if (!t)
 		return NULL;
@@ -760,6 +905,8 @@ gmt_json_tensors(const struct gmt_model *m)
 		for (size_t k = 0; k < nh; k++)
 			json_array_append_new(help, json_string(h[k]));
 		json_object_set_new(oj, "would_help", help);
+		json_object_set_new(oj, "segments_all", jint(x->nsegments_all));
+		json_object_set_new(oj, "segments", joom_segments(m, rules, &js, x));
 		json_array_append_new(ooms, oj);
 	}
 	json_object_set_new(o, "ooms", ooms);
@@ -773,6 +920,9 @@ gmt_json_tensors(const struct gmt_model *m)
 		json_array_append_new(marks, mj);
 	}
 	json_object_set_new(o, "at_markers", marks);
+	json_object_set_new(o, "timeline", jtimeline(m, rules, &js));
+	json_object_set_new(o, "block_sites", js.table);
+	free(js.stacks);
 	gmt_cat_free(rules);
 	return o;
 }
