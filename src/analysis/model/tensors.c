@@ -504,7 +504,8 @@ oom_segments(struct gmt_tensors *t, struct gmt_toom *o)
 		qsort(sv, n, sizeof(*sv), cmp_seg_size);
 		n = GMT_TOOM_SEGMENTS;
 	}
-	qsort(sv, n, sizeof(*sv), cmp_seg_start);
+	if (n > 1)
+		qsort(sv, n, sizeof(*sv), cmp_seg_start);
 	o->segs = n ? calloc(n, sizeof(*o->segs)) : NULL;
 	o->seg_blocks = n ? calloc(n * GMT_TOOM_SEG_BLOCKS, sizeof(*o->seg_blocks)) : NULL;
 	if (n && (!o->segs || !o->seg_blocks))
