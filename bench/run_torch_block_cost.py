@@ -9,6 +9,8 @@ Variants, each its own process, interleaved round by round (A B C D E, A B C D E
   traced-nolayer gpumemtrace run, GPUMEMTRACE_TORCH=off (CUDA-level events only: a tensor
                  alloc+free inside the cache makes none)
   traced-layer   gpumemtrace run, default options: the bridge, every block with native+Python stack
+  traced-interp  the bridge, full stacks, GPUMEMTRACE_INTERPRETER_FRAMES=1 (native frames unwound
+                 through the interpreter too, as before that option: what the cut saves)
   traced-pystack the bridge with GPUMEMTRACE_STACKS=python
   torch-history  untraced, torch.cuda.memory._record_memory_history(stacks="python")
 Two workloads per process: a loop of tensor alloc+free pairs (4-28 KiB, inside the cache: median
@@ -54,7 +56,8 @@ for _ in range(20):
 print(json.dumps({"pair_ns": statistics.median(loops), "step_ms": statistics.median(steps)}))
 '''
 
-VARIANTS = ["plain", "traced-nolayer", "traced-layer", "traced-pystack", "torch-history"]
+VARIANTS = ["plain", "traced-nolayer", "traced-layer", "traced-interp", "traced-pystack",
+            "torch-history"]
 
 
 def run(variant, gmt, tmp):
@@ -67,6 +70,8 @@ def run(variant, gmt, tmp):
             env["GPUMEMTRACE_TORCH"] = "off"
         if variant == "traced-pystack":
             env["GPUMEMTRACE_STACKS"] = "python"
+        if variant == "traced-interp":
+            env["GPUMEMTRACE_INTERPRETER_FRAMES"] = "1"
     if variant == "torch-history":
         env["GMT_BENCH_HISTORY"] = "1"
     p = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=600)
@@ -91,17 +96,29 @@ def main():
     med = {v: {k: statistics.median(x[k] for x in res[v]) for k in ("pair_ns", "step_ms")}
            for v in VARIANTS}
     plain = med["plain"]
-    print(f"{'variant':16} {'ns/pair':>9} {'added':>8} {'step ms':>9} {'x plain':>8}")
+    # per round, each variant against the plain run of the same round (interleaved: the
+    # machine's drift cancels), then the median over rounds
+    paired = {v: {"pair_ns": statistics.median(x["pair_ns"] - p["pair_ns"]
+                                               for x, p in zip(res[v], res["plain"])),
+                  "step_x": statistics.median(x["step_ms"] / p["step_ms"]
+                                              for x, p in zip(res[v], res["plain"]))}
+              for v in VARIANTS}
+    print(f"{'variant':16} {'ns/pair':>9} {'added':>8} {'paired':>8} {'step ms':>9} "
+          f"{'x plain':>8} {'paired':>7}")
     for v in VARIANTS:
         m = med[v]
         print(f"{v:16} {m['pair_ns']:9.0f} {m['pair_ns'] - plain['pair_ns']:+8.0f} "
-              f"{m['step_ms']:9.2f} {m['step_ms'] / plain['step_ms']:8.3f}")
-    added_ours = med["traced-layer"]["pair_ns"] - med["traced-nolayer"]["pair_ns"]
-    added_theirs = med["torch-history"]["pair_ns"] - plain["pair_ns"]
-    print(f"the layer adds {added_ours:.0f} ns per pair over the tracer without it; torch's recorder "
-          f"adds {added_theirs:.0f} ns over plain (goal: ours <= half of theirs)")
+              f"{paired[v]['pair_ns']:+8.0f} {m['step_ms']:9.2f} "
+              f"{m['step_ms'] / plain['step_ms']:8.3f} {paired[v]['step_x']:7.3f}")
+    added_ours = paired["traced-layer"]["pair_ns"]
+    added_theirs = paired["torch-history"]["pair_ns"]
+    print(f"the layer with full stacks adds {added_ours:.0f} ns per pair over plain, torch's "
+          f"recorder {added_theirs:.0f} ns (paired medians; goal: ours <= half of theirs); a "
+          f"step {paired['traced-layer']['step_x']:.3f}x plain vs "
+          f"{paired['torch-history']['step_x']:.3f}x")
     print(json.dumps({"bench": "torch_block_cost", "rounds": a.rounds, "medians": med,
-                      "raw": res, "layer_added_ns": added_ours, "history_added_ns": added_theirs}))
+                      "paired": paired, "raw": res, "layer_added_ns": added_ours,
+                      "history_added_ns": added_theirs}))
 
 
 if __name__ == "__main__":

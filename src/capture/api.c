@@ -16,9 +16,15 @@
 #include "capture/capture.h"
 #include "capture/cupti.h"
 #include "capture/instance.h"
+#include "capture/stacks.h"
+#include "gmt-config.h"
+#if GMT_HAVE_PYSTACK
+#	include "capture/pystack.h"
+#endif
 #include "capture/torch.h"
 #include "include/gpumemtrace.h"
 #include "torch_entry.h"
+#include "util/options.h"
 
 /*
  * This thread's open ranges (gmt_range_push() without its gmt_range_pop() yet). Only the count:
@@ -91,6 +97,25 @@ range_pop(void)
 		range_depth = depth - 1;
 }
 
+static int
+py_watch(void)
+{
+#if GMT_HAVE_PYSTACK
+	if (!gmt_tracer_options()->enable)
+		return -1;
+	gmt_stacks_setup(); /* usually still to come: at the first CUDA call */
+	return gmt_stacks_python() ? gmt_py_watch_code() : -1;
+#else
+	return -1;
+#endif
+}
+
+static int
+no_watch(void)
+{
+	return -1;
+}
+
 /* This copy's instance under a hidden name: a reference to an exported symbol from inside the
  * library may bind to another copy's (the first in the global scope), this one cannot. The
  * entry points are the internal ones for the same reason. */
@@ -103,6 +128,7 @@ static struct gmt_instance self_instance = {
     .initialize_injection = gmt_cupti_inject,
     .torch_record = gmt_api_torch_record,
     .torch_layer = gmt_api_torch_layer,
+    .py_watch = py_watch,
 };
 extern struct gmt_instance gmt_tracer_instance
     __attribute__((alias("self_instance"), visibility("default")));
@@ -171,6 +197,7 @@ gmt_api_defer(bool quiet)
 		other->initialize_injection ? other->initialize_injection : injected,
 	    .torch_record = HAS(other, torch_record) ? other->torch_record : ignore_entry,
 	    .torch_layer = HAS(other, torch_layer) ? other->torch_layer : ignore_layer,
+	    .py_watch = HAS(other, py_watch) ? other->py_watch : no_watch,
 	};
 	to = &forward;
 	return true;
@@ -218,4 +245,12 @@ gmt_torch_layer(const char *version,
 		const char *detail)
 {
 	to->torch_layer(version, backend, alloc_conf, status, detail);
+}
+
+/* From Python with the GIL held (python/gpumemtrace/_site/sitecustomize.py): the code watcher
+ * that lets the Python walk look code objects up by address (capture/pystack.h). */
+GMT_EXPORT int
+gmt_py_watch(void)
+{
+	return to->py_watch();
 }

@@ -17,4 +17,11 @@ bool gmt_api_defer(bool quiet);
 /** Called by the CUDA driver at cuInit when CUDA_INJECTION64_PATH names this library. */
 int InitializeInjection(void);
 
+/**
+ * Exported for the Python start-up hook, called with the GIL held (ctypes.PYFUNCTYPE): subscribe
+ * the code watcher that makes Python walks cheaper (capture/pystack.h gmt_py_watch_code()).
+ * 0: on; -1: not (no Python stacks, Python < 3.12, no watcher free).
+ */
+int gmt_py_watch(void);
+
 #endif

@@ -37,6 +37,8 @@ struct gmt_instance {
 			    const char *alloc_conf,
 			    const char *status,
 			    const char *detail);
+	/* appended: the Python code watcher (capture/pystack.c) */
+	int (*py_watch)(void);
 };
 
 /**

@@ -182,6 +182,7 @@ gmt_tracer_start(void)
 	    .device_busid = gmt_device_busid,
 	    .stacks_native = gmt_stacks_native(),
 	    .stacks_depth = gmt_stacks_depth(),
+	    .stacks_interpreter = gmt_stacks_interpreter(),
 	    .stack_get = gmt_stack_get,
 	    .pycode_next = python_code_next,
 	    .pycode_get = python_code_get,

@@ -42,6 +42,7 @@
 #include "capture/pystack.h"
 
 #include <dlfcn.h>
+#include <link.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -168,6 +169,8 @@ static struct {
 	void *(*this_thread_state)(void);
 	int (*is_initialized)(void);
 	uintptr_t code_type, unicode_type, bytes_type;
+	uintptr_t eval_lo, eval_hi; /* _PyEval_EvalFrameDefault's code; 0, 0: unknown */
+	void *handle;		    /* where the interpreter's symbols are */
 } rt;
 
 // --- registry storage --------------------------------------------------------------------------
@@ -214,9 +217,27 @@ static _Atomic bool registry_full;
 static _Atomic int in_flight; /* registrations between claiming a slot and publishing */
 static uint32_t cursor = 1;   /* gmt_py_next_code(): the writer's position */
 
+/*
+ * The code cache: a code object's address to its id, direct-mapped, one word per entry
+ * (address << 16 | id), used only while a code watcher (PyCode_AddWatcher, 3.12+) tells us of
+ * every code object's death: the entry of a dead code object is cleared before its memory can
+ * be reused, so an address found here names the very object it was stored for. A walk reads
+ * the code of its own thread's frames, each holding a strong reference: a code object being
+ * looked up cannot die meanwhile. Without the watcher every sight hashes the contents (above).
+ */
+#define CC_SLOTS (1u << 12)
+static _Atomic uint64_t *code_cache;
+static _Atomic bool code_cache_on;
+
 // --- reading the interpreter's memory ----------------------------------------------------------
 
 /* A user-space, 8-byte aligned address: everything we dereference as an object or a frame. */
+static inline uint32_t
+cc_slot(uintptr_t code)
+{
+	return (uint32_t)(((uint64_t)code >> 4) * 0x9e3779b97f4a7c15ull >> 52) & (CC_SLOTS - 1);
+}
+
 static inline bool
 plausible(uintptr_t p)
 {
@@ -589,7 +610,7 @@ slot_id(struct slot *s)
 
 /* The id of code object @p code, registering it on first sight; 0 when the registry is full. */
 static uint32_t
-code_id(uintptr_t code)
+code_id_by_contents(uintptr_t code)
 {
 	struct pyobjs o = {
 	    .code = code,
@@ -622,6 +643,61 @@ code_id(uintptr_t code)
 			return id;
 	}
 	mark_full();
+	return 0;
+}
+
+static bool ready(void);
+
+/* code_id_by_contents(), through the code cache while a code watcher keeps it true. */
+static uint32_t
+code_id(uintptr_t code)
+{
+	if (!atomic_load_explicit(&code_cache_on, memory_order_relaxed))
+		return code_id_by_contents(code);
+	_Atomic uint64_t *e = &code_cache[cc_slot(code)];
+	uint64_t v = atomic_load_explicit(e, memory_order_acquire);
+	if (v && (uintptr_t)(v >> 16) == code)
+		return (uint32_t)(v & 0xffff);
+	uint32_t id = code_id_by_contents(code);
+	if (id && id != DEAD && id <= 0xffff && (uint64_t)code < (1ull << 48))
+		atomic_store_explicit(e, (uint64_t)code << 16 | id, memory_order_release);
+	return id;
+}
+
+/* PyCode_WatchCallback: on a code object's death, forget its entry (under the GIL). */
+static int
+on_code_event(int event, void *code)
+{
+	enum { PY_CODE_EVENT_DESTROY = 1 }; /* 3.12 and 3.13: CREATE, DESTROY */
+
+	if (event == PY_CODE_EVENT_DESTROY) {
+		_Atomic uint64_t *e = &code_cache[cc_slot((uintptr_t)code)];
+		uint64_t v = atomic_load_explicit(e, memory_order_acquire);
+		if (v && (uintptr_t)(v >> 16) == (uintptr_t)code)
+			atomic_compare_exchange_strong(e, &v, 0);
+	}
+	return 0;
+}
+
+int
+gmt_py_watch_code(void)
+{
+	static _Atomic bool tried;
+
+	if (atomic_exchange(&tried, true))
+		return atomic_load(&code_cache_on) ? 0 : -1;
+	if (!ready() || L.minor < 12 || !code_cache)
+		return -1;
+	int (*add)(int (*)(int, void *)) =
+	    (int (*)(int (*)(int, void *)))dlsym(rt.handle, "PyCode_AddWatcher");
+	void (*clear)(void) = (void (*)(void))dlsym(rt.handle, "PyErr_Clear");
+	if (!add || !clear)
+		return -1;
+	if (add(on_code_event) < 0) {
+		clear(); /* all watcher ids taken: contents hashing goes on */
+		return -1;
+	}
+	atomic_store_explicit(&code_cache_on, true, memory_order_release);
 	return 0;
 }
 
@@ -889,6 +965,23 @@ pick_layout(void *h, int minor)
 	}
 }
 
+/* Where _PyEval_EvalFrameDefault's code lies (its dynamic symbol's value and size). Its cold part
+ * (GCC's .cold clone) has no dynamic symbol: a stack through it is unwound further, never cut
+ * wrongly. */
+static void
+eval_function(void *h)
+{
+	void *fn = dlsym(h, "_PyEval_EvalFrameDefault");
+	Dl_info info;
+	const ElfW(Sym) *sym = NULL;
+
+	if (fn && dladdr1(fn, &info, (void **)&sym, RTLD_DL_SYMENT) && sym && sym->st_size &&
+	    info.dli_saddr == fn) {
+		rt.eval_lo = (uintptr_t)fn;
+		rt.eval_hi = (uintptr_t)fn + sym->st_size;
+	}
+}
+
 static bool
 resolve_runtime(void *h)
 {
@@ -897,6 +990,7 @@ resolve_runtime(void *h)
 	rt.code_type = (uintptr_t)dlsym(h, "PyCode_Type");
 	rt.unicode_type = (uintptr_t)dlsym(h, "PyUnicode_Type");
 	rt.bytes_type = (uintptr_t)dlsym(h, "PyBytes_Type");
+	eval_function(h);
 	return rt.this_thread_state && rt.is_initialized && rt.code_type && rt.unicode_type &&
 	       rt.bytes_type;
 }
@@ -908,14 +1002,16 @@ map_registry(void)
 {
 	size_t table_bytes = SLOTS * sizeof(struct slot);
 	size_t index_bytes = MAX_CODES * sizeof(uint32_t);
-	char *p = mmap(NULL, table_bytes + index_bytes + ARENA_BYTES, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	size_t cache_bytes = CC_SLOTS * sizeof(uint64_t);
+	char *p = mmap(NULL, table_bytes + index_bytes + cache_bytes + ARENA_BYTES,
+		       PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 
 	if (p == MAP_FAILED)
 		return false;
 	table = (struct slot *)p;
 	by_id = (_Atomic uint32_t *)(p + table_bytes);
-	arena = p + table_bytes + index_bytes;
+	code_cache = (_Atomic uint64_t *)(p + table_bytes + index_bytes);
+	arena = p + table_bytes + index_bytes + cache_bytes;
 	return true;
 }
 
@@ -927,6 +1023,7 @@ detect(void)
 
 	if (!python_handle(&h) || !resolve_runtime(h))
 		return PY_ABSENT;
+	rt.handle = h;
 	int minor = python_minor(h);
 	const char *why = minor < 0 ? "unreadable version" : pick_layout(h, minor);
 	if (!why && !header_matches(h))
@@ -960,6 +1057,16 @@ gmt_py_detect(void)
 		atomic_store_explicit(&py_state, st, memory_order_release);
 	}
 	return st == PY_READY;
+}
+
+bool
+gmt_py_eval_range(uintptr_t *lo, uintptr_t *hi)
+{
+	if (atomic_load_explicit(&py_state, memory_order_acquire) != PY_READY || !rt.eval_hi)
+		return false;
+	*lo = rt.eval_lo;
+	*hi = rt.eval_hi;
+	return true;
 }
 
 const char *

@@ -61,6 +61,22 @@ int gmt_py_walk(struct gmt_pyframe *out, int max);
  */
 bool gmt_py_detect(void);
 
+/**
+ * The code range [lo, hi) of the interpreter's eval function (_PyEval_EvalFrameDefault) once
+ * Python stacks are available and the function's size is known from the dynamic symbol table;
+ * false otherwise. Hook side: no dlsym, read from what detection found.
+ */
+bool gmt_py_eval_range(uintptr_t *lo, uintptr_t *hi);
+
+/**
+ * Call with the GIL held, from Python (python/gpumemtrace/_site/sitecustomize.py, through the
+ * exported gmt_py_watch): on 3.12+, subscribe a code watcher (PyCode_AddWatcher) so that walks
+ * look a code object up by its address, told of every code object's death, instead of hashing
+ * its contents at every sight. Once per process; 0 when the watcher is on, -1 otherwise (an
+ * older Python, no watcher id free: the walk hashes contents, as before).
+ */
+int gmt_py_watch_code(void);
+
 /** The detected minor version ("3.12"), or NULL when Python stacks are unavailable. */
 const char *gmt_py_version(void);
 

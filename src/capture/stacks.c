@@ -38,6 +38,10 @@
 #define ARENA_BYTES (64u << 20) /* their frames: ~64 KiB per 100 stacks of 64 frames */
 #define MAX_NATIVE 256		/* frames unwound, tracer's own included */
 #define MAX_PY 128
+/* Frames unwound above the caller's, at most: ours, CUPTI's (callbacks), the bridge's and
+ * c10's record_trace (the PyTorch layer). A stack whose kept frames the cap could have cut is
+ * unwound again whole. */
+#define TOP_MARGIN 32
 #define SPIN_LIMIT (1u << 16) /* rounds waiting for a slot another thread writes */
 
 enum { SLOT_EMPTY, SLOT_WRITING, SLOT_READY };
@@ -63,8 +67,13 @@ static struct {
 	uintptr_t self_lo, self_hi; /* our own code: never part of a stack */
 	_Atomic bool ready;
 	_Atomic bool off; /* set up, with stacks off: capture returns at once */
+	bool interpreter; /* GPUMEMTRACE_INTERPRETER_FRAMES: unwind past the eval function */
 	int (*backtrace)(void **buf, int size); /* libunwind's unw_backtrace */
 } st;
+
+/* Where this thread's innermost eval-function frame was in the last unwind that met one (raw
+ * position): the next unwind of a Python thread asks for that many frames and a few more. */
+static __thread uint16_t eval_hint __attribute__((tls_model("initial-exec")));
 
 // --- setup
 // -----------------------------------------------------------------------------------------
@@ -179,6 +188,7 @@ gmt_stacks_setup(void)
 	st.native = !strcmp(mode, "all") || !strcmp(mode, "native");
 	st.python = !strcmp(mode, "all") || !strcmp(mode, "python");
 	st.depth = (unsigned)opts->stack_depth;
+	st.interpreter = opts->interpreter_frames;
 #if !GMT_HAVE_LIBUNWIND
 	st.native = false;
 #endif
@@ -224,6 +234,12 @@ gmt_stacks_depth(void)
 	return st.depth;
 }
 
+bool
+gmt_stacks_interpreter(void)
+{
+	return st.native && (st.interpreter || !st.python);
+}
+
 uint64_t
 gmt_stacks_overflow(void)
 {
@@ -252,14 +268,12 @@ skip_range(const void *lib, uintptr_t *lo, uintptr_t *hi)
 	*hi = atomic_load_explicit(&cached_hi, memory_order_relaxed);
 }
 
-/* Unwind, then drop the frames at the top that are ours (and the skipped library's). */
+/* How many frames at the top of @p buf are ours (and the skipped library's). */
 static int
-native_frames(uint64_t *out, const void *skip_lib)
+top_frames(void *const *buf, int n, const void *skip_lib)
 {
-#if GMT_HAVE_LIBUNWIND
-	void *buf[MAX_NATIVE];
-	int n = st.backtrace(buf, MAX_NATIVE), first = 0, k = 0;
 	uintptr_t lo = 0, hi = 0;
+	int first = 0;
 
 	if (skip_lib)
 		skip_range(skip_lib, &lo, &hi);
@@ -271,12 +285,74 @@ native_frames(uint64_t *out, const void *skip_lib)
 			break;
 		first++;
 	}
-	for (int i = first; i < n && k < (int)st.depth; i++)
+	return first;
+}
+
+/* The code range of the interpreter's eval function, when Python stacks are on and it is known. */
+static bool
+eval_range(uintptr_t *lo, uintptr_t *hi)
+{
+#if GMT_HAVE_PYSTACK
+	return gmt_py_eval_range(lo, hi);
+#else
+	(void)lo;
+	(void)hi;
+	return false;
+#endif
+}
+
+/* The first frame at or after @p from that lies in the eval function, or -1. */
+static int
+find_eval(void *const *buf, int from, int n, uintptr_t lo, uintptr_t hi)
+{
+	for (int i = from; i < n; i++) {
+		uintptr_t ip = (uintptr_t)buf[i];
+		if (ip > lo && ip <= hi) /* a return address: the call is just before it */
+			return i;
+	}
+	return -1;
+}
+
+/*
+ * Unwind, drop the frames at the top that are ours (and the skipped library's), keep at most
+ * st.depth. Unwinding costs per frame (~17 ns on the H200's torch stacks), so it asks libunwind
+ * for no more frames than can be kept: the depth plus TOP_MARGIN, again in full only when the
+ * top took more than the margin. @p python: the thread's Python frames were captured; then the
+ * native stack ends at the innermost frame of the interpreter's eval function (kept: the
+ * analysis puts the Python frames there, docs/trace-format.md), because the Python frames stand
+ * for the interpreter's own frames below it, which are often most of a deep stack. The frames
+ * libunwind is asked for then start at where that frame was last time.
+ */
+static int
+native_frames(uint64_t *out, const void *skip_lib, bool python)
+{
+#if GMT_HAVE_LIBUNWIND
+	void *buf[MAX_NATIVE];
+	int cap = (int)st.depth + TOP_MARGIN, n, first, ev, k = 0, end;
+	uintptr_t lo = 0, hi = 0;
+	bool cut = python && !st.interpreter && eval_range(&lo, &hi);
+
+	if (cap > MAX_NATIVE)
+		cap = MAX_NATIVE;
+	int ask = cut && eval_hint && eval_hint + 8 < cap ? eval_hint + 8 : cap;
+	for (;;) {
+		n = st.backtrace(buf, ask);
+		first = top_frames(buf, n, skip_lib);
+		ev = cut ? find_eval(buf, first, n, lo, hi) : -1;
+		if (ev >= 0 || n < ask || n - first >= (int)st.depth || ask >= MAX_NATIVE)
+			break; /* the eval frame, the whole stack, or all that can be kept */
+		ask = ask < cap ? cap : MAX_NATIVE;
+	}
+	if (ev >= 0 && ev < UINT16_MAX)
+		eval_hint = (uint16_t)ev;
+	end = ev >= 0 ? ev + 1 : n;
+	for (int i = first; i < end && k < (int)st.depth; i++)
 		out[k++] = (uint64_t)(uintptr_t)buf[i];
 	return k;
 #else
 	(void)out;
 	(void)skip_lib;
+	(void)python;
 	return 0;
 #endif
 }
@@ -428,10 +504,10 @@ gmt_stack_capture(const void *skip_lib)
 		if (!atomic_load_explicit(&st.ready, memory_order_acquire))
 			return 0;
 	}
-	if (st.native)
-		nframes = native_frames(frames, skip_lib);
 	if (st.python)
 		npy = python_frames(py, &pystate);
+	if (st.native)
+		nframes = native_frames(frames, skip_lib, npy > 0);
 	if (nframes == 0 && npy == 0 && pystate == GMT_PYSTATE_UNKNOWN)
 		return 0;
 	return intern(frames, nframes, py, npy, pystate);

@@ -38,6 +38,8 @@ bool gmt_stack_get(uint32_t id, struct gmt_stack_view *out);
 /** Header facts: native stacks on, their depth. */
 bool gmt_stacks_native(void);
 unsigned gmt_stacks_depth(void);
+/** Header fact: native stacks of Python threads go on below the innermost eval frame. */
+bool gmt_stacks_interpreter(void);
 bool gmt_stacks_python(void);
 
 /** Stacks dropped because the table or its arena was full. */

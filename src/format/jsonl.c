@@ -317,6 +317,8 @@ gmt_jsonl_header(struct gmt_buf *b, const struct gmt_header_info *h)
 	json_str_or_null(b, h->stacks_python);
 	LIT(b, ",\"depth\":");
 	buf_u64(b, h->stacks_depth);
+	LIT(b, ",\"interpreter\":");
+	gmt_buf_puts(b, h->stacks_interpreter ? "true" : "false");
 	LIT(b, "}}\n");
 }
 

@@ -56,6 +56,7 @@ struct gmt_header_info {
 	bool stacks_native;
 	const char *stacks_python; /**< CPython minor version whose frames are captured, or NULL */
 	unsigned stacks_depth;
+	bool stacks_interpreter; /**< native stacks go on below the innermost eval frame */
 };
 
 /** Per device and kind totals for snapshot records. */

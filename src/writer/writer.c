@@ -411,6 +411,7 @@ open_and_write_header(void)
 	    .stacks_native = w.cfg.stacks_native,
 	    .stacks_python = w.python = w.cfg.python_version ? w.cfg.python_version() : NULL,
 	    .stacks_depth = w.cfg.stacks_depth,
+	    .stacks_interpreter = w.cfg.stacks_interpreter,
 	};
 	gmt_jsonl_header(&w.out, &h);
 	flush_out();

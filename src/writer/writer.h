@@ -36,6 +36,7 @@ struct gmt_writer_config {
 	bool (*device_busid)(int device, char *buf, size_t n);
 	bool stacks_native; /**< header "stacks" */
 	unsigned stacks_depth;
+	bool stacks_interpreter; /**< header stacks.interpreter */
 	/** the stack an event names, once published by the capture side */
 	bool (*stack_get)(uint32_t id, struct gmt_stack_view *out);
 	/** the next Python code object registered since the last call, in id order */

@@ -30,6 +30,7 @@ EXPORT double pywalk_bench(int iters, int *frames);
 EXPORT int pywalk_pyline(const char *version, const uint8_t *t, size_t n, int first, uint32_t off);
 EXPORT int pywalk_pyline_hex(const char *version, const char *hex, int first, uint32_t off);
 EXPORT int pywalk_next_codes(int *first_id, int *last_id);
+EXPORT int pywalk_watch(void);
 
 /* One line per frame, innermost first: file, line, name, qualname, entry, code id. */
 static int
@@ -200,4 +201,11 @@ pywalk_next_codes(int *first_id, int *last_id)
 		n++;
 	}
 	return n;
+}
+
+/* The code watcher (called with the GIL held: ctypes.PYFUNCTYPE). */
+int
+pywalk_watch(void)
+{
+	return gmt_py_watch_code();
 }

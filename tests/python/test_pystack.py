@@ -1,6 +1,8 @@
 """The GIL-free Python stack walker (src/capture/pystack.c) inside a real interpreter.
 
-Run as: <python3.X> test_pystack.py <path of libpywalk.so>. The test library walks the calling
+Run as: <python3.X> test_pystack.py <path of libpywalk.so> [--watch]. With --watch the code
+watcher is subscribed first (3.12+: code objects are then looked up by address, each death
+clearing its entry); every check is the same. The test library walks the calling
 thread's frames with gmt_py_walk() (the GIL is released: ctypes.CDLL calls) and formats them;
 every walk is compared, frame for frame, with traceback.extract_stack() taken on the same line
 (file, line, name), with the frame objects' co_qualname, and with where each frame was entered
@@ -286,6 +288,14 @@ def main():
     if version is None or version.decode() != VERSION:
         fail("gmt_py_version() = %r, expected %r" % (version, VERSION))
         return
+    if "--watch" in sys.argv[2:]:
+        watch = ctypes.PYFUNCTYPE(ctypes.c_int)(ctypes.cast(LIB.pywalk_watch, ctypes.c_void_p).value)
+        r = watch()
+        want = 0 if sys.version_info >= (3, 12) else -1
+        if r != want:
+            fail("gmt_py_watch_code() = %d on %s, expected %d" % (r, VERSION, want))
+        if watch() != want:
+            fail("a second gmt_py_watch_code() does not say the same")
 
     def inner():
         Walker().method("main")
@@ -301,8 +311,9 @@ def main():
     forked()
     depth = len(traceback.extract_stack())
     ns, frames = bench_at(19 - depth)  # 20 frames in all
-    print("python %s (%s): %d code objects registered; gmt_py_walk at depth %d: %.0f ns"
-          % (VERSION, sys.executable, n, frames, ns))
+    print("python %s (%s)%s: %d code objects registered; gmt_py_walk at depth %d: %.0f ns"
+          % (VERSION, sys.executable, " with the code watcher" if "--watch" in sys.argv else "",
+             n, frames, ns))
 
 
 main()

@@ -86,7 +86,7 @@ def check_chain(what, call_stack, chain, python):
         "%s:%d" % (w["function"], w["line"]) for w in chain)), "got:\n" + show(shown))
 
 
-def run_victim(build, argv, capture, outdir):
+def run_victim(build, argv, capture, outdir, extra_env=None):
     env = dict(os.environ)
     env.update({
         "LD_LIBRARY_PATH": os.path.join(build, "tests", "simcuda"),
@@ -99,6 +99,7 @@ def run_victim(build, argv, capture, outdir):
     })
     if capture == "interpose":
         env["GPUMEMTRACE_CUPTI"] = "0"
+    env.update(extra_env or {})
     p = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=240)
     check(p.returncode == 0, "the victim exits 0", "exit %d\n%s" % (p.returncode, p.stderr))
     did = [json.loads(l) for l in p.stdout.splitlines() if l.startswith("{")]
@@ -226,11 +227,69 @@ def check_bytes_paths(exe, trace, doc):
           p.stderr.decode(errors="replace"))
 
 
+def frames_of(trace):
+    """The native frame count of each stack line of the trace."""
+    out = {}
+    with open(trace, encoding="utf-8") as f:
+        for line in f:
+            rec = json.loads(line)
+            if rec.get("type") == "stack":
+                out[rec["id"]] = len(rec.get("frames", []))
+    return out
+
+
+def python_callback(build, argv, capture):
+    """GPUMEMTRACE_INTERPRETER_FRAMES: by default the native stack of a Python thread ends at the
+    innermost eval-function frame, and the report still reads every Python frame in order, the
+    outer group after the inner one; =1 unwinds the interpreter's frames too (C code between the
+    two groups shown). Both name the same site and chain."""
+    deepest = {}
+    for keep in ("0", "1"):
+        with tempfile.TemporaryDirectory(prefix="gmt-stacks-cb-") as outdir:
+            did, trace = run_victim(build, argv, capture, outdir,
+                                    {"GPUMEMTRACE_INTERPRETER_FRAMES": keep})
+            if not did or not trace:
+                return finish()
+            h = header(trace)
+            if not h["stacks"].get("python"):
+                print("no Python stacks for %s: skipped" % sys.version.split()[0])
+                return 77
+            check(h["stacks"].get("interpreter") is (keep == "1"),
+                  "INTERPRETER_FRAMES=%s: the header says stacks.interpreter %s" % (
+                      keep, keep == "1"), json.dumps(h["stacks"]))
+            doc = report(build, trace)
+            if not doc:
+                return finish()
+            check_sites(doc, did, True)
+            site = did["sites"][0]["frames"][0]
+            groups = [g for g in doc["leak_sites"] if g["site"] and frame_is(g["site"], site)]
+            if not groups:
+                continue
+            g = groups[0]
+            stacks = {(e["process"], e["stack"]): e for e in doc["call_stacks"]}
+            shown = [f for f in stacks[(g["process"], g["stacks"][0]["stack"])]["call_stack"]
+                     if not f["hidden"]]
+            first_py = next(i for i, f in enumerate(shown) if f["kind"] == "python")
+            between = [f for f in shown[first_py:] if f["kind"] != "python"]
+            if keep == "0":
+                check(not between, "INTERPRETER_FRAMES=0: no native frame outside the innermost "
+                      "Python call (the unwind ended at its eval frame)", show(shown))
+            else:
+                check(len(between) > 0, "INTERPRETER_FRAMES=1: the interpreter's native frames "
+                      "between and below the Python calls are there", show(shown))
+            deepest[keep] = frames_of(trace).get(g["stacks"][0]["stack"], 0)
+    if len(deepest) == 2:
+        check(deepest["0"] < deepest["1"], "the cut stack has fewer native frames (%d < %d)" % (
+            deepest["0"], deepest["1"]))
+    return finish()
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--build", required=True)
     ap.add_argument("--capture", choices=["cupti", "interpose"], default="cupti")
-    ap.add_argument("scenario", choices=["native", "dlopen", "python", "static", "dlopen-bytes"])
+    ap.add_argument("scenario", choices=["native", "dlopen", "python", "static", "dlopen-bytes",
+                                         "python-callback"])
     a = ap.parse_args()
     build = os.path.abspath(a.build)
     here = os.path.join(build, "tests", "stacks")
@@ -242,7 +301,11 @@ def main():
         "python": [sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                                 "victim.py")],
         "dlopen-bytes": [os.path.join(here, "victim_dlopen")],
+        "python-callback": [sys.executable, os.path.join(
+            os.path.dirname(os.path.abspath(__file__)), "victim_callback.py")],
     }[a.scenario]
+    if a.scenario == "python-callback":
+        return python_callback(build, argv, a.capture)
     with tempfile.TemporaryDirectory(prefix="gmt-stacks-%s-" % a.scenario) as outdir, \
             tempfile.TemporaryDirectory(prefix="gmt-stacks-libs-") as libdir:
         if a.scenario == "dlopen-bytes":

@@ -19,6 +19,18 @@ def _gpumemtrace_start():
         _torch.install()
     except Exception as e:  # noqa: BLE001 (a start-up hook must not stop the program)
         sys.stderr.write(f"gpumemtrace: the PyTorch layer is off: {type(e).__name__}: {e}\n")
+    # Python 3.12+: a code watcher, so that the tracer's Python walk looks code objects up by
+    # address (told of each one's death) rather than hashing their contents at every sight.
+    # PYFUNCTYPE: called with the GIL held, as PyCode_AddWatcher needs.
+    try:
+        import ctypes
+        import gpumemtrace
+        lib = gpumemtrace._tracer_lib()
+        fn = getattr(lib, "gmt_py_watch", None) if lib is not None else None
+        if fn is not None:
+            ctypes.PYFUNCTYPE(ctypes.c_int)(ctypes.cast(fn, ctypes.c_void_p).value)()
+    except Exception:  # noqa: BLE001 (only a cost: the walk hashes contents without it)
+        pass
     # the sitecustomize this one shadows
     try:
         import importlib.machinery

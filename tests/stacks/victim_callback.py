@@ -1,0 +1,49 @@
+#!/usr/bin/env python3
+"""Python call-stack victim whose allocation is made in a function that C code calls back:
+<module> -> main() -> map() (C) -> alloc_in_callback() -> cudaMalloc through ctypes. The Python
+frames are two groups, each run by its own call of the interpreter's eval function, with the
+interpreter's C code (map's iterator, list's constructor) between them. Prints one JSON line like
+victim.py: per site, the Python frames innermost first.
+"""
+import ctypes
+import json
+import os
+import sys
+
+FILE = os.path.abspath(__file__)
+
+
+def here():
+    return sys._getframe(1).f_lineno
+
+
+def frame(function, line):
+    return {"function": function, "file": FILE, "line": line}
+
+
+def runtime():
+    ctypes.CDLL("libcudart.so.13", mode=ctypes.RTLD_GLOBAL)
+    rt = ctypes.CDLL(None)
+    rt.cudaMalloc.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t]
+    rt.cudaMalloc.restype = ctypes.c_int
+    return rt
+
+
+RT = runtime()
+
+
+def alloc_in_callback(n):
+    p = ctypes.c_void_p(); rc = RT.cudaMalloc(ctypes.byref(p), n); line = here()
+    return n, rc, frame("alloc_in_callback", line)
+
+
+def main():
+    done = list(map(alloc_in_callback, [3 << 20])); line = here()
+    return [(n, rc, [f, frame("main", line)]) for n, rc, f in done]
+
+
+if __name__ == "__main__":
+    sites = main(); line = here()
+    print(json.dumps({"pid": os.getpid(), "sites": [
+        {"bytes": n, "ok": rc == 0, "frames": frames + [frame("<module>", line)]}
+        for n, rc, frames in sites]}))
