@@ -1,6 +1,7 @@
 /*
  * @brief A session's traces: files and directories read, replayed, symbolized (session.h).
  */
+#define _GNU_SOURCE
 #include "analysis/report/session.h"
 #include "analysis/reader/input.h"
 #include "util/esc.h"
@@ -8,9 +9,13 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 void
 gmt_session_init(struct gmt_session *s, const struct gmt_session_options *opt, FILE *diag)
@@ -136,41 +141,201 @@ append(struct gmt_session *s, struct gmt_trace *t, struct gmt_model *m)
 	return true;
 }
 
-int
-gmt_session_add_file(struct gmt_session *s, const char *path)
+/* One trace read and replayed: 0, -1 unreadable (said on @p diag), -2 out of memory (not said). */
+static int
+read_one(const struct gmt_session_options *opt,
+	 FILE *diag,
+	 const char *path,
+	 struct gmt_trace **tp,
+	 struct gmt_model **mp)
 {
-	struct feed f = {.range = &s->opt.range};
+	struct feed f = {.range = &opt->range};
 	struct gmt_trace_sink sink = {feed_event, feed_marker, &f};
 	struct gmt_trace *t;
 
-	if (s->opt.stored) {
+	if (opt->stored) {
 		/* the whole trace first, then its replay */
-		if (gmt_trace_read(path, s->diag, &s->opt.read, &t) != GMT_TRACE_OK)
-			goto err_unreadable;
+		if (gmt_trace_read(path, diag, &opt->read, &t) != GMT_TRACE_OK)
+			return -1;
 		f.m = gmt_model_build_range(t, f.range);
 		f.oom = !f.m;
-	} else if (gmt_trace_read_sink(path, s->diag, &s->opt.read, &sink, &t) != GMT_TRACE_OK) {
+	} else if (gmt_trace_read_sink(path, diag, &opt->read, &sink, &t) != GMT_TRACE_OK) {
 		/* streamed: the events went to the model as they were read, and are not kept */
 		gmt_model_free(f.m);
-		goto err_unreadable;
+		return -1;
 	}
 	if (!f.oom && !f.m)
 		f.m = gmt_model_new(t, f.range); /* a trace without events */
-	if (!f.m)
-		goto err_oom;
 	/* the end of the replay (already done when it was replayed from a stored trace) */
-	if (gmt_model_finish(f.m) != 0 || !append(s, t, f.m)) {
+	if (!f.m || gmt_model_finish(f.m) != 0) {
 		gmt_model_free(f.m);
-		goto err_oom;
+		gmt_trace_free(t);
+		return -2;
+	}
+	*tp = t;
+	*mp = f.m;
+	return 0;
+}
+
+/* The outcome of read_one() taken into the session, as gmt_session_add_file() returns it. */
+static int
+take(struct gmt_session *s, const char *path, int rc, struct gmt_trace *t, struct gmt_model *m)
+{
+	if (rc == 0 && !append(s, t, m)) {
+		gmt_model_free(m);
+		gmt_trace_free(t);
+		rc = -2;
+	}
+	if (rc == -2)
+		fprintf(s->diag, "%s: out of memory\n", gmt_esc(path));
+	if (rc != 0) {
+		s->unreadable++;
+		return -1;
 	}
 	return 0;
+}
 
-err_oom:
-	fprintf(s->diag, "%s: out of memory\n", gmt_esc(path));
-	gmt_trace_free(t);
-err_unreadable:
-	s->unreadable++;
-	return -1;
+int
+gmt_session_add_file(struct gmt_session *s, const char *path)
+{
+	struct gmt_trace *t = NULL;
+	struct gmt_model *m = NULL;
+
+	int rc = read_one(&s->opt, s->diag, path, &t, &m);
+
+	return take(s, path, rc, t, m);
+}
+
+// --- a directory: its traces read in parallel
+// -----------------------------------------------------
+
+/*
+ * The traces of a directory (one per process, one per rank) are independent until the reports
+ * join them: each is read and replayed on a worker thread, then taken into the session in name
+ * order, its messages (collected per trace) printed in that order too, so that the report and
+ * stderr are the same as one after another. The reader and the model keep no state outside a
+ * trace's own; symbolization comes later, on the calling thread. Memory: the session keeps every
+ * model anyway; at most `jobs` traces are being read at once.
+ */
+struct dir_job {
+	char *path;
+	struct gmt_trace *t;
+	struct gmt_model *m;
+	char *msgs;
+	size_t msgs_len;
+	int rc;
+};
+
+struct dir_work {
+	const struct gmt_session_options *opt;
+	struct dir_job *jobs;
+	size_t n;
+	_Atomic size_t next;
+};
+
+static void *
+dir_worker(void *arg)
+{
+	struct dir_work *w = arg;
+
+	for (;;) {
+		size_t i = atomic_fetch_add(&w->next, 1);
+		if (i >= w->n)
+			return NULL;
+		struct dir_job *j = &w->jobs[i];
+		if (!j->path)
+			continue;
+		FILE *diag = open_memstream(&j->msgs, &j->msgs_len);
+		if (!diag) {
+			j->rc = -2;
+			continue;
+		}
+		j->rc = read_one(w->opt, diag, j->path, &j->t, &j->m);
+		fclose(diag);
+	}
+}
+
+/* How many traces to read at once: GMT_JOBS (the tests' switch), else the CPUs this process may
+ * run on, at most 16. */
+static size_t
+session_jobs(size_t files)
+{
+	const char *v = getenv("GMT_JOBS");
+	long n = 0;
+	cpu_set_t set;
+
+	if (v && *v)
+		n = strtol(v, NULL, 10);
+	if (n <= 0 && sched_getaffinity(0, sizeof(set), &set) == 0)
+		n = CPU_COUNT(&set);
+	if (n <= 0)
+		n = sysconf(_SC_NPROCESSORS_ONLN);
+	if (n > 16)
+		n = 16;
+	if (n < 1)
+		n = 1;
+	return (size_t)n < files ? (size_t)n : files;
+}
+
+/* Read @p names of @p dir into @p s; false when the threads could not be had (nothing read). */
+static bool
+add_parallel(struct gmt_session *s, const char *dir, char **names, size_t n)
+{
+	size_t nthreads = session_jobs(n), started = 0;
+	struct dir_work w = {.opt = &s->opt, .n = n};
+	pthread_t *th;
+
+	if (nthreads < 2)
+		return false;
+	w.jobs = calloc(n, sizeof(*w.jobs));
+	th = calloc(nthreads, sizeof(*th));
+	if (!w.jobs || !th) {
+		free(w.jobs);
+		free(th);
+		return false;
+	}
+	for (size_t i = 0; i < n; i++)
+		w.jobs[i].path = gmt_path_join(dir, names[i]);
+	for (size_t i = 0; i < n; i++)
+		if (!w.jobs[i].path)
+			w.jobs[i].rc = -3; /* said below */
+	atomic_store(&w.next, 0);
+	/* 4 MiB of stack each (jansson's nesting limit needs about a quarter of it), not the
+	 * default 8: the address space a directory's analysis takes stays near one reader's */
+	pthread_attr_t attr;
+	bool have_attr = pthread_attr_init(&attr) == 0;
+	if (have_attr)
+		pthread_attr_setstacksize(&attr, 4u << 20);
+	for (size_t i = 0; i < nthreads; i++)
+		if (pthread_create(&th[started], have_attr ? &attr : NULL, dir_worker, &w) == 0)
+			started++;
+	if (have_attr)
+		pthread_attr_destroy(&attr);
+	if (started == 0) {
+		for (size_t i = 0; i < n; i++)
+			free(w.jobs[i].path);
+		free(w.jobs);
+		free(th);
+		return false;
+	}
+	for (size_t i = 0; i < started; i++)
+		pthread_join(th[i], NULL);
+	for (size_t i = 0; i < n; i++) {
+		struct dir_job *j = &w.jobs[i];
+		if (j->msgs_len)
+			fwrite(j->msgs, 1, j->msgs_len, s->diag);
+		free(j->msgs);
+		if (j->rc == -3) {
+			fprintf(s->diag, "%s: out of memory\n", gmt_esc(dir));
+			s->unreadable++;
+			continue;
+		}
+		take(s, j->path, j->rc, j->t, j->m);
+		free(j->path);
+	}
+	free(w.jobs);
+	free(th);
+	return true;
 }
 
 int
@@ -204,12 +369,13 @@ gmt_session_add_path(struct gmt_session *s, const char *path)
 			gmt_esc(path));
 		s->unreadable++;
 	}
+	bool parallel = n > 1 && add_parallel(s, path, names, (size_t)n);
 	for (int i = 0; i < n; i++) {
-		char *p = gmt_path_join(path, names[i]);
+		char *p = parallel ? NULL : gmt_path_join(path, names[i]);
 
 		if (p) {
 			gmt_session_add_file(s, p);
-		} else {
+		} else if (!parallel) {
 			fprintf(s->diag, "%s: out of memory\n", gmt_esc(path));
 			s->unreadable++;
 		}
