@@ -66,6 +66,7 @@ struct pylayout {
 	int minor;
 	/* thread state -> innermost frame: at ts_frame, or through the _PyCFrame at ts_cframe */
 	int ts_cframe, ts_frame;
+	int ts_interp; /* -> its PyInterpreterState (read on 3.12+ only: the code watcher) */
 	/* _PyInterpreterFrame (PyFrameObject on 3.10) */
 	int fr_code, fr_back, fr_instr, fr_owner, fr_is_entry;
 	bool fr_lasti; /* 3.10: fr_instr is an int index in code units, else a code-unit pointer */
@@ -83,7 +84,7 @@ struct pylayout {
 // clang-format off
 static const struct pylayout layout_310 = {
 	.version = "3.10", .minor = 10,
-	.ts_cframe = -1, .ts_frame = 24,
+	.ts_cframe = -1, .ts_frame = 24, .ts_interp = 16,
 	.fr_code = 32, .fr_back = 24, .fr_instr = 96, .fr_owner = -1, .fr_is_entry = -1,
 	.fr_lasti = true,
 	.co_firstlineno = 40, .co_filename = 104, .co_name = 112, .co_qualname = -1,
@@ -95,7 +96,7 @@ static const struct pylayout layout_310 = {
 
 static const struct pylayout layout_311 = {
 	.version = "3.11", .minor = 11,
-	.ts_cframe = 56, .ts_frame = 8,
+	.ts_cframe = 56, .ts_frame = 8, .ts_interp = 16,
 	.fr_code = 32, .fr_back = 48, .fr_instr = 56, .fr_owner = 69, .fr_is_entry = 68,
 	.co_firstlineno = 72, .co_filename = 112, .co_name = 120, .co_qualname = 128,
 	.co_linetable = 136, .co_code = 184, .co_firsttraceable = 168,
@@ -106,7 +107,7 @@ static const struct pylayout layout_311 = {
 
 static const struct pylayout layout_312 = {
 	.version = "3.12", .minor = 12,
-	.ts_cframe = 56, .ts_frame = 0,
+	.ts_cframe = 56, .ts_frame = 0, .ts_interp = 16,
 	.fr_code = 0, .fr_back = 8, .fr_instr = 56, .fr_owner = 70, .fr_is_entry = -1,
 	.co_firstlineno = 68, .co_filename = 112, .co_name = 120, .co_qualname = 128,
 	.co_linetable = 136, .co_code = 192, .co_firsttraceable = 176,
@@ -228,6 +229,9 @@ static uint32_t cursor = 1;   /* gmt_py_next_code(): the writer's position */
 #define CC_SLOTS (1u << 12)
 static _Atomic uint64_t *code_cache;
 static _Atomic bool code_cache_on;
+/* The interpreter the watcher was subscribed in: watchers are per interpreter, so a thread of a
+ * subinterpreter (whose code objects die unannounced) walks without the cache. */
+static uintptr_t watched_interp;
 
 // --- reading the interpreter's memory ----------------------------------------------------------
 
@@ -648,11 +652,12 @@ code_id_by_contents(uintptr_t code)
 
 static bool ready(void);
 
-/* code_id_by_contents(), through the code cache while a code watcher keeps it true. */
+/* code_id_by_contents(), through the code cache when @p cached: a code watcher keeps it true for
+ * the walking thread's interpreter. */
 static uint32_t
-code_id(uintptr_t code)
+code_id(uintptr_t code, bool cached)
 {
-	if (!atomic_load_explicit(&code_cache_on, memory_order_relaxed))
+	if (!cached)
 		return code_id_by_contents(code);
 	_Atomic uint64_t *e = &code_cache[cc_slot(code)];
 	uint64_t v = atomic_load_explicit(e, memory_order_acquire);
@@ -691,8 +696,12 @@ gmt_py_watch_code(void)
 	int (*add)(int (*)(int, void *)) =
 	    (int (*)(int (*)(int, void *)))dlsym(rt.handle, "PyCode_AddWatcher");
 	void (*clear)(void) = (void (*)(void))dlsym(rt.handle, "PyErr_Clear");
-	if (!add || !clear)
+	void *(*interp_of)(void *) =
+	    (void *(*)(void *))dlsym(rt.handle, "PyThreadState_GetInterpreter");
+	void *(*attached)(void) = (void *(*)(void))dlsym(rt.handle, "PyThreadState_Get");
+	if (!add || !clear || !interp_of || !attached || L.ts_interp < 0)
 		return -1;
+	watched_interp = (uintptr_t)interp_of(attached()); /* the caller's: it holds the GIL */
 	if (add(on_code_event) < 0) {
 		clear(); /* all watcher ids taken: contents hashing goes on */
 		return -1;
@@ -743,7 +752,7 @@ entered_from_c(uintptr_t frame, uintptr_t back)
 
 /* One raw frame: 1 = written to @p out, 0 = skipped (shim, incomplete), -1 = torn: stop. */
 static int
-read_frame(uintptr_t frame, uintptr_t back, struct gmt_pyframe *out)
+read_frame(uintptr_t frame, uintptr_t back, bool cached, struct gmt_pyframe *out)
 {
 	if (L.fr_owner >= 0 && load_owner(frame) == OWNED_BY_CSTACK)
 		return 0;
@@ -753,14 +762,14 @@ read_frame(uintptr_t frame, uintptr_t back, struct gmt_pyframe *out)
 	int64_t off = instr_offset(frame, code);
 	if (incomplete(frame, code, off))
 		return 0;
-	out->code_id = code_id(code);
+	out->code_id = code_id(code, cached);
 	out->instr_offset = off < 0 ? 0 : off > UINT32_MAX ? UINT32_MAX : (uint32_t)off;
 	out->entry = entered_from_c(frame, back);
 	return 1;
 }
 
 static int
-walk_frames(uintptr_t frame, struct gmt_pyframe *out, int max)
+walk_frames(uintptr_t frame, bool cached, struct gmt_pyframe *out, int max)
 {
 	int n = 0, steps = 4 * max + 16; /* bounds a cyclic chain; shims are at most every other */
 
@@ -768,7 +777,7 @@ walk_frames(uintptr_t frame, struct gmt_pyframe *out, int max)
 		if (!plausible(frame))
 			break;
 		uintptr_t back = load_ptr(frame, L.fr_back);
-		int r = read_frame(frame, back, &out[n]);
+		int r = read_frame(frame, back, cached, &out[n]);
 		if (r < 0)
 			break;
 		n += r;
@@ -822,7 +831,9 @@ gmt_py_walk(struct gmt_pyframe *out, int max)
 	uintptr_t tstate = (uintptr_t)rt.this_thread_state();
 	if (!plausible(tstate))
 		return GMT_PY_NO_THREAD;
-	return max > 0 ? walk_frames(innermost_frame(tstate), out, max) : 0;
+	bool cached = atomic_load_explicit(&code_cache_on, memory_order_acquire) &&
+		      load_ptr(tstate, L.ts_interp) == watched_interp;
+	return max > 0 ? walk_frames(innermost_frame(tstate), cached, out, max) : 0;
 }
 
 // --- detection ---------------------------------------------------------------------------------
@@ -878,6 +889,7 @@ static bool
 debug_offsets_sane(const struct debug_offsets_313 *d)
 {
 	return fits(d->thread_state.current_frame, d->thread_state.size) &&
+	       fits(d->thread_state.interp, d->thread_state.size) &&
 	       fits(d->frame.previous, d->frame.size) && fits(d->frame.executable, d->frame.size) &&
 	       fits(d->frame.instr_ptr, d->frame.size) && d->frame.owner < d->frame.size &&
 	       fits(d->code.filename, d->code.size) && fits(d->code.name, d->code.size) &&
@@ -895,6 +907,7 @@ layout_313(const struct debug_offsets_313 *d)
 {
 	L = (struct pylayout){.version = "3.13", .minor = 13, .ts_cframe = -1, .fr_is_entry = -1};
 	L.ts_frame = (int)d->thread_state.current_frame;
+	L.ts_interp = (int)d->thread_state.interp;
 	L.fr_code = (int)d->frame.executable;
 	L.fr_back = (int)d->frame.previous;
 	L.fr_instr = (int)d->frame.instr_ptr;

@@ -234,6 +234,50 @@ def concurrent(rounds=100, nthreads=8):
         t.join()
 
 
+SUB_CODE = r"""
+import ctypes, sys
+lib = ctypes.CDLL(%(lib)r)
+lib.pywalk_format.argtypes = [ctypes.c_char_p, ctypes.c_int]
+lib.pywalk_format.restype = ctypes.c_int
+buf = ctypes.create_string_buffer(1 << 16)
+bad = 0
+def walk():
+    lib.pywalk_format(buf, len(buf))
+    return buf.value.decode("utf-8", "replace")
+for r in range(300):
+    ns = {}
+    exec(compile("def shared(go):\n    return go()\n", "<sub %%d>" %% r, "exec"), ns)
+    text = ns["shared"](walk)
+    files = [line.split("\t")[0] for line in text.splitlines()]
+    if "<sub %%d>" %% r not in files:
+        bad += 1
+with open(%(out)r, "w") as f:
+    f.write(str(bad))
+"""
+
+
+def subinterpreter():
+    """3.12+ with the code watcher: a subinterpreter's code objects die without the watcher
+    hearing of it (watchers are per interpreter), so its threads must not use the code cache:
+    fresh code objects at reused addresses are still named right."""
+    try:
+        import _interpreters as si  # 3.13
+        interp = si.create("legacy")
+    except ImportError:
+        try:
+            import _xxsubinterpreters as si  # 3.12
+            interp = si.create(isolated=False)
+        except ImportError:
+            return
+    import tempfile
+    with tempfile.NamedTemporaryFile("r", suffix=".txt") as out:
+        si.run_string(interp, SUB_CODE % {"lib": sys.argv[1], "out": out.name})
+        bad = out.read()
+    si.destroy(interp)
+    if bad != "0":
+        fail("subinterpreter: %s of 300 walks named a dead code object" % bad)
+
+
 def c_threads():
     r = LIB.pywalk_cthread()
     if r != -1:
@@ -306,6 +350,8 @@ def main():
     long_name()
     in_thread()
     concurrent()
+    if "--watch" in sys.argv[2:] and sys.version_info >= (3, 12):
+        subinterpreter()
     c_threads()
     n = registry()
     forked()
