@@ -315,8 +315,9 @@ find_eval(void *const *buf, int from, int n, uintptr_t lo, uintptr_t hi)
 
 /*
  * Unwind, drop the frames at the top that are ours (and the skipped library's), keep at most
- * st.depth. Unwinding costs per frame (~17 ns on the H200's torch stacks), so it asks libunwind
- * for no more frames than can be kept: the depth plus TOP_MARGIN, again in full only when the
+ * st.depth. Unwinding costs per frame (6 ns on libunwind's fast trace, tens of ns when it falls
+ * back to its DWARF walk: docs/performance.md), so it asks libunwind for no more frames than can
+ * be kept: the depth plus TOP_MARGIN, again in full only when the
  * top took more than the margin. @p python: the thread's Python frames were captured; then the
  * native stack ends at the innermost frame of the interpreter's eval function (kept: the
  * analysis puts the Python frames there, docs/trace-format.md), because the Python frames stand

@@ -647,6 +647,31 @@ def case_progress(exe, tmp):
     rc2, pipe_rep, err = run_report(exe, path, env={"GMT_PROGRESS_INTERVAL_S": "0"})
     check(rc2 == 0 and "reading" not in err, "no progress line into a pipe (%r)" % err[:200])
     check(tty_rep == pipe_rep, "the report is the same either way")
+    # a directory read on two threads: one line for the directory, the traces done of all
+    d = os.path.join(tmp, "progress-dir")
+    os.makedirs(d)
+    for name in ("a.jsonl", "b.jsonl"):
+        t.write(os.path.join(d, name))
+    master, slave = pty.openpty()
+    rc, dir_rep, _ = run_report(exe, d, env={"GMT_PROGRESS_INTERVAL_S": "0", "GMT_JOBS": "2"},
+                                stderr=slave)
+    os.close(slave)
+    shown = b""
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        shown += chunk
+    os.close(master)
+    text = shown.decode(errors="replace")
+    check(rc == 0 and ("\rgpumemtrace: reading %s: " % d) in text and " of 2 traces" in text,
+          "a directory read in parallel: one progress line for it (%r)" % text[:200])
+    check(text.endswith("\r\x1b[K"), "... erased at the end (%r)" % text[-40:])
+    check("reading %s/a.jsonl" % d not in text,
+          "... and no per-trace line from the workers (%r)" % text[:200])
 
 
 def case_caches(exe, tmp):

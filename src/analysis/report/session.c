@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 void
@@ -206,8 +207,7 @@ gmt_session_add_file(struct gmt_session *s, const char *path)
 	return take(s, path, rc, t, m);
 }
 
-// --- a directory: its traces read in parallel
-// -----------------------------------------------------
+// --- a directory: its traces read in parallel ------------------------------------------------
 
 /*
  * The traces of a directory (one per process, one per rank) are independent until the reports
@@ -231,6 +231,8 @@ struct dir_work {
 	struct dir_job *jobs;
 	size_t n;
 	_Atomic size_t next;
+	_Atomic size_t done;
+	_Atomic size_t running; /* workers not returned yet */
 };
 
 static void *
@@ -252,7 +254,58 @@ dir_worker(void *arg)
 		}
 		j->rc = read_one(w->opt, diag, j->path, &j->t, &j->m);
 		fclose(diag);
+		atomic_fetch_add(&w->done, 1);
 	}
+}
+
+static void *
+dir_worker_main(void *arg)
+{
+	struct dir_work *w = arg;
+
+	dir_worker(w);
+	atomic_fetch_sub(&w->running, 1);
+	return NULL;
+}
+
+static double
+seconds_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/*
+ * Wait for the workers. On a terminal, the line the reader shows for one trace becomes one for
+ * the directory (each worker's own messages go to its buffer, not the terminal): how many of its
+ * traces are done, rewritten at most once a second (GMT_PROGRESS_INTERVAL_S), erased at the end.
+ */
+static void
+dir_wait(struct gmt_session *s, struct dir_work *w, const char *dir)
+{
+	bool tty = isatty(fileno(s->diag)), shown = false;
+	double every = s->opt.read.progress_every_s >= 0 ? s->opt.read.progress_every_s : 1.0;
+	double last = seconds_now();
+
+	for (;;) {
+		bool finished = atomic_load(&w->running) == 0;
+		double t = seconds_now();
+		if (tty && !finished && t - last >= every) {
+			last = t;
+			fprintf(s->diag, "\rgpumemtrace: reading %s: %zu of %zu traces",
+				gmt_esc(dir), atomic_load(&w->done), w->n);
+			fflush(s->diag);
+			shown = true;
+		}
+		if (finished)
+			break;
+		struct timespec nap = {0, 20 * 1000 * 1000};
+		nanosleep(&nap, NULL);
+	}
+	if (shown)
+		fprintf(s->diag, "\r\033[K");
 }
 
 /* How many traces to read at once: GMT_JOBS (the tests' switch), else the CPUs this process may
@@ -307,8 +360,12 @@ add_parallel(struct gmt_session *s, const char *dir, char **names, size_t n)
 	if (have_attr)
 		pthread_attr_setstacksize(&attr, 4u << 20);
 	for (size_t i = 0; i < nthreads; i++)
-		if (pthread_create(&th[started], have_attr ? &attr : NULL, dir_worker, &w) == 0)
+		if (atomic_fetch_add(&w.running, 1),
+		    pthread_create(&th[started], have_attr ? &attr : NULL, dir_worker_main, &w) ==
+			0)
 			started++;
+		else
+			atomic_fetch_sub(&w.running, 1);
 	if (have_attr)
 		pthread_attr_destroy(&attr);
 	if (started == 0) {
@@ -318,6 +375,7 @@ add_parallel(struct gmt_session *s, const char *dir, char **names, size_t n)
 		free(th);
 		return false;
 	}
+	dir_wait(s, &w, dir);
 	for (size_t i = 0; i < started; i++)
 		pthread_join(th[i], NULL);
 	for (size_t i = 0; i < n; i++) {
