@@ -617,6 +617,21 @@ def case_order(exe, tmp):
     check("2 lines applied late, the first with seq 1" in err, "repeat and snapshot noted (%r)" % err[-400:])
 
 
+def read_pty(master):
+    """All a pseudo-terminal's other end was given (its writer closed), then close it."""
+    shown = b""
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        shown += chunk
+    os.close(master)
+    return shown
+
+
 def case_progress(exe, tmp):
     """On a terminal the reader shows where it is, then erases the line; in a pipe, nothing."""
     import pty
@@ -629,16 +644,7 @@ def case_progress(exe, tmp):
     master, slave = pty.openpty()
     rc, tty_rep, _ = run_report(exe, path, env={"GMT_PROGRESS_INTERVAL_S": "0"}, stderr=slave)
     os.close(slave)
-    shown = b""
-    while True:
-        try:
-            chunk = os.read(master, 65536)
-        except OSError:
-            break
-        if not chunk:
-            break
-        shown += chunk
-    os.close(master)
+    shown = read_pty(master)
     text = shown.decode(errors="replace")
     want = "\rgpumemtrace: reading %s: " % path
     check(rc == 0 and want in text, "progress line on a terminal (%r)" % text[:200])
@@ -656,16 +662,7 @@ def case_progress(exe, tmp):
     rc, dir_rep, _ = run_report(exe, d, env={"GMT_PROGRESS_INTERVAL_S": "0", "GMT_JOBS": "2"},
                                 stderr=slave)
     os.close(slave)
-    shown = b""
-    while True:
-        try:
-            chunk = os.read(master, 65536)
-        except OSError:
-            break
-        if not chunk:
-            break
-        shown += chunk
-    os.close(master)
+    shown = read_pty(master)
     text = shown.decode(errors="replace")
     check(rc == 0 and ("\rgpumemtrace: reading %s: " % d) in text and " of 2 traces" in text,
           "a directory read in parallel: one progress line for it (%r)" % text[:200])
