@@ -248,6 +248,15 @@ gmt_bridge_detach(void)
 	record.store(nullptr, std::memory_order_release);
 }
 
+// Record again after gmt_bridge_detach, into @p fn (the tracer's gmt_torch_record): for an
+// in-process comparison of the layer on and off (bench/run_torch_block_ab.py). The events in
+// between are missing from the trace: its replay counts what no longer fits as inconsistent.
+__attribute__((visibility("default"))) void
+gmt_bridge_resume(gmt_torch_record_fn fn)
+{
+	record.store(fn, std::memory_order_release);
+}
+
 // How many allocator entries reached the bridge (for tests and the layer record).
 __attribute__((visibility("default"))) unsigned long long
 gmt_bridge_entries(void)

@@ -1,0 +1,155 @@
+#!/usr/bin/env python3
+"""The PyTorch layer's cost measured inside one process (docs/performance.md): between processes
+the same untraced loop ran at 2.2-4.8 us per tensor alloc+free on the shared H200 host, more than
+the cost to be measured, so process-level A/B (run_torch_block_cost.py) cannot resolve it.
+
+    run_torch_block_ab.py --build BUILD [--rounds 9] [--pairs 20000] [--steps 10]
+
+One process under `gpumemtrace run` (default options: the bridge, native + Python stacks). Each
+round runs, in turn (the order rotating from round to round), the same loop in three states:
+  off      the layer paused (gmt_bridge_detach: torch still calls the bridge's tracker, which
+           returns at once); the CUDA-level tracer as always (a pair inside the cache makes no
+           CUDA call)
+  layer    the layer recording (gmt_bridge_resume), every block with our stacks
+  history  the layer paused, torch's own recorder on (_record_memory_history(stacks="python"))
+Per round: ns per alloc+free pair (median of 3 loops), and a small transformer's training step
+(median of --steps) in each state; the figures are per-round differences against `off`, then
+their median over rounds. Also run with GPUMEMTRACE_STACKS=python (--stacks python) to split
+native and Python stacks.
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+CHILD = r'''
+import ctypes, json, os, statistics, sys, time
+import torch
+import gpumemtrace
+from gpumemtrace import _torch
+rounds, npairs, nsteps = (int(x) for x in sys.argv[1:4])
+x = torch.empty(16, device="cuda")  # CUDA initialised: the layer attaches
+del x
+torch.cuda.synchronize()
+bridge = _torch._state.get("bridge")
+lib = gpumemtrace._tracer_lib()
+if bridge is None or lib is None or not hasattr(bridge, "gmt_bridge_resume"):
+    print(json.dumps({"error": "no PyTorch layer in this process (bridge %r)" % (bridge,)}))
+    sys.exit(0)
+record = ctypes.cast(lib.gmt_torch_record, ctypes.c_void_p)
+bridge.gmt_bridge_resume.argtypes = [ctypes.c_void_p]
+mem = torch.cuda.memory
+has_history = hasattr(mem, "_record_memory_history")
+
+def state(s):
+    if has_history:
+        mem._record_memory_history(enabled=None)
+    bridge.gmt_bridge_detach()
+    if s == "layer":
+        bridge.gmt_bridge_resume(record)
+    elif s == "history":
+        mem._record_memory_history(max_entries=100000, stacks="python")
+
+def pairs(n):
+    t0 = time.perf_counter_ns()
+    for i in range(n):
+        x = torch.empty(1024 * (1 + i % 7), device="cuda")
+        del x
+    return (time.perf_counter_ns() - t0) / n
+
+step = None
+try:
+    layer = torch.nn.TransformerEncoderLayer(512, 8, 2048, batch_first=True).cuda()
+    model = torch.nn.TransformerEncoder(layer, 4).cuda()
+    opt = torch.optim.AdamW(model.parameters())
+    def step():
+        x = torch.randn(16, 256, 512, device="cuda")
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = model(x).float().square().mean()
+        loss.backward(); opt.step(); opt.zero_grad(set_to_none=True)
+    for _ in range(3): step()
+    torch.cuda.synchronize()
+except AttributeError:
+    pass  # the torch double (tests/torchsim) has no nn: the pair loop only
+
+def steps(n):
+    out = []
+    for _ in range(n):
+        t0 = time.perf_counter(); step(); torch.cuda.synchronize()
+        out.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(out)
+
+states = ["off", "layer"] + (["history"] if has_history else [])
+pairs(3000)
+res = []
+for r in range(rounds):
+    order = states[r % len(states):] + states[:r % len(states)]
+    row = {}
+    for s in order:
+        state(s)
+        row[s] = {"pair_ns": statistics.median(pairs(npairs) for _ in range(3))}
+        if step is not None:
+            row[s]["step_ms"] = steps(nsteps)
+    res.append(row)
+state("layer")
+print(json.dumps({"rounds": res, "states": states}))
+'''
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", required=True)
+    ap.add_argument("--rounds", type=int, default=9)
+    ap.add_argument("--pairs", type=int, default=20000)
+    ap.add_argument("--steps", type=int, default=10)
+    ap.add_argument("--stacks", default="all", help="GPUMEMTRACE_STACKS of the run")
+    a = ap.parse_args()
+    gmt = os.path.join(os.path.abspath(a.build), "tools", "gpumemtrace")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GPUMEMTRACE_")}
+    env.pop("PYTORCH_CUDA_ALLOC_CONF", None)
+    env["GPUMEMTRACE_STACKS"] = a.stacks
+    with tempfile.TemporaryDirectory(prefix="gmt-bench-ab-") as tmp:
+        p = subprocess.run([gmt, "run", "-o", os.path.join(tmp, "t"), "--", sys.executable, "-c",
+                            CHILD, str(a.rounds), str(a.pairs), str(a.steps)], env=env,
+                           capture_output=True, text=True, timeout=570)
+    doc = None
+    for line in reversed(p.stdout.splitlines()):
+        if line.startswith("{"):
+            doc = json.loads(line)
+            break
+    if doc is None or "error" in doc:
+        print("torch block A/B: no result (exit %d): %s %s" % (
+            p.returncode, (doc or {}).get("error", ""), p.stderr[-800:]))
+        return 1
+    rounds, states = doc["rounds"], doc["states"]
+    print("in one process under gpumemtrace run (GPUMEMTRACE_STACKS=%s), %d rounds of %d pairs "
+          "(median of 3 loops) per state, the order rotating:" % (a.stacks, len(rounds), a.pairs))
+    out = {"bench": "torch_block_ab", "stacks": a.stacks, "rounds": rounds}
+    for key, unit in (("pair_ns", "ns/pair"), ("step_ms", "ms/step")):
+        if key not in rounds[0]["off"]:
+            continue
+        for s in states:
+            vals = [r[s][key] for r in rounds]
+            line = "  %-8s %s median %.2f (min %.2f, max %.2f)" % (
+                s, unit, statistics.median(vals), min(vals), max(vals))
+            if s != "off":
+                diff = [r[s][key] - r["off"][key] for r in rounds]
+                ratio = [r[s][key] / r["off"][key] for r in rounds]
+                line += "; over off: %+.2f (median of per-round differences), x%.3f" % (
+                    statistics.median(diff), statistics.median(ratio))
+                out.setdefault("added", {}).setdefault(s, {})[key] = statistics.median(diff)
+                out["added"][s][key + "_x"] = statistics.median(ratio)
+            print(line)
+    if "history" in out.get("added", {}):
+        ours, theirs = out["added"]["layer"]["pair_ns"], out["added"]["history"]["pair_ns"]
+        print("the layer adds %.0f ns per pair, torch's recorder %.0f ns (goal: ours <= half of "
+              "theirs)" % (ours, theirs))
+    print(json.dumps(out))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
