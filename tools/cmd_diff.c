@@ -20,22 +20,25 @@
 static void
 usage(FILE *out)
 {
-	fprintf(out,
-		"Usage: gpumemtrace diff [--format text|json] [--top N] BASE NEW\n"
-		"\n"
-		"Compare two runs: the change in device memory held at the peak, leaked bytes and\n"
-		"failed allocations, and per call site the change in bytes live at the peak and\n"
-		"bytes leaked, largest change first. BASE and NEW are each a trace file, a\n"
-		"directory of traces, or a JSON report written by 'report --format json'.\n"
-		"\n"
-		"Options:\n"
-		"  -f, --format FMT  text (default) or json (keys in docs/ci.md)\n"
-		"  -n, --top N       list the N sites that changed most (default %d; 0: all)\n"
-		"  -h, --help        show this help\n"
-		"  -V, --version     show the version\n"
-		"\n"
-		"Exit status: 0 written, 2 usage error, 3 BASE or NEW could not be read.\n",
-		DIFF_DEFAULT_TOP);
+	fprintf(
+	    out,
+	    "Usage: gpumemtrace diff [--format text|json] [--top N] BASE NEW\n"
+	    "\n"
+	    "Compare two runs: the change in device memory held at the peak, leaked bytes and\n"
+	    "failed allocations, and per call site the change in bytes live at the peak and\n"
+	    "bytes leaked, largest change first; with PyTorch's blocks in either run, the same\n"
+	    "for the tensors (peak allocated, live at exit, per tensor site). BASE and NEW are\n"
+	    "each a trace file, a directory of traces, or a JSON report written by\n"
+	    "'report --format json'.\n"
+	    "\n"
+	    "Options:\n"
+	    "  -f, --format FMT  text (default) or json (keys in docs/ci.md)\n"
+	    "  -n, --top N       list the N sites that changed most (default %d; 0: all)\n"
+	    "  -h, --help        show this help\n"
+	    "  -V, --version     show the version\n"
+	    "\n"
+	    "Exit status: 0 written, 2 usage error, 3 BASE or NEW could not be read.\n",
+	    DIFF_DEFAULT_TOP);
 }
 
 static const char *const total_names[GMT_DIFF_NTOTALS] = {
@@ -97,6 +100,52 @@ text_change(FILE *out, const char *what, const struct gmt_change *c)
 		gmt_size_text((uint64_t)c->after, a), delta_text(c, d, sizeof(d)));
 }
 
+static const char *const tensor_names[GMT_DIFF_NTENSOR] = {
+    [GMT_DIFF_T_PEAK] = "peak allocated",
+    [GMT_DIFF_T_LIVE_END] = "live at exit",
+};
+
+/* One total's line: "  NAME  before -> after: delta, percent". */
+static void
+text_total(FILE *out, const char *name, const struct gmt_change *c)
+{
+	char b[GMT_SIZE_TEXT], a[GMT_SIZE_TEXT], d[96];
+
+	fprintf(out, "  %-20s %s -> %s: %s", name, gmt_size_text((uint64_t)c->before, b),
+		gmt_size_text((uint64_t)c->after, a), delta_text(c, d, sizeof(d)));
+	if (c->before && c->after != c->before)
+		fprintf(out, ", %+.1f%%",
+			((double)c->after - (double)c->before) * 100.0 / (double)c->before);
+	fprintf(out, "\n");
+}
+
+/* The tensor level (either run has one): PyTorch's figures, then its sites by change. */
+static void
+text_tensors(FILE *out, const struct gmt_diff *s, size_t top)
+{
+	size_t shown = top && top < s->tchanged ? top : s->tchanged;
+
+	fprintf(out, "\nPyTorch tensors (the caching allocator's blocks):\n");
+	for (size_t k = 0; k < GMT_DIFF_NTENSOR; k++)
+		text_total(out, tensor_names[k], &s->tensor_totals[k]);
+	if (s->tchanged == 0) {
+		fprintf(out, "No tensor site changed (%zu compared).\n", s->tn);
+		return;
+	}
+	fprintf(out, "Tensor sites by change, largest first (%zu of %zu changed; %zu unchanged):\n",
+		shown, s->tchanged, s->tn - s->tchanged);
+	for (size_t i = 0; i < shown; i++) {
+		const struct gmt_diff_tsite *x = &s->tv[i];
+
+		fprintf(out, "  %s%s%s\n", gmt_esc(x->site), *x->callers ? " <- " : "",
+			*x->callers ? gmt_esc(x->callers) : "");
+		if (gmt_change_abs(&x->peak) || x->peak.before)
+			text_change(out, "at peak", &x->peak);
+		if (gmt_change_abs(&x->live_end) || x->live_end.before)
+			text_change(out, "at exit", &x->live_end);
+	}
+}
+
 static void
 write_text(FILE *out, const struct gmt_diff *s, size_t top)
 {
@@ -106,6 +155,8 @@ write_text(FILE *out, const struct gmt_diff *s, size_t top)
 	text_totals(out, s);
 	if (changed == 0) {
 		fprintf(out, "\nNo call site changed (%zu compared).\n", s->n);
+		if (s->tensors)
+			text_tensors(out, s, top);
 		return;
 	}
 	fprintf(out, "\nCall sites by change, largest first (%zu of %zu changed; %zu unchanged):\n",
@@ -120,6 +171,8 @@ write_text(FILE *out, const struct gmt_diff *s, size_t top)
 		if (gmt_change_abs(&x->leaked) || x->leaked.before)
 			text_change(out, "leaked ", &x->leaked);
 	}
+	if (s->tensors)
+		text_tensors(out, s, top);
 }
 
 // --- JSON ---------------------------------------------------------------------------------
@@ -129,6 +182,31 @@ change_json(const struct gmt_change *c)
 {
 	return json_pack("{sIsIsI}", "before", (json_int_t)c->before, "after", (json_int_t)c->after,
 			 "delta", (json_int_t)(c->after - c->before));
+}
+
+/* The tensor level's part of the JSON: its totals and sites, as the CUDA level's. */
+static json_t *
+tensors_json(const struct gmt_diff *s, size_t top)
+{
+	json_t *t = json_object(), *totals = json_object(), *list = json_array();
+	size_t shown = top && top < s->tchanged ? top : s->tchanged;
+
+	for (size_t k = 0; k < GMT_DIFF_NTENSOR; k++)
+		json_object_set_new(totals, gmt_diff_tensor_key((enum gmt_diff_tensor_total)k),
+				    change_json(&s->tensor_totals[k]));
+	json_object_set_new(t, "totals", totals);
+	json_object_set_new(t, "sites_compared", json_integer((json_int_t)s->tn));
+	json_object_set_new(t, "sites_changed", json_integer((json_int_t)s->tchanged));
+	for (size_t i = 0; i < shown; i++) {
+		const struct gmt_diff_tsite *x = &s->tv[i];
+
+		json_array_append_new(list,
+				      json_pack("{sssOsoso}", "site", x->site, "callers",
+						x->callers_json, "peak", change_json(&x->peak),
+						"live_at_exit", change_json(&x->live_end)));
+	}
+	json_object_set_new(t, "sites", list);
+	return t;
 }
 
 static json_t *
@@ -157,6 +235,7 @@ diff_json(const char *base_path, const char *next_path, const struct gmt_diff *s
 				    "leaked", change_json(&x->leaked)));
 	}
 	json_object_set_new(doc, "sites", list);
+	json_object_set_new(doc, "tensors", s->tensors ? tensors_json(s, top) : json_null());
 	return doc;
 }
 

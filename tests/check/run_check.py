@@ -896,6 +896,35 @@ def group_tensors(tool, victim, golden):
     check("note: 1 of 2 processes have no tensor level" in out and
           "max-tensor-leak device 0" in out, "a mix: the note, and the gate on the other", out)
 
+    # diff at the tensor level: two more steps keep 2 MiB more of b's blocks, at the peak and at
+    # exit; main's rows are the same; without block lines on both sides there is no tensor part.
+    longer = tensor_trace(tool, victim, "tensors6.jsonl", steps=6)
+    rc, out, err = tool.run("diff", "--format", "json", path, longer)
+    d = json.loads(out) if rc == 0 else {}
+    t = d.get("tensors") or {}
+    rep4, rep6 = tool.report(path), tool.report(longer)
+    peak4 = rep4["processes"][0]["tensors"]["peak"]["allocated"]
+    peak6 = rep6["processes"][0]["tensors"]["peak"]["allocated"]
+    check(rc == 0 and t.get("totals", {}).get("peak_allocated") ==
+          {"before": peak4, "after": peak6, "delta": peak6 - peak4} and peak6 - peak4 == 2 * MiB,
+          "diff: PyTorch's peak allocated, the reports' figures (%d -> %d)" % (peak4, peak6), out)
+    check(t.get("totals", {}).get("live_at_exit") == {"before": live, "after": live + 2 * MiB,
+                                                      "delta": 2 * MiB},
+          "diff: tensors live at exit +2 MiB", out)
+    sites = t.get("sites", [])
+    check(t.get("sites_changed") == 1 and len(sites) == 1 and sites[0]["site"].endswith(" in b")
+          and sites[0]["peak"]["delta"] == 2 * MiB and sites[0]["live_at_exit"]["delta"] == 2 * MiB,
+          "diff: one tensor site changed, b's, +2 MiB at the peak and at exit", out)
+    rc, out, err = tool.run("diff", path, longer)
+    check(rc == 0 and "PyTorch tensors (the caching allocator's blocks):" in out and
+          re.search(r"live at exit\s+7\.0 MiB \(7340032 bytes\) -> 9\.0 MiB", out) and
+          re.search(r"\S*victim_stacks\.c:%d in b( <- [^\n]*)?\n\s+at peak" % b_line, out),
+          "diff text: the tensor totals and b's row", out)
+    rc, out, err = tool.run("diff", "--format", "json", plain, plain)
+    check(rc == 0 and json.loads(out)["tensors"] is None, "no block lines: tensors null", out)
+    rc, out, err = tool.run("diff", plain, plain)
+    check(rc == 0 and "PyTorch tensors" not in out, "no block lines: no tensor part", out)
+
     # Real traces of the H200 (tests/fixtures/h200-torch2.11/tensors), torch's figures beside.
     fx = os.path.join(HERE, "..", "fixtures", "h200-torch2.11", "tensors")
     with open(os.path.join(fx, "growth.stats.json")) as f:
@@ -910,6 +939,12 @@ def group_tensors(tool, victim, golden):
     with open(os.path.join(fx, "frag.stats.json")) as f:
         at_oom = json.load(f)["at_oom"]
     unalloc = at_oom["reserved"] - at_oom["allocated"]
+    rc, out, err = tool.run("diff", "--format", "json", os.path.join(fx, "blocks-default.jsonl"),
+                            os.path.join(fx, "blocks-expandable.jsonl"))
+    d = json.loads(out) if rc == 0 else {}
+    check(rc == 0 and d["sites_changed"] > 0 and d["tensors"]["sites_changed"] == 0 and
+          d["tensors"]["totals"]["peak_allocated"]["delta"] == 0,
+          "H200 default vs expandable segments: the segments changed, the tensors did not", out)
     rc, out, err = tool.run("check", "--max-fragmentation", "0.9", os.path.join(fx, "frag.jsonl"))
     check(rc == 1 and "(%s (%d bytes) reserved but unallocated" % ("1.0 GiB", unalloc) in out,
           "H200 frag: fails with torch's reserved-but-unallocated bytes", out)

@@ -24,6 +24,17 @@ gmt_diff_total_key(enum gmt_diff_total k)
 	return k < GMT_DIFF_NTOTALS ? total_keys[k] : NULL;
 }
 
+static const char *const tensor_keys[GMT_DIFF_NTENSOR] = {
+    [GMT_DIFF_T_PEAK] = "peak_allocated",
+    [GMT_DIFF_T_LIVE_END] = GMT_RK_LIVE_AT_EXIT,
+};
+
+const char *
+gmt_diff_tensor_key(enum gmt_diff_tensor_total k)
+{
+	return k < GMT_DIFF_NTENSOR ? tensor_keys[k] : NULL;
+}
+
 uint64_t
 gmt_change_abs(const struct gmt_change *c)
 {
@@ -105,6 +116,115 @@ add_run(struct gmt_diff *d, const json_t *doc, bool after)
 	return 0;
 }
 
+// --- the tensor level -----------------------------------------------------------------------
+
+/* The tensor site of @p row in @p d, added when new; NULL out of memory. */
+static struct gmt_diff_tsite *
+tsite_for(struct gmt_diff *d, const json_t *row)
+{
+	const char *site = json_string_value(json_object_get(row, GMT_RK_SITE));
+	const json_t *callers = json_object_get(row, GMT_RK_CALLERS), *c;
+	char *joined = strdup(""), *site_copy;
+	size_t i;
+
+	json_array_foreach(callers, i, c)
+	{
+		char *next;
+		const char *text = json_string_value(c);
+		if (!joined ||
+		    asprintf(&next, "%s%s%s", joined, i ? " <- " : "", text ? text : "?") < 0) {
+			free(joined);
+			return NULL;
+		}
+		free(joined);
+		joined = next;
+	}
+	if (!joined)
+		return NULL;
+	if (!site)
+		site = "?";
+	for (size_t k = 0; k < d->tn; k++)
+		if (strcmp(d->tv[k].site, site) == 0 && strcmp(d->tv[k].callers, joined) == 0) {
+			free(joined);
+			return &d->tv[k];
+		}
+	struct gmt_diff_tsite *v = realloc(d->tv, (d->tn + 1) * sizeof(*v));
+	if (!v || !(site_copy = strdup(site))) {
+		if (v)
+			d->tv = v;
+		free(joined);
+		return NULL;
+	}
+	d->tv = v;
+	v[d->tn] = (struct gmt_diff_tsite){
+	    .site = site_copy,
+	    .callers = joined,
+	    .callers_json = json_is_array(callers) ? json_incref((json_t *)callers) : json_array(),
+	};
+	return &v[d->tn++];
+}
+
+/* Add @p doc's tensor level (every process's) to @p d, as the before or the after. */
+static int
+add_tensors(struct gmt_diff *d, const json_t *doc, bool after)
+{
+	const json_t *proc, *row;
+	size_t i, j;
+
+	json_array_foreach(json_object_get(doc, GMT_RK_PROCESSES), i, proc)
+	{
+		const json_t *t = json_object_get(proc, GMT_RK_TENSORS);
+		if (!json_is_object(t))
+			continue;
+		d->tensors = true;
+		int64_t peak =
+		    (int64_t)gmt_json_u64(json_object_get(t, GMT_RK_PEAK), GMT_RK_ALLOCATED);
+		struct gmt_change *tp = &d->tensor_totals[GMT_DIFF_T_PEAK];
+		*(after ? &tp->after : &tp->before) += peak;
+		json_array_foreach(json_object_get(t, GMT_RK_PEAK_SITES), j, row)
+		{
+			struct gmt_diff_tsite *x = tsite_for(d, row);
+			if (!x)
+				return -ENOMEM;
+			*(after ? &x->peak.after : &x->peak.before) +=
+			    (int64_t)gmt_json_u64(row, GMT_RK_BYTES);
+		}
+		json_array_foreach(json_object_get(t, GMT_RK_LIVE_AT_EXIT), j, row)
+		{
+			struct gmt_diff_tsite *x = tsite_for(d, row);
+			if (!x)
+				return -ENOMEM;
+			int64_t b = (int64_t)gmt_json_u64(row, GMT_RK_BYTES);
+			struct gmt_change *te = &d->tensor_totals[GMT_DIFF_T_LIVE_END];
+			*(after ? &x->live_end.after : &x->live_end.before) += b;
+			*(after ? &te->after : &te->before) += b;
+		}
+	}
+	return 0;
+}
+
+static uint64_t
+tweight(const struct gmt_diff_tsite *s)
+{
+	uint64_t p = gmt_change_abs(&s->peak), l = gmt_change_abs(&s->live_end);
+
+	return p > l ? p : l;
+}
+
+static int
+cmp_tsite(const void *a, const void *b)
+{
+	const struct gmt_diff_tsite *x = a, *y = b;
+	uint64_t wx = tweight(x), wy = tweight(y);
+	int c;
+
+	if (wx != wy)
+		return wx > wy ? -1 : 1;
+	if ((c = strcmp(x->site, y->site)) != 0)
+		return c;
+	return strcmp(x->callers, y->callers);
+}
+
 /* The larger of a site's two changes: what orders the list. */
 static uint64_t
 weight(const struct gmt_diff_site *s)
@@ -135,8 +255,13 @@ gmt_diff_run(struct gmt_diff *d, const json_t *base, const json_t *next)
 		    (int64_t)gmt_json_u64(json_object_get(base, GMT_RK_SUMMARY), total_keys[k]),
 		    (int64_t)gmt_json_u64(json_object_get(next, GMT_RK_SUMMARY), total_keys[k]),
 		};
-	if (add_run(d, base, false) != 0 || add_run(d, next, true) != 0)
+	if (add_run(d, base, false) != 0 || add_run(d, next, true) != 0 ||
+	    add_tensors(d, base, false) != 0 || add_tensors(d, next, true) != 0)
 		return -ENOMEM;
+	if (d->tn > 1)
+		qsort(d->tv, d->tn, sizeof(*d->tv), cmp_tsite);
+	while (d->tchanged < d->tn && tweight(&d->tv[d->tchanged]) > 0)
+		d->tchanged++;
 	if (d->n > 1) /* qsort() of NULL is undefined, even for 0 elements */
 		qsort(d->v, d->n, sizeof(*d->v), cmp_site);
 	while (d->changed < d->n && weight(&d->v[d->changed]) > 0)
@@ -154,5 +279,11 @@ gmt_diff_free(struct gmt_diff *d)
 		json_decref(d->v[i].frame);
 	}
 	free(d->v);
+	for (size_t i = 0; i < d->tn; i++) {
+		free(d->tv[i].site);
+		free(d->tv[i].callers);
+		json_decref(d->tv[i].callers_json);
+	}
+	free(d->tv);
 	*d = (struct gmt_diff){0};
 }

@@ -6,10 +6,15 @@
  * offset), the allocating call and the memory kind, summed over processes and devices: process
  * indices and stack ids mean nothing across two runs. An address alone (a frame in no module)
  * is kept as the site's text: two runs rarely share it, which is the honest answer.
+ *
+ * When either run has the tensor level (processes[].tensors: the PyTorch layer's blocks), the
+ * same for it: PyTorch's peak of memory_allocated() and the blocks live at exit in total, and per
+ * tensor site (its site and two callers, as the report's rows) the bytes at the peak and at exit.
  */
 #ifndef GMT_GATE_DIFF_H
 #define GMT_GATE_DIFF_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -43,8 +48,30 @@ enum gmt_diff_total {
 /** The total's key in summary{} (and in diff's JSON `totals`). */
 const char *gmt_diff_total_key(enum gmt_diff_total k);
 
+/** The tensor level's totals, in the order they are shown. */
+enum gmt_diff_tensor_total {
+	GMT_DIFF_T_PEAK = 0, /**< the sum over processes of tensors.peak.allocated */
+	GMT_DIFF_T_LIVE_END, /**< the sum of tensors.live_at_exit[].bytes */
+	GMT_DIFF_NTENSOR,
+};
+
+/** The tensor total's key in diff's JSON `tensors.totals`. */
+const char *gmt_diff_tensor_key(enum gmt_diff_tensor_total k);
+
+/** One tensor site of either run (processes[].tensors.peak_sites[] / live_at_exit[] rows). */
+struct gmt_diff_tsite {
+	char *site;    /**< the row's site text */
+	char *callers; /**< its callers' texts, joined by " <- " ("" for none): what matches */
+	json_t *callers_json; /**< the callers array of the first run that had it (a reference) */
+	struct gmt_change peak, live_end;
+};
+
 struct gmt_diff {
 	struct gmt_change totals[GMT_DIFF_NTOTALS];
+	bool tensors; /**< either run has a tensor level: the fields below mean something */
+	struct gmt_change tensor_totals[GMT_DIFF_NTENSOR];
+	struct gmt_diff_tsite *tv; /**< largest change first, then by site and callers */
+	size_t tn, tchanged;
 	struct gmt_diff_site *v; /**< largest change first (the larger of peak and leaked), then
 				      by key: the same order on every run */
 	size_t n;

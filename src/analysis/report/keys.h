@@ -77,6 +77,7 @@
 #define GMT_RK_MODULE "module"
 #define GMT_RK_OFFSET "offset"
 #define GMT_RK_OOM "oom"
+#define GMT_RK_PEAK "peak"
 #define GMT_RK_PEAKS "peaks"
 #define GMT_RK_PEAK_HELD_BYTES "peak_held_bytes"
 #define GMT_RK_PEAK_SITES "peak_sites"
