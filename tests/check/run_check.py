@@ -920,6 +920,16 @@ def group_tensors(tool, victim, golden):
           re.search(r"live at exit\s+7\.0 MiB \(7340032 bytes\) -> 9\.0 MiB", out) and
           re.search(r"\S*victim_stacks\.c:%d in b( <- [^\n]*)?\n\s+at peak" % b_line, out),
           "diff text: the tensor totals and b's row", out)
+    # check --baseline gates PyTorch's peak allocated per process, when both sides have it
+    rc, out, err = tool.run("check", "--baseline", path, longer)
+    check(rc == 1 and "FAIL baseline tensor peak process 0: 10.0 MiB (10485760 bytes) -> 12.0 MiB "
+          "(12582912 bytes), +20.0% (limit +10%)" in out, "baseline: the tensor peak +20% fails",
+          out + err)
+    rc, out, err = tool.run("check", "--baseline", path, "--max-increase", "25", longer)
+    check("PASS baseline tensor peak process 0" in out, "... and passes under a 25% limit", out)
+    rc, out, err = tool.run("check", "--baseline", plain, longer)
+    check("note: process 0 has no tensor level in the baseline" in out and
+          "baseline tensor peak" not in out, "a baseline without block lines: noted, no gate", out)
     rc, out, err = tool.run("diff", "--format", "json", plain, plain)
     check(rc == 0 and json.loads(out)["tensors"] is None, "no block lines: tensors null", out)
     rc, out, err = tool.run("diff", plain, plain)

@@ -1419,6 +1419,27 @@ baseline_gates(struct gmt_gates *gates,
 	increase_gate(gates, o, "baseline leaked-bytes",
 		      gmt_json_u64(json_object_get(base, GMT_RK_SUMMARY), GMT_RK_LEAKED_BYTES),
 		      gmt_json_u64(json_object_get(doc, GMT_RK_SUMMARY), GMT_RK_LEAKED_BYTES));
+	/* The tensor level, per process with it: PyTorch's peak of memory_allocated(), which the
+	 * cache's segmenting does not move (the peak held above does, with the allocator's settings
+	 * and fragmentation) */
+	const json_t *bprocs = json_object_get(base, GMT_RK_PROCESSES);
+	json_array_foreach(json_object_get(doc, GMT_RK_PROCESSES), i, p)
+	{
+		const json_t *t = json_object_get(p, GMT_RK_TENSORS);
+		const json_t *bt = json_object_get(json_array_get(bprocs, i), GMT_RK_TENSORS);
+		char name[96];
+
+		if (!json_is_object(t))
+			continue;
+		if (!json_is_object(bt)) {
+			note(gates, "note: process %zu has no tensor level in the baseline\n", i);
+			continue;
+		}
+		snprintf(name, sizeof(name), "baseline tensor peak process %zu", i);
+		increase_gate(gates, o, name,
+			      gmt_json_u64(json_object_get(bt, GMT_RK_PEAK), GMT_RK_ALLOCATED),
+			      gmt_json_u64(json_object_get(t, GMT_RK_PEAK), GMT_RK_ALLOCATED));
+	}
 }
 
 int
