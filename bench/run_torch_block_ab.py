@@ -27,7 +27,9 @@ import tempfile
 
 CHILD = r'''
 import ctypes, json, os, statistics, sys, time
+sys.path.insert(0, os.environ["GMT_BENCH_DIR"])
 import torch
+from torch_workload import make_step, pairs
 import gpumemtrace
 from gpumemtrace import _torch
 rounds, npairs, nsteps = (int(x) for x in sys.argv[1:4])
@@ -53,27 +55,7 @@ def state(s):
     elif s == "history":
         mem._record_memory_history(max_entries=100000, stacks="python")
 
-def pairs(n):
-    t0 = time.perf_counter_ns()
-    for i in range(n):
-        x = torch.empty(1024 * (1 + i % 7), device="cuda")
-        del x
-    return (time.perf_counter_ns() - t0) / n
-
-step = None
-try:
-    layer = torch.nn.TransformerEncoderLayer(512, 8, 2048, batch_first=True).cuda()
-    model = torch.nn.TransformerEncoder(layer, 4).cuda()
-    opt = torch.optim.AdamW(model.parameters())
-    def step():
-        x = torch.randn(16, 256, 512, device="cuda")
-        with torch.autocast("cuda", dtype=torch.bfloat16):
-            loss = model(x).float().square().mean()
-        loss.backward(); opt.step(); opt.zero_grad(set_to_none=True)
-    for _ in range(3): step()
-    torch.cuda.synchronize()
-except AttributeError:
-    pass  # the torch double (tests/torchsim) has no nn: the pair loop only
+step = make_step(torch, warmup=3)
 
 def steps(n):
     out = []
@@ -83,14 +65,14 @@ def steps(n):
     return statistics.median(out)
 
 states = ["off", "layer"] + (["history"] if has_history else [])
-pairs(3000)
+pairs(torch, 3000)
 res = []
 for r in range(rounds):
     order = states[r % len(states):] + states[:r % len(states)]
     row = {}
     for s in order:
         state(s)
-        row[s] = {"pair_ns": statistics.median(pairs(npairs) for _ in range(3))}
+        row[s] = {"pair_ns": statistics.median(pairs(torch, npairs) for _ in range(3))}
         if step is not None:
             row[s]["step_ms"] = steps(nsteps)
     res.append(row)
@@ -111,6 +93,7 @@ def main():
     env = {k: v for k, v in os.environ.items() if not k.startswith("GPUMEMTRACE_")}
     env.pop("PYTORCH_CUDA_ALLOC_CONF", None)
     env["GPUMEMTRACE_STACKS"] = a.stacks
+    env["GMT_BENCH_DIR"] = os.path.dirname(os.path.abspath(__file__))
     with tempfile.TemporaryDirectory(prefix="gmt-bench-ab-") as tmp:
         p = subprocess.run([gmt, "run", "-o", os.path.join(tmp, "t"), "--", sys.executable, "-c",
                             CHILD, str(a.rounds), str(a.pairs), str(a.steps)], env=env,

@@ -32,32 +32,17 @@ import tempfile
 
 CHILD = r'''
 import json, os, statistics, sys, time
+sys.path.insert(0, os.environ["GMT_BENCH_DIR"])
 import torch
+from torch_workload import make_step, pairs
 if os.environ.get("GMT_BENCH_HISTORY") == "1":
     torch.cuda.memory._record_memory_history(max_entries=100000, stacks="python")
 torch.zeros(1, device="cuda")
 torch.cuda.synchronize()
 cpu = []
-def pairs(n):
-    t0, c0 = time.perf_counter_ns(), time.thread_time_ns()
-    for i in range(n):
-        x = torch.empty(1024 * (1 + i % 7), dtype=torch.float32, device="cuda")
-        del x
-    cpu.append((time.thread_time_ns() - c0) / n)
-    return (time.perf_counter_ns() - t0) / n
-pairs(5000)
-cpu.clear()
-loops = [pairs(20000) for _ in range(5)]
-layer = torch.nn.TransformerEncoderLayer(512, 8, 2048, batch_first=True).cuda()
-model = torch.nn.TransformerEncoder(layer, 4).cuda()
-opt = torch.optim.AdamW(model.parameters())
-def step():
-    x = torch.randn(16, 256, 512, device="cuda")
-    with torch.autocast("cuda", dtype=torch.bfloat16):
-        loss = model(x).float().square().mean()
-    loss.backward(); opt.step(); opt.zero_grad(set_to_none=True)
-for _ in range(5): step()
-torch.cuda.synchronize()
+pairs(torch, 5000)
+loops = [pairs(torch, 20000, cpu) for _ in range(5)]
+step = make_step(torch)
 steps = []
 for _ in range(20):
     t0 = time.perf_counter(); step(); torch.cuda.synchronize(); steps.append((time.perf_counter() - t0) * 1e3)
@@ -72,6 +57,7 @@ VARIANTS = ["plain", "traced-nolayer", "traced-layer", "traced-interp", "traced-
 def run(variant, gmt, tmp, cpus=None):
     env = {k: v for k, v in os.environ.items() if not k.startswith("GPUMEMTRACE_")}
     env.pop("PYTORCH_CUDA_ALLOC_CONF", None)
+    env["GMT_BENCH_DIR"] = os.path.dirname(os.path.abspath(__file__))
     argv = [sys.executable, "-c", CHILD]
     if variant.startswith("traced"):
         argv = [gmt, "run", "-o", os.path.join(tmp, variant)] + ["--"] + argv
