@@ -18,6 +18,9 @@ the machine's C++ compiler), and checks the trace. Scenarios:
   bad-headers      headers that do not compile: the build's error named, the program unharmed
   untraced         without the tracer: no bridge built, nothing written
   off              GPUMEMTRACE_TORCH=off: no hook, no torch line
+  benches          the GPU session's torch benchmarks still run (on the double): the in-process
+                   A/B of the layer (bench/run_torch_block_ab.py) and the unwind probe
+                   (bench/run_unwind_probe.py); their figures are not judged here
 Each run must exit 0 and write the victim's account, as it does untraced.
 """
 import argparse
@@ -64,6 +67,31 @@ def read_trace(outdir):
     return recs
 
 
+def benches(build, source, env, work):
+    env = dict(env, SIMCUDA_MEM_BYTES="1G")
+    p = subprocess.run([sys.executable, os.path.join(source, "bench", "run_torch_block_ab.py"),
+                        "--build", build, "--rounds", "2", "--pairs", "2000"],
+                       env=env, capture_output=True, text=True, timeout=240)
+    last = p.stdout.strip().splitlines()[-1:] or [""]
+    doc = json.loads(last[0]) if last[0].startswith("{") else {}
+    check(p.returncode == 0 and doc.get("added", {}).get("layer", {}).get("pair_ns") is not None
+          and len(doc.get("rounds", [])) == 2,
+          f"run_torch_block_ab.py runs and measures the layer (exit {p.returncode}): "
+          f"{p.stdout[-600:]} {p.stderr[-600:]}")
+    probe = os.path.join(build, "bench", "libgmt_unwind_probe.so")
+    if os.path.exists(probe):
+        p = subprocess.run([sys.executable, os.path.join(source, "bench", "run_unwind_probe.py"),
+                            "--build", build, "--source", source],
+                           env=env, capture_output=True, text=True, timeout=240)
+        first = (p.stdout.splitlines() or [""])[0]
+        doc = json.loads(first) if first.startswith("{") else {}
+        check(p.returncode == 0 and doc.get("allocations", 0) > 0 and doc.get("frames", 0) > 5
+              and doc.get("unw_backtrace_ns", 0) > 0,
+              f"run_unwind_probe.py probes the allocator's stacks (exit {p.returncode}): "
+              f"{p.stdout[-600:]} {p.stderr[-600:]}")
+    return finish(work)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", required=True)
@@ -94,6 +122,8 @@ def main():
         "SIMCUDA_MEM_BYTES": "256M",
         "SIMCUDA_DEVICES": "1",
     })
+    if sc == "benches":
+        return benches(build, source, env, work)
     if sc != "untraced":
         env["LD_PRELOAD"] = os.path.join(build, "src", "libgpumemtrace.so")
     else:
