@@ -67,27 +67,32 @@ delta_text(const struct gmt_change *c, char *buf, size_t size)
 	return buf;
 }
 
+/* One total's line: "  NAME  before -> after: delta, percent". */
 static void
-text_totals(FILE *out, const struct gmt_diff *diff)
+text_total(FILE *out, const char *name, const struct gmt_change *c)
 {
 	char b[GMT_SIZE_TEXT], a[GMT_SIZE_TEXT], d[96];
 
+	fprintf(out, "  %-20s %s -> %s: %s", name, gmt_size_text((uint64_t)c->before, b),
+		gmt_size_text((uint64_t)c->after, a), delta_text(c, d, sizeof(d)));
+	if (c->before && c->after != c->before)
+		fprintf(out, ", %+.1f%%",
+			((double)c->after - (double)c->before) * 100.0 / (double)c->before);
+	fprintf(out, "\n");
+}
+
+static void
+text_totals(FILE *out, const struct gmt_diff *diff)
+{
 	fprintf(out, "Totals:\n");
 	for (size_t k = 0; k < GMT_DIFF_NTOTALS; k++) {
 		struct gmt_change c = diff->totals[k];
 
-		if (k == GMT_DIFF_FAILED) {
+		if (k == GMT_DIFF_FAILED)
 			fprintf(out, "  %-20s %" PRId64 " -> %" PRId64 " (%+" PRId64 ")\n",
 				total_names[k], c.before, c.after, c.after - c.before);
-			continue;
-		}
-		fprintf(out, "  %-20s %s -> %s: %s", total_names[k],
-			gmt_size_text((uint64_t)c.before, b), gmt_size_text((uint64_t)c.after, a),
-			delta_text(&c, d, sizeof(d)));
-		if (c.before && c.after != c.before)
-			fprintf(out, ", %+.1f%%",
-				((double)c.after - (double)c.before) * 100.0 / (double)c.before);
-		fprintf(out, "\n");
+		else
+			text_total(out, total_names[k], &c);
 	}
 }
 
@@ -104,20 +109,6 @@ static const char *const tensor_names[GMT_DIFF_NTENSOR] = {
     [GMT_DIFF_T_PEAK] = "peak allocated",
     [GMT_DIFF_T_LIVE_END] = "live at exit",
 };
-
-/* One total's line: "  NAME  before -> after: delta, percent". */
-static void
-text_total(FILE *out, const char *name, const struct gmt_change *c)
-{
-	char b[GMT_SIZE_TEXT], a[GMT_SIZE_TEXT], d[96];
-
-	fprintf(out, "  %-20s %s -> %s: %s", name, gmt_size_text((uint64_t)c->before, b),
-		gmt_size_text((uint64_t)c->after, a), delta_text(c, d, sizeof(d)));
-	if (c->before && c->after != c->before)
-		fprintf(out, ", %+.1f%%",
-			((double)c->after - (double)c->before) * 100.0 / (double)c->before);
-	fprintf(out, "\n");
-}
 
 /* The tensor level (either run has one): PyTorch's figures, then its sites by change. */
 static void
