@@ -254,6 +254,9 @@ def python_callback(build, argv, capture):
             if not h["stacks"].get("python"):
                 print("no Python stacks for %s: skipped" % sys.version.split()[0])
                 return 77
+            want = 0 if sys.version_info >= (3, 12) else -1
+            check(did.get("watch") == want, "the start-up hook %s the code watcher (%s)" % (
+                "subscribed" if want == 0 else "did not subscribe", did.get("watch")))
             check(h["stacks"].get("interpreter") is (keep == "1"),
                   "INTERPRETER_FRAMES=%s: the header says stacks.interpreter %s" % (
                       keep, keep == "1"), json.dumps(h["stacks"]))

@@ -33,8 +33,17 @@ def main():
     return [(n, rc, [f, frame("main", line)]) for n, rc, f in done]
 
 
+def code_watcher():
+    """What the tracer's gmt_py_watch says now (called with the GIL held): 0 when the start-up
+    hook subscribed the code watcher (3.12+), -1 when not; None untraced."""
+    fn = getattr(ctypes.CDLL(None), "gmt_py_watch", None)
+    if fn is None:
+        return None
+    return ctypes.PYFUNCTYPE(ctypes.c_int)(ctypes.cast(fn, ctypes.c_void_p).value)()
+
+
 if __name__ == "__main__":
     sites = main(); line = here()
-    print(json.dumps({"pid": os.getpid(), "sites": [
+    print(json.dumps({"pid": os.getpid(), "watch": code_watcher(), "sites": [
         {"bytes": n, "ok": rc == 0, "frames": frames + [frame("<module>", line)]}
         for n, rc, frames in sites]}))
