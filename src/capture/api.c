@@ -17,14 +17,9 @@
 #include "capture/cupti.h"
 #include "capture/instance.h"
 #include "capture/stacks.h"
-#include "gmt-config.h"
-#if GMT_HAVE_PYSTACK
-#	include "capture/pystack.h"
-#endif
 #include "capture/torch.h"
 #include "include/gpumemtrace.h"
 #include "torch_entry.h"
-#include "util/options.h"
 
 /*
  * This thread's open ranges (gmt_range_push() without its gmt_range_pop() yet). Only the count:
@@ -98,19 +93,6 @@ range_pop(void)
 }
 
 static int
-py_watch(void)
-{
-#if GMT_HAVE_PYSTACK
-	if (!gmt_tracer_options()->enable)
-		return -1;
-	gmt_stacks_setup(); /* usually still to come: at the first CUDA call */
-	return gmt_stacks_python() ? gmt_py_watch_code() : -1;
-#else
-	return -1;
-#endif
-}
-
-static int
 no_watch(void)
 {
 	return -1;
@@ -128,7 +110,7 @@ static struct gmt_instance self_instance = {
     .initialize_injection = gmt_cupti_inject,
     .torch_record = gmt_api_torch_record,
     .torch_layer = gmt_api_torch_layer,
-    .py_watch = py_watch,
+    .py_watch = gmt_stacks_watch_python,
 };
 extern struct gmt_instance gmt_tracer_instance
     __attribute__((alias("self_instance"), visibility("default")));

@@ -240,6 +240,19 @@ gmt_stacks_interpreter(void)
 	return st.native && (st.interpreter || !st.python);
 }
 
+int
+gmt_stacks_watch_python(void)
+{
+#if GMT_HAVE_PYSTACK
+	if (!gmt_tracer_options()->enable)
+		return -1;
+	gmt_stacks_setup(); /* usually still to come: at the first CUDA call */
+	return st.python ? gmt_py_watch_code() : -1;
+#else
+	return -1;
+#endif
+}
+
 uint64_t
 gmt_stacks_overflow(void)
 {

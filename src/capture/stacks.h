@@ -42,6 +42,13 @@ unsigned gmt_stacks_depth(void);
 bool gmt_stacks_interpreter(void);
 bool gmt_stacks_python(void);
 
+/**
+ * From Python with the GIL held (the exported gmt_py_watch, api.c): set up now if the first CUDA
+ * call is still to come and, with Python stacks on, subscribe the code watcher that makes the
+ * Python walk cheaper (pystack.h gmt_py_watch_code()). 0: on; -1: not.
+ */
+int gmt_stacks_watch_python(void);
+
 /** Stacks dropped because the table or its arena was full. */
 uint64_t gmt_stacks_overflow(void);
 
