@@ -60,7 +60,8 @@ def run_at(exe, lib, env, args, rate):
     outdir = tempfile.mkdtemp(prefix="gmt-bench-writer-", dir=args.tmpdir)
     env = dict(env, LD_PRELOAD=lib, GPUMEMTRACE_OUTPUT_DIR=outdir)
     cmd = [exe, "--threads", str(args.threads), "--rate", str(rate), "--seconds", str(args.seconds),
-           "--mode", args.mode, "--size", str(args.size), "--settle-ms", str(args.settle_ms)]
+           "--mode", args.mode, "--size", str(args.size), "--settle-ms", str(args.settle_ms),
+           "--vary", str(args.vary)]
     try:
         p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
         if p.returncode != 0:
@@ -115,6 +116,9 @@ def main():
     ap.add_argument("--compress", choices=["none", "zstd"], default="none",
                     help="GPUMEMTRACE_COMPRESS (zstd: the writer compresses each flush into a frame)")
     ap.add_argument("--level", type=int, help="GPUMEMTRACE_COMPRESS_LEVEL (default: the tracer's)")
+    ap.add_argument("--vary", type=int, default=0,
+                    help="SEED: events of varied sizes, addresses and 8 call sites, 64 live per thread, "
+                         "as a program makes them (0, the default: one size, one site, alloc then free)")
     args = ap.parse_args()
 
     build = os.path.abspath(args.build)
@@ -137,7 +141,7 @@ def main():
             sys.exit(f"run_writer_throughput: {args.zcat} not found (build with ninja -C {args.build})")
 
     print(f"writer_throughput: threads={args.threads} seconds={args.seconds} mode={args.mode} "
-          f"size={args.size} settle_ms={args.settle_ms} on tests/simcuda, ring {args.ring_slots or 65536} slots, flush 100 ms, "
+          f"size={'varied (seed %d)' % args.vary if args.vary else args.size} settle_ms={args.settle_ms} on tests/simcuda, ring {args.ring_slots or 65536} slots, flush 100 ms, "
           f"compress {args.compress}{'' if args.level is None else ' level %d' % args.level}; "
           f"{os.cpu_count()} CPUs")
     steps, best, rate = [], None, args.start_rate
@@ -170,7 +174,7 @@ def main():
               f"of {raw['offered']:,}")
     print(json.dumps({"bench": "writer_throughput", "threads": args.threads, "seconds": args.seconds,
                       "settle_ms": args.settle_ms, "ring_slots": args.ring_slots or 65536, "tmpdir": args.tmpdir or tempfile.gettempdir(),
-                      "mode": args.mode, "compress": args.compress, "level": args.level, "cpus": os.cpu_count(), "best": best, "raw": raw, "steps": steps}))
+                      "mode": args.mode, "vary": args.vary, "compress": args.compress, "level": args.level, "cpus": os.cpu_count(), "best": best, "raw": raw, "steps": steps}))
     sys.exit(0 if best else 1)
 
 

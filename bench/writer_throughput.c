@@ -4,13 +4,19 @@
  * (bench/run_writer_throughput.py steps the rate up and reads the trace trailer).
  *
  *   writer_throughput [--threads T] [--rate EVENTS_PER_S] [--seconds S] [--mode malloc|async]
- *                     [--size BYTES] [--settle-ms MS]
+ *                     [--size BYTES] [--settle-ms MS] [--vary SEED]
  *
  * Each thread does cudaMalloc+cudaFree (or cudaMallocAsync+cudaFreeAsync on its own stream) of
  * --size bytes (default 4 KiB) in a loop. With --rate R > 0 the threads share R events/s (2 per
  * pair): each thread runs to a schedule, doing a batch of pairs worth about 1 ms and then sleeping
  * until the schedule says the next batch is due (absolute deadlines, so a late batch is caught up
  * and the average rate stays R). With --rate 0 they run flat out (the raw maximum).
+ *
+ * --vary SEED (not 0) makes the events look like a real program's rather than one line repeated
+ * (which zstd shrinks to a few bytes for nothing): each thread keeps 64 allocations live, and each
+ * pair frees a random one of them and allocates in its place a size drawn log-uniformly from
+ * 256 B to 1 MiB (so addresses, sizes and the live set vary), from one of 8 call sites (8 native
+ * stacks). The live ones are freed at the end (counted in `events`).
  *
  * Before the load starts, the main thread does one pair and sleeps --settle-ms (default 200): a
  * tracer starts its writer at the first event, and the load should meet a running writer (the
@@ -54,7 +60,10 @@ struct bench_args {
 	unsigned long seconds_ms;
 	unsigned long size;
 	unsigned long settle_ms;
+	unsigned long vary; /* seed; 0: one size, one site, alloc then free */
 };
+
+#define VARY_LIVE 64
 
 struct producer {
 	pthread_t thread;
@@ -63,6 +72,9 @@ struct producer {
 	uint64_t start_ns; /* common start */
 	uint64_t end_ns;   /* stop producing at this time */
 	unsigned long pairs;
+	unsigned long events; /* calls that make an event (--vary frees some pairs lack) */
+	uint64_t rng;
+	void *live[VARY_LIVE];
 };
 
 static void
@@ -80,7 +92,7 @@ usage(void)
 {
 	fprintf(stderr,
 		"usage: writer_throughput [--threads T] [--rate EVENTS_PER_S] [--seconds S] "
-		"[--mode malloc|async] [--size BYTES] [--settle-ms MS]\n");
+		"[--mode malloc|async] [--size BYTES] [--settle-ms MS] [--vary SEED]\n");
 	exit(2);
 }
 
@@ -134,6 +146,8 @@ parse_args(int argc, char **argv, struct bench_args *a)
 			a->size = parse_ulong(val, 1, 1UL << 30);
 		} else if (strcmp(opt, "--settle-ms") == 0) {
 			a->settle_ms = parse_ulong(val, 0, 60000);
+		} else if (strcmp(opt, "--vary") == 0) {
+			a->vary = parse_ulong(val, 0, 1UL << 31);
 		} else {
 			usage();
 		}
@@ -154,6 +168,67 @@ one_pair(const struct bench_args *a, cudaStream_t s)
 		CK(cudaMallocAsync(&p, a->size, s));
 		CK(cudaFreeAsync(p, s));
 	}
+}
+
+static uint64_t
+xorshift(uint64_t *x)
+{
+	*x ^= *x << 13;
+	*x ^= *x >> 7;
+	*x ^= *x << 17;
+	return *x;
+}
+
+/* --vary's allocation sites: 8 functions, so 8 native stacks */
+#define VARY_SITE(n)                                                                               \
+	__attribute__((noinline)) static void vary_site##n(const struct bench_args *a,             \
+							   cudaStream_t s, void **p, size_t size)  \
+	{                                                                                          \
+		if (a->mode == BENCH_MALLOC)                                                       \
+			CK(cudaMalloc(p, size));                                                   \
+		else                                                                               \
+			CK(cudaMallocAsync(p, size, s));                                           \
+		__asm__ volatile("" ::: "memory");                                                 \
+	}
+VARY_SITE(0)
+VARY_SITE(1)
+VARY_SITE(2)
+VARY_SITE(3)
+VARY_SITE(4)
+VARY_SITE(5)
+VARY_SITE(6)
+VARY_SITE(7)
+static void (*const vary_sites[8])(const struct bench_args *, cudaStream_t, void **, size_t) = {
+    vary_site0, vary_site1, vary_site2, vary_site3, vary_site4, vary_site5, vary_site6, vary_site7,
+};
+
+static void
+vary_free(const struct bench_args *a, cudaStream_t s, void *p)
+{
+	if (a->mode == BENCH_MALLOC)
+		CK(cudaFree(p));
+	else
+		CK(cudaFreeAsync(p, s));
+}
+
+/* one --vary pair: free a random live allocation, allocate a new one in its place */
+static void
+vary_pair(struct producer *pr, cudaStream_t s)
+{
+	const struct bench_args *a = pr->args;
+	uint64_t r = xorshift(&pr->rng);
+	unsigned slot = (unsigned)(r % VARY_LIVE);
+	/* log-uniform from 2^8 to 2^20 bytes, in 256-byte steps */
+	unsigned shift = 8 + (unsigned)((r >> 8) % 13);
+	size_t size =
+	    ((size_t)1 << shift) + (((r >> 16) & (((size_t)1 << shift) - 1)) & ~(size_t)255);
+
+	if (pr->live[slot]) {
+		vary_free(a, s, pr->live[slot]);
+		pr->events++;
+	}
+	vary_sites[(r >> 40) & 7](a, s, &pr->live[slot], size);
+	pr->events++;
 }
 
 static void *
@@ -187,10 +262,22 @@ producer_main(void *arg)
 				continue;
 			}
 		}
-		for (unsigned long i = 0; i < batch; i++)
-			one_pair(a, s);
+		for (unsigned long i = 0; i < batch; i++) {
+			if (a->vary) {
+				vary_pair(pr, s);
+			} else {
+				one_pair(a, s);
+				pr->events += 2;
+			}
+		}
 		pr->pairs += batch;
 	}
+	for (unsigned i = 0; i < VARY_LIVE; i++)
+		if (pr->live[i]) {
+			vary_free(a, s, pr->live[i]);
+			pr->live[i] = NULL;
+			pr->events++;
+		}
 	if (s) {
 		CK(cudaStreamSynchronize(s));
 		CK(cudaStreamDestroy(s));
@@ -203,13 +290,13 @@ main(int argc, char **argv)
 {
 	struct bench_args a;
 	static struct producer prs[MAX_THREADS];
-	unsigned long pairs = 0;
+	unsigned long events = 0;
 
 	parse_args(argc, argv, &a);
 	CK(cudaFree(NULL)); /* context, not an event */
 	if (a.settle_ms) {
 		one_pair(&a, NULL);
-		pairs++;
+		events += 2;
 		sleep_until(mono_ns() + (uint64_t)a.settle_ms * 1000000ULL);
 	}
 
@@ -221,6 +308,7 @@ main(int argc, char **argv)
 		    .rate = (double)a.rate / (double)a.threads,
 		    .start_ns = start,
 		    .end_ns = end,
+		    .rng = 0x9e3779b97f4a7c15ULL * (a.vary + 1) + t,
 		};
 	}
 	for (unsigned long t = 0; t < a.threads; t++) {
@@ -232,18 +320,19 @@ main(int argc, char **argv)
 	}
 	for (unsigned long t = 0; t < a.threads; t++) {
 		pthread_join(prs[t].thread, NULL);
-		pairs += prs[t].pairs;
+		events += prs[t].events;
 	}
 	uint64_t elapsed = mono_ns() - start;
-	unsigned long load = pairs - (a.settle_ms ? 1 : 0);
+	unsigned long load = events - (a.settle_ms ? 2 : 0);
 
 	printf(
 	    "{\"bench\":\"writer_throughput\",\"mode\":\"%s\",\"threads\":%lu,\"target_rate\":%lu,"
-	    "\"seconds\":%.3f,\"size\":%lu,\"settle_ms\":%lu,\"events\":%lu,\"start_ns\":%llu,"
+	    "\"seconds\":%.3f,\"size\":%lu,\"settle_ms\":%lu,\"vary\":%lu,\"events\":%lu,\"start_"
+	    "ns\":%llu,"
 	    "\"elapsed_ns\":%llu,\"offered_rate\":%.0f}\n",
 	    a.mode == BENCH_MALLOC ? "malloc" : "async", a.threads, a.rate,
-	    (double)a.seconds_ms / 1000.0, a.size, a.settle_ms, 2 * pairs,
+	    (double)a.seconds_ms / 1000.0, a.size, a.settle_ms, a.vary, events,
 	    (unsigned long long)start, (unsigned long long)elapsed,
-	    (double)(2 * load) * 1e9 / (double)elapsed);
+	    (double)load * 1e9 / (double)elapsed);
 	return 0;
 }
