@@ -133,8 +133,8 @@ def main():
     if args.ring_slots:
         env["GPUMEMTRACE_RING_SLOTS"] = str(args.ring_slots)
     args.zcat = os.path.join(build, "tests", "preload", "gmt-zcat")
+    env["GPUMEMTRACE_COMPRESS"] = args.compress  # named either way: zstd is the tracer's default
     if args.compress == "zstd":
-        env["GPUMEMTRACE_COMPRESS"] = "zstd"
         if args.level is not None:
             env["GPUMEMTRACE_COMPRESS_LEVEL"] = str(args.level)
         if not os.path.exists(args.zcat):
