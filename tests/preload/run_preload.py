@@ -205,9 +205,21 @@ def have_gpu():
         return False
 
 
+ZCAT_BUILD = None  # the build whose tests/preload/gmt-zcat reads .jsonl.zst traces (main)
+DEFAULT_COMPRESS = False  # --compress default
+
+
 def traces_by_pid(outdir):
+    """{pid: (path, records)}; a .jsonl.zst trace is decompressed next to a temporary copy and
+    its plain path given (the comparisons read and report it)."""
     found = {}
-    for path in sorted(glob.glob(os.path.join(outdir, "*.jsonl"))):
+    paths = sorted(glob.glob(os.path.join(outdir, "*.jsonl")) + glob.glob(os.path.join(outdir, "*.jsonl.zst")))
+    if DEFAULT_COMPRESS and paths:
+        check(all(p.endswith(".jsonl.zst") for p in paths),
+              f"the default writes .jsonl.zst traces: {[os.path.basename(p) for p in paths]}")
+    for path in paths:
+        if path.endswith(".zst"):
+            path, _ = zcat(ZCAT_BUILD, path, tempfile.mkdtemp(prefix="gmt-preload-zcat-"))
         recs = load_trace(path)
         if recs:
             found[recs[0]["pid"]] = (path, recs)
@@ -226,6 +238,9 @@ def main():
                     help="which CUDA's doubles (tests/simcuda, cu12/, cu11/) and victim (victim, victim-cu12, ...)")
     ap.add_argument("--libdir", help="with --runtime real: the directory of the CUDA runtime and CUPTI "
                     "(default $CUDA_HOME/lib64; scripts/gpu-check's cuda12/cuda11 groups use Debian's)")
+    ap.add_argument("--compress", choices=["none", "default"], default="none",
+                    help="none: plain JSON Lines (what the scenarios read); default: the tracer's "
+                    "default, zstd (the traces are decompressed to be read)")
     ap.add_argument("scenario")
     args = ap.parse_args()
     if args.runtime == "real" and not have_gpu():
@@ -234,6 +249,9 @@ def main():
     global runtime
     runtime = args.runtime
     build = os.path.abspath(args.build)
+    global ZCAT_BUILD, DEFAULT_COMPRESS
+    ZCAT_BUILD = build
+    DEFAULT_COMPRESS = args.compress == "default"
     variant = "" if args.cuda == "13" else f"cu{args.cuda}"
     victim = os.path.abspath(args.victim) if args.victim else \
         os.path.join(build, "tests", "preload", "victim" + (f"-{variant}" if variant else ""))
@@ -257,6 +275,8 @@ def main():
         # the scenarios read the tracer's lines: plain JSON Lines (the compress* ones choose)
         "GPUMEMTRACE_COMPRESS": "none",
     })
+    if args.compress == "default":
+        del env["GPUMEMTRACE_COMPRESS"]
     coverage = "full"
     if args.capture == "interpose":
         env["GPUMEMTRACE_CUPTI"] = "0"
