@@ -4,7 +4,7 @@ torch_record_probe.c; docs/performance.md, "The block-event path in isolation").
 
     run_torch_record_probe.py --build BUILD [--rounds 7] [--triples 5000] [--reps 9]
         [--py-depth 20] [--native-depth 30] [--variants plain,none,native,python,all,...]
-        [--quick]
+        [--base-lib OLD/libgpumemtrace.so] [--quick]
 
 A child Python process loads the probe library, recurses --py-depth Python frames, calls
 gmt_probe_run() through ctypes, which recurses --native-depth C frames and then calls the
@@ -29,6 +29,8 @@ Per child: the median over repetitions of ns per triple into the tracer ("rec"),
 ("noop"), and of the per-repetition difference ("added": what the tracer adds, measured inside
 one process). Over rounds: medians of those, and per-round differences between variants
 (stack modes over none, none over plain, nowatch over watch). The last line is JSON.
+--base-lib: each traced variant also runs with that tracer library as VARIANT@base, in the same
+rounds (before/after a change, interleaved; "after over before" differences per round).
 --quick: a smoke run (2 rounds, small loops) that only checks that it works.
 """
 import argparse
@@ -113,13 +115,15 @@ def trailer_of(outdir):
 
 
 def run_child(a, name, tmp, seq):
-    stacks, hook = VARIANTS[name]
+    stacks, hook = VARIANTS[name.split("@")[0]]
+    lib = a.base_lib if name.endswith("@base") else os.path.join(a.build, "src",
+                                                                  "libgpumemtrace.so")
     env = {k: v for k, v in os.environ.items() if not k.startswith("GPUMEMTRACE_")}
     env.pop("LD_PRELOAD", None)
     outdir = os.path.join(tmp, "%s-%d" % (name, seq))
     if stacks is not None:
         os.mkdir(outdir)
-        env["LD_PRELOAD"] = os.path.join(a.build, "src", "libgpumemtrace.so")
+        env["LD_PRELOAD"] = lib
         env["GPUMEMTRACE_OUTPUT_DIR"] = outdir
         env["GPUMEMTRACE_STACKS"] = stacks
         if not hook:
@@ -172,6 +176,7 @@ def main():
     ap.add_argument("--py-depth", type=int, default=20)
     ap.add_argument("--native-depth", type=int, default=30)
     ap.add_argument("--variants", default=DEFAULT)
+    ap.add_argument("--base-lib", help="a second tracer library: VARIANT@base variants")
     ap.add_argument("--quick", action="store_true", help="a smoke run: it works, figures aside")
     a = ap.parse_args()
     a.build = os.path.abspath(a.build)
@@ -183,6 +188,11 @@ def main():
     for n in names:
         if n not in VARIANTS:
             ap.error("unknown variant %s (known: %s)" % (n, ", ".join(VARIANTS)))
+    if a.base_lib:
+        a.base_lib = os.path.abspath(a.base_lib)
+        names += [n + "@base" for n in names if VARIANTS[n][0] is not None]
+        DIFFS.extend(("%s over %s@base" % (n, n), n, n + "@base") for n in list(names)
+                     if n + "@base" in names)
     rounds, problems = [], []
     with tempfile.TemporaryDirectory(prefix="gmt-record-probe-") as tmp:
         for r in range(a.rounds):
@@ -219,14 +229,15 @@ def main():
         print("  %-15s %8.1f into the tracer, %6.1f into the no-op, added %8.1f (rounds %.1f .. "
               "%.1f)%s" % (n, v["rec_ns"], v["noop_ns"], v["added_ns"], v["added_min_ns"],
                            v["added_max_ns"],
-                           "" if VARIANTS[n][0] is None else ", watcher %s, python stacks %s" % (
-                               "on" if v["watch"] == 0 else "off", v["py_stacks"])))
+                           "" if VARIANTS[n.split("@")[0]][0] is None else ", watcher %s, python stacks %s" % (
+                               "on" if v["watch"] == 0 else "off" if v["py_stacks"] else "n/a",
+                               v["py_stacks"])))
     for label, x, y in DIFFS:
         if x in per and y in per:
             d = [per[x][i] - per[y][i] for i in per[x] if i in per[y]]
             ratio = [per[x][i] / per[y][i] for i in per[x] if i in per[y] and per[y][i] > 0]
             out["diffs"][label] = {"ns": med(d), "x": med(ratio)}
-            print("  %-34s %+8.1f ns per triple (median of per-round differences), x%.3f" % (
+            print("  %-40s %+8.1f ns per triple (median of per-round differences), x%.3f" % (
                 label, med(d), med(ratio)))
     for p in problems:
         print("PROBLEM:", p)
