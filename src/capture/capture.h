@@ -54,6 +54,9 @@ gmt_hook_leave(void)
 /** Fill seq (the global order) and ts. Call before a free's real call, after an alloc's. */
 void gmt_stamp(struct gmt_event *ev);
 
+/** gmt_stamp()'s seq, ts and tid, for an event not written yet (gmt_emit_claim()). */
+void gmt_stamp_values(uint64_t *seq, uint64_t *ts_ns, int32_t *tid);
+
 /** This thread's id (cached). */
 int32_t gmt_tid(void);
 
@@ -66,6 +69,17 @@ const struct gmt_options *gmt_tracer_options(void);
 
 /** Hand a stamped event to the writer. Never blocks: a full ring counts a drop (false). */
 bool gmt_emit(struct gmt_event *ev);
+
+/**
+ * gmt_emit() without the copy: the ring slot the caller fills in place (every byte: it holds an
+ * old event), and its position in @p pos; NULL when the event cannot be pushed (counted as a
+ * drop, as gmt_emit() counts it). Stamp it there, then gmt_emit_commit() at once: the writer
+ * waits at a claimed slot.
+ */
+struct gmt_event *gmt_emit_claim(uint64_t *pos);
+
+/** Hand the event claimed at @p pos to the writer. */
+void gmt_emit_commit(uint64_t pos);
 
 /* For the lifecycle (lifecycle.c), which starts and stops what the core feeds. */
 struct gmt_ring;

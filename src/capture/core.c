@@ -46,11 +46,17 @@ gmt_mono_ns(void)
 }
 
 void
+gmt_stamp_values(uint64_t *seq, uint64_t *ts_ns, int32_t *tid)
+{
+	*seq = atomic_fetch_add_explicit(&next_seq, 1, memory_order_relaxed) + 1;
+	*ts_ns = gmt_mono_ns();
+	*tid = gmt_tid();
+}
+
+void
 gmt_stamp(struct gmt_event *ev)
 {
-	ev->seq = atomic_fetch_add_explicit(&next_seq, 1, memory_order_relaxed) + 1;
-	ev->ts_ns = gmt_mono_ns();
-	ev->tid = gmt_tid();
+	gmt_stamp_values(&ev->seq, &ev->ts_ns, &ev->tid);
 }
 
 const struct gmt_options *
@@ -125,4 +131,24 @@ gmt_emit(struct gmt_event *ev)
 		return false;
 	}
 	return true;
+}
+
+struct gmt_event *
+gmt_emit_claim(uint64_t *pos)
+{
+	if (!ensure_running()) {
+		if (atomic_load_explicit(&gmt_state, memory_order_relaxed) != GMT_STATE_DISABLED)
+			atomic_fetch_add_explicit(&dropped, 1, memory_order_relaxed);
+		return NULL;
+	}
+	struct gmt_event *ev = gmt_ring_claim(&ring, pos);
+	if (!ev)
+		atomic_fetch_add_explicit(&dropped, 1, memory_order_relaxed);
+	return ev;
+}
+
+void
+gmt_emit_commit(uint64_t pos)
+{
+	gmt_ring_commit(&ring, pos);
 }

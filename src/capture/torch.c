@@ -47,30 +47,44 @@ gmt_api_torch_record(const struct gmt_torch_entry *e)
 		gmt_hook_leave();
 		return 0;
 	}
-	struct gmt_event ev = {
-	    .op = GMT_OP_BLOCK,
-	    .torch_action = (uint8_t)e->action,
-	    .device = (e->flags & GMT_TORCH_F_HAS_DEVICE) ? e->device : -1,
-	    .size = e->bytes,
-	    .requested = e->requested,
-	    .stream = e->stream,
-	    .pool = e->pool_id[0],
-	    .pool2 = e->pool_id[1],
-	    .cuda_flags = e->flags,
-	};
-	if (e->action == GMT_TORCH_OOM) {
-		ev.free_bytes = e->addr; /* torch puts the device's free bytes there */
-		ev.flags |= GMT_EV_HAS_MEMINFO;
-	} else {
-		ev.ptr = e->addr;
-	}
-	if (e->meta && e->meta_len)
-		copy_meta(ev.label, e->meta, e->meta_len);
 	/* the allocating thread's stack: an allocation, and the OOM (what asked for it) */
+	uint32_t stack = 0;
 	if (e->action == GMT_TORCH_ALLOC || e->action == GMT_TORCH_OOM)
-		ev.stack = gmt_stack_capture(NULL);
-	gmt_stamp(&ev);
-	gmt_emit(&ev);
+		stack = gmt_stack_capture(NULL);
+	/* Written straight into its ring slot (no event on the stack to zero and copy: most of a
+	 * free's cost, docs/performance.md), after the stack: a slot is claimed for as long as
+	 * its fields take. Stamped first, so that the seq's locked increment comes before the
+	 * stores into the slot, not waiting for them. */
+	uint64_t pos;
+	struct gmt_event *ev = gmt_emit_claim(&pos);
+	if (ev) {
+		uint64_t seq, ts;
+		int32_t tid;
+		gmt_stamp_values(&seq, &ts, &tid);
+		gmt_event_clear(ev);
+		ev->seq = seq;
+		ev->ts_ns = ts;
+		ev->tid = tid;
+		ev->op = GMT_OP_BLOCK;
+		ev->torch_action = (uint8_t)e->action;
+		ev->device = (e->flags & GMT_TORCH_F_HAS_DEVICE) ? e->device : -1;
+		ev->size = e->bytes;
+		ev->requested = e->requested;
+		ev->stream = e->stream;
+		ev->pool = e->pool_id[0];
+		ev->pool2 = e->pool_id[1];
+		ev->cuda_flags = e->flags;
+		ev->stack = stack;
+		if (e->action == GMT_TORCH_OOM) {
+			ev->free_bytes = e->addr; /* torch puts the device's free bytes there */
+			ev->flags |= GMT_EV_HAS_MEMINFO;
+		} else {
+			ev->ptr = e->addr;
+		}
+		if (e->meta && e->meta_len)
+			copy_meta(ev->label, e->meta, e->meta_len);
+		gmt_emit_commit(pos);
+	}
 	gmt_hook_leave();
 	return 0;
 }

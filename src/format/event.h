@@ -107,6 +107,30 @@ struct gmt_event {
 	const struct gmt_torch_layer *layer; /**< owned by the event until the writer wrote it */
 };
 
+_Static_assert(sizeof(struct gmt_event) % 8 == 0, "gmt_event_clear() writes whole words");
+
+/**
+ * Zero @p ev, padding included, with plain 16-byte stores. GCC expands a `= {0}` or a memset()
+ * of this size to `rep stos`, whose start-up (tens of cycles where the CPU has no fast short
+ * `rep stos`) was the largest single cost of a block event without stacks (docs/performance.md,
+ * "The block-event path in isolation"); a plain loop of stores it turns back into that memset,
+ * so the pointer passes through an empty asm at each store.
+ */
+static inline void
+gmt_event_clear(struct gmt_event *ev)
+{
+	typedef uint64_t gmt_zero16 __attribute__((vector_size(16), aligned(8), may_alias));
+	typedef uint64_t gmt_zero8 __attribute__((aligned(8), may_alias));
+	char *p = (char *)ev;
+
+	for (size_t i = 0; i < sizeof(*ev) / 16; i++, p += 16) {
+		__asm__("" : "+r"(p));
+		*(gmt_zero16 *)(void *)p = (gmt_zero16){0, 0};
+	}
+	if (sizeof(*ev) % 16)
+		*(gmt_zero8 *)(void *)p = 0;
+}
+
 /** The PyTorch layer's status, handed from Python (gmt_torch_layer) to the writer's "torch" line.
  */
 struct gmt_torch_layer {

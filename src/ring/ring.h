@@ -60,6 +60,17 @@ void gmt_ring_init(struct gmt_ring *ring, void *mem, size_t nslots);
 /** Copy @p ev into the ring. Lock-free; returns false at once when the ring is full. */
 bool gmt_ring_push(struct gmt_ring *ring, const struct gmt_event *ev);
 
+/**
+ * Claim the next position for an event the caller writes in place (no copy): returns its slot's
+ * event, which still holds an old event's bytes (the caller writes every byte of it), and the
+ * position in @p pos; NULL at once when the ring is full. Lock-free, as push. The consumer stops
+ * at a claimed slot until gmt_ring_commit(): fill it and commit straight away.
+ */
+struct gmt_event *gmt_ring_claim(struct gmt_ring *ring, uint64_t *pos);
+
+/** Publish the event of position @p pos (from gmt_ring_claim()) to the consumer. */
+void gmt_ring_commit(struct gmt_ring *ring, uint64_t pos);
+
 /** Take the oldest committed event into @p out. Single consumer only; false when none is ready. */
 bool gmt_ring_pop(struct gmt_ring *ring, struct gmt_event *out);
 
