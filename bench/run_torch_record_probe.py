@@ -3,13 +3,14 @@
 torch_record_probe.c; docs/performance.md, "The block-event path in isolation").
 
     run_torch_record_probe.py --build BUILD [--rounds 7] [--triples 5000] [--reps 9]
-        [--py-depth 20] [--native-depth 30] [--variants plain,none,native,python,all,...]
+        [--py-depth 20] [--native-depth 30] [--jitter J] [--variants plain,none,native,...]
         [--base-lib OLD/libgpumemtrace.so] [--quick]
 
 A child Python process loads the probe library, recurses --py-depth Python frames, calls
 gmt_probe_run() through ctypes, which recurses --native-depth C frames and then calls the
 tracer's exported gmt_torch_record() for ALLOC, FREE_REQUESTED and FREE_COMPLETED of one block
-(what the bridge sends for one tensor), --triples times. Per repetition it times the same loop
+(what the bridge sends for one tensor), --triples times (--jitter J: each triple from
+--native-depth + 0..J frames, a fixed pseudo-random sequence: allocations from several depths). Per repetition it times the same loop
 twice, into a no-op and into the tracer, then sleeps --gap-ms so the writer drains the ring (a
 run of 3 x triples events stays below the ring's 65536 slots: no drops; every traced child's
 trailer must say dropped 0 and count every event).
@@ -44,11 +45,12 @@ import tempfile
 
 CHILD = r'''
 import ctypes, json, sys, time
-probe, py_depth, native_depth, triples, reps, gap_ms, watch = sys.argv[1:8]
+probe, py_depth, native_depth, triples, reps, gap_ms, watch, jitter = sys.argv[1:9]
 py_depth, native_depth, triples, reps = int(py_depth), int(native_depth), int(triples), int(reps)
 gap = float(gap_ms) / 1000
 lib = ctypes.CDLL(probe)
-lib.gmt_probe_run.argtypes = [ctypes.c_int, ctypes.c_int64, ctypes.c_int]
+jitter = int(jitter)
+lib.gmt_probe_run.argtypes = [ctypes.c_int, ctypes.c_int64, ctypes.c_int, ctypes.c_int]
 lib.gmt_probe_run.restype = ctypes.c_int64
 tracer = lib.gmt_probe_tracer()
 watched = None
@@ -66,12 +68,12 @@ def at_depth(k, *args):
     return lib.gmt_probe_run(*args)
 
 warm = max(triples // 4, 100)
-at_depth(py_depth, native_depth, warm, tracer)  # the stack interned, the code registered
+at_depth(py_depth, native_depth, warm, tracer, jitter)  # the stacks interned, the code registered
 time.sleep(gap)
 noop, rec = [], []
 for r in range(reps):
-    noop.append(at_depth(py_depth, native_depth, triples, 0) / triples)
-    rec.append(at_depth(py_depth, native_depth, triples, tracer) / triples)
+    noop.append(at_depth(py_depth, native_depth, triples, 0, jitter) / triples)
+    rec.append(at_depth(py_depth, native_depth, triples, tracer, jitter) / triples)
     time.sleep(gap)
 print(json.dumps({"tracer": tracer, "watch": watched, "site": "gpumemtrace" in site,
                   "events": 3 * (warm + reps * triples) if tracer else 0,
@@ -130,7 +132,8 @@ def run_child(a, name, tmp, seq):
             env["GPUMEMTRACE_TORCH"] = "off"  # no start-up hook on PYTHONPATH
     probe = os.path.join(a.build, "bench", "libgmt_torch_record_probe.so")
     p = subprocess.run([a.python, "-c", CHILD, probe, str(a.py_depth), str(a.native_depth),
-                        str(a.triples), str(a.reps), str(a.gap_ms), "1" if hook else "0"],
+                        str(a.triples), str(a.reps), str(a.gap_ms), "1" if hook else "0",
+                        str(a.jitter)],
                        env=env, capture_output=True, text=True, timeout=120)
     doc = None
     for line in reversed(p.stdout.splitlines()):
@@ -175,6 +178,8 @@ def main():
     ap.add_argument("--gap-ms", type=float, default=40)
     ap.add_argument("--py-depth", type=int, default=20)
     ap.add_argument("--native-depth", type=int, default=30)
+    ap.add_argument("--jitter", type=int, default=0,
+                    help="J > 0: each triple from native depth + 0..J frames (several call depths)")
     ap.add_argument("--variants", default=DEFAULT)
     ap.add_argument("--base-lib", help="a second tracer library: VARIANT@base variants")
     ap.add_argument("--quick", action="store_true", help="a smoke run: it works, figures aside")
@@ -207,10 +212,11 @@ def main():
     py = subprocess.run([a.python, "-c", "import sys; print(sys.version.split()[0])"],
                         capture_output=True, text=True).stdout.strip()
     print("block-event path, %d rounds x %d repetitions of %d triples (ALLOC, FREE_REQUESTED, "
-          "FREE_COMPLETED), Python %s, %d Python frames, %d native frames; ns per triple:" % (
-              a.rounds, a.reps, a.triples, py, a.py_depth, a.native_depth))
+          "FREE_COMPLETED), Python %s, %d Python frames, %d native frames%s; ns per triple:" % (
+              a.rounds, a.reps, a.triples, py, a.py_depth, a.native_depth,
+              " (+0..%d)" % a.jitter if a.jitter > 0 else ""))
     out = {"bench": "torch_record_probe", "python": py, "py_depth": a.py_depth,
-           "native_depth": a.native_depth, "triples": a.triples, "reps": a.reps,
+           "native_depth": a.native_depth, "jitter": a.jitter, "triples": a.triples, "reps": a.reps,
            "rounds": a.rounds, "variants": {}, "diffs": {}}
     per = {}
     for n in names:

@@ -9,10 +9,13 @@
  *
  *   gmt_probe_tracer()            1 when the process has a gmt_torch_record (dlsym(RTLD_DEFAULT)),
  *                                 else 0: the runs then call a no-op in its place
- *   gmt_probe_run(depth, n, tracer)
+ *   gmt_probe_run(depth, n, tracer, jitter)
  *                                 ns for n triples (CLOCK_MONOTONIC around the loop), called from
  *                                 @p depth nested native frames; @p tracer 0 calls the no-op (the
- *                                 loop's own cost, in the same process), 1 gmt_torch_record
+ *                                 loop's own cost, in the same process), 1 gmt_torch_record;
+ *                                 @p jitter > 0: triple i from depth + 0 .. jitter frames instead,
+ *                                 a fixed pseudo-random sequence (allocations from several
+ *                                 depths, as a program's come)
  *
  * The entries are what the bridge builds from a TraceEntry of torch >= 2.4 (device, pool id
  * known; stream 0, no metadata): a fresh zero-initialised struct per event, addresses rotating
@@ -29,7 +32,7 @@
 #define EXPORT __attribute__((visibility("default")))
 
 EXPORT int gmt_probe_tracer(void);
-EXPORT int64_t gmt_probe_run(int depth, int64_t n, int tracer);
+EXPORT int64_t gmt_probe_run(int depth, int64_t n, int tracer, int jitter);
 
 static gmt_torch_record_fn record;
 
@@ -71,38 +74,46 @@ emit(gmt_torch_record_fn fn, uint32_t action, uint64_t addr, uint64_t bytes)
 	fn(&e);
 }
 
-static int64_t
-loop(int64_t n, gmt_torch_record_fn fn)
+static void
+loop(int64_t from, int64_t to, gmt_torch_record_fn fn)
 {
-	uint64_t t0 = now_ns();
-	for (int64_t i = 0; i < n; i++) {
+	for (int64_t i = from; i < to; i++) {
 		uint64_t addr = 0x7f0000000000ull + (uint64_t)(i & 63) * 0x200000ull;
 		uint64_t bytes = 512u << (i & 7);
 		emit(fn, GMT_TORCH_ALLOC, addr, bytes);
 		emit(fn, GMT_TORCH_FREE_REQUESTED, addr, bytes);
 		emit(fn, GMT_TORCH_FREE_COMPLETED, addr, bytes);
 	}
-	return (int64_t)(now_ns() - t0);
 }
 
 /* @p depth native frames, then the loop: noinline and work after the call, so that no frame is
  * folded into its caller or turned into a tail call. */
-__attribute__((noinline)) static int64_t
-dive(int depth, int64_t n, gmt_torch_record_fn fn)
+__attribute__((noinline)) static int
+dive(int depth, int64_t from, int64_t to, gmt_torch_record_fn fn)
 {
-	int64_t r;
+	int r = 0;
 
 	if (depth <= 1)
-		r = loop(n, fn);
+		loop(from, to, fn);
 	else
-		r = dive(depth - 1, n, fn);
+		r = dive(depth - 1, from, to, fn);
 	__asm__ volatile("" : "+r"(r) : : "memory");
 	return r;
 }
 
 EXPORT int64_t
-gmt_probe_run(int depth, int64_t n, int tracer)
+gmt_probe_run(int depth, int64_t n, int tracer, int jitter)
 {
 	gmt_torch_record_fn fn = tracer && record ? record : no_record;
-	return dive(depth < 1 ? 1 : depth, n, fn);
+	uint64_t t0 = now_ns();
+
+	depth = depth < 1 ? 1 : depth;
+	if (jitter <= 0)
+		dive(depth, 0, n, fn);
+	else
+		for (int64_t i = 0; i < n; i++)
+			dive(depth +
+				 (int)(((uint64_t)i * 2654435761u >> 16) % (uint64_t)(jitter + 1)),
+			     i, i + 1, fn);
+	return (int64_t)(now_ns() - t0);
 }

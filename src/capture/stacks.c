@@ -72,8 +72,19 @@ static struct {
 } st;
 
 /* Where this thread's innermost eval-function frame was in the last unwind that met one (raw
- * position): the next unwind of a Python thread asks for that many frames and a few more. */
+ * position): the next unwind of a Python thread asks for that many frames and eval_margin more
+ * (0: MARGIN_START). The margin adapts to how much that position varies on this thread: an
+ * unwind that had to start again whole (the frame lay deeper) widens it to cover that depth
+ * and MARGIN_SLACK more; MARGIN_CALM unwinds in a row that unwound frames past the eval frame
+ * narrow it by one, down to 1 on a thread whose allocations come from one depth. Each frame
+ * past the eval frame costs an unwind step for nothing (6-13 ns, docs/performance.md). */
 static __thread uint16_t eval_hint __attribute__((tls_model("initial-exec")));
+static __thread uint8_t eval_margin __attribute__((tls_model("initial-exec")));
+static __thread uint8_t eval_calm __attribute__((tls_model("initial-exec")));
+#define MARGIN_START 8
+#define MARGIN_SLACK 4
+#define MARGIN_MAX 32
+#define MARGIN_CALM 64
 
 // --- setup
 // -----------------------------------------------------------------------------------------
@@ -348,7 +359,9 @@ native_frames(uint64_t *out, const void *skip_lib, bool python)
 
 	if (cap > MAX_NATIVE)
 		cap = MAX_NATIVE;
-	int ask = cut && eval_hint && eval_hint + 8 < cap ? eval_hint + 8 : cap;
+	int margin = eval_margin ? eval_margin : MARGIN_START, hint = eval_hint;
+	bool hinted = cut && hint && hint + margin < cap, again = false;
+	int ask = hinted ? hint + margin : cap, first_ask = ask;
 	for (;;) {
 		n = st.backtrace(buf, ask);
 		first = top_frames(buf, n, skip_lib);
@@ -356,6 +369,18 @@ native_frames(uint64_t *out, const void *skip_lib, bool python)
 		if (ev >= 0 || n < ask || n - first >= (int)st.depth || ask >= MAX_NATIVE)
 			break; /* the eval frame, the whole stack, or all that can be kept */
 		ask = ask < cap ? cap : MAX_NATIVE;
+		again = true;
+	}
+	if (hinted && ev >= 0) {
+		if (again) { /* deeper than the margin covered */
+			int need = ev - hint + 1 + MARGIN_SLACK;
+			margin = need > margin ? need : margin;
+			eval_margin = (uint8_t)(margin < MARGIN_MAX ? margin : MARGIN_MAX);
+			eval_calm = 0;
+		} else if (ev < first_ask - 1 && margin > 1 && ++eval_calm >= MARGIN_CALM) {
+			eval_margin = (uint8_t)(margin - 1);
+			eval_calm = 0;
+		}
 	}
 	if (ev >= 0 && ev < UINT16_MAX)
 		eval_hint = (uint16_t)ev;
