@@ -7,7 +7,9 @@
  *
  *   - Producers are lock-free: a push claims a position with one compare-and-swap on `head` and
  *     never waits for another thread. When the ring is full it fails at once (the caller counts
- *     a drop); the application never blocks on the tracer.
+ *     a drop); the application never blocks on the tracer. A push copies an event into its
+ *     slot; gmt_ring_claim() and gmt_ring_commit() let the caller write it there in place (the
+ *     PyTorch layer's block events).
  *   - The consumer is wait-free: it reads the slot at `tail` and sees whether it is committed.
  *   - A slot's `turn` is pos + 1 once the producer of position pos has written it (a release
  *     store after the event's bytes). Zero-filled memory is an empty ring: no slot's turn is
@@ -64,7 +66,8 @@ bool gmt_ring_push(struct gmt_ring *ring, const struct gmt_event *ev);
  * Claim the next position for an event the caller writes in place (no copy): returns its slot's
  * event, which still holds an old event's bytes (the caller writes every byte of it), and the
  * position in @p pos; NULL at once when the ring is full. Lock-free, as push. The consumer stops
- * at a claimed slot until gmt_ring_commit(): fill it and commit straight away.
+ * at a claimed slot until gmt_ring_commit(): fill it and commit straight away. A claim also
+ * prefetches the next position's slot (a lap cold), for the next event's stores.
  */
 struct gmt_event *gmt_ring_claim(struct gmt_ring *ring, uint64_t *pos);
 
