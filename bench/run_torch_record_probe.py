@@ -26,6 +26,10 @@ Variants (one child process each, every round runs them all, the order rotating)
                    GPUMEMTRACE_TORCH=off (no start-up hook) and no gmt_py_watch: the Python walk
                    hashes each code object's contents (the watcher's effect)
 
+Each traced child's trace also gives its count of stack lines (distinct stacks): a few at one
+depth (the warm-up's call and the loop's), up to 2 x (J + 1) with --jitter J; many more would mean
+that the same call site interned a new stack at every event (a misread frame).
+
 Per child: the median over repetitions of ns per triple into the tracer ("rec"), into the no-op
 ("noop"), and of the per-repetition difference ("added": what the tracer adds, measured inside
 one process). Over rounds: medians of those, and per-round differences between variants
@@ -104,16 +108,19 @@ DIFFS = [
 
 
 def trailer_of(outdir):
+    """(header, trailer, stack lines, pycode lines) of the one trace in outdir."""
     files = glob.glob(os.path.join(outdir, "*.jsonl"))
     if len(files) != 1:
-        return None, None
+        return None, None, 0, 0
     with open(files[0], "rb") as f:
         lines = f.read().split(b"\n")
     header = json.loads(lines[0])
+    stacks = sum(1 for line in lines if line.startswith(b'{"type":"stack"'))
+    pycode = sum(1 for line in lines if line.startswith(b'{"type":"pycode"'))
     for line in reversed(lines):
         if line.startswith(b'{"type":"trailer"'):
-            return header, json.loads(line)
-    return header, None
+            return header, json.loads(line), stacks, pycode
+    return header, None, stacks, pycode
 
 
 def run_child(a, name, tmp, seq):
@@ -146,7 +153,7 @@ def run_child(a, name, tmp, seq):
     if (stacks is not None) != bool(doc["tracer"]):
         problems.append("%s: gmt_torch_record %s" % (name, "missing" if stacks else "present"))
     if stacks is not None:
-        header, trailer = trailer_of(outdir)
+        header, trailer, doc["stacks"], doc["pycode"] = trailer_of(outdir)
         if trailer is None:
             problems.append("%s: no trace file or no trailer: %s" % (name, p.stderr[-400:]))
         else:
@@ -230,14 +237,17 @@ def main():
         v = {"rec_ns": med(rec), "noop_ns": med(noop), "added_ns": med(added),
              "added_min_ns": min(added), "added_max_ns": max(added),
              "watch": docs[0].get("watch"), "site": docs[0].get("site"),
+             "stacks": max(d.get("stacks", 0) for d in docs),
+             "pycode": max(d.get("pycode", 0) for d in docs),
              "py_stacks": docs[0].get("py_stacks"), "native_stacks": docs[0].get("native_stacks")}
         out["variants"][n] = v
         print("  %-15s %8.1f into the tracer, %6.1f into the no-op, added %8.1f (rounds %.1f .. "
               "%.1f)%s" % (n, v["rec_ns"], v["noop_ns"], v["added_ns"], v["added_min_ns"],
                            v["added_max_ns"],
-                           "" if VARIANTS[n.split("@")[0]][0] is None else ", watcher %s, python stacks %s" % (
+                           "" if VARIANTS[n.split("@")[0]][0] is None else
+                           ", watcher %s, python stacks %s, %d stack lines" % (
                                "on" if v["watch"] == 0 else "off" if v["py_stacks"] else "n/a",
-                               v["py_stacks"])))
+                               v["py_stacks"], v["stacks"])))
     for label, x, y in DIFFS:
         if x in per and y in per:
             d = [per[x][i] - per[y][i] for i in per[x] if i in per[y]]
