@@ -4,7 +4,7 @@ torch_record_probe.c; docs/performance.md, "The block-event path in isolation").
 
     run_torch_record_probe.py --build BUILD [--rounds 7] [--triples 5000] [--reps 9]
         [--py-depth 20] [--native-depth 30] [--jitter J] [--variants plain,none,native,...]
-        [--base-lib OLD/libgpumemtrace.so] [--quick]
+        [--base-lib OLD/libgpumemtrace.so] [--compress none|zstd] [--quick]
 
 A child Python process loads the probe library, recurses --py-depth Python frames, calls
 gmt_probe_run() through ctypes, which recurses --native-depth C frames and then calls the
@@ -46,6 +46,9 @@ import statistics
 import subprocess
 import sys
 import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+from gpumemtrace import tracefile  # noqa: E402 (.jsonl and .jsonl.zst, the default, alike)
 
 CHILD = r'''
 import ctypes, json, sys, time
@@ -109,11 +112,10 @@ DIFFS = [
 
 def trailer_of(outdir):
     """(header, trailer, stack lines, pycode lines) of the one trace in outdir."""
-    files = glob.glob(os.path.join(outdir, "*.jsonl"))
+    files = glob.glob(os.path.join(outdir, "*.jsonl")) + glob.glob(os.path.join(outdir, "*.jsonl.zst"))
     if len(files) != 1:
         return None, None, 0, 0
-    with open(files[0], "rb") as f:
-        lines = f.read().split(b"\n")
+    lines = list(tracefile.lines(files[0]))
     header = json.loads(lines[0])
     stacks = sum(1 for line in lines if line.startswith(b'{"type":"stack"'))
     pycode = sum(1 for line in lines if line.startswith(b'{"type":"pycode"'))
@@ -137,6 +139,8 @@ def run_child(a, name, tmp, seq):
         env["GPUMEMTRACE_STACKS"] = stacks
         if not hook:
             env["GPUMEMTRACE_TORCH"] = "off"  # no start-up hook on PYTHONPATH
+        if a.compress:
+            env["GPUMEMTRACE_COMPRESS"] = a.compress
     probe = os.path.join(a.build, "bench", "libgmt_torch_record_probe.so")
     p = subprocess.run([a.python, "-c", CHILD, probe, str(a.py_depth), str(a.native_depth),
                         str(a.triples), str(a.reps), str(a.gap_ms), "1" if hook else "0",
@@ -189,6 +193,8 @@ def main():
                     help="J > 0: each triple from native depth + 0..J frames (several call depths)")
     ap.add_argument("--variants", default=DEFAULT)
     ap.add_argument("--base-lib", help="a second tracer library: VARIANT@base variants")
+    ap.add_argument("--compress", help="GPUMEMTRACE_COMPRESS of the traced children (default: the "
+                    "tracer's default)")
     ap.add_argument("--quick", action="store_true", help="a smoke run: it works, figures aside")
     a = ap.parse_args()
     a.build = os.path.abspath(a.build)
