@@ -76,6 +76,12 @@ struct gmt_trace_event {
  * GMT_TRACE_NO_STRING.
  */
 
+/*
+ * An `elided` line (a bounded trace: allocations of one call site left out of one bucket, with
+ * their frees) is an event of op GMT_OP_ELIDED: `size` the bytes, `offset` the allocations,
+ * `kind`, `device`, `api`, `driver` and `stack` the site's; `seq` and `ts` the last free's.
+ */
+
 /** One device's NVML reading in a snapshot line (its "nvml" array). */
 struct gmt_trace_nvml {
 	uint64_t ts;  /**< the snapshot's */
@@ -232,8 +238,15 @@ struct gmt_trace {
 				      ends mid-line at a block boundary, or its file system is full):
 				      the process may have run on, untraced */
 	uint64_t trailer_events; /**< valid when complete */
-	uint64_t dropped;	 /**< trailer "dropped", else the largest snapshot "dropped" */
-	uint64_t last_ts;	 /**< largest ts of any line: where the trace ends */
+	/* bounded traces (GPUMEMTRACE_BOUNDED=1, format/elided.h) */
+	bool bounded;	       /**< header options.bounded */
+	uint64_t bucket_ms;    /**< header options.bucket_ms */
+	uint64_t elided_lines; /**< elided lines read (events of op GMT_OP_ELIDED, in nevents) */
+	uint64_t elided_allocations; /**< allocations they count (each with its free) */
+	uint64_t trailer_elided;     /**< trailer "elided": event lines left out */
+	uint64_t bounded_late;	     /**< trailer "late": events the writer got after their cut */
+	uint64_t dropped;	     /**< trailer "dropped", else the largest snapshot "dropped" */
+	uint64_t last_ts;	     /**< largest ts of any line: where the trace ends */
 	bool have_ts;
 
 	struct gmt_trace_event *events; /**< sorted by seq once read */
