@@ -4,15 +4,19 @@
  *
  *   churn SECONDS EVENTS_PER_S [THREADS]
  *
- * Each thread, per step: a few short-lived temporaries from 4 call sites (sizes 4 KiB .. 1 MiB),
- * pinned staging now and then, one of 64 long-lived buffers replaced (its old one freed), every
- * 50th step 4 KiB kept for good (the slow leak). Every 1000th step of thread 0 a marker; once, at
- * half time, a burst of 16 MiB buffers (the peak) and a cudaMalloc too large for the device (a
- * failure, retried smaller). Frees of the temporaries come in varied order, so that pairs cross
- * bucket ends. Exit code 0; a CUDA error ends it with 1.
+ * A fixed live set of 64 buffers of 256 KiB made at the start (half freed at the end). Each
+ * thread, per step: three short-lived temporaries from 3 call sites (4 KiB .. 512 KiB, 64 KiB,
+ * 1 MiB) freed in varied order, a pinned staging buffer every 8th step; the steps are paced to
+ * EVENTS_PER_S in all. Thread 0, once a second: 4 KiB kept for good (the slow leak) and a marker;
+ * once, at half time, a burst of 16 MiB buffers (the peak) and a cudaMalloc too large for any
+ * device (a failure, then a smaller one that succeeds). The rate moves only the temporaries: what
+ * a bounded trace must keep (the live set, the leak, the markers) goes with time. Prints the
+ * successful allocations and the bytes live at exit; exit
+ * code 0, 1 on a CUDA error.
  */
 #include <cuda_runtime_api.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -110,15 +114,18 @@ burst_and_fail(void)
 	CK(cudaFree(p));
 }
 
+static _Atomic uint64_t allocations; /* successful, for run_bounded.py to compare */
+static _Atomic uint64_t leaked;
+
 static void *
 run(void *arg)
 {
 	int id = (int)(intptr_t)arg;
-	void *live[LIVE] = {0};
 	unsigned x = 12345u + (unsigned)id;
-	/* one step is about 10 events (5 allocations, 5 frees) */
-	double steps_per_s = rate / 10.0 / nthreads;
+	/* one step is 6.25 events on average (3 temporaries, a pinned buffer every 8th step) */
+	double steps_per_s = rate / 6.25 / nthreads;
 	uint64_t start = now_ns(), end = start + (uint64_t)(seconds * 1e9);
+	uint64_t next_leak = start + 1000000000ULL, next_mark = start + 1000000000ULL;
 	bool burst_done = id != 0;
 
 	for (uint64_t step = 0;; step++) {
@@ -137,6 +144,7 @@ run(void *arg)
 		void *b = temp_b(64 * KiB);
 		void *c = temp_c(1 * MiB);
 		void *h = (step % 8 == 0) ? staging(256 * KiB) : NULL;
+		allocations += 3 + (h != NULL);
 		if (x >> 16 & 1) {
 			CK(cudaFree(a));
 			CK(cudaFree(b));
@@ -147,22 +155,22 @@ run(void *arg)
 		CK(cudaFree(c));
 		if (h)
 			CK(cudaFreeHost(h));
-		size_t slot = step % LIVE;
-		if (live[slot])
-			CK(cudaFree(live[slot]));
-		live[slot] = keep(256 * KiB);
-		if (step % 50 == 49)
+		if (id == 0 && t >= next_leak) { /* the slow leak: 4 KiB a second, never freed */
 			(void)leak();
-		if (id == 0 && step % 1000 == 999)
+			allocations++;
+			leaked += 4 * KiB;
+			next_leak += 1000000000ULL;
+		}
+		if (id == 0 && t >= next_mark) {
 			GMT_MARK("step");
+			next_mark += 1000000000ULL;
+		}
 		if (!burst_done && t >= start + (end - start) / 2) {
 			burst_and_fail();
+			allocations += 17;
 			burst_done = true;
 		}
 	}
-	for (size_t i = 0; i < LIVE; i++)
-		if (live[i] && i % 2) /* half of the long-lived set stays: live at exit */
-			CK(cudaFree(live[i]));
 	return NULL;
 }
 
@@ -181,12 +189,20 @@ main(int argc, char **argv)
 		return 2;
 	CK(cudaFree(NULL));
 	GMT_MARK("start");
+	void *live[LIVE]; /* the long-lived set: half of it is still live at exit */
+	for (int i = 0; i < LIVE; i++)
+		live[i] = keep(256 * KiB);
+	allocations += LIVE;
 	pthread_t th[64];
 	for (int i = 1; i < nthreads; i++)
 		pthread_create(&th[i], NULL, run, (void *)(intptr_t)i);
 	run((void *)(intptr_t)0);
 	for (int i = 1; i < nthreads; i++)
 		pthread_join(th[i], NULL);
+	for (int i = 0; i < LIVE; i += 2)
+		CK(cudaFree(live[i]));
 	GMT_MARK("end");
+	printf("allocations %llu live_bytes %lu\n", (unsigned long long)allocations,
+	       (unsigned long)(LIVE / 2 * 256 * KiB + leaked));
 	return 0;
 }

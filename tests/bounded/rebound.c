@@ -166,7 +166,7 @@ main(int argc, char **argv)
 			if (!bucket_start)
 				bucket_start = ev.ts_ns;
 			if (ev.ts_ns - bucket_start >= bucket_ns && ev.ts_ns > bucket_start) {
-				gmt_bounded_cut(ev.ts_ns, true);
+				gmt_bounded_cut(ev.ts_ns, false);
 				bucket_start = ev.ts_ns;
 			}
 			gmt_bounded_push(&ev);

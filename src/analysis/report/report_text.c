@@ -136,6 +136,20 @@ print_process_row(FILE *out, const struct gmt_model *m)
 		fprintf(out, ", %zu failed %s", m->nfailed_counted,
 			gmt_text_plural(m->nfailed_counted, "allocation", "allocations"));
 	fprintf(out, "  [%s]\n", cmd);
+	if (t->bounded) {
+		fprintf(out,
+			"    bounded trace (GPUMEMTRACE_BOUNDED=1): %" PRIu64
+			" allocations made and freed within a bucket left out and counted per "
+			"site; peaks, leaks, growth and OOM forensics are exact, the timeline is "
+			"per %" PRIu64 " ms bucket\n",
+			t->elided_allocations, t->bucket_ms);
+		if (t->bounded_late)
+			fprintf(out,
+				"    note: %" PRIu64
+				" events reached the writer after their bucket "
+				"was cut: the peaks may not be exact\n",
+				t->bounded_late);
+	}
 }
 
 // --- coverage: what the traces could see --------------------------------------------------------
