@@ -183,16 +183,18 @@ pend_find(uint64_t key)
 static bool
 pend_put(uint64_t key, uint32_t idx)
 {
-	struct pend *e = pend_find(key);
-	if (e) {
-		e->idx = idx; /* the older one's free was not seen: it stays unpaired (written) */
-		return true;
-	}
 	if ((b.pend_used + 1) * 2 > b.pend_cap && !pend_grow())
 		return false;
+	/* a slot of the same key is taken again, removed or not (an older allocation there whose
+	 * free was not seen stays unpaired: written), so an address reused a thousand times in a
+	 * segment costs one slot, not a chain of a thousand */
 	size_t j = gmt_mix64(key) & (b.pend_cap - 1);
-	while (b.pend[j].gen == b.gen)
-		j = (j + 1) & (b.pend_cap - 1);
+	for (; b.pend[j].gen == b.gen; j = (j + 1) & (b.pend_cap - 1)) {
+		if (b.pend[j].key == key) {
+			b.pend[j].idx = idx;
+			return true;
+		}
+	}
 	b.pend[j] = (struct pend){key, idx, b.gen};
 	b.pend_used++;
 	return true;
@@ -522,7 +524,15 @@ gmt_bounded_cut(uint64_t now_ns, bool force)
 	uint64_t expect = b.next_seq;
 
 	b.bucket_start = now_ns;
-	if (b.n > 1)
+	/* a full bucket does not wait for a missing seq: under drops (holes that never fill) the
+	 * writer must not hold more and more */
+	if (b.n >= b.cfg.max_events)
+		force = true;
+	/* the writer drains sorted batches: the held events are mostly in order already */
+	size_t unsorted = 0;
+	for (size_t i = 1; i < b.n && !unsorted; i++)
+		unsorted = b.held[i].seq < b.held[i - 1].seq;
+	if (unsorted)
 		qsort(b.held, b.n, sizeof(*b.held), by_seq);
 	for (; p < b.n; p++) {
 		uint64_t seq = b.held[p].seq;
