@@ -13,6 +13,14 @@
 #define GMT_ELIDED_ALLOCATIONS "allocations"
 /** elided: their granted bytes in all */
 #define GMT_ELIDED_BYTES "bytes"
+/** elided: of them, freed before any other allocation of the process was made */
+#define GMT_ELIDED_TEMPORARIES "temporaries"
+#define GMT_ELIDED_TEMPORARY_BYTES "temporary_bytes"
+/** elided: [[b, allocations, bytes], ...]: allocations of 2^b <= size < 2^(b+1) bytes (b 0: also 0)
+ */
+#define GMT_ELIDED_SIZES "sizes"
+/** elided: [[b, frees], ...]: lifetimes of 2^b <= ns < 2^(b+1) (b 0: also 0) */
+#define GMT_ELIDED_LIFETIMES "lifetimes"
 /** header options: true in a bounded trace (absent otherwise) */
 #define GMT_OPT_BOUNDED "bounded"
 /** header options: GPUMEMTRACE_BUCKET_MS of a bounded trace */

@@ -723,6 +723,46 @@ gmt_jsonl_elided(struct gmt_buf *b, const struct gmt_elided_site *s)
 	buf_u64(b, s->allocations);
 	LIT(b, ",\"" GMT_ELIDED_BYTES "\":");
 	buf_u64(b, s->bytes);
+	LIT(b, ",\"" GMT_ELIDED_TEMPORARIES "\":");
+	buf_u64(b, s->temporaries);
+	LIT(b, ",\"" GMT_ELIDED_TEMPORARY_BYTES "\":");
+	buf_u64(b, s->temporary_bytes);
+	if (s->size_allocs) {
+		bool first = true;
+		LIT(b, ",\"" GMT_ELIDED_SIZES "\":[");
+		for (unsigned i = 0; i < GMT_ELIDED_BINS; i++) {
+			if (!s->size_allocs[i])
+				continue;
+			if (!first)
+				LIT(b, ",");
+			first = false;
+			LIT(b, "[");
+			buf_u64(b, i);
+			LIT(b, ",");
+			buf_u64(b, s->size_allocs[i]);
+			LIT(b, ",");
+			buf_u64(b, s->size_bytes[i]);
+			LIT(b, "]");
+		}
+		LIT(b, "]");
+	}
+	if (s->lifetimes) {
+		bool first = true;
+		LIT(b, ",\"" GMT_ELIDED_LIFETIMES "\":[");
+		for (unsigned i = 0; i < GMT_ELIDED_BINS; i++) {
+			if (!s->lifetimes[i])
+				continue;
+			if (!first)
+				LIT(b, ",");
+			first = false;
+			LIT(b, "[");
+			buf_u64(b, i);
+			LIT(b, ",");
+			buf_u64(b, s->lifetimes[i]);
+			LIT(b, "]");
+		}
+		LIT(b, "]");
+	}
 	LIT(b, ",\"stack\":");
 	buf_u64(b, s->stack);
 	LIT(b, "}\n");

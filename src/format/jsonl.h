@@ -69,7 +69,13 @@ struct gmt_elided_site {
 	uint8_t kind;	      /**< enum gmt_kind */
 	int32_t device;
 	uint64_t allocations, bytes;
+	uint64_t temporaries, temporary_bytes; /**< freed before any other allocation was made */
+	/** by log2 bucket (GMT_ELIDED_BINS): allocations and bytes by size, frees by lifetime (ns);
+	 * NULL: none */
+	const uint64_t *size_allocs, *size_bytes, *lifetimes;
 };
+
+#define GMT_ELIDED_BINS 64
 
 /** Per device and kind totals for snapshot records. */
 struct gmt_live_total {

@@ -57,6 +57,8 @@ struct pend {
 
 struct site {
 	struct gmt_elided_site s;
+	uint64_t size_allocs[GMT_ELIDED_BINS], size_bytes[GMT_ELIDED_BINS];
+	uint64_t lifetimes[GMT_ELIDED_BINS];
 };
 
 static struct {
@@ -67,9 +69,12 @@ static struct {
 	size_t n, cap;
 	struct gmt_live_table truth; /* every processed event, in seq order */
 	uint64_t next_seq;	     /* every seq below it is processed (or was given up on) */
+	uint64_t last_alloc_seq;     /* the last successful allocation processed (written: see
+					segment_finish()) */
 	uint64_t bucket_start;
 	/* scratch of one cut, by index into held */
 	int32_t *pair;
+	uint64_t *aseq; /* a free's: the seq of the allocation it ends, 0 none */
 	uint8_t *flag;
 	uint32_t *cnt;
 	size_t scratch_cap;
@@ -254,23 +259,45 @@ site_reindex(size_t cap)
 	return true;
 }
 
-/* Count the pair (@p a, @p f) in its site's line of this bucket; false out of memory. */
+static unsigned
+log2_bucket(uint64_t v)
+{
+	return v ? 63u - (unsigned)__builtin_clzll(v) : 0;
+}
+
+static void
+site_add(struct site *st, const struct gmt_event *a, const struct gmt_event *f, bool temp)
+{
+	struct gmt_elided_site *s = &st->s;
+	unsigned sb = log2_bucket(a->size);
+	unsigned lb = log2_bucket(f->ts_ns > a->ts_ns ? f->ts_ns - a->ts_ns : 0);
+
+	s->allocations++;
+	s->bytes += a->size;
+	s->temporaries += temp;
+	s->temporary_bytes += temp ? a->size : 0;
+	st->size_allocs[sb]++;
+	st->size_bytes[sb] += a->size;
+	st->lifetimes[lb]++;
+	if (f->seq > s->seq) {
+		s->seq = f->seq;
+		s->ts = f->ts_ns;
+	}
+}
+
+/* Count the pair (@p a, @p f) in its site's line of this bucket (@p temp: a temporary, freed
+ * before any other allocation was made); false out of memory. */
 static bool
-site_count(const struct gmt_event *a, const struct gmt_event *f)
+site_count(const struct gmt_event *a, const struct gmt_event *f, bool temp)
 {
 	if ((b.nsites + 1) * 2 > b.site_index_cap &&
 	    !site_reindex(b.site_index_cap ? b.site_index_cap * 2 : 256))
 		return false;
 	size_t j = site_hash(a) & (b.site_index_cap - 1);
 	for (; b.site_index[j] != UINT32_MAX; j = (j + 1) & (b.site_index_cap - 1)) {
-		struct gmt_elided_site *s = &b.sites[b.site_index[j]].s;
-		if (site_same(s, a)) {
-			s->allocations++;
-			s->bytes += a->size;
-			if (f->seq > s->seq) {
-				s->seq = f->seq;
-				s->ts = f->ts_ns;
-			}
+		struct site *st = &b.sites[b.site_index[j]];
+		if (site_same(&st->s, a)) {
+			site_add(st, a, f, temp);
 			return true;
 		}
 	}
@@ -282,17 +309,19 @@ site_count(const struct gmt_event *a, const struct gmt_event *f)
 		b.sites = p;
 		b.sites_cap = cap;
 	}
-	b.sites[b.nsites].s = (struct gmt_elided_site){
-	    .seq = f->seq,
-	    .ts = f->ts_ns,
+	struct site *st = &b.sites[b.nsites];
+	memset(st, 0, sizeof(*st));
+	st->s = (struct gmt_elided_site){
 	    .stack = a->stack,
 	    .api = a->api,
 	    .driver = a->driver,
 	    .kind = a->kind,
 	    .device = a->device,
-	    .allocations = 1,
-	    .bytes = a->size,
+	    .size_allocs = st->size_allocs,
+	    .size_bytes = st->size_bytes,
+	    .lifetimes = st->lifetimes,
 	};
+	site_add(st, a, f, temp);
 	b.site_index[j] = (uint32_t)b.nsites++;
 	return true;
 }
@@ -302,9 +331,14 @@ static void
 sites_write(void)
 {
 	for (size_t i = 0; i < b.nsites; i++) {
-		if (b.sites[i].s.stack && b.cfg.stack)
-			b.cfg.stack(b.sites[i].s.stack);
-		gmt_jsonl_elided(b.cfg.out, &b.sites[i].s);
+		struct site *st = &b.sites[i];
+		if (st->s.stack && b.cfg.stack)
+			b.cfg.stack(st->s.stack);
+		/* the arrays moved with the sites when they grew */
+		st->s.size_allocs = st->size_allocs;
+		st->s.size_bytes = st->size_bytes;
+		st->s.lifetimes = st->lifetimes;
+		gmt_jsonl_elided(b.cfg.out, &st->s);
 	}
 	b.nsites = 0;
 	if (b.site_index)
@@ -389,19 +423,43 @@ scratch_reserve(size_t n)
 	int32_t *pair = realloc(b.pair, cap * sizeof(*pair));
 	if (pair)
 		b.pair = pair;
+	uint64_t *aseq = realloc(b.aseq, cap * sizeof(*aseq));
+	if (aseq)
+		b.aseq = aseq;
 	uint8_t *flag = realloc(b.flag, cap);
 	if (flag)
 		b.flag = flag;
 	uint32_t *cnt = realloc(b.cnt, (cap + 1) * sizeof(*cnt));
 	if (cnt)
 		b.cnt = cnt;
-	if (!pair || !flag || !cnt)
+	if (!pair || !aseq || !flag || !cnt)
 		return false;
 	b.scratch_cap = cap;
 	return true;
 }
 
-/* Decide and write the segment held[s, e): the marks, then which pairs are left out. */
+static bool
+made(const struct gmt_event *ev)
+{
+	return ev->op == GMT_OP_ALLOC && ev->result == 0 && ev->ptr;
+}
+
+/* Keep pair member @p i and its partner. */
+static void
+keep(size_t i)
+{
+	b.flag[i] &= (uint8_t)~F_ELIDED;
+	if (b.pair[i] >= 0)
+		b.flag[b.pair[i]] &= (uint8_t)~F_ELIDED;
+}
+
+/*
+ * Decide and write the segment held[s, e): the marks, which pairs are left out, then what must
+ * be kept for the replay's temporaries (model.c: a free whose allocation was the last one made
+ * before it): the last allocation of the segment (so that at every cut the replay's last
+ * allocation is the full trace's), and, for a written free, the last allocation before it when
+ * that was left out and the replay would otherwise see the free's own allocation as the last.
+ */
 static void
 segment_finish(size_t s, size_t e)
 {
@@ -419,27 +477,63 @@ segment_finish(size_t s, size_t e)
 	b.cnt[0] = 0;
 	for (size_t i = s; i < e; i++)
 		b.cnt[i - s + 1] = b.cnt[i - s] + !!(b.flag[i] & F_MARK);
-	for (size_t i = s; i < e; i++) {
+	for (size_t i = s; i < e && !b.no_elide; i++) {
 		const struct gmt_event *ev = &b.held[i];
-		if (ev->op != GMT_OP_ALLOC || b.pair[i] < 0 || (b.flag[i] & F_FORCED) || b.no_elide)
+		if (ev->op != GMT_OP_ALLOC || b.pair[i] < 0 || (b.flag[i] & F_FORCED))
 			continue;
 		size_t f = (size_t)b.pair[i];
 		/* marks at i .. f - 1: the allocation was live there */
 		if (b.cnt[f - s] - b.cnt[i - s])
 			continue;
-		if (!site_count(ev, &b.held[f])) {
-			b.no_elide = true;
-			continue;
-		}
 		b.flag[i] |= F_ELIDED;
 		b.flag[f] |= F_ELIDED;
 	}
-	for (size_t i = s; i < e; i++) {
-		if (b.flag[i] & F_ELIDED)
-			b.st.elided++;
-		else
-			b.cfg.emit(&b.held[i]);
+	for (size_t i = e; i-- > s;) {
+		if (made(&b.held[i])) {
+			keep(i);
+			break;
+		}
 	}
+	for (bool changed = true; changed;) {
+		uint64_t last = b.last_alloc_seq, last_written = last;
+		size_t last_i = SIZE_MAX;
+		changed = false;
+		for (size_t i = s; i < e; i++) {
+			const struct gmt_event *ev = &b.held[i];
+			if (made(ev)) {
+				last = ev->seq;
+				last_i = i;
+				if (!(b.flag[i] & F_ELIDED))
+					last_written = last;
+			} else if (ev->op == GMT_OP_FREE && !(b.flag[i] & F_ELIDED) && b.aseq[i] &&
+				   last != b.aseq[i] && last_written == b.aseq[i] &&
+				   last_i != SIZE_MAX) {
+				keep(last_i); /* left out, so the last allocation written was its
+						 own */
+				last_written = last;
+				changed = true;
+			}
+		}
+	}
+	uint64_t last = b.last_alloc_seq;
+	for (size_t i = s; i < e; i++) {
+		const struct gmt_event *ev = &b.held[i];
+		if (made(ev))
+			last = ev->seq;
+		if (!(b.flag[i] & F_ELIDED)) {
+			b.cfg.emit(ev);
+			continue;
+		}
+		b.st.elided++;
+		if (ev->op != GMT_OP_FREE)
+			continue;
+		const struct gmt_event *a = &b.held[b.pair[i]];
+		if (!site_count(a, ev, last == a->seq)) {
+			b.no_elide = true; /* out of memory: the counts of this pair are lost */
+			b.st.lost++;
+		}
+	}
+	b.last_alloc_seq = last;
 	new_segment();
 }
 
@@ -461,6 +555,7 @@ process(size_t p)
 		if (!seg)
 			goto cut;
 		b.pair[i] = -1;
+		b.aseq[i] = 0;
 		b.flag[i] = 0;
 		if (ev->op == GMT_OP_ALLOC && ev->result == 0 && ev->ptr && !ev->requested &&
 		    (k = ekind(ev->kind)) >= 0) {
@@ -473,6 +568,7 @@ process(size_t p)
 			/* what was freed, not what the call implies (cudaFree of managed memory) */
 			device = le->device;
 			tk = le->kind;
+			b.aseq[i] = le->seq;
 			struct pend *pe = pend_find(ev->ptr);
 			if (pe && b.held[pe->idx].seq == le->seq) {
 				partner = (int32_t)pe->idx;
@@ -508,6 +604,8 @@ process(size_t p)
 			if (ev->result != 0)
 				note_failure(ev);
 		}
+		if (made(ev))
+			b.last_alloc_seq = ev->seq;
 		if (!gmt_live_apply(&b.truth, ev))
 			b.no_elide = true;
 		b.cfg.emit(ev);
@@ -583,6 +681,7 @@ gmt_bounded_fini(void)
 {
 	free(b.held);
 	free(b.pair);
+	free(b.aseq);
 	free(b.flag);
 	free(b.cnt);
 	free(b.pend);

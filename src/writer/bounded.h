@@ -39,6 +39,7 @@ struct gmt_bounded_stats {
 	uint64_t elided;  /**< event lines left out (allocations and their frees) */
 	uint64_t late;	  /**< events that reached the writer after a later bucket was cut */
 	uint64_t buckets; /**< buckets cut */
+	uint64_t lost;	  /**< pairs left out but not counted (the writer ran out of memory) */
 };
 
 /** Set up (writer thread); false out of memory (the writer then writes every event). */

@@ -96,12 +96,12 @@ def trailer(path):
     return t[0] if t else {}
 
 
-# What a bounded trace keeps exactly (docs/performance.md, "Runs of days"): every section of the
-# JSON report but the timeline (bucket resolution), churn's temporaries and lifetimes and the
-# size histograms (the elided lines count allocations and bytes per site, not those), and the
-# event counts (what the file holds).
+# What a bounded trace keeps exactly (docs/design.md, "The bounded trace"): every section of the
+# JSON report but the timeline (each segment's maximum is there, an elided allocation is not) and
+# the event counts (what the file holds).
 EXACT = ["peaks", "leaks", "failed", "ledger", "kinds", "leak_sites", "peak_sites",
-         "failed_sites", "range", "oom", "growth", "growth_sites", "tensors"]
+         "failed_sites", "range", "oom", "growth", "growth_sites", "churn", "churn_sites",
+         "fragmentation", "tensors"]
 NOT_EXACT_PROCESS = {"file", "events", "bounded"}
 NOT_EXACT_SUMMARY = {"events"}
 

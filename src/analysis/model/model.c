@@ -1275,7 +1275,9 @@ replay_fini(struct replay *r)
 /*
  * An elided line of a bounded trace: allocations of one site made and freed within one bucket,
  * left out of the file (docs/trace-format.md, "elided"). They never held memory at a moment the
- * report shows exactly (the writer keeps those), so only the traffic counts take them.
+ * report shows exactly (the writer keeps those), so only the traffic counts take them: the
+ * allocations, frees and bytes of the site, its device and kind, the temporaries, the size and
+ * lifetime histograms.
  */
 static void
 replay_elided(struct replay *r, const struct gmt_trace_event *ev)
@@ -1295,6 +1297,17 @@ replay_elided(struct replay *r, const struct gmt_trace_event *ev)
 	st->allocations += ev->offset;
 	st->allocated_bytes += ev->size;
 	st->frees += ev->offset;
+	st->temporaries += ev->free_bytes;
+	st->temporary_bytes += ev->total_bytes;
+	for (uint64_t i = 0; i < ev->requested && ev->handle + i < r->m->trace->nelided_bins; i++) {
+		const struct gmt_trace_elided_bin *bin = &r->m->trace->elided_bins[ev->handle + i];
+		if (bin->lifetime) {
+			st->lifetime[bin->bucket] += (uint32_t)bin->count;
+		} else {
+			d->sizes[ev->kind][bin->bucket].allocations += bin->count;
+			d->sizes[ev->kind][bin->bucket].bytes += bin->bytes;
+		}
+	}
 	d->kinds[ev->kind].allocations += ev->offset;
 	d->allocations += ev->offset;
 	r->m->allocations += ev->offset;

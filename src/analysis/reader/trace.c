@@ -1592,6 +1592,57 @@ read_event(struct reader *r, struct src obj, size_t lineno)
 	return keep_event(r, &ev);
 }
 
+/* An elided line's "sizes" and "lifetimes" into the trace's elided_bins (jansson lines only). */
+static bool
+elided_bins(struct reader *r, struct src obj, size_t lineno, struct gmt_trace_event *ev)
+{
+	struct gmt_trace *t = r->t;
+	static const char *const keys[2] = {GMT_ELIDED_SIZES, GMT_ELIDED_LIFETIMES};
+
+	ev->handle = t->nelided_bins;
+	if (!obj.json)
+		return true;
+	for (int which = 0; which < 2; which++) {
+		json_t *a = json_object_get(obj.json, keys[which]), *e;
+		size_t i;
+
+		if (!a)
+			continue;
+		if (!json_is_array(a)) {
+			bad_line(r, lineno,
+				 "elided line whose \"%s\" is not an array: line skipped",
+				 keys[which]);
+			return false;
+		}
+		json_array_foreach(a, i, e)
+		{
+			json_t *b0 = json_array_get(e, 0), *b1 = json_array_get(e, 1),
+			       *b2 = json_array_get(e, 2);
+			if (!json_is_integer(b0) || !json_is_integer(b1) ||
+			    json_integer_value(b0) < 0 || json_integer_value(b0) >= 64 ||
+			    json_integer_value(b1) < 0 || (which == 0 && !json_is_integer(b2))) {
+				bad_line(r, lineno,
+					 "elided line with a bad \"%s\" entry: line skipped",
+					 keys[which]);
+				t->nelided_bins = ev->handle;
+				return false;
+			}
+			if ((t->nelided_bins & (t->nelided_bins - 1)) == 0 &&
+			    !resize(r, &t->elided_bins, t->nelided_bins ? t->nelided_bins * 2 : 64,
+				    sizeof(*t->elided_bins)))
+				return false;
+			t->elided_bins[t->nelided_bins++] = (struct gmt_trace_elided_bin){
+			    .lifetime = which == 1,
+			    .bucket = (uint8_t)json_integer_value(b0),
+			    .count = (uint64_t)json_integer_value(b1),
+			    .bytes = which == 0 ? (uint64_t)json_integer_value(b2) : 0,
+			};
+		}
+	}
+	ev->requested = t->nelided_bins - ev->handle;
+	return true;
+}
+
 /* An elided line (a bounded trace, format/elided.h) as an event of op ELIDED (trace.h). */
 static bool
 read_elided(struct reader *r, struct src obj, size_t lineno)
@@ -1627,7 +1678,9 @@ read_elided(struct reader *r, struct src obj, size_t lineno)
 		return key_error(r, lineno, GMT_ELIDED_TYPE, "stack", -EINVAL, "an integer");
 	if (err == 0)
 		ev.stack = (uint32_t)u;
-	if (!event_names(r, obj, lineno, &ev))
+	get_u64(obj, GMT_ELIDED_TEMPORARIES, &ev.free_bytes);
+	get_u64(obj, GMT_ELIDED_TEMPORARY_BYTES, &ev.total_bytes);
+	if (!event_names(r, obj, lineno, &ev) || !elided_bins(r, obj, lineno, &ev))
 		return false;
 	r->t->elided_lines++;
 	r->t->elided_allocations += ev.offset;
@@ -2545,6 +2598,7 @@ gmt_trace_free(struct gmt_trace *t)
 	free(t->tracer);
 	free(t->coverage);
 	free(t->coverage_reason);
+	free(t->elided_bins);
 	free(t->torch_version);
 	free(t->torch_backend);
 	free(t->torch_alloc_conf);
