@@ -68,11 +68,20 @@ was_written(uint64_t s)
 	return false;
 }
 
+/* The elided lines written so far, as a C string (the buffer has no terminator of its own). */
+static const char *
+text(void)
+{
+	gmt_buf_append(&out, "", 1);
+	out.len--;
+	return out.data;
+}
+
 static size_t
 count(const char *needle)
 {
 	size_t n = 0;
-	for (const char *p = out.data; p && (p = strstr(p, needle)); p++)
+	for (const char *p = text(); p && (p = strstr(p, needle)); p++)
 		n++;
 	return n;
 }
@@ -94,8 +103,8 @@ plain_churn(void)
 	CHECK(was_written(seq - 1) && was_written(seq));
 	CHECK_EQ_U64(gmt_bounded_stats()->elided, 196);
 	CHECK_EQ_U64(count("\"type\":\"elided\""), 1);
-	CHECK(strstr(out.data, "\"allocations\":98,\"bytes\":401408,\"temporaries\":98"));
-	CHECK(strstr(out.data, "\"sizes\":[[12,98,401408]]"));
+	CHECK(strstr(text(), "\"allocations\":98,\"bytes\":401408,\"temporaries\":98"));
+	CHECK(strstr(text(), "\"sizes\":[[12,98,401408]]"));
 	/* written lines in seq order */
 	for (size_t i = 1; i < nwritten; i++)
 		CHECK(written[i].seq > written[i - 1].seq);
@@ -224,7 +233,7 @@ reuse(void)
 	push(GMT_OP_FREE, 0x2000, 0);
 	gmt_bounded_cut(T0 + seq + 1, true);
 	CHECK_EQ_U64(nwritten, 4);
-	CHECK(strstr(out.data, "\"allocations\":2,\"bytes\":300"));
+	CHECK(strstr(text(), "\"allocations\":2,\"bytes\":300"));
 	/* a free that arrives before its allocation's line (drain order) is sorted into place */
 	start();
 	struct gmt_event a = ev(GMT_OP_ALLOC, 0x7000, 4096), f = ev(GMT_OP_FREE, 0x7000, 0);
