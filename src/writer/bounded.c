@@ -88,6 +88,19 @@ static struct {
 	uint32_t seg_gen[NDEV][NEK];
 	uint16_t touched[NDEV * NEK];
 	size_t ntouched;
+	/* the highest live bytes so far per (device, elidable kind), as the full trace has them */
+	uint64_t all_max[NDEV][NEK];
+	/* a device had events of the other kinds that make up held memory (pool, array, VMM,
+	 * graph, readings): its held bytes are then not its device bytes alone; any: a device
+	 * unknown */
+	bool other_held[NDEV], other_held_any;
+	/* the analyzer's peak layout (model.c capture_peak()): taken at the first event after a
+	 * new peak that may lower what the device holds, again only when the peak grew by more
+	 * than 1% since; the writer keeps those moments too, where it knows held bytes (devices
+	 * without other_held) */
+	uint64_t run_high[NDEV], gaps_bytes[NDEV];
+	bool gaps_valid[NDEV], peak_pending[NDEV];
+	size_t npending;
 	/* the bucket's elided pairs, per site */
 	struct site *sites;
 	size_t nsites, sites_cap;
@@ -468,6 +481,13 @@ segment_finish(size_t s, size_t e)
 		int64_t arg = b.seg_arg[d][k];
 		if (arg < 0)
 			continue;
+		/* a maximum no higher than one before is not a peak of the run; but while a device
+		 * holds other kinds of memory too, its held bytes may peak here anyway */
+		bool higher = b.seg_max[d][k] > b.all_max[d][k];
+		if (higher)
+			b.all_max[d][k] = b.seg_max[d][k];
+		if (!higher && !(k == 0 && (b.other_held[d] || b.other_held_any)))
+			continue;
 		size_t m = (size_t)arg;
 		while (m + 1 < e && b.held[m + 1].op == GMT_OP_ALLOC)
 			m++;
@@ -537,6 +557,87 @@ segment_finish(size_t s, size_t e)
 	new_segment();
 }
 
+/* After a cut event is applied: the highest bytes it left, and whether it is memory of the
+ * other kinds held memory counts (then that device's held peak needs every segment's maximum). */
+static void
+note_cut(const struct gmt_event *ev)
+{
+	int k = ekind(ev->kind);
+	size_t d = dev_index(ev->device);
+
+	if (k >= 0 && b.truth.bytes[d][ev->kind] > b.all_max[d][k])
+		b.all_max[d][k] = b.truth.bytes[d][ev->kind];
+	switch (ev->op) {
+	case GMT_OP_ALLOC:
+	case GMT_OP_FREE:
+	case GMT_OP_RETAIN:
+	case GMT_OP_USAGE:
+		if (ev->result != 0 || (k >= 0 && ev->op == GMT_OP_ALLOC))
+			break;
+		if (ev->device < 0 || ev->device >= GMT_MAX_DEVICES)
+			b.other_held_any = true;
+		else
+			b.other_held[d] = true;
+		break;
+	default: break;
+	}
+}
+
+/* Before event @p i (of the segment from @p s) is applied: the analyzer takes a pending peak's
+ * layout before an event that may lower what a device holds; where it would take it, the moment
+ * before @p i is kept (marked). */
+static void
+peaks_before(size_t i, size_t s, bool seg)
+{
+	const struct gmt_event *ev = &b.held[i];
+
+	if (!b.npending)
+		return;
+	/* model.c replay_event(): frees, resets, retains and readings; markers and block lines
+	 * do not go through it */
+	switch (ev->op) {
+	case GMT_OP_FREE:
+	case GMT_OP_RESET:
+	case GMT_OP_RETAIN:
+	case GMT_OP_USAGE: break;
+	case GMT_OP_ALLOC:
+		if (ev->result == 0 && ev->ptr && gmt_live_peek_alloc(&b.truth, ev))
+			break; /* a reused address: the older allocation ends */
+		return;
+	default: return;
+	}
+	for (size_t d = 0; d < NDEV && b.npending; d++) {
+		if (!b.peak_pending[d])
+			continue;
+		b.peak_pending[d] = false;
+		b.npending--;
+		if (b.gaps_valid[d] && b.run_high[d] <= b.gaps_bytes[d] + b.gaps_bytes[d] / 100)
+			continue;
+		b.gaps_valid[d] = true;
+		b.gaps_bytes[d] = b.run_high[d];
+		if (seg && i > s)
+			b.flag[i - 1] |=
+			    F_MARK; /* at a cut (i == s) every live allocation is kept */
+	}
+}
+
+/* After an event is applied: a new peak of a device whose held bytes are its device bytes. */
+static void
+peaks_after(const struct gmt_event *ev, int32_t device)
+{
+	size_t d = dev_index(device);
+	uint64_t v = b.truth.bytes[d][GMT_KIND_DEVICE];
+
+	if (v <= b.run_high[d])
+		return;
+	b.run_high[d] = v;
+	if (!b.other_held[d] && !b.other_held_any && !b.peak_pending[d]) {
+		b.peak_pending[d] = true;
+		b.npending++;
+	}
+	(void)ev;
+}
+
 /* Process held[0, p) (in seq order). */
 static void
 process(size_t p)
@@ -552,11 +653,14 @@ process(size_t p)
 		int k = -1;
 		uint8_t tk = ev->kind; /* the kind whose bytes change */
 
+		if (seg) {
+			b.pair[i] = -1;
+			b.aseq[i] = 0;
+			b.flag[i] = 0;
+		}
+		peaks_before(i, s, seg);
 		if (!seg)
 			goto cut;
-		b.pair[i] = -1;
-		b.aseq[i] = 0;
-		b.flag[i] = 0;
 		if (ev->op == GMT_OP_ALLOC && ev->result == 0 && ev->ptr && !ev->requested &&
 		    (k = ekind(ev->kind)) >= 0) {
 			if (decides_failure(ev) || !pend_put(ev->ptr, (uint32_t)i))
@@ -583,6 +687,7 @@ process(size_t p)
 		uint64_t before = b.truth.bytes[d][tk];
 		if (!gmt_live_apply(&b.truth, ev))
 			b.no_elide = true;
+		peaks_after(ev, device);
 		uint64_t after = b.truth.bytes[d][tk];
 		if (b.seg_gen[d][k] != b.gen) {
 			b.seg_gen[d][k] = b.gen;
@@ -608,6 +713,8 @@ process(size_t p)
 			b.last_alloc_seq = ev->seq;
 		if (!gmt_live_apply(&b.truth, ev))
 			b.no_elide = true;
+		peaks_after(ev, ev->device);
+		note_cut(ev);
 		b.cfg.emit(ev);
 		s = i + 1;
 	}

@@ -219,6 +219,12 @@ gmt_live_peek_free(const struct gmt_live_table *t, const struct gmt_event *ev)
 	return e && ends(e, ev) ? e : NULL;
 }
 
+const struct gmt_live_entry *
+gmt_live_peek_alloc(const struct gmt_live_table *t, const struct gmt_event *ev)
+{
+	return live_find((struct gmt_live_table *)t, live_key(ev));
+}
+
 size_t
 gmt_live_totals(const struct gmt_live_table *t, struct gmt_live_total *out, size_t max)
 {

@@ -50,6 +50,9 @@ bool gmt_live_apply(struct gmt_live_table *t, const struct gmt_event *ev);
  */
 const struct gmt_live_entry *gmt_live_peek_free(const struct gmt_live_table *t,
 						const struct gmt_event *ev);
+/** The live allocation at @p ev's address or handle (an allocation there: a reuse), or NULL. */
+const struct gmt_live_entry *gmt_live_peek_alloc(const struct gmt_live_table *t,
+						 const struct gmt_event *ev);
 /** Fill up to @p max totals with non-zero (device, kind) rows; returns how many. */
 size_t gmt_live_totals(const struct gmt_live_table *t, struct gmt_live_total *out, size_t max);
 void gmt_live_free(struct gmt_live_table *t);

@@ -170,7 +170,7 @@ failure_decider(void)
 	push(GMT_OP_ALLOC, 0x2000, 16); /* decides the failure: kept */
 	push(GMT_OP_FREE, 0x2000, 0);
 	uint64_t big = seq + 1;
-	push(GMT_OP_ALLOC, 0x3000, 1 << 20); /* the segment's maximum: kept */
+	push(GMT_OP_ALLOC, 0x3000, 2 << 20); /* a new peak: kept */
 	push(GMT_OP_FREE, 0x3000, 0);
 	uint64_t later = seq + 1;
 	push(GMT_OP_ALLOC, 0x4000, 8); /* neither: left out */
