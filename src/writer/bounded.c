@@ -12,19 +12,24 @@
  *   pair       an allocation of the segment and the free, in the same segment, that ends it
  *              (paired as the writer's live table pairs them, in seq order).
  *   mark       for each (device, elidable kind) changed in the segment: the first event at which
- *              its live bytes reach the segment's maximum, moved on to the last event before the
- *              next event that is not an allocation (the replay takes a peak's live set just
- *              before the next event that may lower it, model.c flush_peaks()).
+ *              its live bytes reach the segment's maximum, when that is higher than any before
+ *              (always for device memory on a device that also holds pool, array, VMM or graph
+ *              memory: its held bytes may peak with a lower device maximum), moved on to the last
+ *              event before the next event that is not an allocation (the replay takes a peak's
+ *              live set just before the next event that may lower it, model.c flush_peaks());
+ *              and the moments the analyzer takes a new peak's address layout (1% above the
+ *              last one, model.c capture_peak()), on devices whose held bytes are their device
+ *              bytes.
  *   elided     a pair that no mark falls in (mark >= alloc and mark < free), whose allocation
  *              does not decide an earlier failure's class (model/failures.c: the next attempt on
  *              the device after an out-of-memory, the next success of a refused call). Neither
  *              line is written; the pair counts in its site's `elided` line of the bucket.
  *
  * The replay of what is written holds, at every moment, a subset of what the full trace holds
- * (only whole pairs are left out), so it is never above it; at every segment's first maximum of
- * every measure, and at every cut, it holds the same allocations. The first moment of any
- * maximum over the whole run is the first maximum of its segment, so the replayed peaks are the
- * same bytes, at the same event, with the same live set (sites, counts, layout); markers,
+ * (only whole pairs are left out), so it is never above it; at every mark and at every cut it
+ * holds the same allocations. The first moment of any maximum over the whole run is the first
+ * maximum of its segment and higher than anything before, so it is a mark: the replayed peaks are
+ * the same bytes, at the same event, with the same live set (sites, counts, layout); markers,
  * failures and the end are cuts, so growth, OOM forensics and leaks at exit see what the full
  * trace shows.
  */
