@@ -52,6 +52,9 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+from gpumemtrace import tracefile  # noqa: E402 (.jsonl and .jsonl.zst, the default, alike)
+
 # Defaults per (runtime, mode): N pairs per repetition (2N events must fit in the tracer's ring,
 # 65536 slots by default, so a repetition cannot overflow it), warm-up pairs (enough to go once
 # round the ring, so its pages are touched before timing), and the pause between repetitions
@@ -90,21 +93,27 @@ def real_cudart_dir(explicit):
 
 
 def count_usage(path):
-    with open(path, "rb") as f:
-        return sum(1 for line in f if b'"op":"usage"' in line)
+    return sum(1 for line in tracefile.lines(path) if b'"op":"usage"' in line)
 
 
 def read_trailer(outdir):
     """(path, header, trailer, size) of the one trace file in outdir; trailer None when missing."""
-    files = glob.glob(os.path.join(outdir, "*.jsonl"))
+    files = glob.glob(os.path.join(outdir, "*.jsonl")) + glob.glob(os.path.join(outdir, "*.jsonl.zst"))
     if len(files) != 1:
         return None, None, None, 0
     path = files[0]
     size = os.path.getsize(path)
-    with open(path, "rb") as f:
-        header = json.loads(f.readline())
-        f.seek(max(0, size - 4096))
-        tail = f.read().split(b"\n")
+    if path.endswith(".zst"):
+        header, tail = None, []
+        for line in tracefile.lines(path):
+            header = header or json.loads(line)
+            if line.startswith(b'{"type":"trailer"'):
+                tail = [line]
+    else:
+        with open(path, "rb") as f:
+            header = json.loads(f.readline())
+            f.seek(max(0, size - 4096))
+            tail = f.read().split(b"\n")
     trailer = None
     for line in reversed(tail):
         if line.startswith(b'{"type":"trailer"'):

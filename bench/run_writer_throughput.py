@@ -116,6 +116,8 @@ def main():
     ap.add_argument("--compress", choices=["none", "zstd"], default="none",
                     help="GPUMEMTRACE_COMPRESS (zstd: the writer compresses each flush into a frame)")
     ap.add_argument("--level", type=int, help="GPUMEMTRACE_COMPRESS_LEVEL (default: the tracer's)")
+    ap.add_argument("--stacks", help="GPUMEMTRACE_STACKS (default: the tracer's, all); none makes the "
+                    "producer several times faster, so that it can offer more than the writer takes")
     ap.add_argument("--vary", type=int, default=0,
                     help="SEED: events of varied sizes, addresses and 8 call sites, 64 live per thread, "
                          "as a program makes them (0, the default: one size, one site, alloc then free)")
@@ -133,8 +135,10 @@ def main():
     if args.ring_slots:
         env["GPUMEMTRACE_RING_SLOTS"] = str(args.ring_slots)
     args.zcat = os.path.join(build, "tests", "preload", "gmt-zcat")
+    env["GPUMEMTRACE_COMPRESS"] = args.compress  # named either way: zstd is the tracer's default
+    if args.stacks:
+        env["GPUMEMTRACE_STACKS"] = args.stacks
     if args.compress == "zstd":
-        env["GPUMEMTRACE_COMPRESS"] = "zstd"
         if args.level is not None:
             env["GPUMEMTRACE_COMPRESS_LEVEL"] = str(args.level)
         if not os.path.exists(args.zcat):
@@ -142,7 +146,8 @@ def main():
 
     print(f"writer_throughput: threads={args.threads} seconds={args.seconds} mode={args.mode} "
           f"size={'varied (seed %d)' % args.vary if args.vary else args.size} settle_ms={args.settle_ms} on tests/simcuda, ring {args.ring_slots or 65536} slots, flush 100 ms, "
-          f"compress {args.compress}{'' if args.level is None else ' level %d' % args.level}; "
+          f"compress {args.compress}{'' if args.level is None else ' level %d' % args.level}, "
+          f"stacks {args.stacks or 'default'}; "
           f"{os.cpu_count()} CPUs")
     steps, best, rate = [], None, args.start_rate
     while rate <= args.max_rate:
@@ -174,7 +179,7 @@ def main():
               f"of {raw['offered']:,}")
     print(json.dumps({"bench": "writer_throughput", "threads": args.threads, "seconds": args.seconds,
                       "settle_ms": args.settle_ms, "ring_slots": args.ring_slots or 65536, "tmpdir": args.tmpdir or tempfile.gettempdir(),
-                      "mode": args.mode, "vary": args.vary, "compress": args.compress, "level": args.level, "cpus": os.cpu_count(), "best": best, "raw": raw, "steps": steps}))
+                      "mode": args.mode, "vary": args.vary, "stacks": args.stacks, "compress": args.compress, "level": args.level, "cpus": os.cpu_count(), "best": best, "raw": raw, "steps": steps}))
     sys.exit(0 if best else 1)
 
 

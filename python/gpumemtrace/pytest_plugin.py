@@ -41,6 +41,7 @@ import pytest
 
 import gpumemtrace
 from gpumemtrace import __main__ as _install
+from gpumemtrace import tracefile
 
 # Set in the environment of the re-executed session: the CLI it runs under (also the guard
 # against a second exec). Not a GPUMEMTRACE_ name: the tracer warns about those it does not know.
@@ -162,6 +163,7 @@ class Trace:
         self.outdir = outdir
         self.path = None
         self.offset = 0
+        self.frames = None  # a .jsonl.zst trace's decoder
         self.rest = b""
         self.markers = {}
         self.blocks = {}  # (device, ptr) -> [seq, size, stack, free_seq]
@@ -176,13 +178,16 @@ class Trace:
         except OSError:
             return None
         for name in names:
-            if not (name.startswith("gpumemtrace.") and name.endswith(".jsonl")
+            if not (name.startswith("gpumemtrace.") and name.endswith((".jsonl", ".jsonl.zst"))
                     and (".%d." % pid) in name):
                 continue
             path = os.path.join(self.outdir, name)
             try:
                 with open(path, "rb") as f:
-                    head = json.loads(f.readline() or b"{}")
+                    first = f.read(1 << 20)
+                if path.endswith(".zst"):
+                    first = tracefile.Frames().feed(first)
+                head = json.loads(first.split(b"\n", 1)[0] or b"{}")
                 mtime = os.stat(path).st_mtime
             except (OSError, ValueError):
                 continue
@@ -203,6 +208,10 @@ class Trace:
         except OSError:
             return
         self.offset += len(data)
+        if self.path.endswith(".zst"):
+            if self.frames is None:
+                self.frames = tracefile.Frames()
+            data = self.frames.feed(data)
         lines = (self.rest + data).split(b"\n")
         self.rest = lines.pop()
         for line in lines:

@@ -46,6 +46,9 @@ import os
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+from gpumemtrace import tracefile  # noqa: E402 (.jsonl and .jsonl.zst alike)
+
 KINDS = ["device", "pinned", "registered", "managed", "pool", "array", "vmm_reserve",
          "vmm_physical", "vmm_mapped", "imported", "graph"]
 METRICS = ["allocs", "alloc_bytes", "frees", "free_bytes", "reset_frees", "reset_bytes", "live",
@@ -63,8 +66,11 @@ def load_trace(path, problems=None):
     """Every complete line of a trace file as a dict; a torn or invalid line is a problem."""
     problems = problems if problems is not None else []
     recs = []
-    with open(path, "rb") as f:
-        data = f.read()
+    if path.endswith(".zst"):  # complete frames hold complete lines
+        data = b"".join(line + b"\n" for line in tracefile.lines(path))
+    else:
+        with open(path, "rb") as f:
+            data = f.read()
     lines = data.split(b"\n")
     if lines and lines[-1] == b"":
         lines.pop()
@@ -81,7 +87,8 @@ def load_trace(path, problems=None):
 
 def trace_files(where):
     if os.path.isdir(where):
-        return sorted(glob.glob(os.path.join(where, "*.jsonl")))
+        return sorted(glob.glob(os.path.join(where, "*.jsonl")) +
+                      glob.glob(os.path.join(where, "*.jsonl.zst")))
     return [where]
 
 
@@ -90,8 +97,7 @@ def find_trace(where, pid, problems):
     found = []
     for path in trace_files(where):
         try:
-            with open(path, "rb") as f:
-                head = json.loads(f.readline())
+            head = json.loads(next(tracefile.lines(path), b"{}"))
         except (OSError, ValueError):
             continue
         if pid is None or head.get("pid") == pid:

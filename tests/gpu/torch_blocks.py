@@ -22,6 +22,9 @@ import json
 import os
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+from gpumemtrace import tracefile  # noqa: E402 (.jsonl and .jsonl.zst alike)
+
 KMIN, KSMALL = 512, 1 << 20
 
 
@@ -205,10 +208,11 @@ class Model:
 
 def check(stats_path, tracedir):
     stats = json.load(open(stats_path))
-    files = [os.path.join(tracedir, f) for f in os.listdir(tracedir) if f.endswith(".jsonl")]
+    files = [os.path.join(tracedir, f) for f in os.listdir(tracedir)
+             if f.endswith((".jsonl", ".jsonl.zst"))]
     recs = []
     for f in files:
-        for line in open(f):
+        for line in tracefile.lines(f):
             try:
                 recs.append(json.loads(line))
             except ValueError:

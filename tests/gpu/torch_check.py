@@ -18,6 +18,9 @@ import json
 import os
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+from gpumemtrace import tracefile  # noqa: E402 (.jsonl and .jsonl.zst alike)
+
 
 def mark(label):
     # Markers from Python without a compiler: the tracer's gmt_mark is in the global scope.
@@ -57,7 +60,7 @@ def train(out_path):
 
 
 def replay(path):
-    recs = [json.loads(l) for l in open(path) if l.endswith("\n")]
+    recs = [json.loads(l) for l in tracefile.lines(path)]
     ev = sorted((r for r in recs if r["type"] == "event"), key=lambda r: r["seq"])
     count, live, cur, peak = {}, {}, {}, {}
     for e in ev:
@@ -80,8 +83,9 @@ def replay(path):
 def compare(stats_path, trace_dir):
     did = json.load(open(stats_path))
     st = did["stats"]
-    traces = [p for p in glob.glob(os.path.join(trace_dir, "*.jsonl"))
-              if json.loads(open(p).readline())["pid"] == did["pid"]]
+    traces = [p for p in glob.glob(os.path.join(trace_dir, "*.jsonl")) +
+              glob.glob(os.path.join(trace_dir, "*.jsonl.zst"))
+              if json.loads(next(tracefile.lines(p), b"{}")).get("pid") == did["pid"]]
     if len(traces) != 1:
         print(f"FAIL: expected one trace of pid {did['pid']} in {trace_dir}, found {traces}")
         return 1

@@ -316,7 +316,8 @@ def py_victim(build, src, root, top, cli):
           os.path.realpath(info[0]["module"]).startswith(pydir + "/"),
           "LD_PRELOAD=LIBDIR/libgpumemtrace.so alone: `import gpumemtrace` finds the installed "
           "package (%s %s)" % (info, p.stderr))
-    check(len(glob.glob(os.path.join(out, "*.jsonl"))) == 1, "... and the trace is written")
+    check(len(glob.glob(os.path.join(out, "*.jsonl.zst"))) == 1,
+          "... and the trace is written (compressed, the default)")
 
 
 def tree(build, src):
@@ -491,7 +492,7 @@ def wheel(build, src):
                                                "test_own_failure", "test_peak_over"],
               "pytest --gpumemtrace in the venv (the wheel's entry point): the tests over their "
               "limits fail (%d, %s: %s)" % (p.returncode, failed, (p.stdout + p.stderr)[-2000:]))
-        check(len(glob.glob(os.path.join(top, "pytest-traces", "*.jsonl"))) == 1,
+        check(len(glob.glob(os.path.join(top, "pytest-traces", "*.jsonl.zst"))) == 1,
               "... traced by the wheel's CLI and tracer")
         check("PytestAssertRewriteWarning" not in p.stdout + p.stderr,
               "... and pytest does not warn about the package imported before the plugin")

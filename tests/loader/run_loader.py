@@ -56,7 +56,7 @@ def main():
                             f"{p.stderr.strip()[-300:]}")
             continue
         did = json.loads(p.stdout.strip().splitlines()[-1])
-        traces = glob.glob(os.path.join(out, "*.jsonl"))
+        traces = glob.glob(os.path.join(out, "*.jsonl.zst"))  # the default: compressed
         if len(traces) != 1:
             failures.append(f"run {run}: {len(traces)} trace files, expected 1")
             continue
@@ -73,7 +73,9 @@ def main():
         want = did["allocs"] + did["thread_allocs"]
         if allocs != want:
             failures.append(f"run {run}: the trace has {allocs} allocations, the victim made {want}")
-        mods = [json.loads(l) for l in open(traces[0]) if '"type":"modules"' in l.replace(" ", "")]
+        text = subprocess.run([os.path.join(build, "tests", "preload", "gmt-zcat"), traces[0]],
+                              capture_output=True, text=True, timeout=120).stdout
+        mods = [json.loads(l) for l in text.splitlines() if '"type":"modules"' in l.replace(" ", "")]
         names = {m["path"] for m in mods[-1]["modules"]} if mods else set()
         if not any(n.startswith(libs) for n in names):
             failures.append(f"run {run}: the last modules line lists none of the loaded libraries")

@@ -205,9 +205,21 @@ def have_gpu():
         return False
 
 
+ZCAT_BUILD = None  # the build whose tests/preload/gmt-zcat reads .jsonl.zst traces (main)
+DEFAULT_COMPRESS = False  # --compress default
+
+
 def traces_by_pid(outdir):
+    """{pid: (path, records)}; a .jsonl.zst trace is decompressed next to a temporary copy and
+    its plain path given (the comparisons read and report it)."""
     found = {}
-    for path in sorted(glob.glob(os.path.join(outdir, "*.jsonl"))):
+    paths = sorted(glob.glob(os.path.join(outdir, "*.jsonl")) + glob.glob(os.path.join(outdir, "*.jsonl.zst")))
+    if DEFAULT_COMPRESS and paths:
+        check(all(p.endswith(".jsonl.zst") for p in paths),
+              f"the default writes .jsonl.zst traces: {[os.path.basename(p) for p in paths]}")
+    for path in paths:
+        if path.endswith(".zst"):
+            path, _ = zcat(ZCAT_BUILD, path, tempfile.mkdtemp(prefix="gmt-preload-zcat-"))
         recs = load_trace(path)
         if recs:
             found[recs[0]["pid"]] = (path, recs)
@@ -226,6 +238,9 @@ def main():
                     help="which CUDA's doubles (tests/simcuda, cu12/, cu11/) and victim (victim, victim-cu12, ...)")
     ap.add_argument("--libdir", help="with --runtime real: the directory of the CUDA runtime and CUPTI "
                     "(default $CUDA_HOME/lib64; scripts/gpu-check's cuda12/cuda11 groups use Debian's)")
+    ap.add_argument("--compress", choices=["none", "default"], default="none",
+                    help="none: plain JSON Lines (what the scenarios read); default: the tracer's "
+                    "default, zstd (the traces are decompressed to be read)")
     ap.add_argument("scenario")
     args = ap.parse_args()
     if args.runtime == "real" and not have_gpu():
@@ -234,6 +249,9 @@ def main():
     global runtime
     runtime = args.runtime
     build = os.path.abspath(args.build)
+    global ZCAT_BUILD, DEFAULT_COMPRESS
+    ZCAT_BUILD = build
+    DEFAULT_COMPRESS = args.compress == "default"
     variant = "" if args.cuda == "13" else f"cu{args.cuda}"
     victim = os.path.abspath(args.victim) if args.victim else \
         os.path.join(build, "tests", "preload", "victim" + (f"-{variant}" if variant else ""))
@@ -254,7 +272,11 @@ def main():
         "GPUMEMTRACE_OUTPUT_DIR": outdir,
         "SIMCUDA_MEM_BYTES": "1G",
         "SIMCUDA_DEVICES": "1",
+        # the scenarios read the tracer's lines: plain JSON Lines (the compress* ones choose)
+        "GPUMEMTRACE_COMPRESS": "none",
     })
+    if args.compress == "default":
+        del env["GPUMEMTRACE_COMPRESS"]
     coverage = "full"
     if args.capture == "interpose":
         env["GPUMEMTRACE_CUPTI"] = "0"
@@ -499,7 +521,7 @@ def secure(build, lib, env):
     # (with that "libcupti" nothing is recorded: no LD_PRELOAD, no interposition) and without it
     p = subprocess.run([prog, "basic"], env={k: v for k, v in senv.items() if k != "GPUMEMTRACE_CUPTI_LIB"},
                        cwd=cwd, capture_output=True, text=True, timeout=120)
-    check(len(glob.glob(os.path.join(chosen_dir, "*.jsonl"))) == 1 and not os.listdir(cwd),
+    check(len(glob.glob(os.path.join(chosen_dir, "*.jsonl.zst"))) == 1 and not os.listdir(cwd),
           f"control: the trace goes to GPUMEMTRACE_OUTPUT_DIR ({os.listdir(chosen_dir)}, {p.stderr.strip()})")
     for f in os.listdir(chosen_dir) + os.listdir(cwd):
         for d in (chosen_dir, cwd):
@@ -515,15 +537,16 @@ def secure(build, lib, env):
     check(len(lines) == 1 and "secure-execution" in lines[0] and "GPUMEMTRACE_OUTPUT_DIR" in lines[0]
           and "GPUMEMTRACE_CUPTI_LIB" in lines[0], f"one line says which options were ignored: {lines}")
     check(not os.listdir(chosen_dir), "nothing is written to the GPUMEMTRACE_OUTPUT_DIR a secure process was given")
-    traces = glob.glob(os.path.join(cwd, "*.jsonl"))
+    traces = glob.glob(os.path.join(cwd, "*.jsonl.zst"))  # the default: compressed
     check(len(traces) == 1, f"the trace is in the working directory ({os.listdir(cwd)})")
     dids = [json.loads(l) for l in p.stdout.splitlines() if l.startswith("{")]
     if len(traces) == 1 and dids:
         st = os.stat(traces[0])
         check(st.st_uid == 0 and stat.S_IMODE(st.st_mode) == 0o600,
               f"the trace belongs to the privileged user, readable by it only ({oct(st.st_mode)}, uid {st.st_uid})")
-        recs = load_trace(traces[0])
-        compare(build, dids[0], traces[0], recs, "full")
+        plain, _ = zcat(build, traces[0], tempfile.mkdtemp(prefix="gmt-preload-zcat-"))
+        recs = load_trace(plain)
+        compare(build, dids[0], plain, recs, "full")
     return finish()
 
 
@@ -636,12 +659,14 @@ def zcat(build, path, outdir):
 
 
 def compress(build, victim, env, sc):
-    """GPUMEMTRACE_COMPRESS=zstd: one .jsonl.zst file whose frames decompress to the trace the
+    """GPUMEMTRACE_COMPRESS=zstd (and compress-default: no GPUMEMTRACE_COMPRESS): one .jsonl.zst file whose frames decompress to the trace the
     program made (compared like every scenario's, then reported); killed by SIGKILL after a
     flush, its frames hold every event; without a usable libzstd.so.1, one warning and plain
     JSON Lines."""
     outdir = env["GPUMEMTRACE_OUTPUT_DIR"]
     e = dict(env, GPUMEMTRACE_COMPRESS="zstd")
+    if sc == "compress-default":  # no GPUMEMTRACE_COMPRESS at all: the default is zstd
+        del e["GPUMEMTRACE_COMPRESS"]
     if sc == "compress-nolib":
         e["LD_LIBRARY_PATH"] = os.path.join(build, "tests", "preload", "nozstd") + ":" + e["LD_LIBRARY_PATH"]
     if sc == "compress-sigkill":
@@ -681,6 +706,19 @@ def compress(build, victim, env, sc):
             check(frames and frames[0] >= 1, f"complete frames: {err.strip()}")
             check("zread: truncated" not in err and "corrupt" not in err,
                   f"the file ends after a complete frame: {err.strip()}")
+            # the Python package's reader (gpumemtrace.tracefile) gives the same lines
+            sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+            from gpumemtrace import tracefile
+            with open(path, "rb") as f:
+                want = f.read().splitlines()
+            check(list(tracefile.lines(zst[0])) == want,
+                  "gpumemtrace.tracefile.lines() reads the lines gmt-zcat reads")
+            cut = os.path.join(tempfile.mkdtemp(prefix="gmt-preload-cut-"), "cut.jsonl.zst")
+            with open(zst[0], "rb") as f, open(cut, "wb") as g:
+                g.write(f.read()[:-3])  # inside the last frame
+            got = list(tracefile.lines(cut))
+            check(got and got == want[:len(got)] and len(got) < len(want),
+                  f"... and of a file cut inside its last frame, the lines before it ({len(got)} of {len(want)})")
     check(len(dids) == 1, "the victim reported what it did")
     if path and dids:
         recs = load_trace(path)

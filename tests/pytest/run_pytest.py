@@ -120,11 +120,19 @@ def pytest_run(py, args, env, cwd, timeout=300):
     return p
 
 
+ZCAT = None  # tests/preload/gmt-zcat of the build (main)
+
+
 def traces(outdir):
+    """{path: records} of the traces in outdir: compressed (the default, read through the
+    reader's module, tests/preload/gmt-zcat) or plain."""
     out = {}
-    for path in sorted(glob.glob(os.path.join(outdir, "*.jsonl"))):
-        recs = [json.loads(l) for l in open(path) if l.strip()]
-        out[path] = recs
+    for path in sorted(glob.glob(os.path.join(outdir, "*.jsonl")) +
+                       glob.glob(os.path.join(outdir, "*.jsonl.zst"))):
+        text = open(path).read() if path.endswith(".jsonl") else subprocess.run(
+            [ZCAT, path],
+            capture_output=True, text=True, timeout=120, check=True).stdout
+        out[path] = [json.loads(l) for l in text.splitlines() if l.strip()]
     return out
 
 
@@ -361,6 +369,8 @@ def main():
     ap.add_argument("case", choices=["ctypes", "xdist", "torch", "usage"])
     a = ap.parse_args()
     build, src = os.path.abspath(a.build), os.path.abspath(a.source)
+    global ZCAT
+    ZCAT = os.path.join(build, "tests", "preload", "gmt-zcat")
     return {"ctypes": ctypes_case, "xdist": xdist_case, "torch": torch_case,
             "usage": usage_case}[a.case](build, src)
 

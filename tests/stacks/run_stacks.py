@@ -93,6 +93,7 @@ def run_victim(build, argv, capture, outdir, extra_env=None):
         "LD_PRELOAD": os.path.join(build, "src", "libgpumemtrace.so"),
         "GPUMEMTRACE_OUTPUT_DIR": outdir,
         "GPUMEMTRACE_STACKS": "all",
+        "GPUMEMTRACE_COMPRESS": "none",  # the test reads the tracer's lines
         "SIMCUDA_MEM_BYTES": "1G",
         "SIMCUDA_DEVICES": "1",
         "DEBUGINFOD_URLS": "",

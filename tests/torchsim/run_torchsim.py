@@ -53,12 +53,17 @@ def make_torch(build, source, root, headers=None):
     return root
 
 
-def read_trace(outdir):
-    files = glob.glob(os.path.join(outdir, "*.jsonl"))
+def read_trace(build, outdir):
+    """The records of the one trace in outdir: compressed, as the tracer writes it by default
+    (read through the reader's module, tests/preload/gmt-zcat), or plain."""
+    files = glob.glob(os.path.join(outdir, "*.jsonl")) + glob.glob(os.path.join(outdir, "*.jsonl.zst"))
     if not check(len(files) == 1, f"one trace file (got {len(files)})"):
         return []
+    text = open(files[0]).read() if files[0].endswith(".jsonl") else subprocess.run(
+        [os.path.join(build, "tests", "preload", "gmt-zcat"), files[0]], capture_output=True,
+        text=True, timeout=120, check=True).stdout
     recs = []
-    for n, line in enumerate(open(files[0]), 1):
+    for n, line in enumerate(text.splitlines(), 1):
         if line.strip():
             try:
                 recs.append(json.loads(line))
@@ -157,7 +162,7 @@ def main():
         check(not glob.glob(os.path.join(outdir, "*")), "untraced: no trace written")
         return finish(work)
 
-    recs = read_trace(outdir)
+    recs = read_trace(build, outdir)
     torch_lines = [r for r in recs if r.get("type") == "torch"]
     blocks = [r for r in recs if r.get("type") == "block"]
     events = [r for r in recs if r.get("type") == "event"]

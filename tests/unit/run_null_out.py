@@ -24,7 +24,9 @@ def fail(what):
 
 def run(extra):
     out = tempfile.mkdtemp(prefix="gmt-null-out-")
-    env = dict(os.environ, LD_LIBRARY_PATH=simcuda, GPUMEMTRACE_OUTPUT_DIR=out, **extra)
+    # the test reads the tracer's lines: plain JSON Lines
+    env = dict(os.environ, LD_LIBRARY_PATH=simcuda, GPUMEMTRACE_OUTPUT_DIR=out,
+               GPUMEMTRACE_COMPRESS="none", **extra)
     p = subprocess.run([prog], env=env, capture_output=True, text=True, timeout=60)
     return p, out
 
