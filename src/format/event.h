@@ -28,6 +28,8 @@ enum gmt_op {
 	GMT_OP_BLOCK,  /* a caching allocator's own event (PyTorch bridge): torch_action says which
 			*/
 	GMT_OP_LAYER,  /* the PyTorch layer's status (a "torch" line); layer points to its text */
+	GMT_OP_ELIDED, /* the reader's only: an "elided" line of a bounded trace (format/elided.h)
+			*/
 	GMT_OP_COUNT,
 };
 

@@ -6,6 +6,8 @@
  */
 #include "format/jsonl.h"
 
+#include "format/elided.h"
+
 #include "torch_entry.h"
 
 #include <stdarg.h>
@@ -311,6 +313,10 @@ gmt_jsonl_header(struct gmt_buf *b, const struct gmt_header_info *h)
 	buf_u64(b, h->flush_ms);
 	LIT(b, ",\"snapshot_ms\":");
 	buf_u64(b, h->snapshot_ms);
+	if (h->bounded) {
+		LIT(b, ",\"" GMT_OPT_BOUNDED "\":true,\"" GMT_OPT_BUCKET_MS "\":");
+		buf_u64(b, h->bucket_ms);
+	}
 	LIT(b, "},\"stacks\":{\"native\":");
 	gmt_buf_puts(b, h->stacks_native ? "true" : "false");
 	LIT(b, ",\"python\":");
@@ -695,8 +701,75 @@ gmt_jsonl_snapshot(struct gmt_buf *b,
 }
 
 void
-gmt_jsonl_trailer(
-    struct gmt_buf *b, uint64_t ts, uint64_t events, uint64_t dropped, const char *reason)
+gmt_jsonl_elided(struct gmt_buf *b, const struct gmt_elided_site *s)
+{
+	LIT(b, "{\"type\":\"" GMT_ELIDED_TYPE "\",\"seq\":");
+	buf_u64(b, s->seq);
+	LIT(b, ",\"ts\":");
+	buf_u64(b, s->ts);
+	LIT(b, ",\"api\":\"");
+	gmt_buf_puts(b, gmt_api_name((enum gmt_api)s->api));
+	LIT(b, "\"");
+	if (s->driver) {
+		LIT(b, ",\"driver\":\"");
+		gmt_buf_puts(b, gmt_api_name((enum gmt_api)s->driver));
+		LIT(b, "\"");
+	}
+	LIT(b, ",\"kind\":\"");
+	gmt_buf_puts(b, gmt_kind_name((enum gmt_kind)s->kind));
+	LIT(b, "\",\"device\":");
+	buf_i64(b, s->device);
+	LIT(b, ",\"" GMT_ELIDED_ALLOCATIONS "\":");
+	buf_u64(b, s->allocations);
+	LIT(b, ",\"" GMT_ELIDED_BYTES "\":");
+	buf_u64(b, s->bytes);
+	LIT(b, ",\"" GMT_ELIDED_TEMPORARIES "\":");
+	buf_u64(b, s->temporaries);
+	LIT(b, ",\"" GMT_ELIDED_TEMPORARY_BYTES "\":");
+	buf_u64(b, s->temporary_bytes);
+	if (s->size_allocs) {
+		bool first = true;
+		LIT(b, ",\"" GMT_ELIDED_SIZES "\":[");
+		for (unsigned i = 0; i < GMT_ELIDED_BINS; i++) {
+			if (!s->size_allocs[i])
+				continue;
+			if (!first)
+				LIT(b, ",");
+			first = false;
+			LIT(b, "[");
+			buf_u64(b, i);
+			LIT(b, ",");
+			buf_u64(b, s->size_allocs[i]);
+			LIT(b, ",");
+			buf_u64(b, s->size_bytes[i]);
+			LIT(b, "]");
+		}
+		LIT(b, "]");
+	}
+	if (s->lifetimes) {
+		bool first = true;
+		LIT(b, ",\"" GMT_ELIDED_LIFETIMES "\":[");
+		for (unsigned i = 0; i < GMT_ELIDED_BINS; i++) {
+			if (!s->lifetimes[i])
+				continue;
+			if (!first)
+				LIT(b, ",");
+			first = false;
+			LIT(b, "[");
+			buf_u64(b, i);
+			LIT(b, ",");
+			buf_u64(b, s->lifetimes[i]);
+			LIT(b, "]");
+		}
+		LIT(b, "]");
+	}
+	LIT(b, ",\"stack\":");
+	buf_u64(b, s->stack);
+	LIT(b, "}\n");
+}
+
+static void
+trailer_begin(struct gmt_buf *b, uint64_t ts, uint64_t events, uint64_t dropped)
 {
 	LIT(b, "{\"type\":\"trailer\",\"ts\":");
 	buf_u64(b, ts);
@@ -704,6 +777,35 @@ gmt_jsonl_trailer(
 	buf_u64(b, events);
 	LIT(b, ",\"dropped\":");
 	buf_u64(b, dropped);
+}
+
+void
+gmt_jsonl_trailer_bounded(struct gmt_buf *b,
+			  uint64_t ts,
+			  uint64_t events,
+			  uint64_t dropped,
+			  const char *reason,
+			  uint64_t elided,
+			  uint64_t late,
+			  uint64_t buckets)
+{
+	trailer_begin(b, ts, events, dropped);
+	LIT(b, ",\"" GMT_TRAILER_ELIDED "\":");
+	buf_u64(b, elided);
+	LIT(b, ",\"" GMT_TRAILER_LATE "\":");
+	buf_u64(b, late);
+	LIT(b, ",\"" GMT_TRAILER_BUCKETS "\":");
+	buf_u64(b, buckets);
+	LIT(b, ",\"reason\":");
+	gmt_buf_json_string(b, reason, strlen(reason));
+	LIT(b, "}\n");
+}
+
+void
+gmt_jsonl_trailer(
+    struct gmt_buf *b, uint64_t ts, uint64_t events, uint64_t dropped, const char *reason)
+{
+	trailer_begin(b, ts, events, dropped);
 	LIT(b, ",\"reason\":");
 	gmt_buf_json_string(b, reason, strlen(reason));
 	LIT(b, "}\n");

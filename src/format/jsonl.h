@@ -57,7 +57,25 @@ struct gmt_header_info {
 	const char *stacks_python; /**< CPython minor version whose frames are captured, or NULL */
 	unsigned stacks_depth;
 	bool stacks_interpreter; /**< native stacks go on below the innermost eval frame */
+	bool bounded;		 /**< GPUMEMTRACE_BOUNDED=1 (format/elided.h) */
+	uint64_t bucket_ms;	 /**< its GPUMEMTRACE_BUCKET_MS */
 };
+
+/** An elided line (bounded traces, format/elided.h): a site's allocations left out of a bucket. */
+struct gmt_elided_site {
+	uint64_t seq, ts; /**< of the last free left out */
+	uint32_t stack;
+	uint16_t api, driver; /**< enum gmt_api */
+	uint8_t kind;	      /**< enum gmt_kind */
+	int32_t device;
+	uint64_t allocations, bytes;
+	uint64_t temporaries, temporary_bytes; /**< freed before any other allocation was made */
+	/** by log2 bucket (GMT_ELIDED_BINS): allocations and bytes by size, frees by lifetime (ns);
+	 * NULL: none */
+	const uint64_t *size_allocs, *size_bytes, *lifetimes;
+};
+
+#define GMT_ELIDED_BINS 64
 
 /** Per device and kind totals for snapshot records. */
 struct gmt_live_total {
@@ -100,6 +118,16 @@ void gmt_jsonl_snapshot(struct gmt_buf *b,
 			size_t n_live,
 			const struct gmt_nvml_reading *nvml,
 			size_t n_nvml);
+void gmt_jsonl_elided(struct gmt_buf *b, const struct gmt_elided_site *s);
+/** The trailer of a bounded trace: the plain one's keys and the bounded writer's counts. */
+void gmt_jsonl_trailer_bounded(struct gmt_buf *b,
+			       uint64_t ts,
+			       uint64_t events,
+			       uint64_t dropped,
+			       const char *reason,
+			       uint64_t elided,
+			       uint64_t late,
+			       uint64_t buckets);
 void gmt_jsonl_trailer(
     struct gmt_buf *b, uint64_t ts, uint64_t events, uint64_t dropped, const char *reason);
 

@@ -103,6 +103,7 @@ gmt_op_name(enum gmt_op op)
 	case GMT_OP_USAGE: return "usage";
 	case GMT_OP_BLOCK: return "block";
 	case GMT_OP_LAYER: return "layer";
+	case GMT_OP_ELIDED: return "elided";
 	case GMT_OP_NONE:
 	case GMT_OP_COUNT: break;
 	}

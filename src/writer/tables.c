@@ -207,6 +207,24 @@ gmt_live_apply(struct gmt_live_table *t, const struct gmt_event *ev)
 	}
 }
 
+const struct gmt_live_entry *
+gmt_live_peek_free(const struct gmt_live_table *t, const struct gmt_event *ev)
+{
+	if (ev->op != GMT_OP_FREE || ev->result != 0 ||
+	    (ev->kind == GMT_KIND_VMM_MAPPED && ev->size) ||
+	    ev->api == GMT_API_cuDestroyExternalMemory ||
+	    ev->api == GMT_API_cudaDestroyExternalMemory)
+		return NULL;
+	const struct gmt_live_entry *e = live_find((struct gmt_live_table *)t, live_key(ev));
+	return e && ends(e, ev) ? e : NULL;
+}
+
+const struct gmt_live_entry *
+gmt_live_peek_alloc(const struct gmt_live_table *t, const struct gmt_event *ev)
+{
+	return live_find((struct gmt_live_table *)t, live_key(ev));
+}
+
 size_t
 gmt_live_totals(const struct gmt_live_table *t, struct gmt_live_total *out, size_t max)
 {

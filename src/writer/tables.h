@@ -43,6 +43,16 @@ struct gmt_live_table {
  * allocation failure.
  */
 bool gmt_live_apply(struct gmt_live_table *t, const struct gmt_event *ev);
+/**
+ * The allocation a plain free @p ev (one address or handle, not a range, not external memory)
+ * would end now, as gmt_live_apply() would pair it; NULL when none or when @p ev is not such a
+ * free. For the bounded writer (bounded.c), which pairs frees with allocations before writing.
+ */
+const struct gmt_live_entry *gmt_live_peek_free(const struct gmt_live_table *t,
+						const struct gmt_event *ev);
+/** The live allocation at @p ev's address or handle (an allocation there: a reuse), or NULL. */
+const struct gmt_live_entry *gmt_live_peek_alloc(const struct gmt_live_table *t,
+						 const struct gmt_event *ev);
 /** Fill up to @p max totals with non-zero (device, kind) rows; returns how many. */
 size_t gmt_live_totals(const struct gmt_live_table *t, struct gmt_live_total *out, size_t max);
 void gmt_live_free(struct gmt_live_table *t);

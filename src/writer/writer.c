@@ -18,6 +18,7 @@
 #include "format/jsonl.h"
 #include "gmt-config.h"
 #include "util/log.h"
+#include "writer/bounded.h"
 #include "writer/modules.h"
 #include "writer/nvml.h"
 #include "writer/tables.h"
@@ -48,6 +49,7 @@ struct writer {
 	uint64_t last_seq;
 	_Atomic bool failed; /* also set by the compressor thread */
 	bool zstd;	     /* GPUMEMTRACE_COMPRESS=zstd, libzstd loaded: each flush is a frame */
+	bool bounded;	     /* GPUMEMTRACE_BOUNDED=1: events go through bounded.c */
 	struct gmt_zsink zs;
 	struct {
 		pthread_t thread;
@@ -412,6 +414,8 @@ open_and_write_header(void)
 	    .stacks_python = w.python = w.cfg.python_version ? w.cfg.python_version() : NULL,
 	    .stacks_depth = w.cfg.stacks_depth,
 	    .stacks_interpreter = w.cfg.stacks_interpreter,
+	    .bounded = w.bounded,
+	    .bucket_ms = w.cfg.opts->bucket_ms,
 	};
 	gmt_jsonl_header(&w.out, &h);
 	flush_out();
@@ -503,19 +507,55 @@ write_stack(uint32_t id)
 	flag_test_set(&w.stack_written, &w.stack_written_cap, id);
 }
 
+/* One event's line (the bounded writer writes the events it keeps through this too). */
 static void
-write_event(const struct gmt_event *ev)
+write_line(const struct gmt_event *ev)
 {
 	if (ev->op != GMT_OP_MARKER && ev->stack)
 		write_stack(ev->stack);
-	if (!gmt_live_apply(&w.live, ev))
-		gmt_warn("out of memory in the writer; snapshots may be incomplete");
 	gmt_jsonl_event(&w.out, ev, ev->stack);
 	if (ev->op == GMT_OP_LAYER)
 		gmt_torch_layer_free(ev->layer);
 	w.events_written++;
 	if (ev->seq > w.last_seq)
 		w.last_seq = ev->seq;
+}
+
+static void
+write_event(const struct gmt_event *ev)
+{
+	if (!gmt_live_apply(&w.live, ev))
+		gmt_warn("out of memory in the writer; snapshots may be incomplete");
+	if (w.bounded)
+		gmt_bounded_push(ev); /* written, or counted, when its bucket ends */
+	else
+		write_line(ev);
+}
+
+// --- bounded mode (bounded.h) -------------------------------------------------------------------
+
+static void
+bounded_start(void)
+{
+	struct gmt_bounded_config cfg = {
+	    .bucket_ns = w.cfg.opts->bucket_ms * 1000000ULL,
+	    .max_events = (size_t)w.cfg.opts->bucket_events,
+	    .out = &w.out,
+	    .emit = write_line,
+	    .stack = write_stack,
+	};
+	w.bounded = w.cfg.opts->bounded && gmt_bounded_init(&cfg);
+}
+
+/* End the bucket (@p force: everything held, also past a missing seq). */
+static void
+bounded_cut(bool force)
+{
+	if (!w.bounded)
+		return;
+	uint64_t upto = gmt_bounded_cut(now_ns(CLOCK_MONOTONIC), force);
+	if (upto > w.last_seq)
+		w.last_seq = upto; /* a snapshot next is at the cut */
 }
 
 /* Drain up to BATCH_MAX events, order them by seq (producers commit out of order) and format them.
@@ -553,6 +593,7 @@ writer_main(void *arg)
 	(void)arg;
 	if (w.cfg.thread_init)
 		w.cfg.thread_init();
+	bounded_start();
 	if (!open_and_write_header()) {
 		if (w.zp.running)
 			compressor_stop();
@@ -568,19 +609,34 @@ writer_main(void *arg)
 		/* Objects loaded and unloaded get a modules line within a loop (~1 ms), so that a
 		 * library unloaded after its stacks were captured is still in an earlier line. */
 		uint64_t requested = atomic_load_explicit(&modules_requested, memory_order_acquire);
-		if (w.cfg.stacks_native && gmt_modules_changed())
+		if (w.cfg.stacks_native && gmt_modules_changed()) {
+			bounded_cut(true); /* the stacks held, before the objects change */
 			gmt_modules_write(&w.out, w.last_seq);
+		}
 		size_t n = drain_batch();
 		if (requested != atomic_load_explicit(&modules_done, memory_order_relaxed)) {
 			/* a dlclose waits: everything pushed before it, with its stacks, now */
 			while (drain_batch() == BATCH_MAX)
 				;
+			bounded_cut(true);
 			flush_out();
 			atomic_store_explicit(&modules_done, requested, memory_order_release);
 		}
 		uint64_t now = now_ns(CLOCK_MONOTONIC);
 
-		if (snap_ns && now - last_snap >= snap_ns) {
+		if (w.bounded) {
+			/* snapshots at bucket ends only, where the written lines replay exactly */
+			uint64_t every = snap_ns > w.cfg.opts->bucket_ms * 1000000ULL
+					     ? snap_ns
+					     : w.cfg.opts->bucket_ms * 1000000ULL;
+			bool snap = snap_ns && now - last_snap >= every;
+			if (snap || gmt_bounded_due(now))
+				bounded_cut(false);
+			if (snap) {
+				write_snapshot();
+				last_snap = now;
+			}
+		} else if (snap_ns && now - last_snap >= snap_ns) {
 			write_snapshot();
 			last_snap = now;
 		}
@@ -609,9 +665,19 @@ writer_main(void *arg)
 		nanosleep(&ts, NULL);
 	}
 	drain_batch();
+	bounded_cut(true);
 	write_snapshot();
-	gmt_jsonl_trailer(&w.out, now_ns(CLOCK_MONOTONIC), w.events_written,
-			  atomic_load_explicit(w.cfg.dropped, memory_order_relaxed), "exit");
+	if (w.bounded) {
+		const struct gmt_bounded_stats *bs = gmt_bounded_stats();
+		gmt_jsonl_trailer_bounded(&w.out, now_ns(CLOCK_MONOTONIC), w.events_written,
+					  atomic_load_explicit(w.cfg.dropped, memory_order_relaxed),
+					  "exit", bs->elided, bs->late, bs->buckets);
+		gmt_bounded_fini();
+	} else {
+		gmt_jsonl_trailer(&w.out, now_ns(CLOCK_MONOTONIC), w.events_written,
+				  atomic_load_explicit(w.cfg.dropped, memory_order_relaxed),
+				  "exit");
+	}
 	flush_all();
 	close(w.fd);
 	w.fd = -1;

@@ -1272,9 +1272,55 @@ replay_fini(struct replay *r)
 	free(r->site_index);
 }
 
+/*
+ * An elided line of a bounded trace: allocations of one site made and freed within one bucket,
+ * left out of the file (docs/trace-format.md, "elided"). They never held memory at a moment the
+ * report shows exactly (the writer keeps those), so only the traffic counts take them: the
+ * allocations, frees and bytes of the site, its device and kind, the temporaries, the size and
+ * lifetime histograms.
+ */
+static void
+replay_elided(struct replay *r, const struct gmt_trace_event *ev)
+{
+	struct gmt_live l = {.stack = ev->stack,
+			     .api = ev->api,
+			     .driver = ev->driver,
+			     .kind = ev->kind,
+			     .device = ev->device};
+	struct gmt_device_stats *d;
+	uint32_t site;
+
+	if (r->phase != PHASE_INSIDE || !(d = device_get(r, ev->device)) ||
+	    (site = site_of(r, &l)) == UINT32_MAX)
+		return;
+	struct gmt_site_stats *st = &r->m->sites[site];
+	st->allocations += ev->offset;
+	st->allocated_bytes += ev->size;
+	st->frees += ev->offset;
+	st->temporaries += ev->free_bytes;
+	st->temporary_bytes += ev->total_bytes;
+	for (uint64_t i = 0; i < ev->requested && ev->handle + i < r->m->trace->nelided_bins; i++) {
+		const struct gmt_trace_elided_bin *bin = &r->m->trace->elided_bins[ev->handle + i];
+		if (bin->lifetime) {
+			st->lifetime[bin->bucket] += (uint32_t)bin->count;
+		} else {
+			d->sizes[ev->kind][bin->bucket].allocations += bin->count;
+			d->sizes[ev->kind][bin->bucket].bytes += bin->bytes;
+		}
+	}
+	d->kinds[ev->kind].allocations += ev->offset;
+	d->allocations += ev->offset;
+	r->m->allocations += ev->offset;
+	r->m->frees += ev->offset;
+}
+
 static void
 replay_event(struct replay *r, const struct gmt_trace_event *ev)
 {
+	if (ev->op == GMT_OP_ELIDED) { /* changes nothing live: no peak is taken before it */
+		replay_elided(r, ev);
+		return;
+	}
 	/* an allocation only raises what a device holds (a reused address takes care of itself) */
 	if (ev->op != GMT_OP_ALLOC)
 		flush_peaks(r);
@@ -1693,5 +1739,6 @@ gmt_device_active(const struct gmt_device_stats *d)
 uint64_t
 gmt_model_events(const struct gmt_model *m)
 {
-	return m->trace->nevents + m->trace->nmarkers; /* block lines are events */
+	/* block lines are events; elided lines (bounded traces) count what is not in the file */
+	return m->trace->nevents - m->trace->elided_lines + m->trace->nmarkers;
 }

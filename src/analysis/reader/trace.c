@@ -13,6 +13,7 @@
 #include "analysis/reader/input.h"
 #include "analysis/reader/reorder.h"
 #include "analysis/reader/snapshot.h"
+#include "format/elided.h"
 #include "torch_entry.h"
 #include "util/alloc.h"
 #include "util/esc.h"
@@ -524,6 +525,11 @@ read_header(struct reader *r, json_t *obj, size_t lineno)
 	a = json_object_get(obj, "argv");
 	read_strings(r, a, &t->argv, &t->argc);
 	read_stacks_info(r, json_object_get(obj, "stacks"));
+	json_t *opts = json_object_get(obj, "options");
+	if (json_is_object(opts) && json_is_true(json_object_get(opts, GMT_OPT_BOUNDED))) {
+		t->bounded = true;
+		get_u64(JS(opts), GMT_OPT_BUCKET_MS, &t->bucket_ms);
+	}
 	rank = json_object_get(obj, "rank");
 	if (json_is_object(rank)) {
 		t->has_rank = true;
@@ -1586,6 +1592,101 @@ read_event(struct reader *r, struct src obj, size_t lineno)
 	return keep_event(r, &ev);
 }
 
+/* An elided line's "sizes" and "lifetimes" into the trace's elided_bins (jansson lines only). */
+static bool
+elided_bins(struct reader *r, struct src obj, size_t lineno, struct gmt_trace_event *ev)
+{
+	struct gmt_trace *t = r->t;
+	static const char *const keys[2] = {GMT_ELIDED_SIZES, GMT_ELIDED_LIFETIMES};
+
+	ev->handle = t->nelided_bins;
+	if (!obj.json)
+		return true;
+	for (int which = 0; which < 2; which++) {
+		json_t *a = json_object_get(obj.json, keys[which]), *e;
+		size_t i;
+
+		if (!a)
+			continue;
+		if (!json_is_array(a)) {
+			bad_line(r, lineno,
+				 "elided line whose \"%s\" is not an array: line skipped",
+				 keys[which]);
+			return false;
+		}
+		json_array_foreach(a, i, e)
+		{
+			json_t *b0 = json_array_get(e, 0), *b1 = json_array_get(e, 1),
+			       *b2 = json_array_get(e, 2);
+			if (!json_is_integer(b0) || !json_is_integer(b1) ||
+			    json_integer_value(b0) < 0 || json_integer_value(b0) >= 64 ||
+			    json_integer_value(b1) < 0 || (which == 0 && !json_is_integer(b2))) {
+				bad_line(r, lineno,
+					 "elided line with a bad \"%s\" entry: line skipped",
+					 keys[which]);
+				t->nelided_bins = ev->handle;
+				return false;
+			}
+			if ((t->nelided_bins & (t->nelided_bins - 1)) == 0 &&
+			    !resize(r, &t->elided_bins, t->nelided_bins ? t->nelided_bins * 2 : 64,
+				    sizeof(*t->elided_bins)))
+				return false;
+			t->elided_bins[t->nelided_bins++] = (struct gmt_trace_elided_bin){
+			    .lifetime = which == 1,
+			    .bucket = (uint8_t)json_integer_value(b0),
+			    .count = (uint64_t)json_integer_value(b1),
+			    .bytes = which == 0 ? (uint64_t)json_integer_value(b2) : 0,
+			};
+		}
+	}
+	ev->requested = t->nelided_bins - ev->handle;
+	return true;
+}
+
+/* An elided line (a bounded trace, format/elided.h) as an event of op ELIDED (trace.h). */
+static bool
+read_elided(struct reader *r, struct src obj, size_t lineno)
+{
+	struct gmt_trace_event ev = {.line = (uint32_t)lineno, .device = -1, .op = GMT_OP_ELIDED};
+	const char *kind;
+	long long v;
+	uint64_t u;
+	int err;
+
+	if ((err = get_u64(obj, "seq", &ev.seq)))
+		return key_error(r, lineno, GMT_ELIDED_TYPE, "seq", err, "an integer");
+	if ((err = get_u64(obj, "ts", &ev.ts)))
+		return key_error(r, lineno, GMT_ELIDED_TYPE, "ts", err, "an integer");
+	if ((err = get_i64(obj, "device", &v)) || v < INT32_MIN || v > INT32_MAX)
+		return key_error(r, lineno, GMT_ELIDED_TYPE, "device", err ? err : -EINVAL,
+				 "an integer");
+	ev.device = (int32_t)v;
+	if ((err = get_str(obj, "kind", &kind)))
+		return key_error(r, lineno, GMT_ELIDED_TYPE, "kind", err, "a string");
+	ev.kind = (uint8_t)gmt_kind_parse(kind);
+	if (ev.kind == GMT_TK_NONE || gmt_kind_is_reading((enum gmt_tkind)ev.kind)) {
+		bad_line(r, lineno, "elided line with kind \"%s\": line skipped", gmt_esc(kind));
+		return false;
+	}
+	if ((err = get_u64(obj, GMT_ELIDED_ALLOCATIONS, &ev.offset)))
+		return key_error(r, lineno, GMT_ELIDED_TYPE, GMT_ELIDED_ALLOCATIONS, err,
+				 "an integer");
+	if ((err = get_u64(obj, GMT_ELIDED_BYTES, &ev.size)))
+		return key_error(r, lineno, GMT_ELIDED_TYPE, GMT_ELIDED_BYTES, err, "an integer");
+	err = get_u64(obj, "stack", &u);
+	if (err == -EINVAL || (err == 0 && u > UINT32_MAX))
+		return key_error(r, lineno, GMT_ELIDED_TYPE, "stack", -EINVAL, "an integer");
+	if (err == 0)
+		ev.stack = (uint32_t)u;
+	get_u64(obj, GMT_ELIDED_TEMPORARIES, &ev.free_bytes);
+	get_u64(obj, GMT_ELIDED_TEMPORARY_BYTES, &ev.total_bytes);
+	if (!event_names(r, obj, lineno, &ev) || !elided_bins(r, obj, lineno, &ev))
+		return false;
+	r->t->elided_lines++;
+	r->t->elided_allocations += ev.offset;
+	return keep_event(r, &ev);
+}
+
 /* A block line (the PyTorch layer's, docs/trace-format.md "block") as an event of op BLOCK
  * (trace.h says which field holds what); it is stored and streamed with the events, in seq order.
  */
@@ -1868,6 +1969,8 @@ read_trailer(struct reader *r, json_t *obj, size_t lineno)
 		see_ts(r, ts);
 	t->complete = true;
 	t->trailer_events = events;
+	get_u64(JS(obj), GMT_TRAILER_ELIDED, &t->trailer_elided);
+	get_u64(JS(obj), GMT_TRAILER_LATE, &t->bounded_late);
 	t->dropped = dropped;
 	return true;
 }
@@ -1930,9 +2033,9 @@ read_line_fast(struct reader *r, const char *buf, size_t len, size_t lineno)
 static bool
 known_type(const char *type)
 {
-	static const char *const types[] = {"header",	"event",   "stack",   "marker",
-					    "snapshot", "trailer", "modules", "pycode",
-					    "pyinfo",	"torch",   "block",   NULL};
+	static const char *const types[] = {
+	    "header", "event",	"stack", "marker", "snapshot",	    "trailer", "modules",
+	    "pycode", "pyinfo", "torch", "block",  GMT_ELIDED_TYPE, NULL};
 
 	for (size_t i = 0; types[i]; i++)
 		if (strcmp(type, types[i]) == 0)
@@ -2001,6 +2104,8 @@ read_line(struct reader *r, const char *buf, size_t len, size_t lineno)
 		used = content = read_block(r, JS(obj), lineno);
 	else if (strcmp(type, "torch") == 0)
 		used = read_torch(r, obj, lineno);
+	else if (strcmp(type, GMT_ELIDED_TYPE) == 0)
+		used = content = read_elided(r, JS(obj), lineno);
 	/* Other types are ignored without a word: adding a line type is not a format change. */
 	if (used)
 		r->usable++;
@@ -2493,6 +2598,7 @@ gmt_trace_free(struct gmt_trace *t)
 	free(t->tracer);
 	free(t->coverage);
 	free(t->coverage_reason);
+	free(t->elided_bins);
 	free(t->torch_version);
 	free(t->torch_backend);
 	free(t->torch_alloc_conf);

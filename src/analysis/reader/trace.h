@@ -76,6 +76,22 @@ struct gmt_trace_event {
  * GMT_TRACE_NO_STRING.
  */
 
+/** One entry of an elided line's `sizes` (lifetime false) or `lifetimes` (true). */
+struct gmt_trace_elided_bin {
+	bool lifetime;
+	uint8_t bucket; /**< log2 of the size in bytes, or of the lifetime in ns */
+	uint64_t count; /**< allocations, or frees */
+	uint64_t bytes; /**< sizes only */
+};
+
+/*
+ * An `elided` line (a bounded trace: allocations of one call site left out of one bucket, with
+ * their frees) is an event of op GMT_OP_ELIDED: `size` the bytes, `offset` the allocations,
+ * `free_bytes` and `total_bytes` the temporaries and their bytes, `handle` the first of its
+ * `requested` entries in the trace's elided_bins; `kind`, `device`, `api`, `driver` and `stack`
+ * the site's; `seq` and `ts` the last free's.
+ */
+
 /** One device's NVML reading in a snapshot line (its "nvml" array). */
 struct gmt_trace_nvml {
 	uint64_t ts;  /**< the snapshot's */
@@ -232,8 +248,18 @@ struct gmt_trace {
 				      ends mid-line at a block boundary, or its file system is full):
 				      the process may have run on, untraced */
 	uint64_t trailer_events; /**< valid when complete */
-	uint64_t dropped;	 /**< trailer "dropped", else the largest snapshot "dropped" */
-	uint64_t last_ts;	 /**< largest ts of any line: where the trace ends */
+	/* bounded traces (GPUMEMTRACE_BOUNDED=1, format/elided.h) */
+	bool bounded;	       /**< header options.bounded */
+	uint64_t bucket_ms;    /**< header options.bucket_ms */
+	uint64_t elided_lines; /**< elided lines read (events of op GMT_OP_ELIDED, in nevents) */
+	uint64_t elided_allocations; /**< allocations they count (each with its free) */
+	uint64_t trailer_elided;     /**< trailer "elided": event lines left out */
+	uint64_t bounded_late;	     /**< trailer "late": events the writer got after their cut */
+	struct gmt_trace_elided_bin
+	    *elided_bins; /**< the elided lines' histograms, in file order */
+	size_t nelided_bins;
+	uint64_t dropped; /**< trailer "dropped", else the largest snapshot "dropped" */
+	uint64_t last_ts; /**< largest ts of any line: where the trace ends */
 	bool have_ts;
 
 	struct gmt_trace_event *events; /**< sorted by seq once read */

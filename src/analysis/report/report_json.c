@@ -386,6 +386,15 @@ process_json(const struct gmt_model *m)
 	json_object_set_new(p, GMT_RK_COMPLETE, json_boolean(t->complete));
 	json_object_set_new(p, "events", jint(gmt_model_events(m)));
 	json_object_set_new(p, GMT_RK_DROPPED, jint(t->dropped));
+	if (t->bounded) { /* only in a bounded trace (docs/report-json.md) */
+		json_t *bo = json_object();
+		json_object_set_new(bo, "bucket_ms", jint(t->bucket_ms));
+		json_object_set_new(bo, "elided_events", jint(t->trailer_elided));
+		json_object_set_new(bo, "elided_allocations", jint(t->elided_allocations));
+		json_object_set_new(bo, "elided_lines", jint(t->elided_lines));
+		json_object_set_new(bo, "late_events", jint(t->bounded_late));
+		json_object_set_new(p, "bounded", bo);
+	}
 	json_object_set_new(p, GMT_RK_END_TIME_S, t->have_ts ? jtime(t, t->last_ts) : json_null());
 	json_object_set_new(p, GMT_RK_ALLOCATIONS, jint(m->allocations));
 	json_object_set_new(p, "frees", jint(m->frees));

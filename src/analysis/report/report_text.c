@@ -138,6 +138,33 @@ print_process_row(FILE *out, const struct gmt_model *m)
 	fprintf(out, "  [%s]\n", cmd);
 }
 
+/* Bounded traces (GPUMEMTRACE_BOUNDED=1): what they left out, and what that changes. */
+static void
+print_bounded(FILE *out, struct gmt_model *const *models, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		const struct gmt_trace *t = models[i]->trace;
+		char pid[64];
+
+		if (!t->bounded)
+			continue;
+		gmt_text_process_name(t, pid, sizeof(pid));
+		fprintf(out,
+			"bounded trace%s%s (GPUMEMTRACE_BOUNDED=1): %" PRIu64
+			" allocations made and freed within a bucket were left out and counted per "
+			"site (buckets of %" PRIu64 " ms); peaks, leaks, growth, OOM forensics and "
+			"allocation counts are exact, the timeline shows only what was written\n",
+			n > 1 ? " of pid " : "", n > 1 ? pid : "", t->elided_allocations,
+			t->bucket_ms);
+		if (t->bounded_late)
+			fprintf(out,
+				"  note: %" PRIu64
+				" events reached the writer after their bucket was "
+				"cut: the peaks may not be exact\n",
+				t->bounded_late);
+	}
+}
+
 // --- coverage: what the traces could see --------------------------------------------------------
 
 static bool
@@ -833,6 +860,7 @@ gmt_report_text(FILE *out,
 		gmt_text_plural(n, "process", "processes"), tot.events, tot.dropped);
 	if (n)
 		print_coverage(out, models, n);
+	print_bounded(out, models, n);
 	print_warnings(out, models, n, &tot);
 	if (n > 1) {
 		fprintf(out, "processes:\n");

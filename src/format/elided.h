@@ -1,0 +1,35 @@
+/*
+ * @brief The names of the bounded trace's own keys (docs/trace-format.md, "elided", and the
+ * header's and trailer's bounded keys): one definition for the writer (format/jsonl.c) and the
+ * reader (analysis/reader/trace.c). The other keys of an elided line are an event's (seq, ts,
+ * device, kind, api, driver, stack), with the same meanings.
+ */
+#ifndef GMT_FORMAT_ELIDED_H
+#define GMT_FORMAT_ELIDED_H
+
+/** line type: allocations of one call site left out of one bucket, with their frees */
+#define GMT_ELIDED_TYPE "elided"
+/** elided: how many allocations (each with its free: twice as many event lines) */
+#define GMT_ELIDED_ALLOCATIONS "allocations"
+/** elided: their granted bytes in all */
+#define GMT_ELIDED_BYTES "bytes"
+/** elided: of them, freed before any other allocation of the process was made */
+#define GMT_ELIDED_TEMPORARIES "temporaries"
+#define GMT_ELIDED_TEMPORARY_BYTES "temporary_bytes"
+/** elided: [[b, allocations, bytes], ...]: allocations of 2^b <= size < 2^(b+1) bytes (b 0: also 0)
+ */
+#define GMT_ELIDED_SIZES "sizes"
+/** elided: [[b, frees], ...]: lifetimes of 2^b <= ns < 2^(b+1) (b 0: also 0) */
+#define GMT_ELIDED_LIFETIMES "lifetimes"
+/** header options: true in a bounded trace (absent otherwise) */
+#define GMT_OPT_BOUNDED "bounded"
+/** header options: GPUMEMTRACE_BUCKET_MS of a bounded trace */
+#define GMT_OPT_BUCKET_MS "bucket_ms"
+/** trailer: event lines left out (the trailer's `events` counts the lines written) */
+#define GMT_TRAILER_ELIDED "elided"
+/** trailer: events that reached the writer after a later bucket was cut (exactness not assured) */
+#define GMT_TRAILER_LATE "late"
+/** trailer: buckets cut */
+#define GMT_TRAILER_BUCKETS "buckets"
+
+#endif

@@ -1,0 +1,335 @@
+#!/usr/bin/env python3
+"""The bounded trace (GPUMEMTRACE_BOUNDED=1), on tests/simcuda under the real tracer.
+
+    run_bounded.py --build DIR --source DIR CASE
+
+same-*    one event stream in both modes: a program is traced in the default mode, and the
+          tracer's own bounded writer, run offline on that trace (tests/bounded/rebound.c), makes
+          the bounded trace of the same events. The two reports must give the same peaks (bytes,
+          time, kinds, the sites at the peak), leaks at exit, failed allocations and their OOM
+          forensics, growth across markers, allocation counts, the NVML ledger, the tensor level
+          where there are block lines, and the same `check` verdicts; the bounded trace must be
+          smaller and must have left events out (a test that cannot fail is not a test).
+          same-churn also traces the churn program under the tracer in bounded mode and checks
+          the figures a second run shares (allocations, leaks, peak bytes) against the program's
+          own counts and the default run.
+threads   4 threads of churn in bounded mode, 2 ms buckets: the trailer's counts add up, every
+          allocation is counted (written or elided), the leaks are the program's, no event late.
+size      the size of a bounded trace grows with its buckets, not with its events: its bucket lines
+          grow linearly with time at the same bucket length (2 s more add about twice what 1 s
+          more adds), ten times the rate at the same time gives nearly the same; the default
+          mode's trace is at least 20 times larger; prints the figures docs/performance.md
+          quotes.
+"""
+import argparse
+import glob
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+failures = []
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+        print("FAIL:", what)
+    return cond
+
+
+class Env:
+    def __init__(self, build, source, work):
+        self.build, self.source, self.work = build, source, work
+        self.cli = os.path.join(build, "tools", "gpumemtrace")
+        self.n = 0
+
+    def env(self, extra):
+        e = {k: v for k, v in os.environ.items() if not k.startswith("GPUMEMTRACE_")}
+        e.update({
+            "LD_LIBRARY_PATH": os.path.join(self.build, "tests", "simcuda"),
+            "LD_PRELOAD": os.path.join(self.build, "src", "libgpumemtrace.so"),
+            "GPUMEMTRACE_COMPRESS": "none",  # sizes and lines are the JSON Lines' own
+            "SIMCUDA_MEM_BYTES": "4G",
+        })
+        e.update(extra)
+        return e
+
+    def trace(self, argv, extra=None, timeout=240):
+        """Run argv under the tracer; (trace path, stdout)."""
+        self.n += 1
+        out = os.path.join(self.work, f"t{self.n}")
+        os.mkdir(out)
+        env = self.env(dict(extra or {}, GPUMEMTRACE_OUTPUT_DIR=out))
+        p = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=timeout)
+        check(p.returncode == 0, f"{argv[0]} exits 0 (got {p.returncode}): {p.stderr[-2000:]}")
+        files = glob.glob(os.path.join(out, "gpumemtrace.*"))
+        check(len(files) == 1, f"{argv}: one trace file (got {files})")
+        return (files[0] if files else None), p.stdout
+
+    def rebound(self, path, bucket_ms):
+        out = path + f".bounded{bucket_ms}.jsonl"
+        p = subprocess.run([os.path.join(self.build, "tests", "bounded", "rebound"), path, out,
+                            str(bucket_ms)], capture_output=True, text=True, timeout=120)
+        check(p.returncode == 0, f"rebound exits 0: {p.stderr}")
+        return out
+
+    def report(self, path):
+        p = subprocess.run([self.cli, "report", "--format", "json", path], capture_output=True,
+                           text=True, timeout=120)
+        check(p.returncode == 0, f"report {path} exits 0: {p.stderr}")
+        return json.loads(p.stdout) if p.returncode == 0 else {}
+
+    def check_gates(self, path):
+        p = subprocess.run([self.cli, "check", "--max-leaked-bytes", "0", "--max-peak-bytes", "1",
+                            "--max-growth-bytes", "0", "--max-failed", "0", path],
+                           capture_output=True, text=True, timeout=120)
+        return p.returncode, p.stdout.replace(path, "TRACE")
+
+
+def lines(path):
+    return [json.loads(l) for l in open(path) if l.strip()]
+
+
+def trailer(path):
+    t = [r for r in lines(path) if r["type"] == "trailer"]
+    return t[0] if t else {}
+
+
+# What a bounded trace keeps exactly (docs/design.md, "The bounded trace"): every section of the
+# JSON report but the timeline (each segment's maximum is there, an elided allocation is not) and
+# the event counts (what the file holds).
+EXACT = ["peaks", "leaks", "failed", "ledger", "kinds", "leak_sites", "peak_sites",
+         "failed_sites", "range", "oom", "growth", "growth_sites", "churn", "churn_sites",
+         "fragmentation", "tensors"]
+NOT_EXACT_PROCESS = {"file", "events", "bounded"}
+NOT_EXACT_SUMMARY = {"events"}
+
+
+def diff(x, y, path, out):
+    if type(x) is not type(y):
+        out.append(f"{path}: {x!r:.80} vs {y!r:.80}")
+    elif isinstance(x, dict):
+        for k in sorted(set(x) | set(y)):
+            if k not in x or k not in y:
+                out.append(f"{path}.{k}: only in {'bounded' if k not in x else 'full'}")
+            else:
+                diff(x[k], y[k], f"{path}.{k}", out)
+    elif isinstance(x, list):
+        if len(x) != len(y):
+            out.append(f"{path}: {len(x)} entries vs {len(y)}")
+        for i, (p, q) in enumerate(zip(x, y)):
+            diff(p, q, f"{path}[{i}]", out)
+    elif x != y:
+        out.append(f"{path}: {x!r:.80} vs {y!r:.80}")
+
+
+def same_answers(e, full, bounded, what):
+    a, b = e.report(full), e.report(bounded)
+    out = []
+    for k in EXACT:
+        if k in a or k in b:
+            diff(a.get(k), b.get(k), k, out)
+    for pa, pb in zip(a.get("processes", []), b.get("processes", [])):
+        diff({k: v for k, v in pa.items() if k not in NOT_EXACT_PROCESS},
+             {k: v for k, v in pb.items() if k not in NOT_EXACT_PROCESS}, "processes[]", out)
+    diff({k: v for k, v in a.get("summary", {}).items() if k not in NOT_EXACT_SUMMARY},
+         {k: v for k, v in b.get("summary", {}).items() if k not in NOT_EXACT_SUMMARY},
+         "summary", out)
+    for line in out[:20]:
+        print(f"  {what}: {line}")
+    check(not out, f"{what}: the bounded trace's report gives the full trace's answers "
+                   f"({len(out)} differences)")
+    ga, gb = e.check_gates(full), e.check_gates(bounded)
+    check(ga == gb, f"{what}: check gives the same verdict and text on both ({ga} vs {gb})")
+    check(b.get("processes", [{}])[0].get("bounded") is not None,
+          f"{what}: the report says the trace is bounded")
+    return a, b
+
+
+def elision(full, bounded, what, min_elided=0.3, max_ratio=0.8):
+    t = trailer(bounded)
+    nfull = trailer(full).get("events", 0)
+    sf, sb = os.path.getsize(full), os.path.getsize(bounded)
+    print(f"  {what}: {nfull} events, {t.get('events')} written, {t.get('elided')} elided, "
+          f"{t.get('buckets')} buckets; {sf} -> {sb} bytes ({sb / sf:.2f})")
+    check(t.get("events", 0) + t.get("elided", 0) == nfull,
+          f"{what}: written + elided = the full trace's events ({t} vs {nfull})")
+    check(t.get("elided", 0) >= min_elided * nfull,
+          f"{what}: at least {min_elided:.0%} of the events were left out")
+    check(sb <= max_ratio * sf, f"{what}: the bounded trace is at most {max_ratio} of the full")
+
+
+def churn(e):
+    return os.path.join(e.build, "tests", "bounded", "churn")
+
+
+def case_same_churn(e):
+    full, out = e.trace([churn(e), "1.5", "10000"])
+    for bucket in (5, 50):
+        b = e.rebound(full, bucket)
+        same_answers(e, full, b, f"churn, {bucket} ms buckets")
+        elision(full, b, f"churn, {bucket} ms buckets", min_elided=0.4 if bucket == 5 else 0.8,
+                max_ratio=0.7 if bucket == 5 else 0.25)
+    # the tracer itself in bounded mode: another run, so only what two runs share
+    live, out2 = e.trace([churn(e), "1.5", "10000"],
+                         {"GPUMEMTRACE_BOUNDED": "1", "GPUMEMTRACE_BUCKET_MS": "5"})
+    a, b = e.report(full), e.report(live)
+    allocs = int(out2.split()[1])
+    check(b["processes"][0]["allocations"] == allocs,
+          f"bounded run: every allocation counted ({b['processes'][0]['allocations']} vs {allocs})")
+    check(b["processes"][0]["bounded"]["elided_events"] > 0, "bounded run: events left out")
+    check(a["peaks"][0]["bytes"] == b["peaks"][0]["bytes"],
+          f"bounded run: the same peak ({a['peaks'][0]['bytes']} vs {b['peaks'][0]['bytes']})")
+    check(sorted((l["bytes"], l["allocations"]) for l in a["leaks"]) ==
+          sorted((l["bytes"], l["allocations"]) for l in b["leaks"]),
+          "bounded run: the same leaks")
+    check(trailer(live).get("late") == 0, "bounded run: no event reached the writer late")
+
+
+def victim(e):
+    return os.path.join(e.build, "tests", "preload", "victim")
+
+
+def case_same_victim(e):
+    for sc in ("basic", "threads", "oom", "bigoom", "reset", "vmm", "poolburst", "burst"):
+        full, _ = e.trace([victim(e), sc], {"SIMCUDA_MEM_BYTES": "64M"} if sc == "oom" else {})
+        if not full:
+            continue
+        b = e.rebound(full, 1)
+        same_answers(e, full, b, f"victim {sc}")
+        print(f"  victim {sc}: {trailer(b)}")
+
+
+def case_same_training(e):
+    prog = os.path.join(e.build, "examples", "training_loop")
+    if not os.path.exists(prog):
+        print("SKIP: examples/training_loop is not built")
+        return 77
+    full, _ = e.trace([prog])
+    b = e.rebound(full, 1)
+    same_answers(e, full, b, "training_loop")
+
+
+def case_same_markers(e):
+    full, _ = e.trace([os.path.join(e.build, "tests", "markers", "marker_program")])
+    b = e.rebound(full, 1)
+    same_answers(e, full, b, "marker_program")
+
+
+def case_same_torch(e):
+    sys.path.insert(0, os.path.join(e.source, "tests", "torchsim"))
+    try:
+        import run_torchsim
+    except Exception as ex:  # the torch double is not built here
+        print(f"SKIP: the torch double: {ex}")
+        return 77
+    if not os.path.exists(os.path.join(e.build, "tests", "torchsim", "libc10_cuda.so")):
+        print("SKIP: the torch double is not built")
+        return 77
+    site = run_torchsim.make_torch(e.build, e.source, os.path.join(e.work, "site"))
+    full, _ = e.trace([sys.executable, os.path.join(e.source, "tests", "torchsim", "victim.py"),
+                       "normal", os.path.join(e.work, "did.json")],
+                      {"PYTHONPATH": site, "GPUMEMTRACE_CACHE_DIR": os.path.join(e.work, "cache"),
+                       "SIMCUDA_MEM_BYTES": "256M", "SIMCUDA_DEVICES": "1"})
+    b = e.rebound(full, 1)
+    a, _ = same_answers(e, full, b, "torch double")
+    check(a["processes"][0].get("tensors"), "torch double: the report has the tensor level")
+
+
+def case_threads(e):
+    path, out = e.trace([churn(e), "2", "20000", "4"],
+                        {"GPUMEMTRACE_BOUNDED": "1", "GPUMEMTRACE_BUCKET_MS": "2"})
+    t = trailer(path)
+    recs = lines(path)
+    written = sum(1 for r in recs if r["type"] in ("event", "marker", "block", "torch"))
+    check(t.get("events") == written, f"trailer events = lines written ({t} vs {written})")
+    check(t.get("elided", 0) > 0 and t.get("buckets", 0) > 100, f"elided, many buckets: {t}")
+    check(t.get("late") == 0, f"no event late: {t}")
+    rep = e.report(path)
+    allocs, live = int(out.split()[1]), int(out.split()[3])
+    p = rep["processes"][0]
+    check(p["allocations"] == allocs, f"allocations {p['allocations']} = the program's {allocs}")
+    check(p["frees"] + rep["summary"]["leaked_allocations"] == allocs,
+          f"frees + leaked = allocations ({p['frees']} + {rep['summary']['leaked_allocations']})")
+    leaked = sum(l["bytes"] for l in rep["leaks"])
+    check(leaked == live, f"leaked bytes {leaked} = the program's {live}")
+    check(rep["failed"] and len(rep["failed"]) == 1, "the failed allocation is there")
+    check(rep["peaks"][0]["bytes"] >= 16 * 16 << 20, "the burst is in the peak")
+
+
+def bucket_bytes(path):
+    """Bytes of the lines a bucket adds (all but header, modules, stacks, Python code, trailer)."""
+    n = 0
+    for l in open(path):
+        if json.loads(l)["type"] not in ("header", "modules", "stack", "pycode", "pyinfo",
+                                         "trailer"):
+            n += len(l)
+    return n
+
+
+def case_size(e):
+    bucket = 100
+    runs = {}
+    for secs, rate in ((1, 10000), (2, 10000), (4, 10000), (4, 1000)):
+        path, _ = e.trace([churn(e), str(secs), str(rate)],
+                          {"GPUMEMTRACE_BOUNDED": "1", "GPUMEMTRACE_BUCKET_MS": str(bucket)})
+        t = trailer(path)
+        runs[(secs, rate)] = (os.path.getsize(path), bucket_bytes(path), t)
+        print(f"  {secs} s at {rate} events/s, {bucket} ms buckets: {os.path.getsize(path)} bytes, "
+              f"{bucket_bytes(path)} in bucket lines; {t}")
+    full, _ = e.trace([churn(e), "4", "10000"])
+    print(f"  the same 4 s at 10000 events/s in the default mode: {os.path.getsize(full)} bytes")
+    one, two, four = (runs[(s, 10000)][1] for s in (1, 2, 4))
+    slow = runs[(4, 1000)][1]
+    # the bucket lines grow linearly with time: what 2 more seconds add is about twice what
+    # 1 more second adds (the live set, the burst and the first bucket are in every run)
+    growth = (four - two) / max(two - one, 1)
+    check(1.4 <= growth <= 2.8, f"twice the time, about twice the growth ({growth:.2f}: "
+                                f"{one}, {two}, {four} bytes)")
+    check(four / slow <= 1.5, f"ten times the events, nearly the same bytes ({four / slow:.2f})")
+    ev_fast = runs[(4, 10000)][2]["events"] + runs[(4, 10000)][2]["elided"]
+    ev_slow = runs[(4, 1000)][2]["events"] + runs[(4, 1000)][2]["elided"]
+    check(ev_fast >= 5 * ev_slow, f"the fast run had many more events ({ev_fast} vs {ev_slow})")
+    check(os.path.getsize(full) >= 20 * runs[(4, 10000)][0],
+          "the default mode's trace of the same run is at least 20 times larger")
+    print(f"  per {bucket} ms bucket at 10000 events/s: {(four - two) / (2000 / bucket):.0f} bytes")
+
+
+CASES = {
+    "same-churn": case_same_churn,
+    "same-victim": case_same_victim,
+    "same-training": case_same_training,
+    "same-markers": case_same_markers,
+    "same-torch": case_same_torch,
+    "threads": case_threads,
+    "size": case_size,
+}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", required=True)
+    ap.add_argument("--source", required=True)
+    ap.add_argument("case", choices=sorted(CASES))
+    a = ap.parse_args()
+    work = tempfile.mkdtemp(prefix=f"gmt-bounded-{a.case}-")
+    e = Env(os.path.abspath(a.build), os.path.abspath(a.source), work)
+    rc = CASES[a.case](e)
+    if rc == 77:
+        return 77
+    if os.environ.get("GMT_KEEP"):
+        print("kept", work)
+    else:
+        shutil.rmtree(work, ignore_errors=True)
+    if failures:
+        print(f"{len(failures)} failed")
+        return 1
+    print("ok")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
