@@ -13,6 +13,11 @@ same-*    one event stream in both modes: a program is traced in the default mod
           same-churn also traces the churn program under the tracer in bounded mode and checks
           the figures a second run shares (allocations, leaks, peak bytes) against the program's
           own counts and the default run.
+gpu-torch on a GPU with torch (scripts/gpu-check's `bounded` group; skipped elsewhere): a training
+          loop with PyTorch's cache off (PYTORCH_NO_CUDA_MEMORY_CACHING=1: every tensor is a
+          cudaMalloc and a cudaFree) on the real runtime, traced in the default mode and bounded
+          offline at 5 and 50 ms buckets: the same answers; then traced in bounded mode itself:
+          exits 0, the trailer adds up, the report says it is bounded.
 threads   4 threads of churn in bounded mode, 2 ms buckets: the trailer's counts add up, every
           allocation is counted (written or elided), the leaks are the program's, no event late.
 size      the size of a bounded trace grows with its buckets, not with its events: its bucket lines
@@ -239,6 +244,72 @@ def case_same_torch(e):
     check(a["processes"][0].get("tensors"), "torch double: the report has the tensor level")
 
 
+GPU_TRAIN = r"""
+import sys, torch
+torch.manual_seed(0)
+model = torch.nn.Sequential(torch.nn.Linear(512, 1024), torch.nn.ReLU(), torch.nn.Linear(1024, 10)).cuda()
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+keep = []
+for step in range(200):
+    x = torch.randn(64 + step % 7 * 16, 512, device="cuda")
+    loss = model(x).square().mean()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    if step % 50 == 0:
+        keep.append(torch.empty(1 << 20, device="cuda"))  # a slow leak
+torch.cuda.synchronize()
+print("done", float(loss))
+"""
+
+
+def case_gpu_torch(e):
+    try:
+        subprocess.run(["nvidia-smi", "-L"], capture_output=True, timeout=60, check=True)
+        import torch  # noqa: F401
+    except Exception as ex:  # noqa: BLE001
+        print(f"SKIP: no GPU or no torch ({ex})")
+        return 77
+
+    def env(extra):  # the real runtime: no tests/simcuda on the loader's path
+        x = {k: v for k, v in os.environ.items() if not k.startswith("GPUMEMTRACE_")}
+        x.update({"LD_PRELOAD": os.path.join(e.build, "src", "libgpumemtrace.so"),
+                  "GPUMEMTRACE_COMPRESS": "none", "PYTORCH_NO_CUDA_MEMORY_CACHING": "1"})
+        x.update(extra)
+        return x
+    e.env = env
+    script = os.path.join(e.work, "train.py")
+    with open(script, "w") as f:
+        f.write(GPU_TRAIN)
+    full, out = e.trace([sys.executable, script])
+    check("done" in out, f"the training loop ran traced ({out[-200:]!r})")
+    if not full:
+        return 1
+    for ms, least in ((5, 0.3), (50, 0.5)):
+        b = e.rebound(full, ms)
+        same_answers(e, full, b, f"torch, no cache, {ms} ms buckets")
+        elision(full, b, f"torch, no cache, {ms} ms buckets", min_elided=least)
+    live, out = e.trace([sys.executable, script], {"GPUMEMTRACE_BOUNDED": "1",
+                                                  "GPUMEMTRACE_BUCKET_MS": "20"})
+    check("done" in out, f"the training loop ran traced in bounded mode ({out[-200:]!r})")
+    if live:
+        t = trailer(live)
+        print(f"  bounded run: {t.get('events')} written, {t.get('elided')} elided, "
+              f"{t.get('late')} late, {t.get('buckets')} buckets; full run {trailer(full).get('events')} events")
+        check(t.get("elided", 0) > 0 and t.get("late") == 0 and t.get("dropped") == 0,
+              f"bounded run: events left out, none late or dropped ({t})")
+        rep = e.report(live)
+        check(rep.get("processes", [{}])[0].get("bounded") is not None,
+              "bounded run: the report says the trace is bounded")
+        a = e.report(full)
+        pa = a.get("processes", [{}])[0]
+        pb = rep.get("processes", [{}])[0]
+        print(f"  allocations full {pa.get('allocations')} bounded {pb.get('allocations')}")
+        check(pa.get("allocations") == pb.get("allocations"),
+              "bounded run: as many allocations as the default run (the loop is deterministic)")
+    return 0
+
+
 def case_threads(e):
     path, out = e.trace([churn(e), "2", "20000", "4"],
                         {"GPUMEMTRACE_BOUNDED": "1", "GPUMEMTRACE_BUCKET_MS": "2"})
@@ -306,6 +377,7 @@ CASES = {
     "same-torch": case_same_torch,
     "threads": case_threads,
     "size": case_size,
+    "gpu-torch": case_gpu_torch,
 }
 
 
