@@ -418,7 +418,23 @@ cmp_site_ref(const void *pa, const void *pb)
 		return a->key > b->key ? -1 : 1;
 	if (a->proc != b->proc)
 		return a->proc < b->proc ? -1 : 1;
-	return a->st < b->st ? -1 : a->st > b->st;
+	/* ties by what the site is, not by when the trace first showed it (a bounded trace's
+	 * elided lines come at their bucket's end): the tracer's stack id, device, kind, names */
+	const struct gmt_site_stats *x = a->st, *y = b->st;
+	if (x->stack != y->stack)
+		return x->stack < y->stack ? -1 : 1;
+	if (x->device != y->device)
+		return x->device < y->device ? -1 : 1;
+	if (x->kind != y->kind)
+		return x->kind < y->kind ? -1 : 1;
+	int c =
+	    strcmp(gmt_trace_string(a->m->trace, x->api), gmt_trace_string(b->m->trace, y->api));
+	if (!c)
+		c = strcmp(gmt_trace_string(a->m->trace, x->driver),
+			   gmt_trace_string(b->m->trace, y->driver));
+	if (c)
+		return c;
+	return x < y ? -1 : x > y;
 }
 
 struct gmt_site_ref *

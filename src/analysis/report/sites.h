@@ -32,8 +32,9 @@ struct gmt_site_ref {
 };
 
 /**
- * The sites of @p models that @p order selects, largest key first (then by model, then by site
- * order: the same on every run). A new array (free()), *@p count entries.
+ * The sites of @p models that @p order selects, largest key first (then by model, then by what
+ * the site is: its stack id, device, kind and API names, so that the order does not depend on the
+ * order of the trace's lines). A new array (free()), *@p count entries.
  */
 struct gmt_site_ref *gmt_sites_ranked(struct gmt_model *const *models,
 				      size_t n,
