@@ -700,6 +700,31 @@ gmt_jsonl_snapshot(struct gmt_buf *b,
 	LIT(b, "}\n");
 }
 
+/* An elided line's histogram: `[[bin, count(, bytes)], ...]` of its non-empty bins, after @p open
+ * (the key and its bracket); @p bytes NULL: two columns. */
+static void
+bins(struct gmt_buf *b, const char *open, const uint64_t *count, const uint64_t *bytes)
+{
+	bool first = true;
+
+	gmt_buf_puts(b, open);
+	for (unsigned i = 0; i < GMT_ELIDED_BINS; i++) {
+		if (!count[i])
+			continue;
+		gmt_buf_puts(b, first ? "[" : ",[");
+		first = false;
+		buf_u64(b, i);
+		LIT(b, ",");
+		buf_u64(b, count[i]);
+		if (bytes) {
+			LIT(b, ",");
+			buf_u64(b, bytes[i]);
+		}
+		LIT(b, "]");
+	}
+	LIT(b, "]");
+}
+
 void
 gmt_jsonl_elided(struct gmt_buf *b, const struct gmt_elided_site *s)
 {
@@ -727,42 +752,10 @@ gmt_jsonl_elided(struct gmt_buf *b, const struct gmt_elided_site *s)
 	buf_u64(b, s->temporaries);
 	LIT(b, ",\"" GMT_ELIDED_TEMPORARY_BYTES "\":");
 	buf_u64(b, s->temporary_bytes);
-	if (s->size_allocs) {
-		bool first = true;
-		LIT(b, ",\"" GMT_ELIDED_SIZES "\":[");
-		for (unsigned i = 0; i < GMT_ELIDED_BINS; i++) {
-			if (!s->size_allocs[i])
-				continue;
-			if (!first)
-				LIT(b, ",");
-			first = false;
-			LIT(b, "[");
-			buf_u64(b, i);
-			LIT(b, ",");
-			buf_u64(b, s->size_allocs[i]);
-			LIT(b, ",");
-			buf_u64(b, s->size_bytes[i]);
-			LIT(b, "]");
-		}
-		LIT(b, "]");
-	}
-	if (s->lifetimes) {
-		bool first = true;
-		LIT(b, ",\"" GMT_ELIDED_LIFETIMES "\":[");
-		for (unsigned i = 0; i < GMT_ELIDED_BINS; i++) {
-			if (!s->lifetimes[i])
-				continue;
-			if (!first)
-				LIT(b, ",");
-			first = false;
-			LIT(b, "[");
-			buf_u64(b, i);
-			LIT(b, ",");
-			buf_u64(b, s->lifetimes[i]);
-			LIT(b, "]");
-		}
-		LIT(b, "]");
-	}
+	if (s->size_allocs)
+		bins(b, ",\"" GMT_ELIDED_SIZES "\":[", s->size_allocs, s->size_bytes);
+	if (s->lifetimes)
+		bins(b, ",\"" GMT_ELIDED_LIFETIMES "\":[", s->lifetimes, NULL);
 	LIT(b, ",\"stack\":");
 	buf_u64(b, s->stack);
 	LIT(b, "}\n");
