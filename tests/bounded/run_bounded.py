@@ -204,6 +204,15 @@ def case_same_victim(e):
         if not full:
             continue
         b = e.rebound(full, 1)
+        dropped = trailer(full).get("dropped", 0)
+        if dropped:
+            # a full ring (burst, on a loaded machine) leaves seq holes: neither trace's answers
+            # are exact then (the report says so), and the reorder window applies lines around
+            # a hole by what the file holds, so the two may differ; the counts must still add up
+            print(f"  victim {sc}: {dropped} events dropped: answers not compared")
+            check(trailer(b).get("events", 0) + trailer(b).get("elided", 0) == trailer(full).get("events"),
+                  f"victim {sc}: written + elided = the full trace's events")
+            continue
         same_answers(e, full, b, f"victim {sc}")
         print(f"  victim {sc}: {trailer(b)}")
 
