@@ -99,6 +99,20 @@ SEEDS = {
     # frees before allocations, the same address twice, seq going backwards
     "replay-order": lines(HEADER, ev(5, op="free", size=0), ev(3), ev(3), ev(1, size=0),
                           ev(2, op="free", ptr="0x0", size=0), TRAILER),
+    # a bounded trace's elided lines (format/elided.h), good and bad: bins out of range, wrong
+    # shapes, reading kinds, huge counts, an escape in a kind, a stack never defined
+    "elided": lines(HEADER.replace('"snapshot_ms":1000', '"snapshot_ms":1000,"bounded":true,"bucket_ms":5'),
+                    ev(1),
+                    '{"type":"elided","seq":2,"ts":1002,"api":"cudaMalloc","driver":null,"kind":"device","device":0,"allocations":3,"bytes":300,"temporaries":1,"temporary_bytes":100,"sizes":[[6,3,300]],"lifetimes":[[10,3]],"stack":0}',
+                    '{"type":"elided","seq":3,"ts":1003,"api":"cudaMalloc","kind":"device","device":0,"allocations":9223372036854775807,"bytes":9223372036854775807,"sizes":[[63,9223372036854775807,9223372036854775807],[0,1,1]],"lifetimes":[[63,9223372036854775807]],"stack":99999}',
+                    '{"type":"elided","seq":4,"ts":1004,"api":"cudaMalloc","kind":"device","device":0,"allocations":1,"bytes":1,"sizes":[[64,1,1]],"stack":0}',
+                    '{"type":"elided","seq":5,"ts":1005,"api":"cudaMalloc","kind":"device","device":0,"allocations":1,"bytes":1,"sizes":[[-1,1,1]],"lifetimes":[[1]],"stack":0}',
+                    '{"type":"elided","seq":6,"ts":1006,"api":"cudaMalloc","kind":"\\u001b[2J","device":0,"allocations":1,"bytes":1}',
+                    '{"type":"elided","seq":7,"ts":1007,"api":"cudaMalloc","kind":"nvml_used","device":0,"allocations":1,"bytes":1}',
+                    '{"type":"elided","seq":8,"ts":1008,"api":"cudaMalloc","kind":"pinned","device":-1,"allocations":2,"bytes":8,"sizes":"x"}',
+                    '{"type":"elided","seq":9,"ts":1009,"kind":"device","device":0,"allocations":1,"bytes":1,"sizes":[{"a":1}]}',
+                    ev(10, op="free", size=0),
+                    '{"type":"trailer","ts":99999,"events":2,"dropped":0,"reason":"exit","elided":9223372036854775807,"late":1,"buckets":3}'),
     "only-header": lines(HEADER),
     "not-json": b"\x00\x01\x02 hello\n{]\n[1,2,3]\n\"type\"\nnull\n",
     "no-newline-at-all": HEADER.encode(),
