@@ -7,6 +7,8 @@
 #ifndef GMT_FORMAT_ELIDED_H
 #define GMT_FORMAT_ELIDED_H
 
+#include <stdint.h>
+
 /** line type: allocations of one call site left out of one bucket, with their frees */
 #define GMT_ELIDED_TYPE "elided"
 /** elided: how many allocations (each with its free: twice as many event lines) */
@@ -21,6 +23,17 @@
 #define GMT_ELIDED_SIZES "sizes"
 /** elided: [[b, frees], ...]: lifetimes of 2^b <= ns < 2^(b+1) (b 0: also 0) */
 #define GMT_ELIDED_LIFETIMES "lifetimes"
+/**
+ * The bin of @p v in the sizes and lifetimes histograms: b with 2^b <= v < 2^(b+1), 0 for 0. One
+ * rule for the bounded writer's elided lines and the analyzer's own histograms (model.c), which
+ * must agree for a bounded trace's histograms to equal the full trace's.
+ */
+static inline unsigned
+gmt_log2_bin(uint64_t v)
+{
+	return v ? 63u - (unsigned)__builtin_clzll(v) : 0;
+}
+
 /** header options: true in a bounded trace (absent otherwise) */
 #define GMT_OPT_BOUNDED "bounded"
 /** header options: GPUMEMTRACE_BUCKET_MS of a bounded trace */

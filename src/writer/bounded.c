@@ -38,6 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "format/elided.h"
 #include "util/hash.h"
 #include "writer/tables.h"
 
@@ -277,18 +278,12 @@ site_reindex(size_t cap)
 	return true;
 }
 
-static unsigned
-log2_bucket(uint64_t v)
-{
-	return v ? 63u - (unsigned)__builtin_clzll(v) : 0;
-}
-
 static void
 site_add(struct site *st, const struct gmt_event *a, const struct gmt_event *f, bool temp)
 {
 	struct gmt_elided_site *s = &st->s;
-	unsigned sb = log2_bucket(a->size);
-	unsigned lb = log2_bucket(f->ts_ns > a->ts_ns ? f->ts_ns - a->ts_ns : 0);
+	unsigned sb = gmt_log2_bin(a->size);
+	unsigned lb = gmt_log2_bin(f->ts_ns > a->ts_ns ? f->ts_ns - a->ts_ns : 0);
 
 	s->allocations++;
 	s->bytes += a->size;

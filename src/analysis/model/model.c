@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "analysis/model/livemap.h"
+#include "format/elided.h"
 #include "util/alloc.h"
 
 // --- calls with a meaning of their own ----------------------------------------------------------
@@ -228,12 +229,6 @@ site_of(struct replay *r, const struct gmt_live *l)
 	return (uint32_t)m->nsites++;
 }
 
-static unsigned
-log2_bucket(uint64_t v)
-{
-	return v ? 63u - (unsigned)__builtin_clzll(v) : 0;
-}
-
 enum sample {
 	SAMPLE_MARK,
 	SAMPLE_RANGE_END,
@@ -391,7 +386,7 @@ account_add(struct replay *r, const struct gmt_trace_event *ev, const struct gmt
 
 	if (!d)
 		return;
-	b = &d->sizes[l->kind][log2_bucket(l->size)];
+	b = &d->sizes[l->kind][gmt_log2_bin(l->size)];
 	d->kinds[l->kind].live += l->size;
 	d->kinds[l->kind].live_allocs++;
 	d->kinds[l->kind].allocations++;
@@ -428,7 +423,7 @@ account_sub(struct replay *r, const struct gmt_trace_event *ev, const struct gmt
 	/* allocations made before the range started are its starting state, not its traffic */
 	if (r->phase == PHASE_INSIDE && l->seq >= r->m->range_from.seq) {
 		st->frees++;
-		st->lifetime[log2_bucket(ev->ts > l->ts ? ev->ts - l->ts : 0)]++;
+		st->lifetime[gmt_log2_bin(ev->ts > l->ts ? ev->ts - l->ts : 0)]++;
 		if (l->seq == r->last_alloc_seq) {
 			st->temporaries++;
 			st->temporary_bytes += l->size;
