@@ -17,13 +17,23 @@ not know (GPUMEMTRACE_TORCH=any tries anyway), no C++ compiler or no headers, a 
 
 GPUMEMTRACE_TORCH: on (default), off, any (also torch versions not known to work).
 Built bridges are cached in $GPUMEMTRACE_CACHE_DIR, else $XDG_CACHE_HOME/gpumemtrace, else
-~/.cache/gpumemtrace; `python -m gpumemtrace.torch_bridge` builds one ahead of time.
+~/.cache/gpumemtrace; `python -m gpumemtrace.torch_bridge` builds one ahead of time. In a
+secure-execution process (setuid, setgid, file capabilities) the environment's paths are not
+used: the cache is the effective user's ~/.cache/gpumemtrace from the password database.
+
+The bridge is code run in the traced process, so a cached one is loaded only where no other user
+can have put or changed it (as ssh treats its keys): the file and every directory above it owned
+by this user or root, none writable by group or others unless sticky (then only its owner can
+replace the entry below it). A cache that fails that is not used: the bridge is built into a
+private directory for this run, with one warning naming what was wrong.
 """
 import ctypes
 import hashlib
 import importlib.machinery
 import os
 import shutil
+import stat
+import struct
 import subprocess
 import sys
 import tempfile
@@ -43,6 +53,8 @@ _state = {"installed": False, "build": None, "attached": False}
 
 
 def _warn(msg):
+    # paths come from the environment and the file system: no control character reaches a terminal
+    msg = "".join(c if c.isprintable() else f"\\x{ord(c):02x}" for c in msg)
     sys.stderr.write(f"gpumemtrace: {msg}\n")
     sys.stderr.flush()
 
@@ -168,11 +180,16 @@ def _attach(torch):
                            + (" (every tensor is a cudaMallocAsync, recorded as such)"
                               if backend == "cudaMallocAsync" else ""))
             return
-        path, why = _state["build"].result()
+        build = _state["build"]
+        path, why = build.result()
         if not path:
+            build.done()
             _refuse(torch, why)
             return
-        bridge = ctypes.CDLL(path)
+        try:
+            bridge = ctypes.CDLL(path)
+        finally:
+            build.done()
         if bridge.gmt_bridge_abi() != ABI:
             _refuse(torch, f"{path} speaks interface {bridge.gmt_bridge_abi()}, not {ABI}")
             return
@@ -195,12 +212,81 @@ def _attach(torch):
 
 # --- building the bridge -------------------------------------------------------------------------
 
+def _secure():
+    """True in a secure-execution process: AT_SECURE in the auxiliary vector (what the C side's
+    gmt_options_secure() reads), else real and effective ids that differ."""
+    try:
+        with open("/proc/self/auxv", "rb") as f:
+            data = f.read()
+        word = struct.calcsize("@L")
+        for i in range(0, len(data) - 2 * word + 1, 2 * word):
+            key, val = struct.unpack_from("@LL", data, i)
+            if key == 23:  # AT_SECURE
+                return val != 0
+            if key == 0:  # AT_NULL
+                break
+    except (OSError, struct.error):
+        pass
+    return os.getuid() != os.geteuid() or os.getgid() != os.getegid()
+
+
 def cache_dir():
+    if _secure():
+        import pwd
+        try:
+            home = pwd.getpwuid(os.geteuid()).pw_dir
+        except KeyError:
+            return None
+        return os.path.join(home, ".cache", "gpumemtrace")
     d = os.environ.get("GPUMEMTRACE_CACHE_DIR")
     if not d:
         base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
         d = os.path.join(base, "gpumemtrace")
     return d
+
+
+def untrusted(path):
+    """Why @path (its real path) could have been put or changed by another user, or None: it and
+    every directory above it must be owned by this user or root and not writable by group or
+    others, except a sticky directory (the entry below it is then checked for its owner)."""
+    me = os.geteuid()
+    p = os.path.realpath(path)
+    while True:
+        try:
+            st = os.lstat(p)
+        except OSError as e:
+            return f"{p}: {e.strerror}"
+        if st.st_uid not in (me, 0):
+            return f"{p} is owned by uid {st.st_uid}, not by this user (uid {me}) or root"
+        if st.st_mode & 0o022 and not (stat.S_ISDIR(st.st_mode) and st.st_mode & stat.S_ISVTX):
+            who = "group and others" if st.st_mode & 0o022 == 0o022 else \
+                "others" if st.st_mode & 0o002 else "its group"
+            return f"{p} is writable by {who} (mode {stat.S_IMODE(st.st_mode):o})"
+        parent = os.path.dirname(p)
+        if parent == p:
+            return None
+        p = parent
+
+
+def _cache_problem(out):
+    """None when the cached bridge @out may be used, or built into its directory; else why not."""
+    d = os.path.dirname(out)
+    if not os.path.isdir(d):
+        try:
+            os.makedirs(d, mode=0o700, exist_ok=True)
+        except OSError as e:
+            return f"the cache {d} cannot be made: {e.strerror}"
+    why = untrusted(d)
+    if why:
+        return f"the cache {d} is not safe: {why}"
+    if os.path.lexists(out):
+        why = untrusted(out)
+        if why is None and not stat.S_ISREG(os.lstat(out).st_mode):
+            why = f"{out} is not a regular file"
+        return f"the cached bridge is not safe: {why}" if why else None
+    if not os.access(d, os.W_OK | os.X_OK):
+        return f"the cache {d} is not writable"
+    return None
 
 
 def _cuda_include(torch):
@@ -247,7 +333,10 @@ def plan(torch):
     key = "|".join([torch.__version__, str(abi), tdir, cuda_inc, cxx])
     h.update(key.encode())
     name = f"torch_bridge-{torch.__version__.replace('+', '_')}-abi{abi}-{h.hexdigest()[:16]}.so"
-    out = os.path.join(cache_dir(), name)
+    cache = cache_dir()
+    if cache is None:
+        return None, f"no cache directory: uid {os.geteuid()} has no home"
+    out = os.path.join(cache, name)
     cmd = [cxx, "-O2", "-std=c++17", "-shared", "-fPIC", "-fvisibility=hidden",
            f"-D_GLIBCXX_USE_CXX11_ABI={abi}", "-I", HERE, "-I", inc, "-isystem", cuda_inc,
            SOURCE, "-o", None, "-L", libdir, "-lc10_cuda", "-lc10", "-Wl,-rpath," + libdir]
@@ -263,6 +352,7 @@ class _Build:
         self.path, self.cmd = None, None
         self.why = None
         self.thread = None
+        self.private = None  # the directory of a bridge built for this run only
 
     def start(self):
         out, cmd = plan(self.torch)
@@ -270,8 +360,18 @@ class _Build:
             self.why = cmd
             return
         self.path, self.cmd = out, cmd
-        if os.path.isfile(out):
+        why = _cache_problem(out)
+        if why is None and os.path.lexists(out):
             return
+        if why is not None:
+            try:
+                self.private = tempfile.mkdtemp(prefix="gpumemtrace-bridge-")
+            except OSError as e:
+                self.why = f"{why}; no private directory to build it in: {e.strerror}"
+                return
+            self.path = os.path.join(self.private, os.path.basename(out))
+            _warn(f"PyTorch layer: {why}: building the bridge for this run only in "
+                  f"{self.private}")
         self.thread = threading.Thread(target=self._run, name="gpumemtrace-bridge-build", daemon=True)
         self.thread.start()
 
@@ -291,15 +391,28 @@ class _Build:
                 self.why = (f"building the bridge failed ({os.path.basename(cmd[0])} exit "
                             f"{p.returncode}): {' / '.join(lines[:3])[:400]}")
                 return
+            os.chmod(tmp, 0o755)  # readable by those who share the cache; written by us only
             os.replace(tmp, out)  # atomic: ranks building at once each install a whole file
         except (OSError, subprocess.SubprocessError) as e:
             self.why = f"building the bridge failed: {e}"
 
     def result(self):
+        """(real path of the bridge to load, None) or (None, why): checked again here, just
+        before it is loaded."""
         if self.thread is not None:
             self.thread.join(BUILD_TIMEOUT_S + 10)
         if self.why:
             return None, self.why
         if not self.path or not os.path.isfile(self.path):
             return None, "the bridge was not built"
-        return self.path, None
+        why = untrusted(self.path)
+        if why:
+            return None, f"the bridge is not safe to load: {why}"
+        return os.path.realpath(self.path), None
+
+    def done(self):
+        """After the bridge is loaded (or given up): a private build's directory goes (the
+        library stays mapped)."""
+        if self.private:
+            shutil.rmtree(self.private, ignore_errors=True)
+            self.private = None

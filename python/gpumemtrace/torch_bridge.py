@@ -15,6 +15,9 @@ def main():
     b = _torch._Build(torch)
     b.start()
     path, why = b.result()
+    if b.private:  # the cache could not be used (the warning above says why): nothing cached
+        b.done()
+        return 1
     if not path:
         print(f"gpumemtrace: {why}", file=sys.stderr)
         return 1

@@ -18,6 +18,10 @@ the machine's C++ compiler), and checks the trace. Scenarios:
   bad-headers      headers that do not compile: the build's error named, the program unharmed
   untraced         without the tracer: no bridge built, nothing written
   off              GPUMEMTRACE_TORCH=off: no hook, no torch line
+  planted          (as root) a bridge planted in the cache by another user, or in a directory
+                   others can write, is never loaded: the layer builds its own privately, one
+                   warning names what was unsafe, the private copy is gone after the run; a
+                   control run that trusts the cache does load the planted library
   benches          the GPU session's torch benchmarks still run (on the double): the in-process
                    A/B of the layer (bench/run_torch_block_ab.py) and the unwind probe
                    (bench/run_unwind_probe.py); their figures are not judged here
@@ -97,6 +101,90 @@ def benches(build, source, env, work):
     return finish(work)
 
 
+PLANTED_C = r"""
+#include <fcntl.h>
+#include <stdlib.h>
+#include <unistd.h>
+__attribute__((constructor)) static void planted(void)
+{
+	const char *mark = getenv("GMT_PLANTED_MARK");
+	int fd = mark ? open(mark, O_CREAT | O_WRONLY, 0644) : -1;
+	if (fd >= 0)
+		close(fd);
+}
+"""
+
+
+def planted(build, source, env, site, work):
+    """The bridge is code run in the traced process: one planted by another user must not run."""
+    if os.geteuid() != 0:
+        print("SKIP: the planted-bridge scenario needs root (it makes files of another user)")
+        return 77
+    import pwd
+    nobody = pwd.getpwnam("nobody").pw_uid
+    src = os.path.join(work, "planted.c")
+    with open(src, "w") as f:
+        f.write(PLANTED_C)
+    lib = os.path.join(work, "planted.so")
+    subprocess.run(["cc", "-shared", "-fPIC", src, "-o", lib], check=True, timeout=120)
+    # the name the layer gives this torch's bridge (the real plan() over the double)
+    probe = subprocess.run(
+        [sys.executable, "-c", "import os, torch; from gpumemtrace import _torch; "
+                               "print(os.path.basename(_torch.plan(torch)[0]))"],
+        env=dict(env, PYTHONPATH=site + ":" + os.path.join(source, "python"),
+                 GPUMEMTRACE_CACHE_DIR=os.path.join(work, "probe")),
+        capture_output=True, text=True, timeout=120)
+    if not check(probe.returncode == 0 and probe.stdout.strip().endswith(".so"),
+                 f"the bridge's name from plan() ({probe.stdout} {probe.stderr[-400:]})"):
+        return finish(work)
+    name = probe.stdout.strip()
+    tmp_before = set(glob.glob(os.path.join(tempfile.gettempdir(), "gpumemtrace-bridge-*")))
+
+    def case(label, dir_mode, dir_uid, file_uid, trusted, unsafe_path):
+        cache = os.path.join(work, "cache-" + label)
+        os.mkdir(cache)
+        os.chmod(cache, dir_mode)
+        os.chown(cache, dir_uid, -1)
+        shutil.copy(lib, os.path.join(cache, name))
+        os.chmod(os.path.join(cache, name), 0o755)
+        os.chown(os.path.join(cache, name), file_uid, -1)
+        mark = os.path.join(work, "mark-" + label)
+        out = os.path.join(work, "trace-" + label)
+        os.mkdir(out)
+        e = dict(env, GPUMEMTRACE_CACHE_DIR=cache, GPUMEMTRACE_OUTPUT_DIR=out, GMT_PLANTED_MARK=mark,
+                 LD_PRELOAD=os.path.join(build, "src", "libgpumemtrace.so"))
+        p = subprocess.run([sys.executable, os.path.join(source, "tests", "torchsim", "victim.py"),
+                            "normal", os.path.join(work, "did-" + label + ".json")],
+                           env=e, capture_output=True, text=True, timeout=240)
+        sys.stdout.write(p.stderr)
+        check(p.returncode == 0, f"{label}: the victim exits 0 (got {p.returncode})")
+        warnings = [l for l in p.stderr.splitlines() if "PyTorch layer" in l]
+        layer = [r for r in read_trace(build, out) if r.get("type") == "torch"]
+        if trusted:
+            check(os.path.exists(mark), f"{label}: control: a cache this user owns is trusted, "
+                                        f"the library in it loaded")
+            return
+        check(not os.path.exists(mark), f"{label}: the planted library was never loaded")
+        check(len(warnings) == 1 and unsafe_path in warnings[0] and "this run only" in warnings[0],
+              f"{label}: one warning naming {unsafe_path} (got {warnings})")
+        check(len(layer) == 1 and layer[0].get("layer") == "blocks",
+              f"{label}: the layer works from a private build ({layer})")
+        check(os.stat(os.path.join(cache, name)).st_uid == file_uid,
+              f"{label}: the cached file is left as it was")
+
+    # another user's file in a shared sticky cache (the Docker image's 1777 directory)
+    case("sticky", 0o1777, 0, nobody, False, os.path.join(work, "cache-sticky", name))
+    # a cache directory another user owns
+    case("theirs", 0o755, nobody, nobody, False, os.path.join(work, "cache-theirs"))
+    # root's file, but in a directory anyone could have replaced it in
+    case("open", 0o777, 0, 0, False, os.path.join(work, "cache-open"))
+    # control: this user's directory and file: loaded (the test can see a load)
+    case("control", 0o700, 0, 0, True, None)
+    left = set(glob.glob(os.path.join(tempfile.gettempdir(), "gpumemtrace-bridge-*"))) - tmp_before
+    check(not left, f"no private build left behind ({sorted(left)})")
+    return finish(work)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", required=True)
@@ -129,6 +217,8 @@ def main():
     })
     if sc == "benches":
         return benches(build, source, env, work)
+    if sc == "planted":
+        return planted(build, source, env, site, work)
     if sc != "untraced":
         env["LD_PRELOAD"] = os.path.join(build, "src", "libgpumemtrace.so")
     else:
