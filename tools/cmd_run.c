@@ -197,6 +197,23 @@ find_python_dir(char *out)
 	return false;
 }
 
+/*
+ * GMT_CLI: this executable's path, for what the program runs of ours (the pytest plugin's
+ * reports) when no gpumemtrace is on PATH (a build tree, a path given in full). Not a
+ * GPUMEMTRACE_ name: the tracer warns about those it does not know.
+ */
+static int
+set_cli_path(void)
+{
+	char exe[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+
+	if (n <= 0)
+		return 0; /* the program then looks on PATH, as without run */
+	exe[n] = '\0';
+	return setenv("GMT_CLI", exe, 1);
+}
+
 /* PYTHONPATH=DIR[:old]; without the module nothing changes (Python programs run as before). */
 static int
 set_pythonpath(void)
@@ -553,7 +570,7 @@ gmt_cmd_run(int argc, char **argv)
 		return GMT_EXIT_USAGE;
 	}
 	if (set_preload(lib) != 0 || setenv("GPUMEMTRACE_OUTPUT_DIR", absdir, 1) != 0 ||
-	    set_pythonpath() != 0) {
+	    set_pythonpath() != 0 || set_cli_path() != 0) {
 		fprintf(stderr, "gpumemtrace run: cannot set the environment: %s\n",
 			strerror(errno));
 		return GMT_EXIT_USAGE;

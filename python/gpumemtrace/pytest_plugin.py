@@ -46,6 +46,9 @@ from gpumemtrace import tracefile
 # Set in the environment of the re-executed session: the CLI it runs under (also the guard
 # against a second exec). Not a GPUMEMTRACE_ name: the tracer warns about those it does not know.
 CLI_ENV = "GMT_PYTEST_CLI"
+# Set by `gpumemtrace run` for the program it runs: its own path (a build tree's CLI, or one run
+# by its full path, is on no PATH).
+RUN_CLI_ENV = "GMT_CLI"
 LABEL_MAX = 63  # the tracer keeps 63 bytes of a label (include/gpumemtrace.h)
 WAIT_MIN_S = 5.0  # how long the end marker may take to reach the file, at least
 REEXEC_FLUSH_MS = "20"  # the re-executed session's flush interval, unless the user chose one
@@ -85,9 +88,13 @@ def pytest_configure(config):
 # --- running under the tracer -----------------------------------------------------------------
 
 def _cli():
-    """The gpumemtrace executable: the session's, the one installed with this package, else the
-    one on PATH."""
-    return (os.environ.get(CLI_ENV) or _install.cli() or shutil.which("gpumemtrace"))
+    """The gpumemtrace executable: the session's, the `gpumemtrace run` this process runs under,
+    the one installed with this package, else the one on PATH."""
+    for var in (CLI_ENV, RUN_CLI_ENV):
+        exe = os.environ.get(var)
+        if exe and os.access(exe, os.X_OK):
+            return exe
+    return _install.cli() or shutil.which("gpumemtrace")
 
 
 def _reexec(config):
@@ -129,14 +136,26 @@ _UNITS = {"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40,
 
 def parse_size(value):
     """Bytes from 2048, "2 GiB", "512MiB", "1.5G" (K, M, G, T, KiB...: powers of 1024; KB, MB,
-    GB, TB: powers of 1000, as `gpumemtrace check` reads them). ValueError otherwise."""
+    GB, TB: powers of 1000, as `gpumemtrace check` reads them; rounded to the nearest byte).
+    ValueError otherwise, and for a fraction of a byte (1.5, "1.5 B")."""
     if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
         return value
+    if isinstance(value, float):
+        if value < 0 or not value.is_integer():  # a number alone is bytes
+            raise ValueError("%r is not a whole number of bytes" % (value,))
+        return int(value)
     m = re.fullmatch(r"\s*(\d+(?:\.\d*)?)\s*([A-Za-z]*)\s*", str(value))
     if not m or m.group(2).lower() not in _UNITS:
         raise ValueError("%r is not a size (bytes, or a number with B, KiB, MiB, GiB, TiB, K, M, "
                          "G, T, KB, MB, GB, TB)" % (value,))
-    return int(float(m.group(1)) * _UNITS[m.group(2).lower()])
+    num, unit = m.group(1), _UNITS[m.group(2).lower()]
+    whole, _, frac = num.partition(".")
+    frac = frac.rstrip("0")
+    if frac and unit == 1:  # 1.5 is no number of bytes (it was once taken as 1)
+        raise ValueError("%r is not a whole number of bytes" % (value,))
+    # exact, rounded to the nearest byte as `gpumemtrace check` does (1.3 GiB)
+    scale = 10 ** len(frac)
+    return int(whole) * unit + ((int(frac or 0) * unit * 2 + scale) // (2 * scale))
 
 
 def fmt_bytes(n):
@@ -396,7 +415,12 @@ class Session:
     def pytest_runtest_call(self, item):
         if self.broken or not self.cli or (self.only_marked and not _limits(item)):
             if not self.cli:
-                self._off("the gpumemtrace command was not found")
+                self._off("the gpumemtrace command was not found (not on PATH, not installed "
+                          "with this package, not given by `gpumemtrace run`)")
+            if self.broken and _limits(item):
+                # a limit that cannot be checked fails the test: it never passes unchecked
+                item._gpumemtrace = {"error": "gpumemtrace: the limits of this test cannot be "
+                                              "checked: " + self.broken}
             yield
             return
         self.count += 1

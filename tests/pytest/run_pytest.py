@@ -15,8 +15,11 @@ the CLI as BUILD/tools/gpumemtrace on PATH), on tests/simcuda:
   xdist   the same with pytest-xdist -n 2: one trace per worker, the same verdicts
   torch   cases_torch.py on the torch double (tests/torchsim): a tensor kept past its test is a
           leak at its line; a segment PyTorch's cache keeps is not, unless count_cached=True
-  usage   a limit that is no size stops the session (exit 4) naming the test and the marker;
-          --gpumemtrace without any gpumemtrace command says so (exit 4)
+  usage   a limit that is no size, or a fraction of a byte, stops the session (exit 4) naming
+          the test and the marker; --gpumemtrace without any gpumemtrace command says so (exit
+          4); `gpumemtrace run` by its full path with no CLI on PATH: the plugin uses run's CLI
+          and the tests over their limits fail; the tracer preloaded with no CLI anywhere: the
+          tests with limits fail (cannot be checked), never pass
 
 Skips (77) when no interpreter here has pytest (xdist: pytest-xdist).
 """
@@ -338,6 +341,71 @@ def test_bad():
 '''
 
 
+UNCHECKED = '''import ctypes
+
+import pytest
+
+cudart = ctypes.CDLL("libcudart.so.13")
+kept = []
+
+
+def alloc(n):
+    p = ctypes.c_void_p()
+    assert cudart.cudaMalloc(ctypes.byref(p), ctypes.c_size_t(n)) == 0
+    return p
+
+
+@pytest.mark.limit_gpu_leaks("0 B")
+def test_keeps():
+    kept.append(alloc(8 << 20))
+
+
+@pytest.mark.limit_gpu_memory("256 KiB")
+def test_peaks():
+    assert cudart.cudaFree(alloc(512 << 10)) == 0
+
+
+def test_plain():
+    assert cudart.cudaFree(alloc(1 << 20)) == 0
+'''
+
+
+def outcomes(text):
+    """{test name: PASSED/FAILED/ERROR} from pytest -rA's short summary."""
+    return {m.group(2): m.group(1) for m in
+            re.finditer(r"^(PASSED|FAILED|ERROR) \S*::(\w+)", text, re.M)}
+
+
+def unchecked_cases(py, build, src, top):
+    with open(os.path.join(top, "test_unchecked.py"), "w") as f:
+        f.write(UNCHECKED)
+    # `gpumemtrace run` by its full path, no gpumemtrace on PATH: run hands the plugin its CLI
+    env = env_for(build, src, cli=False)
+    p = subprocess.run([os.path.join(build, "tools", "gpumemtrace"), "run", "-o",
+                        os.path.join(top, "t-run"), "--", py, "-m", "pytest", "-p",
+                        "gpumemtrace.pytest_plugin", "-p", "no:cacheprovider", "-rA",
+                        "--gpumemtrace", "test_unchecked.py"], env=env, cwd=top,
+                       capture_output=True, text=True, timeout=300)
+    print("--- run pytest: exit %d\n%s\n%s---" % (p.returncode, p.stdout[-4000:], p.stderr[-2000:]))
+    got = outcomes(p.stdout)
+    check(p.returncode == 1 and got == {"test_keeps": "FAILED", "test_peaks": "FAILED",
+                                        "test_plain": "PASSED"} and
+          "not found" not in p.stdout + p.stderr and "over the limit of 256.0 KiB" in p.stdout,
+          "under `gpumemtrace run` with no CLI on PATH: the limits are checked, the two tests "
+          "over them fail (%s)" % got)
+    # the tracer preloaded by hand, no CLI anywhere: limits cannot be checked -> those tests fail
+    env = dict(env, LD_PRELOAD=os.path.join(build, "src", "libgpumemtrace.so"),
+               GPUMEMTRACE_OUTPUT_DIR=os.path.join(top, "t-preload"))
+    os.makedirs(env["GPUMEMTRACE_OUTPUT_DIR"])
+    p = pytest_run(py, ["-rA", "--gpumemtrace", "test_unchecked.py"], env, top)
+    got = outcomes(p.stdout)
+    check(p.returncode == 1 and got == {"test_keeps": "FAILED", "test_peaks": "FAILED",
+                                        "test_plain": "PASSED"} and
+          p.stdout.count("cannot be checked") >= 2,
+          "no CLI to measure with: a test with a limit fails saying it cannot be checked, "
+          "never passes; a test without one passes (%s)" % got)
+
+
 def usage_case(build, src):
     py = python_with("pytest")
     if not py:
@@ -357,6 +425,15 @@ def usage_case(build, src):
         p = pytest_run(py, ["--gpumemtrace", "test_ok.py"], env_for(build, src, cli=False), top)
         check(p.returncode == 4 and "gpumemtrace command was not found" in p.stdout + p.stderr,
               "--gpumemtrace without a gpumemtrace command: exit 4, saying so")
+        with open(os.path.join(top, "test_bad.py"), "w") as f:
+            f.write(BAD_LIMIT.replace('"2 parsecs"', "1.5"))
+        p = pytest_run(py, ["--gpumemtrace", "--gpumemtrace-dir", os.path.join(top, "t2"),
+                            "test_bad.py"], env_for(build, src), top)
+        both = p.stdout + p.stderr
+        check(p.returncode == 4 and "1.5 is not a whole number of bytes" in both,
+              "limit_gpu_memory(1.5): a fraction of a byte is refused (exit 4), not read as 1 byte")
+        os.unlink(os.path.join(top, "test_bad.py"))
+        unchecked_cases(py, build, src, top)
     finally:
         shutil.rmtree(top, ignore_errors=True)
     return finish()

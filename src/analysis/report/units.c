@@ -88,6 +88,9 @@ gmt_parse_bytes(const char *s, uint64_t *out)
 		*out = u;
 		return 0;
 	}
+	/* 1.5 is no number of bytes: refused, not rounded (1.5 KiB is 1536) */
+	if (scale == 1.0 && v != (double)(uint64_t)v)
+		return -1;
 	v *= scale;
 	/* 2^64 itself does not fit; a double holds it exactly, so the comparison is exact. */
 	if (v >= 0x1p64)
