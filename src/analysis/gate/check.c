@@ -149,31 +149,6 @@ gmt_gates_skipped(const struct gmt_gates *g)
 	return n;
 }
 
-// --- Default suppressions -------------------------------------------------------------------
-
-/*
- * What NVIDIA's libraries allocate for their own handles and workspaces and keep until the
- * process exits (cuBLAS, cuDNN, NCCL, ...): live at exit, but not the program's leak, and not
- * something it can free. Like the default suppressions of LeakSanitizer and Valgrind; listed
- * with the other suppressions when used, and off with --no-default-suppressions.
- */
-static const char *const default_suppressions[] = {
-    "leak:libcublas",	"leak:libcudnn",    "leak:libnccl",   "leak:libcufft",
-    "leak:libcusparse", "leak:libcusolver", "leak:libcurand",
-};
-
-int
-gmt_check_default_suppressions(struct gmt_suppressions *supp, FILE *diag)
-{
-	int rc;
-
-	for (size_t i = 0; i < sizeof(default_suppressions) / sizeof(default_suppressions[0]); i++)
-		if ((rc = gmt_suppressions_add(supp, default_suppressions[i], "built-in",
-					       (unsigned)i + 1, diag)) != 0)
-			return rc;
-	return 0;
-}
-
 // --- Reading the report -------------------------------------------------------------------
 
 static const char *
@@ -206,6 +181,29 @@ call_stack_of(const json_t *doc, json_int_t process, json_int_t stack)
 			       GMT_RK_CALL_STACK);
 }
 
+/*
+ * Whether a leak_sites[] stack is held by a CUDA library's handles: the report's `library`
+ * (explain.c's rule); a report written before that key told from its frames' modules by the
+ * same rule (@p old).
+ */
+static bool
+library_stack(const json_t *doc, json_int_t process, const json_t *st, bool old)
+{
+	const json_t *frame;
+	size_t i;
+
+	if (!old)
+		return json_is_string(json_object_get(st, GMT_RK_LIBRARY));
+	json_array_foreach(
+	    call_stack_of(doc, process, json_integer_value(json_object_get(st, GMT_RK_STACK))), i,
+	    frame)
+	{
+		if (gmt_library_of_module(str_key(frame, GMT_RK_MODULE)))
+			return true;
+	}
+	return false;
+}
+
 /* What suppressions leave of one site group (`leak_sites[]`, `peak_sites[]`). */
 struct kept {
 	uint64_t bytes, allocations;
@@ -215,7 +213,8 @@ struct kept {
  * Split one site group's stacks between the suppressions of @p type and what is kept. Each
  * suppressed stack adds to its suppression's counters when @p count (the baseline's report is
  * matched without counting). With @p cached, the stacks of a caching allocator (`cached`) are
- * set apart there, neither kept nor suppressed. Returns what is kept.
+ * set apart there, neither kept nor suppressed; with @p library, those of a CUDA library's
+ * handles (library_stack(), @p old) likewise. Returns what is kept.
  */
 static struct kept
 suppress_group(const json_t *doc,
@@ -223,7 +222,9 @@ suppress_group(const json_t *doc,
 	       enum gmt_supp_type type,
 	       struct gmt_suppressions *supp,
 	       bool count,
-	       struct kept *cached)
+	       struct kept *cached,
+	       struct kept *library,
+	       bool old)
 {
 	const json_t *stacks = json_object_get(group, GMT_RK_STACKS);
 	json_int_t process = json_integer_value(json_object_get(group, GMT_RK_PROCESS));
@@ -232,18 +233,23 @@ suppress_group(const json_t *doc,
 	const json_t *st;
 	size_t i;
 
-	if (supp->n == 0 && !cached)
+	if (supp->n == 0 && !cached && !library)
 		return k;
 	json_array_foreach(stacks, i, st)
 	{
 		uint64_t bytes = gmt_json_u64(st, GMT_RK_BYTES),
 			 allocs = gmt_json_u64(st, GMT_RK_ALLOCATIONS);
-		if (cached && json_is_true(json_object_get(st, GMT_RK_CACHED))) {
-			/* a caching allocator's memory: not a leak unless --count-cached */
+		struct kept *apart = NULL;
+
+		if (cached && json_is_true(json_object_get(st, GMT_RK_CACHED)))
+			apart = cached; /* a caching allocator's memory: not a leak unless asked */
+		else if (library && library_stack(doc, process, st, old))
+			apart = library; /* a CUDA library's handles: likewise */
+		if (apart) {
 			k.bytes -= bytes < k.bytes ? bytes : k.bytes;
 			k.allocations -= allocs < k.allocations ? allocs : k.allocations;
-			cached->bytes += bytes;
-			cached->allocations += allocs;
+			apart->bytes += bytes;
+			apart->allocations += allocs;
 			continue;
 		}
 		const json_t *cs = call_stack_of(
@@ -267,17 +273,22 @@ suppress_group(const json_t *doc,
 
 /*
  * The leaks that count (docs/report-json.md: at_exit and counted, and not `cached` unless
- * --count-cached), suppressions applied.
+ * --count-cached, not `library` unless --count-libraries), suppressions applied.
  */
 struct leak_view {
 	struct kept total, taken; /* taken: by suppressions */
 	struct kept cached;	  /* a caching allocator's memory live at exit: not counted */
+	struct kept library;	  /* CUDA libraries' handles' memory live at exit: not counted */
 	struct kept *sites;	  /* per leak_sites[] entry; zero for the ones that do not count */
 	size_t nsites;
 };
 
 static struct leak_view
-leak_view(const json_t *doc, struct gmt_suppressions *supp, bool count, bool count_cached)
+leak_view(const json_t *doc,
+	  struct gmt_suppressions *supp,
+	  bool count,
+	  bool count_cached,
+	  bool count_libraries)
 {
 	const json_t *summary = json_object_get(doc, GMT_RK_SUMMARY);
 	const json_t *sites = json_object_get(doc, GMT_RK_LEAK_SITES);
@@ -286,6 +297,8 @@ leak_view(const json_t *doc, struct gmt_suppressions *supp, bool count, bool cou
 		      gmt_json_u64(summary, GMT_RK_LEAKED_ALLOCATIONS)},
 	    .nsites = json_array_size(sites),
 	};
+	/* a report from before `library`: its leaked_* held the libraries' memory */
+	bool old = !json_object_get(summary, GMT_RK_LIBRARY_AT_EXIT_BYTES);
 	const json_t *g;
 	size_t i;
 
@@ -294,24 +307,37 @@ leak_view(const json_t *doc, struct gmt_suppressions *supp, bool count, bool cou
 		v.total.bytes += gmt_json_u64(summary, GMT_RK_CACHED_AT_EXIT_BYTES);
 		v.total.allocations += gmt_json_u64(summary, GMT_RK_CACHED_AT_EXIT_ALLOCATIONS);
 	}
+	if (count_libraries && !old) {
+		v.total.bytes += gmt_json_u64(summary, GMT_RK_LIBRARY_AT_EXIT_BYTES);
+		v.total.allocations += gmt_json_u64(summary, GMT_RK_LIBRARY_AT_EXIT_ALLOCATIONS);
+	}
 	v.sites = calloc(v.nsites + 1, sizeof(*v.sites));
 	if (!v.sites)
 		return v; /* out of memory: run_gates() says so */
 	json_array_foreach(sites, i, g)
 	{
-		struct kept before = v.cached;
+		struct kept before = v.cached, lib_before = v.library;
 
 		v.sites[i] = (struct kept){0};
 		if (!json_is_true(json_object_get(g, GMT_RK_AT_EXIT)) ||
 		    !json_is_true(json_object_get(g, GMT_RK_COUNTED)))
 			continue;
 		v.sites[i] = suppress_group(doc, g, GMT_SUPP_LEAK, supp, count,
-					    count_cached ? NULL : &v.cached);
+					    count_cached ? NULL : &v.cached,
+					    count_libraries ? NULL : &v.library, old);
 		v.taken.bytes += gmt_json_u64(g, GMT_RK_BYTES) - v.sites[i].bytes -
-				 (v.cached.bytes - before.bytes);
+				 (v.cached.bytes - before.bytes) -
+				 (v.library.bytes - lib_before.bytes);
 		v.taken.allocations += gmt_json_u64(g, GMT_RK_ALLOCATIONS) -
 				       v.sites[i].allocations -
-				       (v.cached.allocations - before.allocations);
+				       (v.cached.allocations - before.allocations) -
+				       (v.library.allocations - lib_before.allocations);
+	}
+	if (old) { /* the libraries' memory was in summary.leaked_*: out again */
+		v.total.bytes -= v.library.bytes < v.total.bytes ? v.library.bytes : v.total.bytes;
+		v.total.allocations -= v.library.allocations < v.total.allocations
+					   ? v.library.allocations
+					   : v.total.allocations;
 	}
 	v.total.bytes -= v.taken.bytes < v.total.bytes ? v.taken.bytes : v.total.bytes;
 	v.total.allocations -=
@@ -337,6 +363,27 @@ cached_by_allocator(struct gmt_gate *g, const json_t *doc)
 		if (!bytes)
 			continue;
 		say(g, "%s%s %s", sep, gmt_cache_label(holding[i]), gmt_size_text(bytes, b));
+		sep = ", ";
+	}
+}
+
+/* ", cuBLAS 64.0 MiB" per CUDA library of summary.library_at_exit that held something. */
+static void
+held_by_library(struct gmt_gate *g, const json_t *doc)
+{
+	const json_t *by =
+	    json_object_get(json_object_get(doc, GMT_RK_SUMMARY), GMT_RK_LIBRARY_AT_EXIT);
+	const char *sep = ": ";
+	char b[GMT_SIZE_TEXT];
+
+	for (int l = GMT_LIB_NONE + 1; l < GMT_LIB_COUNT; l++) {
+		uint64_t bytes = gmt_json_u64(
+		    json_object_get(by, gmt_library_name((enum gmt_library)l)), GMT_RK_BYTES);
+
+		if (!bytes)
+			continue;
+		say(g, "%s%s %s", sep, gmt_library_label((enum gmt_library)l),
+		    gmt_size_text(bytes, b));
 		sep = ", ";
 	}
 }
@@ -471,6 +518,12 @@ leak_gates(struct gmt_gates *gates,
 			cached_by_allocator(g, doc);
 			say(g, "; --count-cached counts it)");
 		}
+		if (lv->library.bytes) {
+			say(g, " (%s held by CUDA libraries for their handles at exit, not counted",
+			    gmt_size_text(lv->library.bytes, t));
+			held_by_library(g, doc);
+			say(g, "; --count-libraries counts it)");
+		}
 		leak_caveats(g, doc);
 		if (g->failed)
 			leak_details(g, doc, lv);
@@ -485,6 +538,10 @@ leak_gates(struct gmt_gates *gates,
 		if (lv->cached.allocations)
 			say(g, " (%" PRIu64 " held by a caching allocator, not counted)",
 			    lv->cached.allocations);
+		if (lv->library.allocations)
+			say(g,
+			    " (%" PRIu64 " held by CUDA libraries for their handles, not counted)",
+			    lv->library.allocations);
 		leak_caveats(g, doc);
 		if (g->failed)
 			leak_details(g, doc, lv);
@@ -532,7 +589,7 @@ peak_kept(const json_t *doc,
 		if (json_integer_value(json_object_get(g, GMT_RK_PROCESS)) != process ||
 		    json_integer_value(json_object_get(g, GMT_RK_DEVICE)) != device)
 			continue;
-		k = suppress_group(doc, g, GMT_SUPP_PEAK, supp, details == NULL, NULL);
+		k = suppress_group(doc, g, GMT_SUPP_PEAK, supp, details == NULL, NULL, NULL, false);
 		*taken += gmt_json_u64(g, "bytes") - k.bytes;
 		if (!details || !k.bytes)
 			continue;
@@ -1448,7 +1505,7 @@ gmt_check_run(struct gmt_gates *gates,
 	      const json_t *doc,
 	      const json_t *base)
 {
-	struct leak_view lv = leak_view(doc, o->supp, true, o->count_cached);
+	struct leak_view lv = leak_view(doc, o->supp, true, o->count_cached, o->count_libraries);
 
 	*gates = (struct gmt_gates){0};
 	if (!lv.sites)

@@ -45,6 +45,7 @@ struct gmt_check_options {
 	uint64_t max_tensor_growth; /**< a tensor site's live block bytes, first to last sample */
 	double max_increase;	    /**< percent over the baseline */
 	bool count_cached;	    /**< caching allocators' memory live at exit leaks too */
+	bool count_libraries;	    /**< CUDA libraries' handles' memory live at exit leaks too */
 	bool allow_incomplete; /**< a process that did not exit normally passes complete-traces */
 	bool allow_drops;      /**< a trace that dropped events passes complete-traces */
 	struct gmt_suppressions *supp; /**< never NULL; their counters count what they took */
@@ -86,12 +87,5 @@ size_t gmt_gates_failed(const struct gmt_gates *g);
 size_t gmt_gates_skipped(const struct gmt_gates *g);
 
 void gmt_gates_free(struct gmt_gates *g);
-
-/**
- * Add the built-in suppressions (origin "built-in"): what NVIDIA's libraries keep until exit
- * (`--no-default-suppressions` leaves them out). Returns 0, or -ENOMEM after a message on
- * @p diag.
- */
-int gmt_check_default_suppressions(struct gmt_suppressions *supp, FILE *diag);
 
 #endif

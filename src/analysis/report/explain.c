@@ -215,6 +215,91 @@ gmt_model_cached_at_end(const struct gmt_model *m, struct gmt_cached out[GMT_CAC
 	}
 }
 
+// --- CUDA libraries' handles ---------------------------------------------------------------------
+
+/* The libraries, by the prefix of their modules' file names (versioned: libcublasLt.so.13). */
+static const struct {
+	const char *name, *label, *module;
+} libraries[GMT_LIB_COUNT] = {
+    [GMT_LIB_CUBLAS] = {"cublas", "cuBLAS", "libcublas"},
+    [GMT_LIB_CUDNN] = {"cudnn", "cuDNN", "libcudnn"},
+    [GMT_LIB_NCCL] = {"nccl", "NCCL", "libnccl"},
+    [GMT_LIB_CUFFT] = {"cufft", "cuFFT", "libcufft"},
+    [GMT_LIB_CUSPARSE] = {"cusparse", "cuSPARSE", "libcusparse"},
+    [GMT_LIB_CUSOLVER] = {"cusolver", "cuSOLVER", "libcusolver"},
+    [GMT_LIB_CURAND] = {"curand", "cuRAND", "libcurand"},
+};
+
+const char *
+gmt_library_name(enum gmt_library l)
+{
+	return l > GMT_LIB_NONE && l < GMT_LIB_COUNT ? libraries[l].name : NULL;
+}
+
+const char *
+gmt_library_label(enum gmt_library l)
+{
+	return l > GMT_LIB_NONE && l < GMT_LIB_COUNT ? libraries[l].label : "";
+}
+
+enum gmt_library
+gmt_library_of_module(const char *path)
+{
+	for (int l = GMT_LIB_NONE + 1; path && l < GMT_LIB_COUNT; l++)
+		if (module_is(path, libraries[l].module))
+			return (enum gmt_library)l;
+	return GMT_LIB_NONE;
+}
+
+enum gmt_library
+gmt_model_library(const struct gmt_model *m, uint32_t stack, uint8_t kind)
+{
+	const struct gmt_cstack *cs = gmt_model_stack(m, stack);
+
+	if (gmt_model_cached(m, stack, kind))
+		return GMT_LIB_NONE;
+	for (uint32_t i = 0; cs && i < cs->nframes; i++) {
+		const struct gmt_cframe *f = gmt_cstack_frame(cs, i);
+		enum gmt_library l;
+
+		if (f->kind == GMT_CF_NATIVE && (l = gmt_library_of_module(f->module)))
+			return l;
+	}
+	return GMT_LIB_NONE;
+}
+
+enum gmt_holder
+gmt_model_holder(const struct gmt_model *m, uint32_t stack, uint8_t kind)
+{
+	if (gmt_model_cached(m, stack, kind))
+		return GMT_HOLDER_CACHE;
+	return gmt_model_library(m, stack, kind) ? GMT_HOLDER_LIBRARY : GMT_HOLDER_PROGRAM;
+}
+
+void
+gmt_model_library_at_end(const struct gmt_model *m, struct gmt_cached out[GMT_LIB_COUNT])
+{
+	memset(out, 0, GMT_LIB_COUNT * sizeof(*out));
+	if (!m->stacks)
+		return;
+	for (size_t i = 0; i < m->nleaks; i++) {
+		const struct gmt_leak *l = &m->leaks[i];
+		enum gmt_library lib;
+
+		if (!gmt_kind_counted((enum gmt_tkind)l->kind))
+			continue;
+		if (!(lib = gmt_model_library(m, l->stack, l->kind)))
+			continue;
+		for (int k = 0; k < 2; k++) {
+			struct gmt_cached *o = &out[k ? GMT_LIB_NONE : lib];
+
+			o->bytes += l->bytes;
+			o->allocations += l->allocations;
+			o->entries++;
+		}
+	}
+}
+
 const char *
 gmt_oom_cause_name(enum gmt_oom_cause c)
 {

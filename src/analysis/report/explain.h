@@ -63,6 +63,55 @@ struct gmt_cached {
  */
 void gmt_model_cached_at_end(const struct gmt_model *m, struct gmt_cached out[GMT_CACHE_COUNT]);
 
+/**
+ * A CUDA library that allocates for its handles (workspaces, plans, communicators) and keeps it
+ * for the handle's life, usually the process's: live at exit, but not the program's leak, nor
+ * anything it can free short of destroying a handle it may never see (PyTorch keeps its cuBLAS
+ * and cuDNN handles). Told from the native frames of the allocation's stack: the innermost frame
+ * in one of these libraries' modules (explain.c holds the table: the one place of the rule, read
+ * by the text and JSON reports, `run`'s summary, html through the JSON, `check`, the pytest plugin
+ * through the JSON).
+ */
+enum gmt_library {
+	GMT_LIB_NONE = 0,
+	GMT_LIB_CUBLAS,	  /**< libcublas, libcublasLt */
+	GMT_LIB_CUDNN,	  /**< libcudnn and its sub-libraries (libcudnn_engines_*, ...) */
+	GMT_LIB_NCCL,	  /**< libnccl */
+	GMT_LIB_CUFFT,	  /**< libcufft */
+	GMT_LIB_CUSPARSE, /**< libcusparse, libcusparseLt */
+	GMT_LIB_CUSOLVER, /**< libcusolver */
+	GMT_LIB_CURAND,	  /**< libcurand */
+	GMT_LIB_COUNT,
+};
+
+/** "cublas", "cudnn", ... (JSON), or NULL for GMT_LIB_NONE. */
+const char *gmt_library_name(enum gmt_library l);
+
+/** For people: "cuBLAS", "cuDNN", "NCCL", ..., or "". */
+const char *gmt_library_label(enum gmt_library l);
+
+/** The library whose module @p path is (a file name starting libcublas, ...), or GMT_LIB_NONE. */
+enum gmt_library gmt_library_of_module(const char *path);
+
+/** The library whose handles hold allocations made at @p stack of @p m (not a cache's). */
+enum gmt_library gmt_model_library(const struct gmt_model *m, uint32_t stack, uint8_t kind);
+
+/** Who keeps an allocation that is live at exit: the one verdict on "leaked". */
+enum gmt_holder {
+	GMT_HOLDER_PROGRAM = 0, /**< the program's own: a leak */
+	GMT_HOLDER_CACHE,   /**< a caching allocator that keeps its memory (gmt_cache_holds()) */
+	GMT_HOLDER_LIBRARY, /**< a CUDA library's handles (gmt_model_library()) */
+};
+
+/** The holder of allocations of @p kind at @p stack of @p m; a cache before a library. */
+enum gmt_holder gmt_model_holder(const struct gmt_model *m, uint32_t stack, uint8_t kind);
+
+/**
+ * What the CUDA libraries' handles had live at the end of @p m, counted kinds only, per library
+ * (out[GMT_LIB_NONE] is the sum). Without symbolized stacks: nothing.
+ */
+void gmt_model_library_at_end(const struct gmt_model *m, struct gmt_cached out[GMT_LIB_COUNT]);
+
 /** Why an allocation failed (docs/report-json.md, "oom[]"). */
 enum gmt_oom_cause {
 	GMT_OOM_UNKNOWN = 0,

@@ -52,6 +52,9 @@ struct gmt_totals {
 	/* the rest of it: what caching allocators kept (gmt_cache_holds()), per allocator, and
 	 * [GMT_CACHE_NONE] the sum; not leaks unless asked (check --count-cached) */
 	struct gmt_cached cached[GMT_CACHE_COUNT];
+	/* and what CUDA libraries' handles kept (gmt_model_library()), per library, [GMT_LIB_NONE]
+	 * the sum; not leaks unless asked (check --count-libraries) */
+	struct gmt_cached library[GMT_LIB_COUNT];
 	/* live at the end of processes that died: not leaks, the state when they stopped */
 	uint64_t live_at_end_bytes;
 	uint64_t live_at_end_allocations;

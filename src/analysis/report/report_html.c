@@ -247,6 +247,9 @@ static const char *const html_tail[] = {
     "memory pool' };\n",
     "function cacheLabel(k) { return CACHE_LABELS.hasOwnProperty(k) ? CACHE_LABELS[k] : String(k); "
     "}\n",
+    "var LIB_LABELS = { cublas: 'cuBLAS', cudnn: 'cuDNN', nccl: 'NCCL', cufft: 'cuFFT', cusparse: "
+    "'cuSPARSE', cusolver: 'cuSOLVER', curand: 'cuRAND' };\n",
+    "function libLabel(k) { return LIB_LABELS.hasOwnProperty(k) ? LIB_LABELS[k] : String(k); }\n",
     "function renderSummary() {\n",
     "  var s = D.summary || {}, box = clear($('summary'));\n",
     "  var peak = card('sum-peak', 'peak device memory held (one process, one GPU)', "
@@ -256,7 +259,8 @@ static const char *const html_tail[] = {
     "  // a caching allocator's memory at exit is not the program's leak (check: --count-cached)\n",
     "  var cached = s.cached_at_exit_bytes || 0, own = s.leaked_bytes || 0;\n",
     "  var leak = card('sum-leaked', 'leaked at exit in ' + (s.leaked_allocations || 0) + ' "
-    "allocations' + (cached ? ', caching allocators not counted' : ''), fmtBytes(own), "
+    "allocations' + (cached ? ', caching allocators not counted' : '') + "
+    "(s.library_at_exit_bytes ? ', CUDA libraries\\' handles not counted' : ''), fmtBytes(own), "
     "exact(own), own > 0);\n",
     "  leak.firstChild.setAttribute('data-bytes', String(own));\n",
     "  box.appendChild(leak);\n",
@@ -268,6 +272,18 @@ static const char *const html_tail[] = {
     "'): theirs to free, not a leak', fmtBytes(cached), exact(cached));\n",
     "    c.firstChild.setAttribute('data-bytes', String(cached));\n",
     "    box.appendChild(c);\n",
+    "  }\n",
+    "  // CUDA libraries' handles (cuBLAS, cuDNN, NCCL...) keep theirs (check: "
+    "--count-libraries)\n",
+    "  var lib = s.library_at_exit_bytes || 0;\n",
+    "  if (lib) {\n",
+    "    var libs = [], lby = s.library_at_exit || {};\n",
+    "    Object.keys(lby).forEach(function (k) { if (lby[k] && lby[k].bytes) libs.push(libLabel(k) "
+    "+ ' ' + fmtBytes(lby[k].bytes)); });\n",
+    "    var lc = card('sum-library', 'held by CUDA libraries for their handles at exit (' + "
+    "libs.join(', ') + '): not a leak', fmtBytes(lib), exact(lib));\n",
+    "    lc.firstChild.setAttribute('data-bytes', String(lib));\n",
+    "    box.appendChild(lc);\n",
     "  }\n",
     "  // probes and failures the allocator recovered from are listed, not counted (check: "
     "--max-failed)\n",
@@ -337,7 +353,8 @@ static const char *const html_tail[] = {
     "  if (procs.length < 2) { $('procs-sec').hidden = true; return; }\n",
     "  var rows = procs.map(function (p, i) {\n",
     "    var leaked = 0, failed = ofProc(D.failed, i).length;\n",
-    "    ofProc(D.leaks, i).forEach(function (l) { if (l.at_exit && l.counted && !l.cached) "
+    "    ofProc(D.leaks, i).forEach(function (l) { if (l.at_exit && l.counted && !l.cached && "
+    "!l.library) "
     "leaked += l.bytes; });\n",
     "    var r = row([String(i), p.host || '', procName(i), { cls: 'n', text: "
     "fmtBytes(procPeak(i)), title: exact(procPeak(i)) },\n",

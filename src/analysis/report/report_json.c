@@ -35,6 +35,15 @@ jcache(const struct gmt_model *m, uint32_t stack, uint8_t kind)
 	return c ? json_string(c) : json_null();
 }
 
+/* The CUDA library whose handles hold allocations at @p stack (docs/report-json.md, "library"). */
+static json_t *
+jlibrary(const struct gmt_model *m, uint32_t stack, uint8_t kind)
+{
+	const char *l = gmt_library_name(gmt_model_library(m, stack, kind));
+
+	return l ? json_string(l) : json_null();
+}
+
 static json_t *
 jll_or_null(long long v)
 {
@@ -541,6 +550,7 @@ leak_json(size_t proc, const struct gmt_model *m, const struct gmt_leak *l)
 	stack_keys(o, m, l->stack);
 	json_object_set_new(o, GMT_RK_CACHE, jcache(m, l->stack, l->kind));
 	json_object_set_new(o, GMT_RK_CACHED, json_boolean(gmt_model_cached(m, l->stack, l->kind)));
+	json_object_set_new(o, GMT_RK_LIBRARY, jlibrary(m, l->stack, l->kind));
 	return o;
 }
 
@@ -708,29 +718,34 @@ site_stacks_json(const struct gmt_site *g, enum site_list which)
 		json_object_set_new(o, GMT_RK_BYTES, jint(st->bytes));
 		json_object_set_new(o, GMT_RK_ALLOCATIONS, jint(st->count));
 		json_object_set_new(o, GMT_RK_CACHE, jcache(g->m, st->stack, g->kind));
-		if (which == SITES_LEAK)
+		if (which == SITES_LEAK) {
 			json_object_set_new(
 			    o, GMT_RK_CACHED,
 			    json_boolean(gmt_model_cached(g->m, st->stack, g->kind)));
+			json_object_set_new(o, GMT_RK_LIBRARY, jlibrary(g->m, st->stack, g->kind));
+		}
 		json_array_append_new(a, o);
 	}
 	return a;
 }
 
-/* leak_sites[]: the group's bytes and allocations in stacks of a holding cache. */
+/* leak_sites[]: the group's bytes and allocations in stacks of a holding cache, and of a CUDA
+ * library's handles. */
 static void
 site_cached_json(json_t *o, const struct gmt_site *g)
 {
-	uint64_t bytes = 0, allocs = 0;
+	uint64_t bytes[3] = {0}, allocs[3] = {0};
 
 	for (size_t i = 0; i < g->nstacks; i++) {
-		if (!gmt_model_cached(g->m, g->stacks[i].stack, g->kind))
-			continue;
-		bytes += g->stacks[i].bytes;
-		allocs += g->stacks[i].count;
+		enum gmt_holder h = gmt_model_holder(g->m, g->stacks[i].stack, g->kind);
+
+		bytes[h] += g->stacks[i].bytes;
+		allocs[h] += g->stacks[i].count;
 	}
-	json_object_set_new(o, GMT_RK_CACHED_BYTES, jint(bytes));
-	json_object_set_new(o, GMT_RK_CACHED_ALLOCATIONS, jint(allocs));
+	json_object_set_new(o, GMT_RK_CACHED_BYTES, jint(bytes[GMT_HOLDER_CACHE]));
+	json_object_set_new(o, GMT_RK_CACHED_ALLOCATIONS, jint(allocs[GMT_HOLDER_CACHE]));
+	json_object_set_new(o, GMT_RK_LIBRARY_BYTES, jint(bytes[GMT_HOLDER_LIBRARY]));
+	json_object_set_new(o, GMT_RK_LIBRARY_ALLOCATIONS, jint(allocs[GMT_HOLDER_LIBRARY]));
 }
 
 static json_t *
@@ -1333,6 +1348,22 @@ cached_at_exit_json(const struct gmt_totals *tot)
 	return o;
 }
 
+/* summary.library_at_exit: one key per CUDA library, always all. */
+static json_t *
+library_at_exit_json(const struct gmt_totals *tot)
+{
+	json_t *o = json_object();
+
+	for (int l = GMT_LIB_NONE + 1; l < GMT_LIB_COUNT; l++) {
+		json_t *e = json_object();
+
+		json_object_set_new(e, GMT_RK_BYTES, jint(tot->library[l].bytes));
+		json_object_set_new(e, GMT_RK_ALLOCATIONS, jint(tot->library[l].allocations));
+		json_object_set_new(o, gmt_library_name((enum gmt_library)l), e);
+	}
+	return o;
+}
+
 /* summary.peak_process and first_failure_process: which rank to look at first. */
 static void
 summary_processes(json_t *s, struct gmt_model *const *models, size_t n)
@@ -1398,6 +1429,10 @@ report_doc(struct gmt_model *const *models, size_t n, bool stacks)
 	json_object_set_new(s, GMT_RK_CACHED_AT_EXIT_ALLOCATIONS,
 			    jint(tot.cached[GMT_CACHE_NONE].allocations));
 	json_object_set_new(s, GMT_RK_CACHED_AT_EXIT, cached_at_exit_json(&tot));
+	json_object_set_new(s, GMT_RK_LIBRARY_AT_EXIT_BYTES, jint(tot.library[GMT_LIB_NONE].bytes));
+	json_object_set_new(s, GMT_RK_LIBRARY_AT_EXIT_ALLOCATIONS,
+			    jint(tot.library[GMT_LIB_NONE].allocations));
+	json_object_set_new(s, GMT_RK_LIBRARY_AT_EXIT, library_at_exit_json(&tot));
 	json_object_set_new(s, GMT_RK_LIVE_AT_END_BYTES, jint(tot.live_at_end_bytes));
 	json_object_set_new(s, "live_at_end_allocations", jint(tot.live_at_end_allocations));
 	json_object_set_new(s, GMT_RK_FAILED_ALLOCATIONS, jint(tot.failed));

@@ -361,12 +361,25 @@ print_site_row(FILE *out,
 
 // --- live at the end: leaks, or the state of a process that died --------------------------------
 
-/* Which part of a group of counted kinds a list shows (caching allocators: explain.c). */
+/* Which part of a group of counted kinds a list shows (who holds it: explain.c). */
 enum live_part {
-	PART_ALL,    /**< every stack */
-	PART_OWN,    /**< the stacks of no holding cache: the program's own */
-	PART_CACHED, /**< the stacks of a caching allocator that keeps its memory */
+	PART_ALL,     /**< every stack */
+	PART_OWN,     /**< the stacks of no holding cache and no library: the program's own */
+	PART_CACHED,  /**< the stacks of a caching allocator that keeps its memory */
+	PART_LIBRARY, /**< the stacks of a CUDA library's handles */
 };
+
+static bool
+in_part(const struct gmt_site *g, uint32_t stack, enum live_part part)
+{
+	static const enum gmt_holder holder[] = {
+	    [PART_OWN] = GMT_HOLDER_PROGRAM,
+	    [PART_CACHED] = GMT_HOLDER_CACHE,
+	    [PART_LIBRARY] = GMT_HOLDER_LIBRARY,
+	};
+
+	return part == PART_ALL || gmt_model_holder(g->m, stack, g->kind) == holder[part];
+}
 
 /*
  * @p g with only the stacks of @p part, into @p view (its stacks in @p buf, room for g->nstacks):
@@ -388,7 +401,7 @@ group_part(const struct gmt_site *g,
 	for (size_t i = 0; i < g->nstacks; i++) {
 		const struct gmt_site_stack *st = &g->stacks[i];
 
-		if (gmt_model_cached(g->m, st->stack, g->kind) != (part == PART_CACHED))
+		if (!in_part(g, st->stack, part))
 			continue;
 		buf[view->nstacks++] = *st;
 		view->bytes += st->bytes;
@@ -492,8 +505,7 @@ count_sites(const struct gmt_sites *sites, bool complete, enum live_part part)
 		if (g->m->trace->complete != complete || !gmt_kind_counted((enum gmt_tkind)g->kind))
 			continue;
 		for (size_t s = 0; !want && s < g->nstacks; s++)
-			want = gmt_model_cached(g->m, g->stacks[s].stack, g->kind) ==
-			       (part == PART_CACHED);
+			want = in_part(g, g->stacks[s].stack, part);
 		k += want;
 	}
 	return k;
@@ -543,6 +555,40 @@ print_cached(FILE *out,
 	print_sites(out, sites, n, true, true, PART_CACHED, opt);
 }
 
+/* "held by CUDA libraries for their handles ...: 128.3 MiB in 6 allocations from 4 call sites
+ * (cuBLAS 64.0 MiB, cuDNN 64.3 MiB)" and their sites; nothing when they held nothing. */
+static void
+print_library(FILE *out,
+	      const struct gmt_sites *sites,
+	      size_t n,
+	      const struct gmt_totals *tot,
+	      const struct gmt_report_options *opt)
+{
+	const struct gmt_cached *all = &tot->library[GMT_LIB_NONE];
+	size_t nsites = count_sites(sites, true, PART_LIBRARY);
+	const char *sep = " (";
+	char b[GMT_BYTES_BUF];
+
+	if (!all->allocations)
+		return;
+	fprintf(out,
+		"held by CUDA libraries for their handles at exit (workspaces kept while a handle "
+		"lives: not leaks; check --count-libraries counts them): %s in %" PRIu64
+		" %s from %zu call %s",
+		gmt_format_bytes(all->bytes, b), all->allocations,
+		gmt_text_plural(all->allocations, "allocation", "allocations"), nsites,
+		gmt_text_plural(nsites, "site", "sites"));
+	for (int l = GMT_LIB_NONE + 1; l < GMT_LIB_COUNT; l++) {
+		if (!tot->library[l].allocations)
+			continue;
+		fprintf(out, "%s%s %s", sep, gmt_library_label((enum gmt_library)l),
+			gmt_format_bytes(tot->library[l].bytes, b));
+		sep = ", ";
+	}
+	fprintf(out, ")\n");
+	print_sites(out, sites, n, true, true, PART_LIBRARY, opt);
+}
+
 static void
 print_leaks(FILE *out,
 	    struct gmt_model *const *models,
@@ -560,7 +606,8 @@ print_leaks(FILE *out,
 		nsites = count_sites(&sites, true, PART_OWN);
 		if (tot->leak_sites == 0 && !any_live(models, n, true))
 			fprintf(out, "leaked at exit: nothing (every allocation was freed)\n");
-		else if (tot->leak_sites == 0 && tot->cached[GMT_CACHE_NONE].allocations)
+		else if (tot->leak_sites == 0 && (tot->cached[GMT_CACHE_NONE].allocations ||
+						  tot->library[GMT_LIB_NONE].allocations))
 			fprintf(out, "leaked at exit: nothing of the program's own\n");
 		else if (tot->leak_sites == 0)
 			fprintf(out, "leaked at exit: no memory\n");
@@ -572,6 +619,7 @@ print_leaks(FILE *out,
 			    nsites, gmt_text_plural(nsites, "site", "sites"));
 		print_sites(out, &sites, n, true, true, PART_OWN, opt);
 		print_cached(out, &sites, n, tot, opt);
+		print_library(out, &sites, n, tot, opt);
 		print_sites(out, &sites, n, true, false, PART_ALL, opt);
 	}
 	if (tot->died) {
@@ -907,9 +955,19 @@ gmt_report_summary(FILE *out, const char *prefix, struct gmt_model *const *model
 		fprintf(out, "; leaked at exit %s in %" PRIu64 " %s",
 			gmt_format_bytes(tot.leaked_bytes, b), tot.leaked_allocations,
 			gmt_text_plural(tot.leaked_allocations, "allocation", "allocations"));
-	if (tot.cached[GMT_CACHE_NONE].allocations)
-		fprintf(out, " (and %s held by caching allocators, not leaks)",
-			gmt_format_bytes(tot.cached[GMT_CACHE_NONE].bytes, b));
+	if (tot.cached[GMT_CACHE_NONE].allocations || tot.library[GMT_LIB_NONE].allocations) {
+		const char *sep = " (and ";
+
+		if (tot.cached[GMT_CACHE_NONE].allocations) {
+			fprintf(out, "%s%s held by caching allocators", sep,
+				gmt_format_bytes(tot.cached[GMT_CACHE_NONE].bytes, b));
+			sep = ", ";
+		}
+		if (tot.library[GMT_LIB_NONE].allocations)
+			fprintf(out, "%s%s by CUDA libraries for their handles", sep,
+				gmt_format_bytes(tot.library[GMT_LIB_NONE].bytes, b));
+		fprintf(out, ", not leaks)");
+	}
 	if (tot.died)
 		fprintf(out, "; %s live when the trace ends",
 			gmt_format_bytes(tot.live_at_end_bytes, b));

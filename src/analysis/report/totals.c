@@ -1,10 +1,21 @@
 /*
  * @brief The figures the report states first, summed over every process: peak, leaks (less
- * what caching allocators keep at exit), failures, and what made the traces incomplete.
+ * what caching allocators and CUDA libraries' handles keep at exit), failures, and what made the
+ * traces incomplete.
  */
 #include <string.h>
 
 #include "analysis/report/report.h"
+
+static void
+add_held(struct gmt_cached *to, const struct gmt_cached *from, int n)
+{
+	for (int k = 0; k < n; k++) {
+		to[k].bytes += from[k].bytes;
+		to[k].allocations += from[k].allocations;
+		to[k].entries += from[k].entries;
+	}
+}
 
 static void
 totals_add(struct gmt_totals *t, const struct gmt_model *m)
@@ -25,17 +36,18 @@ totals_add(struct gmt_totals *t, const struct gmt_model *m)
 	t->unmatched_retains += m->unmatched_retains;
 	if (tr->complete) {
 		/* what a caching allocator keeps at exit is its cache, not a leak (explain.c) */
-		struct gmt_cached c[GMT_CACHE_COUNT];
+		struct gmt_cached c[GMT_CACHE_COUNT], l[GMT_LIB_COUNT];
 
 		gmt_model_cached_at_end(m, c);
-		for (int k = 0; k < GMT_CACHE_COUNT; k++) {
-			t->cached[k].bytes += c[k].bytes;
-			t->cached[k].allocations += c[k].allocations;
-			t->cached[k].entries += c[k].entries;
-		}
-		t->leaked_bytes += m->live_end_bytes - c[GMT_CACHE_NONE].bytes;
-		t->leaked_allocations += m->live_end_allocations - c[GMT_CACHE_NONE].allocations;
-		t->leak_sites += m->live_end_sites - c[GMT_CACHE_NONE].entries;
+		gmt_model_library_at_end(m, l);
+		add_held(t->cached, c, GMT_CACHE_COUNT);
+		add_held(t->library, l, GMT_LIB_COUNT);
+		t->leaked_bytes +=
+		    m->live_end_bytes - c[GMT_CACHE_NONE].bytes - l[GMT_LIB_NONE].bytes;
+		t->leaked_allocations += m->live_end_allocations - c[GMT_CACHE_NONE].allocations -
+					 l[GMT_LIB_NONE].allocations;
+		t->leak_sites +=
+		    m->live_end_sites - c[GMT_CACHE_NONE].entries - l[GMT_LIB_NONE].entries;
 	} else {
 		t->died++;
 		t->live_at_end_bytes += m->live_end_bytes;
