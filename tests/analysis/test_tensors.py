@@ -345,7 +345,42 @@ def case_hostile(exe, fx):
           f"no device made up, every such line counted ({len(t['devices'])} devices, {t['inconsistent']})")
 
 
-CASES = {"hostile": case_hostile, "categories": case_categories, "snapshot": case_snapshot, "markers": case_markers, "frag": case_frag, "growth": case_growth, "gpt2": case_gpt2,
+def case_limit(exe, fx):
+    """An OOM PyTorch raised by its own limit (set_per_process_memory_fraction): the device had
+    plenty free and no cudaMalloc failed. The same OOM after a failed cudaMalloc is the device's."""
+    tmp = tempfile.mkdtemp(prefix="gmt-tensors-limit-")
+    seg = 0x7f0000000000
+    for failed in (False, True):
+        tr = Trace()
+        tr.add(type="torch", version="2.11.0+cu130", backend="native", alloc_conf="", layer="blocks",
+               detail="x")
+        tr.add(type="event", op="alloc", api="cudaMalloc", kind="device", device=0, ptr=hex(seg),
+               size=20 * MiB, result=0, tid=1)
+        tr.block("segment_alloc", seg, 20 * MiB)
+        tr.block("alloc", seg, 20 * MiB, stack=7)
+        if failed:
+            tr.add(type="event", op="alloc", api="cudaMalloc", kind="device", device=0, size=32 * MiB,
+                   result=2, tid=1, free_bytes=16 * MiB, total_bytes=80 * 1024 * MiB)
+        tr.block("oom", None, 32 * MiB, stack=9, device_free=(16 if failed else 60 * 1024) * MiB)
+        path = os.path.join(tmp, "limit-%d.jsonl" % failed)
+        tr.write(path)
+        doc, err = report(exe, path)
+        o = tensors_of(doc)["ooms"][0]
+        text, _ = report(exe, path, fmt="text")
+        if failed:
+            check(o["cause"] == "live_tensors",
+                  f"a failed cudaMalloc behind it: the device was full, live tensors ({o['cause']})")
+            continue
+        check(o["cause"] == "allocator_limit",
+              f"60 GiB free, no cudaMalloc failed: PyTorch's own limit ({o['cause']})")
+        check(any("set_per_process_memory_fraction" in h for h in o["would_help"]) and
+              not any("smaller peak of live tensors" in h for h in o["would_help"][:1]),
+              f"the limit's setting comes first in what would help ({o['would_help']})")
+        check("PyTorch's own limit" in text and "set_per_process_memory_fraction" in text and
+              "between 20.0 MiB and 52.0 MiB" in text, "the text names the limit and its bounds")
+
+
+CASES = {"limit": case_limit, "hostile": case_hostile, "categories": case_categories, "snapshot": case_snapshot, "markers": case_markers, "frag": case_frag, "growth": case_growth, "gpt2": case_gpt2,
          "synthetic": case_synthetic}
 
 

@@ -205,6 +205,17 @@ print_name(FILE *out, const struct tsite_name *n, const char *indent)
 	fprintf(out, "\n");
 }
 
+/*
+ * PyTorch refused the request by its own limit (c10's per-process memory fraction: a new segment
+ * is not asked of CUDA when the reserved bytes and it would pass the limit): no cudaMalloc of the
+ * device failed before the OOM, and CUDA said more than the request was free.
+ */
+static bool
+oom_by_limit(const struct gmt_toom *o)
+{
+	return !o->cuda_failure && o->device_free >= o->rounded && o->device_free > 0;
+}
+
 /* What would have helped an OOM, in PyTorch's settings, and why (text and JSON share these). */
 static size_t
 oom_help(const struct gmt_trace *tr, const struct gmt_toom *o, const char *help[4])
@@ -236,6 +247,10 @@ oom_help(const struct gmt_trace *tr, const struct gmt_toom *o, const char *help[
 		    "the cache together (a shape or a unit wrong?)";
 		return n;
 	}
+	if (unalloc < o->rounded && oom_by_limit(o))
+		help[n++] = "a higher limit, or none: torch.cuda.set_per_process_memory_fraction() "
+			    "(PyTorch's own limit refused the request while the device had the "
+			    "memory free)";
 	help[n++] = "a smaller peak of live tensors: the sites at the peak above";
 	return n;
 }
@@ -251,6 +266,8 @@ oom_cause(const struct gmt_toom *o)
 		return "fragmentation";
 	if (unalloc >= o->rounded)
 		return "cached_elsewhere";
+	if (oom_by_limit(o))
+		return "allocator_limit";
 	return "live_tensors";
 }
 
@@ -444,8 +461,19 @@ text_process(FILE *out, const struct gmt_model *m, const struct gmt_cat_rules *r
 			  "cache together: no setting makes it fit"
 		    : !strcmp(cause, "cached_elsewhere")
 			? "the cache's free memory is in other streams' or pools' segments"
+		    : !strcmp(cause, "allocator_limit")
+			? "PyTorch's own limit, not the device: no cudaMalloc failed and CUDA said "
+			  "more than the request was free, but a new segment would have passed the "
+			  "process's memory fraction (torch.cuda.set_per_process_memory_fraction)"
 			: "live tensors: the cache had not enough free memory, and the device "
 			  "none to grow it");
+		if (!strcmp(cause, "allocator_limit"))
+			fprintf(out,
+				"    the limit: at least the %s reserved then, below that plus the "
+				"request: between %s and %s\n",
+				gmt_format_bytes(o->cache.reserved, b1),
+				gmt_format_bytes(o->cache.reserved, b2),
+				gmt_format_bytes(o->cache.reserved + o->rounded, b3));
 		for (size_t k = 0; k < nh; k++)
 			fprintf(out, "    would help: %s\n", help[k]);
 	}
@@ -902,6 +930,12 @@ gmt_json_tensors(const struct gmt_model *m)
 		json_object_set_new(oj, "device_free", jint(x->device_free));
 		json_object_set_new(oj, "held", jint(x->held));
 		json_object_set_new(oj, "cause", json_string(oom_cause(x)));
+		if (!strcmp(oom_cause(x), "allocator_limit")) {
+			/* c10 refused a new segment: reserved <= limit < reserved + segment */
+			json_object_set_new(oj, "limit_at_least", jint(x->cache.reserved));
+			json_object_set_new(oj, "limit_below",
+					    jint(x->cache.reserved + x->rounded));
+		}
 		for (size_t k = 0; k < nh; k++)
 			json_array_append_new(help, json_string(h[k]));
 		json_object_set_new(oj, "would_help", help);
