@@ -107,6 +107,48 @@ def case_sites(exe, fx):
     check("PyTorch snapshot" in text, "the text report says it read a PyTorch snapshot")
 
 
+# The C++ frames torch's recorder puts innermost in every stack of _record_memory_history()'s
+# default (stacks="all"), file "??" or a source path, as torch 2.11 writes them.
+TORCH_CPP = [{"name": "torch::unwind::unwind()", "filename": "??", "line": 0},
+             {"name": "torch::CapturedTraceback::gather(bool, bool, bool)", "filename": "??",
+              "line": 0},
+             {"name": "c10::cuda::CUDACachingAllocator::Native::DeviceCachingAllocator::malloc("
+                      "signed char, unsigned long, CUstream_st*)", "filename": "??", "line": 0},
+             {"name": "at::native::empty_cuda(c10::ArrayRef<long>, ...)",
+              "filename": "/pytorch/aten/src/ATen/native/cuda/EmptyTensor.cpp", "line": 52}]
+
+
+def case_cppframes(exe, fx):
+    """torch's own unwinder and allocator frames are never a site: a stack with Python frames
+    keeps its Python site; one without (autograd's threads) shows the first ATen frame."""
+    tmp = tempfile.mkdtemp(prefix="gmt-snapcpp-")
+    snap = pickle.load(open(os.path.join(fx, "history.pickle"), "rb"))
+    n = 0
+    for seg in snap["segments"]:
+        for b in seg["blocks"]:
+            if b.get("frames"):
+                b["frames"] = TORCH_CPP + ([] if n % 2 else b["frames"])
+                n += 1
+    for e in snap["device_traces"][0]:
+        if e.get("frames"):
+            e["frames"] = TORCH_CPP + ([] if n % 2 else e["frames"])
+            n += 1
+    path = os.path.join(tmp, "cpp.pickle")
+    with open(path, "wb") as f:
+        pickle.dump(snap, f, protocol=4)
+    doc, _ = report(exe, path)
+    t = tensors_of(doc)
+    sites = [s["site"] for s in t.get("peak_sites", []) + t.get("live_at_exit", [])]
+    check(sites and not any("unwind" in s or "CapturedTraceback" in s or
+                            "CUDACachingAllocator" in s for s in sites),
+          f"no site in torch's recorder or allocator: {sites}")
+    check(any("empty_cuda" in s for s in sites) and any("make_snapshots.py:" in s for s in sites),
+          f"C++-only stacks name ATen's frame, the others their Python line: {sites}")
+    text, _ = report(exe, path, fmt="text")
+    check("torch::unwind" not in text, "the text report shows no torch::unwind frame as a site")
+    shutil.rmtree(tmp)
+
+
 def case_roundtrip(exe, fx):
     tmp = tempfile.mkdtemp(prefix="gmt-snapread-")
     src = os.path.join(fx, "..", "tensors", "gpt2.jsonl")
@@ -185,7 +227,7 @@ def case_bad(exe, fx):
     shutil.rmtree(tmp)
 
 
-CASES = {"figures": case_figures, "oom": case_oom, "sites": case_sites, "roundtrip": case_roundtrip,
+CASES = {"cppframes": case_cppframes, "figures": case_figures, "oom": case_oom, "sites": case_sites, "roundtrip": case_roundtrip,
          "inputs": case_inputs, "bad": case_bad}
 
 

@@ -430,9 +430,33 @@ python_file(const char *file)
 }
 
 /*
+ * The class of a C++ frame of a PyTorch snapshot by its function: torch's own recorder (the
+ * unwinder and the traceback it gathers, at the innermost end of every stack recorded with
+ * stacks="all": never a call site, as our tracer's frames are not) and its caching allocator.
+ * The file of such a frame is a source path or "??", which says nothing of the module.
+ */
+static enum gmt_cframe_class
+torch_text_class(const char *fn)
+{
+	static const char *const recorder[] = {"torch::unwind::", "torch::CapturedTraceback",
+					       "torch::(anonymous namespace)::gather",
+					       "torch::cuda::(anonymous namespace)::gather"};
+
+	if (!fn)
+		return GMT_CC_USER;
+	for (size_t i = 0; i < sizeof(recorder) / sizeof(recorder[0]); i++)
+		if (!strncmp(fn, recorder[i], strlen(recorder[i])))
+			return GMT_CC_TRACER;
+	if (strstr(fn, "CUDACachingAllocator::") || strstr(fn, "CachingDeviceAllocator::"))
+		return GMT_CC_ALLOCATOR;
+	return GMT_CC_USER;
+}
+
+/*
  * A stack whose frames are text (a PyTorch snapshot's: file, function, line): a Python frame for
  * a .py file, a native one otherwise, classed by its file as a module would be (a frame of
- * libc10_cuda.so is the allocator's); there is nothing to symbolize or splice.
+ * libc10_cuda.so is the allocator's), else by its function (torch_text_class()); there is
+ * nothing to symbolize or splice.
  */
 static void
 text_frames(struct gmt_callstacks *cs,
@@ -458,6 +482,8 @@ text_frames(struct gmt_callstacks *cs,
 		} else {
 			f->kind = GMT_CF_NATIVE;
 			f->cls = (uint8_t)(tf->file ? classify(tf->file) : GMT_CC_USER);
+			if (f->cls == GMT_CC_USER)
+				f->cls = (uint8_t)torch_text_class(tf->function);
 		}
 	}
 	st->npython = npy;
