@@ -8,10 +8,10 @@
  * Reading: gmt_pk_parse() over the whole file in memory; every length is checked against the
  * buffer, the stack and memo are bounded by the input's size, a value referenced through the memo
  * is shared (the tree is a DAG: freed at once with its document). The parse is linear in the
- * input and its memory too (at most about 24 bytes of nodes per input byte: a node per opcode,
- * None, booleans and the integers 0 to 255 one shared node each). A DAG is not: a few bytes of
- * memo references can reach the same list a million times over, so a reader that walks the tree
- * bounds its own work (gmt_pk_mark(): a node it already reached, or what it made of it).
+ * input and its memory too (at most about 50 bytes per input byte: a node per opcode, the stack,
+ * the memo; None, booleans and the integers 0 to 255 one shared node each). A DAG is not: a few
+ * bytes of memo references can reach the same list a million times over, so a reader that walks the
+ * tree bounds its own work (gmt_pk_mark(): a node it already reached, or what it made of it).
  * Writing: gmt_pkw_*() append opcodes to a buffer, only those PyTorch's memory_viz (MemoryViz.js)
  * reads: PROTO, EMPTY_DICT/LIST/TUPLE, MARK, SETITEMS, APPENDS, TUPLE2, BINUNICODE,
  * SHORT_BINUNICODE, BININT, BININT1, BININT2, LONG1, BINFLOAT, NEWTRUE/NEWFALSE, NONE, STOP.
