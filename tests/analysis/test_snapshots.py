@@ -17,6 +17,19 @@ against what real torch said:
              read back: the same tensor peak and end figures as the trace, every entry fitting,
              the memory that was not PyTorch's back as CUDA-level allocations
   inputs     standard input, a directory holding a pickle, check and diff on pickles
+  hostile    pickles whose memo references share parts (tests/analysis/snapshot_pickles.py):
+             a 14 KB DAG of one segment, block, entry and frame referenced a thousand times
+             at each level (read in seconds, not hours: each part once, the repeats said and
+             skipped), frames looked up in a dict of 100k keys (refused: "FILE: refused: ...
+             lookups", exit 3, beside a good pickle still reported), many distinct API names
+             of our export's CUDA-level entries; each within a timeout the reader before the
+             fix ran past
+  descending one segment of 600k live blocks listed in descending address order: read in
+             seconds (was quadratic), every block in the replayed cache
+  ubsan      entry times further apart than int64 holds, an entry whose "frames" is an int:
+             read without undefined behaviour (the ASan+UBSan build fails on a report)
+  limits     the work a real snapshot costs is far under the limit: the H200 pickles and a
+             generated history are read with no refusal
   bad        a pickle of a plain list, one with an opcode that is not data, a pickle cut short,
              an empty .pickle, a dict that is no snapshot: "FILE: not a PyTorch memory snapshot:
              why", exit 3; beside them in a directory, a good pickle is still reported (exit 0, as
@@ -227,8 +240,117 @@ def case_bad(exe, fx):
     shutil.rmtree(tmp)
 
 
+GEN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "snapshot_pickles.py")
+# before the fix each of these ran for minutes (issue 28 item 3); after it, well under a second
+HOSTILE_TIMEOUT = 60
+
+
+def generated(tmp, kind, n=None):
+    path = os.path.join(tmp, f"{kind}.pickle")
+    subprocess.run([sys.executable, GEN, kind, path] + ([str(n)] if n else []), check=True,
+                   capture_output=True)
+    return path
+
+
+def run_bounded(exe, *args):
+    try:
+        return subprocess.run([exe, *args], capture_output=True, text=True,
+                              timeout=HOSTILE_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        check(False, f"{' '.join(args)}: still running after {HOSTILE_TIMEOUT} s")
+        return None
+
+
+def no_ub(p, what):
+    check("runtime error" not in p.stderr and "Sanitizer" not in p.stderr,
+          f"{what}: undefined behaviour or a sanitizer report: {p.stderr[-600:]}")
+
+
+def case_hostile(exe, fx):
+    tmp = tempfile.mkdtemp(prefix="gmt-snaphostile-")
+    dag = generated(tmp, "dag", 1000)
+    check(os.path.getsize(dag) < 16 * 1024, f"the DAG pickle is small ({os.path.getsize(dag)})")
+    p = run_bounded(exe, "report", "--format", "json", dag)
+    if p:
+        no_ub(p, "dag")
+        check(p.returncode == 0, f"dag: read (exit {p.returncode}): {p.stderr[-400:]}")
+        check(f"{dag}: segments[0].blocks[1]: a block read already (a memo reference to it): "
+              "skipped" in p.stderr, f"dag: the repeated block is said: {p.stderr[:400]}")
+        check("more entries not as torch writes them, not shown" in p.stderr,
+              f"dag: the repeats past the first 20 counted: {p.stderr[-300:]}")
+        doc = json.loads(p.stdout) if p.returncode == 0 else {}
+        t = tensors_of(doc)
+        # one segment, one live block of 512 bytes, one entry: nothing multiplied
+        check(t["devices"][0]["end"].get("allocated") == 512,
+              f"dag: one block of 512 bytes at the end: {t['devices'][0]['end']}")
+    big = generated(tmp, "bigdict", 100000)
+    p = run_bounded(exe, "report", big)
+    if p:
+        no_ub(p, "bigdict")
+        first = ([ln for ln in p.stderr.split("\n") if "refused" in ln] or [""])[0]
+        check(p.returncode == 3, f"bigdict: refused, exit 3 (got {p.returncode}): {p.stderr[-300:]}")
+        check(first.startswith(f"{big}: refused: ") and "lookups" in first and "Limits" in first,
+              f"bigdict: one line naming the file, the reason and the documented limit: {first!r}")
+        check(p.stdout == "", f"bigdict: no report: {p.stdout[:200]!r}")
+    # refused, and nothing else lost: a good snapshot beside it is still reported
+    shutil.copy(os.path.join(fx, "history.pickle"), os.path.join(tmp, "zgood.pickle"))
+    os.unlink(dag)
+    p = run_bounded(exe, "report", "--format", "json", tmp)
+    if p:
+        check(p.returncode == 0, f"a directory with the refused pickle and a good one: exit {p.returncode}")
+        doc = json.loads(p.stdout) if p.stdout.strip() else {}
+        check(len(doc.get("processes", [])) == 1, "the good pickle beside it is reported")
+    foreign = generated(tmp, "foreign", 30000)
+    p = run_bounded(exe, "report", foreign)
+    if p:
+        no_ub(p, "foreign")
+        check(p.returncode in (0, 3), f"foreign: exit {p.returncode}: {p.stderr[-300:]}")
+    shutil.rmtree(tmp)
+
+
+def case_descending(exe, fx):
+    tmp = tempfile.mkdtemp(prefix="gmt-snapdesc-")
+    n = 600000
+    path = generated(tmp, "descending", n)
+    p = run_bounded(exe, "report", "--format", "json", path)
+    if p:
+        no_ub(p, "descending")
+        check(p.returncode == 0, f"descending: exit {p.returncode}: {p.stderr[-300:]}")
+        end = tensors_of(json.loads(p.stdout) if p.returncode == 0 else {})["devices"][0]["end"]
+        check(end.get("allocated") == n * 512 and end.get("segments") == 1,
+              f"descending: every block in the one segment at the end: {end}")
+    shutil.rmtree(tmp)
+
+
+def case_ubsan(exe, fx):
+    tmp = tempfile.mkdtemp(prefix="gmt-snapubsan-")
+    for kind in ("time", "noframes"):
+        path = generated(tmp, kind)
+        p = run_bounded(exe, "report", "--format", "json", path)
+        if p:
+            no_ub(p, kind)
+            check(p.returncode == 0, f"{kind}: exit {p.returncode}: {p.stderr[-400:]}")
+            t = tensors_of(json.loads(p.stdout) if p.returncode == 0 else {})
+            want = 2 if kind == "time" else 1
+            check(t.get("block_events", 0) >= want, f"{kind}: the entries read: {t.get('block_events')}")
+    shutil.rmtree(tmp)
+
+
+def case_limits(exe, fx):
+    tmp = tempfile.mkdtemp(prefix="gmt-snaplimits-")
+    paths = [os.path.join(fx, f) for f in sorted(os.listdir(fx)) if f.endswith(".pickle")]
+    paths.append(generated(tmp, "legit", 20000))
+    for path in paths:
+        p = run_bounded(exe, "report", path)
+        if p:
+            check(p.returncode == 0 and "refused" not in p.stderr,
+                  f"{os.path.basename(path)}: read in full (exit {p.returncode}): {p.stderr[-300:]}")
+    shutil.rmtree(tmp)
+
+
 CASES = {"cppframes": case_cppframes, "figures": case_figures, "oom": case_oom, "sites": case_sites, "roundtrip": case_roundtrip,
-         "inputs": case_inputs, "bad": case_bad}
+         "inputs": case_inputs, "bad": case_bad, "hostile": case_hostile,
+         "descending": case_descending, "ubsan": case_ubsan, "limits": case_limits}
 
 
 def main():

@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,17 +22,24 @@ struct chunk {
 struct gmt_pk_doc {
 	struct gmt_pk *root;
 	struct chunk *chunks;
-	struct gmt_pk **arrays; /* every items array, for freeing */
+	struct gmt_pk **arrays; /* the containers whose items array is on the heap, for freeing */
 	size_t narrays, arrays_cap;
+	/* one node each, shared by every occurrence: None, False, True, the integers 0 to 255 */
+	struct gmt_pk *none, *boolean[2], *small[256];
 };
+
+/* An items array of the heap (grown past its first size), not of the arena: cap's top bit. */
+#define HEAP ((size_t)1 << (sizeof(size_t) * 8 - 1))
 
 static void *
 arena(struct gmt_pk_doc *d, size_t n)
 {
-	n = (n + 15) & ~(size_t)15;
+	n = (n + 7) & ~(size_t)7;
 	if (!d->chunks || d->chunks->cap - d->chunks->used < n) {
 		size_t cap = n > 65536 ? n : 65536;
-		struct chunk *c = malloc(sizeof(*c) + cap);
+		/* the slack: a short node at the very end of a chunk read as a whole struct stays
+		 * inside it */
+		struct chunk *c = malloc(sizeof(*c) + cap + sizeof(struct gmt_pk));
 		if (!c)
 			return NULL;
 		c->next = d->chunks;
@@ -44,44 +52,86 @@ arena(struct gmt_pk_doc *d, size_t n)
 	return p;
 }
 
+/* A node of type @p t, only as long as its type's member of the union (a scalar: 16 bytes). */
 static struct gmt_pk *
 node(struct gmt_pk_doc *d, enum gmt_pk_type t)
 {
-	struct gmt_pk *v = arena(d, sizeof(*v));
+	size_t size = sizeof(struct gmt_pk);
+
+	if (t == GMT_PK_STR || t == GMT_PK_BYTES)
+		size = offsetof(struct gmt_pk, u) + sizeof(((struct gmt_pk *)0)->u.str);
+	else if (t != GMT_PK_LIST && t != GMT_PK_TUPLE && t != GMT_PK_DICT)
+		size = offsetof(struct gmt_pk, u) + sizeof(int64_t);
+	struct gmt_pk *v = arena(d, size);
 	if (v) {
-		memset(v, 0, sizeof(*v));
+		memset(v, 0, size);
 		v->type = t;
 	}
 	return v;
 }
 
+/* Room for @p extra more items in container @p c: the first array exactly as long as asked,
+ * from the arena (most containers are filled by one SETITEMS or APPENDS); one that grows past
+ * it moves to the heap and doubles. */
+static bool
+seq_reserve(struct gmt_pk_doc *d, struct gmt_pk *c, size_t extra)
+{
+	size_t cap = c->u.seq.cap & ~HEAP, need = c->u.seq.n + extra;
+
+	if (need <= cap)
+		return true;
+	if (need < extra || need > SIZE_MAX / 2 / sizeof(struct gmt_pk *))
+		return false;
+	if (cap == 0) {
+		size_t n = extra > 1 ? extra : 4;
+		if (!(c->u.seq.items = arena(d, n * sizeof(struct gmt_pk *))))
+			return false;
+		c->u.seq.cap = n;
+		return true;
+	}
+	size_t nc = cap * 2 > need ? cap * 2 : need;
+	struct gmt_pk **items;
+	if (c->u.seq.cap & HEAP) {
+		if (!(items = realloc(c->u.seq.items, nc * sizeof(*items))))
+			return false;
+	} else {
+		if (d->narrays == d->arrays_cap) {
+			size_t ac = d->arrays_cap ? d->arrays_cap * 2 : 64;
+			struct gmt_pk **a = realloc(d->arrays, ac * sizeof(*a));
+			if (!a)
+				return false;
+			d->arrays = a;
+			d->arrays_cap = ac;
+		}
+		if (!(items = malloc(nc * sizeof(*items))))
+			return false;
+		memcpy(items, c->u.seq.items, c->u.seq.n * sizeof(*items));
+		d->arrays[d->narrays++] = c; /* the owner: its items freed */
+	}
+	c->u.seq.items = items;
+	c->u.seq.cap = nc | HEAP;
+	return true;
+}
+
 static bool
 seq_push(struct gmt_pk_doc *d, struct gmt_pk *c, struct gmt_pk *item)
 {
-	if (c->u.seq.n == c->u.seq.cap) {
-		size_t cap = c->u.seq.cap ? c->u.seq.cap * 2 : 4;
-		bool fresh = c->u.seq.items == NULL;
-		struct gmt_pk **items = realloc(c->u.seq.items, cap * sizeof(*items));
-		if (!items)
-			return false;
-		if (fresh) {
-			if (d->narrays == d->arrays_cap) {
-				size_t ac = d->arrays_cap ? d->arrays_cap * 2 : 64;
-				struct gmt_pk **a = realloc(d->arrays, ac * sizeof(*a));
-				if (!a) {
-					free(items);
-					return false;
-				}
-				d->arrays = a;
-				d->arrays_cap = ac;
-			}
-			d->arrays[d->narrays++] =
-			    (struct gmt_pk *)c; /* the owner: its items freed */
-		}
-		c->u.seq.items = items;
-		c->u.seq.cap = cap;
-	}
+	if (!seq_reserve(d, c, 1))
+		return false;
 	c->u.seq.items[c->u.seq.n++] = item;
+	return true;
+}
+
+/* Append @p n items at once (exact room). */
+static bool
+seq_append(struct gmt_pk_doc *d, struct gmt_pk *c, struct gmt_pk *const *items, size_t n)
+{
+	if (n == 0)
+		return true;
+	if (!seq_reserve(d, c, n))
+		return false;
+	memcpy(c->u.seq.items + c->u.seq.n, items, n * sizeof(*items));
+	c->u.seq.n += n;
 	return true;
 }
 
@@ -255,12 +305,37 @@ str_value(struct parser *ps, size_t at, size_t n, enum gmt_pk_type t)
 	return push(ps, v);
 }
 
+/* A scalar node that may be shared: *@p slot made once. */
+static struct gmt_pk *
+shared(struct gmt_pk_doc *d, struct gmt_pk **slot, enum gmt_pk_type t)
+{
+	if (!*slot)
+		*slot = node(d, t);
+	return *slot;
+}
+
 static int
 int_value(struct parser *ps, int64_t i)
 {
-	struct gmt_pk *v = node(ps->d, GMT_PK_INT);
-	if (v)
+	struct gmt_pk *v;
+
+	if (i >= 0 && i < 256) {
+		if ((v = shared(ps->d, &ps->d->small[i], GMT_PK_INT)))
+			v->u.i = i;
+		return push(ps, v);
+	}
+	if ((v = node(ps->d, GMT_PK_INT)))
 		v->u.i = i;
+	return push(ps, v);
+}
+
+static int
+bool_value(struct parser *ps, bool b)
+{
+	struct gmt_pk *v = shared(ps->d, &ps->d->boolean[b], GMT_PK_BOOL);
+
+	if (v)
+		v->u.b = b;
 	return push(ps, v);
 }
 
@@ -304,9 +379,8 @@ collect(struct parser *ps, size_t at, struct gmt_pk *c, bool pairs)
 	size_t from = ps->marks[--ps->nmarks];
 	if (pairs && (ps->sp - from) % 2)
 		return fail(ps, at, "a dict update with an odd number of items");
-	for (size_t i = from; i < ps->sp; i++)
-		if (!seq_push(ps->d, c, ps->stack[i]))
-			return oom(ps);
+	if (!seq_append(ps->d, c, ps->stack + from, ps->sp - from))
+		return oom(ps);
 	ps->sp = from;
 	return 0;
 }
@@ -369,12 +443,9 @@ step(struct parser *ps)
 		if (!(v = top(ps)))
 			return fail(ps, at, "DUP on an empty stack");
 		return push(ps, v);
-	case 'N': return push(ps, node(ps->d, GMT_PK_NONE));
+	case 'N': return push(ps, shared(ps->d, &ps->d->none, GMT_PK_NONE));
 	case 0x88:
-	case 0x89: /* NEWTRUE, NEWFALSE */
-		if ((v = node(ps->d, GMT_PK_BOOL)))
-			v->u.b = op == 0x88;
-		return push(ps, v);
+	case 0x89: /* NEWTRUE, NEWFALSE */ return bool_value(ps, op == 0x88);
 	case 'J':
 		if (!need(ps, 4))
 			return fail(ps, at, "BININT runs past the end");
@@ -413,11 +484,8 @@ step(struct parser *ps)
 		ps->p = nl + 1;
 		if (n && num[n - 1] == 'L')
 			num[--n] = '\0';
-		if (op == 'I' && (!strcmp(num, "00") || !strcmp(num, "01"))) {
-			if ((v = node(ps->d, GMT_PK_BOOL)))
-				v->u.b = num[1] == '1';
-			return push(ps, v);
-		}
+		if (op == 'I' && (!strcmp(num, "00") || !strcmp(num, "01")))
+			return bool_value(ps, num[1] == '1');
 		char *endp;
 		errno = 0;
 		long long x = strtoll(num, &endp, 10);
@@ -504,9 +572,8 @@ step(struct parser *ps)
 			return fail(ps, at, "TUPLE%zu with fewer items on the stack", n);
 		if (!(c = node(ps->d, GMT_PK_TUPLE)))
 			return oom(ps);
-		for (size_t i = ps->sp - n; i < ps->sp; i++)
-			if (!seq_push(ps->d, c, ps->stack[i]))
-				return oom(ps);
+		if (!seq_append(ps->d, c, ps->stack + ps->sp - n, n))
+			return oom(ps);
 		ps->sp -= n;
 		return push(ps, c);
 	}
@@ -531,7 +598,9 @@ step(struct parser *ps)
 		c = top(ps);
 		if (!v || !k || !c || c->type != GMT_PK_DICT)
 			return fail(ps, at, "SETITEM without a dict, a key and a value");
-		return seq_push(ps->d, c, k) && seq_push(ps->d, c, v) ? 0 : oom(ps);
+		return seq_reserve(ps->d, c, 2) && seq_push(ps->d, c, k) && seq_push(ps->d, c, v)
+			   ? 0
+			   : oom(ps);
 	case 'u': { /* SETITEMS */
 		if (!ps->nmarks || ps->marks[ps->nmarks - 1] == 0)
 			return fail(ps, at, "SETITEMS without a dict and a MARK");
@@ -659,6 +728,32 @@ const char *
 gmt_pk_str(const struct gmt_pk *v)
 {
 	return v && v->type == GMT_PK_STR ? v->u.str.s : NULL;
+}
+
+size_t
+gmt_pk_dict_len(const struct gmt_pk *v)
+{
+	return v && v->type == GMT_PK_DICT ? v->u.seq.n / 2 : 0;
+}
+
+static bool
+container(const struct gmt_pk *v)
+{
+	return v && (v->type == GMT_PK_LIST || v->type == GMT_PK_TUPLE || v->type == GMT_PK_DICT);
+}
+
+uint32_t
+gmt_pk_mark(const struct gmt_pk *v)
+{
+	return container(v) ? v->mark : 0;
+}
+
+void
+gmt_pk_set_mark(struct gmt_pk_doc *doc, const struct gmt_pk *v, uint32_t mark)
+{
+	/* the document's own node: writable through its owner */
+	if (doc && container(v))
+		((struct gmt_pk *)v)->mark = mark;
 }
 
 struct gmt_pk *const *

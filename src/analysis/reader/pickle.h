@@ -7,7 +7,11 @@
  *
  * Reading: gmt_pk_parse() over the whole file in memory; every length is checked against the
  * buffer, the stack and memo are bounded by the input's size, a value referenced through the memo
- * is shared (the tree is a DAG: freed at once with its document).
+ * is shared (the tree is a DAG: freed at once with its document). The parse is linear in the
+ * input and its memory too (at most about 50 bytes per input byte: a node per opcode, the stack,
+ * the memo; None, booleans and the integers 0 to 255 one shared node each). A DAG is not: a few
+ * bytes of memo references can reach the same list a million times over, so a reader that walks the
+ * tree bounds its own work (gmt_pk_mark(): a node it already reached, or what it made of it).
  * Writing: gmt_pkw_*() append opcodes to a buffer, only those PyTorch's memory_viz (MemoryViz.js)
  * reads: PROTO, EMPTY_DICT/LIST/TUPLE, MARK, SETITEMS, APPENDS, TUPLE2, BINUNICODE,
  * SHORT_BINUNICODE, BININT, BININT1, BININT2, LONG1, BINFLOAT, NEWTRUE/NEWFALSE, NONE, STOP.
@@ -34,6 +38,8 @@ enum gmt_pk_type {
 
 struct gmt_pk {
 	enum gmt_pk_type type;
+	uint32_t mark; /* the reader's (gmt_pk_set_mark), 0 as parsed; containers only */
+	/* only the member of the type is there: a scalar's node ends after its value */
 	union {
 		bool b;
 		int64_t i;
@@ -44,8 +50,8 @@ struct gmt_pk {
 		} str;
 		struct {
 			struct gmt_pk **items;
-			size_t n, cap;
-		} seq; /* LIST, TUPLE, DICT */
+			size_t n, cap; /* cap: the parser's own */
+		} seq;		       /* LIST, TUPLE, DICT */
 	} u;
 };
 
@@ -67,6 +73,17 @@ int64_t gmt_pk_int(const struct gmt_pk *v, int64_t def);
 const char *gmt_pk_str(const struct gmt_pk *v);
 /** Items of a LIST or TUPLE (n in *n), or NULL with *n 0. */
 struct gmt_pk *const *gmt_pk_items(const struct gmt_pk *v, size_t *n);
+/** Items of a DICT: the number of keys (0 for anything else). */
+size_t gmt_pk_dict_len(const struct gmt_pk *v);
+
+/**
+ * A reader's mark on container @p v of @p doc (LIST, TUPLE or DICT; 0 until set): that it was
+ * reached before through another memo reference, or what the reader made of it, so that a
+ * shared node is expanded once however often it is referenced. Setting it on a scalar is a
+ * no-op (scalars may be one node shared by the whole document).
+ */
+uint32_t gmt_pk_mark(const struct gmt_pk *v);
+void gmt_pk_set_mark(struct gmt_pk_doc *doc, const struct gmt_pk *v, uint32_t mark);
 
 /* --- writing ---------------------------------------------------------------------------------- */
 

@@ -1,5 +1,13 @@
 /*
  * @brief A PyTorch memory snapshot pickle read as a trace of block events (see snapshot.h).
+ *
+ * Bounded by its input: the pickle's tree is a DAG (memo references share parts), so every
+ * lookup of the conversion (a dict key compared, an item reached) is counted against a budget of
+ * WORK_PER_BYTE per byte of the file, and the parts a snapshot holds once (a segment, a block,
+ * an entry, a device's list) are read once however often they are referenced; the frames lists
+ * torch itself shares are made into a stack once (the mark of their node). The rewound cache is
+ * two ordered maps (blocks and segments by address), so no order of the entries is quadratic,
+ * and the entries are read straight into the trace's event array.
  */
 #define _GNU_SOURCE
 #include "analysis/reader/snapshot.h"
@@ -14,14 +22,33 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 /* Entries named as not what torch writes; then a count. */
 #define MAX_DIAG 20
+
+/*
+ * The work budget (docs/report-formats.md, "Limits"): lookups per byte of the pickle, and a floor
+ * for small files. A snapshot torch writes costs about 1 per byte (tests/analysis/
+ * test_snapshots.py, case limits); past the budget the file is refused, not read in part.
+ */
+#define WORK_PER_BYTE 16u
+#define WORK_FLOOR (1u << 22)
 
 #define KMIN 512u
 #define SMALL_SEGMENT (2u << 20) /* torch's kSmallBuffer: every small-pool segment */
 
 enum { FREE = 0, ALLOCATED, PENDING };
+
+/* Marks on the pickle's containers (gmt_pk_set_mark): the low two bits say which. */
+enum {
+	MARK_READ = 1,	 /* a segment, block or entry dict, a blocks list: read (value: 0) or a
+			    device's entries list (value: the device + 1) */
+	MARK_STACK = 2,	 /* a frames list: its stack id is the value */
+	MARK_STACK1 = 3, /* the same, its first frame skipped (foreign()) */
+};
+#define MARK(kind, value) ((uint32_t)(value) << 2 | (kind))
+#define MARK_MAX (UINT32_MAX >> 2)
 
 /* A segment of the rewound cache (for expandable segments: a run of mapped memory). */
 struct rseg {
@@ -37,36 +64,45 @@ struct rblk {
 	uint8_t state; /* ALLOCATED or PENDING */
 };
 
-/* One entry of device_traces, in time order once sorted. */
-struct rent {
-	const struct gmt_pk *e;
-	int64_t time_us;
-	int32_t device;
-	uint32_t index; /* within its device's list: the order of equal times */
-	uint8_t action;
-	uint16_t api; /* a CUDA-level allocation (see foreign()): its API's string index + 1 */
-	uint64_t addr, size, stream;
-	uint32_t stack;
-	/* filled while rewinding: what the segment of a segment_alloc was */
-	uint64_t pool[2];
-	bool large;
+/*
+ * An ordered map by address (an AVL tree over an array, index 0 the empty tree): find, insert,
+ * erase, the nearest key above or below, all O(log n) whatever order the keys come in. Each node
+ * has its value (a struct rseg or rblk) at the same index of `vals`.
+ */
+struct onode {
+	uint64_t key;
+	uint32_t l, r, h;
+};
+
+struct omap {
+	struct onode *n;
+	unsigned char *vals;
+	size_t vsize, len, cap; /* len: nodes in the tree; cap: of the arrays (node 0 unused) */
+	uint32_t root, freel, used;
 };
 
 struct conv {
 	struct gmt_trace *t;
+	struct gmt_pk_doc *doc;
 	FILE *diag;
 	char *epath;
 	size_t shown, bad;
-	bool nomem;
+	bool nomem, over;
+	uint64_t work, budget; /* lookups done, and allowed */
 	/* interned strings and stacks: open addressing, index + 1, 0 empty */
 	const char **strs;
 	size_t nstrs, strmask;
 	uint32_t *stackhash;
 	size_t stackmask;
-	struct rseg *segs;
-	size_t nsegs, capsegs;
-	struct rblk *blks; /* sorted by addr */
-	size_t nblks, capblks;
+	struct omap segs; /* struct rseg by address */
+	struct omap blks; /* struct rblk by address */
+	/*
+	 * The events. While reading: the trace entries, one event each (ts the entry's time_us,
+	 * line its index in its device's list, kind its action, api its CUDA API's string index +
+	 * 1 or 0, handle the stream, offset/context the pool and GMT_TORCH_F_LARGE in result, both
+	 * filled while rewinding); then the backfill ahead of them, and the entries made events in
+	 * place.
+	 */
 	struct gmt_trace_event *ev;
 	size_t nev, capev;
 	uint64_t mismatched; /* entries that do not fit the end state when rewound */
@@ -87,22 +123,277 @@ static void __attribute__((format(printf, 2, 3))) bad(struct conv *c, const char
 	fputc('\n', c->diag);
 }
 
+/* Out of memory or over the budget: stop reading. */
 static bool
-grow(struct conv *c, void *pp, size_t *cap, size_t n, size_t size)
+halted(const struct conv *c)
 {
-	void **p = pp;
-	size_t nc = *cap ? *cap * 2 : 16;
+	return c->nomem || c->over;
+}
 
-	if (n < *cap)
-		return true;
-	void *np = realloc(*p, nc * size);
-	if (!np) {
-		c->nomem = true;
-		return false;
+/* @p n more lookups; false past the budget. */
+static bool
+spend(struct conv *c, uint64_t n)
+{
+	c->work += n;
+	if (c->work > c->budget)
+		c->over = true;
+	return !c->over;
+}
+
+/* dict[key] as gmt_pk_get() finds it, its cost counted (a key compared per item at worst). */
+static const struct gmt_pk *
+get(struct conv *c, const struct gmt_pk *d, const char *key)
+{
+	if (!spend(c, 1 + gmt_pk_dict_len(d)))
+		return NULL;
+	return gmt_pk_get(d, key);
+}
+
+/* Items of a list (gmt_pk_items), each counted as reached. */
+static struct gmt_pk *const *
+items_of(struct conv *c, const struct gmt_pk *v, size_t *n)
+{
+	struct gmt_pk *const *items = gmt_pk_items(v, n);
+
+	if (!spend(c, 1 + *n)) {
+		*n = 0;
+		return NULL;
 	}
-	*p = np;
-	*cap = nc;
-	return true;
+	return items;
+}
+
+/* Whether @p v (a container) was read before, through another memo reference; marks it read. */
+static bool
+seen(struct conv *c, const struct gmt_pk *v)
+{
+	if (gmt_pk_mark(v))
+		return true;
+	gmt_pk_set_mark(c->doc, v, MARK(MARK_READ, 0));
+	return false;
+}
+
+// --- ordered maps ------------------------------------------------------------------------------
+
+static void
+omap_init(struct omap *m, size_t vsize)
+{
+	*m = (struct omap){.vsize = vsize};
+}
+
+static void
+omap_free(struct omap *m)
+{
+	free(m->n);
+	free(m->vals);
+	*m = (struct omap){0};
+}
+
+static void *
+omap_val(const struct omap *m, uint32_t i)
+{
+	return m->vals + (size_t)i * m->vsize;
+}
+
+static uint32_t
+oh(const struct omap *m, uint32_t i)
+{
+	return i ? m->n[i].h : 0;
+}
+
+static void
+ofix(struct omap *m, uint32_t i)
+{
+	uint32_t a = oh(m, m->n[i].l), b = oh(m, m->n[i].r);
+	m->n[i].h = (a > b ? a : b) + 1;
+}
+
+static uint32_t
+orot_right(struct omap *m, uint32_t i)
+{
+	uint32_t l = m->n[i].l;
+	m->n[i].l = m->n[l].r;
+	m->n[l].r = i;
+	ofix(m, i);
+	ofix(m, l);
+	return l;
+}
+
+static uint32_t
+orot_left(struct omap *m, uint32_t i)
+{
+	uint32_t r = m->n[i].r;
+	m->n[i].r = m->n[r].l;
+	m->n[r].l = i;
+	ofix(m, i);
+	ofix(m, r);
+	return r;
+}
+
+static uint32_t
+obalance(struct omap *m, uint32_t i)
+{
+	ofix(m, i);
+	int64_t bf = (int64_t)oh(m, m->n[i].l) - oh(m, m->n[i].r);
+	if (bf > 1) {
+		if (oh(m, m->n[m->n[i].l].l) < oh(m, m->n[m->n[i].l].r))
+			m->n[i].l = orot_left(m, m->n[i].l);
+		return orot_right(m, i);
+	}
+	if (bf < -1) {
+		if (oh(m, m->n[m->n[i].r].r) < oh(m, m->n[m->n[i].r].l))
+			m->n[i].r = orot_right(m, m->n[i].r);
+		return orot_left(m, i);
+	}
+	return i;
+}
+
+/* Node @p x (its key set) into the subtree at @p i; *dup set when the key is there already. */
+static uint32_t
+oinsert(struct omap *m, uint32_t i, uint32_t x, bool *dup)
+{
+	if (!i)
+		return x;
+	if (m->n[x].key == m->n[i].key) {
+		*dup = true;
+		return i;
+	}
+	if (m->n[x].key < m->n[i].key)
+		m->n[i].l = oinsert(m, m->n[i].l, x, dup);
+	else
+		m->n[i].r = oinsert(m, m->n[i].r, x, dup);
+	return *dup ? i : obalance(m, i);
+}
+
+/* The subtree at @p i without its smallest node (put in *min). */
+static uint32_t
+oerase_min(struct omap *m, uint32_t i, uint32_t *min)
+{
+	if (!m->n[i].l) {
+		*min = i;
+		return m->n[i].r;
+	}
+	m->n[i].l = oerase_min(m, m->n[i].l, min);
+	return obalance(m, i);
+}
+
+static uint32_t
+oerase(struct omap *m, uint32_t i, uint64_t key, uint32_t *gone)
+{
+	if (!i)
+		return 0;
+	if (key < m->n[i].key) {
+		m->n[i].l = oerase(m, m->n[i].l, key, gone);
+	} else if (key > m->n[i].key) {
+		m->n[i].r = oerase(m, m->n[i].r, key, gone);
+	} else {
+		uint32_t l = m->n[i].l, r = m->n[i].r, min;
+		*gone = i;
+		if (!r)
+			return l;
+		r = oerase_min(m, r, &min);
+		m->n[min].l = l;
+		m->n[min].r = r;
+		return obalance(m, min);
+	}
+	return obalance(m, i);
+}
+
+/* Insert @p val at @p key: its index, 0 when the key is there already (or out of memory). */
+static uint32_t
+omap_put(struct conv *c, struct omap *m, uint64_t key, const void *val)
+{
+	uint32_t x = m->freel;
+	bool dup = false;
+
+	if (x) {
+		m->freel = m->n[x].l;
+	} else {
+		if ((size_t)m->used + 1 >= m->cap) {
+			size_t nc = m->cap ? m->cap * 2 : 64;
+			if (nc > UINT32_MAX) {
+				c->nomem = true;
+				return 0;
+			}
+			struct onode *nn = realloc(m->n, nc * sizeof(*nn));
+			if (nn)
+				m->n = nn;
+			unsigned char *nv = nn ? realloc(m->vals, nc * m->vsize) : NULL;
+			if (!nv) {
+				c->nomem = true;
+				return 0;
+			}
+			m->vals = nv;
+			m->cap = nc;
+		}
+		x = ++m->used;
+	}
+	m->n[x] = (struct onode){.key = key, .h = 1};
+	m->root = oinsert(m, m->root, x, &dup);
+	if (dup) {
+		m->n[x].l = m->freel;
+		m->freel = x;
+		return 0;
+	}
+	memcpy(omap_val(m, x), val, m->vsize);
+	m->len++;
+	return x;
+}
+
+static void
+omap_del(struct omap *m, uint64_t key)
+{
+	uint32_t gone = 0;
+
+	m->root = oerase(m, m->root, key, &gone);
+	if (gone) {
+		m->n[gone].l = m->freel;
+		m->freel = gone;
+		m->len--;
+	}
+}
+
+static uint32_t
+omap_find(const struct omap *m, uint64_t key)
+{
+	uint32_t i = m->root;
+
+	while (i && m->n[i].key != key)
+		i = key < m->n[i].key ? m->n[i].l : m->n[i].r;
+	return i;
+}
+
+/* The node of the smallest key >= @p key (above: > @p key), or 0. */
+static uint32_t
+omap_ceil(const struct omap *m, uint64_t key, bool above)
+{
+	uint32_t i = m->root, best = 0;
+
+	while (i) {
+		if (m->n[i].key > key || (!above && m->n[i].key == key)) {
+			best = i;
+			i = m->n[i].l;
+		} else {
+			i = m->n[i].r;
+		}
+	}
+	return best;
+}
+
+/* The node of the largest key <= @p key, or 0. */
+static uint32_t
+omap_floor(const struct omap *m, uint64_t key)
+{
+	uint32_t i = m->root, best = 0;
+
+	while (i) {
+		if (m->n[i].key <= key) {
+			best = i;
+			i = m->n[i].r;
+		} else {
+			i = m->n[i].l;
+		}
+	}
+	return best;
 }
 
 // --- strings and stacks ------------------------------------------------------------------------
@@ -215,27 +506,31 @@ stack_hash_put(struct conv *c, size_t idx)
 }
 
 /* The stack id of an entry's or a block's "frames" (innermost first, as torch lists them); 0
- * when it has none. Equal frame lists share one stack. */
+ * when it has none. Equal frame lists share one stack; a frames list reached again (torch shares
+ * them between the entries and blocks of one traceback) is its stack at once. */
 static uint32_t
 stack_of(struct conv *c, const struct gmt_pk *frames, size_t skip, const char *where)
 {
 	struct gmt_trace *t = c->t;
 	size_t n = 0;
-	struct gmt_pk *const *items = gmt_pk_items(frames, &n);
+	struct gmt_pk *const *items;
 	struct gmt_trace_textframe *f;
+	uint32_t kind = skip ? MARK_STACK1 : MARK_STACK, mark = gmt_pk_mark(frames);
 
+	if (!frames || halted(c))
+		return 0;
+	if (frames->type != GMT_PK_LIST && frames->type != GMT_PK_TUPLE) {
+		bad(c, "%s: \"frames\" is not a list: no stack", where);
+		return 0;
+	}
+	if ((mark & 3) == kind)
+		return mark >> 2;
+	items = items_of(c, frames, &n);
 	if (skip <= n) {
 		items += skip;
 		n -= skip;
 	}
-
-	if (!frames)
-		return 0;
-	if (!items && frames->type != GMT_PK_LIST && frames->type != GMT_PK_TUPLE) {
-		bad(c, "%s: \"frames\" is not a list: no stack", where);
-		return 0;
-	}
-	if (n == 0 || c->nomem)
+	if (n == 0 || halted(c))
 		return 0;
 	if (n > GMT_TRACE_MAX_FRAMES)
 		n = GMT_TRACE_MAX_FRAMES;
@@ -244,243 +539,226 @@ stack_of(struct conv *c, const struct gmt_pk *frames, size_t skip, const char *w
 		return 0;
 	}
 	size_t k = 0;
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; i < n && !halted(c); i++) {
 		const struct gmt_pk *fr = items[i];
 		if (!fr || fr->type != GMT_PK_DICT)
 			continue;
-		int64_t line = gmt_pk_int(gmt_pk_get(fr, "line"), 0);
-		f[k].file = intern(c, gmt_pk_str(gmt_pk_get(fr, "filename")));
-		f[k].function = intern(c, gmt_pk_str(gmt_pk_get(fr, "name")));
+		int64_t line = gmt_pk_int(get(c, fr, "line"), 0);
+		f[k].file = intern(c, gmt_pk_str(get(c, fr, "filename")));
+		f[k].function = intern(c, gmt_pk_str(get(c, fr, "name")));
 		f[k].line = line > 0 && line <= UINT32_MAX ? (uint32_t)line : 0;
 		k++;
 	}
-	if (c->nomem || k == 0) {
+	if (halted(c) || k == 0) {
 		free(f);
 		return 0;
 	}
+	uint32_t id = 0;
 	if (c->stackhash) {
 		size_t h = frames_hash(f, k) & c->stackmask;
 		for (; c->stackhash[h]; h = (h + 1) & c->stackmask) {
 			const struct gmt_trace_stack *st = &t->stacks[c->stackhash[h] - 1];
 			if (same_frames(st, f, k)) {
-				free(f);
-				return st->id;
+				id = st->id;
+				break;
 			}
 		}
 	}
-	struct gmt_trace_textframe *kept = gmt_trace_mem(t, k * sizeof(*kept));
-	if (kept && (t->nstacks & (t->nstacks - 1)) == 0) { /* 0, 1, 2, 4...: full */
-		size_t cap = t->nstacks ? t->nstacks * 2 : 16;
-		struct gmt_trace_stack *ns = realloc(t->stacks, cap * sizeof(*ns));
-		if (ns)
-			t->stacks = ns;
-		else
-			kept = NULL;
+	if (!id) {
+		struct gmt_trace_textframe *kept = gmt_trace_mem(t, k * sizeof(*kept));
+		if (kept && (t->nstacks & (t->nstacks - 1)) == 0) { /* 0, 1, 2, 4...: full */
+			size_t cap = t->nstacks ? t->nstacks * 2 : 16;
+			struct gmt_trace_stack *ns = realloc(t->stacks, cap * sizeof(*ns));
+			if (ns)
+				t->stacks = ns;
+			else
+				kept = NULL;
+		}
+		if (!kept) {
+			c->nomem = true;
+			free(f);
+			return 0;
+		}
+		memcpy(kept, f, k * sizeof(*kept));
+		struct gmt_trace_stack *st = &t->stacks[t->nstacks];
+		*st = (struct gmt_trace_stack){
+		    .id = (uint32_t)t->nstacks + 1,
+		    .modset = -1,
+		    .text = kept,
+		    .ntext = (uint32_t)k,
+		    .cut = (uint32_t)(n - k),
+		};
+		t->nstacks++;
+		if (!stack_hash_put(c, t->nstacks - 1)) {
+			free(f);
+			return 0;
+		}
+		id = st->id;
 	}
-	if (!kept) {
-		c->nomem = true;
-		free(f);
-		return 0;
-	}
-	memcpy(kept, f, k * sizeof(*kept));
 	free(f);
-	struct gmt_trace_stack *st = &t->stacks[t->nstacks];
-	*st = (struct gmt_trace_stack){
-	    .id = (uint32_t)t->nstacks + 1,
-	    .modset = -1,
-	    .text = kept,
-	    .ntext = (uint32_t)k,
-	    .cut = (uint32_t)(n - k),
-	};
-	t->nstacks++;
-	if (!stack_hash_put(c, t->nstacks - 1))
-		return 0;
-	return st->id;
+	if (!mark && id <= MARK_MAX)
+		gmt_pk_set_mark(c->doc, frames, MARK(kind, id));
+	return id;
 }
 
 // --- the cache, rewound --------------------------------------------------------------------------
 
-static size_t
-blk_find(const struct conv *c, uint64_t addr, bool *found)
+static struct rblk *
+blk_at(struct conv *c, uint32_t i)
 {
-	size_t lo = 0, hi = c->nblks;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (c->blks[mid].addr < addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	*found = lo < c->nblks && c->blks[lo].addr == addr;
-	return lo;
-}
-
-static void
-blk_put(struct conv *c, struct rblk b)
-{
-	bool found;
-	size_t at = blk_find(c, b.addr, &found);
-
-	if (found) {
-		c->blks[at] = b;
-		return;
-	}
-	if (!grow(c, &c->blks, &c->capblks, c->nblks, sizeof(*c->blks)))
-		return;
-	memmove(&c->blks[at + 1], &c->blks[at], (c->nblks - at) * sizeof(*c->blks));
-	c->blks[at] = b;
-	c->nblks++;
-}
-
-static void
-blk_del(struct conv *c, size_t at)
-{
-	memmove(&c->blks[at], &c->blks[at + 1], (c->nblks - at - 1) * sizeof(*c->blks));
-	c->nblks--;
+	return i ? omap_val(&c->blks, i) : NULL;
 }
 
 static struct rseg *
-seg_put(struct conv *c, struct rseg s)
+seg_of(struct conv *c, uint32_t i)
 {
-	if (!grow(c, &c->segs, &c->capsegs, c->nsegs, sizeof(*c->segs)))
-		return NULL;
-	c->segs[c->nsegs] = s;
-	return &c->segs[c->nsegs++];
+	return i ? omap_val(&c->segs, i) : NULL;
 }
 
+/* A segment put in the cache; false when one starts at its address already (or out of memory). */
+static bool
+seg_put(struct conv *c, const struct rseg *s)
+{
+	return omap_put(c, &c->segs, s->addr, s) != 0;
+}
+
+/* The segment holding @p addr, or NULL. */
 static struct rseg *
 seg_at(struct conv *c, uint64_t addr)
 {
-	for (size_t i = 0; i < c->nsegs; i++)
-		if (addr - c->segs[i].addr < c->segs[i].size)
-			return &c->segs[i];
-	return NULL;
-}
-
-static void
-seg_del(struct conv *c, struct rseg *s)
-{
-	*s = c->segs[--c->nsegs];
+	struct rseg *s = seg_of(c, omap_floor(&c->segs, addr));
+	return s && addr - s->addr < s->size ? s : NULL;
 }
 
 /* Take [lo, hi) out of the mapped runs (a segment_map, rewound). */
 static void
-unmap_range(struct conv *c, struct rent *e)
+unmap_range(struct conv *c, struct gmt_trace_event *e)
 {
-	uint64_t lo = e->addr, hi = e->addr + e->size;
+	uint64_t lo = e->ptr, hi = e->ptr + e->size;
 
-	while (lo < hi) {
+	while (lo < hi && !c->nomem) {
 		struct rseg *s = seg_at(c, lo);
 		if (!s) {
 			c->mismatched++;
 			return;
 		}
-		uint64_t end = s->addr + s->size, piece = hi < end ? hi : end;
-		e->pool[0] = s->pool[0];
-		e->pool[1] = s->pool[1];
-		e->large = s->large;
-		if (lo > s->addr && piece < end) {
-			struct rseg tail = *s;
+		struct rseg was = *s;
+		uint64_t end = was.addr + was.size, piece = hi < end ? hi : end;
+		e->offset = was.pool[0];
+		e->context = was.pool[1];
+		e->result = was.large ? GMT_TORCH_F_LARGE : 0;
+		if (lo > was.addr) {
+			s->size = lo - was.addr; /* the head stays */
+		} else {
+			omap_del(&c->segs, was.addr);
+		}
+		if (piece < end) {
+			struct rseg tail = was;
 			tail.addr = piece;
 			tail.size = end - piece;
-			s->size = lo - s->addr;
-			seg_put(c, tail);
-		} else if (lo > s->addr) {
-			s->size = lo - s->addr;
-		} else if (piece < end) {
-			s->addr = piece;
-			s->size = end - piece;
-		} else {
-			seg_del(c, s);
+			if (!seg_put(c, &tail) && !c->nomem)
+				c->mismatched++;
 		}
 		lo = piece;
 	}
 }
 
+static bool
+joins(const struct rseg *s, const struct rseg *n)
+{
+	return s && s->expandable && s->device == n->device && s->stream == n->stream;
+}
+
 /* Put [addr, addr + size) back as mapped (a segment_unmap, rewound), joining the runs around. */
 static void
-map_range(struct conv *c, const struct rent *e)
+map_range(struct conv *c, const struct gmt_trace_event *e)
 {
-	struct rseg n = {.addr = e->addr,
+	struct rseg n = {.addr = e->ptr,
 			 .size = e->size,
-			 .stream = e->stream,
+			 .stream = e->handle,
 			 .device = e->device,
 			 .large = true,
 			 .expandable = true};
+	struct rseg *s = n.addr ? seg_of(c, omap_floor(&c->segs, n.addr - 1)) : NULL;
 
-	for (size_t i = 0; i < c->nsegs;) {
-		struct rseg *s = &c->segs[i];
-		if (s->expandable && s->device == n.device && s->stream == n.stream &&
-		    (s->addr + s->size == n.addr || n.addr + n.size == s->addr)) {
-			if (s->addr < n.addr)
-				n.addr = s->addr;
-			n.size += s->size;
-			n.pool[0] = s->pool[0];
-			n.pool[1] = s->pool[1];
-			seg_del(c, s);
-			continue;
-		}
-		i++;
+	if (joins(s, &n) && s->addr + s->size == n.addr) {
+		n.addr = s->addr;
+		n.size += s->size;
+		n.pool[0] = s->pool[0];
+		n.pool[1] = s->pool[1];
+		omap_del(&c->segs, s->addr);
 	}
-	seg_put(c, n);
+	s = seg_of(c, omap_find(&c->segs, n.addr + n.size));
+	if (joins(s, &n)) {
+		n.size += s->size;
+		n.pool[0] = s->pool[0];
+		n.pool[1] = s->pool[1];
+		omap_del(&c->segs, s->addr);
+	}
+	if (!seg_put(c, &n) && !c->nomem)
+		c->mismatched++;
 }
 
 /* Undo entry @p e on the cache: the cache as it was just before it. */
 static void
-rewind_entry(struct conv *c, struct rent *e)
+rewind_entry(struct conv *c, struct gmt_trace_event *e)
 {
-	bool found;
-	size_t at = blk_find(c, e->addr, &found);
+	struct rblk *b = blk_at(c, omap_find(&c->blks, e->ptr));
 	struct rseg *s;
 	uint64_t rounded = e->size < KMIN ? KMIN : (e->size + KMIN - 1) / KMIN * KMIN;
 
-	switch (e->action) {
+	switch (e->kind) {
 	case GMT_TORCH_ALLOC:
-		if (found)
-			blk_del(c, at);
+		if (b)
+			omap_del(&c->blks, e->ptr);
 		else
 			c->mismatched++;
 		break;
 	case GMT_TORCH_FREE_REQUESTED:
-		if (found && c->blks[at].state == PENDING)
-			c->blks[at].state = ALLOCATED;
-		else /* a block pending at the end, or freed at once: the entries disagree */
+		if (b && b->state == PENDING) {
+			b->state = ALLOCATED;
+		} else { /* a block pending at the end, or freed at once: the entries disagree */
 			c->mismatched++;
-		if (!found)
-			blk_put(c, (struct rblk){e->addr, rounded, e->size, 0, ALLOCATED});
+			if (!b)
+				omap_put(c, &c->blks, e->ptr,
+					 &(struct rblk){e->ptr, rounded, e->size, 0, ALLOCATED});
+		}
 		break;
 	case GMT_TORCH_FREE_COMPLETED:
-		if (found) {
+		if (b) {
 			c->mismatched++;
-			c->blks[at].state = PENDING;
+			b->state = PENDING;
 		} else {
 			/* A block of a history cut short: its size is the rounding of what was
 			 * asked (torch's free entries carry the requested bytes). */
-			blk_put(c, (struct rblk){e->addr, rounded, e->size, 0, PENDING});
+			omap_put(c, &c->blks, e->ptr,
+				 &(struct rblk){e->ptr, rounded, e->size, 0, PENDING});
 		}
 		break;
 	case GMT_TORCH_SEGMENT_ALLOC:
-		if (!(s = seg_at(c, e->addr)) || s->addr != e->addr) {
+		if (!(s = seg_at(c, e->ptr)) || s->addr != e->ptr) {
 			c->mismatched++;
-			e->large = e->size != SMALL_SEGMENT;
+			e->result = e->size != SMALL_SEGMENT ? GMT_TORCH_F_LARGE : 0;
 			break;
 		}
-		e->pool[0] = s->pool[0];
-		e->pool[1] = s->pool[1];
-		e->large = s->large;
-		seg_del(c, s);
-		while ((at = blk_find(c, e->addr, &found)) < c->nblks &&
-		       c->blks[at].addr - e->addr < e->size) {
+		e->offset = s->pool[0];
+		e->context = s->pool[1];
+		e->result = s->large ? GMT_TORCH_F_LARGE : 0;
+		omap_del(&c->segs, e->ptr);
+		for (uint32_t i; (i = omap_ceil(&c->blks, e->ptr, false)) &&
+				 c->blks.n[i].key - e->ptr < e->size;) {
 			c->mismatched++; /* live blocks in memory not yet taken from CUDA */
-			blk_del(c, at);
+			omap_del(&c->blks, c->blks.n[i].key);
 		}
 		break;
 	case GMT_TORCH_SEGMENT_FREE:
-		seg_put(c, (struct rseg){.addr = e->addr,
-					 .size = e->size,
-					 .stream = e->stream,
-					 .device = e->device,
-					 .large = e->size != SMALL_SEGMENT});
+		if (!seg_put(c, &(struct rseg){.addr = e->ptr,
+					       .size = e->size,
+					       .stream = e->handle,
+					       .device = e->device,
+					       .large = e->size != SMALL_SEGMENT}) &&
+		    !c->nomem)
+			c->mismatched++; /* a segment there already */
 		break;
 	case GMT_TORCH_SEGMENT_MAP: unmap_range(c, e); break;
 	case GMT_TORCH_SEGMENT_UNMAP: map_range(c, e); break;
@@ -491,9 +769,9 @@ rewind_entry(struct conv *c, struct rent *e)
 // --- reading the pickle --------------------------------------------------------------------------
 
 static bool
-get_u64(const struct gmt_pk *d, const char *key, uint64_t *out)
+get_u64(struct conv *c, const struct gmt_pk *d, const char *key, uint64_t *out)
 {
-	const struct gmt_pk *v = gmt_pk_get(d, key);
+	const struct gmt_pk *v = get(c, d, key);
 
 	if (!v || (v->type != GMT_PK_INT && v->type != GMT_PK_BOOL))
 		return false;
@@ -506,49 +784,71 @@ static void
 read_segments(struct conv *c, const struct gmt_pk *segs)
 {
 	size_t n = 0;
-	struct gmt_pk *const *items = gmt_pk_items(segs, &n);
+	struct gmt_pk *const *items = items_of(c, segs, &n);
 	char where[96];
 
-	for (size_t i = 0; i < n && !c->nomem; i++) {
+	for (size_t i = 0; i < n && !halted(c); i++) {
 		const struct gmt_pk *sg = items[i];
 		struct rseg s = {0};
 		uint64_t dev = 0;
 
 		snprintf(where, sizeof(where), "segments[%zu]", i);
-		if (sg->type != GMT_PK_DICT || !get_u64(sg, "address", &s.addr) ||
-		    !get_u64(sg, "total_size", &s.size)) {
-			bad(c,
-			    "%s: not a segment (a dict with integer \"address\" and "
-			    "\"total_size\"): skipped",
+		if (sg->type != GMT_PK_DICT || !get_u64(c, sg, "address", &s.addr) ||
+		    !get_u64(c, sg, "total_size", &s.size)) {
+			if (!halted(c))
+				bad(c,
+				    "%s: not a segment (a dict with integer \"address\" and "
+				    "\"total_size\"): skipped",
+				    where);
+			continue;
+		}
+		if (seen(c, sg)) {
+			bad(c, "%s: a segment read already (a memo reference to it): skipped",
 			    where);
 			continue;
 		}
-		get_u64(sg, "stream", &s.stream);
-		s.device = get_u64(sg, "device", &dev) && dev < INT32_MAX ? (int32_t)dev : 0;
-		const char *type = gmt_pk_str(gmt_pk_get(sg, "segment_type"));
+		get_u64(c, sg, "stream", &s.stream);
+		s.device = get_u64(c, sg, "device", &dev) && dev < INT32_MAX ? (int32_t)dev : 0;
+		const char *type = gmt_pk_str(get(c, sg, "segment_type"));
 		s.large = type ? strcmp(type, "large") == 0 : s.size != SMALL_SEGMENT;
-		s.expandable = gmt_pk_int(gmt_pk_get(sg, "is_expandable"), 0) != 0;
+		s.expandable = gmt_pk_int(get(c, sg, "is_expandable"), 0) != 0;
 		size_t np = 0;
-		struct gmt_pk *const *pool = gmt_pk_items(gmt_pk_get(sg, "segment_pool_id"), &np);
+		struct gmt_pk *const *pool = gmt_pk_items(get(c, sg, "segment_pool_id"), &np);
 		if (np == 2) {
 			s.pool[0] = (uint64_t)gmt_pk_int(pool[0], 0);
 			s.pool[1] = (uint64_t)gmt_pk_int(pool[1], 0);
 		}
-		if (!seg_put(c, s))
-			return;
+		if (!seg_put(c, &s)) {
+			if (!c->nomem)
+				bad(c, "%s: at the address of another segment: skipped", where);
+			continue;
+		}
+		const struct gmt_pk *bl = get(c, sg, "blocks");
 		size_t nb = 0;
-		struct gmt_pk *const *blocks = gmt_pk_items(gmt_pk_get(sg, "blocks"), &nb);
-		for (size_t k = 0; k < nb && !c->nomem; k++) {
+		if (gmt_pk_items(bl, &nb) && nb && seen(c, bl)) {
+			bad(c,
+			    "%s.blocks: the blocks of another segment (a memo reference): skipped",
+			    where);
+			continue;
+		}
+		struct gmt_pk *const *blocks = items_of(c, bl, &nb);
+		for (size_t k = 0; k < nb && !halted(c); k++) {
 			const struct gmt_pk *b = blocks[k];
 			struct rblk rb = {0};
-			const char *state = gmt_pk_str(gmt_pk_get(b, "state"));
+			const char *state = gmt_pk_str(get(c, b, "state"));
 
 			snprintf(where, sizeof(where), "segments[%zu].blocks[%zu]", i, k);
-			if (b->type != GMT_PK_DICT || !get_u64(b, "address", &rb.addr) ||
-			    !get_u64(b, "size", &rb.size) || !state) {
-				bad(c,
-				    "%s: not a block (a dict with integer \"address\", \"size\" "
-				    "and a \"state\"): skipped",
+			if (b->type != GMT_PK_DICT || !get_u64(c, b, "address", &rb.addr) ||
+			    !get_u64(c, b, "size", &rb.size) || !state) {
+				if (!halted(c))
+					bad(c,
+					    "%s: not a block (a dict with integer \"address\", "
+					    "\"size\" and a \"state\"): skipped",
+					    where);
+				continue;
+			}
+			if (seen(c, b)) {
+				bad(c, "%s: a block read already (a memo reference to it): skipped",
 				    where);
 				continue;
 			}
@@ -567,19 +867,25 @@ read_segments(struct conv *c, const struct gmt_pk *segs)
 				bad(c, "%s: outside its segment: skipped", where);
 				continue;
 			}
-			get_u64(b, "requested_size", &rb.requested);
-			rb.stack = stack_of(c, gmt_pk_get(b, "frames"), 0, where);
-			blk_put(c, rb);
+			get_u64(c, b, "requested_size", &rb.requested);
+			rb.stack = stack_of(c, get(c, b, "frames"), 0, where);
+			struct rblk *was = blk_at(c, omap_find(&c->blks, rb.addr));
+			if (was)
+				*was = rb; /* a block listed twice: the last one */
+			else
+				omap_put(c, &c->blks, rb.addr, &rb);
 		}
 	}
 }
 
-/* The trace's string index of API name @p name (few: a linear search), or -1. */
+/* The trace's string index of API name @p name (few: a linear search, counted), or -1. */
 static int
 api_index(struct conv *c, const char *name)
 {
 	struct gmt_trace *t = c->t;
 
+	if (!spend(c, t->nstrings))
+		return -1;
 	for (size_t i = 0; i < t->nstrings; i++)
 		if (strcmp(t->strings[i], name) == 0)
 			return (int)i;
@@ -603,17 +909,17 @@ api_index(struct conv *c, const char *name)
  * blocks of the cache.
  */
 static void
-foreign(struct conv *c, struct rent *r, const struct gmt_pk *frames)
+foreign(struct conv *c, struct gmt_trace_event *r, const struct gmt_pk *frames)
 {
 	static const char tag[] = "[not PyTorch's] ";
 	size_t n = 0;
 	struct gmt_pk *const *items = gmt_pk_items(frames, &n);
-	const char *name = n ? gmt_pk_str(gmt_pk_get(items[0], "name")) : NULL;
+	const char *name = n ? gmt_pk_str(get(c, items[0], "name")) : NULL;
 
 	if (!name || strncmp(name, tag, sizeof(tag) - 1) != 0 || !name[sizeof(tag) - 1])
 		return;
-	if (r->action != GMT_TORCH_ALLOC && r->action != GMT_TORCH_FREE_REQUESTED &&
-	    r->action != GMT_TORCH_FREE_COMPLETED)
+	if (r->kind != GMT_TORCH_ALLOC && r->kind != GMT_TORCH_FREE_REQUESTED &&
+	    r->kind != GMT_TORCH_FREE_COMPLETED)
 		return;
 	int i = api_index(c, name + sizeof(tag) - 1);
 	if (i >= 0)
@@ -621,179 +927,224 @@ foreign(struct conv *c, struct rent *r, const struct gmt_pk *frames)
 }
 
 static int
-cmp_rent(const void *pa, const void *pb)
+cmp_entry(const void *pa, const void *pb)
 {
-	const struct rent *a = pa, *b = pb;
+	const struct gmt_trace_event *a = pa, *b = pb;
+	int64_t ta = (int64_t)a->ts, tb = (int64_t)b->ts;
 
-	if (a->time_us != b->time_us)
-		return a->time_us < b->time_us ? -1 : 1;
+	if (ta != tb)
+		return ta < tb ? -1 : 1;
 	if (a->device != b->device)
 		return a->device < b->device ? -1 : 1;
-	return a->index < b->index ? -1 : a->index > b->index;
+	return a->line < b->line ? -1 : a->line > b->line;
 }
 
-/* Every entry of device_traces, sorted by time; NULL with *n 0 when there are none. */
-static struct rent *
-read_entries(struct conv *c, const struct gmt_pk *traces, size_t *count)
+/* Every entry of device_traces into c->ev (see struct conv), sorted by time. */
+static void
+read_entries(struct conv *c, const struct gmt_pk *traces)
 {
-	size_t nd = 0, n = 0, cap = 0;
-	struct gmt_pk *const *devs = gmt_pk_items(traces, &nd);
-	struct rent *v = NULL;
+	size_t nd = 0, total = 0;
+	struct gmt_pk *const *devs = items_of(c, traces, &nd);
 	char where[64];
 
-	*count = 0;
 	if (traces && !devs && traces->type != GMT_PK_LIST) {
 		bad(c, "\"device_traces\" is not a list: no history read");
-		return NULL;
+		return;
 	}
-	for (size_t d = 0; d < nd && d < INT32_MAX && !c->nomem; d++) {
+	/* the room: every device's list counted once, however often it is referenced */
+	for (size_t d = 0; d < nd && d < MARK_MAX - 1; d++) {
 		size_t ne = 0;
-		struct gmt_pk *const *es = gmt_pk_items(devs[d], &ne);
-		for (size_t i = 0; i < ne && !c->nomem; i++) {
+		if (gmt_pk_items(devs[d], &ne) && ne && !gmt_pk_mark(devs[d])) {
+			gmt_pk_set_mark(c->doc, devs[d], MARK(MARK_READ, d + 1));
+			total += ne;
+		}
+	}
+	if (total && !(c->ev = malloc(total * sizeof(*c->ev)))) {
+		c->nomem = true;
+		return;
+	}
+	c->capev = total;
+	for (size_t d = 0; d < nd && d < MARK_MAX - 1 && !halted(c); d++) {
+		size_t ne = 0;
+		if (!gmt_pk_items(devs[d], &ne) || !ne)
+			continue;
+		if (gmt_pk_mark(devs[d]) != MARK(MARK_READ, d + 1)) {
+			bad(c,
+			    "device_traces[%zu]: the entries of another device (a memo reference): "
+			    "skipped",
+			    d);
+			continue;
+		}
+		struct gmt_pk *const *es = items_of(c, devs[d], &ne);
+		for (size_t i = 0; i < ne && !halted(c) && c->nev < c->capev; i++) {
 			const struct gmt_pk *e = es[i];
-			const char *action = gmt_pk_str(gmt_pk_get(e, "action"));
-			struct rent r = {.e = e, .device = (int32_t)d, .index = (uint32_t)i};
-			uint64_t tu = 0;
+			const char *action = gmt_pk_str(get(c, e, "action"));
+			struct gmt_trace_event r = {.device = (int32_t)d, .line = (uint32_t)i};
+			uint64_t addr = 0;
 
 			snprintf(where, sizeof(where), "device_traces[%zu][%zu]", d, i);
+			if (halted(c))
+				break;
 			if (e->type != GMT_PK_DICT || !action) {
 				bad(c, "%s: not a trace entry (a dict with an \"action\"): skipped",
 				    where);
 				continue;
 			}
-			r.action = (uint8_t)gmt_torch_action_from_name(action);
-			if (!r.action || r.action == GMT_TORCH_STATE_SEGMENT ||
-			    r.action == GMT_TORCH_STATE_BLOCK) {
+			if (seen(c, e)) {
+				bad(c,
+				    "%s: an entry read already (a memo reference to it): skipped",
+				    where);
+				continue;
+			}
+			r.kind = (uint8_t)gmt_torch_action_from_name(action);
+			if (!r.kind || r.kind == GMT_TORCH_STATE_SEGMENT ||
+			    r.kind == GMT_TORCH_STATE_BLOCK) {
 				bad(c, "%s: unknown action \"%s\": skipped", where,
 				    gmt_esc(action));
 				continue;
 			}
 			/* an OOM's free bytes: "device_free" in torch's, "addr" in older ones */
-			bool addr =
-			    (r.action == GMT_TORCH_OOM && get_u64(e, "device_free", &r.addr)) ||
-			    get_u64(e, "addr", &r.addr);
-			if (!addr || !get_u64(e, "size", &r.size)) {
-				bad(c, "%s: no integer \"addr\" and \"size\": skipped", where);
+			bool have =
+			    (r.kind == GMT_TORCH_OOM && get_u64(c, e, "device_free", &addr)) ||
+			    get_u64(c, e, "addr", &addr);
+			if (!have || !get_u64(c, e, "size", &r.size)) {
+				if (!halted(c))
+					bad(c, "%s: no integer \"addr\" and \"size\": skipped",
+					    where);
 				continue;
 			}
-			get_u64(e, "stream", &r.stream);
-			get_u64(e, "time_us", &tu);
-			r.time_us = (int64_t)tu;
-			foreign(c, &r, gmt_pk_get(e, "frames"));
-			r.stack = stack_of(c, gmt_pk_get(e, "frames"), r.api ? 1 : 0, where);
-			if (!grow(c, &v, &cap, n, sizeof(*v)))
-				break;
-			v[n++] = r;
+			r.ptr = addr;
+			get_u64(c, e, "stream", &r.handle);
+			get_u64(c, e, "time_us", &r.ts);
+			const struct gmt_pk *frames = get(c, e, "frames");
+			foreign(c, &r, frames);
+			r.stack = stack_of(c, frames, r.api ? 1 : 0, where);
+			c->ev[c->nev++] = r;
 		}
 	}
-	if (n > 1)
-		qsort(v, n, sizeof(*v), cmp_rent);
-	*count = n;
-	return v;
+	if (c->nev > 1 && !halted(c))
+		qsort(c->ev, c->nev, sizeof(*c->ev), cmp_entry);
 }
 
-static struct gmt_trace_event *
-push(struct conv *c, uint8_t action, int32_t device, uint64_t ts)
-{
-	if (!grow(c, &c->ev, &c->capev, c->nev, sizeof(*c->ev)))
-		return NULL;
-	struct gmt_trace_event *ev = &c->ev[c->nev++];
-	*ev = (struct gmt_trace_event){
-	    .seq = c->nev,
-	    .ts = ts,
-	    .line = (uint32_t)c->nev,
-	    .device = device,
-	    .api = GMT_TRACE_NO_STRING,
-	    .driver = GMT_TRACE_NO_STRING,
-	    .op = GMT_OP_BLOCK,
-	    .kind = action,
-	};
-	c->t->nblocks++;
-	return ev;
-}
-
-/* A CUDA-level allocation of our export (foreign()): its alloc and its free_completed. */
+/* The rewound cache as segment_state and block_state events (free blocks fill the gaps) from
+ * c->ev[*at] on; with @p ev NULL only counted. */
 static void
-cuda_event(struct conv *c, const struct rent *r, uint64_t ts)
+backfill(struct conv *c, struct gmt_trace_event *ev, size_t *at)
 {
-	if (r->action == GMT_TORCH_FREE_REQUESTED)
-		return; /* a cudaFree is one event: the export wrote it twice */
-	if (!grow(c, &c->ev, &c->capev, c->nev, sizeof(*c->ev)))
-		return;
-	struct gmt_trace_event *ev = &c->ev[c->nev++];
-	*ev = (struct gmt_trace_event){
-	    .seq = c->nev,
-	    .ts = ts,
-	    .ptr = r->addr,
-	    .size = r->action == GMT_TORCH_ALLOC ? r->size : 0,
-	    .stack = r->stack,
-	    .line = (uint32_t)c->nev,
-	    .device = r->device,
-	    .api = (uint16_t)(r->api - 1),
-	    .driver = GMT_TRACE_NO_STRING,
-	    .op = r->action == GMT_TORCH_ALLOC ? GMT_OP_ALLOC : GMT_OP_FREE,
-	    .kind = GMT_TK_DEVICE,
-	};
-}
+	uint32_t bi = omap_ceil(&c->blks, 0, false);
+	size_t k = *at;
 
-static int
-cmp_rseg(const void *pa, const void *pb)
-{
-	const struct rseg *a = pa, *b = pb;
-	return a->addr < b->addr ? -1 : a->addr > b->addr;
-}
+#define PUT(action, dev)                                                                           \
+	do {                                                                                       \
+		if (ev)                                                                            \
+			ev[k] = (struct gmt_trace_event){                                          \
+			    .device = (dev),                                                       \
+			    .api = GMT_TRACE_NO_STRING,                                            \
+			    .driver = GMT_TRACE_NO_STRING,                                         \
+			    .op = GMT_OP_BLOCK,                                                    \
+			    .kind = (action),                                                      \
+			};                                                                         \
+		k++;                                                                               \
+	} while (0)
 
-/* The rewound cache as segment_state and block_state events (free blocks fill the gaps). */
-static void
-backfill(struct conv *c)
-{
-	if (c->nsegs > 1)
-		qsort(c->segs, c->nsegs, sizeof(*c->segs), cmp_rseg);
-	size_t b = 0;
-	for (size_t i = 0; i < c->nsegs && !c->nomem; i++) {
-		const struct rseg *s = &c->segs[i];
-		struct gmt_trace_event *ev = push(c, GMT_TORCH_STATE_SEGMENT, s->device, 0);
-		if (!ev)
-			return;
-		ev->ptr = s->addr;
-		ev->size = s->size;
-		ev->handle = s->stream;
-		ev->offset = s->pool[0];
-		ev->context = s->pool[1];
-		ev->result = GMT_TORCH_F_HAS_DEVICE | GMT_TORCH_F_HAS_POOL |
-			     (s->large ? GMT_TORCH_F_LARGE : 0) |
-			     (s->expandable ? GMT_TORCH_F_EXPANDABLE : 0);
-		uint64_t at = s->addr, end = s->addr + s->size;
-		for (; b < c->nblks && c->blks[b].addr < s->addr; b++)
-			c->mismatched++; /* a live block in no segment */
-		for (; b <= c->nblks && at < end; b++) {
-			const struct rblk *k =
-			    b < c->nblks && c->blks[b].addr < end ? &c->blks[b] : NULL;
-			uint64_t gap_end = k ? k->addr : end;
-			if (gap_end > at) {
-				if (!(ev = push(c, GMT_TORCH_STATE_BLOCK, s->device, 0)))
-					return;
-				ev->ptr = at;
-				ev->size = gap_end - at;
-				ev->handle = s->stream;
-				ev->result = GMT_TORCH_F_HAS_DEVICE;
+	for (uint32_t si = omap_ceil(&c->segs, 0, false); si;
+	     si = omap_ceil(&c->segs, c->segs.n[si].key, true)) {
+		const struct rseg *s = seg_of(c, si);
+		PUT(GMT_TORCH_STATE_SEGMENT, s->device);
+		if (ev) {
+			ev[k - 1].ptr = s->addr;
+			ev[k - 1].size = s->size;
+			ev[k - 1].handle = s->stream;
+			ev[k - 1].offset = s->pool[0];
+			ev[k - 1].context = s->pool[1];
+			ev[k - 1].result = GMT_TORCH_F_HAS_DEVICE | GMT_TORCH_F_HAS_POOL |
+					   (s->large ? GMT_TORCH_F_LARGE : 0) |
+					   (s->expandable ? GMT_TORCH_F_EXPANDABLE : 0);
+		}
+		uint64_t at_addr = s->addr, end = s->addr + s->size;
+		for (; bi && c->blks.n[bi].key < s->addr;
+		     bi = omap_ceil(&c->blks, c->blks.n[bi].key, true))
+			if (!ev)
+				c->mismatched++; /* a live block in no segment */
+		while (at_addr < end) {
+			const struct rblk *b = bi && c->blks.n[bi].key < end ? blk_at(c, bi) : NULL;
+			uint64_t gap_end = b ? b->addr : end;
+			if (gap_end > at_addr) {
+				PUT(GMT_TORCH_STATE_BLOCK, s->device);
+				if (ev) {
+					ev[k - 1].ptr = at_addr;
+					ev[k - 1].size = gap_end - at_addr;
+					ev[k - 1].handle = s->stream;
+					ev[k - 1].result = GMT_TORCH_F_HAS_DEVICE;
+				}
 			}
-			if (!k)
+			if (!b)
 				break;
-			if (!(ev = push(c, GMT_TORCH_STATE_BLOCK, s->device, 0)))
-				return;
-			ev->ptr = k->addr;
-			ev->size = k->size;
-			ev->requested = k->state == ALLOCATED ? k->requested : 0;
-			ev->handle = s->stream;
-			ev->stack = k->stack;
-			ev->result = GMT_TORCH_F_HAS_DEVICE | GMT_TORCH_F_ACTIVE |
-				     (k->state == ALLOCATED ? GMT_TORCH_F_ALLOCATED : 0);
-			at = k->addr + k->size;
+			PUT(GMT_TORCH_STATE_BLOCK, s->device);
+			if (ev) {
+				ev[k - 1].ptr = b->addr;
+				ev[k - 1].size = b->size;
+				ev[k - 1].requested = b->state == ALLOCATED ? b->requested : 0;
+				ev[k - 1].handle = s->stream;
+				ev[k - 1].stack = b->stack;
+				ev[k - 1].result =
+				    GMT_TORCH_F_HAS_DEVICE | GMT_TORCH_F_ACTIVE |
+				    (b->state == ALLOCATED ? GMT_TORCH_F_ALLOCATED : 0);
+			}
+			at_addr = b->addr + b->size;
+			bi = omap_ceil(&c->blks, b->addr, true);
 		}
 	}
-	if (b < c->nblks)
-		c->mismatched += c->nblks - b; /* live blocks above every segment */
+#undef PUT
+	if (!ev)
+		for (; bi; bi = omap_ceil(&c->blks, c->blks.n[bi].key, true))
+			c->mismatched++; /* live blocks above every segment */
+	*at = k;
+}
+
+/* Entry @p r (read as struct conv says) as the event it is, at c->ev[c->nev]; false when it is
+ * none (the second half of a cudaFree our export wrote twice). */
+static bool
+entry_event(struct conv *c, const struct gmt_trace_event *r, uint64_t ts)
+{
+	struct gmt_trace_event ev = {
+	    .seq = c->nev + 1,
+	    .ts = ts,
+	    .line = (uint32_t)(c->nev + 1),
+	    .device = r->device,
+	    .driver = GMT_TRACE_NO_STRING,
+	};
+
+	if (r->api) { /* a CUDA-level allocation of our export (foreign()) */
+		if (r->kind == GMT_TORCH_FREE_REQUESTED)
+			return false;
+		ev.ptr = r->ptr;
+		ev.size = r->kind == GMT_TORCH_ALLOC ? r->size : 0;
+		ev.stack = r->stack;
+		ev.api = (uint16_t)(r->api - 1);
+		ev.op = r->kind == GMT_TORCH_ALLOC ? GMT_OP_ALLOC : GMT_OP_FREE;
+		ev.kind = GMT_TK_DEVICE;
+	} else {
+		ev.api = GMT_TRACE_NO_STRING;
+		ev.op = GMT_OP_BLOCK;
+		ev.kind = r->kind;
+		ev.size = r->size;
+		ev.handle = r->handle;
+		ev.stack = r->stack;
+		ev.result = GMT_TORCH_F_HAS_DEVICE;
+		if (r->kind == GMT_TORCH_OOM)
+			ev.free_bytes = r->ptr; /* torch's OOM entry: the device's free bytes */
+		else
+			ev.ptr = r->ptr;
+		if (r->kind == GMT_TORCH_SEGMENT_ALLOC || r->kind == GMT_TORCH_SEGMENT_MAP) {
+			ev.offset = r->offset;
+			ev.context = r->context;
+			ev.result |= GMT_TORCH_F_HAS_POOL | (r->result & GMT_TORCH_F_LARGE);
+		}
+		c->t->nblocks++;
+	}
+	c->ev[c->nev++] = ev;
+	return true;
 }
 
 static char *
@@ -805,54 +1156,57 @@ dup_or_null(struct conv *c, const char *s)
 	return d;
 }
 
-/* The snapshot @p root (a dict, checked) into the trace. */
+/* The snapshot @p root (a dict, checked) into the trace; the document is freed as soon as all of
+ * it is read. */
 static void
 convert(struct conv *c, const struct gmt_pk *root)
 {
 	struct gmt_trace *t = c->t;
-	const struct gmt_pk *settings = gmt_pk_get(root, "allocator_settings");
-	size_t n = 0;
-	struct rent *es;
+	size_t n, nfill = 0;
 	int64_t t0 = 0;
 
-	read_segments(c, gmt_pk_get(root, "segments"));
-	es = read_entries(c, gmt_pk_get(root, "device_traces"), &n);
-	if (c->nomem) {
-		free(es);
+	const char *conf =
+	    gmt_pk_str(get(c, get(c, root, "allocator_settings"), "PYTORCH_CUDA_ALLOC_CONF"));
+	t->torch_alloc_conf = dup_or_null(c, conf ? conf : "");
+	read_segments(c, get(c, root, "segments"));
+	read_entries(c, get(c, root, "device_traces"));
+	gmt_pk_free(c->doc);
+	c->doc = NULL;
+	if (halted(c))
 		return;
-	}
+	n = c->nev;
 	for (size_t i = n; i-- > 0;)
-		if (!es[i].api)
-			rewind_entry(c, &es[i]);
-	backfill(c);
-	if (n)
-		t0 = es[0].time_us;
-	for (size_t i = 0; i < n && !c->nomem; i++) {
-		const struct rent *r = &es[i];
-		uint64_t ts = (uint64_t)(r->time_us - t0) * 1000;
-		if (r->api) {
-			cuda_event(c, r, ts);
-			continue;
+		if (!c->ev[i].api)
+			rewind_entry(c, &c->ev[i]);
+	if (c->nomem)
+		return;
+	/* the backfill ahead of the entries: counted, room made, written */
+	backfill(c, NULL, &nfill);
+	if (nfill) {
+		struct gmt_trace_event *ev = realloc(c->ev, (nfill + n) * sizeof(*ev));
+		if (!ev) {
+			c->nomem = true;
+			return;
 		}
-		struct gmt_trace_event *ev = push(c, r->action, r->device, ts);
-		if (!ev)
-			break;
-		ev->size = r->size;
-		ev->handle = r->stream;
-		ev->stack = r->stack;
-		ev->result = GMT_TORCH_F_HAS_DEVICE;
-		if (r->action == GMT_TORCH_OOM) {
-			ev->free_bytes = r->addr; /* torch's OOM entry: the device's free bytes */
-		} else {
-			ev->ptr = r->addr;
-		}
-		if (r->action == GMT_TORCH_SEGMENT_ALLOC || r->action == GMT_TORCH_SEGMENT_MAP) {
-			ev->offset = r->pool[0];
-			ev->context = r->pool[1];
-			ev->result |= GMT_TORCH_F_HAS_POOL | (r->large ? GMT_TORCH_F_LARGE : 0);
+		memmove(ev + nfill, ev, n * sizeof(*ev));
+		c->ev = ev;
+		c->capev = nfill + n;
+		size_t k = 0;
+		backfill(c, ev, &k);
+		for (size_t i = 0; i < k; i++) {
+			ev[i].seq = ev[i].line = (uint32_t)(i + 1);
+			t->nblocks++;
 		}
 	}
-	free(es);
+	c->nev = nfill;
+	if (n)
+		t0 = (int64_t)c->ev[nfill].ts;
+	for (size_t i = 0; i < n; i++) {
+		const struct gmt_trace_event r = c->ev[nfill + i]; /* at or after c->nev */
+		/* in wrapping arithmetic: times that far apart are no snapshot torch writes */
+		uint64_t ts = (r.ts - (uint64_t)t0) * 1000;
+		entry_event(c, &r, ts);
+	}
 
 	/* the header: no process, the time of the first entry as its start */
 	t->have_header = true;
@@ -867,15 +1221,13 @@ convert(struct conv *c, const struct gmt_pk *root)
 	t->coverage = dup_or_null(c, "PyTorch snapshot: the caching allocator's blocks only, no "
 				     "CUDA-level events");
 	/* the torch line */
-	const char *conf = gmt_pk_str(gmt_pk_get(settings, "PYTORCH_CUDA_ALLOC_CONF"));
 	char detail[256];
 	snprintf(detail, sizeof(detail),
 		 "read from a PyTorch memory snapshot: %zu trace entries, %zu segments at the end; "
 		 "the cache before the first entry rewound from the end",
-		 n, c->nsegs);
+		 n, c->segs.len);
 	t->have_torch = true;
 	t->torch_backend = dup_or_null(c, "native");
-	t->torch_alloc_conf = dup_or_null(c, conf ? conf : "");
 	t->torch_layer = dup_or_null(c, "blocks");
 	t->torch_detail = dup_or_null(c, detail);
 	if (c->mismatched)
@@ -919,13 +1271,19 @@ gmt_snapshot_read(FILE *f,
 	struct conv c = {.diag = diag};
 	uint8_t *buf = NULL;
 	size_t len = 0, cap = 0, got;
-	struct gmt_pk_doc *doc = NULL;
+	struct stat st;
 	char err[256];
 	int rc;
 
 	*out = NULL;
+	omap_init(&c.segs, sizeof(struct rseg));
+	omap_init(&c.blks, sizeof(struct rblk));
 	if (!(c.epath = strdup(gmt_esc(path))))
 		goto nomem;
+	/* a file's own size (and a byte to see its end) as the first room: no doubling */
+	if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 &&
+	    (uint64_t)st.st_size < SIZE_MAX / 2)
+		cap = (size_t)st.st_size + 1;
 	do {
 		if (len == cap) {
 			size_t nc = cap ? cap * 2 : 1 << 16;
@@ -934,6 +1292,8 @@ gmt_snapshot_read(FILE *f,
 				goto nomem;
 			buf = nb;
 			cap = nc;
+		} else if (!buf && !(buf = malloc(cap))) {
+			goto nomem;
 		}
 		got = fread(buf + len, 1, cap - len, f);
 		len += got;
@@ -953,7 +1313,7 @@ gmt_snapshot_read(FILE *f,
 			c.epath, buf[0]);
 		goto unreadable;
 	}
-	rc = gmt_pk_parse(buf, len, &doc, err, sizeof(err));
+	rc = gmt_pk_parse(buf, len, &c.doc, err, sizeof(err));
 	free(buf);
 	buf = NULL;
 	if (rc == -ENOMEM)
@@ -962,7 +1322,7 @@ gmt_snapshot_read(FILE *f,
 		fprintf(diag, "%s: not a PyTorch memory snapshot: %s\n", c.epath, gmt_esc(err));
 		goto unreadable;
 	}
-	const char *why = not_snapshot(gmt_pk_root(doc));
+	const char *why = not_snapshot(gmt_pk_root(c.doc));
 	if (why) {
 		fprintf(diag, "%s: not a PyTorch memory snapshot: %s\n", c.epath, why);
 		goto unreadable;
@@ -972,9 +1332,17 @@ gmt_snapshot_read(FILE *f,
 	c.t->from_snapshot = true;
 	c.t->pid = c.t->ppid = c.t->forked_from = -1;
 	c.t->rank = c.t->local_rank = c.t->world_size = -1;
-	convert(&c, gmt_pk_root(doc));
-	gmt_pk_free(doc);
-	doc = NULL;
+	c.budget = (uint64_t)len * WORK_PER_BYTE + WORK_FLOOR;
+	convert(&c, gmt_pk_root(c.doc));
+	if (c.over) {
+		fprintf(diag,
+			"%s: refused: its parts are shared through the pickle's memo so often that "
+			"reading it would take more than %" PRIu64
+			" lookups (the limit: %u per byte of the file; docs/report-formats.md, "
+			"\"Limits\")\n",
+			c.epath, c.budget, WORK_PER_BYTE);
+		goto unreadable;
+	}
 	if (c.nomem)
 		goto nomem;
 	if (c.shown < c.bad)
@@ -1001,11 +1369,11 @@ unreadable:
 	rc = GMT_TRACE_UNREADABLE;
 done:
 	free(buf);
-	gmt_pk_free(doc);
+	gmt_pk_free(c.doc);
 	gmt_trace_free(c.t);
 	free(c.ev);
-	free(c.segs);
-	free(c.blks);
+	omap_free(&c.segs);
+	omap_free(&c.blks);
 	free(c.strs);
 	free(c.stackhash);
 	free(c.epath);
