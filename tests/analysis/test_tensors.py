@@ -380,7 +380,25 @@ def case_limit(exe, fx):
               "between 20.0 MiB and 52.0 MiB" in text, "the text names the limit and its bounds")
 
 
-CASES = {"limit": case_limit, "hostile": case_hostile, "categories": case_categories, "snapshot": case_snapshot, "markers": case_markers, "frag": case_frag, "growth": case_growth, "gpt2": case_gpt2,
+def case_userline(exe, fx):
+    """GPT-2 from transformers on the H200: a tensor made inside a library (site-packages) is
+    shown at the library's line and at the user's own line that led there."""
+    doc, _ = report(exe, os.path.join(fx, "gpt2.jsonl"))
+    t = tensors_of(doc)
+    rows = t.get("peak_sites", []) + t.get("live_at_exit", [])
+    lib = [r for r in rows if r["site"].startswith("transformers/")]
+    check(lib and all("tests/gpu/tensor_answers.py:" in (r.get("user_line") or "") and
+                      " in run_gpt2" in r["user_line"] for r in lib),
+          f"every transformers site names the script's line: {[(r['site'], r.get('user_line')) for r in lib]}")
+    own = [r for r in rows if "tests/gpu/tensor_answers.py:" in r["site"]]
+    check(own and all(r.get("user_line") is None for r in own),
+          "a site in the user's own file needs no second line")
+    text, _ = report(exe, os.path.join(fx, "gpt2.jsonl"), fmt="text")
+    check(re.search(r"from your code at \S*tests/gpu/tensor_answers\.py:97 in run_gpt2", text),
+          "the text report shows the user's line under a library site")
+
+
+CASES = {"userline": case_userline, "limit": case_limit, "hostile": case_hostile, "categories": case_categories, "snapshot": case_snapshot, "markers": case_markers, "frag": case_frag, "growth": case_growth, "gpt2": case_gpt2,
          "synthetic": case_synthetic}
 
 

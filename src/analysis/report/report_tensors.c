@@ -45,6 +45,9 @@ struct tsite_name {
 	char site[384];
 	char callers[CALLERS][384];
 	int ncallers;
+	/* the innermost frame of the user's own files (gmt_python_library_file()), when the site
+	 * is not one: the line of the program that led to a library's tensor ("" when none) */
+	char user[384];
 };
 
 /* The user's line that made a tensor of stack @p id, and its callers. */
@@ -85,6 +88,16 @@ tensor_site(const struct gmt_model *m, uint32_t id, struct tsite_name *n)
 		if (f->kind == GMT_CF_PYTHON && !library_frame(f))
 			gmt_cframe_text(f, n->callers[n->ncallers++], sizeof(n->callers[0]));
 	}
+	if (!gmt_python_library_file(gmt_cstack_frame(cs, i)->file))
+		return; /* the site is the user's own line */
+	for (uint32_t k = i + 1; k < cs->nframes; k++) {
+		const struct gmt_cframe *f = gmt_cstack_frame(cs, k);
+		if (f->kind == GMT_CF_PYTHON && !library_frame(f) &&
+		    !gmt_python_library_file(f->file)) {
+			gmt_cframe_text(f, n->user, sizeof(n->user));
+			return;
+		}
+	}
 }
 
 /* One row: the sites with one name. */
@@ -115,7 +128,7 @@ cmp_row(const void *pa, const void *pb)
 static bool
 same_name(const struct tsite_name *a, const struct tsite_name *b)
 {
-	if (strcmp(a->site, b->site) || a->ncallers != b->ncallers)
+	if (strcmp(a->site, b->site) || a->ncallers != b->ncallers || strcmp(a->user, b->user))
 		return false;
 	for (int i = 0; i < a->ncallers; i++)
 		if (strcmp(a->callers[i], b->callers[i]))
@@ -202,6 +215,8 @@ print_name(FILE *out, const struct tsite_name *n, const char *indent)
 	for (int i = 0; i < n->ncallers; i++)
 		fprintf(out, "\n%s%s %s", indent, i ? "  <-" : "called from",
 			gmt_esc(n->callers[i]));
+	if (n->user[0])
+		fprintf(out, "\n%sfrom your code at %s", indent, gmt_esc(n->user));
 	fprintf(out, "\n");
 }
 
@@ -561,6 +576,7 @@ jname(const struct tsite_name *n, json_t *o)
 	for (int i = 0; i < n->ncallers; i++)
 		json_array_append_new(callers, json_string(n->callers[i]));
 	json_object_set_new(o, GMT_RK_CALLERS, callers);
+	json_object_set_new(o, "user_line", n->user[0] ? json_string(n->user) : json_null());
 	return o;
 }
 

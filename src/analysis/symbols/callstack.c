@@ -576,8 +576,8 @@ splice(struct gmt_callstacks *cs,
 }
 
 /* A Python file of an installed package or of the standard library, not of the program. */
-static bool
-python_library_file(const char *file)
+bool
+gmt_python_library_file(const char *file)
 {
 	if (!file)
 		return false;
@@ -657,7 +657,7 @@ settle(struct draft *st)
 	 * frame. */
 	for (uint32_t i = 0; st->npython && i < st->nframes; i++) {
 		if (st->frames[i].kind == GMT_CF_PYTHON &&
-		    !python_library_file(st->frames[i].file)) {
+		    !gmt_python_library_file(st->frames[i].file)) {
 			st->site = (int32_t)i;
 			return;
 		}

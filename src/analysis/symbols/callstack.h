@@ -106,6 +106,13 @@ const struct gmt_cframe *gmt_cstack_frame(const struct gmt_cstack *st, uint32_t 
 /** The call-site frame of @p st, NULL when it has none (or @p st is NULL). */
 const struct gmt_cframe *gmt_cstack_site(const struct gmt_cstack *st);
 
+/**
+ * Whether @p file is a Python file of an installed package (site-packages, dist-packages) or of
+ * the standard library (.../lib/python3.X/, <frozen ...>), not of the program: the rule for
+ * which Python frame is the user's own.
+ */
+bool gmt_python_library_file(const char *file);
+
 /** Whether two stacks show the same frames (grouping by whole stack). */
 bool gmt_cstack_equal(const struct gmt_cstack *a, const struct gmt_cstack *b);
 
