@@ -46,13 +46,14 @@ copy_label(char *dst, const char *label)
 }
 
 static void
-emit_marker(const char *label, enum gmt_range range, uint32_t depth)
+emit_marker(const char *label, enum gmt_range range, uint32_t depth, uint32_t flags)
 {
 	struct gmt_event ev = {
 	    .op = GMT_OP_MARKER,
 	    .device = -1,
 	    .range = (uint8_t)range,
 	    .range_depth = depth,
+	    .flags = flags,
 	};
 
 	if (!gmt_hook_enter())
@@ -67,7 +68,15 @@ out:
 static void
 mark(const char *label)
 {
-	emit_marker(label, GMT_RANGE_NONE, 0);
+	emit_marker(label, GMT_RANGE_NONE, 0, 0);
+}
+
+/* A step boundary the tracer found itself (the PyTorch layer's optimizer hook, _torch.py): a
+ * point marker flagged as automatic, so that a user's own marks keep precedence. */
+static void
+step_mark(const char *label)
+{
+	emit_marker(label, GMT_RANGE_NONE, 0, GMT_EV_AUTO_STEP);
 }
 
 /* The depth is kept even while tracing is off (disabled, not started): a range opened then and
@@ -78,7 +87,7 @@ range_push(const char *label)
 	uint32_t depth = range_depth < UINT32_MAX ? range_depth + 1 : range_depth;
 
 	range_depth = depth;
-	emit_marker(label, GMT_RANGE_PUSH, depth);
+	emit_marker(label, GMT_RANGE_PUSH, depth, 0);
 }
 
 static void
@@ -87,7 +96,7 @@ range_pop(void)
 	uint32_t depth = range_depth;
 
 	/* A pop with no open range is the caller's bug: recorded as depth 0. */
-	emit_marker(NULL, GMT_RANGE_POP, depth);
+	emit_marker(NULL, GMT_RANGE_POP, depth, 0);
 	if (depth)
 		range_depth = depth - 1;
 }
@@ -111,6 +120,7 @@ static struct gmt_instance self_instance = {
     .torch_record = gmt_api_torch_record,
     .torch_layer = gmt_api_torch_layer,
     .py_watch = gmt_stacks_watch_python,
+    .step_mark = step_mark,
 };
 extern struct gmt_instance gmt_tracer_instance
     __attribute__((alias("self_instance"), visibility("default")));
@@ -180,6 +190,7 @@ gmt_api_defer(bool quiet)
 	    .torch_record = HAS(other, torch_record) ? other->torch_record : ignore_entry,
 	    .torch_layer = HAS(other, torch_layer) ? other->torch_layer : ignore_layer,
 	    .py_watch = HAS(other, py_watch) ? other->py_watch : no_watch,
+	    .step_mark = HAS(other, step_mark) ? other->step_mark : ignore_label,
 	};
 	to = &forward;
 	return true;
@@ -201,6 +212,13 @@ GMT_EXPORT void
 gmt_range_pop(void)
 {
 	to->range_pop();
+}
+
+/* From Python (the PyTorch layer's optimizer step hook, _torch.py): an automatic step mark. */
+GMT_EXPORT void
+gmt_step_mark(const char *label)
+{
+	to->step_mark(label);
 }
 
 /* Called by the CUDA driver at cuInit when CUDA_INJECTION64_PATH names this library. The driver

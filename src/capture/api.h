@@ -24,4 +24,11 @@ int InitializeInjection(void);
  */
 int gmt_py_watch(void);
 
+/**
+ * Exported for the PyTorch layer (python/gpumemtrace/_torch.py: torch's optimizer step hook): a
+ * point marker flagged as an automatic step ("auto":"step"), which the analysis takes for step
+ * boundaries when the trace has no marks of the user's.
+ */
+void gmt_step_mark(const char *label);
+
 #endif

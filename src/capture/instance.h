@@ -39,6 +39,8 @@ struct gmt_instance {
 			    const char *detail);
 	/* appended: the Python code watcher (capture/pystack.c) */
 	int (*py_watch)(void);
+	/* appended: automatic step marks (api.c) */
+	void (*step_mark)(const char *label);
 };
 
 /**

@@ -62,6 +62,9 @@ enum gmt_event_flag {
 	GMT_EV_HAS_RANGE =
 	    1u << 4, /**< a free names the size of its range (cuMemUnmap, cuMemAddressFree) */
 	GMT_EV_HAS_REQUESTED = 1u << 5, /**< `requested` is valid (pitched allocations) */
+	/** a marker the tracer put itself at a step boundary (gmt_step_mark(): PyTorch's
+	 * optimizer step), not the user's: "auto":"step" in the trace */
+	GMT_EV_AUTO_STEP = 1u << 6,
 };
 
 #define GMT_LABEL_MAX 64 /* marker label, NUL included */

@@ -458,6 +458,8 @@ event_marker(struct gmt_buf *b, const struct gmt_event *ev)
 			LIT(b, ",\"range\":\"pop\",\"depth\":");
 		buf_u64(b, ev->range_depth);
 	}
+	if (ev->flags & GMT_EV_AUTO_STEP)
+		LIT(b, ",\"auto\":\"step\"");
 	LIT(b, "}\n");
 }
 

@@ -1813,6 +1813,13 @@ read_marker(struct reader *r, json_t *obj, size_t lineno)
 					 "an integer");
 		m.depth = (uint32_t)depth;
 	}
+	const char *autov;
+	if (!get_str(JS(obj), "auto", &autov)) {
+		if (strcmp(autov, "step") != 0 || m.range != GMT_RANGE_NONE)
+			return key_error(r, lineno, "marker", "auto", -EINVAL,
+					 "\"step\", on a point marker");
+		m.auto_step = true;
+	}
 	if (!(m.label = dup_str(r, label)))
 		return false;
 	see_ts(r, m.ts);

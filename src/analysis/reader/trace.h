@@ -124,6 +124,7 @@ struct gmt_trace_marker {
 	uint32_t
 	    depth;     /**< ranges: nesting level, 1 = outermost; a pop names the depth it closes */
 	uint8_t range; /**< enum gmt_range: a point (gmt_mark), or one end of a range */
+	bool auto_step; /**< "auto":"step": a step boundary the tracer found (gmt_step_mark) */
 	/** a pop's label is its push's (same thread and depth), filled in after reading */
 	char *label;
 };
