@@ -269,7 +269,9 @@ gmt_fini(void)
 	if (!atomic_compare_exchange_strong(&gmt_state, &expected, GMT_STATE_STOPPED))
 		return;
 	gmt_depth++; /* our own teardown is not traced */
-	gmt_writer_stop(2000);
+	/* as long as the writer works (a bounded trace's last bucket is written only now), at most
+	 * 2 s without progress and 5 minutes in all */
+	gmt_writer_stop(2000, 300000);
 	gmt_depth--;
 }
 

@@ -61,10 +61,12 @@ struct gmt_writer_config {
 int gmt_writer_start(const struct gmt_writer_config *cfg);
 
 /**
- * Ask the writer to drain, write the trailer and close; wait at most @p timeout_ms for it.
- * Returns true when the trailer was written.
+ * Ask the writer to drain, write the trailer and close, and wait for it as long as it works (its
+ * threads use CPU time or its bytes reach the file): the wait is as long as what is left to
+ * write, not a fixed time. Gives up (one line on stderr; the trace then has no trailer) after
+ * @p idle_ms without progress, or @p max_ms in all. Returns true when the trailer was written.
  */
-bool gmt_writer_stop(unsigned timeout_ms);
+bool gmt_writer_stop(unsigned idle_ms, unsigned max_ms);
 
 /** In a fork child: forget the parent's writer (its thread does not exist here) without writing. */
 void gmt_writer_forget_after_fork(void);
