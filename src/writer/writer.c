@@ -50,6 +50,12 @@ struct writer {
 	_Atomic bool failed; /* also set by the compressor thread */
 	bool zstd;	     /* GPUMEMTRACE_COMPRESS=zstd, libzstd loaded: each flush is a frame */
 	bool bounded;	     /* GPUMEMTRACE_BOUNDED=1: events go through bounded.c */
+	bool pinned;	     /* the library stays loaded: the writer may outlive the destructor */
+	struct {
+		off_t at; /* where the trailer starts in the file, -1 before it is written */
+		uint64_t ts;
+		struct gmt_bounded_stats bounded;
+	} trailer;
 	struct gmt_zsink zs;
 	struct {
 		pthread_t thread;
@@ -62,7 +68,7 @@ struct writer {
 	} zp;
 };
 
-static struct writer w = {.fd = -1};
+static struct writer w = {.fd = -1, .trailer.at = -1};
 
 /*
  * At exit the stopper waits for the writer as long as it gets on with its work, not for a fixed
@@ -624,6 +630,72 @@ write_snapshot(void)
 			   n_nvml);
 }
 
+// --- the trailer and the calls after it ---------------------------------------------------------
+//
+// The trailer is written when the library's destructor stops the writer, but the process goes on
+// a while: other threads, and the destructors of libraries finalized after this one (a CUDA
+// library freeing its memory at teardown), still make calls. The capture side counts them as
+// dropped (the writer has stopped); so that they are not lost silently, the writer stays (the
+// library is pinned: it is never unloaded under it) and writes the trailer again, in place, with
+// the count, until the process ends. Counts only grow, so each new trailer is at least as long
+// as the one before and one pwrite() covers it: at every moment the file ends with one whole
+// trailer. A zstd trace has the trailer in a stored (raw) frame of its own for that.
+
+/* The trailer for @p dropped, at the end of the file (again at the same place once written). */
+static void
+put_trailer(uint64_t dropped)
+{
+	const struct gmt_bounded_stats *bs = &w.trailer.bounded;
+
+	gmt_buf_reset(&w.out);
+	if (w.bounded)
+		gmt_jsonl_trailer_bounded(&w.out, w.trailer.ts, w.events_written, dropped, "exit",
+					  bs->elided, bs->late, bs->buckets);
+	else
+		gmt_jsonl_trailer(&w.out, w.trailer.ts, w.events_written, dropped, "exit");
+	const char *bytes = w.out.data;
+	size_t len = w.out.len;
+	if (w.zstd) {
+		len = gmt_zsink_raw_frame(&w.zs, w.out.data, w.out.len);
+		bytes = w.zs.frame;
+		if (!len) {
+			fail_once("cannot write the trailer (%s%s); (%s)", "out of memory", "");
+			return;
+		}
+	}
+	if (w.trailer.at < 0) {
+		off_t at = lseek(w.fd, 0, SEEK_END);
+		write_all(bytes, len);
+		w.trailer.at = atomic_load(&w.failed) ? -1 : at;
+	} else {
+		for (size_t off = 0; off < len;) {
+			ssize_t n = pwrite(w.fd, bytes + off, len - off, w.trailer.at + (off_t)off);
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n <= 0)
+				break; /* the trailer before stays */
+			off += (size_t)n;
+		}
+	}
+	gmt_buf_reset(&w.out);
+}
+
+/* The writer's last work, after the destructor returned: until the process ends, the calls
+ * counted as dropped since go into the trailer (checked every millisecond). */
+static void
+count_late_calls(uint64_t written)
+{
+	for (;;) {
+		struct timespec ts = {0, 1000000};
+		nanosleep(&ts, NULL);
+		uint64_t d = atomic_load_explicit(w.cfg.dropped, memory_order_relaxed);
+		if (d != written) {
+			put_trailer(d);
+			written = d;
+		}
+	}
+}
+
 static void *
 writer_main(void *arg)
 {
@@ -631,6 +703,7 @@ writer_main(void *arg)
 	if (w.cfg.thread_init)
 		w.cfg.thread_init();
 	worker_publish(&writer_worker);
+	w.pinned = w.cfg.pin && w.cfg.pin();
 	bounded_start();
 	if (!open_and_write_header()) {
 		if (w.zp.running)
@@ -705,24 +778,29 @@ writer_main(void *arg)
 	drain_batch();
 	bounded_cut(true);
 	write_snapshot();
+	flush_all(); /* everything but the trailer; the compressor has ended */
+	w.trailer.ts = now_ns(CLOCK_MONOTONIC);
 	if (w.bounded) {
-		const struct gmt_bounded_stats *bs = gmt_bounded_stats();
-		gmt_jsonl_trailer_bounded(&w.out, now_ns(CLOCK_MONOTONIC), w.events_written,
-					  atomic_load_explicit(w.cfg.dropped, memory_order_relaxed),
-					  "exit", bs->elided, bs->late, bs->buckets);
+		w.trailer.bounded = *gmt_bounded_stats();
 		gmt_bounded_fini();
-	} else {
-		gmt_jsonl_trailer(&w.out, now_ns(CLOCK_MONOTONIC), w.events_written,
-				  atomic_load_explicit(w.cfg.dropped, memory_order_relaxed),
-				  "exit");
 	}
-	flush_all();
-	close(w.fd);
-	w.fd = -1;
-	if (w.zstd)
-		gmt_zsink_free(&w.zs);
+	uint64_t dropped = atomic_load_explicit(w.cfg.dropped, memory_order_relaxed);
+	put_trailer(dropped);
 	gmt_nvml_close();
+	/* Pinned, the writer outlives the destructor: it stays to count the calls made after the
+	 * trailer (other threads, later destructors) into it. */
+	int fl = fcntl(w.fd, F_GETFL);
+	bool linger = w.pinned && !atomic_load(&w.failed) && w.trailer.at >= 0 && fl >= 0 &&
+		      fcntl(w.fd, F_SETFL, fl & ~O_APPEND) == 0;
+	if (!linger) {
+		close(w.fd);
+		w.fd = -1;
+		if (w.zstd)
+			gmt_zsink_free(&w.zs);
+	}
 	atomic_store_explicit(&w.done, true, memory_order_release);
+	if (linger)
+		count_late_calls(dropped);
 	return NULL;
 }
 
@@ -807,18 +885,19 @@ gmt_writer_stop(unsigned idle_ms, unsigned max_ms)
 	uint64_t seen = 0;
 	(void)writer_progress(&seen);
 	bool noticed = false;
-	for (;;) {
-		struct timespec deadline;
-		clock_gettime(CLOCK_REALTIME, &deadline);
-		deadline.tv_nsec += STOP_SLICE_MS * 1000000L;
-		if (deadline.tv_nsec >= 1000000000L) {
-			deadline.tv_sec++;
-			deadline.tv_nsec -= 1000000000L;
-		}
-		if (pthread_timedjoin_np(w.thread, NULL, &deadline) == 0) {
+	for (unsigned tick = 1;; tick++) {
+		/* the trailer is written (the writer stays, counting late calls), or it has ended
+		 * (a failure); looked at every millisecond, the progress every STOP_SLICE_MS */
+		struct timespec ms = {0, 1000000};
+		nanosleep(&ms, NULL);
+		if (atomic_load_explicit(&w.done, memory_order_acquire))
+			break;
+		if (pthread_tryjoin_np(w.thread, NULL) == 0) {
 			w.started = false;
 			break;
 		}
+		if (tick % STOP_SLICE_MS)
+			continue;
 		uint64_t now = now_ns(CLOCK_MONOTONIC);
 		if (writer_progress(&seen))
 			idle_since = now;
@@ -853,7 +932,7 @@ gmt_writer_forget_after_fork(void)
 	 * close the parent's file so the child never writes into it. */
 	if (w.fd >= 0)
 		close(w.fd);
-	w = (struct writer){.fd = -1};
+	w = (struct writer){.fd = -1, .trailer.at = -1};
 	atomic_store(&writer_worker.tid, 0);
 	atomic_store(&compressor_worker.tid, 0);
 	gmt_nvml_forget();
