@@ -10,9 +10,12 @@
  * importable by the program, by prepending its directory to PYTHONPATH.
  */
 #define _GNU_SOURCE
+#include <elf.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
+#include <link.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +31,8 @@
 #include "cli.h"
 
 #define LIB_NAME "libgpumemtrace.so"
+/* defined by every version of the tracer library (its public API, gpumemtrace.h) */
+#define LIB_SYMBOL "gmt_mark"
 
 static void
 usage(FILE *out)
@@ -85,6 +90,120 @@ try_lib(const char *path, char *out)
 	       (int)(PATH_MAX - n);
 }
 
+// --- is it the tracer? ------------------------------------------------------------------------
+//
+// A library that the loader cannot preload (not an ELF file, another machine's, an executable)
+// is skipped by ld.so with a message the program's output may bury, and one that is not the
+// tracer loads and does nothing: either way the program runs untraced and the summary would only
+// say it "made no GPU memory call". So the library is read before the program starts (never
+// loaded here: its constructors would run in the launcher): an ELF shared object of this
+// program's class, byte order and machine whose dynamic symbols define LIB_SYMBOL.
+
+static bool
+read_at(int fd, void *buf, size_t len, uint64_t off, uint64_t size)
+{
+	if (off > size || len > size - off)
+		return false;
+	return pread(fd, buf, len, (off_t)off) == (ssize_t)len;
+}
+
+/* This program's own ELF header (class, byte order and machine the library must match). */
+static bool
+own_ehdr(ElfW(Ehdr) * out)
+{
+	int fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+	bool ok = fd >= 0 && pread(fd, out, sizeof(*out), 0) == (ssize_t)sizeof(*out);
+
+	if (fd >= 0)
+		close(fd);
+	return ok;
+}
+
+/* Whether the dynamic symbol table (section @p dynsym) defines @p name. */
+static bool
+defines_symbol(
+    int fd, uint64_t size, const ElfW(Shdr) * sh, size_t nsh, size_t dynsym, const char *name)
+{
+	const ElfW(Shdr) *sym = &sh[dynsym];
+	size_t nlen = strlen(name);
+	bool found = false;
+
+	if (sym->sh_entsize != sizeof(ElfW(Sym)) || sym->sh_link >= nsh)
+		return false;
+	const ElfW(Shdr) *str = &sh[sym->sh_link];
+	uint64_t nsym = sym->sh_size / sizeof(ElfW(Sym));
+	char *strtab = str->sh_size <= size ? malloc(str->sh_size ? str->sh_size : 1) : NULL;
+	if (!strtab || !read_at(fd, strtab, str->sh_size, str->sh_offset, size)) {
+		free(strtab);
+		return false;
+	}
+	for (uint64_t i = 1; i < nsym && !found; i++) {
+		ElfW(Sym) y;
+		if (!read_at(fd, &y, sizeof(y), sym->sh_offset + i * sizeof(y), size))
+			break;
+		if (y.st_shndx == SHN_UNDEF || y.st_name >= str->sh_size ||
+		    str->sh_size - y.st_name <= nlen)
+			continue;
+		found = memcmp(strtab + y.st_name, name, nlen + 1) == 0;
+	}
+	free(strtab);
+	return found;
+}
+
+/* NULL when @p path is a tracer library this program can preload, else why not. */
+static const char *
+not_a_tracer(const char *path)
+{
+	static char why[160];
+	ElfW(Ehdr) eh, own;
+	struct stat st;
+	const char *bad = NULL;
+	ElfW(Shdr) *sh = NULL;
+
+	/* O_NONBLOCK: a FIFO named here is refused, not waited on */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
+		return strerror(errno);
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		bad = "not a regular file";
+		goto out;
+	}
+	uint64_t size = (uint64_t)st.st_size;
+	if (!read_at(fd, &eh, sizeof(eh), 0, size) || memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0) {
+		bad = "not an ELF file (not a shared library)";
+		goto out;
+	}
+	if (!own_ehdr(&own) || eh.e_ident[EI_CLASS] != own.e_ident[EI_CLASS] ||
+	    eh.e_ident[EI_DATA] != own.e_ident[EI_DATA] || eh.e_machine != own.e_machine) {
+		snprintf(why, sizeof(why),
+			 "an ELF file for another machine or word size (e_machine %u, class %u)",
+			 (unsigned)eh.e_machine, (unsigned)eh.e_ident[EI_CLASS]);
+		bad = why;
+		goto out;
+	}
+	if (eh.e_type != ET_DYN) {
+		bad = eh.e_type == ET_EXEC ? "an executable, not a shared library"
+					   : "not a shared library (ELF type is not ET_DYN)";
+		goto out;
+	}
+	size_t nsh = eh.e_shnum, dynsym = SIZE_MAX;
+	if (eh.e_shentsize != sizeof(ElfW(Shdr)) || nsh == 0 || !(sh = calloc(nsh, sizeof(*sh))) ||
+	    !read_at(fd, sh, nsh * sizeof(*sh), eh.e_shoff, size)) {
+		bad = "a damaged or stripped ELF file (no readable section headers)";
+		goto out;
+	}
+	for (size_t i = 0; i < nsh && dynsym == SIZE_MAX; i++)
+		if (sh[i].sh_type == SHT_DYNSYM)
+			dynsym = i;
+	if (dynsym == SIZE_MAX || !defines_symbol(fd, size, sh, nsh, dynsym, LIB_SYMBOL))
+		bad = "an ELF shared object that does not define " LIB_SYMBOL
+		      " (not the gpumemtrace tracer, " LIB_NAME ")";
+out:
+	free(sh);
+	close(fd);
+	return bad;
+}
+
 /* Fills @p out (PATH_MAX) with an absolute path; false (and a message) when there is none. */
 static bool
 find_lib(char *out)
@@ -101,10 +220,12 @@ find_lib(char *out)
 	ssize_t n;
 
 	if (env && *env) {
-		if (try_lib(env, out))
+		const char *bad = NULL;
+		if (try_lib(env, out) && !(bad = not_a_tracer(out)))
 			return true;
-		fprintf(stderr, "gpumemtrace run: GPUMEMTRACE_LIB=%s: %s\n", gmt_esc(env),
-			access(env, R_OK) != 0 ? strerror(errno) : "cannot resolve the path");
+		if (!bad)
+			bad = access(env, R_OK) != 0 ? strerror(errno) : "cannot resolve the path";
+		fprintf(stderr, "gpumemtrace run: GPUMEMTRACE_LIB=%s: %s\n", gmt_esc(env), bad);
 		return false;
 	}
 	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
@@ -117,8 +238,15 @@ find_lib(char *out)
 			*slash = '\0';
 		for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
 			snprintf(cand, sizeof(cand), "%s/%s", exe, rel[i]);
-			if (try_lib(cand, out))
+			if (!try_lib(cand, out))
+				continue;
+			const char *bad = not_a_tracer(out);
+			if (!bad)
 				return true;
+			/* a damaged installation: said, not passed over for another copy */
+			fprintf(stderr, "gpumemtrace run: the tracer library %s: %s\n",
+				gmt_esc(out), bad);
+			return false;
 		}
 	}
 	fprintf(stderr,
@@ -237,30 +365,63 @@ set_pythonpath(void)
 
 // --- the output directory ---------------------------------------------------------------------
 
+/*
+ * mkdir -p @p path. @p made: the length of the prefix of @p path that names the first directory
+ * this call created (SIZE_MAX: none was), so that the run can take back what it made
+ * (remove_made()).
+ */
 static int
-mkdir_p(const char *path)
+mkdir_p(const char *path, size_t *made)
 {
 	char *p = strdup(path);
 	int rc = 0;
 
+	*made = SIZE_MAX;
 	if (!p)
 		return -ENOMEM;
 	/* from the second byte: a leading '/' is the root, not a component to make */
-	for (char *s = p + (p[0] != '\0'); *s; s++) {
-		if (*s != '/')
+	for (char *s = p + (p[0] != '\0');; s++) {
+		if (*s != '/' && *s != '\0')
 			continue;
+		char c = *s;
 		*s = '\0';
-		if (mkdir(p, 0777) != 0 && errno != EEXIST)
+		if (mkdir(p, 0777) == 0) {
+			if (*made == SIZE_MAX)
+				*made = (size_t)(s - p);
+		} else if (errno != EEXIST) {
 			rc = -errno;
-		*s = '/';
-		if (rc)
-			goto out;
+		}
+		*s = c;
+		if (rc || !c)
+			break;
 	}
-	if (mkdir(p, 0777) != 0 && errno != EEXIST)
-		rc = -errno;
-out:
 	free(p);
 	return rc;
+}
+
+/*
+ * After a run that wrote no trace: remove the directories it created for them (@p dir and its
+ * parents down to the prefix of length @p made), while they are empty. True when @p dir is gone.
+ */
+static bool
+remove_made(const char *dir, size_t made)
+{
+	char *p = made == SIZE_MAX ? NULL : strdup(dir);
+	bool gone = false;
+
+	if (!p)
+		return false;
+	for (size_t n = strlen(p); n > 0 && p[n - 1] == '/' && n > made; n--)
+		p[n - 1] = '\0'; /* "out/" */
+	while (strlen(p) >= made && rmdir(p) == 0) {
+		gone = true;
+		char *slash = strrchr(p, '/');
+		if (!slash || (size_t)(slash - p) < made)
+			break;
+		*slash = '\0';
+	}
+	free(p);
+	return gone;
 }
 
 /*
@@ -363,7 +524,8 @@ unchanged(const struct seen *before, size_t n, const char *name, const struct st
 	return false;
 }
 
-static void
+/* The summary of this run's traces; returns how many there were (0: nothing printed). */
+static size_t
 summarize(const char *dir, const struct seen *before, size_t nbefore)
 {
 	struct gmt_session_options so;
@@ -388,12 +550,8 @@ summarize(const char *dir, const struct seen *before, size_t nbefore)
 	free(after);
 
 	if (files == 0) {
-		fprintf(
-		    stderr,
-		    "gpumemtrace: no trace was written to %s (the program made no GPU memory call "
-		    "the tracer saw)\n",
-		    gmt_esc(dir));
-		return;
+		gmt_session_free(&in);
+		return 0;
 	}
 	fprintf(stderr, "gpumemtrace: %zu trace %s in %s\n", files, files == 1 ? "file" : "files",
 		gmt_esc(dir));
@@ -401,6 +559,7 @@ summarize(const char *dir, const struct seen *before, size_t nbefore)
 		fprintf(stderr, "gpumemtrace: out of memory: the summary is incomplete\n");
 	fprintf(stderr, "gpumemtrace: full report: gpumemtrace report %s\n", gmt_esc(dir));
 	gmt_session_free(&in);
+	return files;
 }
 
 // --- the command ------------------------------------------------------------------------------
@@ -527,7 +686,7 @@ gmt_cmd_run(int argc, char **argv)
 	sigset_t old_mask;
 	const char *output = NULL;
 	struct seen *before;
-	size_t nbefore;
+	size_t nbefore, made = SIZE_MAX;
 	int c, err, code;
 	pid_t pid, parent;
 
@@ -555,9 +714,10 @@ gmt_cmd_run(int argc, char **argv)
 
 	if (output) {
 		snprintf(dir, sizeof(dir), "%s", output);
-		err = mkdir_p(dir);
+		err = mkdir_p(dir, &made);
 	} else {
 		err = make_default_dir(dir, sizeof(dir));
+		made = 0; /* all of it is ours */
 	}
 	if (err || !realpath(dir, absdir)) {
 		fprintf(stderr, "gpumemtrace run: cannot create the output directory %s: %s\n",
@@ -567,6 +727,7 @@ gmt_cmd_run(int argc, char **argv)
 	if ((err = check_writable(absdir)) != 0) {
 		fprintf(stderr, "gpumemtrace run: cannot write into the output directory %s: %s\n",
 			gmt_esc(dir), strerror(-err));
+		remove_made(dir, made);
 		return GMT_EXIT_USAGE;
 	}
 	if (set_preload(lib) != 0 || setenv("GPUMEMTRACE_OUTPUT_DIR", absdir, 1) != 0 ||
@@ -619,7 +780,14 @@ gmt_cmd_run(int argc, char **argv)
 	/* the program is gone: a signal now may stop the summary, as it would stop a report */
 	restore_signals(old_act);
 
-	summarize(dir, before, nbefore);
+	if (summarize(dir, before, nbefore) == 0) {
+		/* a program that made no GPU memory call leaves no empty directory behind */
+		bool removed = remove_made(dir, made);
+		fprintf(stderr,
+			"gpumemtrace: no trace was written to %s (the program made no GPU memory "
+			"call the tracer saw)%s\n",
+			gmt_esc(dir), removed ? "; the empty directory was removed" : "");
+	}
 	sigaction(SIGPIPE, &old_pipe, NULL);
 	for (size_t i = 0; i < nbefore; i++)
 		free(before[i].name);

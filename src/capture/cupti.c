@@ -1077,11 +1077,27 @@ start_once(void)
 	}
 	void *h = cupti_open(opts);
 	if (!h) {
-		const char *err = dlerror();
-		unavailable(opts->cupti_lib[0]
-				? GMT_OPTION_PREFIX "CUPTI_LIB cannot be loaded (%s)"
-				: "libcupti.so.13, .so.12 or .so.11.8 cannot be loaded (%s)",
-			    err ? err : "not found");
+		const char *err = dlerror(), *lib = opts->cupti_lib;
+		char value[GMT_LOG_VALUE_MAX], why[GMT_LOG_VALUE_MAX], line[sizeof(reason)];
+		size_t n = strlen(lib);
+
+		/* dlerror() names the path it tried, from the environment (the option's value,
+		 * LD_LIBRARY_PATH), and what the loader read there: both shown escaped, never raw
+		 * on a terminal; the option's value once, quoted */
+		if (!err)
+			err = "not found";
+		if (n && strncmp(err, lib, n) == 0 && err[n] == ':')
+			for (err += n + 1; *err == ' ';)
+				err++;
+		gmt_log_value(why, err);
+		if (n)
+			snprintf(line, sizeof(line),
+				 GMT_OPTION_PREFIX "CUPTI_LIB=%s cannot be loaded (%s)",
+				 gmt_log_value(value, lib), why);
+		else
+			snprintf(line, sizeof(line),
+				 "libcupti.so.13, .so.12 or .so.11.8 cannot be loaded (%s)", why);
+		unavailable("%s", line);
 		gmt_warn(
 		    "%s; recording the CUDA runtime API only: static cudart, NVIDIA libraries' own "
 		    "allocations and driver-API memory (VMM, expandable segments) are not seen; "

@@ -57,6 +57,20 @@ writer_thread_init(void)
 	gmt_depth = 1; /* nothing the writer does is traced */
 }
 
+/* The writer stays after the trailer (writer.c, "the calls after it"), past this library's
+ * destructor: the library must never be unmapped under it. RTLD_NODELETE keeps it loaded until
+ * the process ends (a dlclose of a dlopen()ed tracer then unloads nothing; its destructor runs at
+ * exit). Writer thread, at its start. */
+static bool
+pin_library(void)
+{
+	Dl_info self;
+
+	if (!dladdr((void *)&pin_library, &self) || !self.dli_fname || !self.dli_fname[0])
+		return false;
+	return dlopen(self.dli_fname, RTLD_LAZY | RTLD_NOLOAD | RTLD_NODELETE) != NULL;
+}
+
 static void
 atfork_child(void)
 {
@@ -190,6 +204,7 @@ gmt_tracer_start(void)
 	    .on_failure = on_writer_failure,
 	    .dlclose = gmt_real_dlclose,
 	    .thread_init = writer_thread_init,
+	    .pin = pin_library,
 	    .private_file = gmt_options_secure(),
 	};
 	int rc = gmt_writer_start(&cfg);
@@ -269,7 +284,9 @@ gmt_fini(void)
 	if (!atomic_compare_exchange_strong(&gmt_state, &expected, GMT_STATE_STOPPED))
 		return;
 	gmt_depth++; /* our own teardown is not traced */
-	gmt_writer_stop(2000);
+	/* as long as the writer works (a bounded trace's last bucket is written only now), at most
+	 * 2 s without progress and 5 minutes in all */
+	gmt_writer_stop(2000, 300000);
 	gmt_depth--;
 }
 

@@ -50,6 +50,12 @@ struct writer {
 	_Atomic bool failed; /* also set by the compressor thread */
 	bool zstd;	     /* GPUMEMTRACE_COMPRESS=zstd, libzstd loaded: each flush is a frame */
 	bool bounded;	     /* GPUMEMTRACE_BOUNDED=1: events go through bounded.c */
+	bool pinned;	     /* the library stays loaded: the writer may outlive the destructor */
+	struct {
+		off_t at; /* where the trailer starts in the file, -1 before it is written */
+		uint64_t ts;
+		struct gmt_bounded_stats bounded;
+	} trailer;
 	struct gmt_zsink zs;
 	struct {
 		pthread_t thread;
@@ -62,7 +68,30 @@ struct writer {
 	} zp;
 };
 
-static struct writer w = {.fd = -1};
+static struct writer w = {.fd = -1, .trailer.at = -1};
+
+/*
+ * At exit the stopper waits for the writer as long as it gets on with its work, not for a fixed
+ * time: a bounded trace's last bucket (up to BUCKET_EVENTS events) is cut and written only then,
+ * and on a loaded machine that takes seconds of wall time (issue 28: a fixed 2 s wait lost the
+ * whole bucket). Working: the writer or the compressor used CPU time or is waiting for a CPU
+ * (runnable: a low-priority process on a busy machine may wait seconds for one), or bytes reached
+ * the file. Each thread publishes its id and CPU clock when it starts, and withdraws them before
+ * it ends.
+ */
+struct worker {
+	clockid_t clock;
+	_Atomic int tid; /* 0: none */
+};
+static struct worker writer_worker, compressor_worker;
+static _Atomic uint64_t bytes_written;
+
+static void
+worker_publish(struct worker *wk)
+{
+	if (pthread_getcpuclockid(pthread_self(), &wk->clock) == 0)
+		atomic_store_explicit(&wk->tid, (int)gettid(), memory_order_release);
+}
 
 /* dlclose barrier: requests from application threads, acknowledged by the writer */
 static _Atomic uint64_t modules_requested, modules_done;
@@ -129,6 +158,7 @@ write_all(const char *bytes, size_t len)
 			break;
 		}
 		off += (size_t)n;
+		atomic_fetch_add_explicit(&bytes_written, (uint64_t)n, memory_order_relaxed);
 	}
 }
 
@@ -150,6 +180,7 @@ compressor_main(void *arg)
 	(void)arg;
 	if (w.cfg.thread_init)
 		w.cfg.thread_init();
+	worker_publish(&compressor_worker);
 	pthread_mutex_lock(&w.zp.lock);
 	for (;;) {
 		while (!w.zp.busy && !w.zp.stop)
@@ -218,6 +249,7 @@ compressor_stop(void)
 	w.zp.stop = true;
 	pthread_cond_broadcast(&w.zp.cond);
 	pthread_mutex_unlock(&w.zp.lock);
+	atomic_store_explicit(&compressor_worker.tid, 0, memory_order_release);
 	pthread_join(w.zp.thread, NULL);
 	w.zp.running = false;
 	gmt_buf_free(&w.zp.job);
@@ -534,6 +566,17 @@ write_event(const struct gmt_event *ev)
 
 // --- bounded mode (bounded.h) -------------------------------------------------------------------
 
+/* A kept event of a bucket being cut: its line, and the lines so far into the file once a chunk
+ * is buffered, so that a bucket of many events reaches the file while it is cut (and a writer
+ * stopped in the middle of the last one at exit leaves what it has) rather than all at its end. */
+static void
+bounded_emit(const struct gmt_event *ev)
+{
+	write_line(ev);
+	if (w.out.len >= WRITE_CHUNK)
+		flush_out();
+}
+
 static void
 bounded_start(void)
 {
@@ -541,7 +584,7 @@ bounded_start(void)
 	    .bucket_ns = w.cfg.opts->bucket_ms * 1000000ULL,
 	    .max_events = (size_t)w.cfg.opts->bucket_events,
 	    .out = &w.out,
-	    .emit = write_line,
+	    .emit = bounded_emit,
 	    .stack = write_stack,
 	};
 	w.bounded = w.cfg.opts->bounded && gmt_bounded_init(&cfg);
@@ -587,12 +630,80 @@ write_snapshot(void)
 			   n_nvml);
 }
 
+// --- the trailer and the calls after it ---------------------------------------------------------
+//
+// The trailer is written when the library's destructor stops the writer, but the process goes on
+// a while: other threads, and the destructors of libraries finalized after this one (a CUDA
+// library freeing its memory at teardown), still make calls. The capture side counts them as
+// dropped (the writer has stopped); so that they are not lost silently, the writer stays (the
+// library is pinned: it is never unloaded under it) and writes the trailer again, in place, with
+// the count, until the process ends. Counts only grow, so each new trailer is at least as long
+// as the one before and one pwrite() covers it: at every moment the file ends with one whole
+// trailer. A zstd trace has the trailer in a stored (raw) frame of its own for that.
+
+/* The trailer for @p dropped, at the end of the file (again at the same place once written). */
+static void
+put_trailer(uint64_t dropped)
+{
+	const struct gmt_bounded_stats *bs = &w.trailer.bounded;
+
+	gmt_buf_reset(&w.out);
+	if (w.bounded)
+		gmt_jsonl_trailer_bounded(&w.out, w.trailer.ts, w.events_written, dropped, "exit",
+					  bs->elided, bs->late, bs->buckets);
+	else
+		gmt_jsonl_trailer(&w.out, w.trailer.ts, w.events_written, dropped, "exit");
+	const char *bytes = w.out.data;
+	size_t len = w.out.len;
+	if (w.zstd) {
+		len = gmt_zsink_raw_frame(&w.zs, w.out.data, w.out.len);
+		bytes = w.zs.frame;
+		if (!len) {
+			fail_once("cannot write the trailer (%s%s); (%s)", "out of memory", "");
+			return;
+		}
+	}
+	if (w.trailer.at < 0) {
+		off_t at = lseek(w.fd, 0, SEEK_END);
+		write_all(bytes, len);
+		w.trailer.at = atomic_load(&w.failed) ? -1 : at;
+	} else {
+		for (size_t off = 0; off < len;) {
+			ssize_t n = pwrite(w.fd, bytes + off, len - off, w.trailer.at + (off_t)off);
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n <= 0)
+				break; /* the trailer before stays */
+			off += (size_t)n;
+		}
+	}
+	gmt_buf_reset(&w.out);
+}
+
+/* The writer's last work, after the destructor returned: until the process ends, the calls
+ * counted as dropped since go into the trailer (checked every millisecond). */
+static void
+count_late_calls(uint64_t written)
+{
+	for (;;) {
+		struct timespec ts = {0, 1000000};
+		nanosleep(&ts, NULL);
+		uint64_t d = atomic_load_explicit(w.cfg.dropped, memory_order_relaxed);
+		if (d != written) {
+			put_trailer(d);
+			written = d;
+		}
+	}
+}
+
 static void *
 writer_main(void *arg)
 {
 	(void)arg;
 	if (w.cfg.thread_init)
 		w.cfg.thread_init();
+	worker_publish(&writer_worker);
+	w.pinned = w.cfg.pin && w.cfg.pin();
 	bounded_start();
 	if (!open_and_write_header()) {
 		if (w.zp.running)
@@ -667,24 +778,29 @@ writer_main(void *arg)
 	drain_batch();
 	bounded_cut(true);
 	write_snapshot();
+	flush_all(); /* everything but the trailer; the compressor has ended */
+	w.trailer.ts = now_ns(CLOCK_MONOTONIC);
 	if (w.bounded) {
-		const struct gmt_bounded_stats *bs = gmt_bounded_stats();
-		gmt_jsonl_trailer_bounded(&w.out, now_ns(CLOCK_MONOTONIC), w.events_written,
-					  atomic_load_explicit(w.cfg.dropped, memory_order_relaxed),
-					  "exit", bs->elided, bs->late, bs->buckets);
+		w.trailer.bounded = *gmt_bounded_stats();
 		gmt_bounded_fini();
-	} else {
-		gmt_jsonl_trailer(&w.out, now_ns(CLOCK_MONOTONIC), w.events_written,
-				  atomic_load_explicit(w.cfg.dropped, memory_order_relaxed),
-				  "exit");
 	}
-	flush_all();
-	close(w.fd);
-	w.fd = -1;
-	if (w.zstd)
-		gmt_zsink_free(&w.zs);
+	uint64_t dropped = atomic_load_explicit(w.cfg.dropped, memory_order_relaxed);
+	put_trailer(dropped);
 	gmt_nvml_close();
+	/* Pinned, the writer outlives the destructor: it stays to count the calls made after the
+	 * trailer (other threads, later destructors) into it. */
+	int fl = fcntl(w.fd, F_GETFL);
+	bool linger = w.pinned && !atomic_load(&w.failed) && w.trailer.at >= 0 && fl >= 0 &&
+		      fcntl(w.fd, F_SETFL, fl & ~O_APPEND) == 0;
+	if (!linger) {
+		close(w.fd);
+		w.fd = -1;
+		if (w.zstd)
+			gmt_zsink_free(&w.zs);
+	}
 	atomic_store_explicit(&w.done, true, memory_order_release);
+	if (linger)
+		count_late_calls(dropped);
 	return NULL;
 }
 
@@ -716,27 +832,95 @@ gmt_writer_start(const struct gmt_writer_config *cfg)
 	return 0;
 }
 
-bool
-gmt_writer_stop(unsigned timeout_ms)
+/* Progress of one of the writer's threads: its CPU time in ns, or UINT64_MAX while it is
+ * runnable (working, or waiting for a CPU); 0 when it has ended or is not known. */
+static uint64_t
+worker_progress(struct worker *wk)
 {
-	struct timespec deadline;
+	int tid = atomic_load_explicit(&wk->tid, memory_order_acquire);
+	struct timespec ts;
+	char path[64], buf[512];
 
+	if (!tid)
+		return 0;
+	/* /proc/self/task/TID/stat: "TID (comm) S ...", the state after the last ')' */
+	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", tid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		ssize_t n = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		buf[n > 0 ? n : 0] = '\0';
+		const char *r = strrchr(buf, ')');
+		if (r && r[1] == ' ' && r[2] == 'R')
+			return UINT64_MAX;
+	}
+	if (clock_gettime(wk->clock, &ts) != 0)
+		return 0;
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+/* Changes while the writer works (see struct worker). */
+static bool
+writer_progress(uint64_t *seen)
+{
+	uint64_t a = worker_progress(&writer_worker), b = worker_progress(&compressor_worker);
+	uint64_t now = a + b + atomic_load_explicit(&bytes_written, memory_order_relaxed);
+	bool moved = a == UINT64_MAX || b == UINT64_MAX || now != *seen;
+
+	*seen = now;
+	return moved;
+}
+
+#define STOP_SLICE_MS 50
+#define STOP_NOTICE_MS 2000
+
+bool
+gmt_writer_stop(unsigned idle_ms, unsigned max_ms)
+{
 	if (!w.started)
 		return false;
 	atomic_store_explicit(&w.stop, true, memory_order_release);
-	clock_gettime(CLOCK_REALTIME, &deadline);
-	deadline.tv_sec += timeout_ms / 1000;
-	deadline.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-	if (deadline.tv_nsec >= 1000000000L) {
-		deadline.tv_sec++;
-		deadline.tv_nsec -= 1000000000L;
+
+	uint64_t start = now_ns(CLOCK_MONOTONIC), idle_since = start;
+	uint64_t seen = 0;
+	(void)writer_progress(&seen);
+	bool noticed = false;
+	for (unsigned tick = 1;; tick++) {
+		/* the trailer is written (the writer stays, counting late calls), or it has ended
+		 * (a failure); looked at every millisecond, the progress every STOP_SLICE_MS */
+		struct timespec ms = {0, 1000000};
+		nanosleep(&ms, NULL);
+		if (atomic_load_explicit(&w.done, memory_order_acquire))
+			break;
+		if (pthread_tryjoin_np(w.thread, NULL) == 0) {
+			w.started = false;
+			break;
+		}
+		if (tick % STOP_SLICE_MS)
+			continue;
+		uint64_t now = now_ns(CLOCK_MONOTONIC);
+		if (writer_progress(&seen))
+			idle_since = now;
+		if (now - idle_since >= (uint64_t)idle_ms * 1000000ULL) {
+			gmt_warn(
+			    "the trace writer made no progress for %u ms at exit; the trace has "
+			    "no trailer and lacks the events not written yet (%s)",
+			    idle_ms, w.path);
+			break;
+		}
+		if (now - start >= (uint64_t)max_ms * 1000000ULL) {
+			gmt_warn(
+			    "the trace writer did not finish within %u s at exit; the trace has "
+			    "no trailer and lacks the events not written yet (%s)",
+			    max_ms / 1000, w.path);
+			break;
+		}
+		if (!noticed && now - start >= STOP_NOTICE_MS * 1000000ULL) {
+			/* a long exit says why: the writer is at work, not hung */
+			gmt_info("writing the end of the trace at exit (%s)", w.path);
+			noticed = true;
+		}
 	}
-	if (pthread_timedjoin_np(w.thread, NULL, &deadline) == 0)
-		w.started = false;
-	else
-		gmt_warn("the trace writer did not finish within %u ms at exit; the trace has no "
-			 "trailer (%s)",
-			 timeout_ms, w.path);
 	return atomic_load_explicit(&w.done, memory_order_acquire);
 }
 
@@ -748,7 +932,9 @@ gmt_writer_forget_after_fork(void)
 	 * close the parent's file so the child never writes into it. */
 	if (w.fd >= 0)
 		close(w.fd);
-	w = (struct writer){.fd = -1};
+	w = (struct writer){.fd = -1, .trailer.at = -1};
+	atomic_store(&writer_worker.tid, 0);
+	atomic_store(&compressor_worker.tid, 0);
 	gmt_nvml_forget();
 	gmt_modules_forget();
 }

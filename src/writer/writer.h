@@ -52,6 +52,9 @@ struct gmt_writer_config {
 	 * dlclose; NULL leaves them open */
 	int (*dlclose)(void *handle);
 	void (*thread_init)(void); /**< run first on the writer thread (marks it as not traced) */
+	/** keep the writer's code loaded until the process ends (writer thread, at start); true:
+	 * the writer stays after the trailer and counts the calls made later into it; NULL: no */
+	bool (*pin)(void);
 	/** the file is readable by its owner only (a secure-execution process: its stacks and
 	 * addresses are not for the less privileged user who started it) */
 	bool private_file;
@@ -61,10 +64,13 @@ struct gmt_writer_config {
 int gmt_writer_start(const struct gmt_writer_config *cfg);
 
 /**
- * Ask the writer to drain, write the trailer and close; wait at most @p timeout_ms for it.
- * Returns true when the trailer was written.
+ * Ask the writer to drain, write the trailer and close (pinned: stay, counting later calls into
+ * the trailer), and wait for the trailer as long as the writer works (its
+ * threads use CPU time or its bytes reach the file): the wait is as long as what is left to
+ * write, not a fixed time. Gives up (one line on stderr; the trace then has no trailer) after
+ * @p idle_ms without progress, or @p max_ms in all. Returns true when the trailer was written.
  */
-bool gmt_writer_stop(unsigned timeout_ms);
+bool gmt_writer_stop(unsigned idle_ms, unsigned max_ms);
 
 /** In a fork child: forget the parent's writer (its thread does not exist here) without writing. */
 void gmt_writer_forget_after_fork(void);

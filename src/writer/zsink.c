@@ -3,6 +3,7 @@
  */
 #include "writer/zsink.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,6 +56,37 @@ gmt_zsink_frame(struct gmt_zsink *s, const void *src, size_t len, char *why, siz
 		return 0;
 	}
 	return n;
+}
+
+size_t
+gmt_zsink_raw_frame(struct gmt_zsink *s, const void *src, size_t len)
+{
+	/* RFC 8878: magic; frame header descriptor 0xa0 (single segment, a 4-byte content size,
+	 * no checksum, no dictionary); the content size; one block header (last block, raw, its
+	 * size in bits 3..23); the bytes. */
+	size_t need = 4 + 1 + 4 + 3 + len;
+	unsigned char *f;
+
+	if (len >= (1u << 17)) /* a raw block holds at most 128 KiB */
+		return 0;
+	if (need > s->frame_cap) {
+		char *p = realloc(s->frame, need);
+		if (!p)
+			return 0;
+		s->frame = p;
+		s->frame_cap = need;
+	}
+	f = (unsigned char *)s->frame;
+	const uint32_t magic = 0xfd2fb528u, block = 1u | ((uint32_t)len << 3);
+	for (int i = 0; i < 4; i++)
+		f[i] = (unsigned char)(magic >> (8 * i));
+	f[4] = 0xa0;
+	for (int i = 0; i < 4; i++)
+		f[5 + i] = (unsigned char)((uint32_t)len >> (8 * i));
+	for (int i = 0; i < 3; i++)
+		f[9 + i] = (unsigned char)(block >> (8 * i));
+	memcpy(f + 12, src, len);
+	return need;
 }
 
 void

@@ -35,6 +35,14 @@ gmt_zsink_init(struct gmt_zsink *s, int level, int (*close)(void *), char *why, 
  */
 size_t gmt_zsink_frame(struct gmt_zsink *s, const void *src, size_t len, char *why, size_t why_len);
 
+/**
+ * One frame of @p src (@p len bytes) stored, not compressed (a single raw block, no checksum),
+ * into s->frame; returns its length (@p len + 12), 0 out of memory. Its length depends on @p len
+ * alone, and more bytes make a longer frame: the trailer's frame, written again over itself with
+ * larger counts (writer.c), always covers the one before. Needs no libzstd.
+ */
+size_t gmt_zsink_raw_frame(struct gmt_zsink *s, const void *src, size_t len);
+
 /** Free the context and the frame buffer (the library stays loaded). */
 void gmt_zsink_free(struct gmt_zsink *s);
 

@@ -20,6 +20,10 @@ gpu-torch on a GPU with torch (scripts/gpu-check's `bounded` group; skipped else
           exits 0, the trailer adds up, the report says it is bounded.
 threads   4 threads of churn in bounded mode, 2 ms buckets: the trailer's counts add up, every
           allocation is counted (written or elided), the leaks are the program's, no event late.
+exit-load-16, exit-load-64
+          THREADS x 4000 allocations and frees, all in the last bucket, written at exit while
+          the machine is busy (the victim at nice 19 beside a busy loop on its CPU): the trailer,
+          no drop, every allocation in the report (issue 28 item 1).
 size      the size of a bounded trace grows with its buckets, not with its events: its bucket lines
           grow linearly with time at the same bucket length (2 s more add about twice what 1 s
           more adds), ten times the rate at the same time gives nearly the same; the default
@@ -340,6 +344,58 @@ def case_threads(e):
     check(rep["peaks"][0]["bytes"] >= 16 * 16 << 20, "the burst is in the peak")
 
 
+def case_exit_load(e, threads):
+    """The last bucket under load (issue 28 item 1): `victim load THREADS 4000` holds all its
+    events in the bucket written at exit; the victim runs at nice 19 on one CPU beside a busy
+    loop, so that the writer's exit work takes many seconds of wall time (a fixed 2 s wait at
+    exit lost the whole bucket: a header-only file, and a report of "no GPU memory"). The trace
+    must have the trailer and every allocation of the program, counted in the report."""
+    cpu = min(os.sched_getaffinity(0))
+    hog = subprocess.Popen([sys.executable, "-c", "while True: pass"],
+                           preexec_fn=lambda: os.sched_setaffinity(0, {cpu}))
+
+    def starved():
+        os.sched_setaffinity(0, {cpu})
+        os.nice(19)
+
+    try:
+        e.n += 1
+        out = os.path.join(e.work, f"t{e.n}")
+        os.mkdir(out)
+        # a ring that takes every event (the figures must be the program's, no drop)
+        env = e.env({"GPUMEMTRACE_OUTPUT_DIR": out, "GPUMEMTRACE_BOUNDED": "1",
+                     "GPUMEMTRACE_RING_SLOTS": "1048576"})
+        p = subprocess.run([victim(e), "load", str(threads), "4000"], env=env,
+                           capture_output=True, text=True, timeout=540, preexec_fn=starved)
+    finally:
+        hog.kill()
+        hog.wait()
+    check(p.returncode == 0, f"victim exits 0 ({p.returncode}): {p.stderr[-2000:]}")
+    did = json.loads(p.stdout.splitlines()[-1]) if p.stdout.strip() else {}
+    allocs = did.get("allocs", {}).get("cudaMalloc", 0)
+    check(allocs == threads * 4000, f"the victim made {threads * 4000} allocations ({did})")
+    check("made no progress" not in p.stderr and "did not finish" not in p.stderr,
+          f"the writer finished at exit: {p.stderr.strip()[-500:]}")
+    files = glob.glob(os.path.join(out, "gpumemtrace.*"))
+    if not check(len(files) == 1, f"one trace file ({files})"):
+        return
+    path = files[0]
+    print(f"  {threads} threads: {os.path.getsize(path)} bytes; stderr: {p.stderr.strip()[-300:]}")
+    t = trailer(path)
+    check(t.get("reason") == "exit", f"the trace has its trailer ({t})")
+    check(t.get("dropped") == 0, f"no event dropped ({t})")
+    check(t.get("events", 0) + t.get("elided", 0) == 2 * allocs,
+          f"written + elided = the program's {2 * allocs} calls ({t})")
+    rep = e.report(path)
+    procs = rep.get("processes", [{}])
+    check(procs[0].get("allocations") == allocs and procs[0].get("frees") == allocs,
+          f"the report counts the program's {allocs} allocations and frees "
+          f"({procs[0].get('allocations')}, {procs[0].get('frees')})")
+    check(rep.get("summary", {}).get("leaked_allocations") == 0, "no leak")
+    check(rep.get("peaks") and rep["peaks"][0]["bytes"] >= 4096,
+          f"the report has a peak ({rep.get('peaks')})")
+
+
 def bucket_bytes(path):
     """Bytes of the lines a bucket adds (all but header, modules, stacks, Python code, trailer)."""
     n = 0
@@ -385,6 +441,8 @@ CASES = {
     "same-markers": case_same_markers,
     "same-torch": case_same_torch,
     "threads": case_threads,
+    "exit-load-16": lambda e: case_exit_load(e, 16),
+    "exit-load-64": lambda e: case_exit_load(e, 64),
     "size": case_size,
     "gpu-torch": case_gpu_torch,
 }

@@ -377,11 +377,12 @@ def group_run(g, dummy_lib):
         g.check(rc == 2 and "GPUMEMTRACE_LIB" in err, "run: a missing tracer library gives 2",
                 "exit %d\n%s" % (rc, err))
 
-        # Without -o: a new gpumemtrace-YYYYmmdd-HHMMSS directory in the current directory.
+        # Without -o: a new gpumemtrace-YYYYmmdd-HHMMSS directory in the current directory
+        # (kept here by the file put in it: an empty one is removed after the run).
         cwd = os.path.join(tmp, "cwd")
         os.mkdir(cwd)
-        rc, out, err = g.run(["run", "sh", "-c", 'echo "$GPUMEMTRACE_OUTPUT_DIR"'], env=env,
-                             cwd=cwd)
+        rc, out, err = g.run(["run", "sh", "-c", 'echo "$GPUMEMTRACE_OUTPUT_DIR"; '
+                              'touch "$GPUMEMTRACE_OUTPUT_DIR/kept"'], env=env, cwd=cwd)
         made = [d for d in os.listdir(cwd) if d.startswith("gpumemtrace-")]
         g.check(rc == 0 and len(made) == 1 and out.strip() == os.path.join(
             os.path.realpath(cwd), made[0] if made else "?"),

@@ -14,6 +14,7 @@ import glob
 import json
 import os
 import signal
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -21,6 +22,10 @@ import time
 
 failures = []
 runtime = "sim"  # --runtime: the seq-gap check is strict on tests/simcuda, a note on a GPU
+
+
+# What a terminal would act on: a window title, a colour, an 8-bit CSI, a newline.
+HOSTILE = "\x1b]0;pwned\x07\x1b[31mred\u009b2J\nforged"
 
 
 def check(cond, what):
@@ -282,7 +287,7 @@ def main():
         env["GPUMEMTRACE_CUPTI"] = "0"
         coverage = "runtime API only"
     mode = {"exit": "_exit", "sigkill": "hang", "inject": "basic", "cupti-taken": "basic",
-            "no-cupti": "basic"}.get(sc, sc)
+            "no-cupti": "basic", "no-cupti-escape": "basic"}.get(sc, sc)
     if sc == "inject":
         # no LD_PRELOAD: the driver (here the simulated runtime) loads us at CUDA initialisation
         del env["LD_PRELOAD"]
@@ -292,6 +297,10 @@ def main():
         coverage = "runtime API only"
     if sc == "no-cupti":
         env["GPUMEMTRACE_CUPTI_LIB"] = os.path.join(outdir, "no", "libcupti.so.13")
+        coverage = "runtime API only"
+    if sc == "no-cupti-escape":
+        # what a terminal acts on: a window title, a colour, an 8-bit CSI, a forged line
+        env["GPUMEMTRACE_CUPTI_LIB"] = os.path.join(outdir, HOSTILE, "libcupti.so.13")
         coverage = "runtime API only"
     if sc == "oom":
         env["SIMCUDA_MEM_BYTES"] = "64M"
@@ -327,6 +336,12 @@ def main():
         return pool_readings(build, victim, env)
     if sc.startswith("compress"):
         return compress(build, victim, env, sc)
+    if sc == "late-calls":
+        return late_calls(build, env)
+    if sc == "run-no-gpu":
+        return run_no_gpu(build, env)
+    if sc == "run-bad-lib":
+        return run_bad_lib(build, victim, env)
 
     if sc == "no-cuda":
         # A process that never touches GPU memory leaves no file and no output.
@@ -460,6 +475,15 @@ def main():
         lines = [l for l in stderr.splitlines() if "gpumemtrace" in l]
         check(len(lines) == 1 and "Nsight Systems" in lines[0] and "runtime API only" in lines[0],
               f"one warning says CUPTI is taken and what is missed: {lines}")
+    if sc == "no-cupti-escape":
+        raw = [c for c in stderr if (ord(c) < 0x20 and c != "\n") or 0x7f <= ord(c) <= 0x9f]
+        check(not raw, f"GPUMEMTRACE_CUPTI_LIB and dlerror() reach stderr escaped: {raw!r} in {stderr!r}")
+        lines = [l for l in stderr.splitlines() if "gpumemtrace" in l]
+        check(len(lines) == 1 and "GPUMEMTRACE_CUPTI_LIB=" in lines[0] and "\\x1b]0;pwned\\x07" in lines[0]
+              and "cannot open shared object file" in lines[0],
+              f"one warning names the variable, its value escaped, and the loader's reason: {lines}")
+        reason = traces[dids[0]["pid"]][1][0].get("coverage_reason") or ""
+        check("\x1b" not in reason and "\\x1b" in reason, f"the header's reason is escaped too: {reason!r}")
     if sc == "no-cupti":
         lines = [l for l in stderr.splitlines() if "gpumemtrace" in l]
         check(len(lines) == 1 and "libcupti.so.13" in lines[0] and "GPUMEMTRACE_CUPTI_LIB" in lines[0],
@@ -724,6 +748,121 @@ def compress(build, victim, env, sc):
         recs = load_trace(path)
         compare(build, dids[0], path, recs, "full", expect_trailer=(sc != "compress-sigkill"))
     return finish()
+
+
+def late_calls(build, env):
+    """Calls made after the trailer (issue 28 item 2): victim_late's 1000 frees come from a
+    library's destructor that runs after the tracer's, once its trailer is written. They were
+    counted nowhere (the report said 1000 allocations leaked, 0 dropped); the trailer counts them
+    as dropped (the writer had stopped), so the report and check say the trace is incomplete.
+    Plain and zstd (the trailer is then a frame of its own, written again)."""
+    n = 1000
+    cli = os.path.join(build, "tools", "gpumemtrace")
+    for compress in ("none", "zstd"):
+        outdir = tempfile.mkdtemp(prefix=f"gmt-late-{compress}-")
+        p = subprocess.run([os.path.join(build, "tests", "preload", "victim_late"), str(n)],
+                           env=dict(env, GPUMEMTRACE_OUTPUT_DIR=outdir, GPUMEMTRACE_COMPRESS=compress),
+                           capture_output=True, text=True, timeout=120)
+        check(p.returncode == 0, f"{compress}: victim_late exits 0 ({p.returncode}: {p.stderr.strip()})")
+        files = glob.glob(os.path.join(outdir, "gpumemtrace.*"))
+        check(len(files) == 1, f"{compress}: one trace ({files})")
+        if len(files) != 1:
+            continue
+        path = files[0]
+        plain = path
+        if compress == "zstd":
+            check(path.endswith(".zst"), f"a zstd trace: {path}")
+            plain, err = zcat(build, path, tempfile.mkdtemp(prefix="gmt-late-plain-"))
+            check("truncated" not in err and "corrupt" not in err and "garbage" not in err,
+                  f"zstd: the frames read cleanly ({err.strip()})")
+        recs = load_trace(plain)
+        tr = [r for r in recs if r["type"] == "trailer"]
+        check(len(tr) == 1 and recs and recs[-1]["type"] == "trailer",
+              f"{compress}: one trailer, the last line")
+        events = [r for r in recs if r["type"] == "event"]
+        frees = sum(1 for r in events if r["op"] == "free")
+        dropped = tr[0]["dropped"] if tr else 0
+        check(len(events) + dropped == 2 * n,
+              f"{compress}: every call is in the trace or counted: {len(events)} events + "
+              f"{dropped} dropped = {2 * n}")
+        check(frees + dropped >= n, f"{compress}: the {n} frees at teardown are written or "
+                                    f"counted ({frees} + {dropped})")
+        rep = subprocess.run([cli, "report", path], capture_output=True, text=True, timeout=120)
+        check(rep.returncode == 0 and dropped > 0 and f"{dropped} dropped" in rep.stdout and
+              "incomplete" in rep.stdout,
+              f"{compress}: the report says events are missing: {rep.stdout[:400]} {rep.stderr[:400]}")
+        chk = subprocess.run([cli, "check", "--max-leaked-bytes", "0", path], capture_output=True,
+                             text=True, timeout=120)
+        check(chk.returncode != 0 and "drop" in chk.stdout,
+              f"{compress}: check does not pass the trace as clean: {chk.returncode} {chk.stdout[:400]}")
+    return finish()
+
+
+def run_cli(build, args, env, cwd=None):
+    e = {k: v for k, v in env.items() if k not in ("LD_PRELOAD", "GPUMEMTRACE_OUTPUT_DIR")}
+    return subprocess.run([os.path.join(build, "tools", "gpumemtrace"), "run"] + args, env=e,
+                          cwd=cwd, capture_output=True, text=True, timeout=120)
+
+
+def run_no_gpu(build, env):
+    """`gpumemtrace run` of a program that makes no GPU call leaves no empty output directory:
+    -o DIR (with parents it made), the default gpumemtrace-DATE directory; a directory that
+    existed before, or that the program put a file in, stays."""
+    work = tempfile.mkdtemp(prefix="gmt-run-no-gpu-")
+    for args, gone in ((["-o", "out"], "out"), (["-o", "a/b/c/"], "a"), ([], None)):
+        p = run_cli(build, args + ["--", "true"], env, cwd=work)
+        check(p.returncode == 0, f"run {args} -- true exits 0 ({p.returncode}: {p.stderr.strip()})")
+        check("no trace was written" in p.stderr and "the empty directory was removed" in p.stderr,
+              f"run {args}: says no trace was written and the empty directory was removed: {p.stderr.strip()}")
+        check(os.listdir(work) == [], f"run {args} -- true leaves nothing in the working directory: "
+                                      f"{os.listdir(work)}")
+    os.mkdir(os.path.join(work, "there"))
+    p = run_cli(build, ["-o", "there/new", "--", "true"], env, cwd=work)
+    check(p.returncode == 0 and os.listdir(work) == ["there"] and os.listdir(os.path.join(work, "there")) == [],
+          f"a parent that existed stays, the directory made for the run goes ({os.listdir(work)})")
+    p = run_cli(build, ["-o", "kept", "--", "sh", "-c", "touch kept/note"], env, cwd=work)
+    check(p.returncode == 0 and os.listdir(os.path.join(work, "kept")) == ["note"],
+          "a directory the program wrote into stays")
+    check("the empty directory was removed" not in p.stderr, f"and is not said removed: {p.stderr.strip()}")
+    shutil.rmtree(work, ignore_errors=True)
+    return finish()
+
+
+def run_bad_lib(build, victim, env):
+    """`gpumemtrace run` with a GPUMEMTRACE_LIB that is not the tracer (a text file, a directory,
+    another shared library, a FIFO) refuses to start the program: exit 2, one line naming the
+    variable, the file and what is wrong; the real tracer still runs the program."""
+    work = tempfile.mkdtemp(prefix="gmt-run-bad-lib-")
+    fifo = os.path.join(work, "fifo.so")
+    os.mkfifo(fifo)
+    libc = ctypes_libc_path()
+    for lib, why in (("/etc/passwd", "not an ELF file"), (work, "not a regular file"),
+                     (fifo, "not a regular file"), (libc, "does not define gmt_mark"),
+                     (os.path.join(work, "missing.so"), "No such file or directory")):
+        p = run_cli(build, ["-o", os.path.join(work, "out"), "--", "sh", "-c", "echo RAN"],
+                    dict(env, GPUMEMTRACE_LIB=lib), cwd=work)
+        check(p.returncode == 2, f"GPUMEMTRACE_LIB={lib}: run exits 2 ({p.returncode}: {p.stderr.strip()})")
+        check("RAN" not in p.stdout, f"GPUMEMTRACE_LIB={lib}: the program is not run untraced")
+        check(f"GPUMEMTRACE_LIB={lib}: " in p.stderr and why in p.stderr,
+              f"GPUMEMTRACE_LIB={lib}: the message names it and says '{why}': {p.stderr.strip()}")
+        check("no GPU memory call" not in p.stderr, "not 'no GPU memory call'")
+    lib = os.path.join(build, "src", "libgpumemtrace.so")
+    p = run_cli(build, ["-o", os.path.join(work, "good"), "--", victim, "basic"],
+                dict(env, GPUMEMTRACE_LIB=lib), cwd=work)
+    check(p.returncode == 0 and "1 trace file in" in p.stderr,
+          f"the tracer library itself is accepted ({p.returncode}: {p.stderr.strip()[-500:]})")
+    shutil.rmtree(work, ignore_errors=True)
+    return finish()
+
+
+def ctypes_libc_path():
+    """The C library this process runs on (an ELF shared object that is not the tracer)."""
+    with open("/proc/self/maps") as f:
+        for line in f:
+            path = line.split()[-1]
+            if "/libc.so" in path or "/libc-" in path:
+                return path
+    return "/lib/x86_64-linux-gnu/libc.so.6"
 
 
 def finish():

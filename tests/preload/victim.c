@@ -333,6 +333,44 @@ burst(void)
 		pthread_join(th[i], NULL);
 }
 
+/* load THREADS PAIRS: THREADS threads of PAIRS cudaMalloc/cudaFree each, all at once (the exit
+ * path under load: a bounded trace holds them all in its last bucket). */
+static long load_pairs;
+
+static void *
+load_main(void *arg)
+{
+	(void)arg;
+	for (long i = 0; i < load_pairs; i++) {
+		void *p;
+		CK(cudaMalloc(&p, 4096 + (size_t)(i % 16) * 512));
+		did_alloc("cudaMalloc");
+		CK(cudaFree(p));
+		did_free("cudaFree");
+	}
+	return NULL;
+}
+
+static void
+load(int argc, char **argv)
+{
+	long n = argc > 2 ? strtol(argv[2], NULL, 10) : 16;
+	load_pairs = argc > 3 ? strtol(argv[3], NULL, 10) : 4000;
+	if (n < 1 || n > 1024 || load_pairs < 0) {
+		fprintf(stderr, "victim: load THREADS(1..1024) PAIRS\n");
+		exit(2);
+	}
+	pthread_t *th = calloc((size_t)n, sizeof(*th));
+	if (!th)
+		exit(2);
+	for (long i = 0; i < n; i++)
+		if (pthread_create(&th[i], NULL, load_main, NULL) != 0)
+			exit(2);
+	for (long i = 0; i < n; i++)
+		pthread_join(th[i], NULL);
+	free(th);
+}
+
 /* A pool growing at every allocation for a burst, then once more after a pause; the pool's
  * reservation at the end on stdout ("pool-reserved: N"), for the trace's last reading. */
 static void
@@ -486,11 +524,13 @@ main(int argc, char **argv)
 		vmm();
 	} else if (strcmp(mode, "poolburst") == 0) {
 		poolburst();
+	} else if (strcmp(mode, "load") == 0) {
+		load(argc, argv);
 	} else {
-		fprintf(
-		    stderr,
-		    "usage: victim "
-		    "basic|threads|fork|_exit|hang|oom|bigoom|reset|burst|plain|vmm|poolburst\n");
+		fprintf(stderr,
+			"usage: victim "
+			"basic|threads|fork|_exit|hang|oom|bigoom|reset|burst|plain|vmm|poolburst|"
+			"load\n");
 		return 2;
 	}
 	print_did();
