@@ -120,7 +120,45 @@ def _version(torch):
         return None
 
 
+def _steps(torch):
+    """Automatic step marks with no change to the program: torch's global optimizer step hook
+    (register_optimizer_step_post_hook, torch >= 2.0) puts a marker flagged "auto" in the trace
+    after each step of the first optimizer that steps (a second optimizer stepping in the same
+    loop would cut each step in two). The analysis samples growth at these when the program put
+    no marks of its own (docs/markers.md). One ctypes call per step; never raises into torch."""
+    lib = _tracer()
+    fn = getattr(lib, "gmt_step_mark", None) if lib is not None else None
+    if fn is None or os.environ.get("GPUMEMTRACE_AUTO_STEPS", "1").strip().lower() in (
+            "0", "off", "false", "no"):
+        return
+    try:
+        import torch.optim.optimizer as optimizer
+        register = optimizer.register_optimizer_step_post_hook
+    except (ImportError, AttributeError):
+        return
+    fn.argtypes = [ctypes.c_char_p]
+    fn.restype = None
+    state = {"owner": None, "n": 0}
+
+    def hook(opt, args, kwargs):
+        try:
+            if state["owner"] is None:
+                state["owner"] = id(opt)
+            if id(opt) != state["owner"]:
+                return
+            state["n"] += 1
+            fn(b"optimizer step %d" % state["n"])
+        except Exception:  # noqa: BLE001 (a step mark must never break the step)
+            pass
+
+    _state["step_hook"] = register(hook)
+
+
 def _on_torch(torch):
+    try:
+        _steps(torch)
+    except Exception as e:  # noqa: BLE001
+        _warn(f"no automatic step marks: {type(e).__name__}: {e}")
     cuda = getattr(torch, "cuda", None)
     if cuda is None or not hasattr(cuda, "_lazy_call"):
         return

@@ -81,9 +81,11 @@ class Trace:
                            "api": "cuMemPoolGetAttribute", "kind": "pool_reserve",
                            "device": device, "pool": "0x%x" % pool, "size": size, "result": 0})
 
-    def mark(self, label, rng=None, depth=None, tid=1, dt=1000):
+    def mark(self, label, rng=None, depth=None, tid=1, dt=1000, auto=False):
         seq, ts = self._next(dt)
         m = {"type": "marker", "seq": seq, "ts": ts, "tid": tid, "label": label}
+        if auto:
+            m["auto"] = "step"
         if rng:
             m["range"] = rng
             m["depth"] = depth
@@ -96,6 +98,11 @@ class Trace:
             if trailer:
                 f.write(json.dumps({"type": "trailer", "ts": self.ts + 1, "events": self.seq,
                                     "dropped": 0, "reason": "exit"}) + "\n")
+
+
+def run(exe, argv):
+    p = subprocess.run([exe] + argv, capture_output=True, text=True, timeout=120)
+    return p.returncode, p.stdout, p.stderr
 
 
 def report(exe, paths, *args, fmt="json"):
@@ -215,6 +222,43 @@ def leak_steps(t, steps, marks, ranges_only=False):
             t.mark("", "pop", 1)
 
 
+def case_growth_auto(exe, tmp):
+    """Steps the tracer found itself ("auto":"step", PyTorch's optimizer hook): a program with no
+    marks of its own gets its growth sampled at them; a user's marks take precedence; growth and
+    check --max-growth-bytes work from them."""
+    for name, user in (("auto-only", False), ("user-too", True)):
+        t = Trace()
+        for step in range(8):
+            if user and step % 2 == 0:
+                t.mark("epoch %d" % (step // 2))
+            t.alloc(0x7f0000000000 + step * 2 * MiB, MiB, stack=5)
+            t.alloc(0x7e0000000000, 4 * MiB, stack=6)
+            t.free(0x7e0000000000)
+            t.mark("optimizer step %d" % (step + 1), auto=True)
+        path = os.path.join(tmp, "growth-auto-%s.jsonl" % name)
+        t.write(path)
+        rep = report(exe, [path])
+        g = [e for e in rep["growth"] if e["stack"] == 5]
+        want = ("markers", 4) if user else ("auto_steps", 8)
+        check(len(g) == 1 and (g[0]["basis"], g[0]["samples"]) == want,
+              "%s: the kept site grows, sampled at %s (%s)" % (name, want, g))
+        check(not [e for e in rep["growth"] if e["stack"] == 6],
+              "%s: the temporary does not grow" % name)
+        if not user:
+            check(g and g[0]["first_label"] == "optimizer step 1" and
+                  g[0]["last_label"] == "optimizer step 8", "auto-only: labelled by the steps")
+            rc, out, err = run(exe, ["check", "--max-growth-bytes", "1MiB", path])
+            check(rc == 1 and "max-growth-bytes" in out, "auto-only: check fails on the growth")
+            rc, out, err = run(exe, ["report", path])
+            check("automatic steps (optimizer)" in out, "auto-only: the text says what was sampled")
+    t = Trace()
+    t.mark("x", auto=True, rng="push", depth=1)
+    path = os.path.join(tmp, "growth-auto-bad.jsonl")
+    t.write(path)
+    rc, out, err = run(exe, ["report", path])
+    check("auto" in err and "growth-auto-bad.jsonl:" in err, "an auto range is named as bad: %s" % err)
+
+
 def case_growth_ranges(exe, tmp):
     """Range pushes and pops are not growth samples: with a mark per step and ranges inside
     (docs/markers.md's own pattern) the 1 MiB-per-step leak is found as without the ranges, and
@@ -235,7 +279,8 @@ def case_growth_ranges(exe, tmp):
         g = [e for e in rep["growth"] if e["stack"] == 5]
         if g:
             e = g[0]
-            check(e["basis"] == "markers" and e["samples"] == samples,
+            check(e["basis"] == ("range_ends" if ranges_only else "markers") and
+                  e["samples"] == samples,
                   "%s: sampled %d times (%s, %s)" % (name, samples, e["basis"], e["samples"]))
             check(e["growth_bytes"] == 9 * MiB and e["rises"] == samples - 1 and e["falls"] == 0,
                   "%s: +9 MiB, rose in every interval (%s, %s rises)" % (name, e["growth_bytes"], e["rises"]))
@@ -898,7 +943,7 @@ def case_probes(exe, tmp):
 
 
 CASES = {"growth": case_growth, "growth-sites": case_growth_sites,
-         "growth-ranges": case_growth_ranges,
+         "growth-ranges": case_growth_ranges, "growth-auto": case_growth_auto,
          "growth-snapshots": case_growth_snapshots, "oom": case_oom,
          "range": case_range, "timeline": case_timeline, "fragmentation": case_fragmentation,
          "fragmentation-kinds": case_fragmentation_kinds,

@@ -22,6 +22,10 @@ the machine's C++ compiler), and checks the trace. Scenarios:
                    others can write, is never loaded: the layer builds its own privately, one
                    warning names what was unsafe, the private copy is gone after the run; a
                    control run that trusts the cache does load the planted library
+  auto-steps       a loop with no markers (victim_steps.py) that keeps 64 KiB a step: the
+                   optimizer's steps become automatic step marks (one per step of the first
+                   optimizer), the tensor level's growth is sampled at them and finds the leak
+                   at its line; GPUMEMTRACE_AUTO_STEPS=0 writes none
   benches          the GPU session's torch benchmarks still run (on the double): the in-process
                    A/B of the layer (bench/run_torch_block_ab.py) and the unwind probe
                    (bench/run_unwind_probe.py); their figures are not judged here
@@ -185,6 +189,46 @@ def planted(build, source, env, site, work):
     return finish(work)
 
 
+def auto_steps(build, source, env, work):
+    steps = 8
+    gmt = os.path.join(build, "tools", "gpumemtrace")
+    for on in (True, False):
+        out = os.path.join(work, "trace-%s" % ("on" if on else "off"))
+        os.mkdir(out)
+        e = dict(env, GPUMEMTRACE_OUTPUT_DIR=out,
+                 LD_PRELOAD=os.path.join(build, "src", "libgpumemtrace.so"))
+        if not on:
+            e["GPUMEMTRACE_AUTO_STEPS"] = "0"
+        p = subprocess.run([sys.executable, os.path.join(source, "tests", "torchsim",
+                                                         "victim_steps.py"), str(steps)],
+                           env=e, capture_output=True, text=True, timeout=240)
+        sys.stdout.write(p.stderr)
+        check(p.returncode == 0, f"auto-steps: the victim exits 0 (got {p.returncode})")
+        marks = [r for r in read_trace(build, out) if r.get("type") == "marker"]
+        if not on:
+            check(not marks, f"GPUMEMTRACE_AUTO_STEPS=0: no step marks ({marks[:2]})")
+            continue
+        check(len(marks) == steps and all(m.get("auto") == "step" for m in marks) and
+              [m["label"] for m in marks] == ["optimizer step %d" % (i + 1) for i in range(steps)],
+              f"one automatic step mark per step of the first optimizer ({marks[:3]}...)")
+        rp = subprocess.run([gmt, "report", "--format", "json", out], capture_output=True,
+                            text=True, timeout=120)
+        check(rp.returncode == 0, f"report exits 0 ({rp.stderr[-300:]})")
+        if rp.returncode:
+            continue
+        t = [pr["tensors"] for pr in json.loads(rp.stdout)["processes"] if "tensors" in pr]
+        t = t[0] if t else {}
+        g = t.get("growth", [])
+        check(t.get("growth_basis") == "auto_steps" and len(g) == 1 and
+              g[0]["site"].endswith(" in train_step") and g[0]["per_step"] == 64 << 10,
+              f"the tensor level samples at the steps and finds the 64 KiB a step at its line "
+              f"({t.get('growth_basis')}, {g})")
+        txt = subprocess.run([gmt, "report", out], capture_output=True, text=True, timeout=120)
+        check("automatic steps (optimizer)" in txt.stdout,
+              "the text report says the growth was sampled at automatic steps")
+    return finish(work)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", required=True)
@@ -219,6 +263,8 @@ def main():
         return benches(build, source, env, work)
     if sc == "planted":
         return planted(build, source, env, site, work)
+    if sc == "auto-steps":
+        return auto_steps(build, source, env, work)
     if sc != "untraced":
         env["LD_PRELOAD"] = os.path.join(build, "src", "libgpumemtrace.so")
     else:

@@ -90,6 +90,8 @@ struct replay {
 	uint32_t last_snapshot_line; /* the snapshot last sampled for growth */
 	uint32_t range_end_samples;  /* outermost range pops sampled (at_range_ends) */
 	const char *first_range_end, *last_range_end;
+	uint32_t step_samples; /* automatic step marks sampled (at_steps) */
+	const char *first_step, *last_step;
 	uint64_t last_alloc_seq; /* the latest successful allocation: temporaries */
 	uint32_t *site_index;	 /* open addressing over m->sites, UINT32_MAX empty */
 	size_t site_mask;
@@ -233,6 +235,7 @@ enum sample {
 	SAMPLE_MARK,
 	SAMPLE_RANGE_END,
 	SAMPLE_SNAPSHOT,
+	SAMPLE_STEP,
 };
 
 /* One growth sample of every site: at a mark, the end of an outermost range, or a snapshot. */
@@ -242,12 +245,14 @@ growth_sample(struct replay *r, enum sample which)
 	struct gmt_model *m = r->m;
 	uint32_t *count = which == SAMPLE_MARK	      ? &m->marker_samples
 			  : which == SAMPLE_RANGE_END ? &r->range_end_samples
+			  : which == SAMPLE_STEP      ? &r->step_samples
 						      : &m->snapshot_samples;
 
 	for (size_t i = 0; i < m->nsites; i++) {
 		struct gmt_site_stats *st = &m->sites[i];
 		struct gmt_growth *g = which == SAMPLE_MARK	   ? &st->at_markers
 				       : which == SAMPLE_RANGE_END ? &st->at_range_ends
+				       : which == SAMPLE_STEP	   ? &st->at_steps
 								   : &st->at_snapshots;
 
 		if (*count == 0)
@@ -1391,8 +1396,9 @@ range_enter(struct replay *r, uint64_t seq, uint64_t ts)
 		memset(&st->at_markers, 0, sizeof(st->at_markers));
 		memset(&st->at_snapshots, 0, sizeof(st->at_snapshots));
 		memset(&st->at_range_ends, 0, sizeof(st->at_range_ends));
+		memset(&st->at_steps, 0, sizeof(st->at_steps));
 	}
-	m->marker_samples = m->snapshot_samples = r->range_end_samples = 0;
+	m->marker_samples = m->snapshot_samples = r->range_end_samples = r->step_samples = 0;
 }
 
 // --- the model ----------------------------------------------------------------------------------
@@ -1410,6 +1416,8 @@ readings_until(struct replay *r, const struct gmt_trace_event *ev)
 		if (r->phase == PHASE_INSIDE && n->line != r->last_snapshot_line) {
 			r->last_snapshot_line = n->line;
 			growth_sample(r, SAMPLE_SNAPSHOT);
+			if (r->m->tensors)
+				gmt_tensors_snapshot(r->m->tensors);
 		}
 	}
 }
@@ -1428,7 +1436,12 @@ marker_seen(struct replay *r, const struct gmt_trace_marker *mk)
 
 	if (r->phase != PHASE_INSIDE)
 		return;
-	if (mk->range == GMT_RANGE_NONE) {
+	if (mk->range == GMT_RANGE_NONE && mk->auto_step) {
+		if (!r->step_samples)
+			r->first_step = mk->label;
+		r->last_step = mk->label;
+		growth_sample(r, SAMPLE_STEP);
+	} else if (mk->range == GMT_RANGE_NONE) {
 		if (!m->marker_samples)
 			m->first_marker = mk->label;
 		m->last_marker = mk->label;
@@ -1441,19 +1454,42 @@ marker_seen(struct replay *r, const struct gmt_trace_marker *mk)
 	}
 }
 
-/* Fewer than two marks: the outermost ranges' ends are the marker samples, when there are two. */
+const char *
+gmt_growth_basis_name(enum gmt_growth_basis b)
+{
+	switch (b) {
+	case GMT_BASIS_MARKS: return "markers";
+	case GMT_BASIS_AUTO_STEPS: return "auto_steps";
+	case GMT_BASIS_RANGE_ENDS: return "range_ends";
+	case GMT_BASIS_SNAPSHOTS: break;
+	}
+	return "snapshots";
+}
+
+/*
+ * The samples growth is judged on (enum gmt_growth_basis): the user's marks when there are two;
+ * else the automatic steps; else the outermost ranges' ends; else the snapshots.
+ */
 static void
 growth_basis(struct replay *r)
 {
 	struct gmt_model *m = r->m;
+	bool steps = r->step_samples >= 2;
 
-	if (m->marker_samples >= 2 || r->range_end_samples < 2)
+	if (m->marker_samples >= 2) {
+		m->growth_basis = GMT_BASIS_MARKS;
 		return;
+	}
+	if (!steps && r->range_end_samples < 2) {
+		m->growth_basis = GMT_BASIS_SNAPSHOTS;
+		return;
+	}
 	for (size_t i = 0; i < m->nsites; i++)
-		m->sites[i].at_markers = m->sites[i].at_range_ends;
-	m->marker_samples = r->range_end_samples;
-	m->first_marker = r->first_range_end;
-	m->last_marker = r->last_range_end;
+		m->sites[i].at_markers = steps ? m->sites[i].at_steps : m->sites[i].at_range_ends;
+	m->marker_samples = steps ? r->step_samples : r->range_end_samples;
+	m->first_marker = steps ? r->first_step : r->first_range_end;
+	m->last_marker = steps ? r->last_step : r->last_range_end;
+	m->growth_basis = steps ? GMT_BASIS_AUTO_STEPS : GMT_BASIS_RANGE_ENDS;
 }
 
 struct gmt_model *

@@ -129,6 +129,8 @@ struct gmt_site_stats {
 	struct gmt_growth at_markers, at_snapshots;
 	/** replay only: sampled at the pops of outermost ranges, for a trace without marks */
 	struct gmt_growth at_range_ends;
+	/** replay only: sampled at automatic step marks, for a trace without marks of the user's */
+	struct gmt_growth at_steps;
 };
 
 /** One failed allocation, with what the replay held on its device at that moment. */
@@ -253,6 +255,7 @@ struct gmt_model {
 	 * outermost ranges
 	 */
 	uint32_t marker_samples;
+	enum gmt_growth_basis growth_basis;	/**< what marker_samples are (set at finish) */
 	uint32_t snapshot_samples;		/**< snapshots sampled for growth */
 	const char *first_marker, *last_marker; /**< labels of the first and last sampled marker */
 

@@ -705,6 +705,10 @@ sample(struct gmt_tgrowth *g, uint64_t v)
 	g->last = v;
 }
 
+/* Snapshots come once a second whatever the program does: a short run's two or three say little
+ * (as at the CUDA level, growth.c). */
+#define TSNAP_MIN 4
+
 void
 gmt_tensors_marker(struct gmt_tensors *t, const struct gmt_trace_marker *mk)
 {
@@ -724,21 +728,36 @@ gmt_tensors_marker(struct gmt_tensors *t, const struct gmt_trace_marker *mk)
 
 	if (!mark && !range_end)
 		return;
+	/* an automatic step stands for a mark (the last mark's figures, the marks kept) while
+	 * the user has put none */
+	bool step = mark && mk->auto_step;
+	bool as_mark = mark && (!step || t->marks_seen == 0);
 	for (size_t i = 0; i < t->nsites; i++) {
 		struct gmt_tsite *s = &t->sites[i];
-		sample(mark ? &s->growth : &s->at_range_ends, s->live);
-		if (mark) {
+		sample(step ? &s->at_steps : mark ? &s->growth : &s->at_range_ends, s->live);
+		if (as_mark) {
 			s->mark_live = s->live;
 			s->mark_requested = s->live_requested;
 		}
 	}
-	if (mark) {
+	if (step)
+		t->steps_seen++;
+	else if (mark)
 		t->marks_seen++;
-		for (size_t i = 0; i < t->ndevices && !t->error; i++)
-			mark_point(t, &t->devices[i], mk);
-	} else {
+	else
 		t->range_samples++;
-	}
+	for (size_t i = 0; as_mark && i < t->ndevices && !t->error; i++)
+		mark_point(t, &t->devices[i], mk);
+}
+
+void
+gmt_tensors_snapshot(struct gmt_tensors *t)
+{
+	if (t->error)
+		return;
+	for (size_t i = 0; i < t->nsites; i++)
+		sample(&t->sites[i].at_snapshots, t->sites[i].live);
+	t->snapshot_samples++;
 }
 
 int
@@ -754,11 +773,23 @@ gmt_tensors_finish(struct gmt_tensors *t, uint64_t last_ts)
 		lives_finish(t);
 	t->end_ts = last_ts;
 	t->inconsistent = gmt_blk_inconsistent(t->blk) + t->bad_device;
-	t->sample_marks = t->marks_seen >= 2 || t->range_samples < 2;
-	t->samples = t->sample_marks ? t->marks_seen : t->range_samples;
-	if (!t->sample_marks)
-		for (size_t i = 0; i < t->nsites; i++)
-			t->sites[i].growth = t->sites[i].at_range_ends;
+	/* the samples, in gmt_growth_basis's order of precedence */
+	t->basis = t->marks_seen >= 2		      ? GMT_BASIS_MARKS
+		   : t->steps_seen >= 2		      ? GMT_BASIS_AUTO_STEPS
+		   : t->range_samples >= 2	      ? GMT_BASIS_RANGE_ENDS
+		   : t->snapshot_samples >= TSNAP_MIN ? GMT_BASIS_SNAPSHOTS
+						      : GMT_BASIS_MARKS;
+	t->sample_marks = t->basis == GMT_BASIS_MARKS || t->basis == GMT_BASIS_AUTO_STEPS;
+	t->samples = t->basis == GMT_BASIS_MARKS	? t->marks_seen
+		     : t->basis == GMT_BASIS_AUTO_STEPS ? t->steps_seen
+		     : t->basis == GMT_BASIS_RANGE_ENDS ? t->range_samples
+							: t->snapshot_samples;
+	for (size_t i = 0; i < t->nsites && t->basis != GMT_BASIS_MARKS; i++) {
+		struct gmt_tsite *s = &t->sites[i];
+		s->growth = t->basis == GMT_BASIS_AUTO_STEPS   ? s->at_steps
+			    : t->basis == GMT_BASIS_RANGE_ENDS ? s->at_range_ends
+							       : s->at_snapshots;
+	}
 	free(t->site_index);
 	t->site_index = NULL;
 	t->site_index_cap = 0;
@@ -773,6 +804,7 @@ gmt_tsite_grows(const struct gmt_tensors *t, const struct gmt_tsite *s)
 
 	/* a site first seen after the first sample started from nothing */
 	uint64_t first = g->sampled ? g->first : 0;
-	return t->samples >= 2 && g->sampled && g->last > first && intervals &&
+	uint32_t least = t->basis == GMT_BASIS_SNAPSHOTS ? TSNAP_MIN : 2;
+	return t->samples >= least && g->sampled && g->last > first && intervals &&
 	       g->rises * 2 >= intervals;
 }

@@ -31,15 +31,31 @@ struct gmt_tsite {
 	uint64_t at_peak, at_peak_blocks; /**< at its device's tensor peak */
 	uint64_t max_live;
 	uint64_t mark_live, mark_requested; /**< at the last mark (gmt_mark) */
-	/* live bytes at the growth samples: at marks, and at ends of outermost ranges (used when
-	 * the trace has fewer than two marks); gmt_tensors_finish() leaves the chosen in `growth`
-	 */
+	/* live bytes at the growth samples: at the user's marks, at automatic steps, at ends of
+	 * outermost ranges and at snapshots; gmt_tensors_finish() leaves the chosen
+	 * (gmt_growth_basis's order) in `growth` */
 	struct gmt_tgrowth {
 		uint64_t first, last;
 		uint32_t rises, falls;
 		bool sampled; /**< first is set */
-	} growth, at_range_ends;
+	} growth, at_range_ends, at_steps, at_snapshots;
 };
+
+/**
+ * Where growth samples came from (the CUDA level's `at_markers`, `marker_samples`; the tensor
+ * level's `growth`, `samples`), in order of
+ * precedence: the user's marks, the tracer's automatic step marks (PyTorch's optimizer steps),
+ * the ends of the user's outermost ranges; with fewer than two of each, the periodic snapshots.
+ */
+enum gmt_growth_basis {
+	GMT_BASIS_MARKS = 0,
+	GMT_BASIS_AUTO_STEPS,
+	GMT_BASIS_RANGE_ENDS,
+	GMT_BASIS_SNAPSHOTS,
+};
+
+/** "markers", "auto_steps", "range_ends", "snapshots" (the JSON's growth `basis`). */
+const char *gmt_growth_basis_name(enum gmt_growth_basis b);
 
 /** Figures of the cache at one moment (torch's memory_stats names). */
 struct gmt_tcache {
@@ -178,8 +194,11 @@ struct gmt_tensors {
 	uint64_t ooms_alone;   /**< OOMs with no CUDA-level failure behind them (the allocator's own
 				  limit: set_per_process_memory_fraction, a snapshot): failures too */
 	uint32_t samples;      /**< growth samples taken (of the chosen kind) */
-	uint32_t range_samples; /**< replay only: ends of outermost ranges seen */
-	bool sample_marks;	/**< samples are marks (else ends of outermost ranges) */
+	uint32_t range_samples;	   /**< replay only: ends of outermost ranges seen */
+	uint32_t steps_seen;	   /**< automatic step marks seen */
+	uint32_t snapshot_samples; /**< replay only: snapshots seen */
+	bool sample_marks; /**< samples are the user's marks or the automatic steps (`basis`) */
+	enum gmt_growth_basis basis; /**< what the samples are */
 	/* replay only */
 	uint32_t *site_index; /**< open addressing: (stack, device) -> site + 1 */
 	size_t site_index_cap;
@@ -190,6 +209,9 @@ struct gmt_tensors {
 	size_t nlive, live_cap;
 	int error; /**< -ENOMEM: stopped */
 };
+
+/** A growth sample at a periodic snapshot (the model's, the last resort without marks). */
+void gmt_tensors_snapshot(struct gmt_tensors *t);
 
 /** A tensor layer for @p trace (its torch line says whether segments are expandable). */
 struct gmt_tensors *gmt_tensors_new(const struct gmt_trace *trace);

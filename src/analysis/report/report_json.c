@@ -985,7 +985,9 @@ sampling_keys(json_t *o, const struct gmt_model *m)
 {
 	bool markers = m->marker_samples >= 2;
 
-	json_object_set_new(o, GMT_RK_BASIS, json_string(markers ? "markers" : "snapshots"));
+	json_object_set_new(
+	    o, GMT_RK_BASIS,
+	    json_string(markers ? gmt_growth_basis_name(m->growth_basis) : "snapshots"));
 	json_object_set_new(o, GMT_RK_SAMPLES,
 			    jint(markers ? m->marker_samples : m->snapshot_samples));
 }

@@ -383,7 +383,7 @@ text_process(FILE *out, const struct gmt_model *m, const struct gmt_cat_rules *r
 						 : d->at_peak.reserved,
 					     b5));
 	}
-	for (size_t i = 0; i < t->ndevices && t->marks_seen >= 2; i++) {
+	for (size_t i = 0; i < t->ndevices && (t->marks_seen >= 2 || t->steps_seen >= 2); i++) {
 		const struct gmt_tdevice *d = &t->devices[i];
 		uint64_t stat = static_at_peak(t, d);
 		fprintf(
@@ -428,7 +428,10 @@ text_process(FILE *out, const struct gmt_model *m, const struct gmt_cat_rules *r
 			" %s (inside "
 			"the cache: no new segment needed to show it):\n",
 			n, gmt_text_plural(n, "site", "sites"), t->samples,
-			t->sample_marks ? "markers" : "range ends");
+			t->basis == GMT_BASIS_MARKS	   ? "markers"
+			: t->basis == GMT_BASIS_AUTO_STEPS ? "automatic steps (optimizer)"
+			: t->basis == GMT_BASIS_RANGE_ENDS ? "range ends"
+							   : "snapshots");
 		for (size_t i = 0; i < n && i < TEXT_TENSOR_GROWTH; i++) {
 			uint64_t per =
 			    t->samples > 1 ? (rows[i].last - rows[i].first) / (t->samples - 1) : 0;
@@ -883,9 +886,13 @@ gmt_json_tensors(const struct gmt_model *m)
 		json_object_set_new(pk, "phase",
 				    d->peak_phase[0] ? json_string(d->peak_phase) : json_null());
 		uint64_t stat = static_at_peak(t, d);
-		json_object_set_new(pk, "static", t->marks_seen >= 2 ? jint(stat) : json_null());
+		json_object_set_new(pk, "static",
+				    (t->marks_seen >= 2 || t->steps_seen >= 2) ? jint(stat)
+									       : json_null());
 		json_object_set_new(pk, "dynamic",
-				    t->marks_seen >= 2 ? jint(d->peak - stat) : json_null());
+				    (t->marks_seen >= 2 || t->steps_seen >= 2)
+					? jint(d->peak - stat)
+					: json_null());
 		json_object_set_new(pk, "held", jint(d->at_peak.reserved + not_torch));
 		json_object_set_new(dj, "peak", pk);
 		json_object_set_new(dj, GMT_RK_END, jcache_figures(&d->end));
@@ -915,6 +922,7 @@ gmt_json_tensors(const struct gmt_model *m)
 	json_object_set_new(o, GMT_RK_LIVE_AT_EXIT, jrows(m, AT_EXIT, rules));
 	json_object_set_new(o, GMT_RK_GROWTH, jrows(m, GROWING, rules));
 	json_object_set_new(o, GMT_RK_GROWTH_SAMPLES, jint(t->samples));
+	json_object_set_new(o, "growth_basis", json_string(gmt_growth_basis_name(t->basis)));
 	json_object_set_new(o, "categories", jcategories(m, rules));
 	ooms = json_array();
 	for (size_t i = 0; i < t->nooms; i++) {

@@ -160,7 +160,11 @@ gmt_text_growth(FILE *out, struct gmt_model *const *models, size_t n)
 			" at %s%s\n",
 			gmt_format_bytes(sum.last - sum.first, b1), gmt_format_bytes(sum.first, b2),
 			gmt_format_bytes(sum.last, b3), rises, samples - 1,
-			markers ? "markers" : "snapshots", stacks, gmt_esc(site), proc);
+			!markers				  ? "snapshots"
+			: m->growth_basis == GMT_BASIS_AUTO_STEPS ? "automatic steps (optimizer)"
+			: m->growth_basis == GMT_BASIS_RANGE_ENDS ? "ends of outermost ranges"
+								  : "markers",
+			stacks, gmt_esc(site), proc);
 	}
 	if (sites.n > TEXT_GROWTH_MAX)
 		fprintf(out, "  ... %zu more (report --format json: growth_sites[])\n",
