@@ -154,6 +154,23 @@ def _steps(torch):
     _state["step_hook"] = register(hook)
 
 
+def _watch_gc(lib):
+    """Tell the tracer while Python's cyclic collector runs (gc.callbacks): the tensors it frees
+    then were kept alive only by reference cycles, and their block frees say so ("gc"). Two
+    ctypes calls per collection."""
+    import gc
+    fn = getattr(lib, "gmt_torch_gc", None)
+    if fn is None:
+        return
+    fn.argtypes = [ctypes.c_int]
+    fn.restype = None
+
+    def collecting(phase, info):
+        fn(1 if phase == "start" else 0)
+
+    gc.callbacks.append(collecting)
+
+
 def _on_torch(torch):
     try:
         _steps(torch)
@@ -243,6 +260,7 @@ def _attach(torch):
         detail = f"bridge {path}; backfill: {n} segments and blocks" if n >= 0 else \
             "backfill failed: " + err.value.decode("utf-8", "replace")
         _state["bridge"] = bridge  # keep it loaded
+        _watch_gc(lib)
         _layer(torch, "blocks", detail)
     except Exception as e:  # noqa: BLE001
         _refuse(torch, f"{type(e).__name__}: {e}")

@@ -121,6 +121,7 @@ static struct gmt_instance self_instance = {
     .torch_layer = gmt_api_torch_layer,
     .py_watch = gmt_stacks_watch_python,
     .step_mark = step_mark,
+    .torch_gc = gmt_api_torch_gc,
 };
 extern struct gmt_instance gmt_tracer_instance
     __attribute__((alias("self_instance"), visibility("default")));
@@ -146,6 +147,12 @@ static int
 injected(void)
 {
 	return 1; /* what InitializeInjection returns whatever happens: cuInit goes on */
+}
+
+static void
+ignore_gc(int collecting)
+{
+	(void)collecting;
 }
 
 static int
@@ -191,6 +198,7 @@ gmt_api_defer(bool quiet)
 	    .torch_layer = HAS(other, torch_layer) ? other->torch_layer : ignore_layer,
 	    .py_watch = HAS(other, py_watch) ? other->py_watch : no_watch,
 	    .step_mark = HAS(other, step_mark) ? other->step_mark : ignore_label,
+	    .torch_gc = HAS(other, torch_gc) ? other->torch_gc : ignore_gc,
 	};
 	to = &forward;
 	return true;
@@ -219,6 +227,13 @@ GMT_EXPORT void
 gmt_step_mark(const char *label)
 {
 	to->step_mark(label);
+}
+
+/* From Python's gc.callbacks (_torch.py), with the GIL: the cyclic collector runs (1) or not. */
+GMT_EXPORT void
+gmt_torch_gc(int collecting)
+{
+	to->torch_gc(collecting);
 }
 
 /* Called by the CUDA driver at cuInit when CUDA_INJECTION64_PATH names this library. The driver

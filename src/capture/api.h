@@ -31,4 +31,7 @@ int gmt_py_watch(void);
  */
 void gmt_step_mark(const char *label);
 
+/** Exported for the PyTorch layer's gc.callbacks hook (_torch.py): capture/torch.h. */
+void gmt_torch_gc(int collecting);
+
 #endif

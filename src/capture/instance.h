@@ -41,6 +41,8 @@ struct gmt_instance {
 	int (*py_watch)(void);
 	/* appended: automatic step marks (api.c) */
 	void (*step_mark)(const char *label);
+	/* appended: Python's cyclic collector running (capture/torch.c) */
+	void (*torch_gc)(int collecting);
 };
 
 /**

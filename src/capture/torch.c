@@ -36,6 +36,17 @@ copy_meta(char *dst, const char *meta, size_t len)
 	dst[n] = '\0';
 }
 
+/* Python's cyclic garbage collector is running on this thread (gc.callbacks, _torch.py): the
+ * tensors it frees were kept alive by reference cycles. One byte of initial-exec TLS (api.c says
+ * why that must stay small). */
+static __thread uint8_t in_gc;
+
+void
+gmt_api_torch_gc(int collecting)
+{
+	in_gc = collecting != 0;
+}
+
 int
 gmt_api_torch_record(const struct gmt_torch_entry *e)
 {
@@ -75,6 +86,8 @@ gmt_api_torch_record(const struct gmt_torch_entry *e)
 		ev->pool2 = e->pool_id[1];
 		ev->cuda_flags = e->flags;
 		ev->stack = stack;
+		if (in_gc && e->action == GMT_TORCH_FREE_REQUESTED)
+			ev->flags |= GMT_EV_IN_GC;
 		if (e->action == GMT_TORCH_OOM) {
 			ev->free_bytes = e->addr; /* torch puts the device's free bytes there */
 			ev->flags |= GMT_EV_HAS_MEMINFO;

@@ -17,4 +17,8 @@ void gmt_api_torch_layer(const char *version,
 			 const char *status,
 			 const char *detail);
 
+/** From Python's gc.callbacks, with the GIL: the cyclic collector starts (1) or stops (0) on
+ * this thread; blocks freed meanwhile are flagged GMT_EV_IN_GC. */
+void gmt_api_torch_gc(int collecting);
+
 #endif

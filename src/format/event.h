@@ -65,6 +65,10 @@ enum gmt_event_flag {
 	/** a marker the tracer put itself at a step boundary (gmt_step_mark(): PyTorch's
 	 * optimizer step), not the user's: "auto":"step" in the trace */
 	GMT_EV_AUTO_STEP = 1u << 6,
+	/** a block freed while Python's cyclic garbage collector ran on the freeing thread
+	 * (gmt_torch_gc(), from gc.callbacks): its tensor was kept alive by a reference cycle;
+	 * "gc":true on the block line */
+	GMT_EV_IN_GC = 1u << 7,
 };
 
 #define GMT_LABEL_MAX 64 /* marker label, NUL included */

@@ -509,6 +509,8 @@ event_block(struct gmt_buf *b, const struct gmt_event *ev, uint32_t stack_id)
 	}
 	if (stack_id)
 		KEY_U64(b, ",\"stack\":", stack_id);
+	if (ev->flags & GMT_EV_IN_GC)
+		LIT(b, ",\"gc\":true");
 	if (ev->label[0]) {
 		LIT(b, ",\"meta\":");
 		gmt_buf_json_string(b, ev->label, strnlen(ev->label, sizeof(ev->label)));

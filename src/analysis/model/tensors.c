@@ -633,6 +633,13 @@ gmt_tensors_event(struct gmt_tensors *t, const struct gmt_trace_event *ev, uint6
 	} else if (ev->kind == GMT_TORCH_SEGMENT_FREE || ev->kind == GMT_TORCH_SEGMENT_UNMAP) {
 		take_peak(t, d);
 	}
+	if (ev->kind == GMT_TORCH_FREE_REQUESTED && (ev->flags & GMT_EV_IN_GC) && bsize) {
+		struct gmt_tsite *gs = site_of(t, bstack, ev->device);
+		if (gs) {
+			gs->gc_freed += bsize;
+			gs->gc_freed_blocks++;
+		}
+	}
 	int rc = gmt_blk_apply(t->blk, &be);
 	if (rc == -ENOMEM) {
 		t->error = rc;

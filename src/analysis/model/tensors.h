@@ -31,6 +31,8 @@ struct gmt_tsite {
 	uint64_t at_peak, at_peak_blocks; /**< at its device's tensor peak */
 	uint64_t max_live;
 	uint64_t mark_live, mark_requested; /**< at the last mark (gmt_mark) */
+	/** blocks freed by Python's cyclic collector (block lines "gc"): kept alive by cycles */
+	uint64_t gc_freed, gc_freed_blocks;
 	/* live bytes at the growth samples: at the user's marks, at automatic steps, at ends of
 	 * outermost ranges and at snapshots; gmt_tensors_finish() leaves the chosen
 	 * (gmt_growth_basis's order) in `growth` */

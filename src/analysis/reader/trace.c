@@ -1754,6 +1754,8 @@ read_block(struct reader *r, struct src obj, size_t lineno)
 	if (get_str(obj, "pool_type", &pt) == 0 && strcmp(pt, "large") == 0)
 		flags |= GMT_TORCH_F_LARGE;
 	ev.result = (int32_t)flags;
+	if (get_true(obj, "gc"))
+		ev.flags |= GMT_EV_IN_GC;
 	t->nblocks++;
 	return keep_event(r, &ev);
 }

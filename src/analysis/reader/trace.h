@@ -63,7 +63,7 @@ struct gmt_trace_event {
 	uint16_t driver; /**< the driver call under a runtime call, or GMT_TRACE_NO_STRING */
 	uint8_t op;    /**< enum gmt_op: ALLOC, FREE, RESET, RETAIN or USAGE; BLOCK: a block line */
 	uint8_t kind;  /**< enum gmt_tkind; NONE on reset, as called on free */
-	uint8_t flags; /**< enum gmt_event_flag: HAS_MEMINFO, HAS_RANGE, HAS_REQUESTED */
+	uint8_t flags; /**< enum gmt_event_flag: HAS_MEMINFO, HAS_RANGE, HAS_REQUESTED, IN_GC */
 };
 
 /*

@@ -111,7 +111,7 @@ struct trow {
 	enum gmt_category cat;
 };
 
-enum tview { AT_PEAK, AT_EXIT, GROWING };
+enum tview { AT_PEAK, AT_EXIT, GROWING, GC_FREED };
 
 static int
 cmp_row(const void *pa, const void *pb)
@@ -170,8 +170,12 @@ rows_of(const struct gmt_model *m, enum tview view, const struct gmt_cat_rules *
 	*n = 0;
 	for (size_t i = 0; i < t->nsites; i++) {
 		const struct gmt_tsite *s = &t->sites[i];
-		uint64_t bytes = view == AT_PEAK ? s->at_peak : s->live;
-		uint64_t blocks = view == AT_PEAK ? s->at_peak_blocks : s->live_blocks;
+		uint64_t bytes = view == AT_PEAK    ? s->at_peak
+				 : view == GC_FREED ? s->gc_freed
+						    : s->live;
+		uint64_t blocks = view == AT_PEAK    ? s->at_peak_blocks
+				  : view == GC_FREED ? s->gc_freed_blocks
+						     : s->live_blocks;
 
 		if (view == GROWING && !gmt_tsite_grows(t, s))
 			continue;
@@ -418,6 +422,13 @@ text_process(FILE *out, const struct gmt_model *m, const struct gmt_cat_rules *r
 	rows = rows_of(m, AT_EXIT, rules, &n);
 	if (n) {
 		fprintf(out, "  tensors still live at exit by call site:\n");
+		text_rows(out, m, rows, n, false);
+	}
+	free(rows);
+	rows = rows_of(m, GC_FREED, rules, &n);
+	if (n) {
+		fprintf(out, "  kept alive by reference cycles: freed only when Python's cycle "
+			     "collector ran (gc), by call site:\n");
 		text_rows(out, m, rows, n, false);
 	}
 	free(rows);
@@ -921,6 +932,7 @@ gmt_json_tensors(const struct gmt_model *m)
 	json_object_set_new(o, GMT_RK_PEAK_SITES, jrows(m, AT_PEAK, rules));
 	json_object_set_new(o, GMT_RK_LIVE_AT_EXIT, jrows(m, AT_EXIT, rules));
 	json_object_set_new(o, GMT_RK_GROWTH, jrows(m, GROWING, rules));
+	json_object_set_new(o, "freed_by_gc", jrows(m, GC_FREED, rules));
 	json_object_set_new(o, GMT_RK_GROWTH_SAMPLES, jint(t->samples));
 	json_object_set_new(o, "growth_basis", json_string(gmt_growth_basis_name(t->basis)));
 	json_object_set_new(o, "categories", jcategories(m, rules));
