@@ -171,6 +171,166 @@ def _watch_gc(lib):
     gc.callbacks.append(collecting)
 
 
+# --- what keeps the live tensors, at the end ----------------------------------------------------
+
+HOLDERS_MAX = 64  # the holders written, largest first
+WALK_BUDGET_S = 10.0  # the end-of-run walk stops after this long (and says so)
+
+
+def _block_of(x):
+    """(device, address of the caching allocator's block) of tensor @p x, or None."""
+    try:
+        if not x.is_cuda:
+            return None
+        return (x.device.index or 0, x.untyped_storage().data_ptr())
+    except Exception:  # noqa: BLE001 (a tensor without storage, a fake, a freed one)
+        return None
+
+
+def _saved_blocks(torch, root, seen, out):
+    """The blocks of the tensors saved in @p root's autograd graph (its grad_fn and the nodes it
+    reaches through next_functions), each node once over all roots (@p seen)."""
+    stack = [root.grad_fn]
+    while stack:
+        node = stack.pop()
+        if node is None or id(node) in seen:
+            continue
+        seen.add(id(node))
+        for name in dir(node):
+            if not name.startswith("_saved_"):
+                continue
+            try:
+                v = getattr(node, name)
+            except Exception:  # noqa: BLE001 (the graph's buffers were freed: backward ran)
+                continue
+            for x in (v if isinstance(v, (tuple, list)) else (v,)):
+                if isinstance(x, torch.Tensor):
+                    b = _block_of(x)
+                    if b:
+                        out.add(b)
+        for nxt in getattr(node, "next_functions", ()) or ():
+            if nxt and nxt[0] is not None:
+                stack.append(nxt[0])
+
+
+def holders(torch, budget_s=WALK_BUDGET_S):
+    """What keeps the program's live CUDA tensors: [{holder, kind, roots, blocks}], largest
+    first. A tensor with an autograd graph (grad_fn) keeps the tensors its graph saved for
+    backward ("graph": the kept-graph leak, `losses.append(loss)`); one without keeps itself
+    ("kept"). The holder is named by where the program keeps it: a module's global, an item of
+    a list, tuple or dict that is one, an object's attribute. Parameters are left out."""
+    import gc
+    import time
+    import types
+    end = time.monotonic() + budget_s
+    objs = gc.get_objects()
+    param = getattr(getattr(torch, "nn", None), "Parameter", None)
+    tensors = {}
+    for o in objs:
+        if isinstance(o, torch.Tensor) and not (param and isinstance(o, param)):
+            tensors[id(o)] = o
+    if not tensors:
+        return []
+    modules = {}
+    for name, mod in list(sys.modules.items()):
+        d = getattr(mod, "__dict__", None)
+        if isinstance(d, dict):
+            modules[id(d)] = name
+    # containers: (what, its items); instance attributes through vars()
+    skip = (type, types.ModuleType, types.FunctionType, types.BuiltinFunctionType)
+    dicts, owner_of_dict, refs = [], {}, {}
+    for o in objs:
+        if type(o) in (list, tuple):
+            for x in o:
+                if id(x) in tensors:
+                    refs.setdefault(id(x), []).append((o, None))
+        elif type(o) is dict:
+            dicts.append(o)
+        elif not isinstance(o, skip) and not isinstance(o, torch.Tensor):
+            d = getattr(o, "__dict__", None)
+            if isinstance(d, dict):
+                owner_of_dict[id(d)] = o
+                dicts.append(d)
+        if time.monotonic() > end:
+            break
+    containers = set()
+    for d in dicts:
+        for k, x in list(d.items()):
+            if id(x) in tensors:
+                refs.setdefault(id(x), []).append((d, k))
+        if time.monotonic() > end:
+            break
+    for lst in refs.values():
+        for c, _ in lst:
+            if id(c) not in modules and id(c) not in owner_of_dict:
+                containers.add(id(c))
+    named = {}  # id(container) -> (dict, key) where the program keeps it
+    for d in dicts:
+        for k, x in list(d.items()):
+            if id(x) in containers and id(x) not in named:
+                named[id(x)] = (d, k)
+
+    def place(d, k, what=None):
+        """'losses (a list in __main__)', 'self.cache (a dict of a Trainer)', 'x in __main__'"""
+        if not isinstance(k, str):
+            return None
+        if id(d) in modules:
+            return f"{k} (a {what} in {modules[id(d)]})" if what else f"{k} in {modules[id(d)]}"
+        o = owner_of_dict.get(id(d))
+        if o is not None:
+            cls = type(o).__name__
+            return f".{k} (a {what} of a {cls})" if what else f"attribute {k} of a {cls}"
+        return None
+
+    def name(x):
+        for c, k in refs.get(id(x), ()):
+            where = place(c, k) if type(c) is dict else None
+            if not where and id(c) in named:
+                where = place(*named[id(c)], what=type(c).__name__)
+            if where:
+                return where
+        return None
+
+    groups, seen_nodes, taken = {}, set(), set()
+    for x in tensors.values():
+        if time.monotonic() > end:
+            break
+        where = name(x)
+        if not where:
+            continue
+        graph = getattr(x, "grad_fn", None) is not None
+        g = groups.setdefault((where, graph), {"roots": 0, "blocks": set()})
+        g["roots"] += 1
+        b = _block_of(x)
+        if b:
+            g["blocks"].add(b)
+        if graph:
+            _saved_blocks(torch, x, seen_nodes, g["blocks"])
+    out = []
+    # graphs first: a tensor a graph saved is the graph's, however else it is reachable
+    for (where, graph), g in sorted(groups.items(), key=lambda kv: not kv[0][1]):
+        blocks = sorted(b for b in g["blocks"] if b not in taken)
+        taken.update(blocks)
+        if blocks:
+            out.append({"holder": where, "kind": "graph" if graph else "kept",
+                        "roots": g["roots"], "blocks": [[d, hex(p)] for d, p in blocks]})
+    out.sort(key=lambda h: -len(h["blocks"]))
+    return out[:HOLDERS_MAX]
+
+
+def _holders_at_exit(torch, lib):
+    """At the end of the run (atexit): the holders into the trace (a "holders" line)."""
+    import json
+    try:
+        found = holders(torch)
+        fn = lib.gmt_torch_holders
+        fn.argtypes = [ctypes.c_char_p]
+        fn.restype = None
+        fn(json.dumps(found, ensure_ascii=True, separators=(",", ":")).encode())
+    except Exception as e:  # noqa: BLE001 (the program has ended: say it, change nothing)
+        _warn(f"what keeps the live tensors was not found: {type(e).__name__}: {e}")
+
+
 def _on_torch(torch):
     try:
         _steps(torch)
@@ -261,6 +421,9 @@ def _attach(torch):
             "backfill failed: " + err.value.decode("utf-8", "replace")
         _state["bridge"] = bridge  # keep it loaded
         _watch_gc(lib)
+        if getattr(lib, "gmt_torch_holders", None) is not None:
+            import atexit
+            atexit.register(_holders_at_exit, torch, lib)
         _layer(torch, "blocks", detail)
     except Exception as e:  # noqa: BLE001
         _refuse(torch, f"{type(e).__name__}: {e}")

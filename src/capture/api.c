@@ -122,6 +122,7 @@ static struct gmt_instance self_instance = {
     .py_watch = gmt_stacks_watch_python,
     .step_mark = step_mark,
     .torch_gc = gmt_api_torch_gc,
+    .torch_holders = gmt_api_torch_holders,
 };
 extern struct gmt_instance gmt_tracer_instance
     __attribute__((alias("self_instance"), visibility("default")));
@@ -199,6 +200,7 @@ gmt_api_defer(bool quiet)
 	    .py_watch = HAS(other, py_watch) ? other->py_watch : no_watch,
 	    .step_mark = HAS(other, step_mark) ? other->step_mark : ignore_label,
 	    .torch_gc = HAS(other, torch_gc) ? other->torch_gc : ignore_gc,
+	    .torch_holders = HAS(other, torch_holders) ? other->torch_holders : ignore_label,
 	};
 	to = &forward;
 	return true;
@@ -234,6 +236,13 @@ GMT_EXPORT void
 gmt_torch_gc(int collecting)
 {
 	to->torch_gc(collecting);
+}
+
+/* From the PyTorch layer at the end of the run (_torch.py): what keeps the live tensors. */
+GMT_EXPORT void
+gmt_torch_holders(const char *json)
+{
+	to->torch_holders(json);
 }
 
 /* Called by the CUDA driver at cuInit when CUDA_INJECTION64_PATH names this library. The driver

@@ -34,4 +34,7 @@ void gmt_step_mark(const char *label);
 /** Exported for the PyTorch layer's gc.callbacks hook (_torch.py): capture/torch.h. */
 void gmt_torch_gc(int collecting);
 
+/** Exported for the PyTorch layer's end-of-run walk (_torch.py): capture/torch.h. */
+void gmt_torch_holders(const char *json);
+
 #endif

@@ -43,6 +43,8 @@ struct gmt_instance {
 	void (*step_mark)(const char *label);
 	/* appended: Python's cyclic collector running (capture/torch.c) */
 	void (*torch_gc)(int collecting);
+	/* appended: what keeps the live tensors (capture/torch.c) */
+	void (*torch_holders)(const char *json);
 };
 
 /**

@@ -108,6 +108,65 @@ dup_or_null(const char *s)
 	return s ? strdup(s) : NULL;
 }
 
+/*
+ * Is @p json one JSON array on one line, balanced, its strings closed, nothing after it? The
+ * writer copies it into the trace as it is: a caller's bad text must not break the line.
+ */
+static bool
+json_array_text(const char *json)
+{
+	int depth = 0;
+	bool str = false;
+	const char *p = json;
+
+	if (*p != '[')
+		return false;
+	for (; *p; p++) {
+		unsigned char c = (unsigned char)*p;
+		if (c < 0x20)
+			return false;
+		if (str) {
+			if (c == '\\' && p[1])
+				p++;
+			else if (c == '"')
+				str = false;
+			continue;
+		}
+		if (c == '"')
+			str = true;
+		else if (c == '[' || c == '{')
+			depth++;
+		else if ((c == ']' || c == '}') && --depth == 0)
+			return p[1] == '\0';
+		else if (depth < 0)
+			return false;
+	}
+	return false;
+}
+
+void
+gmt_api_torch_holders(const char *json)
+{
+	struct gmt_torch_layer *l;
+
+	if (!json || !json_array_text(json) || !(l = calloc(1, sizeof(*l))))
+		return;
+	if (!(l->holders = strdup(json))) {
+		free(l);
+		return;
+	}
+	struct gmt_event ev = {.op = GMT_OP_HOLDERS, .device = -1, .layer = l};
+	if (!gmt_hook_enter()) {
+		gmt_hook_leave();
+		gmt_torch_layer_free(l);
+		return;
+	}
+	gmt_stamp(&ev);
+	if (!gmt_emit(&ev))
+		gmt_torch_layer_free(l);
+	gmt_hook_leave();
+}
+
 void
 gmt_api_torch_layer(const char *version,
 		    const char *backend,

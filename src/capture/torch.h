@@ -21,4 +21,8 @@ void gmt_api_torch_layer(const char *version,
  * this thread; blocks freed meanwhile are flagged GMT_EV_IN_GC. */
 void gmt_api_torch_gc(int collecting);
 
+/** From Python at the end of the run (no CUDA call, may allocate): what keeps the live tensors,
+ * a JSON array written as a "holders" line (dropped when it is not one JSON array). */
+void gmt_api_torch_holders(const char *json);
+
 #endif

@@ -23,13 +23,15 @@ enum gmt_op {
 	GMT_OP_FREE,
 	GMT_OP_RESET,
 	GMT_OP_MARKER,
-	GMT_OP_RETAIN, /* a VMM handle gained a reference: no new memory */
-	GMT_OP_USAGE,  /* a reading of a reservation counter (pool_reserve, graph_reserve) */
-	GMT_OP_BLOCK,  /* a caching allocator's own event (PyTorch bridge): torch_action says which
-			*/
-	GMT_OP_LAYER,  /* the PyTorch layer's status (a "torch" line); layer points to its text */
-	GMT_OP_ELIDED, /* the reader's only: an "elided" line of a bounded trace (format/elided.h)
-			*/
+	GMT_OP_RETAIN,	/* a VMM handle gained a reference: no new memory */
+	GMT_OP_USAGE,	/* a reading of a reservation counter (pool_reserve, graph_reserve) */
+	GMT_OP_BLOCK,	/* a caching allocator's own event (PyTorch bridge): torch_action says which
+			 */
+	GMT_OP_LAYER,	/* the PyTorch layer's status (a "torch" line); layer points to its text */
+	GMT_OP_ELIDED,	/* the reader's only: an "elided" line of a bounded trace (format/elided.h)
+			 */
+	GMT_OP_HOLDERS, /* what keeps the live tensors (a "holders" line); layer->holders its JSON
+			 */
 	GMT_OP_COUNT,
 };
 
@@ -144,6 +146,8 @@ gmt_event_clear(struct gmt_event *ev)
  */
 struct gmt_torch_layer {
 	char *version, *backend, *alloc_conf, *status, *detail;
+	/** GMT_OP_HOLDERS: a JSON array (gmt_torch_holders(), from the layer's own Python) */
+	char *holders;
 };
 
 const char *gmt_api_name(enum gmt_api api);

@@ -562,6 +562,16 @@ gmt_jsonl_event(struct gmt_buf *b, const struct gmt_event *ev, uint32_t stack_id
 		event_layer(b, ev);
 		return;
 	}
+	if (ev->op == GMT_OP_HOLDERS) {
+		LIT(b, "{\"type\":\"holders\",\"seq\":");
+		buf_u64(b, ev->seq);
+		LIT(b, ",\"ts\":");
+		buf_u64(b, ev->ts_ns);
+		LIT(b, ",\"holders\":");
+		gmt_buf_puts(b, ev->layer && ev->layer->holders ? ev->layer->holders : "[]");
+		LIT(b, "}\n");
+		return;
+	}
 	bool reset = ev->op == GMT_OP_RESET, usage = ev->op == GMT_OP_USAGE;
 
 	LIT(b, "{\"type\":\"event\",\"seq\":");

@@ -104,6 +104,7 @@ gmt_op_name(enum gmt_op op)
 	case GMT_OP_BLOCK: return "block";
 	case GMT_OP_LAYER: return "layer";
 	case GMT_OP_ELIDED: return "elided";
+	case GMT_OP_HOLDERS: return "holders";
 	case GMT_OP_NONE:
 	case GMT_OP_COUNT: break;
 	}
@@ -167,5 +168,6 @@ gmt_torch_layer_free(const struct gmt_torch_layer *cl)
 	free(l->alloc_conf);
 	free(l->status);
 	free(l->detail);
+	free(l->holders);
 	free(l);
 }

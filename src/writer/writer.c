@@ -546,7 +546,7 @@ write_line(const struct gmt_event *ev)
 	if (ev->op != GMT_OP_MARKER && ev->stack)
 		write_stack(ev->stack);
 	gmt_jsonl_event(&w.out, ev, ev->stack);
-	if (ev->op == GMT_OP_LAYER)
+	if (ev->op == GMT_OP_LAYER || ev->op == GMT_OP_HOLDERS)
 		gmt_torch_layer_free(ev->layer);
 	w.events_written++;
 	if (ev->seq > w.last_seq)

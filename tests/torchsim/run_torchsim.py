@@ -29,6 +29,10 @@ the machine's C++ compiler), and checks the trace. Scenarios:
   cycles           tensors kept alive by reference cycles (victim_cycles.py) are freed inside
                    the cycle collector: their block frees say "gc", the report names their
                    site (freed_by_gc: 5 tensors, 640 KiB), plain frees do not count
+  kept-graph       the kept-graph leak (victim_graph.py: losses.append(loss), no markers): at
+                   the end the layer walks the live tensors and their autograd graphs; the
+                   report says the activations are kept alive by the graphs of 6 tensors in
+                   losses (a list in __main__), and the detached ones by acts (a dict ...)
   benches          the GPU session's torch benchmarks still run (on the double): the in-process
                    A/B of the layer (bench/run_torch_block_ab.py) and the unwind probe
                    (bench/run_unwind_probe.py); their figures are not judged here
@@ -263,6 +267,46 @@ def cycles(build, source, env, work):
     return finish(work)
 
 
+def kept_graph(build, source, env, work):
+    out = os.path.join(work, "trace-graph")
+    os.mkdir(out)
+    e = dict(env, GPUMEMTRACE_OUTPUT_DIR=out,
+             LD_PRELOAD=os.path.join(build, "src", "libgpumemtrace.so"))
+    p = subprocess.run([sys.executable, os.path.join(source, "tests", "torchsim",
+                                                     "victim_graph.py")],
+                       env=e, capture_output=True, text=True, timeout=240)
+    sys.stdout.write(p.stderr)
+    check(p.returncode == 0 and "was not found" not in p.stderr,
+          f"kept-graph: the victim exits 0, the walk ran (got {p.returncode})")
+    recs = read_trace(build, out)
+    hl = [r for r in recs if r.get("type") == "holders"]
+    check(len(hl) == 1, f"one holders line ({len(hl)})")
+    gmt = os.path.join(build, "tools", "gpumemtrace")
+    rp = subprocess.run([gmt, "report", "--format", "json", out], capture_output=True, text=True,
+                        timeout=120)
+    check(rp.returncode == 0, f"report exits 0 ({rp.stderr[-300:]})")
+    if rp.returncode == 0:
+        t = [pr["tensors"] for pr in json.loads(rp.stdout)["processes"] if "tensors" in pr]
+        rows = t[0].get("held_at_end", []) if t else []
+        held = {r["holder"]: r for r in rows}
+        g = held.get("losses (a list in __main__)")
+        check(g is not None and g["kind"] == "graph" and g["roots"] == 6 and
+              g["bytes"] == 12 * (256 << 10) + 6 * 512 and g["tensors"] == 18 and
+              g["made_at"]["site"].endswith(" in forward"),
+              f"the activations (and the losses): kept by the graphs of the 6 tensors in "
+              f"`losses`, made in forward ({rows})")
+        k = held.get("acts (a dict in __main__)")
+        check(k is not None and k["kind"] == "kept" and k["bytes"] == 6 * (64 << 10) and
+              k["tensors"] == 6, f"the detached tensors: kept by `acts` ({rows})")
+        growth = t[0].get("growth", []) if t else []
+        check(any((r.get("held_by") or {}).get("holder") == "losses (a list in __main__)"
+                  for r in growth), f"the growing site says what holds it ({growth})")
+    txt = subprocess.run([gmt, "report", out], capture_output=True, text=True, timeout=120)
+    check("kept alive by the autograd graphs of 6 tensors in losses (a list in __main__)"
+          in txt.stdout, "the text report explains the kept graph")
+    return finish(work)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", required=True)
@@ -297,6 +341,8 @@ def main():
         return benches(build, source, env, work)
     if sc == "planted":
         return planted(build, source, env, site, work)
+    if sc == "kept-graph":
+        return kept_graph(build, source, env, work)
     if sc == "cycles":
         return cycles(build, source, env, work)
     if sc == "auto-steps":

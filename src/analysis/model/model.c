@@ -1647,6 +1647,8 @@ gmt_model_finish(struct gmt_model *m)
 	if (r->phase != PHASE_AFTER)
 		readings_until(r, NULL);
 	flush_peaks(r);
+	if (m->tensors)
+		gmt_tensors_holders(m->tensors);
 	if (m->tensors && gmt_tensors_finish(m->tensors, t->last_ts) != 0)
 		m->error = -ENOMEM;
 	for (size_t i = 0; i < m->ndevices; i++) {

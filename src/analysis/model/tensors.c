@@ -112,7 +112,9 @@ gmt_tensors_new(const struct gmt_trace *trace)
 {
 	struct gmt_tensors *t = calloc(1, sizeof(*t));
 
-	(void)trace; /* expandable segments show in their own lines (segment_map, segment_state) */
+	/* expandable segments show in their own lines (segment_map, segment_state) */
+	if (t)
+		t->trace = trace;
 	if (t && !(t->blk = gmt_blk_new(false))) {
 		free(t);
 		return NULL;
@@ -126,6 +128,7 @@ gmt_tensors_free(struct gmt_tensors *t)
 	if (!t)
 		return;
 	gmt_blk_free(t->blk);
+	free(t->held);
 	for (size_t i = 0; i < t->ndevices; i++) {
 		free(t->devices[i].frag);
 		free(t->devices[i].buckets);
@@ -463,6 +466,91 @@ lives_finish(struct gmt_tensors *t)
 		qsort(t->lives, t->nlives, sizeof(*t->lives), cmp_life_bytes);
 }
 
+static const struct gmt_tlive *
+live_find(const struct gmt_tensors *t, uint64_t ptr, int32_t device)
+{
+	if (!t->live_cap)
+		return NULL;
+	size_t mask = t->live_cap - 1, h = live_hash(ptr, device) & mask;
+	for (; t->live[h].used; h = (h + 1) & mask)
+		if (t->live[h].ptr == ptr && t->live[h].device == device)
+			return &t->live[h];
+	return NULL;
+}
+
+static int
+cmp_held(const void *pa, const void *pb)
+{
+	const struct gmt_theld *a = pa, *b = pb;
+
+	if (a->bytes != b->bytes)
+		return a->bytes > b->bytes ? -1 : 1;
+	return a->holder < b->holder ? -1 : a->holder > b->holder;
+}
+
+void
+gmt_tensors_holders(struct gmt_tensors *t)
+{
+	const struct gmt_trace_holder *holders = t->trace ? t->trace->holders : NULL;
+	size_t n = t->trace ? t->trace->nholders : 0;
+	uint64_t *bytes, *blocks;
+
+	if (t->holders_done)
+		return;
+	t->holders_done = true;
+	if (t->error || !n || !t->nsites)
+		return;
+	if (!(t->held = calloc(n, sizeof(*t->held)))) {
+		t->error = -ENOMEM;
+		return;
+	}
+	bytes = calloc(t->nsites, sizeof(*bytes));
+	blocks = calloc(t->nsites, sizeof(*blocks));
+	if (!bytes || !blocks) {
+		free(bytes);
+		free(blocks);
+		t->error = -ENOMEM;
+		return;
+	}
+	size_t nsites = t->nsites;
+	for (size_t h = 0; h < n && !t->error; h++) {
+		const struct gmt_trace_holder *hd = &holders[h];
+		for (size_t k = 0; k < hd->nptrs; k++) {
+			const struct gmt_tlive *b = live_find(t, hd->ptrs[k], hd->devices[k]);
+			struct gmt_tsite *s = b ? site_of(t, b->stack, b->device) : NULL;
+			size_t i = s ? (size_t)(s - t->sites) : nsites;
+			if (i < nsites) { /* the walk lists each block once per holder */
+				bytes[i] += b->bytes;
+				blocks[i]++;
+			}
+		}
+		struct gmt_theld hd_total = {.holder = (uint32_t)h};
+		uint64_t top = 0;
+		for (size_t i = 0; i < nsites; i++) {
+			struct gmt_tsite *s = &t->sites[i];
+			hd_total.bytes += bytes[i];
+			hd_total.blocks += blocks[i];
+			if (bytes[i] > top) {
+				top = bytes[i];
+				hd_total.stack = s->stack;
+				hd_total.device = s->device;
+			}
+			if (bytes[i] > s->held_bytes) {
+				s->held_by = (uint32_t)h + 1;
+				s->held_bytes = bytes[i] < s->live ? bytes[i] : s->live;
+				s->held_blocks = blocks[i];
+			}
+			bytes[i] = blocks[i] = 0;
+		}
+		if (hd_total.bytes)
+			t->held[t->nheld++] = hd_total;
+	}
+	free(bytes);
+	free(blocks);
+	if (t->nheld > 1)
+		qsort(t->held, t->nheld, sizeof(*t->held), cmp_held);
+}
+
 // --- OOMs ---------------------------------------------------------------------------------------
 
 static int
@@ -589,6 +677,8 @@ gmt_tensors_event(struct gmt_tensors *t, const struct gmt_trace_event *ev, uint6
 {
 	if (t->error)
 		return;
+	if (!t->holders_done && t->trace && t->trace->nholders && ev->seq > t->trace->holders_seq)
+		gmt_tensors_holders(t);
 	if (ev->device < 0 || ev->device >= GMT_BLK_MAX_DEVICES) { /* no CUDA ordinal: damaged */
 		t->lines++;
 		t->bad_device++;

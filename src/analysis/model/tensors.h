@@ -33,6 +33,10 @@ struct gmt_tsite {
 	uint64_t mark_live, mark_requested; /**< at the last mark (gmt_mark) */
 	/** blocks freed by Python's cyclic collector (block lines "gc"): kept alive by cycles */
 	uint64_t gc_freed, gc_freed_blocks;
+	/** the Python object that keeps most of its blocks live at the end (trace holders + 1; 0:
+	 * none known), and how much of it (gmt_tensors_holders()) */
+	uint32_t held_by;
+	uint64_t held_bytes, held_blocks;
 	/* live bytes at the growth samples: at the user's marks, at automatic steps, at ends of
 	 * outermost ranges and at snapshots; gmt_tensors_finish() leaves the chosen
 	 * (gmt_growth_basis's order) in `growth` */
@@ -201,6 +205,10 @@ struct gmt_tensors {
 	uint32_t snapshot_samples; /**< replay only: snapshots seen */
 	bool sample_marks; /**< samples are the user's marks or the automatic steps (`basis`) */
 	enum gmt_growth_basis basis; /**< what the samples are */
+	struct gmt_theld *held;	     /**< per holder that kept anything live, most bytes first */
+	size_t nheld;
+	const struct gmt_trace *trace;
+	bool holders_done;
 	/* replay only */
 	uint32_t *site_index; /**< open addressing: (stack, device) -> site + 1 */
 	size_t site_index_cap;
@@ -210,6 +218,22 @@ struct gmt_tensors {
 	struct gmt_tlive *live; /**< open addressing: the live blocks' starts */
 	size_t nlive, live_cap;
 	int error; /**< -ENOMEM: stopped */
+};
+
+/**
+ * Which Python object (the trace's "holders" line) keeps each site's blocks live, as the replay
+ * stands at the holders line (the end of the run, before the interpreter's teardown freed
+ * them): each site gets the holder that keeps most of its bytes, and each holder its totals
+ * (gmt_tensors.held). Done once: the replay calls it when it passes the line, finish otherwise.
+ */
+void gmt_tensors_holders(struct gmt_tensors *t);
+
+/** What one holder kept live at the holders line. */
+struct gmt_theld {
+	uint32_t holder;	/**< index in the trace's holders */
+	uint64_t bytes, blocks; /**< of its blocks that were live */
+	uint32_t stack;		/**< the site that made most of them ... */
+	int32_t device;		/**< ... on this device */
 };
 
 /** A growth sample at a periodic snapshot (the model's, the last resort without marks). */

@@ -1760,6 +1760,84 @@ read_block(struct reader *r, struct src obj, size_t lineno)
 	return keep_event(r, &ev);
 }
 
+static void
+holders_free(struct gmt_trace *t)
+{
+	for (size_t i = 0; i < t->nholders; i++) {
+		free(t->holders[i].what);
+		free(t->holders[i].ptrs);
+		free(t->holders[i].devices);
+	}
+	free(t->holders);
+	t->holders = NULL;
+	t->nholders = 0;
+}
+
+/*
+ * What kept the live tensors at the end (a "holders" line, the PyTorch layer's walk): the last
+ * line counts. An entry that is not {holder, kind, roots, blocks: [[device, "0x.."], ...]} is
+ * skipped, named; the others are kept.
+ */
+static bool
+read_holders(struct reader *r, json_t *obj, size_t lineno)
+{
+	struct gmt_trace *t = r->t;
+	json_t *a = json_object_get(obj, "holders"), *e;
+	size_t i, bad = 0;
+
+	if (!json_is_array(a))
+		return key_error(r, lineno, "holders", "holders", -EINVAL, "an array");
+	holders_free(t);
+	json_t *seq = json_object_get(obj, "seq");
+	t->holders_seq = json_is_integer(seq) ? (uint64_t)json_integer_value(seq) : UINT64_MAX;
+	if (json_array_size(a) && !(t->holders = calloc(json_array_size(a), sizeof(*t->holders))))
+		return nomem(r);
+	json_array_foreach(a, i, e)
+	{
+		const char *what = json_string_value(json_object_get(e, "holder"));
+		const char *kind = json_string_value(json_object_get(e, "kind"));
+		json_t *blocks = json_object_get(e, "blocks"), *b;
+		json_t *roots = json_object_get(e, "roots");
+		struct gmt_trace_holder *h = &t->holders[t->nholders];
+		size_t k, n = json_array_size(blocks);
+
+		if (!what || !kind || !json_is_array(blocks) || !json_is_integer(roots)) {
+			bad++;
+			continue;
+		}
+		h->what = strdup(what);
+		h->graph = strcmp(kind, "graph") == 0;
+		h->roots = (uint32_t)json_integer_value(roots);
+		h->ptrs = n ? calloc(n, sizeof(*h->ptrs)) : NULL;
+		h->devices = n ? calloc(n, sizeof(*h->devices)) : NULL;
+		if (!h->what || (n && (!h->ptrs || !h->devices))) {
+			free(h->what);
+			free(h->ptrs);
+			free(h->devices);
+			return nomem(r);
+		}
+		json_array_foreach(blocks, k, b)
+		{
+			const char *p = json_string_value(json_array_get(b, 1));
+			json_t *d = json_array_get(b, 0);
+			uint64_t ptr;
+
+			if (json_array_size(b) != 2 || !json_is_integer(d) || !p ||
+			    parse_hex(p, &ptr) != 0 || json_integer_value(d) < 0 ||
+			    json_integer_value(d) > INT32_MAX) {
+				bad++;
+				continue;
+			}
+			h->ptrs[h->nptrs] = ptr;
+			h->devices[h->nptrs++] = (int32_t)json_integer_value(d);
+		}
+		t->nholders++;
+	}
+	if (bad)
+		bad_line(r, lineno, "holders: %zu malformed entries or blocks skipped", bad);
+	return true;
+}
+
 /* The PyTorch layer's status (a "torch" line); the last one counts. */
 static bool
 read_torch(struct reader *r, json_t *obj, size_t lineno)
@@ -2115,6 +2193,8 @@ read_line(struct reader *r, const char *buf, size_t len, size_t lineno)
 		used = read_torch(r, obj, lineno);
 	else if (strcmp(type, GMT_ELIDED_TYPE) == 0)
 		used = content = read_elided(r, JS(obj), lineno);
+	else if (strcmp(type, "holders") == 0)
+		used = read_holders(r, obj, lineno);
 	/* Other types are ignored without a word: adding a line type is not a format change. */
 	if (used)
 		r->usable++;
@@ -2613,6 +2693,7 @@ gmt_trace_free(struct gmt_trace *t)
 	free(t->torch_alloc_conf);
 	free(t->torch_layer);
 	free(t->torch_detail);
+	holders_free(t);
 	for (size_t i = 0; i < t->ncapture; i++)
 		free(t->capture[i]);
 	free(t->capture);

@@ -129,6 +129,16 @@ struct gmt_trace_marker {
 	char *label;
 };
 
+/** One entry of a "holders" line: a Python object that keeps blocks alive, and those blocks. */
+struct gmt_trace_holder {
+	char *what;	  /**< "losses (a list in __main__)" */
+	bool graph;	  /**< kind "graph": the autograd graphs of tensors it holds keep them */
+	uint32_t roots;	  /**< tensors it holds (the graphs' roots, or the tensors kept) */
+	uint64_t *ptrs;	  /**< the blocks' addresses ... */
+	int32_t *devices; /**< ... and devices */
+	size_t nptrs;
+};
+
 /** One Python frame of a stack line's "py" array. */
 struct gmt_trace_pyframe {
 	uint32_t code;	 /**< id of a pycode line */
@@ -295,8 +305,13 @@ struct gmt_trace {
 	/* the PyTorch layer ("torch" line; have_torch false: none): strings NULL when absent */
 	bool have_torch;
 	char *torch_version, *torch_backend, *torch_alloc_conf, *torch_layer, *torch_detail;
-	size_t nblocks; /**< block lines read (they are events of op GMT_OP_BLOCK, counted in
-			   nevents) */
+	/* what kept the live tensors at the end (the last "holders" line; the PyTorch layer's walk
+	 * of the program's objects) */
+	struct gmt_trace_holder *holders;
+	size_t nholders;
+	uint64_t holders_seq; /**< the holders line's seq: the walk saw the blocks live before it */
+	size_t nblocks;	      /**< block lines read (they are events of op GMT_OP_BLOCK, counted in
+				 nevents) */
 
 	size_t lines;	  /**< lines read, the torn one included */
 	size_t bad_lines; /**< lines reported and skipped */

@@ -109,6 +109,9 @@ struct trow {
 	uint32_t rises;
 	uint32_t stack; /* the first */
 	enum gmt_category cat;
+	uint32_t
+	    held_by; /* the holder that keeps the most of one of its sites (trace holders + 1) */
+	uint64_t held_bytes, held_blocks;
 };
 
 enum tview { AT_PEAK, AT_EXIT, GROWING, GC_FREED };
@@ -205,6 +208,11 @@ rows_of(const struct gmt_model *m, enum tview view, const struct gmt_cat_rules *
 		row->last += s->growth.last;
 		if (s->growth.rises > row->rises)
 			row->rises = s->growth.rises;
+		if (view != GC_FREED && s->held_bytes > row->held_bytes) {
+			row->held_by = s->held_by;
+			row->held_bytes = s->held_bytes;
+			row->held_blocks = s->held_blocks;
+		}
 	}
 	if (nrows > 1)
 		qsort(rows, nrows, sizeof(*rows), cmp_row);
@@ -324,8 +332,40 @@ static_at_peak(const struct gmt_tensors *t, const struct gmt_tdevice *d)
 
 // --- text ---------------------------------------------------------------------------------------
 
+/* The Python object that keeps a row's tensors at the end (a trace's holders line), or NULL. */
+static const struct gmt_trace_holder *
+row_holder(const struct gmt_model *m, const struct trow *r)
+{
+	const struct gmt_trace *tr = m->trace;
+
+	return r->held_by && r->held_by <= tr->nholders ? &tr->holders[r->held_by - 1] : NULL;
+}
+
+/* "kept by the autograd graphs of 12 tensors in losses (a list in __main__): 5.6 GiB" */
 static void
-text_rows(FILE *out, const struct gmt_model *m, const struct trow *rows, size_t n, bool categories)
+print_held(FILE *out, const struct gmt_model *m, const struct trow *r, const char *indent)
+{
+	const struct gmt_trace_holder *h = row_holder(m, r);
+	char b[GMT_BYTES_BUF];
+
+	if (!h)
+		return;
+	if (h->graph)
+		fprintf(out, "%skept alive by the autograd graphs of %" PRIu32 " %s in %s: %s\n",
+			indent, h->roots, gmt_text_plural(h->roots, "tensor", "tensors"),
+			gmt_esc(h->what), gmt_format_bytes(r->held_bytes, b));
+	else
+		fprintf(out, "%skept alive by %s: %s\n", indent, gmt_esc(h->what),
+			gmt_format_bytes(r->held_bytes, b));
+}
+
+static void
+text_rows(FILE *out,
+	  const struct gmt_model *m,
+	  const struct trow *rows,
+	  size_t n,
+	  bool categories,
+	  bool held)
 {
 	char b[GMT_BYTES_BUF];
 
@@ -336,6 +376,8 @@ text_rows(FILE *out, const struct gmt_model *m, const struct trow *rows, size_t 
 			fprintf(out, "  %-15s", gmt_category_name(rows[i].cat));
 		fprintf(out, "  ");
 		print_name(out, &rows[i].name, "                                  ");
+		if (held)
+			print_held(out, m, &rows[i], "                                  ");
 	}
 	if (n > TEXT_TENSOR_SITES)
 		fprintf(out, "    ... %zu more sites (report --format json: tensors)\n",
@@ -401,7 +443,7 @@ text_process(FILE *out, const struct gmt_model *m, const struct gmt_cat_rules *r
 	struct trow *rows = rows_of(m, AT_PEAK, rules, &n);
 	if (n) {
 		fprintf(out, "  tensors at the peak by call site (and category):\n");
-		text_rows(out, m, rows, n, true);
+		text_rows(out, m, rows, n, true, false);
 	}
 	free(rows);
 	for (size_t i = 0; i < t->ndevices; i++) {
@@ -422,14 +464,34 @@ text_process(FILE *out, const struct gmt_model *m, const struct gmt_cat_rules *r
 	rows = rows_of(m, AT_EXIT, rules, &n);
 	if (n) {
 		fprintf(out, "  tensors still live at exit by call site:\n");
-		text_rows(out, m, rows, n, false);
+		text_rows(out, m, rows, n, false, true);
 	}
 	free(rows);
+	if (t->nheld) {
+		fprintf(out, "  what kept tensors alive at the end of the run (the program's own "
+			     "objects, walked at exit):\n");
+		for (size_t i = 0; i < t->nheld && i < TEXT_TENSOR_SITES; i++) {
+			const struct gmt_theld *h = &t->held[i];
+			const struct gmt_trace_holder *th = &tr->holders[h->holder];
+			struct tsite_name nm;
+			tensor_site(m, h->stack, &nm);
+			fprintf(out, "    %10s  %5" PRIu64 " %s  ", gmt_format_bytes(h->bytes, b1),
+				h->blocks, gmt_text_plural(h->blocks, "tensor ", "tensors"));
+			if (th->graph)
+				fprintf(out, "the autograd graphs of %" PRIu32 " %s in %s",
+					th->roots, gmt_text_plural(th->roots, "tensor", "tensors"),
+					gmt_esc(th->what));
+			else
+				fprintf(out, "%s", gmt_esc(th->what));
+			fprintf(out, "\n                              most made at ");
+			print_name(out, &nm, "                                ");
+		}
+	}
 	rows = rows_of(m, GC_FREED, rules, &n);
 	if (n) {
 		fprintf(out, "  kept alive by reference cycles: freed only when Python's cycle "
 			     "collector ran (gc), by call site:\n");
-		text_rows(out, m, rows, n, false);
+		text_rows(out, m, rows, n, false, false);
 	}
 	free(rows);
 	rows = rows_of(m, GROWING, rules, &n);
@@ -454,6 +516,7 @@ text_process(FILE *out, const struct gmt_model *m, const struct gmt_cat_rules *r
 				gmt_format_bytes(rows[i].last, b3), gmt_format_bytes(per, b4),
 				rows[i].rises, t->samples - 1);
 			print_name(out, &rows[i].name, "      ");
+			print_held(out, m, &rows[i], "      ");
 		}
 	}
 	free(rows);
@@ -611,6 +674,24 @@ jcache_figures(const struct gmt_tcache *c)
 	return o;
 }
 
+/* held_by: the Python object that keeps the row's tensors at the end, or null */
+static json_t *
+jheld(const struct gmt_model *m, const struct trow *r)
+{
+	const struct gmt_trace_holder *h = row_holder(m, r);
+	json_t *o;
+
+	if (!h)
+		return json_null();
+	o = json_object();
+	json_object_set_new(o, "holder", json_string(h->what));
+	json_object_set_new(o, "kind", json_string(h->graph ? "graph" : "kept"));
+	json_object_set_new(o, "roots", jint(h->roots));
+	json_object_set_new(o, GMT_RK_BYTES, jint(r->held_bytes));
+	json_object_set_new(o, GMT_RK_TENSORS, jint(r->held_blocks));
+	return o;
+}
+
 static json_t *
 jrows(const struct gmt_model *m, enum tview view, const struct gmt_cat_rules *rules)
 {
@@ -623,6 +704,8 @@ jrows(const struct gmt_model *m, enum tview view, const struct gmt_cat_rules *ru
 		json_t *o = jname(&rows[i].name, json_object());
 		json_object_set_new(o, GMT_RK_DEVICE, json_integer(rows[i].device));
 		json_object_set_new(o, GMT_RK_STACK, jint(rows[i].stack));
+		if (view == AT_EXIT || view == GROWING)
+			json_object_set_new(o, "held_by", jheld(m, &rows[i]));
 		if (view == GROWING) {
 			json_object_set_new(o, GMT_RK_FIRST, jint(rows[i].first));
 			json_object_set_new(o, GMT_RK_LAST, jint(rows[i].last));
@@ -933,6 +1016,23 @@ gmt_json_tensors(const struct gmt_model *m)
 	json_object_set_new(o, GMT_RK_LIVE_AT_EXIT, jrows(m, AT_EXIT, rules));
 	json_object_set_new(o, GMT_RK_GROWTH, jrows(m, GROWING, rules));
 	json_object_set_new(o, "freed_by_gc", jrows(m, GC_FREED, rules));
+	json_t *held = json_array();
+	for (size_t i = 0; i < t->nheld; i++) {
+		const struct gmt_theld *h = &t->held[i];
+		const struct gmt_trace_holder *th = &tr->holders[h->holder];
+		struct tsite_name nm;
+		tensor_site(m, h->stack, &nm);
+		json_t *hj = json_object();
+		json_object_set_new(hj, "holder", json_string(th->what));
+		json_object_set_new(hj, "kind", json_string(th->graph ? "graph" : "kept"));
+		json_object_set_new(hj, "roots", jint(th->roots));
+		json_object_set_new(hj, GMT_RK_BYTES, jint(h->bytes));
+		json_object_set_new(hj, GMT_RK_TENSORS, jint(h->blocks));
+		json_object_set_new(hj, GMT_RK_DEVICE, json_integer(h->device));
+		json_object_set_new(hj, "made_at", jname(&nm, json_object()));
+		json_array_append_new(held, hj);
+	}
+	json_object_set_new(o, "held_at_end", held);
 	json_object_set_new(o, GMT_RK_GROWTH_SAMPLES, jint(t->samples));
 	json_object_set_new(o, "growth_basis", json_string(gmt_growth_basis_name(t->basis)));
 	json_object_set_new(o, "categories", jcategories(m, rules));

@@ -28,8 +28,39 @@ from torch import cuda  # noqa: E402
 from torch import optim  # noqa: E402,F401 (torch imports it too)
 
 
+class _Device:
+    type = "cuda"
+
+    def __init__(self, index):
+        self.index = index
+
+
+class _Storage:
+    def __init__(self, ptr):
+        self._ptr = ptr
+
+    def data_ptr(self):
+        return self._ptr
+
+
+class _Node:
+    """An autograd graph node as torch's C++ nodes look from Python: the tensors saved for
+    backward (`_saved_*`) and the nodes it leads to (`next_functions`)."""
+
+    def __init__(self, saved, next_functions=()):
+        self._saved_self = saved
+        self.next_functions = next_functions
+
+
 class Tensor:
     """Bytes on the simulated device, freed when the object goes (Python's reference count)."""
+
+    is_cuda = True
+    device = _Device(0)
+    grad_fn = None
+
+    def untyped_storage(self):
+        return _Storage(self._ptr)
 
     def __init__(self, nbytes):
         cuda._lazy_init()
@@ -53,3 +84,11 @@ class Tensor:
 
 def empty(nbytes, device="cuda", dtype=None):
     return Tensor(int(nbytes))
+
+
+def _sim_layer(x, activation_bytes):
+    """A layer's forward as autograd records it: an activation saved for backward in the graph of
+    the (small) output, which leads back to the input's graph."""
+    out = Tensor(512)
+    out.grad_fn = _Node(Tensor(int(activation_bytes)), ((getattr(x, "grad_fn", None), 0),))
+    return out
