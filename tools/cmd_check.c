@@ -505,7 +505,8 @@ gmt_cmd_check(int argc, char **argv)
 	struct options o = {.check.max_increase = 10.0};
 	struct run_facts run = {.started = time(NULL)};
 	struct gmt_gates gates = {0};
-	json_t *doc = NULL, *base = NULL;
+	struct gmt_report_input in = {0};
+	json_t *base = NULL;
 	size_t failed = 0, skipped = 0;
 	int rc;
 
@@ -513,8 +514,9 @@ gmt_cmd_check(int argc, char **argv)
 	rc = parse_options(&o, argc, argv);
 	if (rc >= 0)
 		goto out;
-	doc = gmt_report_doc_load("check", argv + optind, (size_t)(argc - optind), &rc);
-	if (!doc)
+	/* the traces' frames are built per stack when a suppression looks at them */
+	rc = gmt_report_input_load(&in, "check", argv + optind, (size_t)(argc - optind));
+	if (rc != GMT_EXIT_OK)
 		goto out;
 	if (o.baseline) {
 		char *paths[] = {(char *)o.baseline};
@@ -528,7 +530,8 @@ gmt_cmd_check(int argc, char **argv)
 	}
 
 	o.check.supp = &o.supp;
-	if (gmt_check_run(&gates, &o.check, doc, base) != 0) {
+	o.check.stacks = &in.stacks;
+	if (gmt_check_run(&gates, &o.check, in.doc, base) != 0) {
 		fprintf(stderr, "gpumemtrace check: out of memory\n");
 		rc = GMT_EXIT_UNREADABLE;
 		goto out;
@@ -557,7 +560,7 @@ gmt_cmd_check(int argc, char **argv)
 	}
 out:
 	gmt_gates_free(&gates);
-	json_decref(doc);
+	gmt_report_input_free(&in);
 	json_decref(base);
 	gmt_suppressions_free(&o.supp);
 	free(o.check.peaks);
