@@ -1016,18 +1016,19 @@ live_at_end_of(const json_t *doc, json_int_t process)
 }
 
 /*
- * complete-traces, always there: every process exited normally (its trace has a trailer) and no
- * trace dropped events. Otherwise the other gates judge part of the story: a crashed process
- * has no leaks at exit, a dropped free looks like a leak and a dropped allocation hides one.
- * Each offending file is named with its reason; --allow-incomplete and --allow-drops relax it.
+ * complete-traces, always there: every process exited normally (its trace has a trailer), every
+ * line of its trace was read, and no trace dropped events. Otherwise the other gates judge part
+ * of the story: a crashed process has no leaks at exit, a dropped free or a skipped line (not
+ * JSON, too long) looks like a leak, and a dropped allocation hides one. Each offending file is
+ * named with its reason; --allow-incomplete and --allow-drops relax it.
  */
 static void
 integrity_gate(struct gmt_gates *gates, const struct gmt_check_options *o, const json_t *doc)
 {
 	const json_t *procs = json_object_get(doc, GMT_RK_PROCESSES), *p;
 	struct gmt_gate *gate = gate_add(gates, "complete-traces");
-	size_t i, died = 0, dropping = 0;
-	uint64_t dropped = 0;
+	size_t i, died = 0, dropping = 0, damaged = 0;
+	uint64_t dropped = 0, bad = 0;
 	char b[GMT_SIZE_TEXT], who_buf[64];
 
 	json_array_foreach(procs, i, p)
@@ -1036,6 +1037,7 @@ integrity_gate(struct gmt_gates *gates, const struct gmt_check_options *o, const
 		const json_t *pid = json_object_get(p, GMT_RK_PID);
 		const json_t *end = json_object_get(p, GMT_RK_END_TIME_S);
 		uint64_t drops = gmt_json_u64(p, GMT_RK_DROPPED);
+		uint64_t bad_lines = gmt_json_u64(p, "bad_lines");
 
 		if (json_is_integer(pid))
 			snprintf(who_buf, sizeof(who_buf), "pid %lld",
@@ -1054,6 +1056,18 @@ integrity_gate(struct gmt_gates *gates, const struct gmt_check_options *o, const
 			       gmt_size_text(live_at_end_of(doc, (json_int_t)i), b),
 			       o->allow_incomplete ? " (allowed: --allow-incomplete)" : "");
 		}
+		if (bad_lines) {
+			damaged++;
+			bad += bad_lines;
+			detail(
+			    gate,
+			    "    %s (%s): %" PRIu64
+			    " line%s could not be read and %s skipped (see the reader's messages): "
+			    "what %s held is unknown%s\n",
+			    file ? file : "?", who_buf, bad_lines, bad_lines == 1 ? "" : "s",
+			    bad_lines == 1 ? "was" : "were", bad_lines == 1 ? "it" : "they",
+			    o->allow_incomplete ? " (allowed: --allow-incomplete)" : "");
+		}
 		if (drops) {
 			dropping++;
 			dropped += drops;
@@ -1065,8 +1079,8 @@ integrity_gate(struct gmt_gates *gates, const struct gmt_check_options *o, const
 			       o->allow_drops ? " (allowed: --allow-drops)" : "");
 		}
 	}
-	gate->failed = (died && !o->allow_incomplete) || (dropping && !o->allow_drops);
-	if (!died && !dropping) {
+	gate->failed = ((died || damaged) && !o->allow_incomplete) || (dropping && !o->allow_drops);
+	if (!died && !dropping && !damaged) {
 		say(gate, "%s: %zu process%s exited normally, no event dropped", gate->name,
 		    json_array_size(procs), json_array_size(procs) == 1 ? "" : "es");
 		return;
@@ -1076,10 +1090,14 @@ integrity_gate(struct gmt_gates *gates, const struct gmt_check_options *o, const
 		say(gate, " %zu of %zu process%s did not exit normally%s", died,
 		    json_array_size(procs), json_array_size(procs) == 1 ? "" : "es",
 		    o->allow_incomplete ? " (allowed)" : "");
+	if (damaged)
+		say(gate, "%s %zu trace%s had %" PRIu64 " unreadable line%s%s", died ? ";" : "",
+		    damaged, damaged == 1 ? "" : "s", bad, bad == 1 ? "" : "s",
+		    o->allow_incomplete ? " (allowed)" : "");
 	if (dropping)
-		say(gate, "%s %zu trace%s dropped %" PRIu64 " event%s%s", died ? ";" : "", dropping,
-		    dropping == 1 ? "" : "s", dropped, dropped == 1 ? "" : "s",
-		    o->allow_drops ? " (allowed)" : "");
+		say(gate, "%s %zu trace%s dropped %" PRIu64 " event%s%s",
+		    died || damaged ? ";" : "", dropping, dropping == 1 ? "" : "s", dropped,
+		    dropped == 1 ? "" : "s", o->allow_drops ? " (allowed)" : "");
 	if (gate->failed)
 		say(gate, ": the other gates saw part of the story (--allow-incomplete, "
 			  "--allow-drops)");
