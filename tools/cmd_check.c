@@ -19,6 +19,7 @@
 #include "analysis/report/units.h"
 #include "cli.h"
 #include "gmt-config.h"
+#include "util/outfile.h"
 
 static void
 usage(FILE *out)
@@ -432,17 +433,18 @@ write_junit(const char *path,
 	    size_t skipped,
 	    const struct run_facts *run)
 {
-	FILE *f = fopen(path, "w");
-	char host[256], stamp[32];
+	struct gmt_outfile file;
+	char host[256], stamp[32], why[GMT_OUTFILE_WHY];
 	struct timespec now;
 	struct tm tm;
 	double secs;
+	FILE *f;
 
-	if (!f) {
-		fprintf(stderr, "gpumemtrace check: cannot write %s: %s\n", gmt_esc(path),
-			strerror(errno));
+	if (gmt_outfile_open(&file, path, why) != 0) { /* never through a planted link */
+		fprintf(stderr, "gpumemtrace check: cannot write %s: %s\n", gmt_esc(path), why);
 		return -1;
 	}
+	f = file.f;
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	secs = (double)(now.tv_sec - run->start.tv_sec) +
 	       (double)(now.tv_nsec - run->start.tv_nsec) / 1e9;
@@ -490,9 +492,8 @@ write_junit(const char *path,
 		fprintf(f, "\n");
 	}
 	fprintf(f, "</system-out>\n    <system-err></system-err>\n  </testsuite>\n</testsuites>\n");
-	if (ferror(f) | fclose(f)) {
-		fprintf(stderr, "gpumemtrace check: cannot write %s: %s\n", gmt_esc(path),
-			strerror(errno));
+	if (gmt_outfile_close(&file, why) != 0) {
+		fprintf(stderr, "gpumemtrace check: cannot write %s: %s\n", gmt_esc(path), why);
 		return -1;
 	}
 	return 0;

@@ -35,6 +35,10 @@ GROUP is one of:
             memory (peak RSS under 256 MiB); the report says the trace was damaged and
             `check` fails complete-traces (--allow-incomplete lets it pass); a bomb after
             the trailer without a final newline too
+  outputs   a symlink planted at an output's name (`report -o FILE` in every format, a table
+            name of `--format csv -o DIR`, `check --junit FILE`), dangling or to a victim
+            file: refused with exit 2 naming it, the victim unchanged, no table or temporary
+            file left; an existing file is replaced keeping its mode, -o /dev/null is written
 """
 import argparse
 import gzip
@@ -961,7 +965,86 @@ def group_long_lines(c):
             % (len(frames) // 1000000), "exit %s\n%s" % (rc, err))
 
 
+# --- outputs ------------------------------------------------------------------------------------
+
+CSV_TABLES = ["processes.csv", "allocations.csv", "failures.csv", "readings.csv", "markers.csv",
+              "blocks.csv", "segments.csv", "sites.csv"]
+
+
+def group_outputs(c):
+    basic = c.golden("basic.jsonl")
+    victim = c.write("victim", "precious\n")
+    gone = c.path("created-through-link")
+
+    def victim_intact(what):
+        with open(victim) as f:
+            c.check(f.read() == "precious\n", "%s: the victim file is unchanged" % what)
+        c.check(not os.path.exists(gone), "%s: nothing created through a dangling link" % what)
+
+    def no_temporaries(d, what):
+        left = [n for n in os.listdir(d) if n.startswith(".gpumemtrace-")]
+        c.check(not left, "%s: no temporary file left" % what, left)
+
+    for fmt in ("text", "json", "html", "perfetto", "pytorch-snapshot", "folded"):
+        for target, kind in ((victim, "a file"), (gone, "nothing (dangling)")):
+            link = c.path("out-%s" % fmt)
+            if os.path.lexists(link):
+                os.unlink(link)
+            os.symlink(target, link)
+            rc, out, err = c.run(["report", "--format", fmt, "-o", link, basic])
+            c.check(rc == 2 and "cannot write %s: a symbolic link" % link in err,
+                    "report --format %s -o LINK to %s: exit 2, the link named" % (fmt, kind),
+                    "exit %s\n%s" % (rc, err))
+            victim_intact("report --format %s" % fmt)
+            c.check(os.path.islink(link), "%s: the link is left as it was" % fmt)
+    no_temporaries(c.tmp, "report -o")
+
+    # a table name of --format csv -o DIR, each in turn
+    for table in CSV_TABLES:
+        d = c.path("csv-" + table)
+        os.makedirs(d)
+        os.symlink(victim, os.path.join(d, table))
+        rc, out, err = c.run(["report", "--format", "csv", "-o", d, basic])
+        c.check(rc == 2 and "cannot write %s: a symbolic link" % os.path.join(d, table) in err,
+                "csv: a link at %s: exit 2, named" % table, "exit %s\n%s" % (rc, err))
+        victim_intact("csv " + table)
+        c.check(sorted(os.listdir(d)) == [table],
+                "csv %s: no table written (all or none), no temporary file" % table,
+                sorted(os.listdir(d)))
+    os.symlink(victim, c.path("junit.xml"))
+    rc, out, err = c.run(["check", "--max-leaked-bytes", "1T", "--junit", c.path("junit.xml"),
+                          basic])
+    c.check(rc == 2 and "cannot write %s: a symbolic link" % c.path("junit.xml") in err,
+            "check --junit LINK: exit 2, named", "exit %s\n%s" % (rc, err))
+    victim_intact("check --junit")
+
+    # what is not planted is written as before
+    d = c.path("csv-fresh")
+    rc, out, err = c.run(["report", "--format", "csv", "-o", d, basic])
+    c.check(rc == 0 and sorted(os.listdir(d)) == sorted(CSV_TABLES),
+            "csv into a new directory: every table", "exit %s %s\n%s" % (
+                rc, sorted(os.listdir(d)) if os.path.isdir(d) else None, err))
+    rc, out, err = c.run(["report", "--format", "csv", "-o", d, basic])
+    c.check(rc == 0 and sorted(os.listdir(d)) == sorted(CSV_TABLES),
+            "csv again into it: the tables replaced, nothing else", sorted(os.listdir(d)))
+    mine = c.write("mine.json", "old\n")
+    os.chmod(mine, 0o600)
+    rc, out, err = c.run(["report", "--format", "json", "-o", mine, basic])
+    with open(mine) as f:
+        doc = f.read()
+    c.check(rc == 0 and doc.startswith("{") and os.stat(mine).st_mode & 0o777 == 0o600,
+            "-o an existing file: replaced, its mode 0600 kept (%o)" % (os.stat(mine).st_mode & 0o777),
+            err)
+    rc, out, err = c.run(["report", "--format", "json", "-o", "/dev/null", basic])
+    c.check(rc == 0 and os.path.exists("/dev/null") and not os.path.isfile("/dev/null"),
+            "-o /dev/null: written into the device, exit 0", "exit %s\n%s" % (rc, err))
+    rc, out, err = c.run(["report", "-o", c.tmp + "/", basic])
+    c.check(rc == 2 and "a directory" in err, "-o DIR/: exit 2, a directory", err)
+    no_temporaries(c.tmp, "all")
+
+
 GROUPS = {
+    "outputs": group_outputs,
     "long-lines": group_long_lines,
     "compressed": group_compressed,
     "args": group_args,
