@@ -11,6 +11,7 @@
 
 #include <jansson.h>
 
+#include "analysis/gate/check.h"
 #include "analysis/gate/doc.h"
 #include "analysis/model/model.h"
 #include "analysis/reader/trace.h"
@@ -51,8 +52,28 @@ int gmt_cmd_diff(int argc, char **argv);
  * "report_version"), else traces and directories of them, replayed. NULL with *@p rc set after
  * a message naming @p cmd: GMT_EXIT_USAGE (a report given with other inputs),
  * GMT_EXIT_UNREADABLE (nothing readable, or a report version this program does not read).
+ * Built from traces, its call_stacks[] is empty (gmt_report_input_load() gives the frames).
  */
 json_t *gmt_report_doc_load(const char *cmd, char *const *paths, size_t n, int *rc);
+
+/**
+ * What `check` judges: the document of gmt_report_doc_load() and where its stacks' frames come
+ * from. Built from traces, the document leaves call_stacks[] out and the session stays open:
+ * `stacks` builds one entry's frames from its models when a suppression wants them, so the
+ * check holds what `report` does, not every frame of every stack as JSON objects at once. Read
+ * from a report file, the document has its own call_stacks[] (`stacks.get` NULL).
+ */
+struct gmt_report_input {
+	json_t *doc;
+	struct gmt_session *session; /**< NULL: a report file */
+	struct gmt_stack_source stacks;
+};
+
+/** gmt_report_doc_load() into @p in (gmt_report_input_free() it); 0, or the exit status. */
+int
+gmt_report_input_load(struct gmt_report_input *in, const char *cmd, char *const *paths, size_t n);
+
+void gmt_report_input_free(struct gmt_report_input *in);
 
 /** "Try 'gpumemtrace CMD --help'." after a usage error; returns GMT_EXIT_USAGE. */
 int gmt_usage_hint(const char *cmd);

@@ -19,6 +19,7 @@
 #include "analysis/report/units.h"
 #include "cli.h"
 #include "gmt-config.h"
+#include "util/outfile.h"
 
 static void
 usage(FILE *out)
@@ -32,8 +33,8 @@ usage(FILE *out)
 	    "with PyTorch's block lines, also on tensors still referenced, growing tensor sites\n"
 	    "and the cache's fragmentation.\n"
 	    "Every check also has the gate complete-traces: it fails when a process did not exit\n"
-	    "normally or a trace dropped events, since the other figures are then not the whole\n"
-	    "story (--allow-incomplete, --allow-drops).\n"
+	    "normally, a trace had lines that could not be read, or it dropped events, since the\n"
+	    "other figures are then not the whole story (--allow-incomplete, --allow-drops).\n"
 	    "TRACE is a trace file or a directory of them; a JSON report written by\n"
 	    "'gpumemtrace report --format json' may be given instead (alone).\n"
 	    "\n"
@@ -78,8 +79,9 @@ usage(FILE *out)
 	    "                           exit as leaked; by default it is not, as in the report\n"
 	    "                           (--no-default-suppressions: the same, its old name)\n"
 	    "  --allow-incomplete       let a process that did not exit normally (killed,\n"
-	    "                           crashed, _exit: no trailer) pass; by default the\n"
-	    "                           complete-traces gate fails, as its leaks are unknown\n"
+	    "                           crashed, _exit: no trailer) or a trace with unreadable\n"
+	    "                           lines (damaged, longer than 64 MiB) pass; by default\n"
+	    "                           the complete-traces gate fails, as its leaks are unknown\n"
 	    "  --allow-drops            let a trace with dropped events pass; by default the\n"
 	    "                           complete-traces gate fails, as its figures are not exact\n"
 	    "  --junit FILE             also write a JUnit XML file, one testcase per gate\n"
@@ -431,17 +433,18 @@ write_junit(const char *path,
 	    size_t skipped,
 	    const struct run_facts *run)
 {
-	FILE *f = fopen(path, "w");
-	char host[256], stamp[32];
+	struct gmt_outfile file;
+	char host[256], stamp[32], why[GMT_OUTFILE_WHY];
 	struct timespec now;
 	struct tm tm;
 	double secs;
+	FILE *f;
 
-	if (!f) {
-		fprintf(stderr, "gpumemtrace check: cannot write %s: %s\n", gmt_esc(path),
-			strerror(errno));
+	if (gmt_outfile_open(&file, path, why) != 0) { /* never through a planted link */
+		fprintf(stderr, "gpumemtrace check: cannot write %s: %s\n", gmt_esc(path), why);
 		return -1;
 	}
+	f = file.f;
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	secs = (double)(now.tv_sec - run->start.tv_sec) +
 	       (double)(now.tv_nsec - run->start.tv_nsec) / 1e9;
@@ -489,9 +492,8 @@ write_junit(const char *path,
 		fprintf(f, "\n");
 	}
 	fprintf(f, "</system-out>\n    <system-err></system-err>\n  </testsuite>\n</testsuites>\n");
-	if (ferror(f) | fclose(f)) {
-		fprintf(stderr, "gpumemtrace check: cannot write %s: %s\n", gmt_esc(path),
-			strerror(errno));
+	if (gmt_outfile_close(&file, why) != 0) {
+		fprintf(stderr, "gpumemtrace check: cannot write %s: %s\n", gmt_esc(path), why);
 		return -1;
 	}
 	return 0;
@@ -505,7 +507,8 @@ gmt_cmd_check(int argc, char **argv)
 	struct options o = {.check.max_increase = 10.0};
 	struct run_facts run = {.started = time(NULL)};
 	struct gmt_gates gates = {0};
-	json_t *doc = NULL, *base = NULL;
+	struct gmt_report_input in = {0};
+	json_t *base = NULL;
 	size_t failed = 0, skipped = 0;
 	int rc;
 
@@ -513,8 +516,9 @@ gmt_cmd_check(int argc, char **argv)
 	rc = parse_options(&o, argc, argv);
 	if (rc >= 0)
 		goto out;
-	doc = gmt_report_doc_load("check", argv + optind, (size_t)(argc - optind), &rc);
-	if (!doc)
+	/* the traces' frames are built per stack when a suppression looks at them */
+	rc = gmt_report_input_load(&in, "check", argv + optind, (size_t)(argc - optind));
+	if (rc != GMT_EXIT_OK)
 		goto out;
 	if (o.baseline) {
 		char *paths[] = {(char *)o.baseline};
@@ -528,7 +532,8 @@ gmt_cmd_check(int argc, char **argv)
 	}
 
 	o.check.supp = &o.supp;
-	if (gmt_check_run(&gates, &o.check, doc, base) != 0) {
+	o.check.stacks = &in.stacks;
+	if (gmt_check_run(&gates, &o.check, in.doc, base) != 0) {
 		fprintf(stderr, "gpumemtrace check: out of memory\n");
 		rc = GMT_EXIT_UNREADABLE;
 		goto out;
@@ -557,7 +562,7 @@ gmt_cmd_check(int argc, char **argv)
 	}
 out:
 	gmt_gates_free(&gates);
-	json_decref(doc);
+	gmt_report_input_free(&in);
 	json_decref(base);
 	gmt_suppressions_free(&o.supp);
 	free(o.check.peaks);

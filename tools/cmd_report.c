@@ -13,6 +13,7 @@
 #include "analysis/report/report.h"
 #include "analysis/report/report_formats.h"
 #include "cli.h"
+#include "util/outfile.h"
 
 static void
 usage(FILE *out)
@@ -170,6 +171,8 @@ gmt_cmd_report(int argc, char **argv)
 	enum format format = FORMAT_TEXT;
 	int weight = -1;
 	FILE *out = stdout;
+	struct gmt_outfile file = {.dirfd = -1};
+	char owhy[GMT_OUTFILE_WHY];
 	int c, k, err, rc = GMT_EXIT_OK;
 
 	gmt_cli_session_options(&so);
@@ -277,14 +280,14 @@ gmt_cmd_report(int argc, char **argv)
 		}
 		return err ? GMT_EXIT_USAGE : GMT_EXIT_OK; /* not written: said */
 	}
-	if (output) {
-		out = fopen(output, "w");
-		if (!out) {
+	if (output) { /* written beside, renamed at the end: never through a planted link */
+		if (gmt_outfile_open(&file, output, owhy) != 0) {
 			fprintf(stderr, "gpumemtrace report: cannot write %s: %s\n",
-				gmt_esc(output), strerror(errno));
+				gmt_esc(output), owhy);
 			gmt_session_free(&in);
 			return GMT_EXIT_USAGE;
 		}
+		out = file.f;
 	}
 	if (format == FORMAT_JSON)
 		err = gmt_report_json(out, in.models, in.n);
@@ -305,9 +308,17 @@ gmt_cmd_report(int argc, char **argv)
 	} else if (err) {
 		rc = GMT_EXIT_USAGE; /* not written: said below */
 	}
-	if (ferror(out) | (out != stdout ? fclose(out) : fflush(out))) {
-		fprintf(stderr, "gpumemtrace report: cannot write %s: %s\n",
-			output ? gmt_esc(output) : "standard output", strerror(errno));
+	if (output && rc != GMT_EXIT_OK) {
+		if (err != -ENOMEM && ferror(file.f))
+			fprintf(stderr, "gpumemtrace report: cannot write %s: %s\n",
+				gmt_esc(output), strerror(errno ? errno : EIO));
+		gmt_outfile_abort(&file); /* what was there stays, not half a report */
+	} else if (output && gmt_outfile_close(&file, owhy) != 0) {
+		fprintf(stderr, "gpumemtrace report: cannot write %s: %s\n", gmt_esc(output), owhy);
+		rc = GMT_EXIT_USAGE;
+	} else if (!output && (ferror(out) | fflush(out))) {
+		fprintf(stderr, "gpumemtrace report: cannot write standard output: %s\n",
+			strerror(errno));
 		rc = GMT_EXIT_USAGE;
 	}
 	gmt_session_free(&in);

@@ -4,7 +4,8 @@
     run_check.py --exe BUILD/tools/gpumemtrace --golden tests/golden/traces \\
                  --victim BUILD/tests/stacks/victim_stacks GROUP
 
-GROUP: usage, gates, suppress, growth, baseline, junit, diff, cached, tensors, integrity.
+GROUP: usage, gates, suppress, growth, baseline, junit, diff, cached, tensors, integrity,
+memory.
 
 Traces are written here, small and synthetic (docs/trace-format.md). Their stacks are real return
 addresses of tests/stacks/victim_stacks (built -O0 -g; tests/stacks/make_trace.py finds them), so
@@ -995,10 +996,88 @@ def group_tensors(tool, victim, golden):
           "H200 frag: fails with torch's reserved-but-unallocated bytes", out)
 
 
+# --- Memory: check holds what report does ------------------------------------------------------
+
+def many_stacks_trace(path, nstacks, depth, live):
+    """@nstacks distinct stacks of @depth native frames, nearly every frame an address of its own
+    (the worst case for memory per stack), one allocation at each stack in turn, at most @live of
+    them live at once; the last @live are still live at exit (leaks). The modules' files do not
+    exist: the cost measured is the analyzer's, not DWARF's."""
+    base = 0x7f1400000000
+    with open(path, "w") as f:
+        f.write('{"type":"header","format":"gpumemtrace","version":1,"pid":4242,"ppid":1,'
+                '"start_ts":1000,"argv":["python3","train.py"]}\n')
+        f.write('{"type":"modules","seq":0,"modules":[{"path":"/nonexistent/gmt-test/'
+                'libtorch_cuda.so","base":"0x%x","build_id":"","segments":[[0,%d]]}]}\n'
+                % (base, 1 << 34))
+        for s in range(1, nstacks + 1):
+            frames = ",".join('"0x%x"' % (base + 0x1000 + (s * depth + i) * 16)
+                              for i in range(depth))
+            f.write('{"type":"stack","id":%d,"frames":[%s]}\n' % (s, frames))
+        seq = 0
+        for s in range(1, nstacks + 1):
+            seq += 1
+            f.write('{"type":"event","seq":%d,"ts":%d,"tid":1,"op":"alloc",'
+                    '"api":"cudaMalloc","kind":"device","device":0,"ptr":"0x%x",'
+                    '"size":4096,"result":0,"stack":%d}\n'
+                    % (seq, 1000 + seq, 0x700000000000 + s * 4096, s))
+            if s > live:
+                seq += 1
+                f.write('{"type":"event","seq":%d,"ts":%d,"tid":1,"op":"free","api":"cudaFree",'
+                        '"kind":"device","device":0,"ptr":"0x%x","result":0,"stack":%d}\n'
+                        % (seq, 1000 + seq, 0x700000000000 + (s - live) * 4096, s))
+        f.write('{"type":"trailer","events":%d,"dropped":0,"reason":"exit"}\n' % seq)
+
+
+def peak_rss(tool, *args):
+    """(exit code, peak resident KiB) of one run of the tool (wait4's rusage of the child)."""
+    env = dict(os.environ, DEBUGINFOD_URLS="")
+    env.pop("LD_PRELOAD", None)
+    p = subprocess.Popen([tool.exe] + list(args), stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL, env=env)
+    _, status, ru = os.wait4(p.pid, 0)
+    return os.waitstatus_to_exitcode(status), ru.ru_maxrss
+
+
+def group_memory(tool, victim, golden):
+    """check on a trace of many distinct deep stacks in about the memory report needs. It built
+    call_stacks[] whole for the suppressions, every frame of every stack a JSON object (20,000
+    stacks of 64 frames: 935 MiB against report's 131 MiB, docs/performance.md); it now builds
+    one stack's frames at a time, when a suppression looks at them."""
+    trace = tool.path("many-stacks.jsonl")
+    many_stacks_trace(trace, 20000, 64, 1000)
+    supp = tool.write_text("none.supp", "leak:no_such_function\npeak:no_such_function\n")
+    rc, report = peak_rss(tool, "report", trace)
+    check(rc == 0, "report of 20,000 stacks: exit 0 (%d)" % rc)
+    rc, chk = peak_rss(tool, "check", "--max-leaked-bytes", "0", "--max-peak-bytes", "1",
+                       "--suppressions", supp, trace)
+    check(rc == 1, "check: the gates fail (1,000 allocations leak) (%d)" % rc)
+    print("  peak RSS: report %d KiB, check %d KiB" % (report, chk))
+    check(chk <= 1.5 * report,
+          "check's peak RSS %d KiB within 1.5 x report's %d KiB (x%.2f)"
+          % (chk, report, chk / report))
+    # the same gates on the report written as JSON: its stacks found by (process, stack)
+    doc = tool.path("many-stacks.json")
+    rc, out, err = tool.run("report", "--format", "json", "-o", doc, trace)
+    check(rc == 0, "report --format json -o: exit 0", err)
+    args = ["check", "--max-leaked-bytes", "0", "--suppressions", supp]
+    rc1, out1, _ = tool.run(*(args + [trace]))
+    rc2, out2, _ = tool.run(*(args + [doc]))
+    check(rc1 == rc2 == 1 and out1 == out2 and "leaked 3.9 MiB" in out1,
+          "check of the trace and of its JSON report agree", out1[-400:] + "\n---\n" + out2[-400:])
+    every = tool.write_text("every.supp", "leak:libtorch_cuda.so\n")
+    for what, path in (("trace", trace), ("JSON report", doc)):
+        rc, out, _ = tool.run("check", "--max-leaked-bytes", "0", "--suppressions", every, path)
+        check(rc == 0 and re.search(r"\s1000\s+3\.9 MiB \(4096000 bytes\)\s+leak:libtorch_cuda\.so",
+                                    out),
+              "%s: a suppression matching every stack's frames takes the 1,000 leaks" % what,
+              out[-600:])
+
+
 GROUPS = {"usage": group_usage, "gates": group_gates, "suppress": group_suppress,
           "growth": group_growth, "baseline": group_baseline, "junit": group_junit,
           "diff": group_diff, "cached": group_cached, "integrity": group_integrity,
-          "tensors": group_tensors}
+          "tensors": group_tensors, "memory": group_memory}
 
 
 def main():

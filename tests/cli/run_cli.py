@@ -29,6 +29,16 @@ GROUP is one of:
             check, diff, a directory and run's summary; a file cut inside its last frame or
             member, or with garbage after a good one, is read up to there and the message
             names the file and the byte; a second - is refused
+  long-lines  a line of 512 MiB (a sparse plain file; 8 zstd frames or gzip members of 64 MiB
+            of zeros each: decompression bombs of 17 KB and 520 KB): skipped past the 64 MiB limit
+            with a message naming the file and line, the lines around it read, in bounded
+            memory (peak RSS under 256 MiB); the report says the trace was damaged and
+            `check` fails complete-traces (--allow-incomplete lets it pass); a bomb after
+            the trailer without a final newline too
+  outputs   a symlink planted at an output's name (`report -o FILE` in every format, a table
+            name of `--format csv -o DIR`, `check --junit FILE`), dangling or to a victim
+            file: refused with exit 2 naming it, the victim unchanged, no table or temporary
+            file left; an existing file is replaced keeping its mode, -o /dev/null is written
 """
 import argparse
 import gzip
@@ -863,7 +873,179 @@ def group_compressed(c):
                 "exit %s\n%s" % (rc, err))
 
 
+# --- long lines ---------------------------------------------------------------------------------
+
+BOMB = 512 << 20  # a line of 512 MiB: 8 times the limit
+BOMB_PIECE = 64 << 20  # one zstd frame or gzip member: 64 MiB of zeros
+
+
+def run_rss(c, args):
+    """(exit status, stdout, stderr, peak RSS in KiB) of one run (wait4's rusage of the child;
+    meson's timeout stands for a hang)."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        p = subprocess.Popen([c.exe] + args, cwd=c.tmp, env=c.env(), stdin=subprocess.DEVNULL,
+                             stdout=out, stderr=err)
+        _, status, ru = os.wait4(p.pid, 0)
+        p.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
+        out.seek(0)
+        err.seek(0)
+        e = err.read().decode("utf-8", "replace")
+        c.no_sanitizer_report(args, e)
+        return p.returncode, out.read().decode("utf-8", "replace"), e, ru.ru_maxrss
+
+
+def group_long_lines(c):
+    have_zstd = shutil.which("zstd") is not None
+    c.check(have_zstd, "the zstd command is installed (scripts/setup installs it)")
+    # lines 1-3 good, line 4 the bomb (512 MiB of zeros), lines 5-6 good: a leak on either side
+    before = lines(HEADER, alloc(1, "0x7f0000000000"), alloc(2, "0x7f0000100000"))
+    after = lines(alloc(3, "0x7f0000200000"), trailer(3))
+    sparse = c.path("bomb.jsonl")
+    with open(sparse, "wb") as f:
+        f.write(before.encode())
+        f.seek(len(before) + BOMB)  # a hole: 512 MiB of zeros on no disk
+        f.write(b"\n" + after.encode())
+    zeros = bytes(BOMB_PIECE)
+    cases = [("plain", sparse)]
+    if have_zstd:
+        piece = zstd_frame(zeros)
+        c.write("bomb.jsonl.zst", zstd_frame(before.encode()) + piece * (BOMB // BOMB_PIECE) +
+                zstd_frame(b"\n" + after.encode()))
+        cases.append(("zstd", "bomb.jsonl.zst"))
+    if not c.args.no_gzip:
+        piece = gzip.compress(zeros, 9)
+        c.write("bomb.jsonl.gz", gzip.compress(before.encode()) + piece * (BOMB // BOMB_PIECE) +
+                gzip.compress(b"\n" + after.encode()))
+        cases.append(("gzip", "bomb.jsonl.gz"))
+    del zeros
+    for kind, path in cases:
+        name = os.path.basename(path)
+        rc, out, err, rss = run_rss(c, ["report", "--format", "json", path])
+        c.check(rc == 0, "%s: a 512 MiB line: report exit 0 (%s)" % (kind, rc), err)
+        c.check("%s:4: line of %d bytes, longer than the 64 MiB a line may have: skipped"
+                % (name, BOMB) in err, "%s: the message names %s:4 and the length" % (kind, name),
+                err)
+        c.check(rss < 256 * 1024, "%s: peak RSS %d KiB < 256 MiB for a 512 MiB line" % (kind, rss))
+        doc = json.loads(out) if rc == 0 else {}
+        s = doc.get("summary", {})
+        c.check(s.get("leaked_allocations") == 3 and s.get("bad_lines") == 1 and
+                doc["processes"][0]["complete"],
+                "%s: the lines on both sides read (3 leaks, the trailer), 1 bad line" % kind,
+                json.dumps(s)[:400])
+        rc, out, err = c.run(["report", path])
+        c.check(rc == 0 and "1 unreadable trace line was skipped" in out,
+                "%s: the text report says the trace was damaged" % kind, out[:600])
+        rc, out, err = c.run(["check", "--max-leaked-bytes", "1T", path])
+        c.check(rc == 1 and "FAIL complete-traces" in out and "1 unreadable line" in out and
+                name in out, "%s: check fails complete-traces, naming the file" % kind,
+                "exit %s\n%s" % (rc, out))
+        rc, out, err = c.run(["check", "--max-leaked-bytes", "1T", "--allow-incomplete", path])
+        c.check(rc == 0 and "(allowed: --allow-incomplete)" in out,
+                "%s: --allow-incomplete lets it pass, still naming it" % kind,
+                "exit %s\n%s" % (rc, out))
+    # a whole trace, then a bomb with no newline at its end: not a torn line to ignore quietly
+    tail = c.path("tail-bomb.jsonl")
+    whole = before + after
+    with open(tail, "wb") as f:
+        f.write(whole.encode())
+        f.truncate(len(whole) + BOMB)
+    rc, out, err, rss = run_rss(c, ["check", "--max-leaked-bytes", "1T", tail])
+    c.check(rc == 1 and "tail-bomb.jsonl:6: line of %d bytes (the file ends inside it)" % BOMB
+            in err and rss < 256 * 1024,
+            "a bomb after the trailer, no final newline: named, check fails, RSS %d KiB" % rss,
+            "exit %s\n%s%s" % (rc, out, err))
+    # just under the limit is a line like any other (a million-frame stack is 17 MB)
+    near = c.path("near.jsonl")
+    frames = ",".join('"0x%x"' % (0x7f1100001000 + i) for i in range(3 * 1000 * 1000))
+    with open(near, "w") as f:
+        f.write(before + '{"type":"stack","id":1,"frames":[%s]}\n' % frames + after)
+    rc, out, err = c.run(["report", near], timeout=120)
+    c.check(rc == 0 and "longer than" not in err and "more frames than" in err,
+            "a %d MB stack line (under 64 MiB) is read, its innermost frames kept"
+            % (len(frames) // 1000000), "exit %s\n%s" % (rc, err))
+
+
+# --- outputs ------------------------------------------------------------------------------------
+
+CSV_TABLES = ["processes.csv", "allocations.csv", "failures.csv", "readings.csv", "markers.csv",
+              "blocks.csv", "segments.csv", "sites.csv"]
+
+
+def group_outputs(c):
+    basic = c.golden("basic.jsonl")
+    victim = c.write("victim", "precious\n")
+    gone = c.path("created-through-link")
+
+    def victim_intact(what):
+        with open(victim) as f:
+            c.check(f.read() == "precious\n", "%s: the victim file is unchanged" % what)
+        c.check(not os.path.exists(gone), "%s: nothing created through a dangling link" % what)
+
+    def no_temporaries(d, what):
+        left = [n for n in os.listdir(d) if n.startswith(".gpumemtrace-")]
+        c.check(not left, "%s: no temporary file left" % what, left)
+
+    for fmt in ("text", "json", "html", "perfetto", "pytorch-snapshot", "folded"):
+        for target, kind in ((victim, "a file"), (gone, "nothing (dangling)")):
+            link = c.path("out-%s" % fmt)
+            if os.path.lexists(link):
+                os.unlink(link)
+            os.symlink(target, link)
+            rc, out, err = c.run(["report", "--format", fmt, "-o", link, basic])
+            c.check(rc == 2 and "cannot write %s: a symbolic link" % link in err,
+                    "report --format %s -o LINK to %s: exit 2, the link named" % (fmt, kind),
+                    "exit %s\n%s" % (rc, err))
+            victim_intact("report --format %s" % fmt)
+            c.check(os.path.islink(link), "%s: the link is left as it was" % fmt)
+    no_temporaries(c.tmp, "report -o")
+
+    # a table name of --format csv -o DIR, each in turn
+    for table in CSV_TABLES:
+        d = c.path("csv-" + table)
+        os.makedirs(d)
+        os.symlink(victim, os.path.join(d, table))
+        rc, out, err = c.run(["report", "--format", "csv", "-o", d, basic])
+        c.check(rc == 2 and "cannot write %s: a symbolic link" % os.path.join(d, table) in err,
+                "csv: a link at %s: exit 2, named" % table, "exit %s\n%s" % (rc, err))
+        victim_intact("csv " + table)
+        c.check(sorted(os.listdir(d)) == [table],
+                "csv %s: no table written (all or none), no temporary file" % table,
+                sorted(os.listdir(d)))
+    os.symlink(victim, c.path("junit.xml"))
+    rc, out, err = c.run(["check", "--max-leaked-bytes", "1T", "--junit", c.path("junit.xml"),
+                          basic])
+    c.check(rc == 2 and "cannot write %s: a symbolic link" % c.path("junit.xml") in err,
+            "check --junit LINK: exit 2, named", "exit %s\n%s" % (rc, err))
+    victim_intact("check --junit")
+
+    # what is not planted is written as before
+    d = c.path("csv-fresh")
+    rc, out, err = c.run(["report", "--format", "csv", "-o", d, basic])
+    c.check(rc == 0 and sorted(os.listdir(d)) == sorted(CSV_TABLES),
+            "csv into a new directory: every table", "exit %s %s\n%s" % (
+                rc, sorted(os.listdir(d)) if os.path.isdir(d) else None, err))
+    rc, out, err = c.run(["report", "--format", "csv", "-o", d, basic])
+    c.check(rc == 0 and sorted(os.listdir(d)) == sorted(CSV_TABLES),
+            "csv again into it: the tables replaced, nothing else", sorted(os.listdir(d)))
+    mine = c.write("mine.json", "old\n")
+    os.chmod(mine, 0o600)
+    rc, out, err = c.run(["report", "--format", "json", "-o", mine, basic])
+    with open(mine) as f:
+        doc = f.read()
+    c.check(rc == 0 and doc.startswith("{") and os.stat(mine).st_mode & 0o777 == 0o600,
+            "-o an existing file: replaced, its mode 0600 kept (%o)" % (os.stat(mine).st_mode & 0o777),
+            err)
+    rc, out, err = c.run(["report", "--format", "json", "-o", "/dev/null", basic])
+    c.check(rc == 0 and os.path.exists("/dev/null") and not os.path.isfile("/dev/null"),
+            "-o /dev/null: written into the device, exit 0", "exit %s\n%s" % (rc, err))
+    rc, out, err = c.run(["report", "-o", c.tmp + "/", basic])
+    c.check(rc == 2 and "a directory" in err, "-o DIR/: exit 2, a directory", err)
+    no_temporaries(c.tmp, "all")
+
+
 GROUPS = {
+    "outputs": group_outputs,
+    "long-lines": group_long_lines,
     "compressed": group_compressed,
     "args": group_args,
     "trust": group_trust,

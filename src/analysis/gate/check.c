@@ -173,12 +173,101 @@ entry_of(const json_t *doc, const char *list, json_int_t process, const char *ke
 	return NULL;
 }
 
-/* The symbolized stack (`call_stacks[].call_stack`) of (@p process, @p stack), or NULL. */
-static const json_t *
-call_stack_of(const json_t *doc, json_int_t process, json_int_t stack)
+/*
+ * The stacks of the document the gates judge, for the suppressions: from the caller's source
+ * (gmt_stack_source: built one at a time), else from the document's call_stacks[] through an
+ * index by (process, stack) made on the first lookup (a linear search per stack would make a
+ * report of many stacks quadratic).
+ */
+struct stacks {
+	const json_t *doc;
+	const struct gmt_stack_source *src;
+	struct stack_entry {
+		json_int_t process, stack;
+		size_t pos; /* in call_stacks[]: of two entries of one stack, the first is used */
+		json_t *call_stack;
+	} * index;
+	size_t n;
+	bool indexed;
+};
+
+static int
+cmp_stack_entry(const void *pa, const void *pb)
 {
-	return json_object_get(entry_of(doc, GMT_RK_CALL_STACKS, process, GMT_RK_STACK, stack),
-			       GMT_RK_CALL_STACK);
+	const struct stack_entry *a = pa, *b = pb;
+
+	if (a->process != b->process)
+		return a->process < b->process ? -1 : 1;
+	if (a->stack != b->stack)
+		return a->stack < b->stack ? -1 : 1;
+	return a->pos < b->pos ? -1 : a->pos > b->pos;
+}
+
+/* false out of memory: the lookups then find nothing (the gates' texts say oom elsewhere) */
+static bool
+stacks_index(struct stacks *sl)
+{
+	const json_t *list = json_object_get(sl->doc, GMT_RK_CALL_STACKS), *e;
+	size_t i, n = json_array_size(list);
+
+	sl->indexed = true;
+	if (!n)
+		return true;
+	if (!(sl->index = calloc(n, sizeof(*sl->index))))
+		return false;
+	json_array_foreach(list, i, e)
+	{
+		json_t *cs = json_object_get(e, GMT_RK_CALL_STACK);
+
+		if (!cs)
+			continue;
+		sl->index[sl->n++] = (struct stack_entry){
+		    json_integer_value(json_object_get(e, GMT_RK_PROCESS)),
+		    json_integer_value(json_object_get(e, GMT_RK_STACK)), i, cs};
+	}
+	qsort(sl->index, sl->n, sizeof(*sl->index), cmp_stack_entry);
+	size_t k = 0; /* the first entry of each (process, stack) */
+	for (i = 0; i < sl->n; i++)
+		if (!k || sl->index[k - 1].process != sl->index[i].process ||
+		    sl->index[k - 1].stack != sl->index[i].stack)
+			sl->index[k++] = sl->index[i];
+	sl->n = k;
+	return true;
+}
+
+/* The symbolized stack (`call_stacks[].call_stack`) of (@p process, @p stack): a new reference
+ * (json_decref() it), or NULL. */
+static json_t *
+call_stack_of(struct stacks *sl, json_int_t process, json_int_t stack)
+{
+	size_t lo = 0, hi;
+
+	if (sl->src && sl->src->get)
+		return sl->src->get(sl->src->data, process, stack);
+	if (!sl->indexed && !stacks_index(sl))
+		return NULL;
+	for (hi = sl->n; lo < hi;) { /* the first entry not before (process, stack) */
+		size_t mid = lo + (hi - lo) / 2;
+		const struct stack_entry *e = &sl->index[mid];
+
+		if (e->process < process || (e->process == process && e->stack < stack))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < sl->n && sl->index[lo].process == process && sl->index[lo].stack == stack)
+		return json_incref(sl->index[lo].call_stack);
+	return NULL;
+}
+
+/* Whether @p supp has a suppression of @p type: without one, no stack need be looked at. */
+static bool
+supp_of_type(const struct gmt_suppressions *supp, enum gmt_supp_type type)
+{
+	for (size_t i = 0; i < supp->n; i++)
+		if (supp->v[i].type == type)
+			return true;
+	return false;
 }
 
 /*
@@ -187,21 +276,25 @@ call_stack_of(const json_t *doc, json_int_t process, json_int_t stack)
  * same rule (@p old).
  */
 static bool
-library_stack(const json_t *doc, json_int_t process, const json_t *st, bool old)
+library_stack(struct stacks *sl, json_int_t process, const json_t *st, bool old)
 {
 	const json_t *frame;
+	json_t *cs;
+	bool held = false;
 	size_t i;
 
 	if (!old)
 		return json_is_string(json_object_get(st, GMT_RK_LIBRARY));
-	json_array_foreach(
-	    call_stack_of(doc, process, json_integer_value(json_object_get(st, GMT_RK_STACK))), i,
-	    frame)
+	cs = call_stack_of(sl, process, json_integer_value(json_object_get(st, GMT_RK_STACK)));
+	json_array_foreach(cs, i, frame)
 	{
-		if (gmt_library_of_module(str_key(frame, GMT_RK_MODULE)))
-			return true;
+		if (gmt_library_of_module(str_key(frame, GMT_RK_MODULE))) {
+			held = true;
+			break;
+		}
 	}
-	return false;
+	json_decref(cs);
+	return held;
 }
 
 /* What suppressions leave of one site group (`leak_sites[]`, `peak_sites[]`). */
@@ -217,7 +310,7 @@ struct kept {
  * handles (library_stack(), @p old) likewise. Returns what is kept.
  */
 static struct kept
-suppress_group(const json_t *doc,
+suppress_group(struct stacks *sl,
 	       const json_t *group,
 	       enum gmt_supp_type type,
 	       struct gmt_suppressions *supp,
@@ -232,8 +325,9 @@ suppress_group(const json_t *doc,
 			 gmt_json_u64(group, GMT_RK_ALLOCATIONS)};
 	const json_t *st;
 	size_t i;
+	bool typed = supp_of_type(supp, type);
 
-	if (supp->n == 0 && !cached && !library)
+	if (!typed && !cached && !library)
 		return k;
 	json_array_foreach(stacks, i, st)
 	{
@@ -243,7 +337,7 @@ suppress_group(const json_t *doc,
 
 		if (cached && json_is_true(json_object_get(st, GMT_RK_CACHED)))
 			apart = cached; /* a caching allocator's memory: not a leak unless asked */
-		else if (library && library_stack(doc, process, st, old))
+		else if (library && library_stack(sl, process, st, old))
 			apart = library; /* a CUDA library's handles: likewise */
 		if (apart) {
 			k.bytes -= bytes < k.bytes ? bytes : k.bytes;
@@ -252,12 +346,15 @@ suppress_group(const json_t *doc,
 			apart->allocations += allocs;
 			continue;
 		}
-		const json_t *cs = call_stack_of(
-		    doc, process, json_integer_value(json_object_get(st, GMT_RK_STACK)));
+		if (!typed)
+			continue;
+		json_t *cs = call_stack_of(sl, process,
+					   json_integer_value(json_object_get(st, GMT_RK_STACK)));
 		struct gmt_suppression *s = gmt_suppressions_match(
 		    supp, type, cs, json_object_get(group, GMT_RK_SITE), str_key(group, GMT_RK_API),
 		    str_key(group, GMT_RK_DRIVER));
 
+		json_decref(cs);
 		if (!s)
 			continue;
 		k.bytes -= bytes < k.bytes ? bytes : k.bytes;
@@ -284,12 +381,13 @@ struct leak_view {
 };
 
 static struct leak_view
-leak_view(const json_t *doc,
+leak_view(struct stacks *sl,
 	  struct gmt_suppressions *supp,
 	  bool count,
 	  bool count_cached,
 	  bool count_libraries)
 {
+	const json_t *doc = sl->doc;
 	const json_t *summary = json_object_get(doc, GMT_RK_SUMMARY);
 	const json_t *sites = json_object_get(doc, GMT_RK_LEAK_SITES);
 	struct leak_view v = {
@@ -322,7 +420,7 @@ leak_view(const json_t *doc,
 		if (!json_is_true(json_object_get(g, GMT_RK_AT_EXIT)) ||
 		    !json_is_true(json_object_get(g, GMT_RK_COUNTED)))
 			continue;
-		v.sites[i] = suppress_group(doc, g, GMT_SUPP_LEAK, supp, count,
+		v.sites[i] = suppress_group(sl, g, GMT_SUPP_LEAK, supp, count,
 					    count_cached ? NULL : &v.cached,
 					    count_libraries ? NULL : &v.library, old);
 		v.taken.bytes += gmt_json_u64(g, GMT_RK_BYTES) - v.sites[i].bytes -
@@ -569,7 +667,7 @@ limit_for(const struct gmt_dev_limit *v, size_t n, long device)
  * first, to *@p details when it is not NULL.
  */
 static uint64_t
-peak_kept(const json_t *doc,
+peak_kept(struct stacks *sl,
 	  const json_t *peak,
 	  struct gmt_suppressions *supp,
 	  uint64_t *taken,
@@ -582,14 +680,14 @@ peak_kept(const json_t *doc,
 	const json_t *g;
 
 	*taken = 0;
-	json_array_foreach(json_object_get(doc, GMT_RK_PEAK_SITES), i, g)
+	json_array_foreach(json_object_get(sl->doc, GMT_RK_PEAK_SITES), i, g)
 	{
 		struct kept k;
 
 		if (json_integer_value(json_object_get(g, GMT_RK_PROCESS)) != process ||
 		    json_integer_value(json_object_get(g, GMT_RK_DEVICE)) != device)
 			continue;
-		k = suppress_group(doc, g, GMT_SUPP_PEAK, supp, details == NULL, NULL, NULL, false);
+		k = suppress_group(sl, g, GMT_SUPP_PEAK, supp, details == NULL, NULL, NULL, false);
 		*taken += gmt_json_u64(g, "bytes") - k.bytes;
 		if (!details || !k.bytes)
 			continue;
@@ -680,7 +778,7 @@ peak_devices(struct gmt_gates *gates,
 static void
 peak_gate(struct gmt_gates *gates,
 	  const struct gmt_check_options *o,
-	  const json_t *doc,
+	  struct stacks *sl,
 	  long device,
 	  const struct gmt_dev_limit *lim)
 {
@@ -691,14 +789,14 @@ peak_gate(struct gmt_gates *gates,
 	const json_t *p;
 	size_t i, nproc = 0;
 
-	json_array_foreach(json_object_get(doc, GMT_RK_PEAKS), i, p)
+	json_array_foreach(json_object_get(sl->doc, GMT_RK_PEAKS), i, p)
 	{
 		uint64_t taken, held;
 
 		if (json_integer_value(json_object_get(p, GMT_RK_DEVICE)) != device)
 			continue;
 		nproc++;
-		held = peak_kept(doc, p, supp, &taken, NULL);
+		held = peak_kept(sl, p, supp, &taken, NULL);
 		if (held > worst || nproc == 1) {
 			worst = held;
 			worst_taken = taken;
@@ -710,7 +808,7 @@ peak_gate(struct gmt_gates *gates,
 		       who(p, proc, sizeof(proc)), gmt_size_text(held, v), device,
 		       json_number_value(json_object_get(p, GMT_RK_TIME_S)),
 		       gmt_size_text(held - lim->bytes, l));
-		(void)peak_kept(doc, p, supp, &taken, gate);
+		(void)peak_kept(sl, p, supp, &taken, gate);
 	}
 	if (nproc == 0) {
 		say(gate, "%s: no process used the device (limit %s)", gate->name,
@@ -726,19 +824,19 @@ peak_gate(struct gmt_gates *gates,
 }
 
 static void
-peak_gates(struct gmt_gates *gates, const struct gmt_check_options *o, const json_t *doc)
+peak_gates(struct gmt_gates *gates, const struct gmt_check_options *o, struct stacks *sl)
 {
 	long *devices;
 	size_t n;
 
 	if (o->npeaks == 0)
 		return;
-	n = peak_devices(gates, o, doc, &devices);
+	n = peak_devices(gates, o, sl->doc, &devices);
 	for (size_t i = 0; i < n; i++) {
 		const struct gmt_dev_limit *lim = limit_for(o->peaks, o->npeaks, devices[i]);
 
 		if (lim)
-			peak_gate(gates, o, doc, devices[i], lim);
+			peak_gate(gates, o, sl, devices[i], lim);
 	}
 	free(devices);
 }
@@ -749,12 +847,13 @@ peak_gates(struct gmt_gates *gates, const struct gmt_check_options *o, const jso
  * before them, `growth[]` entries (one stack each). Returns what is left of its growth.
  */
 static uint64_t
-growth_kept(const json_t *doc, const json_t *e, struct gmt_suppressions *supp, uint64_t *taken)
+growth_kept(struct stacks *sl, const json_t *e, struct gmt_suppressions *supp, uint64_t *taken)
 {
 	json_int_t process = json_integer_value(json_object_get(e, GMT_RK_PROCESS));
 	const json_t *stacks = json_object_get(e, GMT_RK_STACKS), *st;
 	uint64_t kept = 0;
 	size_t i;
+	bool typed = supp_of_type(supp, GMT_SUPP_GROWTH);
 
 	if (!json_is_array(stacks)) /* growth[]: the entry is its stack */
 		stacks = json_pack("[O]", e);
@@ -763,11 +862,18 @@ growth_kept(const json_t *doc, const json_t *e, struct gmt_suppressions *supp, u
 	json_array_foreach(stacks, i, st)
 	{
 		uint64_t grew = gmt_json_u64(st, GMT_RK_GROWTH_BYTES);
-		const json_t *cs = call_stack_of(
-		    doc, process, json_integer_value(json_object_get(st, GMT_RK_STACK)));
-		struct gmt_suppression *s = gmt_suppressions_match(
-		    supp, GMT_SUPP_GROWTH, cs, json_object_get(e, GMT_RK_SITE),
-		    str_key(e, GMT_RK_API), str_key(e, GMT_RK_DRIVER));
+		json_t *cs =
+		    typed ? call_stack_of(sl, process,
+					  json_integer_value(json_object_get(st, GMT_RK_STACK)))
+			  : NULL;
+		struct gmt_suppression *s =
+		    typed
+			? gmt_suppressions_match(supp, GMT_SUPP_GROWTH, cs,
+						 json_object_get(e, GMT_RK_SITE),
+						 str_key(e, GMT_RK_API), str_key(e, GMT_RK_DRIVER))
+			: NULL;
+
+		json_decref(cs);
 
 		if (s) {
 			s->hits++;
@@ -782,8 +888,9 @@ growth_kept(const json_t *doc, const json_t *e, struct gmt_suppressions *supp, u
 }
 
 static void
-growth_gate(struct gmt_gates *gates, const struct gmt_check_options *o, const json_t *doc)
+growth_gate(struct gmt_gates *gates, const struct gmt_check_options *o, struct stacks *sl)
 {
+	const json_t *doc = sl->doc;
 	const json_t *growth = json_object_get(doc, GMT_RK_GROWTH_SITES);
 	struct gmt_gate *gate;
 	uint64_t largest = 0, taken = 0;
@@ -798,7 +905,7 @@ growth_gate(struct gmt_gates *gates, const struct gmt_check_options *o, const js
 	gate = gate_add(gates, "max-growth-bytes");
 	json_array_foreach(growth, i, e)
 	{
-		uint64_t grew = growth_kept(doc, e, o->supp, &taken);
+		uint64_t grew = growth_kept(sl, e, o->supp, &taken);
 		const char *first = str_key(e, GMT_RK_FIRST_LABEL),
 			   *last = str_key(e, GMT_RK_LAST_LABEL);
 		const json_t *stacks = json_object_get(e, GMT_RK_STACKS);
@@ -909,18 +1016,19 @@ live_at_end_of(const json_t *doc, json_int_t process)
 }
 
 /*
- * complete-traces, always there: every process exited normally (its trace has a trailer) and no
- * trace dropped events. Otherwise the other gates judge part of the story: a crashed process
- * has no leaks at exit, a dropped free looks like a leak and a dropped allocation hides one.
- * Each offending file is named with its reason; --allow-incomplete and --allow-drops relax it.
+ * complete-traces, always there: every process exited normally (its trace has a trailer), every
+ * line of its trace was read, and no trace dropped events. Otherwise the other gates judge part
+ * of the story: a crashed process has no leaks at exit, a dropped free or a skipped line (not
+ * JSON, too long) looks like a leak, and a dropped allocation hides one. Each offending file is
+ * named with its reason; --allow-incomplete and --allow-drops relax it.
  */
 static void
 integrity_gate(struct gmt_gates *gates, const struct gmt_check_options *o, const json_t *doc)
 {
 	const json_t *procs = json_object_get(doc, GMT_RK_PROCESSES), *p;
 	struct gmt_gate *gate = gate_add(gates, "complete-traces");
-	size_t i, died = 0, dropping = 0;
-	uint64_t dropped = 0;
+	size_t i, died = 0, dropping = 0, damaged = 0;
+	uint64_t dropped = 0, bad = 0;
 	char b[GMT_SIZE_TEXT], who_buf[64];
 
 	json_array_foreach(procs, i, p)
@@ -929,6 +1037,7 @@ integrity_gate(struct gmt_gates *gates, const struct gmt_check_options *o, const
 		const json_t *pid = json_object_get(p, GMT_RK_PID);
 		const json_t *end = json_object_get(p, GMT_RK_END_TIME_S);
 		uint64_t drops = gmt_json_u64(p, GMT_RK_DROPPED);
+		uint64_t bad_lines = gmt_json_u64(p, "bad_lines");
 
 		if (json_is_integer(pid))
 			snprintf(who_buf, sizeof(who_buf), "pid %lld",
@@ -947,6 +1056,18 @@ integrity_gate(struct gmt_gates *gates, const struct gmt_check_options *o, const
 			       gmt_size_text(live_at_end_of(doc, (json_int_t)i), b),
 			       o->allow_incomplete ? " (allowed: --allow-incomplete)" : "");
 		}
+		if (bad_lines) {
+			damaged++;
+			bad += bad_lines;
+			detail(
+			    gate,
+			    "    %s (%s): %" PRIu64
+			    " line%s could not be read and %s skipped (see the reader's messages): "
+			    "what %s held is unknown%s\n",
+			    file ? file : "?", who_buf, bad_lines, bad_lines == 1 ? "" : "s",
+			    bad_lines == 1 ? "was" : "were", bad_lines == 1 ? "it" : "they",
+			    o->allow_incomplete ? " (allowed: --allow-incomplete)" : "");
+		}
 		if (drops) {
 			dropping++;
 			dropped += drops;
@@ -958,8 +1079,8 @@ integrity_gate(struct gmt_gates *gates, const struct gmt_check_options *o, const
 			       o->allow_drops ? " (allowed: --allow-drops)" : "");
 		}
 	}
-	gate->failed = (died && !o->allow_incomplete) || (dropping && !o->allow_drops);
-	if (!died && !dropping) {
+	gate->failed = ((died || damaged) && !o->allow_incomplete) || (dropping && !o->allow_drops);
+	if (!died && !dropping && !damaged) {
 		say(gate, "%s: %zu process%s exited normally, no event dropped", gate->name,
 		    json_array_size(procs), json_array_size(procs) == 1 ? "" : "es");
 		return;
@@ -969,10 +1090,14 @@ integrity_gate(struct gmt_gates *gates, const struct gmt_check_options *o, const
 		say(gate, " %zu of %zu process%s did not exit normally%s", died,
 		    json_array_size(procs), json_array_size(procs) == 1 ? "" : "es",
 		    o->allow_incomplete ? " (allowed)" : "");
+	if (damaged)
+		say(gate, "%s %zu trace%s had %" PRIu64 " unreadable line%s%s", died ? ";" : "",
+		    damaged, damaged == 1 ? "" : "s", bad, bad == 1 ? "" : "s",
+		    o->allow_incomplete ? " (allowed)" : "");
 	if (dropping)
-		say(gate, "%s %zu trace%s dropped %" PRIu64 " event%s%s", died ? ";" : "", dropping,
-		    dropping == 1 ? "" : "s", dropped, dropped == 1 ? "" : "s",
-		    o->allow_drops ? " (allowed)" : "");
+		say(gate, "%s %zu trace%s dropped %" PRIu64 " event%s%s",
+		    died || damaged ? ";" : "", dropping, dropping == 1 ? "" : "s", dropped,
+		    dropped == 1 ? "" : "s", o->allow_drops ? " (allowed)" : "");
 	if (gate->failed)
 		say(gate, ": the other gates saw part of the story (--allow-incomplete, "
 			  "--allow-drops)");
@@ -1070,14 +1195,15 @@ tensor_devices(struct gmt_gates *gates,
  * in the frames of its stack where call_stacks[] has them. Counts nothing.
  */
 static struct gmt_suppression *
-tensor_supp(const json_t *doc,
+tensor_supp(struct stacks *sl,
 	    size_t process,
 	    const json_t *row,
 	    enum gmt_supp_type type,
 	    struct gmt_suppressions *supp)
 {
-	const json_t *cs = call_stack_of(doc, (json_int_t)process,
-					 json_integer_value(json_object_get(row, GMT_RK_STACK)));
+	struct gmt_suppression *found = NULL;
+	json_t *cs = NULL;
+	bool looked = false;
 	const json_t *c;
 	size_t k;
 
@@ -1093,10 +1219,18 @@ tensor_supp(const json_t *doc,
 		{
 			hit = hit || gmt_supp_pattern_match(s->pattern, json_string_value(c));
 		}
-		if (hit || (cs && gmt_suppressions_match(&one, type, cs, NULL, NULL, NULL)))
-			return s;
+		if (!hit && !looked) { /* the frames are built only when the lines did not tell */
+			cs = call_stack_of(sl, (json_int_t)process,
+					   json_integer_value(json_object_get(row, GMT_RK_STACK)));
+			looked = true;
+		}
+		if (hit || (cs && gmt_suppressions_match(&one, type, cs, NULL, NULL, NULL))) {
+			found = s;
+			break;
+		}
 	}
-	return NULL;
+	json_decref(cs);
+	return found;
 }
 
 /* A tensor site's line: its site and the lines that called it, escaped. */
@@ -1119,7 +1253,7 @@ tensor_site_text(struct gmt_gate *gate, const json_t *row)
  * @p details when not NULL.
  */
 static uint64_t
-tensor_leak_kept(const json_t *doc,
+tensor_leak_kept(struct stacks *sl,
 		 size_t process,
 		 const json_t *tensors,
 		 long device,
@@ -1141,7 +1275,7 @@ tensor_leak_kept(const json_t *doc,
 
 		if (json_integer_value(json_object_get(r, GMT_RK_DEVICE)) != device)
 			continue;
-		if ((s = tensor_supp(doc, process, r, GMT_SUPP_LEAK, supp))) {
+		if ((s = tensor_supp(sl, process, r, GMT_SUPP_LEAK, supp))) {
 			took += bytes;
 			if (!details) {
 				s->hits++;
@@ -1174,10 +1308,11 @@ tensor_leak_kept(const json_t *doc,
 static void
 tensor_leak_gate(struct gmt_gates *gates,
 		 const struct gmt_check_options *o,
-		 const json_t *doc,
+		 struct stacks *sl,
 		 long device,
 		 const struct gmt_dev_limit *lim)
 {
+	const json_t *doc = sl->doc;
 	struct gmt_gate *gate = gate_add(gates, "max-tensor-leak device %ld", device);
 	uint64_t worst = 0, worst_taken = 0, cached = 0;
 	char v[GMT_SIZE_TEXT], l[GMT_SIZE_TEXT], proc[64];
@@ -1195,7 +1330,7 @@ tensor_leak_gate(struct gmt_gates *gates,
 		nproc++;
 		died += json_is_false(json_object_get(p, GMT_RK_COMPLETE));
 		cached += gmt_json_u64(json_object_get(d, GMT_RK_END), GMT_RK_RESERVED_UNALLOCATED);
-		kept = tensor_leak_kept(doc, i, t, device, o->supp, &taken, NULL);
+		kept = tensor_leak_kept(sl, i, t, device, o->supp, &taken, NULL);
 		if (kept > worst || nproc == 1) {
 			worst = kept;
 			worst_taken = taken;
@@ -1209,7 +1344,7 @@ tensor_leak_gate(struct gmt_gates *gates,
 		    "%s over the limit\n",
 		    who_proc(p, i, proc, sizeof(proc)), gmt_size_text(kept, v), device,
 		    gmt_size_text(kept - lim->bytes, l));
-		(void)tensor_leak_kept(doc, i, t, device, o->supp, &taken, gate);
+		(void)tensor_leak_kept(sl, i, t, device, o->supp, &taken, gate);
 	}
 	if (nproc == 0) {
 		say(gate, "%s: no process used the device at the tensor level (limit %s)",
@@ -1232,8 +1367,9 @@ tensor_leak_gate(struct gmt_gates *gates,
 }
 
 static void
-tensor_leak_gates(struct gmt_gates *gates, const struct gmt_check_options *o, const json_t *doc)
+tensor_leak_gates(struct gmt_gates *gates, const struct gmt_check_options *o, struct stacks *sl)
 {
+	const json_t *doc = sl->doc;
 	long *devices;
 	size_t n;
 
@@ -1245,15 +1381,16 @@ tensor_leak_gates(struct gmt_gates *gates, const struct gmt_check_options *o, co
 		    limit_for(o->tensor_leaks, o->ntensor_leaks, devices[i]);
 
 		if (lim)
-			tensor_leak_gate(gates, o, doc, devices[i], lim);
+			tensor_leak_gate(gates, o, sl, devices[i], lim);
 	}
 	free(devices);
 }
 
 /* Growing tensor sites (`tensors.growth[]`, last − first) against one limit. */
 static void
-tensor_growth_gate(struct gmt_gates *gates, const struct gmt_check_options *o, const json_t *doc)
+tensor_growth_gate(struct gmt_gates *gates, const struct gmt_check_options *o, struct stacks *sl)
 {
+	const json_t *doc = sl->doc;
 	struct gmt_gate *gate;
 	uint64_t largest = 0, taken = 0;
 	size_t i, k, over = 0;
@@ -1274,7 +1411,7 @@ tensor_growth_gate(struct gmt_gates *gates, const struct gmt_check_options *o, c
 			uint64_t grew = last > first ? last - first : 0;
 			struct gmt_suppression *sp;
 
-			if ((sp = tensor_supp(doc, i, r, GMT_SUPP_GROWTH, o->supp))) {
+			if ((sp = tensor_supp(sl, i, r, GMT_SUPP_GROWTH, o->supp))) {
 				sp->hits++;
 				sp->bytes += grew;
 				taken += grew;
@@ -1388,8 +1525,9 @@ frag_gates(struct gmt_gates *gates, const struct gmt_check_options *o, const jso
  * level. When some have it, a note names how many do not.
  */
 static void
-tensor_gates(struct gmt_gates *gates, const struct gmt_check_options *o, const json_t *doc)
+tensor_gates(struct gmt_gates *gates, const struct gmt_check_options *o, struct stacks *sl)
 {
+	const json_t *doc = sl->doc;
 	const char *asked[3] = {o->ntensor_leaks ? "max-tensor-leak" : NULL,
 				o->tensor_growth_set ? "max-tensor-growth" : NULL,
 				o->nfrags ? "max-fragmentation" : NULL};
@@ -1414,8 +1552,8 @@ tensor_gates(struct gmt_gates *gates, const struct gmt_check_options *o, const j
 		     "note: %zu of %zu processes have no tensor level (no block lines): the tensor "
 		     "gates judge the others\n",
 		     without, with + without);
-	tensor_leak_gates(gates, o, doc);
-	tensor_growth_gate(gates, o, doc);
+	tensor_leak_gates(gates, o, sl);
+	tensor_growth_gate(gates, o, sl);
 	frag_gates(gates, o, doc);
 }
 
@@ -1505,19 +1643,23 @@ gmt_check_run(struct gmt_gates *gates,
 	      const json_t *doc,
 	      const json_t *base)
 {
-	struct leak_view lv = leak_view(doc, o->supp, true, o->count_cached, o->count_libraries);
+	struct stacks sl = {.doc = doc, .src = o->stacks};
+	struct leak_view lv = leak_view(&sl, o->supp, true, o->count_cached, o->count_libraries);
 
 	*gates = (struct gmt_gates){0};
-	if (!lv.sites)
+	if (!lv.sites) {
+		free(sl.index);
 		return -ENOMEM;
+	}
 
 	integrity_gate(gates, o, doc);
 	leak_gates(gates, o, doc, &lv);
 	free(lv.sites);
-	peak_gates(gates, o, doc);
-	growth_gate(gates, o, doc);
+	peak_gates(gates, o, &sl);
+	growth_gate(gates, o, &sl);
 	failed_gate(gates, o, doc);
-	tensor_gates(gates, o, doc);
+	tensor_gates(gates, o, &sl);
+	free(sl.index);
 	if (base)
 		baseline_gates(gates, o, doc, base);
 	for (size_t i = 0; i < gates->n; i++)

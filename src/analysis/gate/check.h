@@ -30,6 +30,18 @@ struct gmt_dev_limit {
 	double fraction;
 };
 
+/**
+ * Where the suppressions find the frames of a stack that the document names by (process,
+ * stack): call_stacks[].call_stack. A report read back from a file has them in its
+ * call_stacks[]; a document built from traces need not hold every frame of every stack at once
+ * (gmt_report_json_doc_frameless()): @p get builds one entry's frames when they are wanted.
+ */
+struct gmt_stack_source {
+	/** call_stacks[].call_stack of (@p process, @p stack), a new reference; NULL: none */
+	json_t *(*get)(void *data, json_int_t process, json_int_t stack);
+	void *data;
+};
+
 /** The gates asked for and how they judge. */
 struct gmt_check_options {
 	bool leaked_bytes_set, leaked_allocs_set, growth_set, failed_set;
@@ -49,6 +61,8 @@ struct gmt_check_options {
 	bool allow_incomplete; /**< a process that did not exit normally passes complete-traces */
 	bool allow_drops;      /**< a trace that dropped events passes complete-traces */
 	struct gmt_suppressions *supp; /**< never NULL; their counters count what they took */
+	/** the document's stacks; NULL: its own call_stacks[] (the baseline never needs them) */
+	const struct gmt_stack_source *stacks;
 };
 
 /** One gate: a JUnit testcase, one PASS/FAIL line and, when it failed, its violations. */

@@ -46,7 +46,15 @@ struct gmt_trace_input_state {
 	bool in_member, done;
 	enum gmt_trace_input_end end;
 	char problem[GMT_TRACE_INPUT_WHY];
+	/* gmt_trace_input_line(): bytes read from the stream, rbuf[rpos .. rlen) not handed out
+	 * yet; a line that does not lie whole in rbuf is put together in lbuf */
+	char *rbuf, *lbuf;
+	size_t rpos, rlen, lcap;
+	bool reof;
 };
+
+/* What gmt_trace_input_line() reads from the stream at a time. */
+#define LINE_READ (256u * 1024)
 
 static bool stdin_taken; /* its bytes are read once; a second "-" would see none */
 
@@ -318,6 +326,96 @@ err_free:
 	return -1;
 }
 
+// --- lines -------------------------------------------------------------------------------------
+
+/* Append @p n bytes at @p p to the line being put together (*@p have of them so far). */
+static int
+line_append(struct gmt_trace_input_state *st, size_t *have, const char *p, size_t n)
+{
+	if (*have + n + 1 > st->lcap) {
+		size_t cap = st->lcap ? st->lcap : 4096;
+		char *b;
+
+		while (cap < *have + n + 1)
+			cap *= 2;
+		if (!(b = realloc(st->lbuf, cap))) {
+			errno = ENOMEM;
+			return -1;
+		}
+		st->lbuf = b;
+		st->lcap = cap;
+	}
+	memcpy(st->lbuf + *have, p, n);
+	*have += n;
+	st->lbuf[*have] = '\0';
+	return 0;
+}
+
+int
+gmt_trace_input_line(struct gmt_trace_input *in, struct gmt_trace_line *line, size_t max)
+{
+	struct gmt_trace_input_state *st = in->st;
+	unsigned long long total = 0; /* bytes of the line so far */
+	size_t have = 0;	      /* of them in lbuf */
+	bool skipping = false;
+
+	*line = (struct gmt_trace_line){0};
+	if (!st->rbuf && !(st->rbuf = malloc(LINE_READ))) {
+		errno = ENOMEM;
+		return -1;
+	}
+	for (;;) {
+		if (st->rpos == st->rlen) {
+			if (st->reof)
+				break;
+			st->rpos = 0;
+			st->rlen = fread(st->rbuf, 1, LINE_READ, in->f);
+			if (st->rlen == 0) {
+				st->reof = true;
+				if (ferror(in->f))
+					return -1;
+				break;
+			}
+		}
+		char *p = st->rbuf + st->rpos;
+		size_t avail = st->rlen - st->rpos;
+		char *nl = memchr(p, '\n', avail);
+		size_t take = nl ? (size_t)(nl - p) : avail;
+
+		total += take;
+		st->rpos += take + (nl != NULL);
+		if (!skipping && total > max) {
+			/* past the limit: the rest goes by without being kept */
+			skipping = true;
+			have = 0;
+		}
+		if (!skipping) {
+			if (nl && have == 0) { /* whole in what was read: no copy */
+				line->text = p;
+				line->len = take;
+				return 1;
+			}
+			if (line_append(st, &have, p, take) != 0)
+				return -1;
+		}
+		if (nl)
+			goto done;
+	}
+	if (total == 0 && !skipping)
+		return 0; /* the end of the stream, at the start of a line */
+	line->torn = true;
+done:
+	if (skipping) {
+		line->skipped = total;
+	} else {
+		line->text = st->lbuf ? st->lbuf : "";
+		line->len = have;
+	}
+	return 1;
+}
+
+// --- what was read -----------------------------------------------------------------------------
+
 long long
 gmt_trace_input_offset(const struct gmt_trace_input *in)
 {
@@ -328,7 +426,9 @@ gmt_trace_input_offset(const struct gmt_trace_input *in)
 	case GMT_TRACE_INPUT_GZIP: return st->consumed;
 	case GMT_TRACE_INPUT_PLAIN: break;
 	}
-	return in->is_stdin ? st->replayed : (long long)ftell(in->f);
+	/* less what the line reader holds and has not handed out */
+	return (in->is_stdin ? st->replayed : (long long)ftell(in->f)) -
+	       (long long)(st->rlen - st->rpos);
 }
 
 long long
@@ -377,6 +477,8 @@ gmt_trace_input_close(struct gmt_trace_input *in)
 		fclose(in->f); /* closes what it reads from: the zstd or gzip stream its file */
 	if (st) {
 		free(st->in);
+		free(st->rbuf);
+		free(st->lbuf);
 		free(st);
 	}
 	*in = (struct gmt_trace_input){0};

@@ -26,6 +26,16 @@ enum gmt_trace_input_kind {
 	GMT_TRACE_INPUT_GZIP,
 };
 
+/**
+ * The longest line read, in bytes without its '\n' (docs/trace-format.md): far above what the
+ * tracer writes (a stack line holds at most 256 native and 128 Python frames, a modules line
+ * every loaded object, a header the command line), and above the million-frame stack line the
+ * reader keeps the innermost frames of. A longer line (a decompression bomb, a file that is not
+ * JSON Lines) is skipped to its end without being kept: memory stays within this bound however
+ * long it is.
+ */
+#define GMT_TRACE_MAX_LINE (64u << 20)
+
 /** How a compressed stream ended early (none: it did not, or it is not compressed). */
 enum gmt_trace_input_end {
 	GMT_TRACE_INPUT_END_NONE,
@@ -66,6 +76,23 @@ int gmt_trace_input_fd(const struct gmt_trace_input *in);
 
 /** How the decompressed stream ended early, and why in words (NULL when it did not). */
 enum gmt_trace_input_end gmt_trace_input_end(const struct gmt_trace_input *in, const char **why);
+
+/** One line of the trace, as gmt_trace_input_line() read it. */
+struct gmt_trace_line {
+	const char
+	    *text; /**< the line without its '\n', valid until the next call; NULL: skipped */
+	size_t len;
+	bool torn;		    /**< the stream ended before its '\n' (a cut last line) */
+	unsigned long long skipped; /**< not 0: longer than the limit, skipped; its length */
+};
+
+/**
+ * The next line of @p in into @p line, at most @p max bytes (GMT_TRACE_MAX_LINE): a longer one
+ * is read to its end and dropped (@p line->skipped its length), in memory bounded by @p max.
+ * Returns 1 (a line), 0 at the end of the stream, -1 on a read error (errno; ferror(in->f)). A
+ * '\r' before the '\n' stays in the text. Use it alone on @p in, or after getc()/ungetc().
+ */
+int gmt_trace_input_line(struct gmt_trace_input *in, struct gmt_trace_line *line, size_t max);
 
 /** Close the stream and the file; @p in is zeroed. */
 void gmt_trace_input_close(struct gmt_trace_input *in);

@@ -1,11 +1,11 @@
 /*
  * @brief The trace reader: docs/trace-format.md (version 1) into struct gmt_trace.
  *
- * One pass over the file with getline() (argv and stack lines have no length limit), one jansson
- * parse per line, and the values copied out at once into compact structs. Validation follows the
- * format document: a line that is not JSON, has no "type", or lacks a key its type requires is
- * reported and skipped; a header of an unknown format or version makes the whole file unreadable,
- * because guessing the meaning of keys would produce a confident wrong report.
+ * One pass over the file, a line at a time (reader/input.h: up to 64 MiB, a longer one skipped),
+ * one jansson parse per line, and the values copied out at once into compact structs. Validation
+ * follows the format document: a line that is not JSON, has no "type", or lacks a key its type
+ * requires is reported and skipped; a header of an unknown format or version makes the whole file
+ * unreadable, because guessing the meaning of keys would produce a confident wrong report.
  */
 #define _GNU_SOURCE
 #include "analysis/reader/trace.h"
@@ -2062,6 +2062,25 @@ read_trailer(struct reader *r, json_t *obj, size_t lineno)
 	return true;
 }
 
+/*
+ * Line @p lineno was longer than the reader keeps (GMT_TRACE_MAX_LINE) and went by unread: a bad
+ * line (the report says the trace was damaged, check does not pass it), or one more line before
+ * the first trace line. Nothing of it is quoted.
+ */
+static void
+long_line(struct reader *r, size_t lineno, const struct gmt_trace_line *line)
+{
+	if (!r->trace_line_seen) {
+		r->lead++;
+		return;
+	}
+	bad_line(r, lineno,
+		 "line of %llu bytes%s, longer than the %u MiB a line may have: skipped (not a "
+		 "line the tracer writes: a damaged or hostile file)",
+		 line->skipped, line->torn ? " (the file ends inside it)" : "",
+		 GMT_TRACE_MAX_LINE >> 20);
+}
+
 /* Line @p lineno is the first trace line: the lines before it are counted as bad, unquoted. */
 static void
 lead_end(struct reader *r, size_t lineno)
@@ -2455,9 +2474,8 @@ gmt_trace_read_sink(const char *path,
 	static const struct gmt_read_options defaults = GMT_READ_OPTIONS_INIT;
 	struct gmt_trace *t;
 	struct reader r = {.diag = diag, .sink = sink};
-	char *buf = NULL;
-	size_t cap = 0;
-	ssize_t n;
+	struct gmt_trace_line line;
+	int n;
 	struct gmt_trace_input in;
 	const char *cut_why;
 	FILE *f;
@@ -2508,17 +2526,24 @@ gmt_trace_read_sink(const char *path,
 	struct progress prog = progress_start(&in, diag, opt);
 
 	errno = 0;
-	while ((n = getline(&buf, &cap, f)) >= 0) {
-		size_t len = (size_t)n;
+	while ((n = gmt_trace_input_line(&in, &line, GMT_TRACE_MAX_LINE)) > 0) {
+		size_t len = line.len;
 
 		t->lines++;
 		if ((t->lines & PROGRESS_EVERY) == 0)
 			progress_show(&prog, r.epath, t->lines);
-		if (len == 0 || buf[len - 1] != '\n') {
+		if (line.skipped) {
+			long_line(&r, t->lines, &line);
+			if (!r.trace_line_seen && r.lead > GMT_TRACE_MAX_LEAD)
+				break; /* not a trace: the rest is not read either */
+			if (line.torn)
+				break;
+			continue;
+		}
+		if (line.torn) {
 			/*
-			 * getline() only returns a line without its '\n' at the end of the file:
-			 * the writer was killed in the middle of a write. The format says to ignore
-			 * it.
+			 * A line without its '\n' can only be the last: the writer was killed in
+			 * the middle of a write. The format says to ignore it.
 			 */
 			t->torn = true;
 			fprintf(diag,
@@ -2526,20 +2551,18 @@ gmt_trace_read_sink(const char *path,
 				r.epath, t->lines);
 			break;
 		}
-		len--;
-		if (len && buf[len - 1] == '\r')
+		if (len && line.text[len - 1] == '\r')
 			len--;
-		read_line(&r, buf, len, t->lines);
+		read_line(&r, line.text, len, t->lines);
 		if (r.refused || r.nomem)
 			break;
 		if (!r.trace_line_seen && r.lead > GMT_TRACE_MAX_LEAD)
 			break; /* not a trace: the rest is not read either */
 		errno = 0;
 	}
-	if (ferror(f))
+	if (n < 0 || ferror(f))
 		read_errno = errno ? errno : EIO;
 	progress_end(&prog);
-	free(buf);
 	/*
 	 * A compressed stream ends early without an error of its own: what was decoded has been
 	 * read, as a plain file is read up to its torn line. Unless the read stopped before it

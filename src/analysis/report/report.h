@@ -95,6 +95,22 @@ typedef struct json_t json_t;
  */
 json_t *gmt_report_json_doc(struct gmt_model *const *models, size_t n);
 
+/**
+ * gmt_report_json_doc() without its lists of frames, for the readers of its figures (`check`,
+ * `diff`), in a fraction of its memory on a trace of many distinct stacks: call_stacks[] and
+ * leaks[] (one entry per leaking stack, with its raw frames) are empty, failed[] has no
+ * `frames`; leak_sites[] has the leaks' figures, and gmt_report_json_call_stack() gives an
+ * entry's frames when they are wanted. NULL out of memory.
+ */
+json_t *gmt_report_json_doc_frameless(struct gmt_model *const *models, size_t n);
+
+/**
+ * The frames of stack @p stack of process @p proc as call_stacks[].call_stack holds them, built
+ * on their own (json_decref() them); NULL when the process has no such stack (or out of memory).
+ */
+json_t *
+gmt_report_json_call_stack(struct gmt_model *const *models, size_t n, size_t proc, uint32_t stack);
+
 /** `--format json`: the document written (see above for what it returns). */
 int gmt_report_json(FILE *out, struct gmt_model *const *models, size_t n);
 

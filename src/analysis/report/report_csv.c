@@ -19,10 +19,12 @@
 #include "analysis/report/report_formats.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "analysis/model/kinds.h"
 #include "analysis/model/livemap.h"
@@ -32,12 +34,14 @@
 #include "torch_entry.h"
 #include "util/alloc.h"
 #include "util/esc.h"
+#include "util/outfile.h"
 
 /* One output file. */
 struct csv {
 	FILE *f;
-	char *path;
-	bool first; /* no field written yet on this line */
+	struct gmt_outfile out; /* f, written beside the table's name, renamed to it at the end */
+	char *path;		/* DIR/NAME, for messages */
+	bool first;		/* no field written yet on this line */
 };
 
 static void
@@ -119,34 +123,40 @@ end_line(struct csv *c)
 	c->first = true;
 }
 
+/* Table @p name in the directory @p dirfd (@p dir, for messages); a link there is refused. */
 static int
-csv_open(struct csv *c, const char *dir, const char *name, const char *header, FILE *diag)
+csv_open(
+    struct csv *c, int dirfd, const char *dir, const char *name, const char *header, FILE *diag)
 {
+	char why[GMT_OUTFILE_WHY];
+
 	c->path = NULL;
 	c->first = true;
 	if (asprintf(&c->path, "%s/%s", dir, name) < 0) {
 		c->path = NULL;
 		return -ENOMEM;
 	}
-	c->f = fopen(c->path, "w");
-	if (!c->f) {
-		fprintf(diag, "gpumemtrace report: cannot write %s: %s\n", gmt_esc(c->path),
-			strerror(errno));
+	if (gmt_outfile_openat(&c->out, dirfd, name, why) != 0) {
+		fprintf(diag, "gpumemtrace report: cannot write %s: %s\n", gmt_esc(c->path), why);
 		return -EIO;
 	}
+	c->f = c->out.f;
 	fputs(header, c->f);
 	fputs("\r\n", c->f);
 	return 0;
 }
 
+/* The table finished (@p keep: renamed to its name) or dropped (its name left as it was). */
 static int
-csv_close(struct csv *c, FILE *diag)
+csv_close(struct csv *c, bool keep, FILE *diag)
 {
+	char why[GMT_OUTFILE_WHY];
 	int err = 0;
 
-	if (c->f && (ferror(c->f) | fclose(c->f))) {
-		fprintf(diag, "gpumemtrace report: cannot write %s: %s\n", gmt_esc(c->path),
-			strerror(errno ? errno : EIO));
+	if (c->f && !keep) {
+		gmt_outfile_abort(&c->out);
+	} else if (c->f && gmt_outfile_close(&c->out, why) != 0) {
+		fprintf(diag, "gpumemtrace report: cannot write %s: %s\n", gmt_esc(c->path), why);
 		err = -EIO;
 	}
 	c->f = NULL;
@@ -695,7 +705,7 @@ int
 gmt_report_csv(const char *dir, struct gmt_model *const *models, size_t n, FILE *diag)
 {
 	struct csv c[T_COUNT] = {0};
-	int err = 0;
+	int err = 0, dirfd;
 
 	gmt_report_start();
 	for (size_t p = 0; p < n; p++)
@@ -706,8 +716,14 @@ gmt_report_csv(const char *dir, struct gmt_model *const *models, size_t n, FILE 
 			strerror(errno));
 		return -EIO;
 	}
+	/* the tables go into this directory, whatever is renamed meanwhile */
+	if ((dirfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0) {
+		fprintf(diag, "gpumemtrace report: cannot write into %s: %s\n", gmt_esc(dir),
+			strerror(errno));
+		return -EIO;
+	}
 	for (int k = 0; k < T_COUNT && !err; k++)
-		err = csv_open(&c[k], dir, names[k], headers[k], diag);
+		err = csv_open(&c[k], dirfd, dir, names[k], headers[k], diag);
 	if (!err)
 		processes(&c[T_PROC], models, n);
 	for (size_t p = 0; p < n && !err; p++) {
@@ -723,12 +739,14 @@ gmt_report_csv(const char *dir, struct gmt_model *const *models, size_t n, FILE 
 		if (!err)
 			sites(&c[T_SITE], p, m);
 	}
+	/* all the tables or none: a failed export leaves the ones there as they were */
 	for (int k = 0; k < T_COUNT; k++) {
-		int e = csv_close(&c[k], diag);
+		int e = csv_close(&c[k], !err, diag);
 
 		if (!err)
 			err = e;
 	}
+	close(dirfd);
 	if (!err && gmt_report_failed(models, n))
 		err = -ENOMEM;
 	return err;

@@ -563,7 +563,7 @@ jfail_class(const struct gmt_model *m, const struct gmt_trace_event *ev)
 }
 
 static json_t *
-failed_json(size_t proc, const struct gmt_model *m, const struct gmt_trace_event *ev)
+failed_json(size_t proc, const struct gmt_model *m, const struct gmt_trace_event *ev, bool frames)
 {
 	const struct gmt_trace *t = m->trace;
 	json_t *o = json_object();
@@ -582,7 +582,8 @@ failed_json(size_t proc, const struct gmt_model *m, const struct gmt_trace_event
 	json_object_set_new(o, "free_bytes", mi ? jint(ev->free_bytes) : json_null());
 	json_object_set_new(o, GMT_RK_TOTAL_BYTES, mi ? jint(ev->total_bytes) : json_null());
 	json_object_set_new(o, GMT_RK_STACK, jint(ev->stack));
-	json_object_set_new(o, "frames", frames_json(t, ev->stack));
+	if (frames)
+		json_object_set_new(o, "frames", frames_json(t, ev->stack));
 	stack_keys(o, m, ev->stack);
 	json_object_set_new(o, GMT_RK_CLASS, jfail_class(m, ev));
 	return o;
@@ -1406,10 +1407,20 @@ summary_processes(json_t *s, struct gmt_model *const *models, size_t n)
 	json_object_set_new(s, "first_failure_process", first);
 }
 
-/* The document; without @p stacks, call_stacks[] is left empty (the writer streams it). */
+/* What of the document report_doc() builds. */
+enum {
+	DOC_CALL_STACKS = 1 << 0, /* call_stacks[]; else left empty (the writer streams it) */
+	/* leaks[] (an entry per stack, with its raw frames and site) and failed[]'s frames */
+	DOC_RAW_FRAMES = 1 << 1,
+	DOC_WHOLE = DOC_CALL_STACKS | DOC_RAW_FRAMES,
+};
+
+/* The document, with what @p what asks for (DOC_*). */
 static json_t *
-report_doc(struct gmt_model *const *models, size_t n, bool stacks)
+report_doc(struct gmt_model *const *models, size_t n, unsigned what)
 {
+	bool frames = what & DOC_RAW_FRAMES;
+
 	struct gmt_totals tot;
 	json_t *root = json_object(), *s = json_object();
 	json_t *procs = json_array(), *peaks = json_array(), *failed = json_array();
@@ -1459,13 +1470,13 @@ report_doc(struct gmt_model *const *models, size_t n, bool stacks)
 				json_array_append_new(
 				    peaks, peak_json(i, models[i], &models[i]->devices[d]));
 		for (size_t k = 0; k < models[i]->nfailed; k++)
-			json_array_append_new(failed,
-					      failed_json(i, models[i], models[i]->failed[k]));
+			json_array_append_new(
+			    failed, failed_json(i, models[i], models[i]->failed[k], frames));
 		ledger_append(ledger, i, models[i]);
 	}
 	json_object_set_new(root, GMT_RK_PROCESSES, procs);
 	json_object_set_new(root, GMT_RK_PEAKS, peaks);
-	json_object_set_new(root, GMT_RK_LEAKS, leaks_json(models, n));
+	json_object_set_new(root, GMT_RK_LEAKS, frames ? leaks_json(models, n) : json_array());
 	json_object_set_new(root, GMT_RK_FAILED, failed);
 	json_object_set_new(root, "ledger", ledger);
 	json_object_set_new(root, "kinds", kinds_json());
@@ -1473,7 +1484,7 @@ report_doc(struct gmt_model *const *models, size_t n, bool stacks)
 	json_object_set_new(root, GMT_RK_PEAK_SITES, site_list_json(models, n, SITES_PEAK));
 	json_object_set_new(root, GMT_RK_FAILED_SITES, site_list_json(models, n, SITES_FAILED));
 	json_object_set_new(root, GMT_RK_CALL_STACKS,
-			    stacks ? call_stacks_json(models, n) : json_array());
+			    what & DOC_CALL_STACKS ? call_stacks_json(models, n) : json_array());
 	json_object_set_new(root, GMT_RK_RANGE, range_json(models, n));
 	json_object_set_new(root, GMT_RK_TIMELINE, timeline_json(models, n));
 	json_t *oom = json_array();
@@ -1489,18 +1500,40 @@ report_doc(struct gmt_model *const *models, size_t n, bool stacks)
 	return root;
 }
 
-json_t *
-gmt_report_json_doc(struct gmt_model *const *models, size_t n)
+static json_t *
+report_json_doc(struct gmt_model *const *models, size_t n, unsigned what)
 {
 	json_t *doc;
 
 	gmt_report_start();
-	doc = report_doc(models, n, true);
+	doc = report_doc(models, n, what);
 	if (gmt_report_failed(models, n)) {
 		json_decref(doc);
 		return NULL;
 	}
 	return doc;
+}
+
+json_t *
+gmt_report_json_doc(struct gmt_model *const *models, size_t n)
+{
+	return report_json_doc(models, n, DOC_WHOLE);
+}
+
+json_t *
+gmt_report_json_doc_frameless(struct gmt_model *const *models, size_t n)
+{
+	return report_json_doc(models, n, 0);
+}
+
+json_t *
+gmt_report_json_call_stack(struct gmt_model *const *models, size_t n, size_t proc, uint32_t stack)
+{
+	const struct gmt_cstack *cs;
+
+	if (proc >= n || !stack || !(cs = gmt_model_stack(models[proc], stack)))
+		return NULL;
+	return call_stack_json(cs, NULL);
 }
 
 // --- writing ------------------------------------------------------------------------------------
@@ -1627,7 +1660,7 @@ gmt_report_json_stream(
 	gmt_report_start();
 	if (!st)
 		return -ENOMEM;
-	root = report_doc(models, n, false);
+	root = report_doc(models, n, DOC_RAW_FRAMES);
 	*st = (struct stream){.cb = cb, .data = data, .flags = flags};
 	for (int d = 0; d < 2; d++) {
 		st->pad[d][0] = '\n';
