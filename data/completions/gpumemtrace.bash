@@ -96,7 +96,7 @@ _gpumemtrace()
 			COMPREPLY=($(compgen -W '--max-leaked-bytes --max-leaked-allocs --max-peak-bytes
 				--max-growth-bytes --max-failed --max-tensor-leak --max-tensor-growth
 				--max-fragmentation --baseline --max-increase --suppressions
-				--count-cached --no-default-suppressions --allow-incomplete --allow-drops
+				--count-cached --count-libraries --no-default-suppressions --allow-incomplete --allow-drops
 				--junit -q --quiet -h --help -V --version' -- "$cur"))
 		else
 			_gpumemtrace_traces "$cur"
