@@ -100,6 +100,25 @@ def case_oom(exe, fx):
     snap = pickle.load(open(os.path.join(fx, "oom.pickle"), "rb"))
     free = [e["device_free"] for e in snap["device_traces"][0] if e["action"] == "oom"][0]
     check(o["device_free"] == free, f"device free bytes {o['device_free']} == torch's {free}")
+    # our export of it: every trace entry has the keys torch's own entries of its action have
+    # (memory_viz reads an OOM's free bytes from device_free: "NaN" and KeyError without it)
+    tmp = tempfile.mkdtemp(prefix="gmt-snapoom-")
+    out = os.path.join(tmp, "oom.pickle")
+    p = run(exe, "report", "--format", "pytorch-snapshot", "-o", out, os.path.join(fx, "oom.pickle"))
+    if check(p.returncode == 0, f"export exit {p.returncode}: {p.stderr[-300:]}"):
+        ours = pickle.load(open(out, "rb"))
+        theirs = {}
+        for e in snap["device_traces"][0]:
+            theirs.setdefault(e["action"], set(e))
+        for e in ours["device_traces"][0]:
+            want = theirs.get(e["action"])
+            if want is not None and set(e) != want:
+                check(False, f"our {e['action']} entry has keys {sorted(e)}, torch's {sorted(want)}")
+                break
+        mine = [e for e in ours["device_traces"][0] if e["action"] == "oom"]
+        check(len(mine) == 1 and mine[0].get("device_free") == free and "addr" not in mine[0],
+              f"the exported OOM carries device_free as torch's does ({mine})")
+    shutil.rmtree(tmp, ignore_errors=True)
 
 
 def case_sites(exe, fx):

@@ -97,13 +97,16 @@ entry(struct gmt_pkw *w,
 {
 	gmt_pkw_dict_begin(w);
 	str_kv(w, "action", action);
-	int_kv(w, "addr", (int64_t)addr);
+	/* torch's snapshot names an OOM's free bytes device_free (memory_viz reads that key), every
+	 * other entry's address addr */
+	int_kv(w, strcmp(action, "oom") == 0 ? "device_free" : "addr", (int64_t)addr);
 	int_kv(w, "size", (int64_t)size);
 	int_kv(w, "stream", (int64_t)stream);
 	int_kv(w, "time_us", time_us(m->trace, ts));
 	str_kv(w, "compile_context", "N/A");
 	str_kv(w, "user_metadata", "");
-	frames(w, m, stack, api);
+	if (strcmp(action, "snapshot") != 0) /* torch's snapshot entries carry no frames */
+		frames(w, m, stack, api);
 	gmt_pkw_dict_end(w);
 }
 
