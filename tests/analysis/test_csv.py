@@ -138,18 +138,35 @@ def site_texts(eng):
 
 
 def compare_leaks(eng, qs, doc, what):
-    got = {}
-    for r in eng.query(qs["leaks_by_site"]):
-        got[(r["process"], r["site"], r["api"], r["driver"], r["kind"])] = (r["bytes"],
-                                                                           r["allocations"])
+    """leaks_by_site is the program's own leaks (the report's leaked_bytes, sites less what a
+    cache or a CUDA library keeps); live_at_end_by_site everything live, as leak_sites[]."""
     sites = site_texts(eng)
-    want = {}
-    for g in doc["leak_sites"]:
-        site = sites.get((g["process"], g["stacks"][0]["stack"])) if g["stacks"] else None
-        k = (g["process"], site, g["api"], g["driver"], g["kind"])
-        b, a = want.get(k, (0, 0))
-        want[k] = (b + g["bytes"], a + g["allocations"])
-    check(got == want, f"{what}: leaks_by_site {got} != leak_sites {want}")
+    for query, own in (("leaks_by_site", True), ("live_at_end_by_site", False)):
+        got = {}
+        for r in eng.query(qs[query]):
+            k = (r["process"], r["site"], r["api"], r["driver"], r["kind"])
+            b, a = got.get(k, (0, 0))
+            got[k] = (b + r["bytes"], a + r["allocations"])
+        want = {}
+        for g in doc["leak_sites"]:
+            b, a = g["bytes"], g["allocations"]
+            if own:
+                if not g["at_exit"] or not g["counted"]:
+                    continue
+                b -= g["cached_bytes"] + g["library_bytes"]
+                a -= g["cached_allocations"] + g["library_allocations"]
+                if b <= 0:
+                    continue
+            site = sites.get((g["process"], g["stacks"][0]["stack"])) if g["stacks"] else None
+            k = (g["process"], site, g["api"], g["driver"], g["kind"])
+            wb, wa = want.get(k, (0, 0))
+            want[k] = (wb + b, wa + a)
+        check(got == want, f"{what}: {query} {got} != leak_sites {want}")
+        if own:
+            total = sum(b for b, _ in got.values())
+            check(total == doc["summary"]["leaked_bytes"],
+                  f"{what}: leaks_by_site sums to the report's leaked_bytes "
+                  f"({total} != {doc['summary']['leaked_bytes']})")
 
 
 def compare_peaks(eng, qs, doc, what):

@@ -361,6 +361,12 @@ allocations(struct csv *c, size_t p, const struct gmt_model *m0)
 		field_hex(c, r->ptr);
 		field_u64(c, r->stack);
 		field_site(c, m0, r->stack);
+		/* who keeps it when it is live at the end: the report's one rule (explain.h) */
+		switch (gmt_model_holder(m0, r->stack, r->kind)) {
+		case GMT_HOLDER_CACHE: field_raw(c, "cache"); break;
+		case GMT_HOLDER_LIBRARY: field_raw(c, "library"); break;
+		case GMT_HOLDER_PROGRAM: field_raw(c, "program"); break;
+		}
 		end_line(c);
 	}
 	free(a.v);
@@ -688,7 +694,7 @@ static const char *const headers[T_COUNT] = {
     "process,path,pid,host,rank,argv,start_ts,start_unix_ns,end_ts,end_time_s,complete,dropped,"
     "coverage,torch_version",
     "process,alloc_seq,alloc_ts,alloc_time_s,free_seq,free_ts,free_time_s,end,free_api,device,"
-    "kind,counted,api,driver,granted_bytes,requested_bytes,ptr,stack,site",
+    "kind,counted,api,driver,granted_bytes,requested_bytes,ptr,stack,site,holder",
     "process,seq,ts,time_s,layer,device,kind,api,driver,requested_bytes,result,free_bytes,"
     "total_bytes,class,stack,site",
     "process,seq,ts,time_s,device,kind,pool,reading_bytes",
