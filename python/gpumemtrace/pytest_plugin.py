@@ -25,9 +25,12 @@ the end one, and runs `gpumemtrace report --format json --from START --to END` o
   test's leak), plus, with the PyTorch layer, the caching allocator's blocks (tensors) allocated
   during the call and not freed by its end, read from the trace's `block` lines.
 
-The figures go into the test's report (`user_properties`: pytest's --junitxml writes them on the
-test's testcase), a test over its limit fails with the call sites, and the session ends with the
-tests that held the most.
+The figures go into the test's report and pytest's --junitxml file in the form the file's
+junit_family allows: with xunit2 (pytest's default, the one Jenkins' and Ant's schemas accept)
+as properties of the testsuite named `gpumemtrace_peak_bytes:NODEID` (what
+record_testsuite_property writes; a <testcase> may not hold <properties> there); with xunit1 or
+legacy as the testcase's own properties (record_property). A test over its limit fails with the
+call sites, and the session ends with the tests that held the most.
 """
 import json
 import os
@@ -404,6 +407,10 @@ class Session:
         self.results = []  # (peak, leaked, nodeid) of every test, on the controller
         self.skip = None
         self.worker = hasattr(config, "workerinput")
+        try:
+            self.junit_family = config.getini("junit_family")
+        except ValueError:
+            self.junit_family = "xunit2"
         self.only_marked = config.getoption("gpumemtrace_only_marked")
 
     def _off(self, why):
@@ -478,9 +485,13 @@ class Session:
         else:
             props = [("gpumemtrace_peak_bytes", peak), ("gpumemtrace_leaked_bytes", leaked),
                      ("gpumemtrace_trace", m["trace"])]
-            # the item's list goes into the teardown report, whose properties --junitxml writes
-            item.user_properties.extend(props)
-            report.user_properties.extend(props)
+            # carried to the controller with the report (pytest-xdist serializes its __dict__)
+            report.gpumemtrace = dict(props)
+            if self.junit_family in ("xunit1", "legacy"):
+                # the item's list goes into the teardown report, whose properties --junitxml
+                # writes on the testcase (valid in those families only)
+                item.user_properties.extend(props)
+                report.user_properties.extend(props)
         if not problems or report.skipped:
             return
         text = "\n\n".join(problems)
@@ -548,10 +559,23 @@ class Session:
     def pytest_runtest_logreport(self, report):
         if report.when != "call":
             return
-        props = dict(report.user_properties)
+        props = getattr(report, "gpumemtrace", None) or {}
         if "gpumemtrace_peak_bytes" in props:
             self.results.append((props["gpumemtrace_peak_bytes"],
                                  props["gpumemtrace_leaked_bytes"], report.nodeid))
+            xml = self._junit_xml()
+            if xml is not None and self.junit_family not in ("xunit1", "legacy"):
+                for name, value in props.items():
+                    xml.add_global_property("%s:%s" % (name, report.nodeid), value)
+
+    def _junit_xml(self):
+        """pytest's --junitxml writer (what record_testsuite_property adds to), or None."""
+        try:
+            from _pytest.junitxml import xml_key
+        except ImportError:
+            return None
+        stash = getattr(self.config, "stash", None)
+        return stash.get(xml_key, None) if stash is not None else None
 
     def pytest_terminal_summary(self, terminalreporter):
         if self.worker:
