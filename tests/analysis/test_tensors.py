@@ -269,7 +269,7 @@ def case_snapshot(exe, fx):
     got = collections.Counter(e["action"] for e in snap["device_traces"][0]
                               if not e.get("frames") or not e["frames"][0]["name"].startswith("[not PyTorch's]"))
     check(got == want, f"one trace entry per block line: {got} vs {want}")
-    ext = [e for e in snap["device_traces"][0] if e["frames"] and e["frames"][0]["name"].startswith("[not PyTorch's]")]
+    ext = [e for e in snap["device_traces"][0] if e.get("frames") and e["frames"][0]["name"].startswith("[not PyTorch's]")]
     check(any("libcublas" in f["filename"] for e in ext for f in e["frames"]),
           "cuBLAS's own cudaMalloc is in the timeline as memory that is not PyTorch's")
     # the same live set as the report at the end: replay the entries by address
