@@ -124,6 +124,12 @@ def main(argv):
         try:
             for line in lines(path):
                 out.write(line + b"\n")
+            out.flush()
+        except BrokenPipeError:
+            # the reader went (`... | head`): stop quietly, as zstdcat does (SIGPIPE's status)
+            import os
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return 141
         except (OSError, ValueError) as e:
             sys.stderr.write("%s: %s\n" % (path, e))
             return 3

@@ -743,6 +743,16 @@ def compress(build, victim, env, sc):
             got = list(tracefile.lines(cut))
             check(got and got == want[:len(got)] and len(got) < len(want),
                   f"... and of a file cut inside its last frame, the lines before it ({len(got)} of {len(want)})")
+            # `python -m gpumemtrace.tracefile TRACE | head -1`: no BrokenPipeError traceback
+            env_py = dict(os.environ, PYTHONPATH=os.path.join(
+                os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+            pipe = subprocess.run(
+                ["sh", "-c", 'p=$0; shift; "$p" -m gpumemtrace.tracefile "$@" | head -1',
+                 sys.executable] + [zst[0]] * 400,  # more than a pipe holds
+                env=env_py, capture_output=True, text=True, timeout=120)
+            check(pipe.returncode == 0 and pipe.stdout.count("\n") == 1 and
+                  not pipe.stderr.strip(),
+                  f"tracefile | head ends quietly ({pipe.stderr[-300:]!r})")
     check(len(dids) == 1, "the victim reported what it did")
     if path and dids:
         recs = load_trace(path)
