@@ -222,6 +222,40 @@ def leak_steps(t, steps, marks, ranges_only=False):
             t.mark("", "pop", 1)
 
 
+def case_callers(exe, tmp):
+    """A user's own allocation helper (helper.py's malloc) called from three lines: every row's
+    site is the helper, and under it each caller with its share, so the leak at one line is told
+    from the weights at another (text and JSON the same)."""
+    t = Trace()
+    codes = [(1, "/home/u/helper.py", "malloc", 38), (2, "/home/u/train.py", "load_weights", 10),
+             (3, "/home/u/train.py", "step", 89), (4, "/home/u/train.py", "warmup", 120)]
+    for cid, f, name, line in codes:
+        t.lines.append({"type": "pycode", "id": cid, "file": f, "name": name, "qualname": name,
+                        "firstlineno": line, "python": "3.12", "linetable": "e800"})
+    for sid, caller in ((11, 2), (12, 3), (13, 4)):
+        t.stacks.add(sid)
+        t.lines.append({"type": "stack", "id": sid, "frames": [], "py": [[1, 0, 0], [caller, 0, 1]]})
+    t.alloc(0x7f0000000000, 64 * MiB, stack=11)  # weights, kept on purpose
+    for i in range(5):  # the leak: 2 MiB a step, never freed
+        t.alloc(0x7f1000000000 + i * 4 * MiB, 2 * MiB, stack=12)
+    t.alloc(0x7f2000000000, MiB, stack=13)
+    t.free(0x7f2000000000)
+    path = os.path.join(tmp, "callers.jsonl")
+    t.write(path)
+    rep = report(exe, [path])
+    sites = [g for g in rep["leak_sites"] if g["site"] and g["site"]["function"] == "malloc"]
+    check(len(sites) == 1, "one leak site: the helper (%s)" % [g["site"] for g in rep["leak_sites"]])
+    if sites:
+        got = [(c["site"]["function"], c["site"]["line"], c["bytes"], c["allocations"])
+               for c in sites[0]["callers"]]
+        check(got == [("load_weights", 10, 64 * MiB, 1), ("step", 89, 10 * MiB, 5)],
+              "JSON: the helper's callers, largest first, with their shares (%s)" % got)
+    text = report(exe, [path], fmt="text")
+    check(re.search(r"from /home/u/train\.py:89 in step: 10\.0 MiB in 5 allocations", text) and
+          re.search(r"from /home/u/train\.py:10 in load_weights: 64\.0 MiB in 1 allocation\b", text),
+          "text: each caller under the helper's row:\n%s" % text[:1500])
+
+
 def case_growth_auto(exe, tmp):
     """Steps the tracer found itself ("auto":"step", PyTorch's optimizer hook): a program with no
     marks of its own gets its growth sampled at them; a user's marks take precedence; growth and
@@ -944,6 +978,7 @@ def case_probes(exe, tmp):
 
 CASES = {"growth": case_growth, "growth-sites": case_growth_sites,
          "growth-ranges": case_growth_ranges, "growth-auto": case_growth_auto,
+         "callers": case_callers,
          "growth-snapshots": case_growth_snapshots, "oom": case_oom,
          "range": case_range, "timeline": case_timeline, "fragmentation": case_fragmentation,
          "fragmentation-kinds": case_fragmentation_kinds,

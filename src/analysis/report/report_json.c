@@ -749,6 +749,27 @@ site_cached_json(json_t *o, const struct gmt_site *g)
 	json_object_set_new(o, GMT_RK_LIBRARY_ALLOCATIONS, jint(allocs[GMT_HOLDER_LIBRARY]));
 }
 
+#define JSON_CALLERS 16
+
+/* callers[]: who called the site's function, with their share (gmt_site_callers()) */
+static json_t *
+site_callers_json(const struct gmt_site *g)
+{
+	struct gmt_site_caller c[JSON_CALLERS];
+	size_t n = gmt_site_callers(g, c, JSON_CALLERS);
+	json_t *a = json_array();
+
+	for (size_t i = 0; i < n && i < JSON_CALLERS; i++) {
+		json_t *o = json_object();
+		json_object_set_new(o, GMT_RK_SITE,
+				    c[i].frame ? frame_json(c[i].frame) : json_null());
+		json_object_set_new(o, GMT_RK_BYTES, jint(c[i].bytes));
+		json_object_set_new(o, GMT_RK_ALLOCATIONS, jint(c[i].count));
+		json_array_append_new(a, o);
+	}
+	return a;
+}
+
 static json_t *
 site_group_json(const struct gmt_site *g, enum site_list which)
 {
@@ -779,6 +800,7 @@ site_group_json(const struct gmt_site *g, enum site_list which)
 					       : json_null());
 	if (which == SITES_LEAK)
 		site_cached_json(o, g);
+	json_object_set_new(o, GMT_RK_CALLERS, site_callers_json(g));
 	json_object_set_new(o, GMT_RK_STACKS, site_stacks_json(g, which));
 	return o;
 }

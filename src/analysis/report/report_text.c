@@ -23,6 +23,8 @@
 #include "util/alloc.h"
 #include "util/esc.h"
 
+#define TEXT_CALLERS 5 /* callers shown under a site reached from several */
+
 const char *
 gmt_text_plural(uint64_t n, const char *one, const char *many)
 {
@@ -340,6 +342,29 @@ print_group_stacks(FILE *out, const struct gmt_site *g, const char *what_one, co
 	free(shown);
 }
 
+/* A site reached from several callers (an allocation helper): each caller with its share, so the
+ * leak at one line is told from the weights at another. */
+static void
+print_callers(FILE *out, const struct gmt_site *g)
+{
+	struct gmt_site_caller c[TEXT_CALLERS];
+	size_t n = gmt_site_callers(g, c, TEXT_CALLERS);
+	char b[GMT_BYTES_BUF], frame[512];
+
+	if (n < 2)
+		return;
+	for (size_t i = 0; i < n && i < TEXT_CALLERS; i++) {
+		if (c[i].frame)
+			gmt_cframe_text(c[i].frame, frame, sizeof(frame));
+		fprintf(out, "      from %s: %s in %" PRIu64 " %s\n",
+			c[i].frame ? gmt_esc(frame) : "(no caller in the stack)",
+			gmt_format_bytes(c[i].bytes, b), c[i].count,
+			gmt_text_plural(c[i].count, "allocation", "allocations"));
+	}
+	if (n > TEXT_CALLERS)
+		fprintf(out, "      ... %zu more callers (see --format json)\n", n - TEXT_CALLERS);
+}
+
 static void
 print_site_row(FILE *out,
 	       const struct gmt_site *g,
@@ -355,6 +380,7 @@ print_site_row(FILE *out,
 		gmt_kind_str((enum gmt_tkind)g->kind));
 	print_where(out, g, several, extra);
 	fprintf(out, "\n");
+	print_callers(out, g);
 	if (opt->stacks == GMT_STACKS_FULL)
 		print_group_stacks(out, g, "allocation", "allocations");
 }

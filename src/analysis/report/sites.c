@@ -477,3 +477,54 @@ gmt_sites_ranked(struct gmt_model *const *models,
 	*count = nv;
 	return v;
 }
+
+/* The frame that called @p cs's call site: the next frame outward of the site's kind that
+ * stacks show; NULL when there is none. */
+static const struct gmt_cframe *
+caller_of(const struct gmt_cstack *cs)
+{
+	const struct gmt_cframe *site = gmt_cstack_site(cs);
+
+	if (!site)
+		return NULL;
+	for (uint32_t i = (uint32_t)cs->site + 1; i < cs->nframes; i++) {
+		const struct gmt_cframe *f = gmt_cstack_frame(cs, i);
+		if (!f->hidden && f->kind == site->kind)
+			return f;
+	}
+	return NULL;
+}
+
+size_t
+gmt_site_callers(const struct gmt_site *g, struct gmt_site_caller *out, size_t max)
+{
+	struct gmt_site_caller *all = calloc(g->nstacks ? g->nstacks : 1, sizeof(*all));
+	size_t n = 0;
+
+	if (!all)
+		return 0;
+	for (size_t i = 0; i < g->nstacks; i++) {
+		const struct gmt_site_stack *st = &g->stacks[i];
+		const struct gmt_cframe *f = st->cs ? caller_of(st->cs) : NULL;
+		size_t k = 0;
+		while (k < n && !gmt_cframe_same_site(all[k].frame, f))
+			k++;
+		if (k == n)
+			all[n++] = (struct gmt_site_caller){.frame = f};
+		all[k].bytes += st->bytes;
+		all[k].count += st->count;
+	}
+	/* largest first, ties in the order first seen: a stable insertion sort (few callers) */
+	for (size_t i = 1; i < n; i++) {
+		struct gmt_site_caller c = all[i];
+		size_t k = i;
+		while (k > 0 && all[k - 1].bytes < c.bytes) {
+			all[k] = all[k - 1];
+			k--;
+		}
+		all[k] = c;
+	}
+	memcpy(out, all, (n < max ? n : max) * sizeof(*out));
+	free(all);
+	return n;
+}

@@ -133,6 +133,21 @@ struct gmt_site_item *gmt_sites_stat_items(struct gmt_model *const *models,
 struct gmt_growth
 gmt_site_group_growth(const struct gmt_site *g, uint32_t *min_rises, uint32_t *max_rises);
 
+/** One caller of a group's call site, with what went through it. */
+struct gmt_site_caller {
+	const struct gmt_cframe *frame; /**< NULL: the site had no caller in the stack */
+	uint64_t bytes, count;
+};
+
+/**
+ * The callers of a group's call site (a user's allocation helper called from many lines): per
+ * stack, the frame that called the site's function (the next frame outward of the site's kind,
+ * Python or native, not left out of stacks), merged by frame, largest first (ties: first seen).
+ * Fills at most @p max into @p out and returns how many distinct callers there are (the text
+ * and JSON show the same ones; heaptrack shows a site's callers the same way).
+ */
+size_t gmt_site_callers(const struct gmt_site *g, struct gmt_site_caller *out, size_t max);
+
 /** The traffic of a group of sites: counts and lifetime histograms of its stacks summed. */
 struct gmt_site_stats gmt_site_group_traffic(const struct gmt_site *g);
 
