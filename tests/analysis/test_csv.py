@@ -15,6 +15,7 @@ import csv
 import json
 import os
 import re
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -85,6 +86,33 @@ class Sqlite:
         cur = self.db.execute(sql)
         names = [c[0] for c in cur.description]
         return [dict(zip(names, r)) for r in cur.fetchall()]
+
+
+def norm(rows):
+    """Rows compared by value: the Python loader keeps decimals as text ('1.300000000'), the
+    shell's typed columns as REAL (1.3)."""
+    def one(v):
+        if isinstance(v, str):
+            try:
+                return float(v)
+            except ValueError:
+                return v
+        return float(v) if isinstance(v, int) and not isinstance(v, bool) else v
+    return [{k: one(v) for k, v in r.items()} for r in rows]
+
+
+class SqliteShell(Sqlite):
+    """The same tables loaded the documented way through the sqlite3 shell (docs/sql.md's
+    load_sqlite_shell: .import, then NULL for empty fields)."""
+
+    def __init__(self, d, load, tmp):
+        work = tempfile.mkdtemp(dir=tmp)
+        os.symlink(d, os.path.join(work, "tables"))
+        p = subprocess.run(["sqlite3", "tables.db"], input=load, cwd=work, capture_output=True,
+                           text=True, timeout=120)
+        check(p.returncode == 0 and not p.stderr.strip(),
+              f"sqlite3 runs load_sqlite_shell: {p.returncode} {p.stderr[-400:]}")
+        self.db = sqlite3.connect(os.path.join(work, "tables.db"))
 
 
 DUCK_JS = r"""
@@ -283,6 +311,14 @@ def case_queries(exe, root, engine):
             totals["tensors"] += compare_tensors(eng, qs, doc, what)
             for name in ("failures_with_stacks", "short_lived"):
                 eng.query(qs[name])  # runs (no figure of the report to compare with)
+            if engine == "sqlite" and shutil.which("sqlite3"):
+                shell = SqliteShell(d, qs["load_sqlite_shell"], tmp)
+                for name, sql in qs.items():
+                    if name.startswith("load_"):
+                        continue
+                    a, b = norm(eng.query(sql)), norm(shell.query(sql))
+                    check(a == b, f"{what}: {name} through the sqlite3 shell's import: "
+                                  f"{b[:3]} != {a[:3]}")
     check(totals["peaks"] >= 10 and totals["growth"] >= 1 and totals["tensors"] >= 3,
           f"the comparisons covered something: {totals}")
     print(f"{engine}: compared {totals}")
