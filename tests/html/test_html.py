@@ -246,6 +246,13 @@ def check_tensors(args, chromium):
         check_file(page, doc)
         res = check_tensor_page(args, chromium, page, name, doc,
                                 hostile.FUNC if name == "tensors-hostile" else None)
+        if name == "tensors-frag":
+            dom = browser.Dom(open(os.path.join(args.outdir, name + ".dom.html"),
+                                   encoding="utf-8").read())
+            failed = dom.find(id="sum-failed")
+            check(failed and failed[0][1].get("data-count") == "1",
+                  "tensors-frag: the headline counts PyTorch's OOM (no CUDA call failed): 1 "
+                  "failed allocation, not 0", failed)
         if name == "tensors-hostile" and res:
             shown, hidden = res
             check(shown >= 3 and hidden > 0,

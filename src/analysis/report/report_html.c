@@ -288,10 +288,14 @@ static const char *const html_tail[] = {
     "  // probes and failures the allocator recovered from are listed, not counted (check: "
     "--max-failed)\n",
     "  var uncounted = (s.probe_failures || 0) + (s.recovered_failures || 0);\n",
-    "  var failed = card('sum-failed', 'failed allocations' + (uncounted ? ' (' + uncounted + "
-    "' more not counted: probes or recovered)' : ''), String(s.failed_allocations || 0), '', "
-    "s.failed_allocations > 0);\n",
-    "  failed.firstChild.setAttribute('data-count', String(s.failed_allocations || 0));\n",
+    "  // PyTorch's OOM errors that no failed CUDA call stands for (its own limit) count too, as "
+    "in check --max-failed and the text\n",
+    "  var toom = s.tensor_oom_errors || 0, nfailed = (s.failed_allocations || 0) + toom;\n",
+    "  var failed = card('sum-failed', 'failed allocations' + (toom ? ' (' + toom + ' of them "
+    "PyTorch out-of-memory errors with no failed CUDA call)' : '') + (uncounted ? ' (' + "
+    "uncounted + ' more not counted: probes or recovered)' : ''), String(nfailed), '', "
+    "nfailed > 0);\n",
+    "  failed.firstChild.setAttribute('data-count', String(nfailed));\n",
     "  box.appendChild(failed);\n",
     "  if (s.live_at_end_bytes) box.appendChild(card('sum-live-end', 'live when a "
     "process died', fmtBytes(s.live_at_end_bytes), exact(s.live_at_end_bytes)));\n",
