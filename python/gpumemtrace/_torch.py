@@ -187,9 +187,10 @@ def _block_of(x):
         return None
 
 
-def _saved_blocks(torch, root, seen, out):
+def _saved_blocks(torch, root, seen, out, params):
     """The blocks of the tensors saved in @p root's autograd graph (its grad_fn and the nodes it
-    reaches through next_functions), each node once over all roots (@p seen)."""
+    reaches through next_functions), each node once over all roots (@p seen); a parameter's
+    block (@p params: a Linear's saved weight) is the model's, not the graph's."""
     stack = [root.grad_fn]
     while stack:
         node = stack.pop()
@@ -206,7 +207,7 @@ def _saved_blocks(torch, root, seen, out):
             for x in (v if isinstance(v, (tuple, list)) else (v,)):
                 if isinstance(x, torch.Tensor):
                     b = _block_of(x)
-                    if b:
+                    if b and b not in params:
                         out.add(b)
         for nxt in getattr(node, "next_functions", ()) or ():
             if nxt and nxt[0] is not None:
@@ -225,10 +226,15 @@ def holders(torch, budget_s=WALK_BUDGET_S):
     end = time.monotonic() + budget_s
     objs = gc.get_objects()
     param = getattr(getattr(torch, "nn", None), "Parameter", None)
-    tensors = {}
+    tensors, params = {}, set()
     for o in objs:
-        if isinstance(o, torch.Tensor) and not (param and isinstance(o, param)):
-            tensors[id(o)] = o
+        if isinstance(o, torch.Tensor):
+            if param and isinstance(o, param):
+                b = _block_of(o)
+                if b:
+                    params.add(b)
+            else:
+                tensors[id(o)] = o
     if not tensors:
         return []
     modules = {}
@@ -247,7 +253,10 @@ def holders(torch, budget_s=WALK_BUDGET_S):
         elif type(o) is dict:
             dicts.append(o)
         elif not isinstance(o, skip) and not isinstance(o, torch.Tensor):
-            d = getattr(o, "__dict__", None)
+            try:
+                d = getattr(o, "__dict__", None)
+            except Exception:  # noqa: BLE001 (a proxy whose attribute lookup raises)
+                continue
             if isinstance(d, dict):
                 owner_of_dict[id(d)] = o
                 dicts.append(d)
@@ -305,7 +314,7 @@ def holders(torch, budget_s=WALK_BUDGET_S):
         if b:
             g["blocks"].add(b)
         if graph:
-            _saved_blocks(torch, x, seen_nodes, g["blocks"])
+            _saved_blocks(torch, x, seen_nodes, g["blocks"], params)
     out = []
     # graphs first: a tensor a graph saved is the graph's, however else it is reachable
     for (where, graph), g in sorted(groups.items(), key=lambda kv: not kv[0][1]):
