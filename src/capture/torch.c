@@ -108,6 +108,24 @@ dup_or_null(const char *s)
 	return s ? strdup(s) : NULL;
 }
 
+/* An event of @p op that owns @p l (its strings) into the ring; the writer frees it once written,
+ * or here when it never gets there. From Python, outside any CUDA call. */
+static void
+emit_owned(enum gmt_op op, struct gmt_torch_layer *l)
+{
+	struct gmt_event ev = {.op = (uint8_t)op, .device = -1, .layer = l};
+
+	if (!gmt_hook_enter()) {
+		gmt_hook_leave();
+		gmt_torch_layer_free(l);
+		return;
+	}
+	gmt_stamp(&ev);
+	if (!gmt_emit(&ev))
+		gmt_torch_layer_free(l); /* not in the ring: nobody else will free it */
+	gmt_hook_leave();
+}
+
 /*
  * Is @p json one JSON array on one line, balanced, its strings closed, nothing after it? The
  * writer copies it into the trace as it is: a caller's bad text must not break the line.
@@ -155,16 +173,7 @@ gmt_api_torch_holders(const char *json)
 		free(l);
 		return;
 	}
-	struct gmt_event ev = {.op = GMT_OP_HOLDERS, .device = -1, .layer = l};
-	if (!gmt_hook_enter()) {
-		gmt_hook_leave();
-		gmt_torch_layer_free(l);
-		return;
-	}
-	gmt_stamp(&ev);
-	if (!gmt_emit(&ev))
-		gmt_torch_layer_free(l);
-	gmt_hook_leave();
+	emit_owned(GMT_OP_HOLDERS, l);
 }
 
 void
@@ -183,14 +192,5 @@ gmt_api_torch_layer(const char *version,
 	l->alloc_conf = dup_or_null(alloc_conf);
 	l->status = dup_or_null(status);
 	l->detail = dup_or_null(detail);
-	struct gmt_event ev = {.op = GMT_OP_LAYER, .device = -1, .layer = l};
-	if (!gmt_hook_enter()) {
-		gmt_hook_leave();
-		gmt_torch_layer_free(l);
-		return;
-	}
-	gmt_stamp(&ev);
-	if (!gmt_emit(&ev))
-		gmt_torch_layer_free(l); /* not in the ring: nobody else will free it */
-	gmt_hook_leave();
+	emit_owned(GMT_OP_LAYER, l);
 }

@@ -190,29 +190,47 @@ gmt_model_cached(const struct gmt_model *m, uint32_t stack, uint8_t kind)
 	return gmt_cache_holds(gmt_model_cache(m, stack, kind));
 }
 
-void
-gmt_model_cached_at_end(const struct gmt_model *m, struct gmt_cached out[GMT_CACHE_COUNT])
+/*
+ * What the holder @p who names (an index of @p out, 0: none) had live at the end of @p m,
+ * counted kinds only, per holder, out[0] the sum: the caches' and the libraries' at once.
+ */
+static void
+held_at_end(const struct gmt_model *m,
+	    struct gmt_cached *out,
+	    int n,
+	    int (*who)(const struct gmt_model *m, const struct gmt_leak *l))
 {
-	memset(out, 0, GMT_CACHE_COUNT * sizeof(*out));
+	memset(out, 0, (size_t)n * sizeof(*out));
 	if (!m->stacks)
 		return;
 	for (size_t i = 0; i < m->nleaks; i++) {
 		const struct gmt_leak *l = &m->leaks[i];
-		enum gmt_cache c;
+		int h;
 
-		if (!gmt_kind_counted((enum gmt_tkind)l->kind))
-			continue;
-		c = gmt_model_cache(m, l->stack, l->kind);
-		if (!gmt_cache_holds(c))
+		if (!gmt_kind_counted((enum gmt_tkind)l->kind) || !(h = who(m, l)))
 			continue;
 		for (int k = 0; k < 2; k++) {
-			struct gmt_cached *o = &out[k ? GMT_CACHE_NONE : c];
+			struct gmt_cached *o = &out[k ? 0 : h];
 
 			o->bytes += l->bytes;
 			o->allocations += l->allocations;
 			o->entries++;
 		}
 	}
+}
+
+static int
+holding_cache(const struct gmt_model *m, const struct gmt_leak *l)
+{
+	enum gmt_cache c = gmt_model_cache(m, l->stack, l->kind);
+
+	return gmt_cache_holds(c) ? (int)c : 0;
+}
+
+void
+gmt_model_cached_at_end(const struct gmt_model *m, struct gmt_cached out[GMT_CACHE_COUNT])
+{
+	held_at_end(m, out, GMT_CACHE_COUNT, holding_cache);
 }
 
 // --- CUDA libraries' handles ---------------------------------------------------------------------
@@ -276,28 +294,16 @@ gmt_model_holder(const struct gmt_model *m, uint32_t stack, uint8_t kind)
 	return gmt_model_library(m, stack, kind) ? GMT_HOLDER_LIBRARY : GMT_HOLDER_PROGRAM;
 }
 
+static int
+holding_library(const struct gmt_model *m, const struct gmt_leak *l)
+{
+	return (int)gmt_model_library(m, l->stack, l->kind);
+}
+
 void
 gmt_model_library_at_end(const struct gmt_model *m, struct gmt_cached out[GMT_LIB_COUNT])
 {
-	memset(out, 0, GMT_LIB_COUNT * sizeof(*out));
-	if (!m->stacks)
-		return;
-	for (size_t i = 0; i < m->nleaks; i++) {
-		const struct gmt_leak *l = &m->leaks[i];
-		enum gmt_library lib;
-
-		if (!gmt_kind_counted((enum gmt_tkind)l->kind))
-			continue;
-		if (!(lib = gmt_model_library(m, l->stack, l->kind)))
-			continue;
-		for (int k = 0; k < 2; k++) {
-			struct gmt_cached *o = &out[k ? GMT_LIB_NONE : lib];
-
-			o->bytes += l->bytes;
-			o->allocations += l->allocations;
-			o->entries++;
-		}
-	}
+	held_at_end(m, out, GMT_LIB_COUNT, holding_library);
 }
 
 const char *

@@ -547,72 +547,52 @@ any_live(struct gmt_model *const *models, size_t n, bool complete)
 	return false;
 }
 
-/* "held by caching allocators at exit ...: 3.5 GiB in 130 allocations from 2 call sites
- * (PyTorch 3.5 GiB)" and their sites; nothing when they held nothing. */
+/*
+ * What is live at exit but not a leak, by holder: "held by caching allocators at exit ...: 3.5
+ * GiB in 130 allocations from 2 call sites (PyTorch 3.5 GiB)", or by CUDA libraries for their
+ * handles, and their sites; nothing when they held nothing. @p held: per holder, [0] the sum.
+ */
 static void
-print_cached(FILE *out,
-	     const struct gmt_sites *sites,
-	     size_t n,
-	     const struct gmt_totals *tot,
-	     const struct gmt_report_options *opt)
+print_held_apart(FILE *out,
+		 const struct gmt_sites *sites,
+		 size_t n,
+		 enum live_part part,
+		 const char *what,
+		 const struct gmt_cached *held,
+		 int nheld,
+		 const char *(*label)(int h),
+		 const struct gmt_report_options *opt)
 {
-	const struct gmt_cached *all = &tot->cached[GMT_CACHE_NONE];
-	size_t nsites = count_sites(sites, true, PART_CACHED);
+	size_t nsites = count_sites(sites, true, part);
 	const char *sep = " (";
 	char b[GMT_BYTES_BUF];
 
-	if (!all->allocations)
+	if (!held[0].allocations)
 		return;
-	fprintf(out,
-		"held by caching allocators at exit (their cache, kept until the process ends: "
-		"not leaks; check --count-cached counts them): %s in %" PRIu64 " %s from %zu "
-		"call %s",
-		gmt_format_bytes(all->bytes, b), all->allocations,
-		gmt_text_plural(all->allocations, "allocation", "allocations"), nsites,
+	fprintf(out, "%s: %s in %" PRIu64 " %s from %zu call %s", what,
+		gmt_format_bytes(held[0].bytes, b), held[0].allocations,
+		gmt_text_plural(held[0].allocations, "allocation", "allocations"), nsites,
 		gmt_text_plural(nsites, "site", "sites"));
-	for (int c = GMT_CACHE_NONE + 1; c < GMT_CACHE_COUNT; c++) {
-		if (!tot->cached[c].allocations)
+	for (int h = 1; h < nheld; h++) {
+		if (!held[h].allocations)
 			continue;
-		fprintf(out, "%s%s %s", sep, gmt_cache_label((enum gmt_cache)c),
-			gmt_format_bytes(tot->cached[c].bytes, b));
+		fprintf(out, "%s%s %s", sep, label(h), gmt_format_bytes(held[h].bytes, b));
 		sep = ", ";
 	}
 	fprintf(out, ")\n");
-	print_sites(out, sites, n, true, true, PART_CACHED, opt);
+	print_sites(out, sites, n, true, true, part, opt);
 }
 
-/* "held by CUDA libraries for their handles ...: 128.3 MiB in 6 allocations from 4 call sites
- * (cuBLAS 64.0 MiB, cuDNN 64.3 MiB)" and their sites; nothing when they held nothing. */
-static void
-print_library(FILE *out,
-	      const struct gmt_sites *sites,
-	      size_t n,
-	      const struct gmt_totals *tot,
-	      const struct gmt_report_options *opt)
+static const char *
+cache_label(int h)
 {
-	const struct gmt_cached *all = &tot->library[GMT_LIB_NONE];
-	size_t nsites = count_sites(sites, true, PART_LIBRARY);
-	const char *sep = " (";
-	char b[GMT_BYTES_BUF];
+	return gmt_cache_label((enum gmt_cache)h);
+}
 
-	if (!all->allocations)
-		return;
-	fprintf(out,
-		"held by CUDA libraries for their handles at exit (workspaces kept while a handle "
-		"lives: not leaks; check --count-libraries counts them): %s in %" PRIu64
-		" %s from %zu call %s",
-		gmt_format_bytes(all->bytes, b), all->allocations,
-		gmt_text_plural(all->allocations, "allocation", "allocations"), nsites,
-		gmt_text_plural(nsites, "site", "sites"));
-	for (int l = GMT_LIB_NONE + 1; l < GMT_LIB_COUNT; l++) {
-		if (!tot->library[l].allocations)
-			continue;
-		fprintf(out, "%s%s %s", sep, gmt_library_label((enum gmt_library)l),
-			gmt_format_bytes(tot->library[l].bytes, b));
-		sep = ", ";
-	}
-	fprintf(out, ")\n");
-	print_sites(out, sites, n, true, true, PART_LIBRARY, opt);
+static const char *
+library_label(int h)
+{
+	return gmt_library_label((enum gmt_library)h);
 }
 
 static void
@@ -644,8 +624,16 @@ print_leaks(FILE *out,
 			    gmt_text_plural(tot->leaked_allocations, "allocation", "allocations"),
 			    nsites, gmt_text_plural(nsites, "site", "sites"));
 		print_sites(out, &sites, n, true, true, PART_OWN, opt);
-		print_cached(out, &sites, n, tot, opt);
-		print_library(out, &sites, n, tot, opt);
+		print_held_apart(out, &sites, n, PART_CACHED,
+				 "held by caching allocators at exit (their cache, kept until the "
+				 "process ends: not leaks; check --count-cached counts them)",
+				 tot->cached, GMT_CACHE_COUNT, cache_label, opt);
+		print_held_apart(
+		    out, &sites, n, PART_LIBRARY,
+		    "held by CUDA libraries for their handles at exit (workspaces kept "
+		    "while a handle lives: not leaks; check --count-libraries counts "
+		    "them)",
+		    tot->library, GMT_LIB_COUNT, library_label, opt);
 		print_sites(out, &sites, n, true, false, PART_ALL, opt);
 	}
 	if (tot->died) {
