@@ -124,8 +124,11 @@ def _steps(torch):
     """Automatic step marks with no change to the program: torch's global optimizer step hook
     (register_optimizer_step_post_hook, torch >= 2.0) puts a marker flagged "auto" in the trace
     after each step of the first optimizer that steps (a second optimizer stepping in the same
-    loop would cut each step in two). The analysis samples growth at these when the program put
-    no marks of its own (docs/markers.md). One ctypes call per step; never raises into torch."""
+    loop would cut each step in two). A program with no optimizer (inference, evaluation, a
+    hand-written update) gets one at the end of each forward() of its outermost module
+    (_forward_steps); its first optimizer step ends those. The analysis samples growth at these
+    when the program put no marks of its own (docs/markers.md). One ctypes call per step; never
+    raises into torch."""
     lib = _tracer()
     fn = getattr(lib, "gmt_step_mark", None) if lib is not None else None
     if fn is None or os.environ.get("GPUMEMTRACE_AUTO_STEPS", "1").strip().lower() in (
@@ -140,10 +143,13 @@ def _steps(torch):
     fn.restype = None
     state = {"owner": None, "n": 0}
 
+    forward = _forward_steps(torch, fn, state)
+
     def hook(opt, args, kwargs):
         try:
             if state["owner"] is None:
                 state["owner"] = id(opt)
+                forward()  # the optimizer's steps are the steps from now on
             if id(opt) != state["owner"]:
                 return
             state["n"] += 1
@@ -152,6 +158,64 @@ def _steps(torch):
             pass
 
     _state["step_hook"] = register(hook)
+
+
+def _forward_steps(torch, fn, state):
+    """Steps from forward(): global module hooks find the outermost module (the first whose
+    forward ends at depth 0: the model), then only that module's own forward pre-hook stays (two
+    global hook calls per module call until then, one call per step after): a step ends where
+    the model's next forward() starts ("forward N": N forwards done). Marked at the start of the
+    next one, not at the end of this one, so that a training loop's first optimizer step, which
+    ends these, comes before any of them. Returns what stops it (that first optimizer step)."""
+    import weakref
+    try:
+        from torch.nn.modules import module as nnmod
+    except ImportError:
+        return lambda: None
+    fwd = {"depth": 0, "top": None, "n": 0, "handles": [], "off": False}
+
+    def stop():
+        fwd["off"] = True
+        for h in fwd["handles"]:
+            try:
+                h.remove()
+            except Exception:  # noqa: BLE001
+                pass
+        fwd["handles"] = []
+
+    def top_start(module, args):
+        try:
+            if fwd["off"] or state["n"]:
+                return
+            fwd["n"] += 1
+            fn(b"forward %d" % fwd["n"])
+        except Exception:  # noqa: BLE001 (a step mark must never break forward())
+            pass
+
+    def pre(module, args):
+        fwd["depth"] += 1
+
+    def post(module, args, out):
+        try:
+            fwd["depth"] = max(0, fwd["depth"] - 1)
+            if fwd["depth"] or fwd["top"] is not None or fwd["off"]:
+                return
+            fwd["top"] = weakref.ref(module)
+            for h in fwd["handles"]:
+                h.remove()
+            fwd["handles"] = [module.register_forward_pre_hook(top_start)]
+        except Exception:  # noqa: BLE001
+            pass
+
+    try:
+        fwd["handles"].append(nnmod.register_module_forward_pre_hook(pre))
+        try:  # always_call (torch >= 2.1): the depth comes back down when forward raises
+            fwd["handles"].append(nnmod.register_module_forward_hook(post, always_call=True))
+        except TypeError:
+            fwd["handles"].append(nnmod.register_module_forward_hook(post))
+    except AttributeError:
+        stop()
+    return stop
 
 
 def _watch_gc(lib):

@@ -33,6 +33,9 @@ the machine's C++ compiler), and checks the trace. Scenarios:
                    the end the layer walks the live tensors and their autograd graphs; the
                    report says the activations are kept alive by the graphs of 6 tensors in
                    losses (a list in __main__), and the detached ones by acts (a dict ...)
+  forward-steps    no optimizer (victim_infer.py infer): a step mark where each forward() of the
+                   outermost module starts (from the second on), the growth found at them; with
+                   an optimizer (train) only its steps
   benches          the GPU session's torch benchmarks still run (on the double): the in-process
                    A/B of the layer (bench/run_torch_block_ab.py) and the unwind probe
                    (bench/run_unwind_probe.py); their figures are not judged here
@@ -307,6 +310,35 @@ def kept_graph(build, source, env, work):
     return finish(work)
 
 
+def forward_steps(build, source, env, work):
+    gmt = os.path.join(build, "tools", "gpumemtrace")
+    for mode in ("infer", "train"):
+        out = os.path.join(work, "trace-" + mode)
+        os.mkdir(out)
+        e = dict(env, GPUMEMTRACE_OUTPUT_DIR=out,
+                 LD_PRELOAD=os.path.join(build, "src", "libgpumemtrace.so"))
+        p = subprocess.run([sys.executable, os.path.join(source, "tests", "torchsim",
+                                                         "victim_infer.py"), mode],
+                           env=e, capture_output=True, text=True, timeout=240)
+        sys.stdout.write(p.stderr)
+        check(p.returncode == 0, f"{mode}: the victim exits 0 (got {p.returncode})")
+        labels = [r["label"] for r in read_trace(build, out)
+                  if r.get("type") == "marker" and r.get("auto") == "step"]
+        # infer: a step ends where the next forward starts (the last one is not marked)
+        want = (["forward %d" % i for i in range(1, 6)] if mode == "infer" else
+                ["optimizer step %d" % i for i in range(1, 7)])
+        check(labels == want, f"{mode}: the automatic steps {labels} == {want}")
+        rp = subprocess.run([gmt, "report", "--format", "json", out], capture_output=True,
+                            text=True, timeout=120)
+        if check(rp.returncode == 0, f"{mode}: report exits 0 ({rp.stderr[-300:]})"):
+            t = [pr["tensors"] for pr in json.loads(rp.stdout)["processes"] if "tensors" in pr]
+            g = t[0].get("growth", []) if t else []
+            check(t and t[0].get("growth_basis") == "auto_steps" and len(g) == 1 and
+                  g[0]["site"].endswith(" in Model.forward") and g[0]["per_step"] == 64 << 10,
+                  f"{mode}: the kept outputs grow 64 KiB a step at Model.forward ({g})")
+    return finish(work)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", required=True)
@@ -341,6 +373,8 @@ def main():
         return benches(build, source, env, work)
     if sc == "planted":
         return planted(build, source, env, site, work)
+    if sc == "forward-steps":
+        return forward_steps(build, source, env, work)
     if sc == "kept-graph":
         return kept_graph(build, source, env, work)
     if sc == "cycles":

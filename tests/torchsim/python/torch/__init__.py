@@ -25,6 +25,7 @@ _lib.torchsim_snapshot.restype = ctypes.c_size_t
 _C = types.SimpleNamespace(_GLIBCXX_USE_CXX11_ABI=True)
 
 from torch import cuda  # noqa: E402
+from torch import nn  # noqa: E402,F401 (torch imports it too)
 from torch import optim  # noqa: E402,F401 (torch imports it too)
 
 
