@@ -12,6 +12,7 @@ questions, so the analyzer is checked against the same ground truth.
 import argparse
 import glob
 import json
+import re
 import os
 import signal
 import shutil
@@ -338,6 +339,8 @@ def main():
         return compress(build, victim, env, sc)
     if sc == "late-calls":
         return late_calls(build, env)
+    if sc == "query-bound":
+        return query_bound(victim, env)
     if sc == "run-no-gpu":
         return run_no_gpu(build, env)
     if sc == "run-bad-lib":
@@ -757,6 +760,38 @@ def compress(build, victim, env, sc):
     if path and dids:
         recs = load_trace(path)
         compare(build, dids[0], path, recs, "full", expect_trailer=(sc != "compress-sigkill"))
+    return finish()
+
+
+def query_bound(victim, env):
+    """The driver queries the tracer makes inside the application's calls (a pool's reservation,
+    the memory info...) are real driver calls on a GPU, a few hundred ns each: bounded by time
+    (a pool's reservation read at most once a millisecond), not one per allocation. The simulated
+    driver counts them (SIMCUDA_QUERY_STATS); untraced, the victim makes none."""
+    n = 20000
+    counts = {}
+    for traced in (False, True):
+        stats = os.path.join(env["GPUMEMTRACE_OUTPUT_DIR"], "queries-%d.txt" % traced)
+        e = dict(env, SIMCUDA_QUERY_STATS=stats)
+        if not traced:
+            e.pop("LD_PRELOAD", None)
+        p = subprocess.run([victim, "asyncpairs", str(n)], env=e, capture_output=True, text=True,
+                           timeout=300)
+        check(p.returncode == 0, f"asyncpairs exits 0 ({p.returncode}: {p.stderr[-300:]})")
+        m = re.search(r"elapsed-ms: ([0-9.]+)", p.stdout)
+        q = re.search(r"queries (\d+)", open(stats).read()) if os.path.exists(stats) else None
+        check(m and q, f"the victim's time and the query count ({p.stdout!r})")
+        if not (m and q):
+            return finish()
+        counts[traced] = (int(q.group(1)), float(m.group(1)))
+    (q0, _), (q1, ms) = counts[False], counts[True]
+    # a reading per millisecond for each of the pool's two events (alloc, free), and the
+    # start-up's few (bus ids, memory info)
+    bound = q0 + 2 * (int(ms) + 1) + 16
+    print(f"queries: untraced {q0}, traced {q1} in {ms:.1f} ms (bound {bound})")
+    check(q1 <= bound, f"{n} cudaMallocAsync/cudaFreeAsync pairs in {ms:.1f} ms: the tracer made "
+                       f"{q1 - q0} driver queries, at most {bound - q0} allowed (one per "
+                       f"allocation would be {n})")
     return finish()
 
 

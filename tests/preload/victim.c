@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <gpumemtrace.h>
@@ -399,6 +400,27 @@ poolburst(void)
 	CK(cudaStreamSynchronize(0));
 }
 
+/* N cudaMallocAsync + cudaFreeAsync pairs on one stream ("asyncpairs N"), and how long they took
+ * on stdout ("elapsed-ms: T"): what the tracer's driver queries are bounded by. */
+static void
+asyncpairs(int argc, char **argv)
+{
+	long n = argc > 2 ? strtol(argv[2], NULL, 10) : 20000;
+	struct timespec t0, t1;
+	void *p;
+
+	CK(cudaFree(NULL));
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (long i = 0; i < n; i++) {
+		CK(cudaMallocAsync(&p, 1 << 20, 0));
+		CK(cudaFreeAsync(p, 0));
+	}
+	CK(cudaStreamSynchronize(0));
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	printf("elapsed-ms: %.3f\n",
+	       (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6);
+}
+
 static void
 plain(void)
 {
@@ -526,11 +548,13 @@ main(int argc, char **argv)
 		poolburst();
 	} else if (strcmp(mode, "load") == 0) {
 		load(argc, argv);
+	} else if (strcmp(mode, "asyncpairs") == 0) {
+		asyncpairs(argc, argv);
 	} else {
 		fprintf(stderr,
 			"usage: victim "
 			"basic|threads|fork|_exit|hang|oom|bigoom|reset|burst|plain|vmm|poolburst|"
-			"load\n");
+			"load|asyncpairs\n");
 		return 2;
 	}
 	print_did();

@@ -106,6 +106,8 @@ static struct {
 	int n_devices;
 	size_t mem_bytes;
 	uint64_t delay_ns;
+	uint64_t query_ns;	/* SIMCUDA_QUERY_NS: what a driver query costs */
+	const char *query_stats; /* SIMCUDA_QUERY_STATS: where the count goes at exit */
 	int verbose;
 	struct sim_device *devices;
 
@@ -185,6 +187,26 @@ sim_warn(const char *fmt, ...)
 		return; /* nowhere left to report it */
 }
 
+/*
+ * A driver query (a pool's attribute, the memory info, an address range, a device's bus id: what
+ * a tracer asks inside the application's call) on a real driver is a call into the driver, a few
+ * hundred nanoseconds on the H200 (shared/findings-2026-12-04.md), not the function call it is
+ * here: SIMCUDA_QUERY_NS spins that long, for benchmarks to see it. Every one is counted, and
+ * SIMCUDA_QUERY_STATS=FILE gets "queries N" at exit, so a test can bound how many a tracer makes.
+ */
+static _Atomic unsigned long long sim_queries;
+
+static void
+sim_query_stats(void)
+{
+	FILE *f = sim.query_stats ? fopen(sim.query_stats, "w") : NULL;
+
+	if (f) {
+		fprintf(f, "queries %llu\n", (unsigned long long)atomic_load(&sim_queries));
+		fclose(f);
+	}
+}
+
 static void
 sim_read_env(void)
 {
@@ -226,6 +248,20 @@ sim_read_env(void)
 			    "using 0",
 			    s);
 	}
+
+	sim.query_ns = 0;
+	s = getenv("SIMCUDA_QUERY_NS");
+	if (s) {
+		if (sim_parse_uint(s, 1000ull * 1000 * 1000, &v) == 0)
+			sim.query_ns = v;
+		else
+			sim_warn("ignoring SIMCUDA_QUERY_NS='%s': not an integer of at most 1e9; "
+				 "using 0",
+				 s);
+	}
+	sim.query_stats = getenv("SIMCUDA_QUERY_STATS");
+	if (sim.query_stats)
+		atexit(sim_query_stats);
 
 	s = getenv("SIMCUDA_VERBOSE");
 	sim.verbose = s && strcmp(s, "1") == 0;
@@ -382,6 +418,23 @@ sim_delay(void)
 		elapsed = (uint64_t)(t.tv_sec - t0.tv_sec) * 1000000000u +
 			  (uint64_t)(t.tv_nsec - t0.tv_nsec);
 	} while (elapsed < sim.delay_ns);
+}
+
+void
+sim_query(void)
+{
+	struct timespec t0, t;
+
+	pthread_once(&sim.once, sim_init);
+	atomic_fetch_add_explicit(&sim_queries, 1, memory_order_relaxed);
+	if (sim.query_ns == 0)
+		return;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do {
+		clock_gettime(CLOCK_MONOTONIC, &t);
+	} while ((uint64_t)(t.tv_sec - t0.tv_sec) * 1000000000u +
+		     (uint64_t)(t.tv_nsec - t0.tv_nsec) <
+		 sim.query_ns);
 }
 
 static int

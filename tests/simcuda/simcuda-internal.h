@@ -130,6 +130,9 @@ struct sim_api {
 void sim_rt_enter(struct sim_api *a, CUpti_CallbackId cbid, const char *name, const void *params);
 cudaError_t sim_rt_exit(struct sim_api *a, cudaError_t err);
 void sim_drv_enter(struct sim_api *a, CUpti_CallbackId cbid, const char *name, const void *params);
+
+/** A driver query's cost and count (device.c: SIMCUDA_QUERY_NS, SIMCUDA_QUERY_STATS). */
+void sim_query(void);
 CUresult sim_drv_exit(struct sim_api *a, CUresult rc);
 
 /* A RESOURCE callback (context, CU_INIT_FINISHED, graph node); never under a lock. */
