@@ -190,7 +190,8 @@ sim_warn(const char *fmt, ...)
 /*
  * A driver query (a pool's attribute, the memory info, an address range, a device's bus id: what
  * a tracer asks inside the application's call) on a real driver is a call into the driver, a few
- * hundred nanoseconds on the H200 (shared/findings-2026-12-04.md), not the function call it is
+ * hundred nanoseconds on the H200 (docs/performance.md: the CUPTI path 350 ns above its floor
+ * there, 90 on this double), not the function call it is
  * here: SIMCUDA_QUERY_NS spins that long, for benchmarks to see it. Every one is counted, and
  * SIMCUDA_QUERY_STATS=FILE gets "queries N" at exit, so a test can bound how many a tracer makes.
  */
