@@ -106,7 +106,7 @@ static struct {
 	int n_devices;
 	size_t mem_bytes;
 	uint64_t delay_ns;
-	uint64_t query_ns;	/* SIMCUDA_QUERY_NS: what a driver query costs */
+	uint64_t query_ns;	 /* SIMCUDA_QUERY_NS: what a driver query costs */
 	const char *query_stats; /* SIMCUDA_QUERY_STATS: where the count goes at exit */
 	int verbose;
 	struct sim_device *devices;
