@@ -378,9 +378,16 @@ static const char *const html_tail[] = {
     "  var list = Array.isArray(D.oom) ? D.oom : arr(D.failed);\n",
     "  return ofProc(list, i);\n",
     "}\n",
-    "function niceTicks(max, n) {\n",
-    "  var out = [];\n",
-    "  for (var k = 0; k <= n; k++) out.push(max * k / n);\n",
+    "// about n round ticks from 0 to max: steps of 1, 2 or 5 times a power of ten (of the largest "
+    "binary unit under max for bytes: 50 MiB, not 48.8)\n",
+    "function niceTicks(max, n, bytes) {\n",
+    "  if (!(max > 0)) return [0];\n",
+    "  var unit = 1;\n",
+    "  if (bytes) while (unit * 1024 <= max) unit *= 1024;\n",
+    "  var raw = max / unit / n, p = Math.pow(10, Math.floor(Math.log(raw) / Math.LN10)), m = "
+    "raw / p;\n",
+    "  var step = (m <= 1 ? 1 : m <= 2 ? 2 : m <= 5 ? 5 : 10) * p * unit, out = [];\n",
+    "  for (var k = 0; k * step <= max * (1 + 1e-9); k++) out.push(k * step);\n",
     "  return out;\n",
     "}\n",
     "function valueAt(points, t) {\n",
@@ -406,13 +413,14 @@ static const char *const html_tail[] = {
     "  box.appendChild(el('h3', '', title));\n",
     "  var s = svg('svg', { viewBox: '0 0 ' + W + ' ' + H, role: 'img' });\n",
     "  box.appendChild(s); // laid out: drawMarkers measures its labels\n",
-    "  niceTicks(maxB / 1.08, 4).forEach(function (b) {\n",
+    "  niceTicks(maxB / 1.08, 4, true).forEach(function (b) {\n",
     "    svg('line', { x1: L, x2: W - R, y1: Y(b), y2: Y(b), 'class': 'grid' }, s);\n",
     "    svg('text', { x: L - 6, y: Y(b) + 4, 'text-anchor': 'end' }, s).textContent = "
     "fmtBytes(Math.round(b));\n",
     "  });\n",
     "  niceTicks(maxT, 5).forEach(function (t, k) {\n",
-    "    svg('text', { x: X(t), y: H - 8, 'text-anchor': k === 5 ? 'end' : 'middle' }, "
+    "    svg('text', { x: X(t), y: H - 8, 'text-anchor': t > maxT * 0.95 ? 'end' : k ? 'middle' "
+    ": 'start' }, "
     "s).textContent = fmtTime(t);\n",
     "  });\n",
     "  svg('line', { x1: L, x2: L, y1: T, y2: H - B, 'class': 'axis' }, s);\n",
@@ -820,13 +828,14 @@ static const char *const html_tail[] = {
     "    }\n",
     "    maxB *= 1.05;\n",
     "    var Y = function (b) { return T + (H - T - B) * (1 - b / maxB); };\n",
-    "    niceTicks(maxB / 1.05, 4).forEach(function (b) {\n",
+    "    niceTicks(maxB / 1.05, 4, true).forEach(function (b) {\n",
     "      svg('line', { x1: L, x2: W - R, y1: Y(b), y2: Y(b), 'class': 'grid' }, s);\n",
     "      svg('text', { x: L - 6, y: Y(b) + 4, 'text-anchor': 'end' }, s).textContent = "
     "fmtBytes(Math.round(b));\n",
     "    });\n",
     "    niceTicks(t1 - t0, 5).forEach(function (d, k) {\n",
-    "      svg('text', { x: X(t0 + d), y: H - 8, 'text-anchor': k === 5 ? 'end' : k ? 'middle' : "
+    "      svg('text', { x: X(t0 + d), y: H - 8, 'text-anchor': d > (t1 - t0) * 0.95 ? 'end' : k ? "
+    "'middle' : "
     "'start' }, s).textContent = fmtTime(t0 + d);\n",
     "    });\n",
     "    function poly(get, attrs, lines) {\n",
