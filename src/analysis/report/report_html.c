@@ -407,8 +407,16 @@ static const char *const html_tail[] = {
     "  fails.forEach(function (f) { if (isNum(f.time_s) && f.time_s > maxT) maxT = "
     "f.time_s; });\n",
     "  if (maxT <= 0) maxT = 1;\n",
+    "  // where memory moves: from the first allocation (a little before), not from the start of "
+    "the process (a PyTorch job spends its first seconds importing)\n",
+    "  var minT = maxT;\n",
+    "  series.forEach(function (s) { if (s.points.length && s.points[0][0] < minT) minT = "
+    "s.points[0][0]; });\n",
+    "  fails.forEach(function (f) { if (isNum(f.time_s) && f.time_s < minT) minT = f.time_s; });\n",
+    "  var t0 = Math.max(0, minT - (maxT - minT) * 0.03);\n",
+    "  if (!(maxT > t0)) t0 = 0;\n",
     "  maxB *= 1.08;\n",
-    "  function X(t) { return L + (W - L - R) * t / maxT; }\n",
+    "  function X(t) { return L + (W - L - R) * (t - t0) / (maxT - t0); }\n",
     "  function Y(b) { return T + (H - T - B) * (1 - b / maxB); }\n",
     "  box.appendChild(el('h3', '', title));\n",
     "  var s = svg('svg', { viewBox: '0 0 ' + W + ' ' + H, role: 'img' });\n",
@@ -418,11 +426,11 @@ static const char *const html_tail[] = {
     "    svg('text', { x: L - 6, y: Y(b) + 4, 'text-anchor': 'end' }, s).textContent = "
     "fmtBytes(Math.round(b));\n",
     "  });\n",
-    "  niceTicks(maxT, 5).forEach(function (t, k) {\n",
-    "    svg('text', { x: X(t), y: H - 8, 'text-anchor': t > maxT * 0.95 ? 'end' : k ? 'middle' "
-    ": 'start' }, "
-    "s).textContent = fmtTime(t);\n",
-    "  });\n",
+    "  var tt = niceTicks(maxT - t0, 5), step = tt.length > 1 ? tt[1] : maxT - t0;\n",
+    "  for (var tk = Math.ceil(t0 / step - 1e-9) * step, k = 0; tk <= maxT * (1 + 1e-9); tk += "
+    "step, k++)\n",
+    "    svg('text', { x: X(tk), y: H - 8, 'text-anchor': tk > t0 + (maxT - t0) * 0.95 ? 'end' : "
+    "tk - t0 < (maxT - t0) * 0.05 ? 'start' : 'middle' }, s).textContent = fmtTime(tk);\n",
     "  svg('line', { x1: L, x2: L, y1: T, y2: H - B, 'class': 'axis' }, s);\n",
     "  svg('line', { x1: L, x2: W - R, y1: H - B, y2: H - B, 'class': 'axis' }, s);\n",
     "  var mkinds = drawMarkers(s, markers, X, L, W - R, T, H - B);\n",
