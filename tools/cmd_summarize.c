@@ -3,18 +3,21 @@
  * (report/summary.h), written beside the trace or into DIR, several traces at once.
  *
  * Each trace is its own job: read, replayed and symbolized in a session of its own, summarized,
- * written, freed, so memory is a few traces' (the jobs running), never every trace's. The jobs'
- * messages are kept apart and printed in the order of the inputs once all are done.
+ * written, freed, so memory is a few traces' (the jobs running), never every trace's. Jobs run
+ * in child processes, not threads: the analysis keeps per-process state (the stack builder's
+ * shared working memory, symbols/callstack.c) that one session at a time uses, and a child that
+ * dies takes only its trace with it. A child's messages go to a file of its own, copied to
+ * stderr in the order of the inputs.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <getopt.h>
-#include <pthread.h>
 #include <sched.h>
-#include <stdatomic.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "analysis/reader/input.h"
@@ -66,15 +69,16 @@ enum job_status {
 struct job {
 	char *trace; /* the trace's path */
 	char *out;   /* its summary's path */
-	char *msgs;  /* what the job said, printed in order at the end */
-	size_t msgs_len;
+	FILE *log;   /* what its child said, until copied to stderr */
+	pid_t pid;   /* its child while it runs, else 0 */
+	bool done;   /* finished (or never to run), its messages ready */
 	enum job_status status;
 };
 
 struct work {
 	struct job *jobs;
 	size_t n;
-	atomic_size_t next;
+	size_t shown; /* jobs whose messages are on stderr, in input order */
 };
 
 /* NAME.jsonl(.zst|.gz) or NAME.pickle -> NAME.summary.json; standard input is "stdin". */
@@ -174,26 +178,6 @@ run_job(struct job *j, FILE *diag)
 	return st;
 }
 
-static void *
-worker_main(void *arg)
-{
-	struct work *w = arg;
-	size_t i;
-
-	while ((i = atomic_fetch_add(&w->next, 1)) < w->n) {
-		struct job *j = &w->jobs[i];
-		FILE *diag;
-
-		if (j->status != JOB_OK)
-			continue;
-		diag = open_memstream(&j->msgs, &j->msgs_len);
-		j->status = run_job(j, diag ? diag : stderr);
-		if (diag)
-			fclose(diag);
-	}
-	return NULL;
-}
-
 /* How many traces to summarize at once: GMT_JOBS, else the CPUs we may run on, at most 16. */
 static size_t
 jobs_at_once(size_t n)
@@ -211,25 +195,111 @@ jobs_at_once(size_t n)
 	return (size_t)k < n ? (size_t)k : n;
 }
 
+/* The messages of the finished jobs that follow the ones shown, in input order. */
+static void
+show_done(struct work *w)
+{
+	char buf[8192];
+	size_t got;
+
+	for (; w->shown < w->n && w->jobs[w->shown].done; w->shown++) {
+		struct job *j = &w->jobs[w->shown];
+
+		if (!j->log)
+			continue;
+		fflush(j->log);
+		rewind(j->log);
+		while ((got = fread(buf, 1, sizeof(buf), j->log)) > 0)
+			fwrite(buf, 1, got, stderr);
+		fclose(j->log);
+		j->log = NULL;
+	}
+}
+
+/* Start job @p j in a child, its stderr to a file of its own; false: run it here instead. */
+static bool
+start_job(struct job *j)
+{
+	pid_t pid;
+
+	j->log = tmpfile(); /* without one, the child's messages go to stderr as they come */
+	fflush(stdout);
+	fflush(stderr);
+	pid = fork();
+	if (pid == 0) {
+		if (j->log)
+			dup2(fileno(j->log), STDERR_FILENO);
+		_exit((int)run_job(j, stderr));
+	}
+	if (pid < 0) {
+		if (j->log)
+			fclose(j->log);
+		j->log = NULL;
+		return false;
+	}
+	j->pid = pid;
+	return true;
+}
+
+/* A child ended: its job's status from its exit. */
+static void
+end_job(struct job *j, int wstatus)
+{
+	j->pid = 0;
+	j->done = true;
+	if (WIFEXITED(wstatus) && WEXITSTATUS(wstatus) <= JOB_SKIPPED) {
+		j->status = (enum job_status)WEXITSTATUS(wstatus);
+		return;
+	}
+	j->status = JOB_UNWRITTEN;
+	if (j->log) /* said in its place among the messages */
+		fprintf(j->log, "gpumemtrace summarize: %s: not summarized: the analysis %s %d\n",
+			gmt_esc(j->trace), WIFSIGNALED(wstatus) ? "died of signal" : "exited with",
+			WIFSIGNALED(wstatus) ? WTERMSIG(wstatus) : WEXITSTATUS(wstatus));
+	else
+		fprintf(stderr, "gpumemtrace summarize: %s: not summarized: the analysis died\n",
+			gmt_esc(j->trace));
+}
+
+/* Every job, at most jobs_at_once() children at a time; one at a time: here, in order. */
 static void
 run_all(struct work *w)
 {
-	size_t nthreads = jobs_at_once(w->n), started = 0;
-	pthread_t th[16];
-	pthread_attr_t attr;
-	bool have_attr = pthread_attr_init(&attr) == 0;
+	size_t at_once = jobs_at_once(w->n), next = 0, running = 0;
 
-	atomic_store(&w->next, 0);
-	if (have_attr) /* the reader's JSON nesting needs about 1 MiB of stack (session.c) */
-		pthread_attr_setstacksize(&attr, 4u << 20);
-	for (size_t i = 0; nthreads > 1 && i < nthreads; i++)
-		if (pthread_create(&th[started], have_attr ? &attr : NULL, worker_main, w) == 0)
-			started++;
-	if (have_attr)
-		pthread_attr_destroy(&attr);
-	worker_main(w); /* this thread too; alone when no thread could be had */
-	for (size_t i = 0; i < started; i++)
-		pthread_join(th[i], NULL);
+	while (next < w->n || running > 0) {
+		while (next < w->n && (running < at_once || at_once < 2)) {
+			struct job *j = &w->jobs[next++];
+
+			if (j->status != JOB_OK) {
+				j->done = true;
+			} else if (at_once < 2 || !start_job(j)) {
+				j->status = run_job(j, stderr);
+				j->done = true;
+			} else {
+				running++;
+			}
+			show_done(w);
+		}
+		if (running == 0)
+			break;
+		int wstatus;
+		pid_t pid = waitpid(-1, &wstatus, 0);
+
+		if (pid < 0) {
+			if (errno == EINTR)
+				continue;
+			break; /* no child left to wait for: cannot be */
+		}
+		for (size_t i = 0; i < w->n; i++)
+			if (w->jobs[i].pid == pid) {
+				end_job(&w->jobs[i], wstatus);
+				running--;
+				break;
+			}
+		show_done(w);
+	}
+	show_done(w);
 }
 
 /* Add @p path's traces (a directory: each trace in it) to @p w; false out of memory. */
@@ -323,7 +393,12 @@ gmt_cmd_summarize(int argc, char **argv)
 		fprintf(stderr, "gpumemtrace summarize: -o %s: not a directory\n", gmt_esc(dir));
 		return gmt_usage_hint("summarize");
 	}
-	for (int i = optind; i < argc; i++) {
+	for (int i = optind, stdins = 0; i < argc; i++) {
+		if (strcmp(argv[i], GMT_TRACE_STDIN) == 0 && ++stdins > 1) {
+			fprintf(stderr,
+				"gpumemtrace summarize: standard input ('-') given twice\n");
+			return gmt_usage_hint("summarize");
+		}
 		if (strcmp(argv[i], GMT_TRACE_STDIN) == 0 && !dir) {
 			fprintf(stderr, "gpumemtrace summarize: standard input ('-') needs -o DIR "
 					"(there is no trace file to write beside)\n");
@@ -354,8 +429,6 @@ gmt_cmd_summarize(int argc, char **argv)
 	for (size_t i = 0; i < w.n; i++) {
 		struct job *j = &w.jobs[i];
 
-		if (j->msgs_len)
-			fwrite(j->msgs, 1, j->msgs_len, stderr);
 		if (j->status == JOB_OK) {
 			printf("%s\n", gmt_esc(j->out));
 			readable++;
@@ -378,7 +451,6 @@ out:
 	for (size_t i = 0; i < w.n; i++) {
 		free(w.jobs[i].trace);
 		free(w.jobs[i].out);
-		free(w.jobs[i].msgs);
 	}
 	free(w.jobs);
 	return rc;
