@@ -12,7 +12,8 @@ GROUP is one of:
             report's own call_stacks[]), the timeline's highest point, the header's facts
   bounded   a generated trace of 1,000,000 events over 20,000 distinct stacks: its summary
             stays under 128 KiB, each list at most 10 rows and each timeline 256 points,
-            and says how many rows the report had
+            and says how many rows the report had; one of 300,000 events (a timeline of
+            2,000+ points) set against its report as in `equal`
   inputs    an unreadable trace among good ones is named and the others are summarized
             (exit 0); nothing readable is exit 3; usage errors exit 2; a directory gives
             one summary per trace in it, named after each trace, beside it; two traces whose
@@ -211,7 +212,18 @@ def group_bounded(args):
             check(len(t['points']) <= POINTS, 'timeline cut')
         check(len(s['call_stacks']) <= 32, 'call stacks cut')
         check(s['events'] >= 1000000, 'events')
-    print(f'ok: 1M events -> {size} bytes')
+        # a smaller one, set against its report: the timeline downsampled (2,000+ points to
+        # 256) keeps the peak and the end, the cut lists keep the report's first rows
+        trace = os.path.join(tmp, 'gen300k.jsonl')
+        subprocess.run([args.gen_trace, '--events', '300000', '--stacks', '500', '-o', trace],
+                       check=True, timeout=300)
+        out = os.path.join(tmp, 'small')
+        os.mkdir(out)
+        small, _ = summarize_one(args, trace, out)
+        rep = report_of(args, trace)
+        check(any(len(t['points']) > POINTS for t in rep['timeline']), 'no long timeline')
+        compare(trace, small, rep)
+    print(f'ok: 1M events -> {size} bytes; 300k events agree with their report')
 
 
 def group_inputs(args):
