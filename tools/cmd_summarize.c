@@ -66,6 +66,9 @@ enum job_status {
 	JOB_SKIPPED,	/* its summary's name is another trace's (said) */
 };
 
+/* A child's exit status: CHILD_EXIT + its job_status (anything else: it did not finish). */
+#define CHILD_EXIT 64
+
 struct job {
 	char *trace; /* the trace's path */
 	char *out;   /* its summary's path */
@@ -229,7 +232,7 @@ start_job(struct job *j)
 	if (pid == 0) {
 		if (j->log)
 			dup2(fileno(j->log), STDERR_FILENO);
-		_exit((int)run_job(j, stderr));
+		_exit(CHILD_EXIT + (int)run_job(j, stderr));
 	}
 	if (pid < 0) {
 		if (j->log)
@@ -247,8 +250,9 @@ end_job(struct job *j, int wstatus)
 {
 	j->pid = 0;
 	j->done = true;
-	if (WIFEXITED(wstatus) && WEXITSTATUS(wstatus) <= JOB_SKIPPED) {
-		j->status = (enum job_status)WEXITSTATUS(wstatus);
+	if (WIFEXITED(wstatus) && WEXITSTATUS(wstatus) >= CHILD_EXIT &&
+	    WEXITSTATUS(wstatus) <= CHILD_EXIT + JOB_SKIPPED) {
+		j->status = (enum job_status)(WEXITSTATUS(wstatus) - CHILD_EXIT);
 		return;
 	}
 	j->status = JOB_UNWRITTEN;

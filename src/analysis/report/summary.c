@@ -319,12 +319,13 @@ summary_tensors(const json_t *t, struct stack_set *ss)
 	static const char *const keys[] = {
 	    GMT_RK_TORCH,      GMT_RK_BLOCK_EVENTS,   "inconsistent", GMT_RK_PEAK,
 	    GMT_RK_CATEGORIES, GMT_RK_GROWTH_SAMPLES, "growth_basis"};
-	json_t *o, *devices = json_array(), *d;
+	json_t *o, *devices, *d;
 	size_t i;
 
 	if (!json_is_object(t))
 		return json_null();
 	o = json_object();
+	devices = json_array();
 	for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++)
 		copy_key(o, t, keys[k]);
 	json_array_foreach(list(t, GMT_RK_DEVICES), i, d)
