@@ -32,6 +32,8 @@ usage(FILE *out)
 		"        TRACE...                  CI gates: exit 1 when a limit is exceeded\n"
 		"  diff [--format text|json] BASE NEW\n"
 		"                                  what changed between two runs, per call site\n"
+		"  summarize [-o DIR] TRACE...     one bounded summary file per trace (a rank's\n"
+		"                                  figures, symbolized where its libraries are)\n"
 		"\n"
 		"Options:\n"
 		"  -h, --help       show this help ('gpumemtrace help COMMAND' or\n"
@@ -93,6 +95,8 @@ dispatch(const char *cmd, int argc, char **argv)
 		return gmt_cmd_check(argc, argv);
 	if (strcmp(cmd, "diff") == 0)
 		return gmt_cmd_diff(argc, argv);
+	if (strcmp(cmd, "summarize") == 0)
+		return gmt_cmd_summarize(argc, argv);
 	if (cmd[0] == '-')
 		fprintf(stderr, "gpumemtrace: unknown option: %s\n", gmt_esc(cmd));
 	else

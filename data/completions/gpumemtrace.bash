@@ -18,11 +18,11 @@ _gpumemtrace()
 
 	for ((i = 1; i < COMP_CWORD; i++)); do
 		case ${COMP_WORDS[i]} in
-		run | report | check | diff) cmd=${COMP_WORDS[i]}; break ;;
+		run | report | check | diff | summarize) cmd=${COMP_WORDS[i]}; break ;;
 		esac
 	done
 	if [[ -z $cmd ]]; then
-		COMPREPLY=($(compgen -W 'run report check diff -h --help -V --version' -- "$cur"))
+		COMPREPLY=($(compgen -W 'run report check diff summarize -h --help -V --version' -- "$cur"))
 		return
 	fi
 
@@ -109,6 +109,20 @@ _gpumemtrace()
 		esac
 		if [[ $cur == -* ]]; then
 			COMPREPLY=($(compgen -W '-f --format -n --top -h --help -V --version' -- "$cur"))
+		else
+			_gpumemtrace_traces "$cur"
+		fi
+		;;
+	summarize)
+		case $prev in
+		-o | --output)
+			COMPREPLY=($(compgen -d -- "$cur"))
+			compopt -o filenames 2>/dev/null
+			return
+			;;
+		esac
+		if [[ $cur == -* ]]; then
+			COMPREPLY=($(compgen -W '-o --output -h --help -V --version' -- "$cur"))
 		else
 			_gpumemtrace_traces "$cur"
 		fi
