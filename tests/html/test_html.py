@@ -265,6 +265,44 @@ def check_tensors(args, chromium):
                   "tensors-hostile: no element was injected from a site or label")
 
 
+def check_callers(args, chromium):
+    """A user's allocation helper called from two lines: the leak table shows each caller with
+    its share beside the helper's site, and the library line's status."""
+    MiB = 1 << 20
+    lines = [{"type": "header", "format": "gpumemtrace", "version": 1, "pid": 7, "start_ts": 0,
+              "argv": ["train.py"]}]
+    for cid, f, name, line in ((1, "/home/u/helper.py", "malloc", 38),
+                               (2, "/home/u/train.py", "load_weights", 10),
+                               (3, "/home/u/train.py", "step", 89)):
+        lines.append({"type": "pycode", "id": cid, "file": f, "name": name, "qualname": name,
+                      "firstlineno": line, "python": "3.12", "linetable": "e800"})
+    for sid, caller in ((11, 2), (12, 3)):
+        lines.append({"type": "stack", "id": sid, "frames": [], "py": [[1, 0, 0], [caller, 0, 1]]})
+    seq = 0
+    for sid, size, n in ((11, 64 * MiB, 1), (12, 2 * MiB, 5)):
+        for i in range(n):
+            seq += 1
+            lines.append({"type": "event", "seq": seq, "ts": seq * 1000, "tid": 7, "op": "alloc",
+                          "api": "cudaMalloc", "kind": "device", "device": 0,
+                          "ptr": hex(0x7f0000000000 + seq * 128 * MiB), "size": size,
+                          "result": 0, "stack": sid})
+    lines.append({"type": "trailer", "ts": seq * 1000 + 1, "events": seq, "dropped": 0,
+                  "reason": "exit"})
+    trace = os.path.join(args.outdir, "callers.jsonl")
+    with open(trace, "w") as f:
+        f.write("".join(json.dumps(x) + "\n" for x in lines))
+    page = os.path.join(args.outdir, "callers.html")
+    p = subprocess.run([args.exe, "report", "--format", "html", "-o", page, trace],
+                       stderr=subprocess.PIPE, timeout=60)
+    check(p.returncode == 0, "callers: report --format html: exit 0", p.stderr)
+    dom = render(args, chromium, page, "callers")
+    if dom:
+        text = dom.text_under("leaks")
+        check("from load_weights (/home/u/train.py:10): 64.0 MiB; step (/home/u/train.py:89): "
+              "10.0 MiB" in text, "callers: the leak row names each caller with its share",
+              text[:600])
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--exe", required=True)
@@ -305,6 +343,7 @@ def main():
         check_analyses_dom(dom)
 
     check_tensors(args, chromium)
+    check_callers(args, chromium)
 
     if failures:
         print("%d check(s) failed" % failures)

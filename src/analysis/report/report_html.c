@@ -619,6 +619,15 @@ static const char *const html_tail[] = {
     "  box.appendChild(s);\n",
     "}\n",
     "\n",
+    "// a site reached from several callers (an allocation helper): each with its share\n",
+    "function callersText(r) {\n",
+    "  var c = r.callers || [];\n",
+    "  if (c.length < 2) return '';\n",
+    "  return ' \u2014 from ' + c.slice(0, 5).map(function (x) { return (x.site ? "
+    "frameText(x.site) "
+    ": '(no caller)') + ': ' + fmtBytes(x.bytes); }).join('; ') + (c.length > 5 ? '; \u2026' : "
+    "'');\n",
+    "}\n",
     "// ---- leaks\n",
     "function renderLeaks(i) {\n",
     "  var box = clear($('leaks')), list = ofProc(D.leak_sites, i), max = 0;\n",
@@ -631,10 +640,14 @@ static const char *const html_tail[] = {
     "cacheLabel(r.cache) + \"'s cache (not a leak)\";\n",
     "    else if (r.at_exit && r.cached_bytes) what += ' (' + fmtBytes(r.cached_bytes) + ' of "
     "it kept by a caching allocator)';\n",
+    "    if (r.at_exit && r.library_bytes && r.library_bytes >= r.bytes) what = 'held by a CUDA "
+    "library for its handles (not a leak)';\n",
+    "    else if (r.at_exit && r.library_bytes) what += ' (' + fmtBytes(r.library_bytes) + ' of "
+    "it held by a CUDA library for its handles)';\n",
     "    if (r.counted === false) what += ' (not counted: ' + r.kind + ' is not memory "
     "this process allocated)';\n",
     "    return row([bytesCell(r.bytes, max), { cls: 'n', text: String(r.allocations) }, "
-    "callText(r), r.kind, what, { cls: 'site', text: frameText(r.site) }]);\n",
+    "callText(r), r.kind, what, { cls: 'site', text: frameText(r.site) + callersText(r) }]);\n",
     "  });\n",
     "  limited(box, rows, ['bytes', 'allocations', 'call', 'kind', 'status', 'call "
     "site'], 50);\n",
