@@ -426,7 +426,7 @@ sim_query(void)
 {
 	struct timespec t0, t;
 
-	pthread_once(&sim.once, sim_init);
+	/* no initialisation here: a query before cuInit must still fail as it does */
 	atomic_fetch_add_explicit(&sim_queries, 1, memory_order_relaxed);
 	if (sim.query_ns == 0)
 		return;
