@@ -37,6 +37,9 @@ static const char *const html_head[] = {
     "h3 { font-size: 14px; margin: 14px 0 6px; }\n",
     ".sub { color: #5a6275; margin: 0 0 12px; overflow-wrap: anywhere; }\n",
     ".cards { display: flex; flex-wrap: wrap; gap: 12px; margin: 12px 0; }\n",
+    ".answer { border-left: 4px solid #b8432f; background: #fdf5f3; padding: 4px 14px; margin: "
+    "12px 0; }\n",
+    ".answer.fine { border-left-color: #3b8f5a; background: #f3faf5; }\n",
     ".card { border: 1px solid #d8dce4; border-radius: 6px; padding: 10px 14px; "
     "min-width: 150px; background: #f7f8fa; }\n",
     ".card .v { font-size: 22px; font-weight: 600; }\n",
@@ -78,6 +81,7 @@ static const char *const html_head[] = {
     "<body>\n",
     "<h1>gpumemtrace report</h1>\n",
     "<p class=\"sub\" id=\"subtitle\"></p>\n",
+    "<section id=\"answer\" class=\"answer\"></section>\n",
     "<section id=\"summary\" class=\"cards\"></section>\n",
     "<div id=\"warnings\"></div>\n",
     "<section id=\"procs-sec\"><h2>Processes</h2><label id=\"proc-label\">Process: <select "
@@ -250,6 +254,44 @@ static const char *const html_tail[] = {
     "var LIB_LABELS = { cublas: 'cuBLAS', cudnn: 'cuDNN', nccl: 'NCCL', cufft: 'cuFFT', cusparse: "
     "'cuSPARSE', cusolver: 'cuSOLVER', curand: 'cuRAND' };\n",
     "function libLabel(k) { return LIB_LABELS.hasOwnProperty(k) ? LIB_LABELS[k] : String(k); }\n",
+    "// the answer first: the first out-of-memory error and why, the leak, what grows\n",
+    "function renderAnswer() {\n",
+    "  var s = D.summary || {}, box = clear($('answer')), says = [];\n",
+    "  var oom = arr(D.oom).filter(function (o) { return o['class'] === 'failure'; })[0], toom = "
+    "null;\n",
+    "  procs.forEach(function (p) { var o = p.tensors && arr(p.tensors.ooms)[0]; if (o && !toom) "
+    "toom = o; });\n",
+    "  if (toom) says.push('PyTorch ran out of memory asking for ' + fmtBytes(toom.requested) + "
+    "' at ' + toom.site + ' (' + String(toom.cause).replace(/_/g, ' ') + ')' + "
+    "(arr(toom.would_help)[0] ? '; would help: ' + toom.would_help[0] : '') + '.');\n",
+    "  else if (oom) says.push('Out of memory: ' + (oom.explanation || oom.cause) + '');\n",
+    "  if (s.leaked_bytes > 0) {\n",
+    "    var top = null, best = 0;\n",
+    "    arr(D.leak_sites).forEach(function (g) { var own = g.bytes - (g.cached_bytes || 0) - "
+    "(g.library_bytes || 0); if (g.at_exit && g.counted && own > best) { best = own; top = g; } "
+    "});\n",
+    "    says.push('Leaked ' + fmtBytes(s.leaked_bytes) + ' at exit' + (top ? ', the most (' + "
+    "fmtBytes(best) + ') at ' + frameText(top.site) : '') + '.');\n",
+    "  }\n",
+    "  var g = arr(D.growth_sites)[0];\n",
+    "  if (g) says.push('Growing: ' + frameText(g.site) + ' rose by ' + fmtBytes(g.growth_bytes) + "
+    "' across ' + (g.samples || 0) + ' ' + String(g.basis || 'samples').replace(/_/g, ' ') + "
+    "'.');\n",
+    "  procs.forEach(function (p) {\n",
+    "    var tg = p.tensors && arr(p.tensors.growth)[0];\n",
+    "    if (!tg) return;\n",
+    "    var h = tg.held_by;\n",
+    "    says.push('Tensors growing: ' + tg.site + ' about +' + fmtBytes(tg.per_step) + ' a step' "
+    "+ (h ? ', kept alive by ' + (h.kind === 'graph' ? 'the autograd graphs of ' + h.roots + ' "
+    "tensors in ' : '') + h.holder : '') + '.');\n",
+    "  });\n",
+    "  if (!says.length) {\n",
+    "    box.className = 'answer fine';\n",
+    "    says.push('No failed allocation, no leak, nothing growing: the peak was ' + "
+    "fmtBytes(s.peak_held_bytes || 0) + ' of device memory held.');\n",
+    "  }\n",
+    "  says.forEach(function (t) { box.appendChild(el('p', '', t)); });\n",
+    "}\n",
     "function renderSummary() {\n",
     "  var s = D.summary || {}, box = clear($('summary'));\n",
     "  var peak = card('sum-peak', 'peak device memory held (one process, one GPU)', "
@@ -1066,6 +1108,7 @@ static const char *const html_tail[] = {
     "  $('subtitle').textContent = procs.length === 1 ? procName(0) + ' (' + (first.file "
     "|| '') + ')' : procs.length + ' processes';\n",
     "  current = defaultProcess();\n",
+    "  renderAnswer();\n",
     "  renderSummary();\n",
     "  renderProcesses();\n",
     "  renderProcess();\n",
