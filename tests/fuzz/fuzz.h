@@ -33,7 +33,4 @@ const char *fuzz_memfile(size_t parts, const void *const *data, const size_t *si
 /** The same, for one part. */
 const char *fuzz_memfd_path(const uint8_t *data, size_t size);
 
-/** The first line of @p data (up to its first '\n', or all of it): *@p len gets its length. */
-const uint8_t *fuzz_first_line(const uint8_t *data, size_t size, size_t *len);
-
 #endif

@@ -55,12 +55,3 @@ fuzz_memfd_path(const uint8_t *data, size_t size)
 {
 	return fuzz_memfile(1, (const void *[]){data}, (size_t[]){size});
 }
-
-const uint8_t *
-fuzz_first_line(const uint8_t *data, size_t size, size_t *len)
-{
-	const uint8_t *nl = size ? memchr(data, '\n', size) : NULL;
-
-	*len = nl ? (size_t)(nl - data) : size;
-	return data;
-}
