@@ -1,15 +1,22 @@
 #!/usr/bin/env python3
-"""Write the hand-made seeds of the trace fuzzer into tests/fuzz/corpus/ (seed-*.jsonl) and copy
-the golden traces (golden-*.jsonl). Run once after changing the list; the files are committed.
+"""Write the hand-made seeds of the fuzz targets into tests/fuzz/corpus/<target>/ (seed-*) and
+copy what the repository has of each kind there (golden-*: the golden traces; fixture-*: the
+H200 snapshot pickles). Run once after changing the lists; the files are committed. Needs the
+`zstd` and `gzip` commands (the compressed target's seeds).
 
     python3 tests/fuzz/make_seeds.py
 """
 import glob
+import gzip
 import os
+import pickle
 import shutil
+import subprocess
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-CORPUS = os.path.join(HERE, "corpus")
+ROOT = os.path.join(HERE, "..", "..")
+CORPORA = os.path.join(HERE, "corpus")
+CORPUS = os.path.join(CORPORA, "trace")
 GOLDEN = os.path.join(HERE, "..", "golden", "traces")
 
 HEADER = ('{"type":"header","format":"gpumemtrace","version":1,"tracer":"0.1.0","pid":7,"ppid":1,'
@@ -119,14 +126,173 @@ SEEDS = {
 }
 
 
+def write(target, name, data):
+    d = os.path.join(CORPORA, target)
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, name), "wb") as f:
+        f.write(data)
+
+
+def goldens():
+    for path in sorted(glob.glob(os.path.join(GOLDEN, "**", "*.jsonl"), recursive=True)):
+        with open(path, "rb") as f:
+            yield os.path.relpath(path, GOLDEN).replace(os.sep, "-"), f.read()
+
+
+def line_seeds():
+    """target line: each kind of line once per shape the golden traces and seeds have."""
+    seen = set()
+    sources = [data for _, data in goldens()] + list(SEEDS.values())
+    n = 0
+    for data in sources:
+        for line in data.split(b"\n"):
+            if not line or len(line) > 4096 or line in seen or line.startswith(b'{"type":"header"'):
+                continue
+            seen.add(line)
+            # one per (type, first keys) shape is plenty: libFuzzer finds the rest
+            shape = line[:40]
+            if shape in seen:
+                continue
+            seen.add(shape)
+            write("line", "seed-%03d.jsonl" % n, line)
+            n += 1
+    # several lines at once, and a stack the fast path must decline
+    write("line", "seed-stack-spaces.jsonl", b'{"type":"stack", "id":1, "frames":["0x1" ,"0x2"]}')
+    write("line", "seed-two-lines.jsonl", lines(ev(1), ev(2, op="free", size=0)).rstrip(b"\n"))
+
+
+def snapshot(segments, traces, settings=None):
+    d = {"segments": segments, "device_traces": traces}
+    if settings is not None:
+        d["allocator_settings"] = settings
+    return d
+
+
+def pickle_seeds():
+    """target pickle: torch's own snapshots (the H200 fixtures) and small ones of each shape."""
+    for path in sorted(glob.glob(os.path.join(ROOT, "tests", "fixtures", "*", "snapshots",
+                                              "*.pickle"))):
+        shutil.copyfile(path, os.path.join(CORPORA, "pickle", "fixture-" + os.path.basename(path)))
+    frames = [{"filename": "t.py", "line": 3, "name": "f"},
+              {"filename": "/x/torch/nn/linear.py", "line": 9, "name": "forward"}]
+    block = {"address": 0x7f0000000000, "size": 512, "requested_size": 500,
+             "state": "active_allocated", "frames": frames}
+    seg = {"device": 0, "address": 0x7f0000000000, "total_size": 2097152, "allocated_size": 512,
+           "active_size": 512, "requested_size": 500, "stream": 0, "segment_type": "small",
+           "segment_pool_id": (0, 0), "is_expandable": False, "frames": frames,
+           "blocks": [block, {"address": 0x7f0000000200, "size": 2097152 - 512,
+                                     "state": "inactive"}]}
+    trace = [{"action": "segment_alloc", "addr": 0x7f0000000000, "size": 2097152, "stream": 0,
+              "time_us": 1, "frames": frames},
+             {"action": "alloc", "addr": 0x7f0000000000, "size": 512, "stream": 0, "time_us": 2,
+              "frames": frames},
+             {"action": "free_requested", "addr": 0x7f0000000000, "size": 512, "stream": 0,
+              "time_us": 3, "frames": frames},
+             {"action": "free_completed", "addr": 0x7f0000000000, "size": 512, "stream": 0,
+              "time_us": 4, "frames": frames},
+             {"action": "oom", "addr": 0, "size": 1 << 40, "stream": 0, "time_us": 5,
+              "device_free": 1024, "frames": []},
+             {"action": "snapshot", "addr": 0, "size": 0, "stream": 0, "time_us": 6}]
+    docs = {
+        "empty": snapshot([], []),
+        "one-segment": snapshot([seg], [[]]),
+        "history": snapshot([seg], [trace, []], {"expandable_segments": False}),
+        "huge-ints": snapshot([dict(seg, address=1 << 70, total_size=-1)],
+                              [[dict(trace[1], addr=-5, size=1 << 65)]]),
+        "wrong-types": snapshot([{"blocks": "x"}, 7, None], [None, [3, "a"]], []),
+        "no-segments": {"device_traces": []},
+        "list-root": [1, 2.5, "s", b"b", None, True],
+    }
+    for name, doc in docs.items():
+        for proto in (2, 4, 5):
+            write("pickle", "seed-%s-p%d.pickle" % (name, proto), pickle.dumps(doc, protocol=proto))
+    # memo references (the same list twice), and opcodes that would run code: refused
+    shared = [seg]
+    write("pickle", "seed-memo.pickle", pickle.dumps(snapshot(shared, [trace, trace]), protocol=4))
+    write("pickle", "seed-global.pickle", b"\x80\x04cos\nsystem\n(S'true'\ntR.")
+    write("pickle", "seed-truncated.pickle", pickle.dumps(docs["history"], protocol=4)[:200])
+
+
+def compress(cmd, data):
+    return subprocess.run(cmd, input=data, stdout=subprocess.PIPE, check=True).stdout
+
+
+def compressed_seeds():
+    """target compressed: golden traces as zstd and gzip, cut short, several frames/members."""
+    for name, data in goldens():
+        if name not in ("basic.jsonl", "cupti.jsonl", "garbled.jsonl", "pool.jsonl"):
+            continue
+        z = compress(["zstd", "-q", "-c", "-3"], data)
+        g = gzip.compress(data, mtime=0)
+        base = name[:-len(".jsonl")]
+        write("compressed", "golden-%s.jsonl.zst" % base, z)
+        write("compressed", "golden-%s.jsonl.gz" % base, g)
+        write("compressed", "seed-%s-cut.jsonl.zst" % base, z[:len(z) * 2 // 3])
+        write("compressed", "seed-%s-cut.jsonl.gz" % base, g[:len(g) * 2 // 3])
+    half = len(SEEDS["markers"]) // 2
+    a, b = SEEDS["markers"][:half], SEEDS["markers"][half:]
+    # two frames, and two members, as a writer that restarted its stream (and `cat`) leave them
+    write("compressed", "seed-two-frames.jsonl.zst",
+          compress(["zstd", "-q", "-c"], a) + compress(["zstd", "-q", "-c"], b))
+    write("compressed", "seed-two-members.jsonl.gz", gzip.compress(a, mtime=0) + gzip.compress(b, mtime=0))
+    # a frame with its checksum, one with garbage after it, and a long run of one byte
+    write("compressed", "seed-checksum.jsonl.zst", compress(["zstd", "-q", "-c", "--check"], a))
+    write("compressed", "seed-trailing-garbage.jsonl.gz", gzip.compress(a, mtime=0) + b"\x1f\x8bxx")
+    write("compressed", "seed-long-line.jsonl.zst",
+          compress(["zstd", "-q", "-c", "-19"], lines(HEADER) + b'{"type":"marker","label":"' +
+                   b"a" * 200000 + b'"}\n'))
+
+
+def bounded_seeds():
+    """target bounded: the body of a bounded trace (the header is the target's)."""
+    body = SEEDS["elided"].split(b"\n", 1)[1]
+    write("bounded", "seed-elided.jsonl", body)
+    write("bounded", "seed-one-elided.jsonl", lines(
+        ev(1),
+        '{"type":"elided","seq":2,"ts":1002,"api":"cudaMalloc","driver":"cuMemAlloc_v2",'
+        '"kind":"device","device":0,"allocations":4,"bytes":4096,"temporaries":4,'
+        '"temporary_bytes":4096,"sizes":[[10,4,4096]],"lifetimes":[[3,4]],"stack":0}',
+        ev(3, op="free", size=0),
+        '{"type":"trailer","ts":99999,"events":2,"dropped":0,"reason":"exit","elided":4,"late":0,'
+        '"buckets":1}'))
+    write("bounded", "seed-no-trailer.jsonl", lines(
+        '{"type":"elided","seq":1,"ts":1001,"api":"cudaMallocHost","kind":"pinned","device":-1,'
+        '"allocations":1,"bytes":64,"sizes":[[6,1,64]]}'))
+
+
+def suppress_seeds():
+    write("suppress", "seed-every-type.supp", b"# known\nleak:^b$\nleak:no_such_function\n"
+          b"peak:cuMemAlloc\ngrowth:b\n\n   leak :  model.py  \n")
+    write("suppress", "seed-globs.supp", b"leak:*\npeak:?\ngrowth:^*forward*$\n"
+          b"leak:c10::cuda::*::malloc\npeak:^$\nleak:**?*?**\n")
+    write("suppress", "seed-bad.supp", b"leak\nfoo:bar\npeak:\ngrowth:^\n\xff\xfe:\x00\n")
+    write("suppress", "seed-crlf.supp", b"leak:a\r\npeak:b\r\n")
+
+
+def categories_seeds():
+    write("categories", "seed-rules.txt", b"# mine\nparameter py-file */init.py\n"
+          b"activation py-func ^forward\nworkspace native *cublas*\n"
+          b"temporary module *libtorch*\ngradient thread autograd\n")
+    write("categories", "seed-no-builtin.txt", b"no-builtin\nother native *\n")
+    write("categories", "seed-bad.txt", b"parameter\nnonsense py-file x\nparameter nowhere x\n")
+    write("categories", "seed-brackets.txt", b"parameter native [a-\nother py-func [!x]*\n"
+          b"activation module \\*\n")
+
+
 def main():
     os.makedirs(CORPUS, exist_ok=True)
     for name, data in SEEDS.items():
         with open(os.path.join(CORPUS, "seed-" + name + ".jsonl"), "wb") as f:
             f.write(data)
-    for path in glob.glob(os.path.join(GOLDEN, "**", "*.jsonl"), recursive=True):
-        rel = os.path.relpath(path, GOLDEN).replace(os.sep, "-")
-        shutil.copyfile(path, os.path.join(CORPUS, "golden-" + rel))
+    for rel, data in goldens():
+        write("trace", "golden-" + rel, data)
+    os.makedirs(os.path.join(CORPORA, "pickle"), exist_ok=True)
+    line_seeds()
+    pickle_seeds()
+    compressed_seeds()
+    bounded_seeds()
+    suppress_seeds()
+    categories_seeds()
 
 
 main()

@@ -133,15 +133,38 @@ window_alloc(struct gmt_reorder *w)
 
 	w->heap = gmt_realloc_array(NULL, cap, sizeof(*w->heap));
 	w->run = gmt_realloc_array(NULL, cap, sizeof(*w->run));
-	w->slots = gmt_realloc_array(NULL, cap, sizeof(*w->slots));
-	w->free_slots = gmt_realloc_array(NULL, cap, sizeof(*w->free_slots));
-	if (!w->heap || !w->run || !w->slots || !w->free_slots) {
+	if (!w->heap || !w->run) {
 		gmt_reorder_fini(w);
 		return -ENOMEM;
 	}
-	for (size_t k = 0; k < cap; k++)
-		w->free_slots[k] = (uint32_t)(cap - 1 - k);
-	w->nfree = cap;
+	return 0;
+}
+
+/* A free slot for a waiting item: one given back, else one never used, the slots grown (doubled,
+ * up to window + 1) when all are; -ENOMEM when they cannot grow. */
+static int
+slot_take(struct gmt_reorder *w, uint32_t *slot)
+{
+	if (w->nfree) {
+		*slot = w->free_slots[--w->nfree];
+		return 0;
+	}
+	if (w->nslots == w->slots_cap) {
+		size_t n = w->slots_cap ? w->slots_cap * 2 : 256;
+		struct gmt_reorder_item *slots;
+		uint32_t *free_slots;
+
+		if (n > w->window + 1)
+			n = w->window + 1;
+		if (!(slots = gmt_realloc_array(w->slots, n, sizeof(*w->slots))))
+			return -ENOMEM;
+		w->slots = slots;
+		if (!(free_slots = gmt_realloc_array(w->free_slots, n, sizeof(*w->free_slots))))
+			return -ENOMEM;
+		w->free_slots = free_slots;
+		w->slots_cap = n;
+	}
+	*slot = (uint32_t)w->nslots++;
 	return 0;
 }
 
@@ -162,10 +185,12 @@ gmt_reorder_push(struct gmt_reorder *w, const struct gmt_reorder_item *item)
 		flow(w);
 		return 0;
 	}
-	if (!w->heap && window_alloc(w) != 0)
+	uint32_t slot;
+
+	if ((!w->heap && window_alloc(w) != 0) || slot_take(w, &slot) != 0)
 		return -ENOMEM;
-	key.slot |= w->free_slots[--w->nfree];
-	w->slots[key.slot & ~KEY_MARKER] = *item;
+	key.slot |= slot;
+	w->slots[slot] = *item;
 	if (!w->nrun || !key_before(&key, &w->run[(w->run_head + w->nrun - 1) % cap])) {
 		w->run[(w->run_head + w->nrun) % cap] = key;
 		w->nrun++;
@@ -199,5 +224,5 @@ gmt_reorder_fini(struct gmt_reorder *w)
 	w->heap = w->run = NULL;
 	w->slots = NULL;
 	w->free_slots = NULL;
-	w->nheap = w->nrun = w->nfree = 0;
+	w->nheap = w->nrun = w->nfree = w->nslots = w->slots_cap = 0;
 }

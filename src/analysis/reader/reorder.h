@@ -42,10 +42,11 @@ struct gmt_reorder {
 	size_t nheap;
 	struct reorder_key *run; /* a ring of keys that came in order: sorted, so a FIFO will do */
 	size_t run_head, nrun;
-	struct gmt_reorder_item *slots; /* window + 1: the items the keys name */
-	uint32_t *free_slots;
-	size_t nfree;
-	uint64_t last_seq; /* of the last item delivered in order */
+	struct gmt_reorder_item *slots;	 /* the items the keys name: up to window + 1, grown as
+					    more wait at once (a short trace needs few) */
+	uint32_t *free_slots;		 /* slots given back, as many as `slots` has room for */
+	size_t nfree, nslots, slots_cap; /* nslots: slots ever used (the rest never touched) */
+	uint64_t last_seq;		 /* of the last item delivered in order */
 	uint32_t last_line;
 	bool last_marker;
 	bool delivered_any;

@@ -755,17 +755,23 @@ print_failed_events(
 	return shown;
 }
 
-/* Keep of @p items (one per failed allocation) those that count; returns how many. */
+/*
+ * Keep of @p items (one per failed allocation, each model's in its order of m->failed, as
+ * gmt_sites_failed_items() lists them) those that count; returns how many. A failure's class is
+ * found by its place, not its seq: a trace may repeat a seq, and then the seq names only the
+ * first of them (a fuzzed trace counted 1 failure and kept none: the text report crashed).
+ */
 static size_t
 counted_failures(struct gmt_site_item *items, size_t n)
 {
-	size_t k = 0;
+	size_t k = 0, at = 0;
 
-	for (size_t i = 0; i < n; i++)
-		if (gmt_model_fail_class(items[i].m,
-					 gmt_model_failure_at(items[i].m, items[i].seq)) ==
-		    GMT_FAIL_COUNTED)
+	for (size_t i = 0; i < n; i++, at++) {
+		if (i > 0 && items[i].m != items[i - 1].m)
+			at = 0;
+		if (gmt_model_fail_class(items[i].m, at) == GMT_FAIL_COUNTED)
 			items[k++] = items[i];
+	}
 	return k;
 }
 
