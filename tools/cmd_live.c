@@ -224,7 +224,7 @@ gmt_cmd_live(int argc, char **argv)
 	};
 	struct gmt_live_options o = {.top = LIVE_DEFAULT_TOP, .symbolize = true};
 	struct gmt_live_view *v;
-	double interval = LIVE_DEFAULT_INTERVAL;
+	double interval = LIVE_DEFAULT_INTERVAL, read_s = 0;
 	bool once = false, tty, keys, first = true;
 	int c, rc = GMT_EXIT_OK;
 
@@ -292,11 +292,20 @@ gmt_cmd_live(int argc, char **argv)
 	if (tty)
 		fputs("\033[?1049h\033[?25l", stdout); /* alternate screen, cursor hidden */
 	for (;;) {
+		struct timespec t0, t1;
+		double took;
 		draw(v, &o, tty, first);
 		first = false;
-		if (ferror(stdout) || wait_key(interval, &keys) || live_stop)
+		/* a trace of hundreds of megabytes takes a second to read again: wait three times
+		 * as long as the last refresh took, so that the view keeps under a third of a core
+		 * whatever the traces' size (the job's own CPUs are the job's) */
+		if (ferror(stdout) || wait_key(fmax(interval, 3 * read_s), &keys) || live_stop)
 			break;
+		clock_gettime(CLOCK_MONOTONIC, &t0);
 		gmt_live_refresh(v);
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		took = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+		read_s = took;
 	}
 	if (tty) {
 		fputs("\033[?25h\033[?1049l", stdout);

@@ -28,7 +28,7 @@
 struct live_step {
 	bool valid;
 	char label[LIVE_LABEL];
-	uint64_t ts;
+	uint64_t ts, seq;
 	bool auto_step;
 	uint64_t *site_live; /* the model's sites' live bytes then */
 	size_t nsites;
@@ -158,6 +158,7 @@ step_take(struct live_step *s,
 	s->nsites = m->nsites;
 	s->valid = true;
 	s->ts = mk->ts;
+	s->seq = mk->seq;
 	s->auto_step = mk->auto_step;
 	snprintf(s->label, sizeof(s->label), "%s", mk->label ? mk->label : "");
 }
@@ -652,6 +653,24 @@ frame_procs(struct frame *fr, struct gmt_live_view *v)
 	}
 }
 
+/* PyTorch's cache on @p device at the step growth is measured from, NULL when not kept (the
+ * tensor level keeps the first GMT_TMARKS_MAX marks, and a range's end is not one). */
+static const struct gmt_tmark *
+tensor_mark(const struct live_proc *p, int32_t device)
+{
+	const struct gmt_tensors *ts = p->m->tensors;
+
+	if (!p->mark.valid)
+		return NULL;
+	for (size_t i = ts->nmarks; i-- > 0;) {
+		if (ts->marks[i].seq < p->mark.seq)
+			break;
+		if (ts->marks[i].seq == p->mark.seq && ts->marks[i].device == device)
+			return &ts->marks[i];
+	}
+	return NULL;
+}
+
 static void
 frame_tensors(struct frame *fr, struct gmt_live_view *v)
 {
@@ -666,14 +685,24 @@ frame_tensors(struct frame *fr, struct gmt_live_view *v)
 			const struct gmt_tdevice *d = &ts->devices[j];
 			char b1[GMT_BYTES_BUF], b2[GMT_BYTES_BUF], b3[GMT_BYTES_BUF],
 			    b4[GMT_BYTES_BUF];
+			const struct gmt_tmark *mk = tensor_mark(p, d->device);
+			char since[GMT_BYTES_BUF + 64] = "";
+			if (mk) {
+				uint64_t was = mk->cache.allocated, now = d->end.allocated;
+				char b5[GMT_BYTES_BUF];
+				snprintf(
+				    since, sizeof(since), "; allocated %s%s since the step",
+				    now >= was ? "+" : "-",
+				    bytes_text(fr->opt, now >= was ? now - was : was - now, b5));
+			}
 			frame_line(
 			    fr,
 			    "TENSORS %s dev %d: allocated %s reserved %s (peak allocated %s, "
-			    "most reserved %s)",
+			    "most reserved %s%s)",
 			    who, d->device, bytes_text(fr->opt, d->end.allocated, b1),
 			    bytes_text(fr->opt, d->end.reserved, b2),
 			    bytes_text(fr->opt, d->peak, b3),
-			    bytes_text(fr->opt, d->max_reserved, b4));
+			    bytes_text(fr->opt, d->max_reserved, b4), since);
 		}
 	}
 }
