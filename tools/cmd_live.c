@@ -289,6 +289,7 @@ gmt_cmd_live(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	keys = true;
 	tty_keys();
+	o.hint = tty && tty_saved;
 	if (tty)
 		fputs("\033[?1049h\033[?25l", stdout); /* alternate screen, cursor hidden */
 	for (;;) {

@@ -23,6 +23,7 @@ struct gmt_live_options {
 	bool symbolize;	 /**< call sites symbolized; else the raw site (API and first frame) */
 	unsigned width;	 /**< cut lines to this many columns; 0: no limit */
 	unsigned height; /**< at most this many lines; 0: no limit */
+	bool hint;	 /**< the title says how to quit (an interactive terminal) */
 };
 
 /** A view of @p path (a trace file or a directory of them); NULL out of memory. */

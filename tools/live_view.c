@@ -760,9 +760,9 @@ gmt_live_frame(struct gmt_live_view *v, FILE *out, const struct gmt_live_options
 			if (v->procs[j].m && !same_host(v->procs[j].t->host, p->t->host))
 				hosts = true;
 	}
-	frame_line(&fr, "gpumemtrace live: %s  %zu trace%s, %zu running%s  %s",
+	frame_line(&fr, "gpumemtrace live: %s  %zu trace%s, %zu running%s  %s%s",
 		   gmt_esc_buf(v->path, esc, sizeof(esc)), traces, traces == 1 ? "" : "s", running,
-		   unread ? ", some not readable yet" : "", clock);
+		   unread ? ", some not readable yet" : "", clock, opt->hint ? "  (q quits)" : "");
 	if (v->path_errno) {
 		frame_line(&fr, "cannot read %s: %s", gmt_esc_buf(v->path, esc, sizeof(esc)),
 			   strerror(v->path_errno));
