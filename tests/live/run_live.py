@@ -17,6 +17,9 @@ Groups:
           new figures, the growth since the step marker, a second process whose trace appears
           in the directory later (plain JSON Lines, its last line torn for a while), and `q`
           quits it. Exit 77 (skipped) without tmux or libzstd.so.1.
+  tracer  the real tracer (tests/preload's victim on tests/simcuda under `gpumemtrace run`)
+          allocates and sleeps; `live --once` on its directory, the trace still open for
+          writing, shows it running with `report`'s figures. Skipped in a sanitizer build.
 """
 import argparse
 import ctypes
@@ -309,7 +312,7 @@ def group_tmux(a):
         tm = Tmux(f"gmt-live-test-{os.getpid()}")
         try:
             tm.run("new-session", "-d", "-s", "live", "-x", "200", "-y", "50",
-                   f"'{a.exe}' live --bytes --no-symbols --interval 0.2 '{d}'")
+                   f"'{os.path.abspath(a.exe)}' live --bytes --no-symbols --interval 0.2 '{d}'")
 
             def row(screen, pid, dev=0):
                 return proc_rows(screen).get((pid, dev))
@@ -372,14 +375,55 @@ def group_tmux(a):
             tm.run("kill-server", check_rc=False)
 
 
+def group_tracer(a):
+    """The real tracer on tests/simcuda: a victim that allocates and then sleeps, its trace
+    (zstd, the default) still open for writing while `live --once` reads it."""
+    if not (a.victim and a.tracer_lib and a.simcuda):
+        print("SKIP: no victim under the tracer in this build (a sanitizer build)")
+        sys.exit(77)
+    with tempfile.TemporaryDirectory() as d:
+        out = os.path.join(d, "traces")
+        env = dict(os.environ, GPUMEMTRACE_LIB=a.tracer_lib, LD_LIBRARY_PATH=a.simcuda,
+                   SIMCUDA_MEM_BYTES="1G", SIMCUDA_DEVICES="1", GPUMEMTRACE_FLUSH_MS="20")
+        p = subprocess.Popen([a.exe, "run", "-o", out, "--", a.victim, "hang"], env=env,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            did = json.loads(p.stdout.readline())
+            check(p.stdout.readline().strip() == b"ready", "the victim runs")
+            end = time.monotonic() + 60
+            rows = {}
+            while time.monotonic() < end:
+                rc, screen, err = live_once(a.exe, out, "--bytes")
+                rows = proc_rows(screen)
+                if rc == 0 and (did["pid"], 0) in rows:
+                    break
+                time.sleep(0.2)
+            check((did["pid"], 0) in rows, f"the running victim's row: {rows}")
+            check(re.search(rf"pid {did['pid']} .* running ", screen) is not None,
+                  f"the victim is shown running:\n{screen}")
+            # the trace as `report` reads it at that moment (the victim makes no more events)
+            doc = report_json(a.exe, out)
+            want = {(q["pid"], q["device"]): (str(q["held_at_end_bytes"]), str(q["bytes"]))
+                    for q in doc["peaks"]} if doc else None
+            check(rows == want and int(rows[(did["pid"], 0)][0]) > 0,
+                  f"the running victim's figures {rows} are report's {want}")
+            check(p.poll() is None, "the victim still runs after being read")
+        finally:
+            p.kill()
+            p.wait()
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--exe", required=True)
     ap.add_argument("--traces", required=True)
     ap.add_argument("--fixtures", required=True)
-    ap.add_argument("group", choices=["once", "tmux"])
+    ap.add_argument("--victim")
+    ap.add_argument("--tracer-lib")
+    ap.add_argument("--simcuda")
+    ap.add_argument("group", choices=["once", "tmux", "tracer"])
     a = ap.parse_args()
-    {"once": group_once, "tmux": group_tmux}[a.group](a)
+    {"once": group_once, "tmux": group_tmux, "tracer": group_tracer}[a.group](a)
     if failures:
         print(f"{len(failures)} failure(s)")
         sys.exit(1)
