@@ -50,6 +50,7 @@ struct live_proc {
 	 * range: what "grew since the last step" is measured from */
 	struct live_step mark, pop;
 	bool failed; /* the last read gave nothing usable (not yet a trace: no header yet) */
+	char why[LIVE_LABEL]; /* then the reader's last message about it */
 };
 
 struct gmt_live_view {
@@ -184,14 +185,37 @@ proc_read(struct gmt_live_view *v, struct live_proc *p)
 	struct gmt_trace_sink sink = {feed_event, feed_marker, &f};
 	struct gmt_read_options ro = GMT_READ_OPTIONS_INIT;
 
+	char *msg = NULL;
+	size_t len = 0;
+	FILE *diag;
+	enum gmt_trace_status st;
+
 	proc_clear(p);
 	p->failed = true;
-	if (gmt_trace_read_sink(p->path, v->devnull, &ro, &sink, &p->t) != GMT_TRACE_OK) {
+	p->why[0] = '\0';
+	/* the reader's messages are kept for a file that gives nothing (a torn end is normal for
+	 * a file being written: they are not shown otherwise) */
+	diag = open_memstream(&msg, &len);
+	st = gmt_trace_read_sink(p->path, diag ? diag : v->devnull, &ro, &sink, &p->t);
+	if (diag)
+		fclose(diag);
+	if (st != GMT_TRACE_OK) {
+		char *last = msg, *nl;
+		/* the last line says why the file was given up on */
+		while (last && (nl = strchr(last, '\n')) && nl[1])
+			last = nl + 1;
+		if (last) {
+			nl = strchr(last, '\n');
+			snprintf(p->why, sizeof(p->why), "%.*s",
+				 (int)(nl ? (size_t)(nl - last) : strlen(last)), last);
+		}
+		free(msg);
 		gmt_model_free(p->m);
 		p->m = NULL;
 		p->t = NULL;
 		return;
 	}
+	free(msg);
 	if (!p->m && !f.oom)
 		p->m = gmt_model_new(p->t, NULL); /* a trace without events yet */
 	if (!p->m || gmt_model_finish(p->m) != 0) {
@@ -768,11 +792,17 @@ gmt_live_frame(struct gmt_live_view *v, FILE *out, const struct gmt_live_options
 			   strerror(v->path_errno));
 		return;
 	}
-	if (traces == 0) {
+	if (traces == 0)
 		frame_line(&fr, "waiting for a trace (%s)",
-			   v->is_dir ? "none in the directory yet" : "no header yet");
+			   v->is_dir && !unread ? "none in the directory yet"
+						: "none readable yet");
+	/* files that give nothing yet: the reader's reason (a file just created has no header) */
+	for (size_t i = 0; i < v->n; i++)
+		if (!v->procs[i].m && v->procs[i].failed && v->procs[i].why[0])
+			frame_line(&fr, "not readable yet: %s",
+				   gmt_esc_buf(v->procs[i].why, esc, sizeof(esc)));
+	if (traces == 0)
 		return;
-	}
 	frame_line(&fr, "%s", "");
 	frame_devices(&fr, v, hosts);
 	frame_line(&fr, "%s", "");

@@ -235,6 +235,11 @@ def group_once(a):
         os.mkdir(empty)
         rc, out, err = live_once(a.exe, empty)
         check(rc == 3 and "waiting for a trace" in out, f"empty dir: exit {rc}, {out!r}")
+        # a file that is no trace (of a newer format): the reader's reason, file and line
+        rc, out, err = live_once(a.exe, os.path.join(a.traces, "version2.jsonl"))
+        check(rc == 3 and re.search(r"not readable yet: .*version2.jsonl:1: trace format "
+                                    r"version 2 is not supported", out),
+              f"version 2: exit {rc}, the reader's reason: {out!r}")
         r = subprocess.run([a.exe, "live"], capture_output=True, timeout=60)
         check(r.returncode == 2, f"no argument: exit {r.returncode}")
         r = subprocess.run([a.exe, "live", "--interval", "x", d], capture_output=True,
