@@ -235,6 +235,16 @@ def group_once(a):
         os.mkdir(empty)
         rc, out, err = live_once(a.exe, empty)
         check(rc == 3 and "waiting for a trace" in out, f"empty dir: exit {rc}, {out!r}")
+        # not on a terminal, without --once: frame after frame, plain text, until a signal
+        p = subprocess.Popen([a.exe, "live", "--interval", "0.1", d], stdin=subprocess.DEVNULL,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        time.sleep(1.5)
+        p.terminate()
+        out, err = p.communicate(timeout=60)
+        frames = out.decode().count("gpumemtrace live: ")
+        esc = b"\x1b" in out
+        check(p.returncode == 0 and frames >= 2 and not esc,
+              f"into a pipe: exit {p.returncode}, {frames} frames, escape sequences: {esc}")
         # a file that is no trace (of a newer format): the reader's reason, file and line
         rc, out, err = live_once(a.exe, os.path.join(a.traces, "version2.jsonl"))
         check(rc == 3 and re.search(r"not readable yet: .*version2.jsonl:1: trace format "
