@@ -267,7 +267,7 @@ gmt_cmd_live(int argc, char **argv)
 	}
 	if (gmt_live_refresh(v) != 0) {
 		fprintf(stderr, "gpumemtrace live: %s: cannot read: %s\n", gmt_esc(argv[optind]),
-			strerror(errno ? errno : EINVAL));
+			errno == EINVAL ? "not a regular file or a directory" : strerror(errno));
 		gmt_live_free(v);
 		return GMT_EXIT_UNREADABLE;
 	}

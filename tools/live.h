@@ -31,8 +31,8 @@ struct gmt_live_view *gmt_live_new(const char *path, const struct gmt_live_optio
 void gmt_live_free(struct gmt_live_view *v);
 
 /**
- * Look at the traces again (reading those that changed). Returns 0, or -1 when @p path itself
- * cannot be read (gone, not a file or directory): the reason is in the next frame.
+ * Look at the traces again (reading those that changed). Returns 0, or -1 with errno when @p
+ * path itself cannot be read (gone, not a file or directory); the next frame says so too.
  */
 int gmt_live_refresh(struct gmt_live_view *v);
 

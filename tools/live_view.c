@@ -36,8 +36,7 @@ struct live_step {
 
 /* One trace file followed. */
 struct live_proc {
-	char *path;
-	bool seen; /* still in the directory at the last refresh */
+	char *path; /* a file that went away keeps its last figures */
 	/* what the file was when last read */
 	dev_t dev;
 	ino_t ino;
@@ -283,7 +282,7 @@ gmt_live_refresh(struct gmt_live_view *v)
 	}
 	v->is_dir = S_ISDIR(st.st_mode);
 	if (!v->is_dir && !S_ISREG(st.st_mode)) {
-		v->path_errno = EINVAL;
+		v->path_errno = errno = EINVAL; /* a FIFO or a device: never waited on */
 		return -1;
 	}
 	v->path_errno = 0;
@@ -295,7 +294,7 @@ gmt_live_refresh(struct gmt_live_view *v)
 	}
 	n = gmt_trace_files(v->path, &names);
 	if (n < 0) {
-		v->path_errno = -n;
+		v->path_errno = errno = -n;
 		return -1;
 	}
 	for (int i = 0; i < n; i++) {
@@ -789,7 +788,8 @@ gmt_live_frame(struct gmt_live_view *v, FILE *out, const struct gmt_live_options
 		   unread ? ", some not readable yet" : "", clock, opt->hint ? "  (q quits)" : "");
 	if (v->path_errno) {
 		frame_line(&fr, "cannot read %s: %s", gmt_esc_buf(v->path, esc, sizeof(esc)),
-			   strerror(v->path_errno));
+			   v->path_errno == EINVAL ? "not a regular file or a directory"
+						   : strerror(v->path_errno));
 		return;
 	}
 	if (traces == 0)

@@ -231,6 +231,10 @@ def group_once(a):
 
         # exit codes: a missing path, a directory without traces (--once), usage
         check(live_once(a.exe, os.path.join(d, "none"))[0] == 3, "missing path: exit != 3")
+        fifo = os.path.join(d, "fifo.jsonl")
+        os.mkfifo(fifo)  # never opened (it would block until a writer came)
+        rc, out, err = live_once(a.exe, fifo)
+        check(rc == 3 and "not a regular file or a directory" in err, f"a FIFO: {rc} {err!r}")
         empty = os.path.join(d, "empty")
         os.mkdir(empty)
         rc, out, err = live_once(a.exe, empty)
