@@ -7,7 +7,7 @@ _gpumemtrace_traces()
 {
 	# trace files and the directories that hold them
 	local IFS=$'\n'
-	COMPREPLY=($(compgen -d -- "$1") $(compgen -f -X '!*.@(jsonl|json)' -- "$1"))
+	COMPREPLY=($(compgen -d -- "$1") $(compgen -f -X '!*.@(jsonl|jsonl.zst|jsonl.gz|json|pickle)' -- "$1"))
 	compopt -o filenames 2>/dev/null
 }
 
