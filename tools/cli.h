@@ -44,6 +44,7 @@ int gmt_cmd_run(int argc, char **argv);
 int gmt_cmd_check(int argc, char **argv);
 int gmt_cmd_diff(int argc, char **argv);
 int gmt_cmd_summarize(int argc, char **argv);
+int gmt_cmd_live(int argc, char **argv);
 
 // --- The JSON report as input (tools/reportdoc.c: check, diff) -----------------------------
 

@@ -34,6 +34,7 @@ usage(FILE *out)
 		"                                  what changed between two runs, per call site\n"
 		"  summarize [-o DIR] TRACE...     one bounded summary file per trace (a rank's\n"
 		"                                  figures, symbolized where its libraries are)\n"
+		"  live [--once] DIR|TRACE         a running job's memory, redrawn every second\n"
 		"\n"
 		"Options:\n"
 		"  -h, --help       show this help ('gpumemtrace help COMMAND' or\n"
@@ -97,6 +98,8 @@ dispatch(const char *cmd, int argc, char **argv)
 		return gmt_cmd_diff(argc, argv);
 	if (strcmp(cmd, "summarize") == 0)
 		return gmt_cmd_summarize(argc, argv);
+	if (strcmp(cmd, "live") == 0)
+		return gmt_cmd_live(argc, argv);
 	if (cmd[0] == '-')
 		fprintf(stderr, "gpumemtrace: unknown option: %s\n", gmt_esc(cmd));
 	else

@@ -7,7 +7,7 @@ _gpumemtrace_traces()
 {
 	# trace files and the directories that hold them
 	local IFS=$'\n'
-	COMPREPLY=($(compgen -d -- "$1") $(compgen -f -X '!*.@(jsonl|json)' -- "$1"))
+	COMPREPLY=($(compgen -d -- "$1") $(compgen -f -X '!*.@(jsonl|jsonl.zst|jsonl.gz|json|pickle)' -- "$1"))
 	compopt -o filenames 2>/dev/null
 }
 
@@ -18,11 +18,11 @@ _gpumemtrace()
 
 	for ((i = 1; i < COMP_CWORD; i++)); do
 		case ${COMP_WORDS[i]} in
-		run | report | check | diff | summarize) cmd=${COMP_WORDS[i]}; break ;;
+		run | report | check | diff | summarize | live) cmd=${COMP_WORDS[i]}; break ;;
 		esac
 	done
 	if [[ -z $cmd ]]; then
-		COMPREPLY=($(compgen -W 'run report check diff summarize -h --help -V --version' -- "$cur"))
+		COMPREPLY=($(compgen -W 'run report check diff summarize live -h --help -V --version' -- "$cur"))
 		return
 	fi
 
@@ -123,6 +123,17 @@ _gpumemtrace()
 		esac
 		if [[ $cur == -* ]]; then
 			COMPREPLY=($(compgen -W '-o --output -h --help -V --version' -- "$cur"))
+		else
+			_gpumemtrace_traces "$cur"
+		fi
+		;;
+	live)
+		case $prev in
+		-i | --interval | -n | --top) return ;;
+		esac
+		if [[ $cur == -* ]]; then
+			COMPREPLY=($(compgen -W '--once -i --interval -n --top --bytes --no-symbols
+				-h --help -V --version' -- "$cur"))
 		else
 			_gpumemtrace_traces "$cur"
 		fi

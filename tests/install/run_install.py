@@ -152,7 +152,7 @@ def check_files(build, src, root):
 
     man1 = os.path.join(root, opts["mandir"], "man1")
     for page in ("gpumemtrace", "gpumemtrace-run", "gpumemtrace-report", "gpumemtrace-check",
-                 "gpumemtrace-diff", "gpumemtrace-summarize"):
+                 "gpumemtrace-diff", "gpumemtrace-summarize", "gpumemtrace-live"):
         check(os.path.isfile(os.path.join(man1, page + ".1")), "man page %s(1)" % page)
     data = os.path.join(root, opts["datadir"])
     check(os.path.isfile(os.path.join(data, "bash-completion", "completions", "gpumemtrace")),
