@@ -199,21 +199,37 @@ def planted(build, source, env, site, work):
     return finish(work)
 
 
+def traced_run(build, source, env, work, label, script, *args, **extra):
+    """tests/torchsim/SCRIPT ARGS under the tracer, its trace in WORK/trace-LABEL: (the process,
+    that directory)."""
+    out = os.path.join(work, "trace-" + label)
+    os.mkdir(out)
+    e = dict(env, GPUMEMTRACE_OUTPUT_DIR=out,
+             LD_PRELOAD=os.path.join(build, "src", "libgpumemtrace.so"), **extra)
+    p = subprocess.run([sys.executable, os.path.join(source, "tests", "torchsim", script)] +
+                       list(args), env=e, capture_output=True, text=True, timeout=240)
+    sys.stdout.write(p.stderr)
+    check(p.returncode == 0, f"{label}: the victim exits 0 (got {p.returncode})")
+    return p, out
+
+
+def tensor_report(build, out):
+    """The report of the traces in @p out: (its tensor level, {} without; its text)."""
+    gmt = os.path.join(build, "tools", "gpumemtrace")
+    rp = subprocess.run([gmt, "report", "--format", "json", out], capture_output=True, text=True,
+                        timeout=120)
+    check(rp.returncode == 0, f"report exits 0 ({rp.stderr[-300:]})")
+    t = [pr["tensors"] for pr in json.loads(rp.stdout)["processes"] if "tensors" in pr] \
+        if rp.returncode == 0 else []
+    txt = subprocess.run([gmt, "report", out], capture_output=True, text=True, timeout=120)
+    return (t[0] if t else {}), txt.stdout
+
+
 def auto_steps(build, source, env, work):
     steps = 8
-    gmt = os.path.join(build, "tools", "gpumemtrace")
     for on in (True, False):
-        out = os.path.join(work, "trace-%s" % ("on" if on else "off"))
-        os.mkdir(out)
-        e = dict(env, GPUMEMTRACE_OUTPUT_DIR=out,
-                 LD_PRELOAD=os.path.join(build, "src", "libgpumemtrace.so"))
-        if not on:
-            e["GPUMEMTRACE_AUTO_STEPS"] = "0"
-        p = subprocess.run([sys.executable, os.path.join(source, "tests", "torchsim",
-                                                         "victim_steps.py"), str(steps)],
-                           env=e, capture_output=True, text=True, timeout=240)
-        sys.stdout.write(p.stderr)
-        check(p.returncode == 0, f"auto-steps: the victim exits 0 (got {p.returncode})")
+        _, out = traced_run(build, source, env, work, "on" if on else "off", "victim_steps.py",
+                            str(steps), **({} if on else {"GPUMEMTRACE_AUTO_STEPS": "0"}))
         marks = [r for r in read_trace(build, out) if r.get("type") == "marker"]
         if not on:
             check(not marks, f"GPUMEMTRACE_AUTO_STEPS=0: no step marks ({marks[:2]})")
@@ -221,76 +237,43 @@ def auto_steps(build, source, env, work):
         check(len(marks) == steps and all(m.get("auto") == "step" for m in marks) and
               [m["label"] for m in marks] == ["optimizer step %d" % (i + 1) for i in range(steps)],
               f"one automatic step mark per step of the first optimizer ({marks[:3]}...)")
-        rp = subprocess.run([gmt, "report", "--format", "json", out], capture_output=True,
-                            text=True, timeout=120)
-        check(rp.returncode == 0, f"report exits 0 ({rp.stderr[-300:]})")
-        if rp.returncode:
-            continue
-        t = [pr["tensors"] for pr in json.loads(rp.stdout)["processes"] if "tensors" in pr]
-        t = t[0] if t else {}
+        t, txt = tensor_report(build, out)
         g = t.get("growth", [])
         check(t.get("growth_basis") == "auto_steps" and len(g) == 1 and
               g[0]["site"].endswith(" in train_step") and g[0]["per_step"] == 64 << 10,
               f"the tensor level samples at the steps and finds the 64 KiB a step at its line "
               f"({t.get('growth_basis')}, {g})")
-        txt = subprocess.run([gmt, "report", out], capture_output=True, text=True, timeout=120)
-        check("automatic steps (optimizer)" in txt.stdout,
+        check("automatic steps (optimizer)" in txt,
               "the text report says the growth was sampled at automatic steps")
     return finish(work)
 
 
 def cycles(build, source, env, work):
-    out = os.path.join(work, "trace-cycles")
-    os.mkdir(out)
-    e = dict(env, GPUMEMTRACE_OUTPUT_DIR=out,
-             LD_PRELOAD=os.path.join(build, "src", "libgpumemtrace.so"))
-    p = subprocess.run([sys.executable, os.path.join(source, "tests", "torchsim",
-                                                     "victim_cycles.py")],
-                       env=e, capture_output=True, text=True, timeout=240)
-    sys.stdout.write(p.stderr)
-    check(p.returncode == 0, f"cycles: the victim exits 0 (got {p.returncode})")
+    _, out = traced_run(build, source, env, work, "cycles", "victim_cycles.py")
     recs = read_trace(build, out)
     gc_frees = [r for r in recs if r.get("type") == "block" and r.get("gc")]
     check(len(gc_frees) == 5 and all(r["action"] == "free_requested" and r["size"] == 128 << 10
                                      for r in gc_frees),
           f"five frees inside the collector, flagged gc ({len(gc_frees)})")
-    gmt = os.path.join(build, "tools", "gpumemtrace")
-    rp = subprocess.run([gmt, "report", "--format", "json", out], capture_output=True, text=True,
-                        timeout=120)
-    check(rp.returncode == 0, f"report exits 0 ({rp.stderr[-300:]})")
-    if rp.returncode == 0:
-        t = [pr["tensors"] for pr in json.loads(rp.stdout)["processes"] if "tensors" in pr]
-        rows = t[0].get("freed_by_gc", []) if t else []
-        check(len(rows) == 1 and rows[0]["tensors"] == 5 and rows[0]["bytes"] == 5 * (128 << 10)
-              and rows[0]["site"].endswith(" in Node.__init__") and
-              rows[0]["callers"][:1] and rows[0]["callers"][0].endswith(" in make_cycles"),
-              f"one site of tensors kept by cycles: Node.__init__ from make_cycles ({rows})")
-    txt = subprocess.run([gmt, "report", out], capture_output=True, text=True, timeout=120)
-    check("kept alive by reference cycles" in txt.stdout, "the text report names them")
+    t, txt = tensor_report(build, out)
+    rows = t.get("freed_by_gc", [])
+    check(len(rows) == 1 and rows[0]["tensors"] == 5 and rows[0]["bytes"] == 5 * (128 << 10)
+          and rows[0]["site"].endswith(" in Node.__init__") and
+          rows[0]["callers"][:1] and rows[0]["callers"][0].endswith(" in make_cycles"),
+          f"one site of tensors kept by cycles: Node.__init__ from make_cycles ({rows})")
+    check("kept alive by reference cycles" in txt, "the text report names them")
     return finish(work)
 
 
 def kept_graph(build, source, env, work):
-    out = os.path.join(work, "trace-graph")
-    os.mkdir(out)
-    e = dict(env, GPUMEMTRACE_OUTPUT_DIR=out,
-             LD_PRELOAD=os.path.join(build, "src", "libgpumemtrace.so"))
-    p = subprocess.run([sys.executable, os.path.join(source, "tests", "torchsim",
-                                                     "victim_graph.py")],
-                       env=e, capture_output=True, text=True, timeout=240)
-    sys.stdout.write(p.stderr)
-    check(p.returncode == 0 and "was not found" not in p.stderr,
-          f"kept-graph: the victim exits 0, the walk ran (got {p.returncode})")
+    p, out = traced_run(build, source, env, work, "graph", "victim_graph.py")
+    check("was not found" not in p.stderr, "kept-graph: the walk ran")
     recs = read_trace(build, out)
     hl = [r for r in recs if r.get("type") == "holders"]
     check(len(hl) == 1, f"one holders line ({len(hl)})")
-    gmt = os.path.join(build, "tools", "gpumemtrace")
-    rp = subprocess.run([gmt, "report", "--format", "json", out], capture_output=True, text=True,
-                        timeout=120)
-    check(rp.returncode == 0, f"report exits 0 ({rp.stderr[-300:]})")
-    if rp.returncode == 0:
-        t = [pr["tensors"] for pr in json.loads(rp.stdout)["processes"] if "tensors" in pr]
-        rows = t[0].get("held_at_end", []) if t else []
+    t, txt = tensor_report(build, out)
+    if t:
+        rows = t.get("held_at_end", [])
         held = {r["holder"]: r for r in rows}
         g = held.get("losses (a list in __main__)")
         check(g is not None and g["kind"] == "graph" and g["roots"] == 6 and
@@ -301,41 +284,28 @@ def kept_graph(build, source, env, work):
         k = held.get("acts (a dict in __main__)")
         check(k is not None and k["kind"] == "kept" and k["bytes"] == 6 * (64 << 10) and
               k["tensors"] == 6, f"the detached tensors: kept by `acts` ({rows})")
-        growth = t[0].get("growth", []) if t else []
+        growth = t.get("growth", [])
         check(any((r.get("held_by") or {}).get("holder") == "losses (a list in __main__)"
                   for r in growth), f"the growing site says what holds it ({growth})")
-    txt = subprocess.run([gmt, "report", out], capture_output=True, text=True, timeout=120)
     check("kept alive by the autograd graphs of 6 tensors in losses (a list in __main__)"
-          in txt.stdout, "the text report explains the kept graph")
+          in txt, "the text report explains the kept graph")
     return finish(work)
 
 
 def forward_steps(build, source, env, work):
-    gmt = os.path.join(build, "tools", "gpumemtrace")
     for mode in ("infer", "train"):
-        out = os.path.join(work, "trace-" + mode)
-        os.mkdir(out)
-        e = dict(env, GPUMEMTRACE_OUTPUT_DIR=out,
-                 LD_PRELOAD=os.path.join(build, "src", "libgpumemtrace.so"))
-        p = subprocess.run([sys.executable, os.path.join(source, "tests", "torchsim",
-                                                         "victim_infer.py"), mode],
-                           env=e, capture_output=True, text=True, timeout=240)
-        sys.stdout.write(p.stderr)
-        check(p.returncode == 0, f"{mode}: the victim exits 0 (got {p.returncode})")
+        _, out = traced_run(build, source, env, work, mode, "victim_infer.py", mode)
         labels = [r["label"] for r in read_trace(build, out)
                   if r.get("type") == "marker" and r.get("auto") == "step"]
         # infer: a step ends where the next forward starts (the last one is not marked)
         want = (["forward %d" % i for i in range(1, 6)] if mode == "infer" else
                 ["optimizer step %d" % i for i in range(1, 7)])
         check(labels == want, f"{mode}: the automatic steps {labels} == {want}")
-        rp = subprocess.run([gmt, "report", "--format", "json", out], capture_output=True,
-                            text=True, timeout=120)
-        if check(rp.returncode == 0, f"{mode}: report exits 0 ({rp.stderr[-300:]})"):
-            t = [pr["tensors"] for pr in json.loads(rp.stdout)["processes"] if "tensors" in pr]
-            g = t[0].get("growth", []) if t else []
-            check(t and t[0].get("growth_basis") == "auto_steps" and len(g) == 1 and
-                  g[0]["site"].endswith(" in Model.forward") and g[0]["per_step"] == 64 << 10,
-                  f"{mode}: the kept outputs grow 64 KiB a step at Model.forward ({g})")
+        t, _ = tensor_report(build, out)
+        g = t.get("growth", [])
+        check(t.get("growth_basis") == "auto_steps" and len(g) == 1 and
+              g[0]["site"].endswith(" in Model.forward") and g[0]["per_step"] == 64 << 10,
+              f"{mode}: the kept outputs grow 64 KiB a step at Model.forward ({g})")
     return finish(work)
 
 

@@ -3,16 +3,10 @@ post_hook, called with (optimizer, args, kwargs) after every step of every optim
 base class whose step() runs them."""
 import itertools
 
+from torch.utils.hooks import RemovableHandle
+
 _global_optimizer_post_hooks = {}
 _ids = itertools.count()
-
-
-class RemovableHandle:
-    def __init__(self, hooks, key):
-        self._hooks, self._key = hooks, key
-
-    def remove(self):
-        self._hooks.pop(self._key, None)
 
 
 def register_optimizer_step_post_hook(hook):

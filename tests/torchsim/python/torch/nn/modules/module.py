@@ -4,17 +4,11 @@ own forward hooks, and __call__ running them in torch's order (global pre, forwa
 the module's own post)."""
 import itertools
 
+from torch.utils.hooks import RemovableHandle
+
 _ids = itertools.count()
 _global_pre = {}
 _global_post = {}  # key -> (hook, always_call)
-
-
-class RemovableHandle:
-    def __init__(self, hooks, key):
-        self._hooks, self._key = hooks, key
-
-    def remove(self):
-        self._hooks.pop(self._key, None)
 
 
 def register_module_forward_pre_hook(hook):
