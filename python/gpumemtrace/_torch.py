@@ -662,6 +662,8 @@ class _Build:
                 self.why = f"{why}; no private directory to build it in: {e.strerror}"
                 return
             self.path = os.path.join(self.private, os.path.basename(out))
+            import atexit
+            atexit.register(self.done)  # also when the layer never attaches (no CUDA use)
             _warn(f"PyTorch layer: {why}: building the bridge for this run only in "
                   f"{self.private}")
         self.thread = threading.Thread(target=self._run, name="gpumemtrace-bridge-build", daemon=True)
