@@ -16,7 +16,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "analysis/model/kinds.h"
+#include "analysis/model/tkinds.h"
 #include "analysis/report/frames.h"
 #include "cli.h"
 #include "live.h"

@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "analysis/model/kinds.h"
+#include "analysis/model/tkinds.h"
 #include "analysis/model/tensors.h"
 #include "analysis/reader/trace.h"
 

@@ -26,7 +26,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "analysis/model/kinds.h"
+#include "analysis/model/tkinds.h"
 #include "analysis/model/livemap.h"
 #include "analysis/report/explain.h"
 #include "analysis/report/frames.h"

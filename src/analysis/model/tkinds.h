@@ -5,8 +5,8 @@
  * Which kinds sum into what is the one place where the analysis takes a position; docs/design.md
  * ("Analysis semantics") and docs/report-json.md explain the choice.
  */
-#ifndef GMT_MODEL_KINDS_H
-#define GMT_MODEL_KINDS_H
+#ifndef GMT_MODEL_TKINDS_H
+#define GMT_MODEL_TKINDS_H
 
 #include <stdbool.h>
 #include <stdint.h>

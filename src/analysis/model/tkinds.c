@@ -1,7 +1,7 @@
 /*
  * @brief The analyzer's table of memory kinds: meaning, and how each kind adds up.
  */
-#include "analysis/model/kinds.h"
+#include "analysis/model/tkinds.h"
 
 struct kind_info {
 	const char *meaning;
