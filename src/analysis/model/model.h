@@ -14,8 +14,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "analysis/model/tkinds.h"
 #include "analysis/model/tensors.h"
+#include "analysis/model/tkinds.h"
 #include "analysis/reader/trace.h"
 
 struct gmt_callstacks;

@@ -26,8 +26,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "analysis/model/tkinds.h"
 #include "analysis/model/livemap.h"
+#include "analysis/model/tkinds.h"
 #include "analysis/report/explain.h"
 #include "analysis/report/frames.h"
 #include "analysis/report/nomem.h"
