@@ -128,12 +128,6 @@ cupti_resolve(void *h)
 	return cupti.Subscribe && cupti.EnableCallback && cupti.GetContextId && cupti.GetDeviceId;
 }
 
-const char *const gmt_cupti_sonames[GMT_CUDART_COUNT] = {
-#define X(tag, cudart, cupti) [GMT_CUDART_##tag] = cupti,
-    GMT_CUDA_RUNTIMES(X)
-#undef X
-};
-
 /* What cupti_open() opened, for the header; written before the phase is published. */
 static const char *cupti_opened;
 

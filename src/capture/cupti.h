@@ -31,19 +31,20 @@ extern _Atomic int gmt_cupti_phase;
  */
 bool gmt_cupti_start(void);
 
-/** Decided and active. One relaxed load: for the interposed wrappers' fast path. */
-static inline bool
-gmt_cupti_records(void)
+/** The phase now, with no side effect: a pure query (starting is gmt_cupti_start()'s). */
+static inline int
+gmt_cupti_state(void)
 {
-	int ph = atomic_load_explicit(&gmt_cupti_phase, memory_order_acquire);
-	if (__builtin_expect(ph <= GMT_CUPTI_STARTING, 0))
-		return gmt_cupti_start(); /* start it, or wait for the thread that is starting it */
-	return ph == GMT_CUPTI_ACTIVE;
+	return atomic_load_explicit(&gmt_cupti_phase, memory_order_acquire);
 }
 
 /** InitializeInjection()'s work in this copy of the tracer (api.c; another copy forwards to
  * it): start CUPTI. Returns 1 whatever happens. */
 int gmt_cupti_inject(void);
+
+/** The CUPTI the tracer subscribed with (a soname or the path of GPUMEMTRACE_CUPTI_LIB), NULL
+ * when none. */
+const char *gmt_cupti_opened(void);
 
 /** Why CUPTI is not used (for the trace header), or NULL when it is. */
 const char *gmt_cupti_reason(void);

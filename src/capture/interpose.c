@@ -59,8 +59,6 @@ static _Atomic(void *) real_fns[GMT_CUDART_COUNT][REAL_COUNT];
 /* The runtime is loaded and has no such function (an older or another runtime): it is not looked
  * up again at every call, which would cost a dlvsym, a dlopen and a dlclose inside each one. */
 static _Atomic bool real_missing[GMT_CUDART_COUNT][REAL_COUNT];
-/* The runtimes a wrapper was called through, a bit each (gmt_cudart_seen()). */
-static _Atomic unsigned runtimes_called;
 
 static void *
 resolve(enum gmt_cuda_runtime rt, enum real_fn fn, void *self)
@@ -115,46 +113,18 @@ real(enum gmt_cuda_runtime rt, enum real_fn fn, void *self)
 		fn_ ? fn_(__VA_ARGS__) : cudaErrorInitializationError;                             \
 	})
 
-/* A fact for the header: one relaxed load per call once the bit is set. */
-static inline void
-note_runtime(enum gmt_cuda_runtime rt)
-{
-	unsigned bit = 1u << rt;
-	if (__builtin_expect(!(atomic_load_explicit(&runtimes_called, memory_order_relaxed) & bit),
-			     0))
-		atomic_fetch_or_explicit(&runtimes_called, bit, memory_order_relaxed);
-}
-
-const char *const gmt_cudart_sonames[GMT_CUDART_COUNT] = {
-#define X(tag, cudart, cupti) [GMT_CUDART_##tag] = cudart,
-    GMT_CUDA_RUNTIMES(X)
-#undef X
-};
-
-unsigned
-gmt_cudart_seen(void)
-{
-	unsigned seen = atomic_load_explicit(&runtimes_called, memory_order_relaxed);
-
-	for (int rt = 0; rt < GMT_CUDART_COUNT; rt++) {
-		void *h = dlopen(gmt_cudart_sonames[rt], RTLD_NOW | RTLD_NOLOAD);
-		if (h) {
-			seen |= 1u << rt;
-			gmt_real_dlclose(h);
-		}
-	}
-	return seen;
-}
-
 /* CUPTI records when it can (cupti.c): the wrappers then only forward. The first wrapper call
- * of the process starts CUPTI if the driver's injection has not yet. */
+ * of the process starts CUPTI if the driver's injection has not yet; after that, one load. */
 static inline bool
 cupti_records(void)
 {
 	if (gmt_depth != 0 ||
 	    atomic_load_explicit(&gmt_state, memory_order_relaxed) == GMT_STATE_DISABLED)
 		return false;
-	return gmt_cupti_records();
+	int ph = gmt_cupti_state();
+	if (__builtin_expect(ph <= GMT_CUPTI_STARTING, 0))
+		return gmt_cupti_start(); /* start it, or wait for the thread that is starting it */
+	return ph == GMT_CUPTI_ACTIVE;
 }
 
 // --- event helpers ------------------------------------------------------------------------------
@@ -288,7 +258,7 @@ free_end(struct gmt_event *ev, cudaError_t rc)
 	{                                                                                          \
 		const enum gmt_cuda_runtime rt_ = GMT_CUDART_##tag;                                \
 		void *const self_ = (void *)&fname;                                                \
-		note_runtime(rt_);                                                                 \
+		gmt_runtime_note(rt_);                                                             \
 		if (cupti_records())                                                               \
 			return CALL_REAL(sym, GMT_UNPACK call);                                    \
 		if (!gmt_hook_enter()) {                                                           \

@@ -181,7 +181,7 @@ gmt_tracer_start(void)
 
 	/* Coverage is decided before the header is written: CUPTI is normally started by now (at
 	 * cuInit or by the first interposed call); a marker before any CUDA call starts it here. */
-	bool cupti = gmt_cupti_records();
+	bool cupti = gmt_cupti_start(); /* decided already: one load */
 	struct gmt_writer_config cfg = {
 	    .opts = opts,
 	    .ring = ring,

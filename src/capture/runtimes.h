@@ -15,9 +15,14 @@
  * to the same version of the real function. CUDA 13's copy is the default version
  * (cudaMalloc@@libcudart.so.13, the version script's node), the others are `.symver` aliases
  * in nodes of their own (libgpumemtrace.sym.in).
+ *
+ * The room (runtimes.c) knows no capture path: interpose.c notes the runtime of each call here,
+ * cupti.c reads which are loaded, and neither calls the other for it.
  */
 #ifndef GMT_CAPTURE_RUNTIMES_H
 #define GMT_CAPTURE_RUNTIMES_H
+
+#include <stdatomic.h>
 
 #define GMT_CUDART_SONAME_13 "libcudart.so.13"
 #define GMT_CUDART_SONAME_12 "libcudart.so.12"
@@ -39,6 +44,19 @@ enum gmt_cuda_runtime {
 extern const char *const gmt_cudart_sonames[GMT_CUDART_COUNT];
 extern const char *const gmt_cupti_sonames[GMT_CUDART_COUNT];
 
+/** The runtimes an interposed wrapper was called through, a bit each (gmt_runtime_note()). */
+extern _Atomic unsigned gmt_runtimes_called;
+
+/** Inside a wrapper: a fact for the header, one relaxed load per call once the bit is set. */
+static inline void
+gmt_runtime_note(enum gmt_cuda_runtime rt)
+{
+	unsigned bit = 1u << rt;
+	if (__builtin_expect(
+		!(atomic_load_explicit(&gmt_runtimes_called, memory_order_relaxed) & bit), 0))
+		atomic_fetch_or_explicit(&gmt_runtimes_called, bit, memory_order_relaxed);
+}
+
 /**
  * The CUDA runtimes loaded in the process, one bit per enum gmt_cuda_runtime: those an
  * interposed wrapper was called through, and those the dynamic linker has mapped (dlopen
@@ -46,9 +64,5 @@ extern const char *const gmt_cupti_sonames[GMT_CUDART_COUNT];
  * writer thread asks when it writes the header).
  */
 unsigned gmt_cudart_seen(void);
-
-/** The CUPTI the tracer subscribed with (a soname or the path of GPUMEMTRACE_CUPTI_LIB), NULL
- * when none. */
-const char *gmt_cupti_opened(void);
 
 #endif
