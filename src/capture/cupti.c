@@ -36,6 +36,7 @@
 #include "capture/hook_lookup.h"
 #include "capture/params.h"
 #include "capture/runtimes.h"
+#include "capture/selfprof.h"
 #include "capture/stacks.h"
 #include "util/devices.h"
 #include "util/log.h"
@@ -234,7 +235,10 @@ context_device(CUcontext ctx, uint32_t uid)
 		return -1;
 	if (uid && uid == ctx_cache.uid)
 		return ctx_cache.device;
-	if (cupti.GetDeviceId(ctx, &dev) != CUPTI_SUCCESS)
+	uint64_t t0 = gmt_prof_begin();
+	CUptiResult r = cupti.GetDeviceId(ctx, &dev);
+	gmt_prof_end(GMT_PROF_CONTEXT, t0);
+	if (r != CUPTI_SUCCESS)
 		return -1;
 	ctx_cache.uid = uid;
 	ctx_cache.device = (int32_t)dev;
@@ -697,10 +701,19 @@ add_meminfo(struct gmt_event *ev)
 static void
 emit_call_event(struct gmt_event *ev, uint64_t seq, uint64_t ts)
 {
-	if (ev->op == GMT_OP_ALLOC && ev->result != 0)
+	uint64_t t0;
+
+	if (ev->op == GMT_OP_ALLOC && ev->result != 0) {
+		t0 = gmt_prof_begin();
 		add_meminfo(ev);
-	if (ev->op == GMT_OP_ALLOC)
+		gmt_prof_end(GMT_PROF_MEMINFO, t0);
+	}
+	if (ev->op == GMT_OP_ALLOC) {
+		t0 = gmt_prof_begin();
 		ev->stack = callback_stack();
+		gmt_prof_end(GMT_PROF_STACK, t0);
+	}
+	t0 = gmt_prof_begin();
 	if (ev->op == GMT_OP_FREE && seq) {
 		ev->seq = seq;
 		ev->ts_ns = ts;
@@ -708,7 +721,10 @@ emit_call_event(struct gmt_event *ev, uint64_t seq, uint64_t ts)
 	} else {
 		gmt_stamp(ev);
 	}
+	gmt_prof_end(GMT_PROF_STAMP, t0);
+	t0 = gmt_prof_begin();
 	gmt_emit(ev);
+	gmt_prof_end(GMT_PROF_EMIT, t0);
 }
 
 // --- driver callbacks
@@ -756,8 +772,10 @@ on_driver_exit(CUpti_CallbackId cbid, enum gmt_api api, bool ptsz, const CUpti_C
 	    .device = context_device(cb->context, cb->contextUid),
 	    .flags = ptsz || (joined && rt.ptsz) ? GMT_EV_PTSZ : 0,
 	};
+	uint64_t t0 = gmt_prof_begin();
 	enum gmt_params got =
 	    call_params(CUPTI_CB_DOMAIN_DRIVER_API, cbid, cb->functionParams, ok, &ev);
+	gmt_prof_end(GMT_PROF_PARAMS, t0);
 	if (op == GMT_OP_USAGE) { /* the family made the readings */
 		if (joined)
 			rt.joined = 1;
@@ -781,11 +799,13 @@ on_driver_exit(CUpti_CallbackId cbid, enum gmt_api api, bool ptsz, const CUpti_C
 	if (joined)
 		rt.joined = 1;
 	if (ok && (api == GMT_API_cuMemAllocAsync || api == GMT_API_cuMemAllocFromPoolAsync)) {
+		t0 = gmt_prof_begin();
 		CUmemoryPool pool = api == GMT_API_cuMemAllocFromPoolAsync
 					? (CUmemoryPool)(uintptr_t)ev.pool
 					: current_pool(ev.device);
 		if (pool && pool_reading_due((uint64_t)(uintptr_t)pool, ev.ts_ns))
 			read_pool(pool, &ev);
+		gmt_prof_end(GMT_PROF_POOL, t0);
 	}
 }
 
@@ -998,12 +1018,25 @@ on_callback(void *userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, 
 		return;
 	gmt_depth++;
 	int saved_errno = errno;
+	uint64_t t0 = gmt_prof_begin();
+	enum gmt_prof_part part = GMT_PROF_CB_RESOURCE;
 	switch (domain) {
-	case CUPTI_CB_DOMAIN_DRIVER_API: on_driver(cbid, data); break;
-	case CUPTI_CB_DOMAIN_RUNTIME_API: on_runtime(cbid, data); break;
+	case CUPTI_CB_DOMAIN_DRIVER_API:
+		on_driver(cbid, data);
+		part = ((const CUpti_CallbackData *)data)->callbackSite == CUPTI_API_ENTER
+			   ? GMT_PROF_CB_DRIVER_ENTER
+			   : GMT_PROF_CB_DRIVER_EXIT;
+		break;
+	case CUPTI_CB_DOMAIN_RUNTIME_API:
+		on_runtime(cbid, data);
+		part = ((const CUpti_CallbackData *)data)->callbackSite == CUPTI_API_ENTER
+			   ? GMT_PROF_CB_RUNTIME_ENTER
+			   : GMT_PROF_CB_RUNTIME_EXIT;
+		break;
 	case CUPTI_CB_DOMAIN_RESOURCE: on_resource(cbid, data); break;
 	default: break;
 	}
+	gmt_prof_end(part, t0);
 	errno = saved_errno;
 	gmt_depth--;
 }

@@ -23,6 +23,7 @@
 #include "capture/dlclose.h"
 #include "capture/pyhook.h"
 #include "capture/runtimes.h"
+#include "capture/selfprof.h"
 #include "capture/stacks.h"
 #include "gmt-config.h"
 #if GMT_HAVE_PYSTACK
@@ -273,6 +274,7 @@ gmt_init(void)
 		return;
 	}
 	gmt_pyhook_setup(opts);
+	gmt_prof_setup(opts->self_profile);
 	if (opts->cupti)
 		arm_injection();
 }
@@ -287,6 +289,7 @@ gmt_fini(void)
 	/* as long as the writer works (a bounded trace's last bucket is written only now), at most
 	 * 2 s without progress and 5 minutes in all */
 	gmt_writer_stop(2000, 300000);
+	gmt_prof_write();
 	gmt_depth--;
 }
 

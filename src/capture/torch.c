@@ -21,6 +21,7 @@
 #include "capture/torch.h"
 
 #include "capture/capture.h"
+#include "capture/selfprof.h"
 #include "capture/stacks.h"
 #include "torch_entry.h"
 
@@ -58,10 +59,14 @@ gmt_api_torch_record(const struct gmt_torch_entry *e)
 		gmt_hook_leave();
 		return 0;
 	}
+	uint64_t t0 = gmt_prof_begin();
 	/* the allocating thread's stack: an allocation, and the OOM (what asked for it) */
 	uint32_t stack = 0;
-	if (e->action == GMT_TORCH_ALLOC || e->action == GMT_TORCH_OOM)
+	if (e->action == GMT_TORCH_ALLOC || e->action == GMT_TORCH_OOM) {
+		uint64_t ts0 = gmt_prof_begin();
 		stack = gmt_stack_capture(NULL);
+		gmt_prof_end(GMT_PROF_TORCH_STACK, ts0);
+	}
 	/* Written straight into its ring slot (no event on the stack to zero and copy: most of a
 	 * free's cost, docs/performance.md), after the stack: a slot is claimed for as long as
 	 * its fields take. Stamped first, so that the seq's locked increment comes before the
@@ -98,6 +103,7 @@ gmt_api_torch_record(const struct gmt_torch_entry *e)
 			copy_meta(ev->label, e->meta, e->meta_len);
 		gmt_emit_commit(pos);
 	}
+	gmt_prof_end(GMT_PROF_TORCH_RECORD, t0);
 	gmt_hook_leave();
 	return 0;
 }

@@ -341,6 +341,8 @@ def main():
         return late_calls(build, env)
     if sc == "query-bound":
         return query_bound(victim, env)
+    if sc == "self-profile":
+        return self_profile(victim, env)
     if sc == "run-no-gpu":
         return run_no_gpu(build, env)
     if sc == "run-bad-lib":
@@ -792,6 +794,66 @@ def query_bound(victim, env):
     check(q1 <= bound, f"{n} cudaMallocAsync/cudaFreeAsync pairs in {ms:.1f} ms: the tracer made "
                        f"{q1 - q0} driver queries, at most {bound - q0} allowed (one per "
                        f"allocation would be {n})")
+    return finish()
+
+
+def self_profile(victim, env):
+    """GPUMEMTRACE_SELF_PROFILE=FILE (issue 30: where the time inside the application's calls
+    goes, per part, in one run on the GPU host): at exit the file holds one JSON object, each
+    part with its count and nanoseconds. Its counts are the trace's: one emit and one stamp per
+    recorded allocation and free, one stack per allocation, a driver EXIT callback per call.
+    Off (the default) no file; an unwritable path costs one warning, never the trace."""
+    n = 3000
+    out = env["GPUMEMTRACE_OUTPUT_DIR"]
+    prof = os.path.join(out, "self.json")
+    e = dict(env, GPUMEMTRACE_SELF_PROFILE=prof, GPUMEMTRACE_COMPRESS="none")
+    p = subprocess.run([victim, "asyncpairs", str(n)], env=e, capture_output=True, text=True,
+                       timeout=300)
+    check(p.returncode == 0, f"asyncpairs exits 0 ({p.returncode}: {p.stderr[-300:]})")
+    check(os.path.isfile(prof), f"the self-profile {prof} is written at exit")
+    if not os.path.isfile(prof):
+        return finish()
+    with open(prof) as f:
+        doc = json.load(f)
+    traces = glob.glob(os.path.join(out, "gpumemtrace.*.jsonl"))
+    check(len(traces) == 1, f"one trace ({traces})")
+    events = [r for r in load_trace(traces[0]) if r["type"] == "event"] if traces else []
+    allocs = sum(1 for r in events if r["op"] == "alloc")
+    frees = sum(1 for r in events if r["op"] == "free")
+    parts = doc.get("parts", {})
+    print("self-profile:", {k: (v["count"], round(v["ns"] / max(v["count"], 1), 1))
+                            for k, v in parts.items()})
+    check(doc.get("self_profile") == 1 and doc.get("threads", 0) >= 1, "the file says what it is")
+    check(allocs >= n and frees >= n, f"the trace has the {n} pairs ({allocs} allocs, {frees} frees)")
+    for part, want in (("emit", allocs + frees), ("stamp", allocs + frees), ("stack", allocs)):
+        got = parts.get(part, {}).get("count")
+        check(got == want, f"part {part}: {got} probes, one per recorded event ({want})")
+    drv = parts.get("cupti_driver_exit", {}).get("count", 0)
+    check(drv >= allocs + frees, f"a driver EXIT callback per call ({drv} >= {allocs + frees})")
+    for name, v in parts.items():
+        check(0 < v["ns"] < v["count"] * 1e6,
+              f"part {name}: {v['ns']} ns over {v['count']} probes is a time, not noise")
+    check(0 < doc.get("probe_ns", 0) < 1000, f"the probe's own cost is given ({doc.get('probe_ns')})")
+
+    # off: no file; a path that cannot be written: one warning, the trace whole
+    for label, path in (("off", None), ("unwritable", os.path.join(out, "no", "such", "dir", "p.json"))):
+        sub = tempfile.mkdtemp(prefix="gmt-selfprof-")
+        e = dict(env, GPUMEMTRACE_OUTPUT_DIR=sub, GPUMEMTRACE_COMPRESS="none")
+        e.pop("GPUMEMTRACE_SELF_PROFILE", None)
+        if path:
+            e["GPUMEMTRACE_SELF_PROFILE"] = path
+        p = subprocess.run([victim, "asyncpairs", "200"], env=e, capture_output=True, text=True,
+                           timeout=300)
+        check(p.returncode == 0, f"{label}: exits 0")
+        files = os.listdir(sub)
+        check(len(files) == 1 and files[0].startswith("gpumemtrace."),
+              f"{label}: the trace and nothing else in the output directory ({files})")
+        warned = [ln for ln in p.stderr.splitlines() if "SELF_PROFILE" in ln]
+        check(len(warned) == (1 if path else 0),
+              f"{label}: {'one warning' if path else 'no warning'} about the self-profile ({warned})")
+        if files:
+            tr = load_trace(os.path.join(sub, files[0]))
+            check(any(r["type"] == "trailer" for r in tr), f"{label}: the trace is complete")
     return finish()
 
 

@@ -1,0 +1,132 @@
+#!/usr/bin/env python3
+"""Where the tracer's time goes inside the application's calls, part by part: bench/hook_overhead
+under the tracer with GPUMEMTRACE_SELF_PROFILE (src/capture/selfprof.h), for each tracer
+configuration asked, a few rounds each; prints per part the probes per recorded event and the
+nanoseconds per probe and per recorded event (median over rounds, the probe's own cost taken
+off), so that the cost above the CUPTI floor that run_hook_overhead.py measures as a whole is
+split into its parts (a driver query, a stack, the ring) on the machine it runs on.
+
+    run_self_profile.py --build BUILD [--runtime sim|real] [--mode malloc|async]
+                        [--capture cupti-nostacks,cupti] [--rounds 5] [--iters N] [--reps R]
+
+--capture   configurations of run_hook_overhead.py (cupti, cupti-nostacks, cupti-native,
+            cupti-noruntime-nostacks, interpose...), a comma list
+--runtime   as run_hook_overhead.py: sim (tests/simcuda) or real (exits 77 with no GPU)
+
+Parts nest: a callback part (cupti_driver_exit) includes its inner parts (params, stack,
+stamp, emit, pool_reading); `own` is a callback part minus the inner parts measured inside it.
+The last line is one JSON object with every figure. Python 3 standard library only.
+"""
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import run_hook_overhead as rho  # noqa: E402 (the same runtimes, defaults and configurations)
+
+INNER_OF_DRIVER_EXIT = ("params", "stack", "meminfo", "stamp", "emit", "pool_reading")
+
+
+def one_run(cmd, env, lib, extra):
+    out = tempfile.mkdtemp(prefix="gmt-selfprof-")
+    try:
+        prof = os.path.join(out, "self.json")
+        e = dict(env, LD_PRELOAD=lib, GPUMEMTRACE_OUTPUT_DIR=out, GPUMEMTRACE_SELF_PROFILE=prof,
+                 **extra)
+        p = subprocess.run(cmd, env=e, capture_output=True, text=True, timeout=600)
+        if p.returncode != 0:
+            sys.exit(f"run_self_profile: {cmd[0]} failed ({p.returncode}): {p.stderr[-500:]}")
+        bench = json.loads(p.stdout.strip().splitlines()[-1])
+        with open(prof) as f:
+            doc = json.load(f)
+        return bench, doc
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--build", required=True)
+    ap.add_argument("--runtime", choices=["sim", "real"], default="sim")
+    ap.add_argument("--mode", choices=["malloc", "async"], default="async")
+    ap.add_argument("--capture", default="cupti-nostacks,cupti")
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--iters", type=int)
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--cudart-dir")
+    args = ap.parse_args()
+
+    build = os.path.abspath(args.build)
+    exe = os.path.join(build, "bench", "hook_overhead")
+    lib = os.path.join(build, "src", "libgpumemtrace.so")
+    d = rho.DEFAULTS[(args.runtime, args.mode)]
+    iters = args.iters or d["iters"]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GPUMEMTRACE_")}
+    if args.runtime == "sim":
+        env["LD_LIBRARY_PATH"] = os.path.join(build, "tests", "simcuda")
+        env.setdefault("SIMCUDA_MEM_BYTES", "1G")
+    else:
+        if not rho.have_gpu():
+            print("run_self_profile: no GPU (nvidia-smi -L failed): skipped")
+            sys.exit(77)
+        cudart = rho.real_cudart_dir(args.cudart_dir)
+        if not cudart:
+            sys.exit("run_self_profile: libcudart.so.13 not found; give --cudart-dir")
+        env["LD_LIBRARY_PATH"] = cudart
+    cmd = [exe, "--mode", args.mode, "--iters", str(iters), "--reps", str(args.reps),
+           "--warmup", str(d["warmup"]), "--gap-ms", str(d["gap_ms"])]
+    names = args.capture.split(",")
+    for n in names:
+        if n not in rho.CAPTURES:
+            sys.exit(f"run_self_profile: unknown --capture {n!r} ({', '.join(rho.CAPTURES)})")
+    print(f"self-profile: runtime={args.runtime} mode={args.mode} iters={iters} reps={args.reps} "
+          f"rounds={args.rounds}, configurations {', '.join(names)}")
+    per = {n: [] for n in names}
+    for _ in range(args.rounds):  # interleaved: A B A B ...
+        for n in names:
+            bench, doc = one_run(cmd, env, lib, rho.CAPTURES[n][0])
+            per[n].append((bench, doc))
+    result = {}
+    for n in names:
+        rows = {}
+        parts = sorted({p for _, doc in per[n] for p in doc["parts"]})
+        for part in parts:
+            ns_probe, ns_event, per_event = [], [], []
+            for bench, doc in per[n]:
+                v = doc["parts"].get(part)
+                if not v or not v["count"]:
+                    continue
+                net = max(v["ns"] - v["count"] * doc["probe_ns"], 0.0)
+                events = bench["events"]
+                ns_probe.append(net / v["count"])
+                ns_event.append(net / events)
+                per_event.append(v["count"] / events)
+            rows[part] = {"probes_per_event": statistics.median(per_event),
+                          "ns_per_probe": statistics.median(ns_probe),
+                          "ns_per_event": statistics.median(ns_event)}
+        if "cupti_driver_exit" in rows:
+            inner = sum(rows[p]["ns_per_event"] for p in INNER_OF_DRIVER_EXIT if p in rows)
+            rows["cupti_driver_exit own"] = {
+                "probes_per_event": rows["cupti_driver_exit"]["probes_per_event"],
+                "ns_per_probe": None,
+                "ns_per_event": rows["cupti_driver_exit"]["ns_per_event"] - inner}
+        pair = statistics.median(b["median_ns_per_pair"] for b, _ in per[n])
+        result[n] = {"median_ns_per_pair": pair, "parts": rows,
+                     "probe_ns": statistics.median(doc["probe_ns"] for _, doc in per[n])}
+        print(f"\n{n}: {pair:.0f} ns per alloc+free pair with the probes on "
+              f"(probe pair {result[n]['probe_ns']:.1f} ns, taken off below)")
+        print(f"  {'part':28s} {'probes/event':>12s} {'ns/probe':>9s} {'ns/event':>9s}")
+        for part, r in rows.items():
+            npp = "" if r["ns_per_probe"] is None else f"{r['ns_per_probe']:9.1f}"
+            print(f"  {part:28s} {r['probes_per_event']:12.3f} {npp:>9s} {r['ns_per_event']:9.1f}")
+    print(json.dumps({"bench": "self_profile", "runtime": args.runtime, "mode": args.mode,
+                      "configurations": result}))
+
+
+if __name__ == "__main__":
+    main()
