@@ -1,7 +1,9 @@
 """Tests for the pytest plugin's suite (run_pytest.py copies this file as test_torch.py), on the
 torch double (tests/torchsim) and tests/simcuda: a tensor kept past its test is a leak (block
 level), a tensor freed while its segment stays in PyTorch's cache is not, unless count_cached.
-The LINE comments mark the lines the failure messages must name."""
+A library's workspace is not the test's leak: cuBLAS's, which torch allocates through its cache at
+a handle's first matmul and keeps for the handle's life. The LINE comments mark the lines the
+failure messages must name."""
 import pytest
 import torch
 
@@ -27,3 +29,10 @@ def test_cache_keeps_segment():
 def test_cache_counted():
     t = make(96 << 20)
     del t
+
+
+@pytest.mark.limit_gpu_leaks("0 B")
+def test_matmul_workspace():
+    a, b = make(1 << 20), make(1 << 20)
+    c = torch.matmul(a, b)
+    del a, b, c

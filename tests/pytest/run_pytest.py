@@ -350,6 +350,29 @@ def torch_case(build, src):
               "a tensor kept past its test is a leak, named at its lines (%r)" % msg)
         check(res.get("test_cache_keeps_segment", ("?",))[0] is None,
               "a tensor freed while PyTorch's cache keeps its segment is no leak")
+        msg = res.get("test_matmul_workspace", ("?",))[0]
+        check(msg is None, "cuBLAS's workspace, kept by torch for the handle's life, is no leak "
+              "of the test that made the first matmul (%r)" % msg)
+        # the same verdict in the report of that test's range, text and JSON
+        paths = glob.glob(os.path.join(out, "gpumemtrace.*"))
+        label = [r["label"] for recs in tr.values() for r in recs
+                 if r.get("type") == "marker" and "test_matmul_workspace" in r.get("label", "")]
+        if len(paths) == 1 and len(label) == 2:
+            cli = os.path.join(build, "tools", "gpumemtrace")
+            rng = ["--from", label[0], "--to", label[1], paths[0]]
+            text = subprocess.run([cli, "report"] + rng, capture_output=True, text=True,
+                                  timeout=120).stdout
+            check("made in the range and live at its end: 0 B in 0 tensors; and 4.0 MiB in 1 "
+                  "library workspace" in text, "the text report of the test's range says the "
+                  "workspace is no leak (%r)" % text[-600:])
+            rep = json.loads(subprocess.run([cli, "report", "--format", "json"] + rng,
+                                            capture_output=True, text=True, timeout=120).stdout)
+            got = [(e["bytes"], e["tensors"], e["category"]) for p in rep["processes"]
+                   for e in p["tensors"]["leaked_in_range"]]
+            check(got == [(4 << 20, 1, "workspace")],
+                  "the JSON's leaked_in_range: the workspace, as a workspace (%r)" % got)
+        else:
+            check(False, "one trace and the test's two markers (%r, %r)" % (paths, label))
         msg = res.get("test_cache_counted", (None, {}))[0] or ""
         check("left 96.0 MiB" in msg and "cudaMalloc" in msg and "in test_cache_counted" in msg,
               "count_cached=True counts the segment the cache kept (%r)" % msg)

@@ -255,6 +255,26 @@ SimAllocator sim;
 
 } // namespace
 
+// --- cuBLAS's workspace, as torch makes it -----------------------------------------------------
+// torch's handle pool gives each cuBLAS handle a workspace from the caching allocator at the
+// handle's first use (a matmul) and keeps it for the handle's life: a tensor-level block that
+// lives to the end of the process although no program object holds it. The function's name is
+// torch's, so that the allocation's native stack is what the category rules see on a GPU
+// (report/categories.c: "workspace native *getCurrentCUDABlasHandle*").
+namespace at {
+namespace cuda {
+TORCHSIM_API __attribute__((noinline)) void *
+getCurrentCUDABlasHandle()
+{
+	static void *workspace;
+	if (!workspace)
+		workspace = sim.malloc(4u << 20);
+	__asm__ volatile("" ::: "memory"); /* not a tail call: this frame stays on the stack */
+	return workspace;
+}
+} // namespace cuda
+} // namespace at
+
 // --- the C face the fake torch package (python/torch) calls through ctypes ---------------------
 
 extern "C" {
@@ -280,6 +300,12 @@ TORCHSIM_API void
 torchsim_free(void *ptr, int wait_for_stream)
 {
 	sim.free(ptr, wait_for_stream != 0);
+}
+
+TORCHSIM_API void *
+torchsim_blas_handle(void)
+{
+	return at::cuda::getCurrentCUDABlasHandle();
 }
 
 TORCHSIM_API void

@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "analysis/model/livemap.h"
+#include "analysis/model/range_tensors.h"
 #include "format/elided.h"
 #include "util/alloc.h"
 
@@ -1557,6 +1558,8 @@ range_step(struct replay *r, uint64_t seq, uint64_t ts, const struct gmt_trace_m
 		if (leave) {
 			m->range_to = (struct gmt_range_point){true, seq, ts};
 			r->phase = PHASE_AFTER;
+			if (gmt_range_tensors_take(m) != 0)
+				m->error = -ENOMEM;
 			return false;
 		}
 	}
@@ -1647,6 +1650,9 @@ gmt_model_finish(struct gmt_model *m)
 	if (r->phase != PHASE_AFTER)
 		readings_until(r, NULL);
 	flush_peaks(r);
+	if (r->phase == PHASE_INSIDE && (m->range.from.set || m->range.to.set) &&
+	    gmt_range_tensors_take(m) != 0)
+		m->error = -ENOMEM;
 	if (m->tensors)
 		gmt_tensors_holders(m->tensors);
 	if (m->tensors && gmt_tensors_finish(m->tensors, t->last_ts) != 0)
@@ -1754,6 +1760,7 @@ gmt_model_free(struct gmt_model *m)
 		free(m->replay);
 	}
 	free(m->ledger);
+	free(m->range_tensors);
 	gmt_tensors_free(m->tensors);
 	free(m);
 }

@@ -282,6 +282,10 @@ struct gmt_model {
 	struct gmt_callstacks *stacks;
 	/** the tensor level (the trace's block lines; tensors.h), NULL when it has none */
 	struct gmt_tensors *tensors;
+	/** with a range: the blocks made in it and live at its end (range_tensors.h) */
+	struct gmt_range_tensor *range_tensors;
+	size_t nrange_tensors;
+	bool range_tensors_taken;
 	/**
 	 * 0, or -ENOMEM: the replay ran out of memory and stopped there (what it ignored since is
 	 * lost: the figures are not the trace's; gmt_model_finish() says so)

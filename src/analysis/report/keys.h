@@ -70,6 +70,7 @@
 #define GMT_RK_LINE "line"
 #define GMT_RK_LIVE_AT_END_BYTES "live_at_end_bytes"
 #define GMT_RK_LIVE_AT_EXIT "live_at_exit"
+#define GMT_RK_LEAKED_IN_RANGE "leaked_in_range"
 #define GMT_RK_LIBRARY "library"
 #define GMT_RK_LIBRARY_ALLOCATIONS "library_allocations"
 #define GMT_RK_LIBRARY_AT_EXIT "library_at_exit"

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/model/range_tensors.h"
 #include "analysis/report/categories.h"
 #include "analysis/report/explain.h"
 #include "analysis/report/frames.h"
@@ -385,6 +386,45 @@ text_rows(FILE *out,
 	(void)m;
 }
 
+/* With a range: what it left live at the tensor level (model/range_tensors.h), a library's
+ * workspace apart, as the JSON's leaked_in_range and the pytest plugin count it. */
+static void
+text_range_leaks(FILE *out, const struct gmt_model *m, const struct gmt_cat_rules *rules)
+{
+	uint64_t bytes = 0, blocks = 0, ws = 0, wsblocks = 0;
+	char b1[GMT_BYTES_BUF], b2[GMT_BYTES_BUF];
+
+	if (!m->range.from.set && !m->range.to.set)
+		return;
+	for (size_t i = 0; i < m->nrange_tensors; i++) {
+		const struct gmt_range_tensor *r = &m->range_tensors[i];
+		bool workspace = category_of(m, rules, r->stack) == GMT_CAT_WORKSPACE;
+		*(workspace ? &ws : &bytes) += r->bytes;
+		*(workspace ? &wsblocks : &blocks) += r->blocks;
+	}
+	fprintf(out, "  made in the range and live at its end: %s in %" PRIu64 " %s",
+		gmt_format_bytes(bytes, b1), blocks, gmt_text_plural(blocks, "tensor", "tensors"));
+	if (wsblocks)
+		fprintf(out,
+			"; and %s in %" PRIu64 " library %s (not a leak: kept for the "
+			"handle's life)",
+			gmt_format_bytes(ws, b2), wsblocks,
+			gmt_text_plural(wsblocks, "workspace", "workspaces"));
+	fprintf(out, "\n");
+	for (size_t i = 0, shown = 0; i < m->nrange_tensors && shown < TEXT_TENSOR_SITES; i++) {
+		const struct gmt_range_tensor *r = &m->range_tensors[i];
+		struct tsite_name nm;
+		if (category_of(m, rules, r->stack) == GMT_CAT_WORKSPACE)
+			continue;
+		tensor_site(m, r->stack, &nm);
+		fprintf(out, "    %10s  %5" PRIu64 " %s  device %d  ",
+			gmt_format_bytes(r->bytes, b1), r->blocks,
+			gmt_text_plural(r->blocks, "tensor ", "tensors"), r->device);
+		print_name(out, &nm, "                                ");
+		shown++;
+	}
+}
+
 static void
 text_process(FILE *out, const struct gmt_model *m, const struct gmt_cat_rules *rules)
 {
@@ -467,6 +507,7 @@ text_process(FILE *out, const struct gmt_model *m, const struct gmt_cat_rules *r
 		text_rows(out, m, rows, n, false, true);
 	}
 	free(rows);
+	text_range_leaks(out, m, rules);
 	if (t->nheld) {
 		fprintf(out, "  what kept tensors alive at the end of the run (the program's own "
 			     "objects, walked at exit):\n");
@@ -690,6 +731,32 @@ jheld(const struct gmt_model *m, const struct trow *r)
 	json_object_set_new(o, GMT_RK_BYTES, jint(r->held_bytes));
 	json_object_set_new(o, GMT_RK_TENSORS, jint(r->held_blocks));
 	return o;
+}
+
+/* With a range: the blocks made in it and live at its end, per stack and device
+ * (model/range_tensors.h), each with its category: a library's workspace is told apart here as
+ * in every other view, and the pytest plugin reads its tests' tensor leaks from this. */
+static json_t *
+jrange_leaks(const struct gmt_model *m, const struct gmt_cat_rules *rules)
+{
+	json_t *a = json_array();
+
+	for (size_t i = 0; i < m->nrange_tensors; i++) {
+		const struct gmt_range_tensor *r = &m->range_tensors[i];
+		struct tsite_name nm;
+		tensor_site(m, r->stack, &nm);
+		json_t *o = jname(&nm, json_object());
+		json_object_set_new(o, GMT_RK_STACK, jint(r->stack));
+		json_object_set_new(o, GMT_RK_DEVICE, json_integer(r->device));
+		json_object_set_new(o, GMT_RK_BYTES, jint(r->bytes));
+		json_object_set_new(o, "requested", jint(r->requested));
+		json_object_set_new(o, GMT_RK_TENSORS, jint(r->blocks));
+		json_object_set_new(
+		    o, GMT_RK_CATEGORY,
+		    json_string(gmt_category_name(category_of(m, rules, r->stack))));
+		json_array_append_new(a, o);
+	}
+	return a;
 }
 
 static json_t *
@@ -1033,6 +1100,8 @@ gmt_json_tensors(const struct gmt_model *m)
 		json_array_append_new(held, hj);
 	}
 	json_object_set_new(o, "held_at_end", held);
+	if (m->range.from.set || m->range.to.set)
+		json_object_set_new(o, GMT_RK_LEAKED_IN_RANGE, jrange_leaks(m, rules));
 	json_object_set_new(o, GMT_RK_GROWTH_SAMPLES, jint(t->samples));
 	json_object_set_new(o, "growth_basis", json_string(gmt_growth_basis_name(t->basis)));
 	json_object_set_new(o, "categories", jcategories(m, rules));

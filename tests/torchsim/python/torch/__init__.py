@@ -21,6 +21,7 @@ _lib.torchsim_reserved.restype = ctypes.c_ulonglong
 _lib.torchsim_set_metadata.argtypes = [ctypes.c_char_p]
 _lib.torchsim_snapshot.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
 _lib.torchsim_snapshot.restype = ctypes.c_size_t
+_lib.torchsim_blas_handle.restype = ctypes.c_void_p
 
 _C = types.SimpleNamespace(_GLIBCXX_USE_CXX11_ABI=True)
 
@@ -85,6 +86,13 @@ class Tensor:
 
 def empty(nbytes, device="cuda", dtype=None):
     return Tensor(int(nbytes))
+
+
+def matmul(a, b):
+    """A product: its output, and the cuBLAS handle's workspace that the first one allocates
+    and torch keeps for the handle's life (c10_cuda.cpp)."""
+    _lib.torchsim_blas_handle()
+    return Tensor(max(a.nbytes, b.nbytes))
 
 
 def _sim_layer(x, activation_bytes):
