@@ -261,8 +261,10 @@ SimAllocator sim;
 // lives to the end of the process although no program object holds it. The function's name is
 // torch's, so that the allocation's native stack is what the category rules see on a GPU
 // (report/categories.c: "workspace native *getCurrentCUDABlasHandle*").
-namespace at {
-namespace cuda {
+namespace at
+{
+namespace cuda
+{
 TORCHSIM_API __attribute__((noinline)) void *
 getCurrentCUDABlasHandle()
 {
