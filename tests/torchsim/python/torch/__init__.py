@@ -84,6 +84,9 @@ class Tensor:
             self._ptr = None
 
 
+uint8 = "uint8"  # a dtype name: the double's tensors are bytes (empty() takes a byte count)
+
+
 def empty(nbytes, device="cuda", dtype=None):
     return Tensor(int(nbytes))
 
