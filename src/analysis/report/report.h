@@ -149,14 +149,4 @@ int gmt_report_folded(FILE *out,
  */
 int gmt_report_summary(FILE *out, const char *prefix, struct gmt_model *const *models, size_t n);
 
-/** The process's command line for a message, shortened to about @p max bytes. */
-void gmt_report_command(const struct gmt_trace *trace, char *buf, size_t max);
-
-/**
- * The call as a person reads it: "cudaMalloc", or "cudaMalloc → cuMemAlloc_v2" when the trace
- * knows the driver call underneath (@p driver is GMT_TRACE_NO_STRING otherwise).
- */
-void gmt_report_call(
-    const struct gmt_trace *trace, uint16_t api, uint16_t driver, char *buf, size_t max);
-
 #endif

@@ -13,6 +13,7 @@
 #include "analysis/report/nomem.h"
 #include "analysis/report/report.h"
 #include "analysis/report/report_text.h"
+#include "analysis/report/textfmt.h"
 #include "analysis/report/units.h"
 #include "util/alloc.h"
 

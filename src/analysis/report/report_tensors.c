@@ -21,7 +21,7 @@
 #include "analysis/report/jvalues.h"
 #include "analysis/report/keys.h"
 #include "analysis/report/nomem.h"
-#include "analysis/report/report_text.h"
+#include "analysis/report/textfmt.h"
 #include "analysis/report/units.h"
 #include "util/esc.h"
 

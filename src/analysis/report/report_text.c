@@ -19,62 +19,12 @@
 #include "analysis/report/report_tensors.h"
 #include "analysis/report/report_text.h"
 #include "analysis/report/sites.h"
+#include "analysis/report/textfmt.h"
 #include "analysis/report/units.h"
 #include "util/alloc.h"
 #include "util/esc.h"
 
 #define TEXT_CALLERS 5 /* callers shown under a site reached from several */
-
-const char *
-gmt_text_plural(uint64_t n, const char *one, const char *many)
-{
-	return n == 1 ? one : many;
-}
-
-void
-gmt_report_command(const struct gmt_trace *t, char *buf, size_t max)
-{
-	size_t len = 0;
-
-	buf[0] = '\0';
-	if (t->argc == 0) {
-		snprintf(buf, max, "unknown command");
-		return;
-	}
-	for (size_t i = 0; i < t->argc; i++) {
-		int w = snprintf(buf + len, max - len, "%s%s", i ? " " : "", gmt_esc(t->argv[i]));
-
-		if (w < 0 || (size_t)w >= max - len) {
-			/* Long command lines (a full torchrun invocation) are cut, visibly. */
-			if (max > 4)
-				strcpy(buf + max - 4, "...");
-			return;
-		}
-		len += (size_t)w;
-	}
-}
-
-void
-gmt_report_call(const struct gmt_trace *t, uint16_t api, uint16_t driver, char *buf, size_t max)
-{
-	const char *drv = gmt_trace_driver(t, driver);
-
-	if (drv)
-		snprintf(buf, max, "%s → %s", gmt_esc(gmt_trace_string(t, api)), gmt_esc(drv));
-	else
-		snprintf(buf, max, "%s", gmt_esc(gmt_trace_string(t, api)));
-}
-
-void
-gmt_text_process_name(const struct gmt_trace *t, char *buf, size_t max)
-{
-	if (t->pid >= 0)
-		snprintf(buf, max, "%lld", t->pid);
-	else if (t->from_snapshot) /* no process: the pickle is all there is */
-		snprintf(buf, max, "? (PyTorch snapshot %s)", gmt_esc(t->path));
-	else
-		snprintf(buf, max, "? (%s)", gmt_esc(t->path));
-}
 
 static void
 print_died(FILE *out, const struct gmt_trace *t)

@@ -1,6 +1,7 @@
 /*
  * @brief Internal to the text report: the sections about devices (peaks by kind, pool slack, the
- * NVML ledger, the kinds legend) in report_devices.c, and helpers both text files use.
+ * NVML ledger, the kinds legend) in report_devices.c, and the analyses in report_text_analyses.c:
+ * report_text.c calls them; their words are textfmt.h's.
  */
 #ifndef GMT_REPORT_REPORT_TEXT_H
 #define GMT_REPORT_REPORT_TEXT_H
@@ -10,12 +11,6 @@
 #include <stdio.h>
 
 #include "analysis/model/model.h"
-
-/** @p one or @p many by @p n. */
-const char *gmt_text_plural(uint64_t n, const char *one, const char *many);
-
-/** "4242", or "? (FILE)" when the header (and so the pid) was lost. */
-void gmt_text_process_name(const struct gmt_trace *t, char *buf, size_t max);
 
 /** The peak of device memory held on every device, each with its kinds' peaks and ends. */
 void gmt_text_devices(FILE *out, struct gmt_model *const *models, size_t n);

@@ -12,6 +12,7 @@
 #include "analysis/report/report.h"
 #include "analysis/report/report_text.h"
 #include "analysis/report/sites.h"
+#include "analysis/report/textfmt.h"
 #include "analysis/report/units.h"
 #include "util/esc.h"
 
