@@ -1,6 +1,6 @@
 /*
- * @brief JSON values as the JSON report writes them (report_json.c, report_tensors.c): sizes as
- * integers clamped to int64, times in seconds from the trace's start rounded to microseconds,
+ * @brief JSON values as the JSON report writes them (report_json.c, report_tensors_json.c): sizes
+ * as integers clamped to int64, times in seconds from the trace's start rounded to microseconds,
  * addresses as hex strings.
  */
 #ifndef GMT_REPORT_JVALUES_H

@@ -1,7 +1,7 @@
 /*
  * @brief The JSON report's keys (docs/report-json.md) that another part of the program reads
  * back: check's and diff's gates (gate/; the tensor gates read `tensors` of processes[],
- * written by report_tensors.c), the Perfetto file (report_perfetto.c), a version-2
+ * written by report_tensors_json.c), the Perfetto file (report_perfetto.c), a version-2
  * report read as this one (gate/doc.c). report_json.c writes them under these names and the
  * readers look them up under the same ones, so a key renamed on one side is renamed on both.
  * Keys only the report writes are spelled where it writes them. The HTML page's script reads

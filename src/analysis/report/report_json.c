@@ -244,7 +244,7 @@ call_stack_refs(struct gmt_model *const *models, size_t n, size_t *nrefs)
 	items = gmt_sites_stat_items(models, n, GMT_SITES_GROWING, &nitems);
 	refs_add(&v, &nv, &cap, items, nitems);
 	free(items);
-	for (size_t p = 0; p < n; p++) { /* the tensor level's rows (report_tensors.c) */
+	for (size_t p = 0; p < n; p++) { /* the tensor level's rows (tensor_rows.c) */
 		size_t nt;
 		uint32_t *st = gmt_tensors_row_stacks(models[p], &nt);
 

@@ -1,5 +1,6 @@
 /*
- * @brief The tensor level in the text and JSON reports (report_tensors.c; model/tensors.h).
+ * @brief The tensor level in the text and JSON reports (report_tensors_text.c,
+ * report_tensors_json.c; their rows tensor_rows.h; model/tensors.h).
  */
 #ifndef GMT_REPORT_TENSORS_H
 #define GMT_REPORT_TENSORS_H
