@@ -4,10 +4,12 @@
  * One cut, in seq order over the held events:
  *
  *   segment    a run of plain allocations and frees of the elidable kinds (device, pinned,
- *              managed, registered). Every other event ends the segment before it and is written
- *              as it is: markers, failed allocations, resets, readings, block and torch lines, and
- *              every event of the other kinds (pool, array, VMM, graph, imported), whose lines
- *              the replay needs whole. So inside a segment, what a device holds (model/kinds.c,
+ *              managed, registered) and of the PyTorch layer's block allocations, frees
+ *              requested and frees completed. Every other event ends the segment before it and
+ *              is written as it is: markers, failed allocations, resets, readings, the other
+ *              block lines (segments, OOMs, backfill, snapshots), torch lines, and every event
+ *              of the other kinds (pool, array, VMM, graph, imported), whose lines the replay
+ *              needs whole. So inside a segment, what a device holds (model/kinds.c,
  *              gmt_kind_held()) changes only with its device-kind bytes.
  *   pair       an allocation of the segment and the free, in the same segment, that ends it
  *              (paired as the writer's live table pairs them, in seq order).
@@ -25,6 +27,23 @@
  *              the device after an out-of-memory, the next success of a refused call). Neither
  *              line is written; the pair counts in its site's `elided` line of the bucket.
  *
+ * The tensor level, the same way: the writer replays the block lines through the allocator's
+ * rules (alloc/blocks.c, the analyzer's own) to know each device's allocated bytes as the full
+ * trace has them (a block's real size is the allocator's, not the request). A block triple (its
+ * allocation, free requested, free completed, all in the segment) is left out when no mark falls
+ * in it (alloc <= mark < completed); its marks: the first event at which a device's allocated
+ * bytes reach the segment's maximum when that is higher than any before (the CUDA-level held
+ * bytes the analyzer notes at a tensor peak are then the full trace's), and that moved on to the
+ * last event before the analyzer takes the peak's live set and cache figures (model/tensors.c
+ * take_peak(): before a block free, a segment's release or an OOM of that device). A free
+ * requested while Python's collector ran keeps its triple (the report's freed_by_gc). Marks of
+ * either level keep the pairs of both. The analyzer's allocator then sees a block placed inside
+ * a free block where a left-out one was (gmt_blk_expect_gaps()): the blocks' real sizes, the
+ * splits and merges after each left-out triple's completion are the full trace's, so the
+ * tensor section's peak and its live set, live at exit, growth at marks and automatic steps,
+ * OOM forensics and fragmentation (all at cuts or marks) are the full trace's. Not kept: the
+ * per-device count of allocations and the html timeline's blocks (what the file holds).
+ *
  * The replay of what is written holds, at every moment, a subset of what the full trace holds
  * (only whole pairs are left out), so it is never above it; at every mark and at every cut it
  * holds the same allocations. The first moment of any maximum over the whole run is the first
@@ -35,10 +54,13 @@
  */
 #include "writer/bounded.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc/blocks.h"
 #include "format/elided.h"
+#include "torch_entry.h"
 #include "util/hash.h"
 #include "writer/tables.h"
 
@@ -53,7 +75,7 @@
 #define NDEV (GMT_MAX_DEVICES + 1)
 #define NEK 4 /* elidable kinds */
 
-enum { F_FORCED = 1, F_ELIDED = 2, F_MARK = 4 };
+enum { F_FORCED = 1, F_ELIDED = 2, F_MARK = 4, F_CUT = 8 };
 
 struct pend {
 	uint64_t key;
@@ -117,6 +139,17 @@ static struct {
 	size_t noom;
 	uint16_t probe_api[PENDING_MAX], probe_driver[PENDING_MAX];
 	size_t nprobe;
+	/* the tensor level (block lines): the allocator's state as the full trace has it (its
+	 * blocks' real sizes), the segment's maximum of allocated bytes per device, the highest so
+	 * far, and per held index the FREE_REQUESTED of an allocation (-1 none) */
+	struct gmt_blk_model *blk;
+	bool blk_failed;
+	uint64_t t_seg_max[NDEV], t_all_max[NDEV];
+	int64_t t_seg_arg[NDEV];
+	uint32_t t_seg_gen[NDEV];
+	uint16_t t_touched[NDEV];
+	size_t nt_touched;
+	int32_t *breq;
 	struct gmt_bounded_stats st;
 } b;
 
@@ -232,10 +265,12 @@ new_segment(void)
 		if (b.pend)
 			memset(b.pend, 0, b.pend_cap * sizeof(*b.pend));
 		memset(b.seg_gen, 0, sizeof(b.seg_gen));
+		memset(b.t_seg_gen, 0, sizeof(b.t_seg_gen));
 		b.gen = 1;
 	}
 	b.pend_used = 0;
 	b.ntouched = 0;
+	b.nt_touched = 0;
 }
 
 // --- elided sites -------------------------------------------------------------------------------
@@ -416,6 +451,76 @@ note_failure(const struct gmt_event *ev)
 	}
 }
 
+// --- the tensor level ---------------------------------------------------------------------------
+
+/* A block line's key among the segment's pending allocations: apart from every CUDA address
+ * (user-space addresses leave the top bits clear). */
+static uint64_t
+block_key(const struct gmt_event *ev)
+{
+	return (1ULL << 63) | ((uint64_t)(uint8_t)ev->device << 52) |
+	       (ev->ptr & ((1ULL << 52) - 1));
+}
+
+/* Apply a block line to the allocator's replay as the analyzer will read the line
+ * (format/jsonl.c writes, model/tensors.c reads: the fields a line carries for its action); the
+ * device's allocated bytes (memory_allocated()) before and after it. */
+static void
+blk_apply(const struct gmt_event *ev, uint64_t *before, uint64_t *after)
+{
+	unsigned a = ev->torch_action;
+	uint32_t f = ev->cuda_flags;
+	uint64_t req, res;
+
+	*before = *after = 0;
+	if (b.blk_failed)
+		return;
+	if (!b.blk && !(b.blk = gmt_blk_new(false))) {
+		b.blk_failed = b.no_elide = true;
+		return;
+	}
+	struct gmt_blk_event be = {
+	    .action = a,
+	    .seq = ev->seq,
+	    .ts_ns = ev->ts_ns,
+	    .device = ev->device,
+	    .ptr = a == GMT_TORCH_OOM || a == GMT_TORCH_SNAPSHOT ? 0 : ev->ptr,
+	    .size = ev->size,
+	    .requested = a == GMT_TORCH_STATE_BLOCK ? ev->requested : 0,
+	    .stream = ev->stream,
+	    .pool = {f & GMT_TORCH_F_HAS_POOL ? ev->pool : 0,
+		     f & GMT_TORCH_F_HAS_POOL ? ev->pool2 : 0},
+	    .stack = ev->stack,
+	    .allocated = a == GMT_TORCH_STATE_BLOCK && (f & GMT_TORCH_F_ALLOCATED),
+	    .active = a == GMT_TORCH_STATE_BLOCK && (f & GMT_TORCH_F_ACTIVE),
+	    .expandable = a == GMT_TORCH_STATE_SEGMENT && (f & GMT_TORCH_F_EXPANDABLE),
+	    .large = a == GMT_TORCH_STATE_SEGMENT && (f & GMT_TORCH_F_LARGE),
+	};
+	gmt_blk_running(b.blk, ev->device, before, &req, &res);
+	if (gmt_blk_apply(b.blk, &be) == -ENOMEM) {
+		b.blk_failed = b.no_elide = true; /* from now on everything is written */
+		return;
+	}
+	gmt_blk_running(b.blk, ev->device, after, &req, &res);
+}
+
+/* Whether the analyzer takes device @p d's pending tensor peak (model/tensors.c take_peak())
+ * before it applies @p ev: a block line of that device that may lower what it holds. */
+static bool
+takes_tensor_peak(const struct gmt_event *ev, size_t d)
+{
+	if (ev->op != GMT_OP_BLOCK || dev_index(ev->device) != d)
+		return false;
+	switch (ev->torch_action) {
+	case GMT_TORCH_FREE_REQUESTED:
+	case GMT_TORCH_FREE_COMPLETED:
+	case GMT_TORCH_SEGMENT_FREE:
+	case GMT_TORCH_SEGMENT_UNMAP:
+	case GMT_TORCH_OOM: return true;
+	default: return false;
+	}
+}
+
 // --- the cut ------------------------------------------------------------------------------------
 
 static int
@@ -445,7 +550,10 @@ scratch_reserve(size_t n)
 	uint32_t *cnt = realloc(b.cnt, (cap + 1) * sizeof(*cnt));
 	if (cnt)
 		b.cnt = cnt;
-	if (!pair || !aseq || !flag || !cnt)
+	int32_t *breq = realloc(b.breq, cap * sizeof(*breq));
+	if (breq)
+		b.breq = breq;
+	if (!pair || !aseq || !flag || !cnt || !breq)
 		return false;
 	b.scratch_cap = cap;
 	return true;
@@ -489,7 +597,24 @@ segment_finish(size_t s, size_t e)
 		if (!higher && !(k == 0 && (b.other_held[d] || b.other_held_any)))
 			continue;
 		size_t m = (size_t)arg;
-		while (m + 1 < e && b.held[m + 1].op == GMT_OP_ALLOC)
+		/* block lines do not go through the CUDA-level replay: they lower nothing there */
+		while (m + 1 < e &&
+		       (b.held[m + 1].op == GMT_OP_ALLOC || b.held[m + 1].op == GMT_OP_BLOCK))
+			m++;
+		b.flag[m] |= F_MARK;
+	}
+	/* the tensor level's peaks: the moment a device's allocated bytes first reach a maximum
+	 * higher than any before (the CUDA-level held bytes the analyzer notes there), and the
+	 * last event before the analyzer takes that peak's live set and cache figures */
+	for (size_t t = 0; t < b.nt_touched; t++) {
+		size_t d = b.t_touched[t];
+		int64_t arg = b.t_seg_arg[d];
+		if (arg < 0 || b.t_seg_max[d] <= b.t_all_max[d])
+			continue;
+		b.t_all_max[d] = b.t_seg_max[d];
+		size_t m = (size_t)arg;
+		b.flag[m] |= F_MARK;
+		while (m + 1 < e && !takes_tensor_peak(&b.held[m + 1], d))
 			m++;
 		b.flag[m] |= F_MARK;
 	}
@@ -499,6 +624,17 @@ segment_finish(size_t s, size_t e)
 		b.cnt[i - s + 1] = b.cnt[i - s] + !!(b.flag[i] & F_MARK);
 	for (size_t i = s; i < e && !b.no_elide; i++) {
 		const struct gmt_event *ev = &b.held[i];
+		if (ev->op == GMT_OP_BLOCK && b.pair[i] > (int32_t)i && !(b.flag[i] & F_FORCED)) {
+			/* a block's allocation, its free requested and completed, no mark between
+			 */
+			size_t f = (size_t)b.pair[i];
+			if (b.cnt[f - s] - b.cnt[i - s])
+				continue;
+			b.flag[i] |= F_ELIDED;
+			b.flag[b.breq[i]] |= F_ELIDED;
+			b.flag[f] |= F_ELIDED;
+			continue;
+		}
 		if (ev->op != GMT_OP_ALLOC || b.pair[i] < 0 || (b.flag[i] & F_FORCED))
 			continue;
 		size_t f = (size_t)b.pair[i];
@@ -638,6 +774,65 @@ peaks_after(const struct gmt_event *ev, int32_t device)
 	(void)ev;
 }
 
+/*
+ * Block line @p i of the segment from @p s: applied to the allocator's replay; an allocation,
+ * its free requested and its free completed are paired (pair[] from the allocation to the
+ * completion and back, breq[] to the request), the device's allocated bytes followed for the
+ * segment's maximum. Any other action (segments, an OOM, backfill, a snapshot) is a cut: F_CUT.
+ * A free requested while Python's collector ran is never left out (the report's freed_by_gc).
+ */
+static void
+process_block(size_t i, size_t s, bool seg)
+{
+	const struct gmt_event *ev = &b.held[i];
+	unsigned a = ev->torch_action;
+	uint64_t before, after;
+	size_t d = dev_index(ev->device);
+
+	(void)s;
+	blk_apply(ev, &before, &after);
+	if (!seg)
+		return;
+	b.pair[i] = -1;
+	b.breq[i] = -1;
+	if (b.blk_failed || ev->device < 0 || ev->device >= GMT_MAX_DEVICES ||
+	    (a != GMT_TORCH_ALLOC && a != GMT_TORCH_FREE_REQUESTED &&
+	     a != GMT_TORCH_FREE_COMPLETED)) {
+		b.flag[i] |= F_CUT;
+		if (after > b.t_all_max[d])
+			b.t_all_max[d] = after;
+		return;
+	}
+	if (a == GMT_TORCH_ALLOC) {
+		if (!pend_put(block_key(ev), (uint32_t)i))
+			b.flag[i] |= F_FORCED;
+	} else {
+		struct pend *pe = pend_find(block_key(ev));
+		const struct gmt_event *al = pe ? &b.held[pe->idx] : NULL;
+		if (al && al->op == GMT_OP_BLOCK && al->torch_action == GMT_TORCH_ALLOC) {
+			if (a == GMT_TORCH_FREE_REQUESTED && b.breq[pe->idx] < 0) {
+				b.breq[pe->idx] = (int32_t)i;
+				if (ev->flags & GMT_EV_IN_GC)
+					b.flag[pe->idx] |= F_FORCED;
+			} else if (a == GMT_TORCH_FREE_COMPLETED && b.breq[pe->idx] >= 0) {
+				b.pair[pe->idx] = (int32_t)i;
+				b.pair[i] = (int32_t)pe->idx;
+				pe->idx = UINT32_MAX;
+			}
+		}
+	}
+	if (b.t_seg_gen[d] != b.gen) {
+		b.t_seg_gen[d] = b.gen;
+		b.t_seg_max[d] = before; /* at the segment's start: the cut before holds it */
+		b.t_seg_arg[d] = -1;
+		b.t_touched[b.nt_touched++] = (uint16_t)d;
+	}
+	if (after > b.t_seg_max[d]) {
+		b.t_seg_max[d] = after;
+		b.t_seg_arg[d] = (int64_t)i;
+	}
+}
+
 /* Process held[0, p) (in seq order). */
 static void
 process(size_t p)
@@ -659,6 +854,16 @@ process(size_t p)
 			b.flag[i] = 0;
 		}
 		peaks_before(i, s, seg);
+		if (ev->op == GMT_OP_BLOCK) {
+			process_block(i, s, seg);
+			if (!seg || b.blk_failed || b.flag[i] & F_CUT) {
+				if (seg)
+					segment_finish(s, i);
+				b.cfg.emit(ev);
+				s = i + 1;
+			}
+			continue;
+		}
 		if (!seg)
 			goto cut;
 		if (ev->op == GMT_OP_ALLOC && ev->result == 0 && ev->ptr && !ev->requested &&
@@ -794,6 +999,8 @@ gmt_bounded_fini(void)
 	free(b.pend);
 	free(b.sites);
 	free(b.site_index);
+	free(b.breq);
+	gmt_blk_free(b.blk);
 	gmt_live_free(&b.truth);
 	memset(&b, 0, sizeof(b));
 }

@@ -21,10 +21,11 @@
 #include "format/elided.h"
 #include "format/event.h"
 #include "format/jsonl.h"
+#include "torch_entry.h"
 #include "writer/bounded.h"
 
 static struct gmt_buf out;
-static char **lines; /* the input's event lines, by the index events carry in pool2 */
+static char **lines; /* the input's event lines, by the index events carry in tid */
 static size_t nlines, caplines;
 static FILE *fout;
 static uint64_t events_written;
@@ -32,7 +33,7 @@ static uint64_t events_written;
 static void
 emit(const struct gmt_event *ev)
 {
-	gmt_buf_puts(&out, lines[ev->pool2]);
+	gmt_buf_puts(&out, lines[ev->tid]);
 	events_written++;
 }
 
@@ -73,6 +74,38 @@ api_of(json_t *o, const char *key)
 		if (!strcmp(gmt_api_name((enum gmt_api)a), json_string_value(v)))
 			return a;
 	return 0;
+}
+
+/* A block line's fields as the tracer held them (format/jsonl.c event_block() writes them). */
+static void
+block_of(json_t *o, struct gmt_event *ev)
+{
+	const char *a = json_string_value(json_object_get(o, "action"));
+	json_t *pool = json_object_get(o, "pool");
+
+	for (unsigned k = 1; a && k < GMT_TORCH_ACTION_COUNT; k++)
+		if (!strcmp(gmt_torch_action_name(k), a))
+			ev->torch_action = (uint8_t)k;
+	ev->stream = hex(o, "stream");
+	ev->requested = u64(o, "requested");
+	if (json_is_true(json_object_get(o, "allocated")))
+		ev->cuda_flags |= GMT_TORCH_F_ALLOCATED;
+	if (json_is_true(json_object_get(o, "active")))
+		ev->cuda_flags |= GMT_TORCH_F_ACTIVE;
+	if (json_is_true(json_object_get(o, "expandable")))
+		ev->cuda_flags |= GMT_TORCH_F_EXPANDABLE;
+	const char *pt = json_string_value(json_object_get(o, "pool_type"));
+	if (pt && !strcmp(pt, "large"))
+		ev->cuda_flags |= GMT_TORCH_F_LARGE;
+	if (json_is_array(pool) && json_array_size(pool) == 2) {
+		ev->cuda_flags |= GMT_TORCH_F_HAS_POOL;
+		ev->pool = (uint64_t)json_integer_value(json_array_get(pool, 0));
+		ev->pool2 = (uint64_t)json_integer_value(json_array_get(pool, 1));
+	}
+	if (json_is_true(json_object_get(o, "gc")))
+		ev->flags |= GMT_EV_IN_GC;
+	if (ev->torch_action == GMT_TORCH_OOM)
+		ev->free_bytes = u64(o, "device_free");
 }
 
 static unsigned
@@ -149,7 +182,7 @@ main(int argc, char **argv)
 			    .api = (uint16_t)api_of(o, "api"),
 			    .driver = (uint16_t)api_of(o, "driver"),
 			    .kind = (uint8_t)kind_of(o),
-			    .pool2 = nlines,
+			    .tid = (int32_t)nlines,
 			};
 			if (!strcmp(type, "event"))
 				ev.op = (uint8_t)gmt_op_from_name(
@@ -158,6 +191,8 @@ main(int argc, char **argv)
 				ev.op = !strcmp(type, "marker")	 ? GMT_OP_MARKER
 					: !strcmp(type, "block") ? GMT_OP_BLOCK
 								 : GMT_OP_LAYER;
+			if (ev.op == GMT_OP_BLOCK)
+				block_of(o, &ev);
 			if (nlines == caplines) {
 				caplines = caplines ? caplines * 2 : 4096;
 				lines = realloc(lines, caplines * sizeof(*lines));

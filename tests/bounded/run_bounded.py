@@ -114,6 +114,24 @@ EXACT = ["peaks", "leaks", "failed", "ledger", "kinds", "leak_sites", "peak_site
          "failed_sites", "range", "oom", "growth", "growth_sites", "churn", "churn_sites",
          "fragmentation", "tensors"]
 NOT_EXACT_PROCESS = {"file", "events", "bounded"}
+# and of the tensor level, what the file holds: its block lines (block_events), the blocks the
+# html timeline draws (timeline, block_sites) and the allocations counted per device
+
+
+def tensor_exact(t):
+    t = dict(t or {})
+    for k in ("timeline", "block_sites", "block_events"):
+        t.pop(k, None)
+    t["devices"] = [{k: v for k, v in d.items() if k != "allocations"}
+                    for d in t.get("devices", [])]
+    return t
+
+
+def process_exact(p):
+    p = {k: v for k, v in p.items() if k not in NOT_EXACT_PROCESS}
+    if "tensors" in p:
+        p["tensors"] = tensor_exact(p["tensors"])
+    return p
 NOT_EXACT_SUMMARY = {"events"}
 
 
@@ -142,8 +160,7 @@ def same_answers(e, full, bounded, what):
         if k in a or k in b:
             diff(a.get(k), b.get(k), k, out)
     for pa, pb in zip(a.get("processes", []), b.get("processes", [])):
-        diff({k: v for k, v in pa.items() if k not in NOT_EXACT_PROCESS},
-             {k: v for k, v in pb.items() if k not in NOT_EXACT_PROCESS}, "processes[]", out)
+        diff(process_exact(pa), process_exact(pb), "processes[]", out)
     diff({k: v for k, v in a.get("summary", {}).items() if k not in NOT_EXACT_SUMMARY},
          {k: v for k, v in b.get("summary", {}).items() if k not in NOT_EXACT_SUMMARY},
          "summary", out)
@@ -255,6 +272,71 @@ def case_same_torch(e):
     b = e.rebound(full, 1)
     a, _ = same_answers(e, full, b, "torch double")
     check(a["processes"][0].get("tensors"), "torch double: the report has the tensor level")
+
+
+def case_same_torch_churn(e):
+    """The tensor level in a bounded trace (issue 30 item 3): a loop of 20,000 short-lived
+    tensors (tests/torchsim/victim_churn.py: no markers, automatic steps, a peak inside a bucket,
+    growth, reference cycles, an OOM). Written by the tracer in both modes (and the full trace
+    also rebound offline): the reports' tensor sections are equal (peak, live at exit, growth,
+    OOM forensics, fragmentation, categories...) and the bounded trace has under a tenth of the
+    full trace's block lines."""
+    sys.path.insert(0, os.path.join(e.source, "tests", "torchsim"))
+    try:
+        import run_torchsim
+    except Exception as ex:
+        print(f"SKIP: the torch double: {ex}")
+        return 77
+    if not os.path.exists(os.path.join(e.build, "tests", "torchsim", "libc10_cuda.so")):
+        print("SKIP: the torch double is not built")
+        return 77
+    site = run_torchsim.make_torch(e.build, e.source, os.path.join(e.work, "site"))
+    env = {"PYTHONPATH": site, "GPUMEMTRACE_CACHE_DIR": os.path.join(e.work, "cache"),
+           "SIMCUDA_MEM_BYTES": "256M", "SIMCUDA_DEVICES": "1"}
+    argv = [sys.executable, os.path.join(e.source, "tests", "torchsim", "victim_churn.py"),
+            "40", "250"]
+    full, _ = e.trace(argv, env)
+    bounded, _ = e.trace(argv, dict(env, GPUMEMTRACE_BOUNDED="1", GPUMEMTRACE_BUCKET_MS="50"))
+    if not full or not bounded:
+        return
+    rebound = e.rebound(full, 50)
+    a = e.report(full)
+    ta = a.get("processes", [{}])[0].get("tensors") or {}
+    check(ta.get("growth") and ta.get("freed_by_gc") and ta.get("ooms"),
+          "the full trace's tensor section has growth, freed_by_gc and an OOM")
+
+    def tensor_answers(rep):
+        return tensor_exact(rep.get("processes", [{}])[0].get("tensors"))
+
+    def blocks(path):
+        return sum(1 for r in lines(path) if r["type"] == "block")
+
+    for what, path in (("rebound offline", rebound), ("traced bounded", bounded)):
+        b = e.report(path)
+        out = []
+        diff(tensor_answers(a), tensor_answers(b), "tensors", out)
+        # the rebound trace is the full one's events: every answer is the same
+        if what == "rebound offline":
+            for line in out[:20]:
+                print(f"  {what}: {line}")
+            check(not out, f"{what}: the tensor section is the full trace's ({len(out)} "
+                           f"differences)")
+            same_answers(e, full, path, what)
+        else:  # another run: the program's own figures, not addresses and times
+            tb = tensor_answers(b)
+            for k in ("peak", "growth_basis", "growth_samples"):
+                check(ta.get(k) == tb.get(k), f"{what}: tensors.{k} {tb.get(k)} == the full "
+                                              f"run's {ta.get(k)}")
+            for k in ("live_at_exit", "growth", "freed_by_gc", "peak_sites"):
+                fa = [(r.get("site"), r.get("bytes"), r.get("tensors")) for r in ta.get(k, [])]
+                fb = [(r.get("site"), r.get("bytes"), r.get("tensors")) for r in tb.get(k, [])]
+                check(fa == fb, f"{what}: tensors.{k} the full run's ({fb} vs {fa})")
+            ca = [(o.get("cause"), o.get("allocated"), o.get("reserved")) for o in ta.get("ooms", [])]
+            cb = [(o.get("cause"), o.get("allocated"), o.get("reserved")) for o in tb.get("ooms", [])]
+            check(ca == cb, f"{what}: the OOM's forensics ({cb} vs {ca})")
+        nf, nb = blocks(full), blocks(path)
+        print(f"  {what}: {nf} block lines -> {nb}")
+        check(nb * 10 < nf, f"{what}: under a tenth of the block lines ({nb} of {nf})")
 
 
 GPU_TRAIN = r"""
@@ -440,6 +522,7 @@ CASES = {
     "same-training": case_same_training,
     "same-markers": case_same_markers,
     "same-torch": case_same_torch,
+    "same-torch-churn": case_same_torch_churn,
     "threads": case_threads,
     "exit-load-16": lambda e: case_exit_load(e, 16),
     "exit-load-64": lambda e: case_exit_load(e, 64),

@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "analysis/model/blocks.h"
+#include "alloc/blocks.h"
 #include "torch_entry.h"
 
 static int failures;

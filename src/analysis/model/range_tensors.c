@@ -6,7 +6,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "analysis/model/blocks.h"
+#include "alloc/blocks.h"
 #include "analysis/model/model.h"
 #include "analysis/model/tensors.h"
 

@@ -119,6 +119,8 @@ gmt_tensors_new(const struct gmt_trace *trace)
 		free(t);
 		return NULL;
 	}
+	if (t && trace && trace->bounded)
+		gmt_blk_expect_gaps(t->blk);
 	return t;
 }
 

@@ -18,7 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "analysis/model/blocks.h"
+#include "alloc/blocks.h"
 #include "analysis/reader/trace.h"
 
 /** One call site (stack) of tensor allocations on one device. */

@@ -8,7 +8,7 @@
  * free-block figures (inactive split, largest free) are computed when asked (at markers, OOMs and
  * the end: rarely).
  */
-#include "analysis/model/blocks.h"
+#include "alloc/blocks.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -42,6 +42,7 @@ struct dev_totals {
 
 struct gmt_blk_model {
 	bool expandable;
+	bool gaps; /* blocks left out (a bounded trace): one placed inside a free block fits */
 	struct seg *s;
 	size_t n, cap;
 	struct dev_totals t[GMT_BLK_MAX_DEVICES + 1]; /* [0]: unknown device */
@@ -67,6 +68,12 @@ gmt_blk_new(bool expandable)
 	if (m)
 		m->expandable = expandable;
 	return m;
+}
+
+void
+gmt_blk_expect_gaps(struct gmt_blk_model *m)
+{
+	m->gaps = true;
 }
 
 void
@@ -496,8 +503,10 @@ alloc(struct gmt_blk_model *m, const struct gmt_blk_event *e)
 		if (blk_insert(s, i + 1, tail))
 			return -ENOMEM;
 		i++;
-		m->inconsistent++;
-		rc = -EINVAL;
+		if (!m->gaps) {
+			m->inconsistent++;
+			rc = -EINVAL;
+		}
 	}
 	struct blk *b = &s->b[i];
 	if (b->size < r) {

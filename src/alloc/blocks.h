@@ -61,6 +61,13 @@ struct gmt_blk_model;
 struct gmt_blk_model *gmt_blk_new(bool expandable);
 void gmt_blk_free(struct gmt_blk_model *m);
 
+/**
+ * The trace leaves blocks out (a bounded trace: a block allocated and freed within one bucket,
+ * with no peak, marker or failure between, is not written, src/writer/bounded.c): a block
+ * placed inside a free block, not at its start, is where such a one was, and fits.
+ */
+void gmt_blk_expect_gaps(struct gmt_blk_model *m);
+
 /** Apply one block line. 0, or -EINVAL when it did not fit the state (applied as best it could,
  * counted in gmt_blk_inconsistent()), or -ENOMEM. */
 int gmt_blk_apply(struct gmt_blk_model *m, const struct gmt_blk_event *e);
