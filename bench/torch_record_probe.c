@@ -27,7 +27,7 @@
 #include <stdint.h>
 #include <time.h>
 
-#include "torch_entry.h"
+#include "format/torch_entry.h"
 
 #define EXPORT __attribute__((visibility("default")))
 

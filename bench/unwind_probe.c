@@ -27,7 +27,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "torch_entry.h"
+#include "format/torch_entry.h"
 
 #define PROBE_MAX 4096
 #define MAX_FRAMES 256

@@ -41,7 +41,11 @@ import threading
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE = os.path.join(HERE, "torch_bridge.cpp")
-HEADER = os.path.join(HERE, "torch_entry.h")
+# the block vocabulary the bridge hands over: the trace format's (src/format/torch_entry.h),
+# installed beside the bridge (meson.build); in a source tree, where the format keeps it
+HEADER = next((h for h in (os.path.join(HERE, "torch_entry.h"),
+                           os.path.join(HERE, "..", "..", "src", "format", "torch_entry.h"))
+               if os.path.isfile(h)), os.path.join(HERE, "torch_entry.h"))
 ABI = 1  # GMT_TORCH_ABI of torch_entry.h
 
 # (major, minor) of the torch versions whose allocator interface this layer was checked against
@@ -630,7 +634,7 @@ def plan(torch):
         return None, f"no cache directory: uid {os.geteuid()} has no home"
     out = os.path.join(cache, name)
     cmd = [cxx, "-O2", "-std=c++17", "-shared", "-fPIC", "-fvisibility=hidden",
-           f"-D_GLIBCXX_USE_CXX11_ABI={abi}", "-I", HERE, "-I", inc, "-isystem", cuda_inc,
+           f"-D_GLIBCXX_USE_CXX11_ABI={abi}", "-I", os.path.dirname(HEADER), "-I", inc, "-isystem", cuda_inc,
            SOURCE, "-o", None, "-L", libdir, "-lc10_cuda", "-lc10", "-Wl,-rpath," + libdir]
     return out, cmd
 

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "torch_entry.h"
+#include "format/torch_entry.h"
 
 #define KMIN 512u
 #define KSMALL (1u << 20)

@@ -18,8 +18,8 @@
 #include "capture/instance.h"
 #include "capture/stacks.h"
 #include "capture/torch.h"
+#include "format/torch_entry.h"
 #include "include/gpumemtrace.h"
-#include "torch_entry.h"
 
 /*
  * This thread's open ranges (gmt_range_push() without its gmt_range_pop() yet). Only the count:

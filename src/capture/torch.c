@@ -23,7 +23,7 @@
 #include "capture/capture.h"
 #include "capture/selfprof.h"
 #include "capture/stacks.h"
-#include "torch_entry.h"
+#include "format/torch_entry.h"
 
 static void
 copy_meta(char *dst, const char *meta, size_t len)

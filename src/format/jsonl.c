@@ -8,7 +8,7 @@
 
 #include "format/elided.h"
 
-#include "torch_entry.h"
+#include "format/torch_entry.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "torch_entry.h"
+#include "format/torch_entry.h"
 
 static const struct {
 	const char *name;

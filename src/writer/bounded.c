@@ -60,7 +60,7 @@
 
 #include "alloc/blocks.h"
 #include "format/elided.h"
-#include "torch_entry.h"
+#include "format/torch_entry.h"
 #include "util/hash.h"
 #include "writer/tables.h"
 

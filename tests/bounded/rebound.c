@@ -21,7 +21,7 @@
 #include "format/elided.h"
 #include "format/event.h"
 #include "format/jsonl.h"
-#include "torch_entry.h"
+#include "format/torch_entry.h"
 #include "writer/bounded.h"
 
 static struct gmt_buf out;

@@ -131,7 +131,8 @@ def check_files(build, src, root):
     check(os.path.isfile(os.path.join(libdir, "pkgconfig", "gpumemtrace.pc")),
           "LIBDIR/pkgconfig/gpumemtrace.pc is installed")
 
-    # the Python package: every file of python/gpumemtrace, byte for byte, and no byte code
+    # the Python package: every file of python/gpumemtrace, byte for byte, and no byte code, with
+    # the format's block vocabulary beside the bridge's source (meson.build)
     pysrc = os.path.join(src, "python", "gpumemtrace")
     pydst = os.path.join(root, opts["datadir"], "gpumemtrace", "python", "gpumemtrace")
     want = set()
@@ -142,6 +143,11 @@ def check_files(build, src, root):
     got = set()
     for d, _, files in os.walk(pydst):
         got |= {os.path.relpath(os.path.join(d, f), pydst) for f in files}
+    check(os.path.isfile(os.path.join(pydst, "torch_entry.h")) and
+          open(os.path.join(pydst, "torch_entry.h"), "rb").read()
+          == open(os.path.join(src, "src", "format", "torch_entry.h"), "rb").read(),
+          "src/format/torch_entry.h is installed beside the bridge's source")
+    got.discard("torch_entry.h")
     check(want and got == want, "share/gpumemtrace/python/gpumemtrace holds the package's files "
           "and nothing else (missing %s, extra %s)" % (sorted(want - got), sorted(got - want)))
     same = [f for f in want & got if open(os.path.join(pysrc, f), "rb").read()
@@ -399,7 +405,7 @@ def wheel(build, src):
         names = set(zipfile.ZipFile(whl).namelist())
         pkg = {n[len("gpumemtrace/"):] for n in names if n.startswith("gpumemtrace/")}
         want = package_files(os.path.join(src, "python", "gpumemtrace")) | {
-            "bin/gpumemtrace", "lib/libgpumemtrace.so"}
+            "bin/gpumemtrace", "lib/libgpumemtrace.so", "torch_entry.h"}
         check(pkg == want, "the wheel's gpumemtrace/ holds the package, bin/gpumemtrace and "
               "lib/libgpumemtrace.so, nothing else (missing %s, extra %s)"
               % (sorted(want - pkg), sorted(pkg - want)))

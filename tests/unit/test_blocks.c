@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "alloc/blocks.h"
-#include "torch_entry.h"
+#include "format/torch_entry.h"
 
 static int failures;
 #define CHECK(cond, ...)                                                                           \

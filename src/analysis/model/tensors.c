@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "torch_entry.h"
+#include "format/torch_entry.h"
 
 static struct gmt_tdevice *
 device_of(struct gmt_tensors *t, int32_t device)

@@ -13,7 +13,7 @@
 #include "analysis/reader/snapshot.h"
 #include "analysis/reader/pickle.h"
 #include "format/kinds.h"
-#include "torch_entry.h"
+#include "format/torch_entry.h"
 #include "util/esc.h"
 #include "util/hash.h"
 

@@ -14,7 +14,7 @@
 #include "analysis/reader/reorder.h"
 #include "analysis/reader/snapshot.h"
 #include "format/elided.h"
-#include "torch_entry.h"
+#include "format/torch_entry.h"
 #include "util/alloc.h"
 #include "util/esc.h"
 #include "util/hash.h"

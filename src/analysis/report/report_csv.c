@@ -31,7 +31,7 @@
 #include "analysis/report/explain.h"
 #include "analysis/report/frames.h"
 #include "analysis/report/nomem.h"
-#include "torch_entry.h"
+#include "format/torch_entry.h"
 #include "util/alloc.h"
 #include "util/esc.h"
 #include "util/outfile.h"

@@ -26,7 +26,7 @@
 #include "analysis/reader/pickle.h"
 #include "analysis/report/explain.h"
 #include "analysis/report/nomem.h"
-#include "torch_entry.h"
+#include "format/torch_entry.h"
 
 static void
 str_kv(struct gmt_pkw *w, const char *k, const char *v)

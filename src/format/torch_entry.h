@@ -1,11 +1,13 @@
 /*
- * @brief The interface between the PyTorch bridge (torch_bridge.cpp, compiled on the user's machine
- * against the torch at hand) and the tracer (src/capture/torch.c): one C struct per allocator
- * event.
+ * @brief The interface between the PyTorch bridge (python/gpumemtrace/torch_bridge.cpp, compiled on
+ * the user's machine against the torch at hand) and the tracer (src/capture/torch.c): one C struct
+ * per allocator event, and the block vocabulary (actions, flags) of the trace's block lines.
  *
- * One definition for both sides: the tracer's build includes this file, the bridge is compiled with
- * it beside it. The struct only grows at its end; `size` says how much of it the bridge filled,
- * `abi` is bumped when a field changes meaning.
+ * One definition for every side: the tracer, the writer, the reader and the analyzer include it
+ * here, in the format's room; meson installs it beside the bridge's source in the Python package
+ * (meson.build), which compiles the bridge with it (python/gpumemtrace/_torch.py finds it there,
+ * or here in a source tree). The struct only grows at its end; `size` says how much of it the
+ * bridge filled, `abi` is bumped when a field changes meaning.
  */
 #ifndef GMT_TORCH_ENTRY_H
 #define GMT_TORCH_ENTRY_H
