@@ -4,7 +4,7 @@
  *
  * Each refresh looks at every trace (a file, or each trace in a directory: new ones are picked
  * up) and reads again, whole, only those whose size or modification time changed since the last
- * look: the reader (reader/trace.c) already ends a read at a torn last line and at a zstd frame
+ * look: the reader (reader/read.c) already ends a read at a torn last line and at a zstd frame
  * cut in the middle, which is what a file being written looks like, and the next refresh reads
  * the rest. Reading is read-only and never locks the file: the traced job does not notice.
  */

@@ -1,7 +1,7 @@
 /*
  * @brief The names of the bounded trace's own keys (docs/trace-format.md, "elided", and the
  * header's and trailer's bounded keys): one definition for the writer (format/jsonl.c) and the
- * reader (analysis/reader/trace.c). The other keys of an elided line are an event's (seq, ts,
+ * reader (analysis/reader/lines.c). The other keys of an elided line are an event's (seq, ts,
  * device, kind, api, driver, stack), with the same meanings.
  */
 #ifndef GMT_FORMAT_ELIDED_H

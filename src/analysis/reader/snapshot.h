@@ -32,7 +32,4 @@ enum gmt_trace_status gmt_snapshot_read(FILE *f,
 					const struct gmt_trace_sink *sink,
 					struct gmt_trace **out);
 
-/** @p size bytes in @p t's own memory (freed with it); NULL out of memory. */
-void *gmt_trace_mem(struct gmt_trace *t, size_t size);
-
 #endif

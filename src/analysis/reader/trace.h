@@ -402,4 +402,8 @@ double gmt_trace_time_s(const struct gmt_trace *trace, uint64_t ts);
 /** The interned string of an event's driver call, NULL when it has none. */
 const char *gmt_trace_driver(const struct gmt_trace *trace, uint16_t idx);
 
+/** For the trace's readers (read.c, snapshot.c): @p size bytes in @p t's own memory (freed with
+ * it); NULL out of memory. */
+void *gmt_trace_mem(struct gmt_trace *t, size_t size);
+
 #endif

@@ -3,9 +3,9 @@
  * symbolized stacks, one per process.
  *
  * The path of an event to a report starts here: a trace file is read line by line
- * (reader/trace.c), its events go through the reorder window (reader/reorder.c) straight into
- * the model's replay (model/model.c) as they are read, and once the file is done the model gets
- * the trace's stacks (symbols/callstack.c), built on first use with one symbolizer for every
+ * (reader/open.c, read.c), its events go through the reorder window (reader/reorder.c) straight
+ * into the model's replay (model/model.c) as they are read, and once the file is done the model
+ * gets the trace's stacks (symbols/callstack.c), built on first use with one symbolizer for every
  * trace of the session (a library shared by several processes is read once). The reports take
  * the session's models.
  */

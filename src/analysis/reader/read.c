@@ -1,0 +1,451 @@
+/*
+ * @brief The JSON Lines read of a trace: the file line by line into the line functions, then what
+ * the whole file says (reader_int.h).
+ */
+#define _GNU_SOURCE
+#include "analysis/reader/flatjson.h"
+#include "analysis/reader/input.h"
+#include "analysis/reader/reorder.h"
+#include "analysis/reader/trace.h"
+#include "format/elided.h"
+#include "format/torch_entry.h"
+#include "util/alloc.h"
+#include "util/esc.h"
+#include "util/hash.h"
+#include "util/hex.h"
+
+#include "analysis/reader/progress.h"
+#include "analysis/reader/reader_int.h"
+#include <errno.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <time.h>
+#include <unistd.h>
+
+// --- reading ----------------------------------------------------------------------------------
+
+/* Bytes free (for unprivileged writers) below which a file system counts as full. */
+#define DISK_FULL_BYTES (1u << 20)
+
+/*
+ * Line @p lineno was longer than the reader keeps (GMT_TRACE_MAX_LINE) and went by unread: a bad
+ * line (the report says the trace was damaged, check does not pass it), or one more line before
+ * the first trace line. Nothing of it is quoted.
+ */
+static void
+long_line(struct reader *r, size_t lineno, const struct gmt_trace_line *line)
+{
+	if (!r->trace_line_seen) {
+		r->lead++;
+		return;
+	}
+	rd_bad_line(r, lineno,
+		    "line of %llu bytes%s, longer than the %u MiB a line may have: skipped (not a "
+		    "line the tracer writes: a damaged or hostile file)",
+		    line->skipped, line->torn ? " (the file ends inside it)" : "",
+		    GMT_TRACE_MAX_LINE >> 20);
+}
+
+/* Line @p lineno is the first trace line: the lines before it are counted as bad, unquoted. */
+void
+rd_lead_end(struct reader *r, size_t lineno)
+{
+	if (r->trace_line_seen)
+		return;
+	r->trace_line_seen = true;
+	if (!r->lead)
+		return;
+	r->t->bad_lines += r->lead;
+	r->shown++;
+	fprintf(r->diag,
+		"%s:%zu: %zu line%s before the first trace line skipped (not trace lines: a file "
+		"cut at its start?)\n",
+		r->epath, lineno - r->lead, r->lead, r->lead == 1 ? "" : "s");
+}
+
+/*
+ * The fast path: an event line of the plain shape, read without jansson (flatjson.h). False when
+ * it declines the line; the slow path then reads it, with its messages.
+ */
+static bool
+read_line_fast(struct reader *r, const char *buf, size_t len, size_t lineno)
+{
+	struct gmt_flat flat;
+
+	/* any flat object is tried (a writer may put spaces or order keys its own way); a line
+	 * with a nested value (stack, snapshot, header) is declined at its first '[' or '{' */
+	if (r->no_fast || len < 2)
+		return false;
+	if (len + 1 > r->scratch_cap) {
+		size_t cap = len + 1 > 4096 ? len + 1 : 4096;
+
+		if (!rd_resize(r, &r->scratch, cap, 1))
+			return true; /* taken: the read stops */
+		r->scratch_cap = cap;
+	}
+	memcpy(r->scratch, buf, len);
+	r->scratch[len] = '\0';
+	if (!gmt_flat_parse(r->scratch, len, &flat))
+		return false;
+	/* a second "type" key wins, as in jansson: that line is not an event */
+	const struct gmt_flat_value *type = gmt_flat_get(&flat, "type");
+	bool block = type && type->type == GMT_FLAT_STR && strcmp(type->str, "block") == 0;
+	if (!type || type->type != GMT_FLAT_STR || (!block && strcmp(type->str, "event") != 0))
+		return false;
+	rd_lead_end(r, lineno);
+	struct src src = {.flat = &flat};
+	if (block ? rd_read_block(r, src, lineno) : rd_read_event(r, src, lineno)) {
+		r->usable++;
+		r->content++;
+	}
+	return true;
+}
+
+static bool
+known_type(const char *type)
+{
+	static const char *const types[] = {
+	    "header", "event",	"stack", "marker", "snapshot",	    "trailer", "modules",
+	    "pycode", "pyinfo", "torch", "block",  GMT_ELIDED_TYPE, NULL};
+
+	for (size_t i = 0; types[i]; i++)
+		if (strcmp(type, types[i]) == 0)
+			return true;
+	return false;
+}
+
+static void
+read_line(struct reader *r, const char *buf, size_t len, size_t lineno)
+{
+	json_error_t jerr;
+	json_t *obj;
+	const char *type;
+
+	/* the tracer's stack lines start so; the flat path would copy a long one only to decline */
+	if (len > 15 && memcmp(buf, "{\"type\":\"stack\"", 15) == 0) {
+		if (rd_read_stack_fast(r, buf, len, lineno))
+			return;
+	} else if (read_line_fast(r, buf, len, lineno)) {
+		return;
+	}
+	bool used = false, content = false; /* before any goto out */
+
+	obj = json_loadb(buf, len, 0, &jerr);
+	if (!r->trace_line_seen && (!obj || !json_is_object(obj) ||
+				    rd_get_str(JS(obj), "type", &type) != 0 || !known_type(type))) {
+		r->lead++; /* not quoted: this file has not shown it is a trace */
+		json_decref(obj);
+		return;
+	}
+	rd_lead_end(r, lineno);
+	if (!obj) {
+		if (len == 0)
+			rd_bad_line(r, lineno, "empty line");
+		else
+			rd_bad_line(r, lineno, "invalid JSON: %s", jerr.text);
+		return;
+	}
+	if (!json_is_object(obj)) {
+		rd_bad_line(r, lineno, "not a JSON object");
+		goto out;
+	}
+	if (rd_get_str(JS(obj), "type", &type) != 0) {
+		rd_bad_line(r, lineno, "line without \"type\"");
+		goto out;
+	}
+	if (strcmp(type, "event") == 0)
+		used = content = rd_read_event(r, JS(obj), lineno);
+	else if (strcmp(type, "stack") == 0)
+		used = rd_read_stack(r, obj, lineno);
+	else if (strcmp(type, "marker") == 0)
+		used = content = rd_read_marker(r, obj, lineno);
+	else if (strcmp(type, "snapshot") == 0)
+		used = content = rd_read_snapshot(r, obj, lineno);
+	else if (strcmp(type, "header") == 0)
+		used = rd_read_header(r, obj, lineno);
+	else if (strcmp(type, "trailer") == 0)
+		used = content = rd_read_trailer(r, obj, lineno);
+	else if (strcmp(type, "modules") == 0)
+		used = rd_read_modules(r, obj, lineno);
+	else if (strcmp(type, "pycode") == 0)
+		used = rd_read_pycode(r, obj, lineno);
+	else if (strcmp(type, "pyinfo") == 0)
+		used = rd_read_pyinfo(r, obj, lineno);
+	else if (strcmp(type, "block") == 0)
+		used = content = rd_read_block(r, JS(obj), lineno);
+	else if (strcmp(type, "torch") == 0)
+		used = rd_read_torch(r, obj, lineno);
+	else if (strcmp(type, GMT_ELIDED_TYPE) == 0)
+		used = content = rd_read_elided(r, JS(obj), lineno);
+	else if (strcmp(type, "holders") == 0)
+		used = rd_read_holders(r, obj, lineno);
+	/* Other types are ignored without a word: adding a line type is not a format change. */
+	if (used)
+		r->usable++;
+	if (content)
+		r->content++;
+out:
+	json_decref(obj);
+}
+
+/*
+ * A trace without a trailer: did a full disk cut it? The writer stops at ENOSPC (its warning
+ * went to the program's stderr, long gone), and the process may well have exited normally.
+ * Two signs, either is enough: the file ends in the middle of a line exactly at a block
+ * boundary (a write cut short where the blocks ran out; a process killed in a write ends
+ * there one time in thousands), or the file system holding it is full now.
+ */
+static void
+disk_check(struct reader *r, int fd)
+{
+	struct gmt_trace *t = r->t;
+	struct statvfs vfs;
+	struct stat st;
+	long long unit;
+
+	if (fstat(fd, &st) != 0)
+		return;
+	unit = st.st_blksize > 0 && st.st_blksize < 4096 ? st.st_blksize : 4096;
+	if (t->torn && st.st_size > 0 && st.st_size % unit == 0) {
+		t->cut_by_disk = true;
+		fprintf(r->diag,
+			"%s: note: no trailer, and the file ends in the middle of a line at a "
+			"%lld-byte block boundary: most likely the disk (or a quota) was full and "
+			"the tracer stopped writing; the program may have run on untraced\n",
+			r->epath, unit);
+	} else if (fstatvfs(fd, &vfs) == 0 && vfs.f_blocks > 0 && !(vfs.f_flag & ST_RDONLY) &&
+		   (unsigned long long)vfs.f_bavail * vfs.f_frsize < DISK_FULL_BYTES) {
+		/* (a read-only file system, squashfs or ISO 9660, says 0 free: it was not written)
+		 */
+		t->cut_by_disk = true;
+		fprintf(
+		    r->diag,
+		    "%s: note: no trailer, and the file system holding it is full (%llu KiB "
+		    "free): most likely the tracer stopped writing when the disk filled up; the "
+		    "program may have run on untraced\n",
+		    r->epath, (unsigned long long)vfs.f_bavail * vfs.f_frsize / 1024);
+	}
+}
+
+/* The JSON Lines read of @p in (open.c opened it and told it is no pickle; closed here). */
+enum gmt_trace_status
+rd_read_jsonl(struct gmt_trace_input *inp,
+	      const char *path,
+	      FILE *diag,
+	      const struct gmt_read_options *opt,
+	      const struct gmt_trace_sink *sink,
+	      struct gmt_trace **out)
+{
+	struct gmt_trace *t;
+	struct reader r = {.diag = diag, .sink = sink};
+	struct gmt_trace_line line;
+	int n;
+	struct gmt_trace_input in = *inp;
+	const char *cut_why;
+	FILE *f = in.f;
+	int read_errno = 0;
+
+	*out = NULL;
+	r.no_fast = opt->slow;
+	gmt_reorder_init(&r.window, GMT_TRACE_REORDER_WINDOW, rd_window_deliver, &r);
+	t = calloc(1, sizeof(*t));
+	if (!t) {
+		gmt_trace_input_close(&in);
+		gmt_reorder_fini(&r.window);
+		fprintf(diag, "%s: out of memory\n", gmt_esc(path));
+		return GMT_TRACE_UNREADABLE;
+	}
+	r.t = t;
+	t->path = strdup(path);
+	r.epath = strdup(gmt_esc(path));
+	if (!t->path || !r.epath) {
+		gmt_trace_input_close(&in);
+		fprintf(diag, "%s: out of memory\n", gmt_esc(path));
+		free(r.epath);
+		gmt_trace_free(t);
+		return GMT_TRACE_UNREADABLE;
+	}
+	t->pid = t->ppid = t->forked_from = -1;
+	t->rank = t->local_rank = t->world_size = -1;
+
+	struct progress prog = rd_progress_start(&in, diag, opt);
+
+	errno = 0;
+	while ((n = gmt_trace_input_line(&in, &line, GMT_TRACE_MAX_LINE)) > 0) {
+		size_t len = line.len;
+
+		t->lines++;
+		if ((t->lines & PROGRESS_EVERY) == 0)
+			rd_progress_show(&prog, r.epath, t->lines);
+		if (line.skipped) {
+			long_line(&r, t->lines, &line);
+			if (!r.trace_line_seen && r.lead > GMT_TRACE_MAX_LEAD)
+				break; /* not a trace: the rest is not read either */
+			if (line.torn)
+				break;
+			continue;
+		}
+		if (line.torn) {
+			/*
+			 * A line without its '\n' can only be the last: the writer was killed in
+			 * the middle of a write. The format says to ignore it.
+			 */
+			t->torn = true;
+			fprintf(diag,
+				"%s:%zu: note: last line is incomplete (torn write), ignored\n",
+				r.epath, t->lines);
+			break;
+		}
+		if (len && line.text[len - 1] == '\r')
+			len--;
+		read_line(&r, line.text, len, t->lines);
+		if (r.refused || r.nomem)
+			break;
+		if (!r.trace_line_seen && r.lead > GMT_TRACE_MAX_LEAD)
+			break; /* not a trace: the rest is not read either */
+		errno = 0;
+	}
+	if (n < 0 || ferror(f))
+		read_errno = errno ? errno : EIO;
+	rd_progress_end(&prog);
+	/*
+	 * A compressed stream ends early without an error of its own: what was decoded has been
+	 * read, as a plain file is read up to its torn line. Unless the read stopped before it
+	 * (a refused or foreign file), the reason is said once, with the file's byte.
+	 */
+	switch (gmt_trace_input_end(&in, &cut_why)) {
+	case GMT_TRACE_INPUT_END_NONE: break;
+	case GMT_TRACE_INPUT_END_READ_ERROR:
+		if (!read_errno) { /* as a plain file's read error: unreadable */
+			fprintf(diag, "%s: %s compressed trace: %s\n", r.epath,
+				gmt_trace_input_kind_name(in.kind), cut_why);
+			r.refused = true;
+		}
+		break;
+	case GMT_TRACE_INPUT_END_TRUNCATED:
+		if (r.refused || r.nomem || (!r.trace_line_seen && r.lead > GMT_TRACE_MAX_LEAD))
+			break;
+		fprintf(diag, "%s: note: %s compressed trace %s: read up to there\n", r.epath,
+			gmt_trace_input_kind_name(in.kind), cut_why);
+		break;
+	case GMT_TRACE_INPUT_END_CORRUPT:
+		if (r.refused || r.nomem || (!r.trace_line_seen && r.lead > GMT_TRACE_MAX_LEAD))
+			break;
+		fprintf(diag, "%s: %s compressed trace %s: read as far as it is good\n", r.epath,
+			gmt_trace_input_kind_name(in.kind), cut_why);
+		break;
+	}
+	if (!t->complete && !read_errno && !r.refused && r.trace_line_seen &&
+	    gmt_trace_input_fd(&in) >= 0)
+		disk_check(&r, gmt_trace_input_fd(&in));
+	gmt_trace_input_close(&in);
+
+	if (!r.refused && !r.nomem)
+		gmt_reorder_drain(&r.window);
+	gmt_reorder_fini(&r.window);
+	free(r.open);
+	free(r.modhash);
+	free(r.scratch);
+	free(r.addrhash);
+	free(r.stack_addrs);
+	free(r.stack_py);
+	if (r.nomem) {
+		fprintf(diag, "%s: out of memory\n", r.epath);
+		r.refused = true;
+	}
+	if (!r.refused) {
+		rd_settle_stacks(&r);
+		rd_settle_pycodes(&r);
+	}
+	if (t->late_events) /* one line whatever the cap: it says how far to trust the order */
+		fprintf(
+		    diag,
+		    "%s:%zu: note: %" PRIu64 " line%s applied late, the first with seq %" PRIu64
+		    ": a seq that repeats, one that came after %d waiting lines gave up on it, or "
+		    "a snapshot behind the events before it (the counts stay right; the order at "
+		    "%s may not)\n",
+		    r.epath, r.first_late_line, t->late_events, t->late_events == 1 ? "" : "s",
+		    r.first_late_seq, GMT_TRACE_REORDER_WINDOW,
+		    t->late_events == 1 ? "that moment" : "those moments");
+	if (r.shown < t->bad_lines)
+		fprintf(diag, "%s: %zu more bad lines not shown\n", r.epath,
+			t->bad_lines - r.shown);
+	if (read_errno) {
+		fprintf(diag, "%s: read error: %s\n", r.epath, strerror(read_errno));
+		r.refused = true;
+	} else if (!r.refused && !r.trace_line_seen && t->lines > 0) {
+		/* nothing of it is quoted: it may be any file this user can read */
+		if (r.lead > GMT_TRACE_MAX_LEAD)
+			fprintf(diag,
+				"%s: not a gpumemtrace trace (none of its first %d lines is a JSON "
+				"object with a \"type\" of the format)\n",
+				r.epath, GMT_TRACE_MAX_LEAD + 1);
+		else
+			fprintf(diag,
+				"%s: not a gpumemtrace trace (no line is a JSON object with a "
+				"\"type\" of the format)\n",
+				r.epath);
+		r.refused = true;
+	} else if (!r.refused && !t->have_header && r.content == 0) {
+		/* call stacks, modules and Python code alone describe nothing that happened */
+		if (t->lines == 0)
+			fprintf(diag, "%s: empty file, not a trace\n", r.epath);
+		else if (r.usable == 0)
+			fprintf(diag, "%s: no header and no usable line, not a trace\n", r.epath);
+		else
+			fprintf(
+			    diag,
+			    "%s: no header and no event, marker, snapshot or trailer line, not a "
+			    "trace\n",
+			    r.epath);
+		r.refused = true;
+	}
+	if (r.refused) {
+		free(r.epath);
+		gmt_trace_free(t);
+		return GMT_TRACE_UNREADABLE;
+	}
+	if (!t->have_header) {
+		fprintf(diag, "%s: note: no header line; read as format version %d\n", r.epath,
+			GMT_FORMAT_VERSION);
+		t->version = GMT_FORMAT_VERSION;
+		t->start_ts = r.have_min_ts ? r.min_ts : 0;
+	} else if (!r.have_start_ts && r.have_min_ts) {
+		t->start_ts = r.min_ts;
+	}
+	if (!t->have_ts) /* nothing after the header: the trace ends where it starts */
+		t->last_ts = t->start_ts;
+	if (t->have_header && r.content == 0)
+		fprintf(diag,
+			"%s: note: nothing after the header (no event, marker, snapshot or "
+			"trailer): the process %s\n",
+			r.epath,
+			t->cut_by_disk
+			    ? "could not write more (the disk was full)"
+			    : "stopped before its first GPU memory call was written, or is "
+			      "still running");
+
+	/* The writer emits lines in drain order; what happened is the seq order. */
+	if (t->events && t->nevents > 1) /* streamed traces keep no events */
+		qsort(t->events, t->nevents, sizeof(*t->events), rd_cmp_event);
+	if (t->nmarkers > 1)
+		qsort(t->markers, t->nmarkers, sizeof(*t->markers), rd_cmp_marker);
+	rd_name_pops(&r);
+	if (r.nomem) {
+		fprintf(diag, "%s: out of memory\n", r.epath);
+		free(r.epath);
+		gmt_trace_free(t);
+		return GMT_TRACE_UNREADABLE;
+	}
+	free(r.epath);
+	*out = t;
+	return GMT_TRACE_OK;
+}

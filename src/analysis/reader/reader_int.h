@@ -1,0 +1,288 @@
+/*
+ * @brief Internal to the trace reader (docs/trace-format.md into struct gmt_trace): the reading
+ * state every line's function shares, and the reader's files, one job each:
+ *
+ *   fields.c    messages about lines, and typed access to a line's keys (below)
+ *   meta.c      the lines that name things: stack, modules, pycode, pyinfo
+ *   lines.c     one function per line of what happened: header, event, block, elided, marker,
+ *               holders, torch, nvml, snapshot, trailer, and the reorder window's output
+ *   read.c      the JSON Lines read: a file line by line into those functions
+ *   trace.c     struct gmt_trace itself: its memory and accessors
+ *   open.c      gmt_trace_read(), gmt_trace_read_sink(): open the input, tell what it is (a
+ *               trace, a PyTorch snapshot pickle: snapshot.c), hand it to its reader
+ *   progress.c  the progress line on a terminal while a large file is read
+ *
+ * Dependencies one way: open -> read -> lines, meta -> fields -> trace; snapshot -> trace.
+ */
+#ifndef GMT_READER_READER_INT_H
+#define GMT_READER_READER_INT_H
+
+#include "analysis/reader/flatjson.h"
+#include "analysis/reader/input.h"
+#include "analysis/reader/reorder.h"
+#include "analysis/reader/trace.h"
+#include "format/elided.h"
+#include "format/torch_entry.h"
+#include "util/alloc.h"
+#include "util/esc.h"
+#include "util/hash.h"
+#include "util/hex.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define GMT_TRACE_MAX_DIAG 20
+
+/*
+ * Lines that may come before the first trace line (a file cut at its start, `tail -c`), skipped
+ * without a word about what they hold; one more and the file is not a trace.
+ */
+#define GMT_TRACE_MAX_LEAD 4
+
+struct reader {
+	struct gmt_trace *t;
+	FILE *diag;
+	char *epath; /* the path as messages show it (esc.h): a file name may hold anything */
+	size_t shown;
+	size_t usable;	/* lines that contributed something */
+	size_t content; /* of those, events, markers, snapshots, trailers: what only a trace has */
+	/*
+	 * Until a line has shown the file to be a trace (a JSON object with a "type" of the
+	 * format), nothing of what it holds is quoted: a trace path may be a symlink to any file
+	 * the reader may read, and jansson's messages quote the text they stopped at.
+	 */
+	bool trace_line_seen;
+	size_t lead;  /* lines before it, skipped unquoted */
+	bool refused; /* unknown format or version: the file is unreadable */
+	bool nomem;   /* out of memory: the read stopped, the file is unreadable (nomem()) */
+	bool have_min_ts;
+	bool have_start_ts;
+	uint64_t min_ts;   /* time origin when there is no header */
+	uint32_t *modhash; /* open addressing over t->modules (index + 1; 0 empty) */
+	size_t modhash_mask;
+	bool no_fast; /* GMT_TRACE_SLOW=1: every line through jansson (tests compare both) */
+	/* streaming (gmt_trace_read_sink()): a min-heap by seq of what is not delivered yet */
+	const struct gmt_trace_sink *sink;
+	struct gmt_reorder window;
+	bool delivered_any;	      /* an item went to the sink in order */
+	uint64_t event_seq, event_ts; /* of the last event delivered in order */
+	size_t first_late_line;	      /* and its seq: for the note on lines applied late */
+	uint64_t first_late_seq;
+	struct open_range *open; /* pushes delivered and not popped yet, to name pops */
+	size_t nopen;
+	char *scratch; /* the fast path's copy of a line */
+	size_t scratch_cap;
+	uint32_t *addrhash; /* open addressing over t->addresses (index + 1; 0 empty) */
+	size_t addrhash_mask;
+	uint64_t *stack_addrs; /* a stack line's kept frames while it is checked */
+	struct gmt_trace_pyframe *stack_py;
+	size_t stack_addrs_cap, stack_py_cap;
+};
+
+struct open_range {
+	int64_t tid;
+	uint32_t depth;
+	const char *label;
+};
+
+// --- typed key access (fields.c) ---------------------------------------------------------------
+//
+// Each getter returns 0 when the key is present and well-formed, -ENOENT when it is absent (or
+// null) and -EINVAL when it has the wrong type, so callers can say which of the two it was.
+// Always inlined: with the key a literal, the flat record's lookup folds to a compare or two.
+
+/*
+ * Where a line's keys come from: the jansson object, or (event lines of the plain shape) the
+ * flat record of flatjson.h. The getters below read either the same way.
+ */
+struct src {
+	json_t *json;
+	const struct gmt_flat *flat;
+};
+
+#define JS(obj) ((struct src){.json = (obj)})
+
+enum fkind { F_ABSENT, F_NULL, F_INT, F_STR, F_OTHER };
+
+struct fval {
+	enum fkind kind;
+	long long num;
+	const char *str;
+};
+
+void __attribute__((format(printf, 3, 4)))
+rd_bad_line(struct reader *r, size_t lineno, const char *fmt, ...);
+
+void __attribute__((format(printf, 3, 4)))
+rd_note_line(struct reader *r, size_t lineno, const char *fmt, ...);
+
+int rd_parse_hex(const char *s, uint64_t *out);
+
+int rd_get_pair(struct src obj, const char *key, uint64_t out[2]);
+
+bool rd_get_true(struct src obj, const char *key);
+
+bool rd_key_error(struct reader *r,
+		  size_t lineno,
+		  const char *type,
+		  const char *key,
+		  int err,
+		  const char *expected);
+
+bool rd_nomem(struct reader *r);
+
+char *rd_dup_str(struct reader *r, const char *s);
+
+void rd_shrink(void *pp, size_t n, size_t size);
+
+bool rd_resize(struct reader *r, void *pp, size_t n, size_t size);
+
+void rd_see_ts(struct reader *r, uint64_t ts);
+
+int rd_intern(struct reader *r, const char *s);
+
+bool rd_read_header(struct reader *r, json_t *obj, size_t lineno);
+
+bool rd_read_stack(struct reader *r, json_t *obj, size_t lineno);
+
+bool rd_read_stack_fast(struct reader *r, const char *buf, size_t len, size_t lineno);
+
+bool rd_read_modules(struct reader *r, json_t *obj, size_t lineno);
+
+bool rd_read_pycode(struct reader *r, json_t *obj, size_t lineno);
+
+bool rd_read_pyinfo(struct reader *r, json_t *obj, size_t lineno);
+
+void rd_late(struct reader *r, size_t line, uint64_t seq);
+
+void rd_window_deliver(void *ctx, const struct gmt_reorder_item *p, bool is_late);
+
+bool rd_read_event(struct reader *r, struct src obj, size_t lineno);
+
+bool rd_read_elided(struct reader *r, struct src obj, size_t lineno);
+
+bool rd_read_block(struct reader *r, struct src obj, size_t lineno);
+
+void rd_holders_free(struct gmt_trace *t);
+
+bool rd_read_holders(struct reader *r, json_t *obj, size_t lineno);
+
+bool rd_read_torch(struct reader *r, json_t *obj, size_t lineno);
+
+bool rd_read_marker(struct reader *r, json_t *obj, size_t lineno);
+
+void rd_name_pops(struct reader *r);
+
+bool rd_read_snapshot(struct reader *r, json_t *obj, size_t lineno);
+
+bool rd_read_trailer(struct reader *r, json_t *obj, size_t lineno);
+
+void rd_lead_end(struct reader *r, size_t lineno);
+
+int rd_cmp_event(const void *pa, const void *pb);
+
+int rd_cmp_marker(const void *pa, const void *pb);
+
+void rd_settle_stacks(struct reader *r);
+
+void rd_pycode_free(struct gmt_trace_pycode *c);
+
+void rd_settle_pycodes(struct reader *r);
+
+static inline __attribute__((always_inline)) struct fval
+rd_field(struct src o, const char *key)
+{
+	struct fval f = {F_ABSENT, 0, NULL};
+
+	if (o.flat) {
+		const struct gmt_flat_value *v = gmt_flat_get(o.flat, key);
+
+		if (v) {
+			f.kind = v->type == GMT_FLAT_INT    ? F_INT
+				 : v->type == GMT_FLAT_STR  ? F_STR
+				 : v->type == GMT_FLAT_PAIR ? F_OTHER
+							    : F_NULL;
+			f.num = v->num;
+			f.str = v->str;
+		}
+		return f;
+	}
+	json_t *v = json_object_get(o.json, key);
+	if (!v)
+		return f;
+	if (json_is_null(v))
+		f.kind = F_NULL;
+	else if (json_is_integer(v))
+		f.kind = F_INT, f.num = json_integer_value(v);
+	else if (json_is_string(v))
+		f.kind = F_STR, f.str = json_string_value(v);
+	else
+		f.kind = F_OTHER;
+	return f;
+}
+
+static inline __attribute__((always_inline)) int
+rd_get_u64(struct src obj, const char *key, uint64_t *out)
+{
+	struct fval v = rd_field(obj, key);
+
+	if (v.kind == F_ABSENT || v.kind == F_NULL)
+		return -ENOENT;
+	if (v.kind != F_INT || v.num < 0)
+		return -EINVAL;
+	*out = (uint64_t)v.num;
+	return 0;
+}
+
+static inline __attribute__((always_inline)) int
+rd_get_i64(struct src obj, const char *key, long long *out)
+{
+	struct fval v = rd_field(obj, key);
+
+	if (v.kind == F_ABSENT || v.kind == F_NULL)
+		return -ENOENT;
+	if (v.kind != F_INT)
+		return -EINVAL;
+	*out = v.num;
+	return 0;
+}
+
+static inline __attribute__((always_inline)) int
+rd_get_hex(struct src obj, const char *key, uint64_t *out)
+{
+	struct fval v = rd_field(obj, key);
+
+	if (v.kind == F_ABSENT || v.kind == F_NULL)
+		return -ENOENT;
+	if (v.kind != F_STR)
+		return -EINVAL;
+	return rd_parse_hex(v.str, out);
+}
+
+static inline __attribute__((always_inline)) int
+rd_get_str(struct src obj, const char *key, const char **out)
+{
+	struct fval v = rd_field(obj, key);
+
+	if (v.kind == F_ABSENT || v.kind == F_NULL)
+		return -ENOENT;
+	if (v.kind != F_STR)
+		return -EINVAL;
+	*out = v.str;
+	return 0;
+}
+
+/** The JSON Lines read of @p in, a trace (read.c); takes @p in over and closes it. */
+enum gmt_trace_status rd_read_jsonl(struct gmt_trace_input *in,
+				    const char *path,
+				    FILE *diag,
+				    const struct gmt_read_options *opt,
+				    const struct gmt_trace_sink *sink,
+				    struct gmt_trace **out);
+
+#endif
