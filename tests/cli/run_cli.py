@@ -234,6 +234,11 @@ def alive(pid):
 
 def no_core():
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    # The signals the test sends act as they do by default whatever this test was started
+    # under: `nohup` leaves SIGHUP ignored, a shell's background job SIGINT and SIGQUIT, and an
+    # ignored disposition is inherited through exec (run then rightly passes it on).
+    for sig in (signal.SIGHUP, signal.SIGINT, signal.SIGQUIT, signal.SIGTERM):
+        signal.signal(sig, signal.SIG_DFL)
 
 
 class Launch:
