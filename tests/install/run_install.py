@@ -10,9 +10,13 @@ pages, completions), that no installed file names the build or source tree, and 
 installed CLI on a C victim built through the installed gpumemtrace.pc and on a Python victim
 (the installed `gpumemtrace` module, its start-up hook, a child process), on tests/simcuda.
 
-wheel: builds the wheel with meson-python (pip wheel --no-build-isolation, from a copy of the
-sources), checks what it holds, installs it into a fresh venv and runs `python -m gpumemtrace run
--- python victim.py` and `gpumemtrace --version` from there: the wheel alone, no build tree.
+wheel: builds the wheel as a new user would, offline and with pip's build isolation (`pip wheel .`
+from a copy of the sources: the project's own backend, tools/pep517/gmt_build.py, needs nothing
+from an index), checks what it holds (the libraries a base system may lack bundled in .libs and
+found there through a relative rpath), installs it into a fresh venv and runs `python -m
+gpumemtrace run -- python victim.py`, `gpumemtrace --version` and `python -m pytest
+--gpumemtrace` from there: the wheel alone, no build tree. Then `pip install .` straight from the
+sources into another fresh venv (no system packages) runs the CLI too.
 
 docs: the man pages (no groff warnings; each names every option its command's --help lists, and
 the version) and the bash and zsh completions (each offers every command and option --help lists,
@@ -372,12 +376,14 @@ def package_files(pkgdir):
 
 def wheel(build, src):
     import zipfile
-    py = python_with("mesonpy", "venv", "ensurepip", "pip")
+    # one with pytest too where there is one: the wheel's pytest plugin is then run in the venv
+    py = python_with("venv", "ensurepip", "pip", "pytest") or python_with("venv", "ensurepip",
+                                                                          "pip")
     if not py:
-        skip("no Python with meson-python, venv and pip (Debian: python3-mesonpy python3-venv)")
+        skip("no Python with venv and pip (Debian: python3-venv python3-pip)")
     top = tempfile.mkdtemp(prefix="gmt-wheel-")
     try:
-        # the wheel is built from a copy, so that meson-python's files stay out of the source tree
+        # the wheel is built from a copy of what a release holds
         tree = os.path.join(top, "src")
         os.mkdir(tree)
         for name in WHEEL_SOURCES:
@@ -386,8 +392,8 @@ def wheel(build, src):
                 **({"ignore": shutil.ignore_patterns("__pycache__")}
                    if os.path.isdir(os.path.join(src, name)) else {}))
         dist = os.path.join(top, "dist")
-        cmd = [py, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps", "--no-index",
-               "-w", dist, tree]
+        # build isolation on (pip's default): the backend must need nothing from an index
+        cmd = [py, "-m", "pip", "wheel", "--no-deps", "--no-index", "-w", dist, tree]
         toolkit = build_options(build).get("cudatoolkit")
         if toolkit:
             cmd[4:4] = ["--config-settings", "setup-args=-Dcudatoolkit=" + toolkit]
@@ -395,7 +401,7 @@ def wheel(build, src):
         p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
         wheels = glob.glob(os.path.join(dist, "gpumemtrace-*.whl"))
         if not check(p.returncode == 0 and len(wheels) == 1,
-                     "pip wheel builds one wheel with meson-python (%d: %s)"
+                     "pip wheel builds one wheel, offline, with build isolation (%d: %s)"
                      % (p.returncode, (p.stdout + p.stderr)[-3000:])):
             return finish()
         whl = wheels[0]
@@ -406,9 +412,16 @@ def wheel(build, src):
         pkg = {n[len("gpumemtrace/"):] for n in names if n.startswith("gpumemtrace/")}
         want = package_files(os.path.join(src, "python", "gpumemtrace")) | {
             "bin/gpumemtrace", "lib/libgpumemtrace.so", "torch_entry.h"}
-        check(pkg == want, "the wheel's gpumemtrace/ holds the package, bin/gpumemtrace and "
-              "lib/libgpumemtrace.so, nothing else (missing %s, extra %s)"
-              % (sorted(want - pkg), sorted(pkg - want)))
+        bundled = {n for n in pkg if n.startswith(".libs/")}
+        check({".libs/libjansson.so.4", ".libs/libdw.so.1", ".libs/libelf.so.1"} <= bundled,
+              "the wheel bundles the CLI's libraries a base system may lack (%s)"
+              % sorted(bundled))
+        never = [n for n in bundled if re.match(
+            r"\.libs/(libc\.|ld-linux|libcuda|libcudart|libcupti|libnvidia|libstdc)", n)]
+        check(not never, "... and not the C library or the program's CUDA (%s)" % never)
+        check(pkg - bundled == want, "the wheel's gpumemtrace/ holds the package, bin/gpumemtrace, "
+              "lib/libgpumemtrace.so and .libs, nothing else (missing %s, extra %s)"
+              % (sorted(want - pkg), sorted(pkg - bundled - want)))
         other = sorted(n for n in names if not n.startswith("gpumemtrace/")
                        and not n.startswith("gpumemtrace-%s.dist-info/" % ver))
         check(not other, "nothing else in the wheel: %s" % other)
@@ -419,8 +432,11 @@ def wheel(build, src):
                 if member in names:
                     path = z.extract(member, os.path.join(top, "unzipped"))
                     dyn = readelf_dynamic(path)
-                    check("RPATH" not in dyn and "RUNPATH" not in dyn,
-                          "%s has no RPATH or RUNPATH" % member)
+                    rp = re.findall(r"\((RPATH|RUNPATH)\)\s+Library r\w*path: \[([^\]]*)\]",
+                                    dyn)
+                    check(rp == [("RPATH", "$ORIGIN/../.libs")],
+                          "%s finds the bundled libraries by a relative RPATH, nothing else (%s)"
+                          % (member, rp))
 
         # a fresh virtual environment with the wheel alone: no build tree, no PYTHONPATH
         venv = os.path.join(top, "venv")
@@ -452,6 +468,14 @@ def wheel(build, src):
         p = run([vpy, "-m", "gpumemtrace", "nosuchcommand"], env, cwd=top)
         check(p.returncode == 2, "the CLI's exit status comes through python -m (%d)"
               % p.returncode)
+        if shutil.which("ldd"):
+            p = run(["ldd", os.path.join(pkgdir, "bin", "gpumemtrace")], env, cwd=top)
+            libs = dict(re.findall(r"(\S+) => (\S+)", p.stdout))
+            check(all(os.path.realpath(libs.get(so, "")).startswith(os.path.join(pkgdir, ".libs"))
+                      for so in ("libjansson.so.4", "libdw.so.1", "libelf.so.1")),
+                  "the installed CLI loads the bundled libjansson, libdw and libelf (%s)"
+                  % {k: v for k, v in libs.items() if "jansson" in k or "libdw" in k
+                     or "libelf" in k})
 
         out = os.path.join(top, "out")
         script = os.path.join(src, "tests", "install", "victim.py")
@@ -480,6 +504,24 @@ def wheel(build, src):
             check(len(rep["processes"]) == 2, "two traces: the victim and its child")
             check(("victim.py", 3 << 20) in leak_sites(rep),
                   "the report names victim.py for the 3 MiB leak (%s)" % leak_sites(rep))
+
+        # `pip install .` straight from the sources, in a venv of its own without the system's
+        # packages: what the README says to do
+        venv2 = os.path.join(top, "venv2")
+        p = subprocess.run([py, "-m", "venv", venv2], capture_output=True, text=True)
+        vpy2 = os.path.join(venv2, "bin", "python")
+        if check(p.returncode == 0, "another fresh venv (%s)" % p.stderr.strip()):
+            cmd = [vpy2, "-m", "pip", "install", "--no-deps", "--no-index", tree]
+            if toolkit:
+                cmd[4:4] = ["--config-settings", "setup-args=-Dcudatoolkit=" + toolkit]
+            p = subprocess.run(cmd, env=dict(os.environ, PIP_DISABLE_PIP_VERSION_CHECK="1",
+                                             PIP_NO_INPUT="1"),
+                               capture_output=True, text=True, timeout=900)
+            if check(p.returncode == 0, "pip install . in a fresh venv, offline, with build "
+                     "isolation (%d: %s)" % (p.returncode, (p.stdout + p.stderr)[-2000:])):
+                p = run([os.path.join(venv2, "bin", "gpumemtrace"), "--version"], env, cwd=top)
+                check(p.returncode == 0 and p.stdout.strip() == "gpumemtrace " + ver,
+                      "... and its gpumemtrace runs (%s)" % (p.stdout + p.stderr).strip())
 
         # the pytest plugin, registered by the wheel's entry point: no -p, no PYTHONPATH
         if not with_pytest:
