@@ -307,6 +307,57 @@ def check_callers(args, chromium):
               text[:600])
 
 
+def check_marker_devices(args, chromium):
+    """Marker labels neither stack nor repeat (issue 32 item 6): a run on two devices with 80
+    automatic steps a few milliseconds apart. Labels stand in one row, never overlapping (the
+    ones that would are thinned out, their lines keep tooltips); only the first device's chart
+    has labels, the second repeats the lines alone."""
+    MiB = 1 << 20
+    lines = [{"type": "header", "format": "gpumemtrace", "version": 1, "pid": 9, "start_ts": 0,
+              "argv": ["train.py"]}]
+    seq = 0
+    for step in range(80):
+        for dev in (0, 1):
+            seq += 1
+            lines.append({"type": "event", "seq": seq, "ts": step * 3_000_000 + dev, "tid": 9,
+                          "op": "alloc", "api": "cudaMalloc", "kind": "device", "device": dev,
+                          "ptr": hex(0x7f0000000000 + seq * 4 * MiB), "size": MiB, "result": 0})
+        seq += 1
+        lines.append({"type": "marker", "seq": seq, "ts": step * 3_000_000 + 5, "tid": 9,
+                      "label": "forward %d" % (step + 1), "auto": "step"})
+    lines.append({"type": "trailer", "ts": 80 * 3_000_000, "events": seq, "dropped": 0,
+                  "reason": "exit"})
+    trace = os.path.join(args.outdir, "two-devices.jsonl")
+    with open(trace, "w") as f:
+        f.write("".join(json.dumps(x) + "\n" for x in lines))
+    page = os.path.join(args.outdir, "two-devices.html")
+    p = subprocess.run([args.exe, "report", "--format", "html", "-o", page, trace],
+                       stderr=subprocess.PIPE, timeout=60)
+    check(p.returncode == 0, "two-devices: report --format html: exit 0", p.stderr[-2000:])
+    dom = render(args, chromium, page, "two-devices")
+    if not dom:
+        return
+    check_ran(dom, "two-devices")
+    with open(os.path.join(args.outdir, "two-devices.dom.html"), encoding="utf-8") as f:
+        out = f.read()
+    timeline = out[out.index('id="timeline"'):out.index('id="tensors-sec"')]
+    charts = re.findall(r"<svg[^>]*>.*?</svg>", timeline, re.S)
+    check(len(charts) == 2, "two-devices: a chart per device (%d)" % len(charts))
+    labelled = [len(LABEL_RE.findall(c)) for c in charts]
+    check(len(labelled) == 2 and labelled[0] >= 3 and labelled[1] == 0,
+          "two-devices: labels on the first device's chart only (%s)" % labelled)
+    rows = {dict(ATTR_RE.findall(t)).get("data-row") for c in charts for t in LABEL_RE.findall(c)}
+    check(rows == {"0"}, "two-devices: the labels stand in one row, not stacked (%s)" % rows)
+    shown, hidden = check_markers(out, "two-devices", [
+        {"time_s": 0.0}] * 80)
+    check(shown >= 3 and hidden > 0 and shown + hidden == 80,
+          "two-devices: of 80 close steps, %d labels shown, %d thinned out" % (shown, hidden))
+    second = charts[1] if len(charts) == 2 else ""
+    check(second.count('data-label="above"') == 80,
+          "two-devices: the second chart has the 80 lines, their labels above it (%d)"
+          % second.count('data-label="above"'))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--exe", required=True)
@@ -348,6 +399,7 @@ def main():
 
     check_tensors(args, chromium)
     check_callers(args, chromium)
+    check_marker_devices(args, chromium)
 
     if failures:
         print("%d check(s) failed" % failures)
