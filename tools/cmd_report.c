@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "analysis/gate/doc.h"
 #include "analysis/report/categories.h"
 #include "analysis/report/report.h"
 #include "analysis/report/report_formats.h"
@@ -258,8 +259,22 @@ gmt_cmd_report(int argc, char **argv)
 		so.stored = true; /* allocations are paired by a second replay of the events */
 	}
 	gmt_session_init(&in, &so, stderr);
-	for (int i = optind; i < argc; i++)
+	for (int i = optind; i < argc; i++) {
+		json_t *doc = NULL, *version = NULL;
+		/* a summary is JSON too: said as what it is, not as a trace that is not one */
+		if (gmt_report_doc_read(argv[i], &doc, &version) == GMT_DOC_SUMMARY) {
+			fprintf(
+			    stderr,
+			    "gpumemtrace report: %s: a summary (gpumemtrace summarize), not a "
+			    "trace: this version does not report on summaries; give the trace it "
+			    "was made from\n",
+			    gmt_esc(argv[i]));
+			continue;
+		}
+		json_decref(doc);
+		json_decref(version);
 		gmt_session_add_path(&in, argv[i]);
+	}
 	if (in.n == 0) {
 		fprintf(stderr, "gpumemtrace report: no readable trace\n");
 		gmt_session_free(&in);

@@ -15,6 +15,8 @@ enum gmt_doc_status {
 	GMT_DOC_NONE = 0,    /**< not a JSON report (a trace, a directory, unreadable) */
 	GMT_DOC_OK,	     /**< a report this program reads */
 	GMT_DOC_BAD_VERSION, /**< a report of a version this program does not read */
+	GMT_DOC_SUMMARY,     /**< a summary (`gpumemtrace summarize`): not a report, whatever its
+				keys say (check and diff do not read summaries yet) */
 };
 
 /**
