@@ -152,8 +152,9 @@ choice(const char *opt, const char *value, const char *const *names, const char 
 	return -1;
 }
 
-int
-gmt_cmd_report(int argc, char **argv)
+/* The command; @p cats: the --categories rules it loaded (freed by gmt_cmd_report()). */
+static int
+report_main(int argc, char **argv, struct gmt_cat_rules **cats)
 {
 	static const struct option longopts[] = {
 	    {"format", required_argument, NULL, 'f'},	  {"stack", required_argument, NULL, 's'},
@@ -201,17 +202,14 @@ gmt_cmd_report(int argc, char **argv)
 			break;
 		case 'o': output = optarg; break;
 		case 'C': {
-			char why[512];
-			int e = gmt_cat_choose(optarg, why, sizeof(why));
-			if (e == -ENOMEM) {
-				fprintf(stderr, "gpumemtrace report: out of memory\n");
-				return GMT_EXIT_UNREADABLE;
-			}
-			if (e) {
+			char why[512] = "out of memory";
+			gmt_cat_free(*cats);
+			if (!(*cats = gmt_cat_load(optarg, why, sizeof(why)))) {
 				fprintf(stderr, "gpumemtrace report: --categories: %s\n",
 					gmt_esc(why));
 				return gmt_usage_hint("report");
 			}
+			opt.categories = *cats;
 			break;
 		}
 		case 'F':
@@ -306,9 +304,9 @@ gmt_cmd_report(int argc, char **argv)
 		out = file.f;
 	}
 	if (format == FORMAT_JSON)
-		err = gmt_report_json(out, in.models, in.n);
+		err = gmt_report_json(out, in.models, in.n, opt.categories);
 	else if (format == FORMAT_HTML)
-		err = gmt_report_html(out, in.models, in.n);
+		err = gmt_report_html(out, in.models, in.n, opt.categories);
 	else if (format == FORMAT_PERFETTO)
 		err = gmt_report_perfetto(out, in.models, in.n);
 	else if (format == FORMAT_SNAPSHOT)
@@ -338,5 +336,15 @@ gmt_cmd_report(int argc, char **argv)
 		rc = GMT_EXIT_USAGE;
 	}
 	gmt_session_free(&in);
+	return rc;
+}
+
+int
+gmt_cmd_report(int argc, char **argv)
+{
+	struct gmt_cat_rules *cats = NULL;
+	int rc = report_main(argc, argv, &cats);
+
+	gmt_cat_free(cats);
 	return rc;
 }

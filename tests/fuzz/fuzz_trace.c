@@ -37,7 +37,7 @@ report(int which, struct gmt_session *s)
 	struct gmt_range_opt range = {0};
 
 	switch (which) {
-	case R_HTML: gmt_report_html(devnull, &m, 1); break;
+	case R_HTML: gmt_report_html(devnull, &m, 1, NULL); break;
 	case R_PERFETTO: gmt_report_perfetto(devnull, &m, 1); break;
 	case R_TEXT:
 		gmt_report_text(devnull, &m, 1,

@@ -237,30 +237,3 @@ gmt_cat_of(const struct gmt_cat_rules *r, const struct gmt_cat_frame *f, size_t 
 	}
 	return GMT_CAT_OTHER;
 }
-
-/* The rule file `report --categories` chose (validated then); NULL: the built-in rules. */
-static char *chosen_path;
-
-int
-gmt_cat_choose(const char *path, char *err, size_t errlen)
-{
-	struct gmt_cat_rules *r = gmt_cat_load(path, err, errlen);
-	char *copy;
-
-	if (!r)
-		return -EINVAL;
-	gmt_cat_free(r);
-	if (!(copy = strdup(path)))
-		return -ENOMEM;
-	free(chosen_path);
-	chosen_path = copy;
-	return 0;
-}
-
-struct gmt_cat_rules *
-gmt_cat_report_rules(void)
-{
-	char err[256];
-
-	return chosen_path ? gmt_cat_load(chosen_path, err, sizeof(err)) : gmt_cat_builtin();
-}

@@ -47,15 +47,6 @@ struct gmt_cat_rules *gmt_cat_builtin(void);
 struct gmt_cat_rules *gmt_cat_load(const char *path, char *err, size_t errlen);
 void gmt_cat_free(struct gmt_cat_rules *r);
 
-/** The rules reports use from now on: the file @p path (checked now: -EINVAL and @p err
- * "FILE:LINE: why" when it is bad), its rules before the built-in ones unless it says
- * "no-builtin". */
-int gmt_cat_choose(const char *path, char *err, size_t errlen);
-
-/** A new copy of the rules reports use (gmt_cat_choose()'s, else the built-in); NULL out of
- * memory. */
-struct gmt_cat_rules *gmt_cat_report_rules(void);
-
 /**
  * The category of an allocation made by the stack @p f (innermost first, @p n frames; @p autograd:
  * its thread had Python state but no Python frames), before its lifetime is known.

@@ -29,8 +29,12 @@ enum gmt_stack_display {
 	GMT_STACKS_FULL,     /**< and under it the whole symbolized stack(s) of the group */
 };
 
+struct gmt_cat_rules;
+
 struct gmt_report_options {
 	enum gmt_stack_display stacks;
+	/** the tensor level's categories (report --categories, categories.h); NULL: the built-in */
+	const struct gmt_cat_rules *categories;
 };
 
 /** Sums over several processes, as the report's first lines state them. */
@@ -111,8 +115,12 @@ json_t *gmt_report_json_doc_frameless(struct gmt_model *const *models, size_t n)
 json_t *
 gmt_report_json_call_stack(struct gmt_model *const *models, size_t n, size_t proc, uint32_t stack);
 
-/** `--format json`: the document written (see above for what it returns). */
-int gmt_report_json(FILE *out, struct gmt_model *const *models, size_t n);
+/** `--format json`: the document written (see above for what it returns); @p categories as
+ * struct gmt_report_options's (gmt_report_json_doc() and its variants use the built-in). */
+int gmt_report_json(FILE *out,
+		    struct gmt_model *const *models,
+		    size_t n,
+		    const struct gmt_cat_rules *categories);
 
 /**
  * The bytes json_dump_callback(gmt_report_json_doc(), @p cb, @p data, @p flags) writes, in the
@@ -121,6 +129,7 @@ int gmt_report_json(FILE *out, struct gmt_model *const *models, size_t n);
  */
 int gmt_report_json_stream(struct gmt_model *const *models,
 			   size_t n,
+			   const struct gmt_cat_rules *categories,
 			   size_t flags,
 			   int (*cb)(const char *buf, size_t size, void *data),
 			   void *data);

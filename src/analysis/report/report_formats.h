@@ -19,7 +19,10 @@
  * nothing in it can end its script element) and the page's own script renders it as text only.
  * Returns 0, -EIO when it could not be written, or -ENOMEM.
  */
-int gmt_report_html(FILE *out, struct gmt_model *const *models, size_t n);
+int gmt_report_html(FILE *out,
+		    struct gmt_model *const *models,
+		    size_t n,
+		    const struct gmt_cat_rules *categories);
 
 /** gmt_report_html() of a ready document (not consumed). */
 int gmt_report_html_doc(FILE *out, const json_t *doc);

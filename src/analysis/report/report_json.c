@@ -363,7 +363,7 @@ process_peak_keys(json_t *p, const struct gmt_model *m)
 }
 
 static json_t *
-process_json(const struct gmt_model *m)
+process_json(const struct gmt_model *m, const struct gmt_cat_rules *categories)
 {
 	const struct gmt_trace *t = m->trace;
 	json_t *p = json_object(), *argv = json_array(), *markers = json_array(), *rank;
@@ -438,7 +438,7 @@ process_json(const struct gmt_model *m)
 	json_object_set_new(p, "modules_lines", jint(t->nmodsets));
 	process_peak_keys(p, m);
 	if (m->tensors)
-		json_object_set_new(p, GMT_RK_TENSORS, gmt_json_tensors(m));
+		json_object_set_new(p, GMT_RK_TENSORS, gmt_json_tensors(m, categories));
 	return p;
 }
 
@@ -1439,7 +1439,10 @@ enum {
 
 /* The document, with what @p what asks for (DOC_*). */
 static json_t *
-report_doc(struct gmt_model *const *models, size_t n, unsigned what)
+report_doc(struct gmt_model *const *models,
+	   size_t n,
+	   unsigned what,
+	   const struct gmt_cat_rules *categories)
 {
 	bool frames = what & DOC_RAW_FRAMES;
 
@@ -1486,7 +1489,7 @@ report_doc(struct gmt_model *const *models, size_t n, unsigned what)
 	json_object_set_new(root, GMT_RK_SUMMARY, s);
 
 	for (size_t i = 0; i < n; i++) {
-		json_array_append_new(procs, process_json(models[i]));
+		json_array_append_new(procs, process_json(models[i], categories));
 		for (size_t d = 0; d < models[i]->ndevices; d++)
 			if (gmt_device_active(&models[i]->devices[d]))
 				json_array_append_new(
@@ -1528,7 +1531,7 @@ report_json_doc(struct gmt_model *const *models, size_t n, unsigned what)
 	json_t *doc;
 
 	gmt_report_start();
-	doc = report_doc(models, n, what);
+	doc = report_doc(models, n, what, NULL);
 	if (gmt_report_failed(models, n)) {
 		json_decref(doc);
 		return NULL;
@@ -1670,8 +1673,12 @@ put_call_stacks(struct stream *st, struct gmt_model *const *models, size_t n)
 }
 
 int
-gmt_report_json_stream(
-    struct gmt_model *const *models, size_t n, size_t flags, json_dump_callback_t cb, void *data)
+gmt_report_json_stream(struct gmt_model *const *models,
+		       size_t n,
+		       const struct gmt_cat_rules *categories,
+		       size_t flags,
+		       json_dump_callback_t cb,
+		       void *data)
 {
 	struct stream *st = malloc(sizeof(*st));
 	size_t width = flags & JSON_MAX_INDENT, i = 0;
@@ -1682,7 +1689,7 @@ gmt_report_json_stream(
 	gmt_report_start();
 	if (!st)
 		return -ENOMEM;
-	root = report_doc(models, n, DOC_RAW_FRAMES);
+	root = report_doc(models, n, DOC_RAW_FRAMES, categories);
 	*st = (struct stream){.cb = cb, .data = data, .flags = flags};
 	for (int d = 0; d < 2; d++) {
 		st->pad[d][0] = '\n';
@@ -1723,13 +1730,16 @@ file_piece(const char *buf, size_t size, void *data)
 }
 
 int
-gmt_report_json(FILE *out, struct gmt_model *const *models, size_t n)
+gmt_report_json(FILE *out,
+		struct gmt_model *const *models,
+		size_t n,
+		const struct gmt_cat_rules *categories)
 {
 	int rc;
 
 	/* Key order is insertion order (jansson >= 2.8), so the layout above is the output's. */
-	rc = gmt_report_json_stream(models, n, JSON_INDENT(2) | JSON_REAL_PRECISION(15), file_piece,
-				    out);
+	rc = gmt_report_json_stream(models, n, categories, JSON_INDENT(2) | JSON_REAL_PRECISION(15),
+				    file_piece, out);
 	if (rc == 0 && fputc('\n', out) == EOF)
 		rc = -EIO;
 	return rc;

@@ -342,18 +342,19 @@ joom_segments(const struct gmt_model *m,
 }
 
 json_t *
-gmt_json_tensors(const struct gmt_model *m)
+gmt_json_tensors(const struct gmt_model *m, const struct gmt_cat_rules *chosen)
 {
 	const struct gmt_tensors *t = m->tensors;
 	const struct gmt_trace *tr = m->trace;
-	struct gmt_cat_rules *rules;
+	struct gmt_cat_rules *builtin = NULL;
+	const struct gmt_cat_rules *rules = chosen;
 	json_t *o, *torch, *devs, *ooms;
 	uint64_t peak = 0;
 	struct jsites js = {.table = json_array()};
 
 	if (!t)
 		return NULL;
-	if (!(rules = gmt_cat_report_rules()))
+	if (!rules && !(rules = builtin = gmt_cat_builtin()))
 		return gmt_nomem();
 	o = json_object();
 	torch = json_object();
@@ -499,6 +500,6 @@ gmt_json_tensors(const struct gmt_model *m)
 	json_object_set_new(o, "timeline", jtimeline(m, rules, &js));
 	json_object_set_new(o, "block_sites", js.table);
 	free(js.stacks);
-	gmt_cat_free(rules);
+	gmt_cat_free(builtin);
 	return o;
 }

@@ -316,14 +316,18 @@ text_process(FILE *out, const struct gmt_model *m, const struct gmt_cat_rules *r
 }
 
 void
-gmt_text_tensors(FILE *out, struct gmt_model *const *models, size_t n)
+gmt_text_tensors(FILE *out,
+		 struct gmt_model *const *models,
+		 size_t n,
+		 const struct gmt_cat_rules *chosen)
 {
-	struct gmt_cat_rules *rules = NULL;
+	struct gmt_cat_rules *builtin = NULL;
+	const struct gmt_cat_rules *rules = chosen;
 
 	for (size_t i = 0; i < n; i++) {
 		if (!models[i]->tensors)
 			continue;
-		if (!rules && !(rules = gmt_cat_report_rules())) {
+		if (!rules && !(rules = builtin = gmt_cat_builtin())) {
 			gmt_nomem();
 			return;
 		}
@@ -334,7 +338,7 @@ gmt_text_tensors(FILE *out, struct gmt_model *const *models, size_t n)
 		}
 		text_process(out, models[i], rules);
 	}
-	gmt_cat_free(rules);
+	gmt_cat_free(builtin);
 }
 
 void

@@ -889,7 +889,7 @@ gmt_report_text(FILE *out,
 	gmt_text_oom(out, models, n);
 	gmt_text_devices(out, models, n);
 	print_peak_sites(out, models, n, opt);
-	gmt_text_tensors(out, models, n);
+	gmt_text_tensors(out, models, n, opt ? opt->categories : NULL);
 	gmt_text_growth(out, models, n);
 	gmt_text_ledger(out, models, n);
 	print_leaks(out, models, n, &tot, opt);
