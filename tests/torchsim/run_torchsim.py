@@ -64,7 +64,8 @@ def check(cond, what):
     return cond
 
 
-# the torch the double plays unless a scenario says otherwise
+# the torch the double plays unless a scenario says otherwise (tests/torchsim/meson.build's
+# torchsim_default: its library is libc10_cuda.so, the others' libc10_cuda-VERSION.so)
 DEFAULT_VERSION = "2.11"
 # what each version's allocator interface (docs/torch-versions.md) lets a user see: whether a
 # block event carries the allocator's user metadata (TraceEntry::user_metadata_)
@@ -86,7 +87,8 @@ def make_torch(build, source, root, headers=None, version=DEFAULT_VERSION):
         f.write(f"#pragma once\n#define TORCH_VERSION_MAJOR {major}\n"
                 f"#define TORCH_VERSION_MINOR {minor}\n#define TORCH_VERSION_PATCH 0\n")
     os.makedirs(os.path.join(pkg, "lib"))
-    shutil.copy(os.path.join(build, "tests", "torchsim", f"libc10_cuda-{version}.so"),
+    lib = "libc10_cuda.so" if version == DEFAULT_VERSION else f"libc10_cuda-{version}.so"
+    shutil.copy(os.path.join(build, "tests", "torchsim", lib),
                 os.path.join(pkg, "lib", "libc10_cuda.so"))
     shutil.copy(os.path.join(build, "tests", "torchsim", "libc10.so"),
                 os.path.join(pkg, "lib", "libc10.so"))
