@@ -49,8 +49,12 @@ HEADER = next((h for h in (os.path.join(HERE, "torch_entry.h"),
 ABI = 1  # GMT_TORCH_ABI of torch_entry.h
 
 # (major, minor) of the torch versions whose allocator interface this layer was checked against
-# (headers read, the bridge built and run): others are refused unless GPUMEMTRACE_TORCH=any.
-KNOWN = {(2, 11)}
+# (headers read, the bridge built against them and run on the torch double that plays them;
+# docs/torch-versions.md): others are refused unless GPUMEMTRACE_TORCH=any.
+KNOWN = {(2, 6), (2, 8), (2, 11), (2, 14)}
+# from this version on torch's C++ headers need C++20 (c10's intrusive_ptr declares operator<=>
+# in 2.14); the bridge is built as C++17 before it
+CXX20_FROM = (2, 14)
 BUILD_TIMEOUT_S = 300
 
 _state = {"installed": False, "build": None, "attached": False}
@@ -633,7 +637,9 @@ def plan(torch):
     if cache is None:
         return None, f"no cache directory: uid {os.geteuid()} has no home"
     out = os.path.join(cache, name)
-    cmd = [cxx, "-O2", "-std=c++17", "-shared", "-fPIC", "-fvisibility=hidden",
+    ver = _version(torch)
+    std = "c++20" if ver is not None and ver >= CXX20_FROM else "c++17"
+    cmd = [cxx, "-O2", "-std=" + std, "-shared", "-fPIC", "-fvisibility=hidden",
            f"-D_GLIBCXX_USE_CXX11_ABI={abi}", "-I", os.path.dirname(HEADER), "-I", inc, "-isystem", cuda_inc,
            SOURCE, "-o", None, "-L", libdir, "-lc10_cuda", "-lc10", "-Wl,-rpath," + libdir]
     return out, cmd

@@ -28,13 +28,18 @@ namespace
 {
 
 namespace cca = c10::cuda::CUDACachingAllocator;
-using TE = c10::CachingDeviceAllocator::TraceEntry;
+// Named through the CUDA allocator's namespace, which has it in every version checked
+// (docs/torch-versions.md): its own struct up to 2.8, a using-declaration of
+// c10::CachingDeviceAllocator's since the move to c10/core (2.11 has it there; 2.6 and 2.8 have
+// that namespace too, without TraceEntry).
+using TE = cca::TraceEntry;
 
 std::atomic<gmt_torch_record_fn> record{nullptr};
 std::atomic<unsigned long long> entries{0};
 
-// Fields TraceEntry did not always have (device_ and mempool_ since about 2.4, user_metadata_
-// since 2.10): detected at compile time against the headers at hand, never assumed.
+// Fields TraceEntry did not always have (mempool_: not in 2.6, in 2.8; user_metadata_: not in
+// 2.8, in 2.11; device_ in every version checked): detected at compile time against the headers
+// at hand, never assumed. The stream is cudaStream_t up to 2.8, void* from 2.11: both pointers.
 template <typename T, typename = void> struct has_device : std::false_type {
 };
 template <typename T>
@@ -64,12 +69,18 @@ action_of(int a)
 	case TE::SEGMENT_UNMAP: return GMT_TORCH_SEGMENT_UNMAP;
 	case TE::SNAPSHOT: return GMT_TORCH_SNAPSHOT;
 	case TE::OOM: return GMT_TORCH_OOM;
-	default: return 0; // an action this bridge does not know: not recorded
+	// an action this bridge does not know (2.14's ANNOTATE: metadata attached afterwards to a
+	// live allocation, no memory moved): not recorded
+	default: return 0;
 	}
 }
 
+// A template so that the fields a version lacks are left out: `if constexpr` discards a branch
+// unchecked only where its expression depends on a template parameter (in a plain function
+// te.mempool_ is checked, and 2.6's TraceEntry has none).
+template <typename T>
 void
-on_trace(const TE &te) noexcept
+on_trace(const T &te) noexcept
 {
 	gmt_torch_record_fn fn = record.load(std::memory_order_acquire);
 	if (!fn)
@@ -83,18 +94,18 @@ on_trace(const TE &te) noexcept
 	e.addr = static_cast<uint64_t>(te.addr_);
 	e.bytes = static_cast<uint64_t>(te.size_);
 	e.stream = reinterpret_cast<uint64_t>(te.stream_);
-	if constexpr (has_device<TE>::value) {
+	if constexpr (has_device<T>::value) {
 		e.device = static_cast<int32_t>(te.device_);
 		e.flags |= GMT_TORCH_F_HAS_DEVICE;
 	} else {
 		e.device = -1;
 	}
-	if constexpr (has_mempool<TE>::value) {
+	if constexpr (has_mempool<T>::value) {
 		e.pool_id[0] = static_cast<uint64_t>(te.mempool_.first);
 		e.pool_id[1] = static_cast<uint64_t>(te.mempool_.second);
 		e.flags |= GMT_TORCH_F_HAS_POOL;
 	}
-	if constexpr (has_metadata<TE>::value) {
+	if constexpr (has_metadata<T>::value) {
 		e.meta = te.user_metadata_.data();
 		e.meta_len = static_cast<uint32_t>(te.user_metadata_.size());
 	}
@@ -110,13 +121,18 @@ set_error(char *err, size_t len, const char *what)
 	}
 }
 
-// snapshot(mempool_id, include_traces) in recent torch, snapshot() before: without the traces
-// when the call allows it (they can be large when torch's own history is on).
+// A memory pool's id: c10::MempoolId_t from 2.11, c10::cuda::MempoolId_t in 2.6; named here by
+// the one place every version checked has it, the segment's owner pool.
+using PoolId = decltype(cca::SegmentInfo::owner_private_pool_id);
+
+// snapshot(mempool_id, include_traces) from 2.11, snapshot(mempool_id = {0, 0}) in 2.8, snapshot()
+// in 2.6: without the traces when the call allows it (they can be large when torch's own history
+// is on).
 template <typename A>
 auto
-snapshot_of(A *a, int) -> decltype(a->snapshot(c10::MempoolId_t{0, 0}, false))
+snapshot_of(A *a, int) -> decltype(a->snapshot(PoolId{0, 0}, false))
 {
-	return a->snapshot(c10::MempoolId_t{0, 0}, false);
+	return a->snapshot(PoolId{0, 0}, false);
 }
 template <typename A>
 auto
@@ -130,6 +146,17 @@ template <typename S, typename = void> struct has_expandable : std::false_type {
 template <typename S>
 struct has_expandable<S, std::void_t<decltype(std::declval<S>().is_expandable)>> : std::true_type {
 };
+
+// SegmentInfo::is_expandable, where the version has it (a template, as on_trace(), so that a
+// version without it compiles)
+template <typename S>
+bool
+expandable(const S &seg)
+{
+	if constexpr (has_expandable<S>::value)
+		return seg.is_expandable;
+	return false;
+}
 
 } // namespace
 
@@ -165,7 +192,7 @@ gmt_bridge_attach(gmt_torch_record_fn fn, char *err, size_t err_len)
 			return -1;
 		}
 		record.store(fn, std::memory_order_release);
-		cca::attachAllocatorTraceTracker(on_trace);
+		cca::attachAllocatorTraceTracker(on_trace<TE>);
 		return 0;
 	} catch (const std::exception &ex) {
 		record.store(nullptr, std::memory_order_release);
@@ -201,10 +228,8 @@ gmt_bridge_backfill(char *err, size_t err_len)
 			e.flags = GMT_TORCH_F_HAS_DEVICE | GMT_TORCH_F_HAS_POOL;
 			if (seg.is_large)
 				e.flags |= GMT_TORCH_F_LARGE;
-			if constexpr (has_expandable<std::decay_t<decltype(seg)>>::value) {
-				if (seg.is_expandable)
-					e.flags |= GMT_TORCH_F_EXPANDABLE;
-			}
+			if (expandable(seg))
+				e.flags |= GMT_TORCH_F_EXPANDABLE;
 			e.device = static_cast<int32_t>(seg.device);
 			e.addr = static_cast<uint64_t>(seg.address);
 			e.bytes = static_cast<uint64_t>(seg.total_size);

@@ -6,7 +6,8 @@
 // merged on free, trace trackers called under a recursive mutex the way torch calls them, frees
 // that wait for a stream (record_stream) completed later by whichever thread processes events,
 // an OOM entry (addr = the device's free bytes) after the cache was emptied and cudaMalloc still
-// failed. Not PyTorch's algorithm, none of its code; see README.md.
+// failed. Not PyTorch's algorithm, none of its code. Built once per torch version the double plays
+// (tests/torchsim/meson.build): TraceEntry's layout and snapshot()'s shape are that version's.
 #include <c10/cuda/CUDACachingAllocator.h>
 
 #include <cstdio>
@@ -26,7 +27,8 @@ namespace
 {
 
 using namespace c10::cuda::CUDACachingAllocator;
-using TE = c10::CachingDeviceAllocator::TraceEntry;
+using TE = TraceEntry;
+using PoolId = decltype(SegmentInfo::owner_private_pool_id); // c10's or c10::cuda's
 
 constexpr size_t kMinBlock = 512, kSmallSize = 1 << 20, kSmallBuffer = 2 << 20,
 		 kLargeBuffer = 20 << 20, kMinLargeAlloc = 10 << 20, kRoundLarge = 2 << 20;
@@ -55,6 +57,7 @@ class SimAllocator final : public CUDAAllocator
 	bool inited = false;
 	std::string backend = "native";
 	std::string metadata;
+	uintptr_t last_alloc = 0; // the newest allocation, which ANNOTATE (2.14 on) annotates
 	std::vector<AllocatorTraceTracker> trackers;
 	std::map<uintptr_t, Segment> segments;
 	size_t allocated_bytes = 0, reserved_bytes = 0;
@@ -81,12 +84,35 @@ class SimAllocator final : public CUDAAllocator
 	{
 		if (trackers.empty())
 			return;
+#if TORCHSIM_TRACE_METADATA
 		TE te(a, 0, addr, size, nullptr, {0, 0}, 0, nullptr, "N/A", metadata);
+#elif TORCHSIM_TRACE_MEMPOOL
+		TE te(a, 0, addr, size, nullptr, {0, 0}, 0, nullptr, "N/A");
+#else
+		TE te(a, 0, addr, size, nullptr, 0, nullptr);
+#endif
 		for (const auto &t : trackers)
 			t(te);
 	}
 
-	SnapshotInfo snapshot(c10::MempoolId_t, bool) override
+#if TORCHSIM_TRACE_METADATA
+	SnapshotInfo snapshot(PoolId, bool) override
+	{
+		return take_snapshot();
+	}
+#elif TORCHSIM_TRACE_MEMPOOL
+	SnapshotInfo snapshot(PoolId) override
+	{
+		return take_snapshot();
+	}
+#else
+	SnapshotInfo snapshot() override
+	{
+		return take_snapshot();
+	}
+#endif
+
+	SnapshotInfo take_snapshot()
 	{
 		std::lock_guard<std::recursive_mutex> g(mu);
 		SnapshotInfo info;
@@ -151,6 +177,7 @@ class SimAllocator final : public CUDAAllocator
 		}
 		b.allocated = true;
 		b.requested = request;
+		last_alloc = at;
 		allocated_bytes += b.size;
 		record(TE::ALLOC, at, request);
 		return reinterpret_cast<void *>(at);
@@ -163,6 +190,8 @@ class SimAllocator final : public CUDAAllocator
 		Segment &s = segment_of(a);
 		Block &b = s.blocks.at(a);
 		record(TE::FREE_REQUESTED, a, b.requested);
+		if (a == last_alloc)
+			last_alloc = 0;
 		allocated_bytes -=
 		    b.size; /* as torch's stats: allocated until the free is requested */
 		if (wait_for_stream) {
@@ -341,6 +370,12 @@ torchsim_set_metadata(const char *md)
 {
 	std::lock_guard<std::recursive_mutex> g(sim.mu);
 	sim.metadata = md ? md : "";
+#if TORCHSIM_TRACE_ANNOTATE
+	// 2.14 on: the metadata is also attached afterwards to the newest allocation (an entry that
+	// is no block event: the bridge must leave it out)
+	if (!sim.metadata.empty() && sim.last_alloc)
+		sim.record(TE::ANNOTATE, sim.last_alloc, 0);
+#endif
 }
 
 // memory_snapshot() for the fake torch: "ADDR SIZE LARGE;BLOCKSIZE:ALLOCATED,..." per segment,
@@ -349,7 +384,7 @@ TORCHSIM_API size_t
 torchsim_snapshot(char *out, size_t len)
 {
 	std::string s;
-	auto info = sim.snapshot({0, 0}, false);
+	auto info = sim.take_snapshot();
 	for (const auto &seg : info.segments) {
 		s += std::to_string(seg.address) + " " + std::to_string(seg.total_size) + " " +
 		     (seg.is_large ? "1" : "0");

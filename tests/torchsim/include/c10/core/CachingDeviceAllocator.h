@@ -1,9 +1,16 @@
-// A TEST DOUBLE of PyTorch's c10/core/CachingDeviceAllocator.h (torch 2.11's names and call shapes,
-// none of its code): what gpumemtrace's bridge (python/gpumemtrace/torch_bridge.cpp) touches, so
-// that CI, which has no torch, compiles the bridge the way a user's machine does and drives it
-// through tests/torchsim/c10_cuda.cpp. Written for gpumemtrace's tests; see
-// tests/torchsim/README.md.
+// A TEST DOUBLE of PyTorch's c10/core/CachingDeviceAllocator.h (the names and call shapes of the
+// torch versions in docs/torch-versions.md, none of its code): what gpumemtrace's bridge
+// (python/gpumemtrace/torch_bridge.cpp) touches, so that CI, which has no torch, compiles the
+// bridge the way a user's machine does and drives it through tests/torchsim/c10_cuda.cpp.
+// Which version it plays is torchsim/version.h's (TORCH_VERSION_MAJOR/MINOR, as torch's
+// version.h names them), written by the test for each version: up to 2.8 the allocator's
+// TraceEntry, SegmentInfo and BlockInfo live in c10/cuda/CUDACachingAllocator.h, from 2.11 here.
+// Written for gpumemtrace's tests; see tests/torchsim/run_torchsim.py.
 #pragma once
+
+#ifndef TORCH_VERSION_MINOR
+#	include <torchsim/version.h>
+#endif
 
 #include <cstddef>
 #include <cstdint>
@@ -13,19 +20,64 @@
 #include <utility>
 #include <vector>
 
+// the version this double plays is at least MAJOR.MINOR
+#define TORCHSIM_AT_LEAST(major, minor)                                                            \
+	(TORCH_VERSION_MAJOR > (major) ||                                                          \
+	 (TORCH_VERSION_MAJOR == (major) && TORCH_VERSION_MINOR >= (minor)))
+
+// The interface differences the double plays (docs/torch-versions.md has the table):
+// TraceEntry and its structs in c10::CachingDeviceAllocator, streams as void* (2.11 on)
+#define TORCHSIM_TRACE_IN_CORE TORCHSIM_AT_LEAST(2, 11)
+// TraceEntry::mempool_ and compile_context_; snapshot(mempool_id) (2.8 on)
+#define TORCHSIM_TRACE_MEMPOOL TORCHSIM_AT_LEAST(2, 8)
+// TraceEntry::user_metadata_; snapshot(mempool_id, include_traces) (2.11 on)
+#define TORCHSIM_TRACE_METADATA TORCHSIM_AT_LEAST(2, 11)
+// TraceEntry::ANNOTATE: metadata attached afterwards to a live allocation; headers that need
+// C++20 (c10's intrusive_ptr declares operator<=>) (2.14 on)
+#define TORCHSIM_TRACE_ANNOTATE TORCHSIM_AT_LEAST(2, 14)
+
+#if TORCHSIM_TRACE_ANNOTATE
+#	include <compare>
+#endif
+
 namespace c10
 {
 
 using DeviceIndex = int8_t;
 using CaptureId_t = unsigned long long;
+#if TORCHSIM_TRACE_IN_CORE
 using MempoolId_t = std::pair<CaptureId_t, CaptureId_t>;
+#else
+namespace cuda
+{
+// up to 2.8 a pool's id is c10::cuda's (c10/cuda/CUDAGraphsC10Utils.h), not c10's
+using MempoolId_t = std::pair<CaptureId_t, CaptureId_t>;
+} // namespace cuda
+#endif
 
 struct GatheredContext {
 	virtual ~GatheredContext() = default;
 };
 
+#if TORCHSIM_TRACE_ANNOTATE
+// the shape of what makes 2.14's headers C++20-only
+inline std::strong_ordering
+torchsim_order(const void *a, const void *b)
+{
+	return a <=> b;
+}
+#endif
+
 namespace CachingDeviceAllocator
 {
+
+// in every version (2.6's header holds only the statistics)
+struct DeviceStats {
+	int64_t num_alloc_retries = 0;
+	int64_t num_ooms = 0;
+};
+
+#if TORCHSIM_TRACE_IN_CORE
 
 struct BlockInfo {
 	size_t size = 0;
@@ -62,7 +114,10 @@ struct TraceEntry {
 		SEGMENT_MAP,
 		SEGMENT_UNMAP,
 		SNAPSHOT,
-		OOM
+		OOM,
+#	if TORCHSIM_TRACE_ANNOTATE
+		ANNOTATE,
+#	endif
 	};
 	TraceEntry(Action action,
 		   c10::DeviceIndex device,
@@ -92,6 +147,8 @@ struct TraceEntry {
 };
 
 using AllocatorTraceTracker = std::function<void(const TraceEntry &)>;
+
+#endif // TORCHSIM_TRACE_IN_CORE
 
 } // namespace CachingDeviceAllocator
 } // namespace c10
