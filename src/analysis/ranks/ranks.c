@@ -153,6 +153,19 @@ gmt_rank_name(const struct gmt_rank_row *row)
 	return b;
 }
 
+const char *
+gmt_summary_who(const json_t *s, char *buf, size_t size)
+{
+	struct gmt_rank_row row = {
+	    .rank = ll_or(json_object_get(s, GMT_RK_RANK), GMT_RK_RANK),
+	    .pid = ll_or(s, GMT_RK_PID),
+	    .host = (char *)json_string_value(json_object_get(s, GMT_RK_HOST)),
+	};
+
+	snprintf(buf, size, "%s", gmt_rank_name(&row));
+	return buf;
+}
+
 int
 gmt_ranks_add(struct gmt_ranks *r, const char *cmd, const char *input, const json_t *s, FILE *diag)
 {

@@ -25,6 +25,9 @@
 
 #include "analysis/report/session.h"
 
+/** Summary @p s's name for people, as gmt_rank_name()'s, into @p buf. Returns @p buf. */
+const char *gmt_summary_who(const json_t *s, char *buf, size_t size);
+
 /** The merged document's schema version, its "ranks_version" key. */
 #define GMT_RANKS_VERSION 1
 /** A summary file's name: NAME.summary.json beside NAME.jsonl. */
@@ -117,6 +120,9 @@ void gmt_ranks_verdict_free(struct gmt_ranks_verdict *v);
 
 /** A row's name for people: "rank 3", else "pid 123 on HOST" (escaped, one of 4 buffers). */
 const char *gmt_rank_name(const struct gmt_rank_row *row);
+
+/** Summary @p s's name for people, as gmt_rank_name()'s, into @p buf. Returns @p buf. */
+const char *gmt_summary_who(const json_t *s, char *buf, size_t size);
 
 /** The merged document ("kind": "ranks", docs/multi-host.md); NULL out of memory. */
 json_t *gmt_ranks_json(const struct gmt_ranks *r);
