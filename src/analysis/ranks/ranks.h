@@ -136,6 +136,17 @@ int gmt_ranks_csv(const char *dir, const struct gmt_ranks *r, FILE *diag);
 void gmt_ranks_free(struct gmt_ranks *r);
 
 /**
+ * `diff` over ranks: the settled tables @p base and @p next matched by RANK (rankless rows and
+ * ranks of one run only listed alone), largest change first. JSON: NULL out of memory.
+ */
+json_t *gmt_ranks_diff_json(const struct gmt_ranks *base, const struct gmt_ranks *next);
+/** The same for people, the @p top ranks that changed most (0: all). 0, -ENOMEM or -EIO. */
+int gmt_ranks_diff_text(FILE *out,
+			const struct gmt_ranks *base,
+			const struct gmt_ranks *next,
+			size_t top);
+
+/**
  * The summary @p s as a JSON report document of one process (docs/report-json.md): what it
  * kept under the report's keys, its call_stacks[] as the report's, for the gates (check) to
  * judge one rank. NULL out of memory.
