@@ -188,7 +188,10 @@ report_ranks(char *const *paths,
 	FILE *out = stdout;
 	int err = 0, rc = GMT_EXIT_OK;
 
-	gmt_ranks_each("report", paths, n, so, stderr, add_rank, &r, NULL);
+	size_t bad = 0;
+
+	gmt_ranks_each("report", paths, n, so, stderr, add_rank, &r, &bad);
+	r.left_out += bad; /* said, each one */
 	gmt_ranks_settle(&r, "report", stderr);
 	if (r.n == 0) {
 		fprintf(stderr, "gpumemtrace report: no readable summary or trace\n");
