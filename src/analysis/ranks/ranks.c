@@ -40,12 +40,21 @@ u64_of(const json_t *o, const char *key)
 							       : 0;
 }
 
+/*
+ * A number as a summary file states it: written with 15 significant digits (the report's
+ * JSON_REAL_PRECISION), so a row of a summary summarized in memory and one read back from its
+ * file hold the same double, and what is derived from them (gaps of wall clocks) is the same.
+ */
 static double
 num_or_nan(const json_t *o, const char *key)
 {
 	const json_t *v = json_object_get(o, key);
+	char buf[40];
 
-	return json_is_number(v) ? json_number_value(v) : NAN;
+	if (!json_is_number(v))
+		return NAN;
+	snprintf(buf, sizeof(buf), "%.15g", json_number_value(v));
+	return strtod(buf, NULL);
 }
 
 static char *
