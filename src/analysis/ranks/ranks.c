@@ -18,6 +18,8 @@
 #include "util/outfile.h"
 #include "util/path.h"
 
+/* ranks.csv: RFC 4180 as the other tables (report_csv.c, docs/sql.md), lines ending in CRLF */
+
 /* A run whose wall-clock span misses the job's by more than this is another run. */
 #define JOB_SLACK_S 1.0
 
@@ -703,7 +705,7 @@ gmt_ranks_csv(const char *dir, const struct gmt_ranks *r, FILE *diag)
 	      "peak_unix_s,first_failure_time_s,first_failure_unix_s,failed_allocations,"
 	      "leaked_bytes,leaked_allocations,cached_at_exit_bytes,library_at_exit_bytes,"
 	      "nccl_at_peak_bytes,nccl_at_exit_bytes,nccl_allocated_bytes,start_unix_s,end_unix_s,"
-	      "complete,dropped\n",
+	      "complete,dropped\r\n",
 	      f);
 	for (size_t i = 0; i < r->n; i++) {
 		const struct gmt_rank_row *x = &r->v[i];
@@ -727,7 +729,7 @@ gmt_ranks_csv(const char *dir, const struct gmt_ranks *r, FILE *diag)
 			x->nccl_allocated);
 		csv_num(f, x->start_unix_s);
 		csv_num(f, x->end_unix_s);
-		fprintf(f, ",%s,%" PRIu64 "\n", x->complete ? "true" : "false", x->dropped);
+		fprintf(f, ",%s,%" PRIu64 "\r\n", x->complete ? "true" : "false", x->dropped);
 	}
 	if (ferror(f)) {
 		fprintf(diag, "gpumemtrace report: cannot write %s: %s\n", gmt_esc(path),
