@@ -21,8 +21,9 @@ GROUP is one of:
             the same with a small uncertainty stated (summarize --clock-uncertainty) decided
   bad       a summary of another version, a truncated one, a JSON file that is no summary,
             two summaries of one rank, a rank of a job of another world size and one of a run
-            hours earlier: each named on stderr, the rest merged (exit 0); nothing usable:
-            exit 3
+            hours earlier: each named on stderr, the rest merged (exit 0); values of the wrong
+            type read as unknown and a host with terminal escapes shown escaped; nothing
+            usable: exit 3
   check     check over summaries: each gate per rank, the failing ranks named (exactly the
             ranks whose figures in the JSON pass the limit), exit 1; passing limits exit 0
   diff      diff over two runs' summaries whose pids differ: matched by RANK, the rank that
@@ -322,6 +323,31 @@ def group_bad(args, tmp):
     # the old run: most ranks are the job of START_NS, rank 3 of 3 h earlier is the odd one
     check('old.summary.json: rank 3 of another run: it ended before most ranks started' in se,
           f'the other run: {se}')
+    # well-formed but odd values: wrong types read as unknown, a host with terminal escapes
+    # shown escaped; merged, nothing crashes
+    odd_dir = os.path.join(tmp, 'odd')
+    os.makedirs(odd_dir)
+    with open(names[0]) as f:
+        s = json.load(f)
+    s['host'] = 'evil\x1b]0;pwned\x07host'
+    s['rank'] = {'rank': 'three', 'local_rank': [], 'world_size': None}
+    s['process']['peak_held_bytes'] = -5
+    s['process']['first_failure_unix_s'] = 'soon'
+    s['peaks'] = [{'device': 'x', 'bytes': {}}, 7, None]
+    s['summary']['leaked_bytes'] = 2**62
+    with open(os.path.join(odd_dir, 'odd.summary.json'), 'w') as f:
+        json.dump(s, f)
+    shutil.copy(names[1], odd_dir)
+    rc, text, se = run(args.exe, 'report', odd_dir)
+    check(rc == 0, f'odd values: exit {rc}: {se}')
+    check('\x1b' not in text and 'evil\\033]0;pwned\\a' in text, f'host not escaped: {text!r}')
+    doc, se = ranks_json(args, odd_dir)
+    check(doc['ranks'] == 2, f'odd: {doc["ranks"]} ranks: {se}')
+    odd = [x for x in doc['table'] if x['rank'] is None][0]
+    check(odd['peak_held_bytes'] == 0 and odd['first_failure_unix_s'] is None, f'odd row {odd}')
+    rc, so, se = run(args.exe, 'check', '--max-peak-bytes', '1', odd_dir)
+    check(rc in (0, 1) and '\x1b' not in so, f'check over odd values: exit {rc}: {se}')
+
     # nothing usable
     bad_only = os.path.join(tmp, 'bad-only')
     os.makedirs(bad_only)
