@@ -574,7 +574,7 @@ check_rank(void *data, const char *input, const json_t *summary)
 {
 	struct rank_check *rc = data;
 	struct gmt_gates g = {0};
-	json_t *doc = gmt_summary_report_doc(summary);
+	json_t *doc;
 	char who[192];
 	int added = gmt_ranks_add(&rc->rows, "check", input, summary, stderr);
 
@@ -584,6 +584,7 @@ check_rank(void *data, const char *input, const json_t *summary)
 		rc->oom = true;
 	gmt_summary_who(summary, who, sizeof(who));
 	rc->ranks++;
+	doc = gmt_summary_report_doc(summary); /* only now: a rank again was left out above */
 	if (!doc || gmt_check_run(&g, &rc->o->check, doc, NULL) != 0) {
 		fprintf(stderr, "gpumemtrace check: %s: out of memory\n", gmt_esc(input));
 		rc->oom = true;

@@ -25,7 +25,8 @@ GROUP is one of:
             type read as unknown and a host with terminal escapes shown escaped; nothing
             usable: exit 3
   check     check over summaries: each gate per rank, the failing ranks named (exactly the
-            ranks whose figures in the JSON pass the limit), exit 1; passing limits exit 0
+            ranks whose figures in the JSON pass the limit), exit 1; passing limits exit 0; a
+            rank given twice named and judged once
   diff      diff over two runs' summaries whose pids differ: matched by RANK, the rank that
             grew first, with its change
   recipes   docs/multi-host.md's recipes run here: xargs -P over per-host trace directories
@@ -375,6 +376,17 @@ def group_check(args, tmp):
     check(f'FAIL max-peak-bytes device 0: 2 of {RANKS} ranks fail: {want}' in so, so)
     for r in over:
         check(f'  rank {r} (' in so, f'rank {r} details: {so}')
+    # a rank given twice is named and judged once
+    again = os.path.join(tmp, 'again')
+    os.makedirs(again)
+    for n in sorted(os.listdir(shared))[:3]:
+        shutil.copy(os.path.join(shared, n), again)
+    shutil.copy(os.path.join(shared, sorted(os.listdir(shared))[0]),
+                os.path.join(again, 'zz-copy.summary.json'))
+    rc, so, se = run(args.exe, 'check', '--max-peak-bytes', '1', again)
+    check(rc == 1, f'check with a rank twice: exit {rc}: {se}')
+    check('zz-copy.summary.json: rank 0 again' in se and '3 of 3 ranks fail' in so,
+          f'check with a rank twice: {so}{se}')
     rc, so, se = run(args.exe, 'check', '--max-peak-bytes', str(peaks[-1]), '--allow-incomplete',
                      shared)
     check(rc == 0, f'check at the highest peak: exit {rc}: {so}{se}')

@@ -258,6 +258,9 @@ summarized(const char *name, char **sums, int nsums)
 	char *want;
 	bool found = false;
 
+	if (nsums <= 0) /* bsearch() of NULL is undefined, even for 0 elements */
+		return false;
+
 	for (size_t i = 0; i < sizeof(suffixes) / sizeof(suffixes[0]); i++)
 		if (has_suffix(name, suffixes[i])) {
 			len -= strlen(suffixes[i]);
