@@ -12,7 +12,8 @@ GROUP is one of:
   equal     the per-rank report over the summaries equals the one over the traces they came
             from, key by key (report --ranks on the traces), and both agree with the full
             report over the traces: every rank's peak, its time and wall clock, first failure,
-            leaked, cached and library bytes, failures; the peak rank and the first-failure
+            leaked, cached and library bytes, failures, NCCL's bytes (the H200 NCCL trace);
+            the peak rank and the first-failure
             rank (summary.peak_process, first_failure_process); a directory that mixes
             summaries and traces gives the same answer; text, JSON and check agree on who
             leaked and who peaked (one verdict per fact)
@@ -220,6 +221,23 @@ def group_equal(args, tmp):
           f'check names {named[0]!r}, the JSON says {want}')
     for r in over:
         check(lines[r].split()[0] == str(r), f'text row of rank {r}')
+
+    # NCCL's bytes: the H200's NCCL trace (one rank) through the table, as its summary says
+    nccl = os.path.join(args.source, 'tests', 'fixtures', 'h200-torch2.11', 'traces',
+                        'nccl.jsonl')
+    nd = os.path.join(tmp, 'nccl')
+    (sp,) = summarize(args, [nccl], nd)
+    with open(sp) as f:
+        s = json.load(f)
+    doc, _ = ranks_json(args, nd)
+    row = row_of(doc, 0)
+    check(s['nccl']['at_peak_bytes'] > 0, 'the NCCL fixture has no NCCL bytes at its peak')
+    for k, sk in (('nccl_at_peak_bytes', 'at_peak_bytes'), ('nccl_at_exit_bytes', 'at_exit_bytes'),
+                  ('nccl_allocated_bytes', 'allocated_bytes')):
+        check(row[k] == s['nccl'][sk], f'nccl: {k} {row[k]} != the summary\'s {s["nccl"][sk]}')
+    check(doc['nccl_at_peak_bytes'] == row['nccl_at_peak_bytes'], 'nccl total')
+    rc, so, se = run(args.exe, 'report', '--ranks', '--format', 'json', nccl)
+    check(json.loads(so) == doc, 'nccl: over the trace != over its summary')
     print(f'ok: {RANKS} ranks: summaries and traces agree, figure by figure')
 
 
