@@ -3,7 +3,9 @@
  * for timing the analyzer (bench/run_report_throughput.py). No CUDA, no tracer: a generator.
  *
  *   gen_trace [--events N] [--seed S] [--live N] [--stacks N] [--threads T]
- *             [--depth D] [--distinct] [--frame-pool P] -o FILE
+ *             [--depth D] [--distinct] [--frame-pool P] [--rank R --world-size W]
+ *             [--start-unix-ns T] [--tick-ns N] [--size-percent P] [--fail-every N]
+ *             [--fail-at SEQ] [--kill-at SEQ] -o FILE
  *
  * The trace looks like a PyTorch process traced through CUPTI: a header, a modules line, pycode
  * lines, --stacks distinct stacks (native frames of the CUDA libraries, PyTorch and the
@@ -33,6 +35,13 @@
  * stack (bench/run_stack_memory.py). --frame-pool P draws each module's frames from P return
  * addresses, as a real program's stacks share their code; without it nearly every frame of
  * every stack is an address of its own.
+ *
+ * The ranks of a job (bench/run_ranks.py): --rank R --world-size W give the header a rank
+ * (local rank R % 8, host "nodeR/8", pid 10000 + R), --start-unix-ns its wall clock, --tick-ns
+ * the time between events (default 1297 ns), --size-percent scales every size (a rank that peaks
+ * higher), --fail-every N a failed cudaMalloc every ~N events (0: none; default 50000),
+ * --fail-at SEQ one at event SEQ (a rank that fails first), --kill-at SEQ ends the file at event
+ * SEQ in the middle of a line, without a trailer (a rank killed mid-run).
  *
  * Module paths are under /nonexistent/gmt-bench/, so a symbolizer finds no file (the cost measured
  * is the reader's and the replay's, not DWARF's). The output is a function of the options only:
@@ -91,7 +100,16 @@ struct options {
 	uint64_t marker_every;
 	uint64_t snapshot_every;
 	const char *out;
+	long long rank, world_size; /* -1: "rank": null */
+	uint64_t start_unix_ns;
+	uint64_t size_percent;
+	uint64_t fail_every; /* 0: no failures drawn */
+	uint64_t fail_at;    /* 0: none; else a failure at this event */
+	uint64_t kill_at;    /* 0: the file ends with its trailer */
 };
+
+/* --tick-ns: the time between two events */
+static uint64_t tick_ns = 1297;
 
 /* One line of the true order, waiting in the drain block. */
 struct rec {
@@ -249,11 +267,33 @@ static const char *const py_files[] = {
 static void
 write_header(struct gen *g)
 {
-	put(g, "{\"type\":\"header\",\"format\":\"gpumemtrace\",\"version\":1,\"tracer\":\"0.2.0\","
-	       "\"pid\":4242,\"ppid\":4200,\"host\":\"bench\",\"argv\":[\"python3\",\"train.py\"],"
-	       "\"start_ts\":");
+	if (g->o.rank < 0) {
+		put(g, "{\"type\":\"header\",\"format\":\"gpumemtrace\",\"version\":1,"
+		       "\"tracer\":\"0.2.0\",\"pid\":4242,\"ppid\":4200,\"host\":\"bench\",");
+	} else {
+		put(g, "{\"type\":\"header\",\"format\":\"gpumemtrace\",\"version\":1,"
+		       "\"tracer\":\"0.2.0\",\"pid\":");
+		put_u64(g, 10000 + (uint64_t)g->o.rank);
+		put(g, ",\"ppid\":4200,\"host\":\"node");
+		put_u64(g, (uint64_t)g->o.rank / 8);
+		put(g, "\",");
+	}
+	put(g, "\"argv\":[\"python3\",\"train.py\"],\"start_ts\":");
 	put_u64(g, START_TS);
-	put(g, ",\"start_unix_ns\":1796228579123000000,\"rank\":null,\"forked_from\":null,"
+	put(g, ",\"start_unix_ns\":");
+	put_u64(g, g->o.start_unix_ns);
+	if (g->o.rank < 0) {
+		put(g, ",\"rank\":null");
+	} else {
+		put(g, ",\"rank\":{\"rank\":");
+		put_u64(g, (uint64_t)g->o.rank);
+		put(g, ",\"local_rank\":");
+		put_u64(g, (uint64_t)g->o.rank % 8);
+		put(g, ",\"world_size\":");
+		put_u64(g, (uint64_t)g->o.world_size);
+		put(g, "}");
+	}
+	put(g, ",\"forked_from\":null,"
 	       "\"coverage\":\"full\",\"coverage_reason\":null,\"capture\":[\"cupti\"],"
 	       "\"options\":{\"ring_slots\":65536,\"flush_ms\":100,\"snapshot_ms\":1000},"
 	       "\"stacks\":{\"native\":true,\"python\":\"3.12\",\"depth\":64}}\n");
@@ -421,7 +461,7 @@ static uint64_t
 ts_of(uint64_t seq)
 {
 	/* ts is taken with seq: monotonic in it, ~1.3 us apart */
-	return START_TS + 5000000ULL + seq * 1297ULL + (seq * 2654435761ULL) % 300;
+	return START_TS + 5000000ULL + seq * tick_ns + (seq * 2654435761ULL) % 300;
 }
 
 static void
@@ -558,6 +598,7 @@ draw_size(struct gen *g, int kind)
 	int lo_bits = 63 - __builtin_clzll(lo), hi_bits = 63 - __builtin_clzll(hi);
 	int bits = lo_bits + (int)below(g, (uint64_t)(hi_bits - lo_bits));
 	uint64_t size = (1ULL << bits) + below(g, 1ULL << bits);
+	size = size * g->o.size_percent / 100;
 	return (size + 511) & ~511ULL;
 }
 
@@ -700,8 +741,19 @@ generate(struct gen *g)
 			pool_reading(g, 0, true); /* an iteration ends: the pool trims */
 			continue;
 		}
+		if (g->o.kill_at && g->seq >= g->o.kill_at) {
+			/* killed: what was drained is there, the last line half written */
+			drain_block(g);
+			put(g, "{\"type\":\"event\",\"seq\":");
+			put_u64(g, g->seq + 1);
+			flush_line(g);
+			return;
+		}
 		uint32_t t = (uint32_t)below(g, g->o.threads);
-		if (below(g, FAIL_EVERY) == 0)
+		if (g->o.fail_at && g->seq + 1 == g->o.fail_at)
+			do_failure(g, t);
+		else if (below(g, g->o.fail_every ? g->o.fail_every : FAIL_EVERY) == 0 &&
+			 g->o.fail_every)
 			do_failure(g, t);
 		else
 			step(g, t);
@@ -739,13 +791,18 @@ usage(FILE *out)
 	    out,
 	    "Usage: gen_trace [--events N] [--seed S] [--live N] [--stacks N] [--threads T]\n"
 	    "                 [--marker-every K] [--snapshot-every M] [--depth D] [--distinct]\n"
-	    "                 [--frame-pool P] -o FILE\n"
+	    "                 [--frame-pool P] [--rank R --world-size W] [--start-unix-ns T]\n"
+	    "                 [--tick-ns N] [--size-percent P] [--fail-every N] [--fail-at SEQ]\n"
+	    "                 [--kill-at SEQ] -o FILE\n"
 	    "Writes a valid gpumemtrace trace of N event and marker lines (default 1000000),\n"
 	    "at most --live allocations live at once (10000), --stacks distinct stacks (300),\n"
 	    "T threads (4), a marker every K events (10000) and a snapshot every M (100000).\n"
 	    "--depth: D native frames in every stack (default: about 20, varying);\n"
 	    "--distinct: each allocation takes the next stack id in turn;\n"
 	    "--frame-pool: each module's frames are drawn from P return addresses.\n"
+	    "A rank of a job: --rank/--world-size (header), --start-unix-ns, --tick-ns\n"
+	    "(1297), --size-percent (100), --fail-every (50000; 0: none), --fail-at (one\n"
+	    "failure there), --kill-at (the file ends there mid-line, no trailer).\n"
 	    "The same options give the same file.\n");
 }
 
@@ -758,7 +815,12 @@ parse(struct options *o, int argc, char **argv)
 			      .stacks = 300,
 			      .threads = 4,
 			      .marker_every = 10000,
-			      .snapshot_every = 100000};
+			      .snapshot_every = 100000,
+			      .rank = -1,
+			      .world_size = 1,
+			      .start_unix_ns = 1796228579123000000ULL,
+			      .size_percent = 100,
+			      .fail_every = FAIL_EVERY};
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 		if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
@@ -788,6 +850,22 @@ parse(struct options *o, int argc, char **argv)
 			o->marker_every = parse_num(a, v, 1, UINT64_MAX);
 		else if (strcmp(a, "--snapshot-every") == 0)
 			o->snapshot_every = parse_num(a, v, 1, UINT64_MAX);
+		else if (strcmp(a, "--rank") == 0)
+			o->rank = (long long)parse_num(a, v, 0, 1u << 24);
+		else if (strcmp(a, "--world-size") == 0)
+			o->world_size = (long long)parse_num(a, v, 1, 1u << 24);
+		else if (strcmp(a, "--start-unix-ns") == 0)
+			o->start_unix_ns = parse_num(a, v, 1, UINT64_MAX);
+		else if (strcmp(a, "--tick-ns") == 0)
+			tick_ns = parse_num(a, v, 1, 1000000000ULL);
+		else if (strcmp(a, "--size-percent") == 0)
+			o->size_percent = parse_num(a, v, 1, 100000);
+		else if (strcmp(a, "--fail-every") == 0)
+			o->fail_every = parse_num(a, v, 0, UINT64_MAX);
+		else if (strcmp(a, "--fail-at") == 0)
+			o->fail_at = parse_num(a, v, 1, UINT64_MAX);
+		else if (strcmp(a, "--kill-at") == 0)
+			o->kill_at = parse_num(a, v, 1, UINT64_MAX);
 		else if (strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0)
 			o->out = v;
 		else {

@@ -15,6 +15,7 @@
 
 #include "analysis/gate/check.h"
 #include "analysis/gate/suppress.h"
+#include "analysis/ranks/ranks.h"
 #include "analysis/report/report.h"
 #include "analysis/report/units.h"
 #include "cli.h"
@@ -37,6 +38,10 @@ usage(FILE *out)
 	    "other figures are then not the whole story (--allow-incomplete, --allow-drops).\n"
 	    "TRACE is a trace file or a directory of them; a JSON report written by\n"
 	    "'gpumemtrace report --format json' may be given instead (alone).\n"
+	    "Over many ranks: given summaries ('gpumemtrace summarize'; *.summary.json, or\n"
+	    "directories of them, mixed with traces or not), every gate is judged on each\n"
+	    "rank on its own; a gate fails when a rank fails it, naming the failing ranks\n"
+	    "(docs/multi-host.md). --baseline is not for summaries.\n"
 	    "\n"
 	    "Gates (at least one):\n"
 	    "  --max-leaked-bytes N     bytes of counted kinds never freed by processes that\n"
@@ -499,6 +504,207 @@ write_junit(const char *path,
 	return 0;
 }
 
+// --- Over many ranks: each rank's summary judged on its own --------------------------------
+
+/* One gate over the ranks: how many judged it, failed or skipped it, and who failed. */
+struct rank_gate {
+	char *name;
+	size_t judged, failed, skipped;
+	char *names;   /* the failing ranks, ", "-separated (at most RANKS_NAMED) */
+	FILE *details; /* each failing rank's line and its violations */
+	char *dbuf;
+	size_t dlen;
+	bool notes;
+	bool oom;
+};
+
+/* Failing ranks named in a gate's line; the rest are counted. */
+#define RANKS_NAMED 20
+
+struct rank_check {
+	struct options *o;
+	struct rank_gate **v;
+	size_t n;
+	size_t ranks;
+	struct gmt_ranks rows; /* the ranks judged: one rank given twice is judged once */
+	FILE *notes;	       /* each rank's notes, under its name */
+	char *nbuf;
+	size_t nlen;
+	bool oom;
+};
+
+static struct rank_gate *
+rank_gate(struct rank_check *rc, const char *name)
+{
+	struct rank_gate **v, *a;
+
+	for (size_t i = 0; i < rc->n; i++)
+		if (strcmp(rc->v[i]->name, name) == 0)
+			return rc->v[i];
+	if (!(v = realloc(rc->v, (rc->n + 1) * sizeof(*v))))
+		return NULL;
+	rc->v = v;
+	/* its own allocation: the memstream keeps the address of dbuf and dlen */
+	if (!(a = calloc(1, sizeof(*a))))
+		return NULL;
+	if (!(a->name = strdup(name)) || !(a->details = open_memstream(&a->dbuf, &a->dlen))) {
+		free(a->name);
+		free(a);
+		return NULL;
+	}
+	rc->v[rc->n++] = a;
+	return a;
+}
+
+/* @p text with each line indented by @p indent to @p f. */
+static void
+indented(FILE *f, const char *text, const char *indent)
+{
+	for (const char *p = text; p && *p;) {
+		const char *nl = strchr(p, '\n');
+		size_t len = nl ? (size_t)(nl - p) : strlen(p);
+
+		fprintf(f, "%s%.*s\n", indent, (int)len, p);
+		p += len + (nl != NULL);
+	}
+}
+
+static void
+check_rank(void *data, const char *input, const json_t *summary)
+{
+	struct rank_check *rc = data;
+	struct gmt_gates g = {0};
+	json_t *doc;
+	char who[192];
+	int added = gmt_ranks_add(&rc->rows, "check", input, summary, stderr);
+
+	if (added == -1) /* a rank again: said */
+		return;
+	if (added != 0)
+		rc->oom = true;
+	gmt_summary_who(summary, who, sizeof(who));
+	rc->ranks++;
+	doc = gmt_summary_report_doc(summary); /* only now: a rank again was left out above */
+	if (!doc || gmt_check_run(&g, &rc->o->check, doc, NULL) != 0) {
+		fprintf(stderr, "gpumemtrace check: %s: out of memory\n", gmt_esc(input));
+		rc->oom = true;
+	}
+	if (g.notes)
+		for (const char *p = g.notes; *p;) {
+			const char *nl = strchr(p, '\n');
+			size_t len = nl ? (size_t)(nl - p) : strlen(p);
+
+			fprintf(rc->notes, "%s: %.*s\n", who, (int)len, p);
+			p += len + (nl != NULL);
+		}
+	for (size_t i = 0; i < g.n; i++) {
+		const struct gmt_gate *x = &g.v[i];
+		struct rank_gate *a = rank_gate(rc, x->name);
+
+		if (!a) {
+			rc->oom = true;
+			break;
+		}
+		a->judged++;
+		a->oom |= x->oom;
+		if (x->skipped)
+			a->skipped++;
+		if (!x->failed)
+			continue;
+		if (a->failed++ < RANKS_NAMED) {
+			size_t len = a->names ? strlen(a->names) : 0;
+			char *nn = realloc(a->names, len + strlen(who) + 3);
+
+			if (nn) {
+				snprintf(nn + len, strlen(who) + 3, "%s%s", len ? ", " : "", who);
+				a->names = nn;
+			}
+		}
+		fprintf(a->details, "  %s (%s): %s\n", who, gmt_esc(input), gmt_esc(x->text));
+		indented(a->details, x->details, "  ");
+	}
+	gmt_gates_free(&g);
+	json_decref(doc);
+}
+
+/*
+ * The gates over @p paths' ranks (summaries, traces, directories of either) into @p out: each
+ * gate judged on each rank, failed when a rank failed it, its line naming the failing ranks,
+ * its details each failing rank's own. Returns GMT_EXIT_OK or the exit status (said).
+ */
+static int
+check_ranks(struct options *o, char *const *paths, size_t n, struct gmt_gates *out)
+{
+	struct rank_check rc = {.o = o};
+	struct gmt_session_options so;
+	size_t bad = 0, good;
+	int status = GMT_EXIT_OK;
+
+	gmt_cli_session_options(&so);
+	o->check.stacks = NULL; /* each summary holds the frames of its rows */
+	if (!(rc.notes = open_memstream(&rc.nbuf, &rc.nlen))) {
+		fprintf(stderr, "gpumemtrace check: out of memory\n");
+		return GMT_EXIT_UNREADABLE;
+	}
+	good = gmt_ranks_each("check", paths, n, &so, stderr, check_rank, &rc, &bad);
+	fclose(rc.notes);
+	*out = (struct gmt_gates){0};
+	if (good == 0 || rc.ranks == 0) {
+		fprintf(stderr, "gpumemtrace check: no readable summary or trace\n");
+		status = GMT_EXIT_UNREADABLE;
+	} else if (rc.oom || !(out->v = calloc(rc.n ? rc.n : 1, sizeof(*out->v)))) {
+		fprintf(stderr, "gpumemtrace check: out of memory\n");
+		status = GMT_EXIT_UNREADABLE;
+	}
+	for (size_t i = 0; i < rc.n; i++) {
+		struct rank_gate *a = rc.v[i];
+		struct gmt_gate *g;
+		char *text = NULL;
+
+		fclose(a->details);
+		if (status != GMT_EXIT_OK) {
+			free(a->dbuf);
+			free(a->name);
+			free(a->names);
+			free(a);
+			continue;
+		}
+		g = &out->v[out->n++];
+		g->name = a->name;
+		g->failed = a->failed > 0;
+		g->skipped = !g->failed && a->skipped == a->judged;
+		g->oom = a->oom;
+		if (g->failed) {
+			if (asprintf(&text, "%s: %zu of %zu ranks fail: %s%s", a->name, a->failed,
+				     rc.ranks, a->names ? a->names : "",
+				     a->failed > RANKS_NAMED ? " and more" : "") < 0)
+				text = NULL;
+			g->details = a->dbuf;
+		} else {
+			if (asprintf(&text, "%s: %s (%zu of %zu ranks have it)", a->name,
+				     g->skipped ? "skipped on every rank" : "passes on every rank",
+				     a->judged, rc.ranks) < 0)
+				text = NULL;
+			free(a->dbuf);
+		}
+		g->text = text ? text : strdup(a->name);
+		free(a->names);
+		free(a);
+	}
+	if (status == GMT_EXIT_OK && rc.nlen)
+		out->notes = rc.nbuf;
+	else
+		free(rc.nbuf);
+	free(rc.v);
+	bad += rc.rows.left_out;
+	if (status == GMT_EXIT_OK && bad)
+		fprintf(stderr,
+			"gpumemtrace check: %zu inputs left out (said above); %zu ranks judged\n",
+			bad, rc.ranks);
+	gmt_ranks_free(&rc.rows);
+	return status;
+}
+
 // --- The command --------------------------------------------------------------------------
 
 int
@@ -516,6 +722,19 @@ gmt_cmd_check(int argc, char **argv)
 	rc = parse_options(&o, argc, argv);
 	if (rc >= 0)
 		goto out;
+	if (gmt_ranks_have_summary(argv + optind, (size_t)(argc - optind))) {
+		if (o.baseline) {
+			fprintf(stderr, "gpumemtrace check: --baseline is for a report or traces, "
+					"not summaries (each rank is judged on its own)\n");
+			rc = gmt_usage_hint("check");
+			goto out;
+		}
+		o.check.supp = &o.supp;
+		rc = check_ranks(&o, argv + optind, (size_t)(argc - optind), &gates);
+		if (rc != GMT_EXIT_OK)
+			goto out;
+		goto judged;
+	}
 	/* the traces' frames are built per stack when a suppression looks at them */
 	rc = gmt_report_input_load(&in, "check", argv + optind, (size_t)(argc - optind));
 	if (rc != GMT_EXIT_OK)
@@ -538,6 +757,7 @@ gmt_cmd_check(int argc, char **argv)
 		rc = GMT_EXIT_UNREADABLE;
 		goto out;
 	}
+judged:
 	failed = gmt_gates_failed(&gates);
 	if (gates.notes && !o.quiet)
 		fputs(gates.notes, stdout);

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "analysis/gate/diff.h"
+#include "analysis/ranks/ranks.h"
 #include "analysis/report/units.h"
 #include "cli.h"
 
@@ -30,6 +31,9 @@ usage(FILE *out)
 	    "for the tensors (peak allocated, live at exit, per tensor site). BASE and NEW are\n"
 	    "each a trace file, a directory of traces, or a JSON report written by\n"
 	    "'report --format json'.\n"
+	    "When BASE or NEW holds summaries ('gpumemtrace summarize'), the runs are\n"
+	    "compared rank by rank, matched by RANK (not pid): each rank's peak, leaked bytes,\n"
+	    "failed allocations and NCCL's bytes at the peak, largest change first.\n"
 	    "\n"
 	    "Options:\n"
 	    "  -f, --format FMT  text (default) or json (keys in docs/ci.md)\n"
@@ -260,6 +264,69 @@ load_one(const char *role, const char *path, int *rc)
 	return doc;
 }
 
+static void
+add_rank(void *data, const char *input, const json_t *summary)
+{
+	if (gmt_ranks_add(data, "diff", input, summary, stderr) == -ENOMEM)
+		fprintf(stderr, "gpumemtrace diff: %s: out of memory; left out\n", gmt_esc(input));
+}
+
+/* The table of one run (@p role: BASE or NEW); 0, or the exit status (said). */
+static int
+ranks_of(const char *role, const char *path, struct gmt_ranks *r)
+{
+	struct gmt_session_options so;
+	char *paths[] = {(char *)path};
+
+	gmt_cli_session_options(&so);
+	gmt_ranks_each("diff", paths, 1, &so, stderr, add_rank, r, NULL);
+	gmt_ranks_settle(r, "diff", stderr);
+	if (r->n == 0) {
+		fprintf(stderr, "gpumemtrace diff: no readable summary or trace in %s %s\n", role,
+			gmt_esc(path));
+		return GMT_EXIT_UNREADABLE;
+	}
+	return GMT_EXIT_OK;
+}
+
+/* diff over ranks: BASE and NEW compared rank by rank. */
+static int
+diff_ranks(const char *base_path, const char *next_path, bool json, size_t top)
+{
+	struct gmt_ranks a = {0}, b = {0};
+	int rc = ranks_of("BASE", base_path, &a), err = 0;
+
+	if (rc == GMT_EXIT_OK)
+		rc = ranks_of("NEW", next_path, &b);
+	if (rc == GMT_EXIT_OK && json) {
+		json_t *doc = gmt_ranks_diff_json(&a, &b);
+
+		if (doc) {
+			json_object_set_new(doc, "base", json_string(base_path));
+			json_object_set_new(doc, "new", json_string(next_path));
+		}
+		err = !doc								 ? -ENOMEM
+		      : json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_ENSURE_ASCII) != 0 ? -EIO
+											 : 0;
+		fputc('\n', stdout);
+		json_decref(doc);
+	} else if (rc == GMT_EXIT_OK) {
+		err = gmt_ranks_diff_text(stdout, &a, &b, top);
+	}
+	if (err == -ENOMEM) {
+		fprintf(stderr, "gpumemtrace diff: out of memory\n");
+		rc = GMT_EXIT_UNREADABLE;
+	}
+	if (rc == GMT_EXIT_OK && (err || fflush(stdout) != 0 || ferror(stdout))) {
+		fprintf(stderr, "gpumemtrace diff: cannot write standard output: %s\n",
+			strerror(errno ? errno : EIO));
+		rc = GMT_EXIT_USAGE;
+	}
+	gmt_ranks_free(&a);
+	gmt_ranks_free(&b);
+	return rc;
+}
+
 int
 gmt_cmd_diff(int argc, char **argv)
 {
@@ -303,6 +370,8 @@ gmt_cmd_diff(int argc, char **argv)
 			argc - optind, argc - optind == 1 ? "" : "s");
 		return gmt_usage_hint("diff");
 	}
+	if (gmt_ranks_have_summary(argv + optind, 2))
+		return diff_ranks(argv[optind], argv[optind + 1], json, top);
 	if (!(base = load_one("BASE", argv[optind], &rc)) ||
 	    !(next = load_one("NEW", argv[optind + 1], &rc)))
 		goto out;

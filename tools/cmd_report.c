@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "analysis/gate/doc.h"
+#include "analysis/ranks/ranks.h"
 #include "analysis/report/categories.h"
 #include "analysis/report/report.h"
 #include "analysis/report/report_formats.h"
@@ -25,13 +25,22 @@ usage(FILE *out)
 	    "                          pytorch-snapshot|csv] [--categories FILE]\n"
 	    "                          [--stack site|full]\n"
 	    "                          [--weight peak|leaked|allocated] [--from WHEN]\n"
-	    "                          [--to WHEN] [-o FILE] TRACE...\n"
+	    "                          [--to WHEN] [--ranks] [-o FILE] TRACE...\n"
 	    "\n"
 	    "Report the device memory held at its peak (with every memory kind on its own),\n"
 	    "who held it, leaks, failed allocations and, where the trace has NVML readings, what\n"
 	    "no allocation call accounts for, from trace files.\n"
 	    "TRACE is a trace file or a directory (every *.jsonl.zst, *.jsonl, *.jsonl.gz and\n"
 	    "PyTorch snapshot *.pickle in it, one per process).\n"
+	    "\n"
+	    "Over many ranks: given summaries ('gpumemtrace summarize'; *.summary.json, or\n"
+	    "a directory of them, mixed with traces or not), or with --ranks, the report is\n"
+	    "the per-rank one: a row per rank (peak, when, first failure, leaks, NCCL's\n"
+	    "bytes), the rank that peaked highest, the one that failed first by wall clock\n"
+	    "(only where the gap exceeds the clocks' stated uncertainty), the imbalance\n"
+	    "(max/mean of the peaks, ranks past mean + 2 sd named); text, json or csv\n"
+	    "(-o DIR: DIR/ranks.csv). A trace whose summary is beside it in a directory is\n"
+	    "read from its summary. See docs/multi-host.md.\n"
 	    "\n"
 	    "Options:\n"
 	    "  -f, --format FMT  text (default: for people), json (stable keys, see\n"
@@ -65,6 +74,7 @@ usage(FILE *out)
 	    "                    says no-builtin (docs/categories.md)\n"
 	    "  -o, --output FILE write the report to FILE instead of standard output (csv:\n"
 	    "                    the directory to write the tables into)\n"
+	    "      --ranks       the per-rank report, traces summarized here\n"
 	    "  -h, --help        show this help\n"
 	    "  -V, --version     show the version\n"
 	    "\n"
@@ -78,7 +88,9 @@ usage(FILE *out)
 	    "error as FILE:LINE: MESSAGE; the rest of the trace is used.\n"
 	    "\n"
 	    "Exit status: 0 report written, 2 usage error (or the output file cannot be\n"
-	    "written, or a --from/--to label no marker has), 3 no trace could be read.\n");
+	    "written, or a --from/--to label no marker has), 3 no trace (or summary) could\n"
+	    "be read. A bad summary (another version, truncated, not a summary, a rank\n"
+	    "given twice, a rank of another job) is named on standard error and left out.\n");
 }
 
 enum format {
@@ -152,16 +164,108 @@ choice(const char *opt, const char *value, const char *const *names, const char 
 	return -1;
 }
 
+static void
+add_rank(void *data, const char *input, const json_t *summary)
+{
+	struct gmt_ranks *r = data;
+
+	if (gmt_ranks_add(r, "report", input, summary, stderr) == -ENOMEM)
+		fprintf(stderr, "gpumemtrace report: %s: out of memory; left out\n",
+			gmt_esc(input));
+}
+
+/* The per-rank report of @p paths (summaries, traces, directories of either). */
+static int
+report_ranks(char *const *paths,
+	     size_t n,
+	     const struct gmt_session_options *so,
+	     enum format format,
+	     const char *output)
+{
+	struct gmt_ranks r = {0};
+	struct gmt_outfile file = {.dirfd = -1};
+	char why[GMT_OUTFILE_WHY];
+	FILE *out = stdout;
+	int err = 0, rc = GMT_EXIT_OK;
+
+	size_t bad = 0;
+
+	gmt_ranks_each("report", paths, n, so, stderr, add_rank, &r, &bad);
+	r.left_out += bad; /* said, each one */
+	gmt_ranks_settle(&r, "report", stderr);
+	if (r.n == 0) {
+		fprintf(stderr, "gpumemtrace report: no readable summary or trace\n");
+		gmt_ranks_free(&r);
+		return GMT_EXIT_UNREADABLE;
+	}
+	if (format == FORMAT_CSV) {
+		err = gmt_ranks_csv(output, &r, stderr);
+		gmt_ranks_free(&r);
+		return err ? GMT_EXIT_USAGE : GMT_EXIT_OK;
+	}
+	if (output) {
+		if (gmt_outfile_open(&file, output, why) != 0) {
+			fprintf(stderr, "gpumemtrace report: cannot write %s: %s\n",
+				gmt_esc(output), why);
+			gmt_ranks_free(&r);
+			return GMT_EXIT_USAGE;
+		}
+		out = file.f;
+	}
+	if (format == FORMAT_JSON) {
+		json_t *doc = gmt_ranks_json(&r);
+
+		if (!doc)
+			err = -ENOMEM;
+		else if (json_dumpf(doc, out, JSON_INDENT(2) | JSON_REAL_PRECISION(15)) != 0 ||
+			 fputc('\n', out) == EOF)
+			err = -EIO;
+		json_decref(doc);
+	} else {
+		err = gmt_ranks_text(out, &r);
+	}
+	gmt_ranks_free(&r);
+	if (err == -ENOMEM) {
+		fprintf(stderr, "gpumemtrace report: out of memory\n");
+		rc = GMT_EXIT_UNREADABLE;
+	} else if (err) {
+		fprintf(stderr, "gpumemtrace report: cannot write %s: %s\n",
+			output ? gmt_esc(output) : "standard output",
+			strerror(errno ? errno : EIO));
+		rc = GMT_EXIT_USAGE;
+	}
+	if (output) {
+		if (rc != GMT_EXIT_OK)
+			gmt_outfile_abort(&file);
+		else if (gmt_outfile_close(&file, why) != 0) {
+			fprintf(stderr, "gpumemtrace report: cannot write %s: %s\n",
+				gmt_esc(output), why);
+			rc = GMT_EXIT_USAGE;
+		}
+	} else if (rc == GMT_EXIT_OK && (ferror(out) | fflush(out))) {
+		fprintf(stderr, "gpumemtrace report: cannot write standard output: %s\n",
+			strerror(errno));
+		rc = GMT_EXIT_USAGE;
+	}
+	return rc;
+}
+
 /* The command; @p cats: the --categories rules it loaded (freed by gmt_cmd_report()). */
 static int
 report_main(int argc, char **argv, struct gmt_cat_rules **cats)
 {
 	static const struct option longopts[] = {
-	    {"format", required_argument, NULL, 'f'},	  {"stack", required_argument, NULL, 's'},
-	    {"weight", required_argument, NULL, 'w'},	  {"output", required_argument, NULL, 'o'},
-	    {"from", required_argument, NULL, 'F'},	  {"to", required_argument, NULL, 'T'},
-	    {"categories", required_argument, NULL, 'C'}, {"help", no_argument, NULL, 'h'},
-	    {"version", no_argument, NULL, 'V'},	  {NULL, 0, NULL, 0},
+	    {"format", required_argument, NULL, 'f'},
+	    {"stack", required_argument, NULL, 's'},
+	    {"weight", required_argument, NULL, 'w'},
+	    {"output", required_argument, NULL, 'o'},
+	    {"from", required_argument, NULL, 'F'},
+	    {"to", required_argument, NULL, 'T'},
+	    {"categories", required_argument, NULL, 'C'},
+	    {"help", no_argument, NULL, 'h'},
+	    {"version", no_argument, NULL, 'V'},
+	    {"ranks", no_argument, NULL, 'R'},
+	    {NULL, 0, NULL, 0},
 	};
 	static const char *const formats[] = {
 	    "text", "json", "folded", "html", "perfetto", "pytorch-snapshot", "csv", NULL};
@@ -173,6 +277,7 @@ report_main(int argc, char **argv, struct gmt_cat_rules **cats)
 	const char *output = NULL;
 	enum format format = FORMAT_TEXT;
 	int weight = -1;
+	bool ranks = false;
 	FILE *out = stdout;
 	struct gmt_outfile file = {.dirfd = -1};
 	char owhy[GMT_OUTFILE_WHY];
@@ -220,6 +325,7 @@ report_main(int argc, char **argv, struct gmt_cat_rules **cats)
 			if (!gmt_parse_range_bound("--to", optarg, &so.range.to))
 				return gmt_usage_hint("report");
 			break;
+		case 'R': ranks = true; break;
 		case 'h': usage(stdout); return GMT_EXIT_OK;
 		case 'V': return gmt_print_version();
 		default: gmt_bad_option("report", argv); return gmt_usage_hint("report");
@@ -234,6 +340,27 @@ report_main(int argc, char **argv, struct gmt_cat_rules **cats)
 		return gmt_usage_hint("report");
 	}
 
+	if (ranks || gmt_ranks_have_summary(argv + optind, (size_t)(argc - optind))) {
+		if (format != FORMAT_TEXT && format != FORMAT_JSON && format != FORMAT_CSV) {
+			fprintf(stderr,
+				"gpumemtrace report: the per-rank report (over summaries, or "
+				"--ranks) is text, json or csv; --format %s needs the traces "
+				"themselves\n",
+				formats[format]);
+			return gmt_usage_hint("report");
+		}
+		if (so.range.from.set || so.range.to.set || opt.stacks != GMT_STACKS_SITE) {
+			fprintf(stderr, "gpumemtrace report: --from, --to and --stack are not for "
+					"the per-rank report (a summary is of the whole run)\n");
+			return gmt_usage_hint("report");
+		}
+		if (format == FORMAT_CSV && !output) {
+			fprintf(stderr, "gpumemtrace report: --format csv writes a directory of "
+					"tables: give -o DIR\n");
+			return gmt_usage_hint("report");
+		}
+		return report_ranks(argv + optind, (size_t)(argc - optind), &so, format, output);
+	}
 	if (format == FORMAT_SNAPSHOT) {
 		if (!output && isatty(STDOUT_FILENO)) {
 			fprintf(stderr,
@@ -257,22 +384,8 @@ report_main(int argc, char **argv, struct gmt_cat_rules **cats)
 		so.stored = true; /* allocations are paired by a second replay of the events */
 	}
 	gmt_session_init(&in, &so, stderr);
-	for (int i = optind; i < argc; i++) {
-		json_t *doc = NULL, *version = NULL;
-		/* a summary is JSON too: said as what it is, not as a trace that is not one */
-		if (gmt_report_doc_read(argv[i], &doc, &version) == GMT_DOC_SUMMARY) {
-			fprintf(
-			    stderr,
-			    "gpumemtrace report: %s: a summary (gpumemtrace summarize), not a "
-			    "trace: this version does not report on summaries; give the trace it "
-			    "was made from\n",
-			    gmt_esc(argv[i]));
-			continue;
-		}
-		json_decref(doc);
-		json_decref(version);
+	for (int i = optind; i < argc; i++)
 		gmt_session_add_path(&in, argv[i]);
-	}
 	if (in.n == 0) {
 		fprintf(stderr, "gpumemtrace report: no readable trace\n");
 		gmt_session_free(&in);

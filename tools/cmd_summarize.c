@@ -29,6 +29,9 @@
 
 #define SUMMARY_SUFFIX ".summary.json"
 
+/* What each summary states of its wall clock's uncertainty (--clock-uncertainty). */
+static double clock_uncertainty_s = GMT_SUMMARY_CLOCK_UNCERTAINTY_S;
+
 static void
 usage(FILE *out)
 {
@@ -47,6 +50,10 @@ usage(FILE *out)
 	    "\n"
 	    "Options:\n"
 	    "  -o, --output DIR  write the summaries into DIR instead of beside the traces\n"
+	    "      --clock-uncertainty S\n"
+	    "                    how far this host's wall clock may be from the other\n"
+	    "                    hosts' (default 0.01 s, NTP): a merge names the rank that\n"
+	    "                    failed first only when the gap is larger\n"
 	    "  -h, --help        show this help\n"
 	    "  -V, --version     show the version\n"
 	    "\n"
@@ -173,6 +180,8 @@ run_job(struct job *j, FILE *diag)
 		st = JOB_UNWRITTEN;
 	} else {
 		json_object_set_new(doc, GMT_SK_SUMMARIZED_BY, json_string(GMT_VERSION));
+		json_object_set_new(doc, GMT_SK_CLOCK_UNCERTAINTY_S,
+				    json_real(clock_uncertainty_s));
 		if (write_summary(diag, j->out, doc) != 0)
 			st = JOB_UNWRITTEN;
 	}
@@ -364,6 +373,7 @@ gmt_cmd_summarize(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 	    {"output", required_argument, NULL, 'o'},
+	    {"clock-uncertainty", required_argument, NULL, 'U'},
 	    {"help", no_argument, NULL, 'h'},
 	    {"version", no_argument, NULL, 'V'},
 	    {NULL, 0, NULL, 0},
@@ -379,6 +389,21 @@ gmt_cmd_summarize(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "o:hV", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'o': dir = optarg; break;
+		case 'U': {
+			char *end;
+
+			errno = 0;
+			clock_uncertainty_s = strtod(optarg, &end);
+			if (end == optarg || *end || errno || !(clock_uncertainty_s >= 0) ||
+			    clock_uncertainty_s > 3600) {
+				fprintf(stderr,
+					"gpumemtrace summarize: --clock-uncertainty '%s': give "
+					"seconds, 0 to 3600 (0.01: NTP, 0.0001: PTP)\n",
+					gmt_esc(optarg));
+				return gmt_usage_hint("summarize");
+			}
+			break;
+		}
 		case 'h': usage(stdout); return GMT_EXIT_OK;
 		case 'V': return gmt_print_version();
 		default: gmt_bad_option("summarize", argv); return gmt_usage_hint("summarize");

@@ -49,13 +49,12 @@ gmt_report_input_load(struct gmt_report_input *in, const char *cmd, char *const 
 			return GMT_EXIT_UNREADABLE;
 		}
 		if (st == GMT_DOC_SUMMARY) {
-			fprintf(stderr,
-				"gpumemtrace %s: %s: a summary (gpumemtrace summarize), not a "
-				"trace or a "
-				"JSON report: this version does not gate or compare summaries; "
-				"give the "
-				"trace it was made from, or its `report --format json`\n",
-				cmd, gmt_esc(paths[i]));
+			fprintf(
+			    stderr,
+			    "gpumemtrace %s: %s: a summary (gpumemtrace summarize) cannot stand "
+			    "for a trace or a JSON report here (a baseline, or among traces); give "
+			    "the trace it was made from, or its `report --format json`\n",
+			    cmd, gmt_esc(paths[i]));
 			gmt_report_input_free(in);
 			return GMT_EXIT_UNREADABLE;
 		}

@@ -74,7 +74,7 @@ _gpumemtrace()
 		esac
 		if [[ $cur == -* ]]; then
 			COMPREPLY=($(compgen -W '-f --format -s --stack -w --weight --from --to
-				--categories -o --output -h --help -V --version' -- "$cur"))
+				--categories --ranks -o --output -h --help -V --version' -- "$cur"))
 		else
 			_gpumemtrace_traces "$cur"
 		fi
@@ -120,9 +120,10 @@ _gpumemtrace()
 			compopt -o filenames 2>/dev/null
 			return
 			;;
+		--clock-uncertainty) return ;; # seconds
 		esac
 		if [[ $cur == -* ]]; then
-			COMPREPLY=($(compgen -W '-o --output -h --help -V --version' -- "$cur"))
+			COMPREPLY=($(compgen -W '-o --output --clock-uncertainty -h --help -V --version' -- "$cur"))
 		else
 			_gpumemtrace_traces "$cur"
 		fi

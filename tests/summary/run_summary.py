@@ -17,9 +17,7 @@ GROUP is one of:
   inputs    an unreadable trace among good ones is named and the others are summarized
             (exit 0); nothing readable is exit 3; usage errors exit 2; a directory gives
             one summary per trace in it, named after each trace, beside it; two traces whose
-            summaries would share a name: the second is refused, naming both; a summary given
-            to report, check or diff is named as one, exit 3 (check read it as a report and
-            passed its gates on nothing)
+            summaries would share a name: the second is refused, naming both
   outputs   a symlink planted at a summary's name (-o DIR, or beside the trace), to a
             victim file or dangling: refused with exit 2 naming it, the victim unchanged,
             the other summaries written
@@ -284,17 +282,6 @@ def group_inputs(args):
                          os.path.join(other, names[0]))
         check(rc == 2 and 'would replace' in se and os.path.join(other, names[0]) in se,
               f'same name: exit {rc}: {se}')
-
-        # a summary handed to report, check or diff: said to be one, exit 3; never read as a
-        # report whose gates then pass on nothing ("0 processes exited normally": PASS)
-        summ = want[0]
-        for argv in (['check', '--max-peak-bytes', '1G', summ],
-                     ['check', '--max-leaked-bytes', '0', summ],
-                     ['diff', summ, summ], ['report', summ]):
-            rc, so, se = run(args, exe, *argv)
-            check(rc == 3 and summ in se and 'a summary (gpumemtrace summarize)' in se
-                  and 'PASS' not in so,
-                  f'{argv[0]} of a summary: exit {rc} (3), named as a summary: {so} {se}')
     print('ok: inputs')
 
 

@@ -155,6 +155,7 @@
 #define GMT_SK_PROCESS "process"
 #define GMT_SK_START_UNIX_S "start_unix_s"
 #define GMT_SK_END_UNIX_S "end_unix_s"
+#define GMT_SK_CLOCK_UNCERTAINTY_S "clock_uncertainty_s"
 #define GMT_SK_UNIX_S "unix_s"
 #define GMT_SK_MARKER_COUNT "marker_count"
 #define GMT_SK_NCCL "nccl"

@@ -426,6 +426,8 @@ gmt_summary_doc(struct gmt_model *const *models, size_t n, size_t proc)
 			    t->start_unix_ns ? unix_s(t, t->start_ts) : json_null());
 	json_object_set_new(s, GMT_SK_END_UNIX_S,
 			    unix_of_time(t, json_object_get(p, GMT_RK_END_TIME_S)));
+	json_object_set_new(s, GMT_SK_CLOCK_UNCERTAINTY_S,
+			    json_real(GMT_SUMMARY_CLOCK_UNCERTAINTY_S));
 	copy_key(s, p, GMT_RK_END_TIME_S);
 	copy_key(s, p, GMT_RK_COVERAGE);
 	copy_key(s, p, GMT_RK_COMPLETE);

@@ -31,6 +31,12 @@
 #define GMT_SUMMARY_STACKS 32
 #define GMT_SUMMARY_FRAMES 16
 
+/**
+ * The uncertainty of a summary's wall clock (its "clock_uncertainty_s") unless `summarize
+ * --clock-uncertainty` states another: NTP keeps hosts' clocks within milliseconds.
+ */
+#define GMT_SUMMARY_CLOCK_UNCERTAINTY_S 0.01
+
 typedef struct json_t json_t;
 
 /**
