@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """install suite: what `meson install` puts in a prefix, and whether it works from there.
 
-    run_install.py --build BUILD --source SRC tree|wheel|docs
+    run_install.py --build BUILD --source SRC tree|docs
 
 tree: installs the build into a temporary directory (`meson install --destdir`), moves the
 prefix somewhere else (nothing may depend on where it was installed or built), and checks the
@@ -9,14 +9,6 @@ file set (CLI, versioned tracer and its links, header, pkg-config file, Python p
 pages, completions), that no installed file names the build or source tree, and then runs the
 installed CLI on a C victim built through the installed gpumemtrace.pc and on a Python victim
 (the installed `gpumemtrace` module, its start-up hook, a child process), on tests/simcuda.
-
-wheel: builds the wheel as a new user would, offline and with pip's build isolation (`pip wheel .`
-from a copy of the sources: the project's own backend, tools/pep517/gmt_build.py, needs nothing
-from an index), checks what it holds (the libraries a base system may lack bundled in .libs and
-found there through a relative rpath), installs it into a fresh venv and runs `python -m
-gpumemtrace run -- python victim.py`, `gpumemtrace --version` and `python -m pytest
---gpumemtrace` from there: the wheel alone, no build tree. Then `pip install .` straight from the
-sources into another fresh venv (no system packages) runs the CLI too.
 
 docs: the man pages (no groff warnings; each names every option its command's --help lists, and
 the version) and the bash and zsh completions (each offers every command and option --help lists,
@@ -348,207 +340,6 @@ def tree(build, src):
     return finish()
 
 
-# --- wheel -----------------------------------------------------------------------------------
-
-# what the wheel is built from: the project without its tests (a wheel build has none)
-WHEEL_SOURCES = ["meson.build", "meson_options.txt", "pyproject.toml", "README.md", "src", "tools",
-                 "include", "python", "data"]
-
-
-def python_with(*modules):
-    """An interpreter that can import @p modules: this one, else the system's (Debian's
-    python3-* packages are the system interpreter's), else None."""
-    for exe in dict.fromkeys([sys.executable, "/usr/bin/python3"]):
-        if os.access(exe, os.X_OK) and subprocess.run(
-                [exe, "-c", "import " + ", ".join(modules)], capture_output=True).returncode == 0:
-            return exe
-    return None
-
-
-def package_files(pkgdir):
-    out = set()
-    for d, dirs, files in os.walk(pkgdir):
-        dirs[:] = [x for x in dirs if x != "__pycache__"]
-        out |= {os.path.relpath(os.path.join(d, f), pkgdir) for f in files
-                if not f.endswith(".pyc")}
-    return out
-
-
-def wheel(build, src):
-    import zipfile
-    # one with pytest too where there is one: the wheel's pytest plugin is then run in the venv
-    py = python_with("venv", "ensurepip", "pip", "pytest") or python_with("venv", "ensurepip",
-                                                                          "pip")
-    if not py:
-        skip("no Python with venv and pip (Debian: python3-venv python3-pip)")
-    top = tempfile.mkdtemp(prefix="gmt-wheel-")
-    try:
-        # the wheel is built from a copy of what a release holds
-        tree = os.path.join(top, "src")
-        os.mkdir(tree)
-        for name in WHEEL_SOURCES:
-            (shutil.copytree if os.path.isdir(os.path.join(src, name)) else shutil.copy)(
-                os.path.join(src, name), os.path.join(tree, name),
-                **({"ignore": shutil.ignore_patterns("__pycache__")}
-                   if os.path.isdir(os.path.join(src, name)) else {}))
-        dist = os.path.join(top, "dist")
-        # build isolation on (pip's default): the backend must need nothing from an index
-        cmd = [py, "-m", "pip", "wheel", "--no-deps", "--no-index", "-w", dist, tree]
-        toolkit = build_options(build).get("cudatoolkit")
-        if toolkit:
-            cmd[4:4] = ["--config-settings", "setup-args=-Dcudatoolkit=" + toolkit]
-        env = dict(os.environ, PIP_DISABLE_PIP_VERSION_CHECK="1", PIP_NO_INPUT="1")
-        p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
-        wheels = glob.glob(os.path.join(dist, "gpumemtrace-*.whl"))
-        if not check(p.returncode == 0 and len(wheels) == 1,
-                     "pip wheel builds one wheel, offline, with build isolation (%d: %s)"
-                     % (p.returncode, (p.stdout + p.stderr)[-3000:])):
-            return finish()
-        whl = wheels[0]
-        ver = version(build)
-        check(os.path.basename(whl).startswith("gpumemtrace-%s-" % ver),
-              "the wheel has the project's version (%s)" % os.path.basename(whl))
-        names = set(zipfile.ZipFile(whl).namelist())
-        pkg = {n[len("gpumemtrace/"):] for n in names if n.startswith("gpumemtrace/")}
-        want = package_files(os.path.join(src, "python", "gpumemtrace")) | {
-            "bin/gpumemtrace", "lib/libgpumemtrace.so", "torch_entry.h"}
-        bundled = {n for n in pkg if n.startswith(".libs/")}
-        check({".libs/libjansson.so.4", ".libs/libdw.so.1", ".libs/libelf.so.1"} <= bundled,
-              "the wheel bundles the CLI's libraries a base system may lack (%s)"
-              % sorted(bundled))
-        never = [n for n in bundled if re.match(
-            r"\.libs/(libc\.|ld-linux|libcuda|libcudart|libcupti|libnvidia|libstdc)", n)]
-        check(not never, "... and not the C library or the program's CUDA (%s)" % never)
-        check(pkg - bundled == want, "the wheel's gpumemtrace/ holds the package, bin/gpumemtrace, "
-              "lib/libgpumemtrace.so and .libs, nothing else (missing %s, extra %s)"
-              % (sorted(want - pkg), sorted(pkg - bundled - want)))
-        other = sorted(n for n in names if not n.startswith("gpumemtrace/")
-                       and not n.startswith("gpumemtrace-%s.dist-info/" % ver))
-        check(not other, "nothing else in the wheel: %s" % other)
-
-        if shutil.which("readelf"):
-            z = zipfile.ZipFile(whl)
-            for member in ("gpumemtrace/bin/gpumemtrace", "gpumemtrace/lib/libgpumemtrace.so"):
-                if member in names:
-                    path = z.extract(member, os.path.join(top, "unzipped"))
-                    dyn = readelf_dynamic(path)
-                    rp = re.findall(r"\((RPATH|RUNPATH)\)\s+Library r\w*path: \[([^\]]*)\]",
-                                    dyn)
-                    check(rp == [("RPATH", "$ORIGIN/../.libs")],
-                          "%s finds the bundled libraries by a relative RPATH, nothing else (%s)"
-                          % (member, rp))
-
-        # a fresh virtual environment with the wheel alone: no build tree, no PYTHONPATH
-        venv = os.path.join(top, "venv")
-        # the system's packages visible (pytest, for the plugin's entry point), nothing of ours
-        with_pytest = python_with("pytest") == py
-        p = subprocess.run([py, "-m", "venv"] + (["--system-site-packages"] if with_pytest
-                                                 else []) + [venv], capture_output=True,
-                           text=True)
-        vpy = os.path.join(venv, "bin", "python")
-        if not check(p.returncode == 0, "a fresh venv (%s)" % p.stderr.strip()):
-            return finish()
-        p = subprocess.run([vpy, "-m", "pip", "install", "--no-index", "--no-deps", whl],
-                           env=env, capture_output=True, text=True, timeout=300)
-        if not check(p.returncode == 0, "pip installs the wheel into it (%s)" % p.stderr.strip()):
-            return finish()
-        site = subprocess.run([vpy, "-c", "import sysconfig; print(sysconfig.get_paths()"
-                               "['platlib'])"], capture_output=True, text=True).stdout.strip()
-        pkgdir = os.path.realpath(os.path.join(site, "gpumemtrace"))
-        env = clean_env(build)
-        tools = os.path.join(build, "tools")
-        env["PATH"] = os.pathsep.join([os.path.join(venv, "bin")] + [
-            d for d in env.get("PATH", "").split(os.pathsep)
-            if d and os.path.realpath(d) != os.path.realpath(tools)])
-        for cmd in ([os.path.join(venv, "bin", "gpumemtrace")], [vpy, "-m", "gpumemtrace"]):
-            p = run(cmd + ["--version"], env, cwd=top)
-            check(p.returncode == 0 and p.stdout.strip() == "gpumemtrace " + ver,
-                  "`%s --version` runs the wheel's CLI (%s)" % (" ".join(
-                      os.path.basename(c) for c in cmd), (p.stdout + p.stderr).strip()))
-        p = run([vpy, "-m", "gpumemtrace", "nosuchcommand"], env, cwd=top)
-        check(p.returncode == 2, "the CLI's exit status comes through python -m (%d)"
-              % p.returncode)
-        if shutil.which("ldd"):
-            p = run(["ldd", os.path.join(pkgdir, "bin", "gpumemtrace")], env, cwd=top)
-            libs = dict(re.findall(r"(\S+) => (\S+)", p.stdout))
-            check(all(os.path.realpath(libs.get(so, "")).startswith(os.path.join(pkgdir, ".libs"))
-                      for so in ("libjansson.so.4", "libdw.so.1", "libelf.so.1")),
-                  "the installed CLI loads the bundled libjansson, libdw and libelf (%s)"
-                  % {k: v for k, v in libs.items() if "jansson" in k or "libdw" in k
-                     or "libelf" in k})
-
-        out = os.path.join(top, "out")
-        script = os.path.join(src, "tests", "install", "victim.py")
-        p = run([vpy, "-m", "gpumemtrace", "run", "-o", out, "--", "python", script], env,
-                cwd=top)
-        check(p.returncode == 0, "python -m gpumemtrace run -- python victim.py (%d: %s)"
-              % (p.returncode, p.stderr))
-        lines = [json.loads(l) for l in p.stdout.splitlines() if l.startswith("{")]
-        check(len(lines) == 2, "the victim and its child both ran (%d lines)" % len(lines))
-        for info in lines:
-            who = "child" if info["child"] else "victim"
-            check(info["enabled"], "%s: gpumemtrace.enabled()" % who)
-            check(os.path.realpath(info["module"]) == os.path.join(pkgdir, "__init__.py"),
-                  "%s: `import gpumemtrace` is the wheel's (%s)" % (who, info["module"]))
-            check(info["sitecustomize"] and os.path.realpath(info["sitecustomize"]) ==
-                  os.path.join(pkgdir, "_site", "sitecustomize.py"),
-                  "%s: the wheel's start-up hook ran (%s)" % (who, info["sitecustomize"]))
-            check(os.path.realpath(info["preload"].split(":")[0]) == os.path.join(
-                pkgdir, "lib", "libgpumemtrace.so"),
-                "%s: LD_PRELOAD is the wheel's tracer (%s)" % (who, info["preload"]))
-        no_tracer_complaints(p.stderr, "victim under the wheel's CLI")
-        rep = run([vpy, "-m", "gpumemtrace", "report", "--format", "json", out], env, cwd=top)
-        if check(rep.returncode == 0, "python -m gpumemtrace report reads the traces (%s)"
-                 % rep.stderr):
-            rep = json.loads(rep.stdout)
-            check(len(rep["processes"]) == 2, "two traces: the victim and its child")
-            check(("victim.py", 3 << 20) in leak_sites(rep),
-                  "the report names victim.py for the 3 MiB leak (%s)" % leak_sites(rep))
-
-        # `pip install .` straight from the sources, in a venv of its own without the system's
-        # packages: what the README says to do
-        venv2 = os.path.join(top, "venv2")
-        p = subprocess.run([py, "-m", "venv", venv2], capture_output=True, text=True)
-        vpy2 = os.path.join(venv2, "bin", "python")
-        if check(p.returncode == 0, "another fresh venv (%s)" % p.stderr.strip()):
-            cmd = [vpy2, "-m", "pip", "install", "--no-deps", "--no-index", tree]
-            if toolkit:
-                cmd[4:4] = ["--config-settings", "setup-args=-Dcudatoolkit=" + toolkit]
-            p = subprocess.run(cmd, env=dict(os.environ, PIP_DISABLE_PIP_VERSION_CHECK="1",
-                                             PIP_NO_INPUT="1"),
-                               capture_output=True, text=True, timeout=900)
-            if check(p.returncode == 0, "pip install . in a fresh venv, offline, with build "
-                     "isolation (%d: %s)" % (p.returncode, (p.stdout + p.stderr)[-2000:])):
-                p = run([os.path.join(venv2, "bin", "gpumemtrace"), "--version"], env, cwd=top)
-                check(p.returncode == 0 and p.stdout.strip() == "gpumemtrace " + ver,
-                      "... and its gpumemtrace runs (%s)" % (p.stdout + p.stderr).strip())
-
-        # the pytest plugin, registered by the wheel's entry point: no -p, no PYTHONPATH
-        if not with_pytest:
-            print("note: no pytest for %s: the wheel's pytest plugin is not run" % py)
-            return finish()
-        shutil.copy(os.path.join(src, "tests", "pytest", "cases_ctypes.py"),
-                    os.path.join(top, "test_gpu.py"))
-        junit = os.path.join(top, "junit.xml")
-        p = run([vpy, "-m", "pytest", "-p", "no:cacheprovider", "--gpumemtrace",
-                 "--gpumemtrace-dir", os.path.join(top, "pytest-traces"), "--junitxml", junit,
-                 "test_gpu.py"], dict(env, PYTHONDONTWRITEBYTECODE="1"), cwd=top, timeout=300)
-        import xml.etree.ElementTree as ET
-        failed = sorted(tc.get("name") for tc in ET.parse(junit).getroot().iter("testcase")
-                        if tc.find("failure") is not None) if os.path.exists(junit) else None
-        check(p.returncode == 1 and failed == ["test_leaks", "test_method_leaks",
-                                               "test_own_failure", "test_peak_over"],
-              "pytest --gpumemtrace in the venv (the wheel's entry point): the tests over their "
-              "limits fail (%d, %s: %s)" % (p.returncode, failed, (p.stdout + p.stderr)[-2000:]))
-        check(len(glob.glob(os.path.join(top, "pytest-traces", "*.jsonl.zst"))) == 1,
-              "... traced by the wheel's CLI and tracer")
-        check("PytestAssertRewriteWarning" not in p.stdout + p.stderr,
-              "... and pytest does not warn about the package imported before the plugin")
-    finally:
-        shutil.rmtree(top, ignore_errors=True)
-    return finish()
-
-
 # --- docs ------------------------------------------------------------------------------------
 
 def cli_help(build, *cmd):
@@ -739,10 +530,10 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", required=True)
     ap.add_argument("--source", required=True)
-    ap.add_argument("case", choices=["tree", "wheel", "docs"])
+    ap.add_argument("case", choices=["tree", "docs"])
     a = ap.parse_args()
     build, src = os.path.abspath(a.build), os.path.abspath(a.source)
-    return {"tree": tree, "wheel": wheel, "docs": docs}[a.case](build, src)
+    return {"tree": tree, "docs": docs}[a.case](build, src)
 
 
 if __name__ == "__main__":

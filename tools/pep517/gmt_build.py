@@ -14,7 +14,10 @@ program's own CUDA and PyTorch bring them).
 It needs what a meson build needs: meson (1.0 or later) and ninja on PATH (or the `mesonbuild`
 module), a C compiler, the jansson, libunwind and elfutils headers, the CUDA 13 headers
 (/usr/local/cuda or CUDA_HOME). What is missing is said in one line. config_settings:
-`setup-args` (one string or a list: more `meson setup` options, as meson-python takes them).
+`setup-args` (one string or a list: more `meson setup` options, as meson-python takes them),
+`build-dir` (meson's build directory, kept and used again by the next build: scripts/wheel
+--build-dir, tests/packaging). `pip install -e` is refused in one line: the CLI and the tracer
+are compiled, an editable install would run stale ones.
 """
 import base64
 import hashlib
@@ -42,6 +45,20 @@ class BuildError(Exception):
     pass
 
 
+def _one_line(hook):
+    """A hook whose BuildError is one line on stderr and exit status 1, not a traceback: pip
+    shows the hook's output, and a traceback would bury what to install."""
+    def run(*args, **kwargs):
+        try:
+            return hook(*args, **kwargs)
+        except BuildError as e:
+            sys.stderr.write("%s\n" % e)
+            raise SystemExit(1)
+
+    run.__name__, run.__doc__ = hook.__name__, hook.__doc__
+    return run
+
+
 def _root():
     return os.getcwd()  # PEP 517: the backend runs in the source tree
 
@@ -55,23 +72,120 @@ def _version(root):
 
 
 def _project(root):
-    """pyproject.toml's [project] table (tomllib on Python 3.11+, else the few keys read here)."""
+    """pyproject.toml's [project] table (tomllib on Python 3.11+, else _toml)."""
     path = os.path.join(root, "pyproject.toml")
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
     try:
         import tomllib
-        with open(path, "rb") as f:
-            return tomllib.load(f).get("project", {})
     except ImportError:
-        pass
-    text = open(path, encoding="utf-8").read()
-    out = {}
-    for key in ("name", "description", "requires-python"):
-        m = re.search(r'^%s\s*=\s*"([^"]*)"' % re.escape(key), text, re.M)
-        if m:
-            out[key] = m.group(1)
-    out["scripts"] = {"gpumemtrace": "gpumemtrace.__main__:main"}
-    out["entry-points"] = {"pytest11": {"gpumemtrace": "gpumemtrace.pytest_plugin"}}
-    return out
+        return _toml(text, path).get("project", {})
+    return tomllib.loads(text).get("project", {})
+
+
+def _toml(text, where):
+    """The TOML that pyproject.toml is written in, for Python 3.10 (no tomllib): [tables] and
+    [dotted.tables]; key = value where a value is a string, a boolean, an integer, an array (over
+    several lines, with comments) or an inline table. Anything else is an error naming the line."""
+    pos = [0]
+
+    def fail():
+        raise BuildError("%s:%d: the build backend cannot read this (Python 3.10 has no tomllib; "
+                         "3.11 reads all of TOML)" % (where, text.count("\n", 0, pos[0]) + 1))
+
+    def skip(newlines=True):
+        while pos[0] < len(text):
+            c = text[pos[0]]
+            if c in " \t\r" or (newlines and c == "\n"):
+                pos[0] += 1
+            elif c == "#":
+                end = text.find("\n", pos[0])
+                pos[0] = len(text) if end < 0 else end
+            else:
+                return
+
+    def key():
+        m = re.compile(r'"([^"\\\n]*)"|([A-Za-z0-9_-]+)').match(text, pos[0])
+        if not m:
+            fail()
+        pos[0] = m.end()
+        return m.group(1) if m.group(1) is not None else m.group(2)
+
+    def value():
+        c = text[pos[0]:pos[0] + 1]
+        if c == '"':
+            m = re.compile(r'"((?:[^"\\\n]|\\.)*)"').match(text, pos[0])
+            if not m:
+                fail()
+            pos[0] = m.end()
+            return re.sub(r"\\(.)", lambda e: {"n": "\n", "t": "\t"}.get(e.group(1), e.group(1)),
+                          m.group(1))
+        if c == "'":
+            end = text.find("'", pos[0] + 1)
+            if end < 0:
+                fail()
+            start, pos[0] = pos[0] + 1, end + 1
+            return text[start:end]
+        if c in ("[", "{"):
+            close, out = ("]", []) if c == "[" else ("}", {})
+            pos[0] += 1
+            skip()
+            while text[pos[0]:pos[0] + 1] != close:
+                if c == "[":
+                    out.append(value())
+                else:
+                    k = key()
+                    skip(False)
+                    if text[pos[0]:pos[0] + 1] != "=":
+                        fail()
+                    pos[0] += 1
+                    skip(False)
+                    out[k] = value()
+                skip()
+                if text[pos[0]:pos[0] + 1] == ",":
+                    pos[0] += 1
+                    skip()
+                elif text[pos[0]:pos[0] + 1] != close:
+                    fail()
+            pos[0] += 1
+            return out
+        m = re.compile(r"true|false|[+-]?[0-9]+").match(text, pos[0])
+        if not m:
+            fail()
+        pos[0] = m.end()
+        return {"true": True, "false": False}.get(m.group(0)) if m.group(0) in (
+            "true", "false") else int(m.group(0))
+
+    top = table = {}
+    while True:
+        skip()
+        if pos[0] >= len(text):
+            return top
+        if text[pos[0]] == "[":
+            pos[0] += 1
+            table = top
+            while True:
+                skip(False)
+                table = table.setdefault(key(), {})
+                skip(False)
+                if text[pos[0]:pos[0] + 1] == ".":
+                    pos[0] += 1
+                    continue
+                if text[pos[0]:pos[0] + 1] != "]":
+                    fail()
+                pos[0] += 1
+                break
+        else:
+            k = key()
+            skip(False)
+            if text[pos[0]:pos[0] + 1] != "=":
+                fail()
+            pos[0] += 1
+            skip(False)
+            table[k] = value()
+        skip(False)
+        if pos[0] < len(text) and text[pos[0]] != "\n":
+            fail()
 
 
 def _metadata(root):
@@ -114,17 +228,36 @@ def _tag():
     return "py3-none-%s" % plat
 
 
+def _beside_python(name):
+    """@p name installed beside the Python that runs the backend (pip install meson ninja into a
+    venv that is not activated: pip's isolation hides the venv's packages, not its bin/)."""
+    for d in dict.fromkeys([os.path.dirname(sys.executable), sysconfig.get_path("scripts")]):
+        path = os.path.join(d, name)
+        if os.path.isfile(path) and os.access(path, os.X_OK):
+            return path
+    return None
+
+
 def _meson():
-    exe = shutil.which("meson")
+    """The meson to run, after checking that there is a ninja for it (meson's own error about a
+    missing ninja names neither package)."""
+    missing = BuildError("gpumemtrace: building needs meson (1.0 or later) and ninja: install "
+                         "them (Debian/Ubuntu: apt install meson ninja-build; or pip install "
+                         "meson ninja) and try again")
+    if not (os.environ.get("NINJA") or shutil.which("ninja") or shutil.which("ninja-build") or
+            shutil.which("samu")):
+        ninja = _beside_python("ninja")
+        if not ninja:
+            raise missing
+        os.environ["NINJA"] = ninja  # how meson is told where ninja is
+    exe = shutil.which("meson") or _beside_python("meson")
     if exe:
         return [exe]
     try:
         import mesonbuild  # noqa: F401
         return [sys.executable, "-m", "mesonbuild.mesonmain"]
     except ImportError:
-        raise BuildError("gpumemtrace: building needs meson (1.0 or later) and ninja: install "
-                         "them (Debian/Ubuntu: apt install meson ninja-build; or pip install "
-                         "meson ninja) and try again")
+        raise missing
 
 
 def _tool_env():
@@ -271,14 +404,39 @@ def _installed_package(staging):
 
 # --- PEP 517 ---------------------------------------------------------------------------------
 
+@_one_line
 def get_requires_for_build_wheel(config_settings=None):
     return []
 
 
+@_one_line
 def get_requires_for_build_sdist(config_settings=None):
     return []
 
 
+EDITABLE = ("gpumemtrace: pip install -e (editable) is not supported: the CLI and the tracer are "
+            "compiled, and an editable install would keep running the old ones; use `pip install "
+            ".` again after a change, or a meson build (./scripts/setup, build/tools/gpumemtrace)")
+
+
+@_one_line
+def get_requires_for_build_editable(config_settings=None):
+    """PEP 660, refused here, where pip asks first (before it would build anything)."""
+    raise BuildError(EDITABLE)
+
+
+@_one_line
+def build_editable(wheel_directory, config_settings=None, metadata_directory=None):
+    raise BuildError(EDITABLE)
+
+
+def _setting(config_settings, key):
+    """The last value of a --config-settings KEY (pip passes several as a list), or None."""
+    v = (config_settings or {}).get(key)
+    return v[-1] if isinstance(v, list) and v else (v or None)
+
+
+@_one_line
 def prepare_metadata_for_build_wheel(metadata_directory, config_settings=None):
     root = _root()
     distinfo = "%s-%s.dist-info" % (NAME, _version(root))
@@ -291,16 +449,22 @@ def prepare_metadata_for_build_wheel(metadata_directory, config_settings=None):
     return distinfo
 
 
+@_one_line
 def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
     root = _root()
     meson = _meson()
     work = tempfile.mkdtemp(prefix="gmt-wheel-build-")
     log_path = os.path.join(work, "build.log")
+    kept = _setting(config_settings, "build-dir")
     try:
         with open(log_path, "w", encoding="utf-8") as log:
-            build, staging = os.path.join(work, "build"), os.path.join(work, "staging")
-            _run(meson + ["setup", build, root, "-Dwheel=true", "--buildtype=release",
-                          "-Db_ndebug=if-release"] + _setup_args(config_settings), log)
+            build = os.path.abspath(kept) if kept else os.path.join(work, "build")
+            staging = os.path.join(work, "staging")
+            setup = ["-Dwheel=true", "--buildtype=release", "-Db_ndebug=if-release"] + \
+                _setup_args(config_settings)
+            if os.path.isfile(os.path.join(build, "build.ninja")):  # a kept one: used again
+                setup = ["--reconfigure"] + setup
+            _run(meson + ["setup", build, root] + setup, log)
             _run(meson + ["compile", "-C", build], log)
             _run(meson + ["install", "-C", build, "--destdir", staging, "--no-rebuild"], log)
             pkg = _installed_package(staging)
@@ -317,6 +481,7 @@ def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
             shutil.rmtree(work, ignore_errors=True)
 
 
+@_one_line
 def build_sdist(sdist_directory, config_settings=None):
     """The tracked files of the source tree (git ls-files), as name-version.tar.gz."""
     import tarfile
