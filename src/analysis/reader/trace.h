@@ -327,11 +327,19 @@ struct gmt_read_options {
 	 * negative: the default, 1 s; 0: at every look at the clock (the tests use it)
 	 */
 	double progress_every_s;
+	/**
+	 * threads that read one trace: 0 or 1, the calling thread alone; N, the calling thread
+	 * and N - 1 workers that parse its event lines ahead, in chunks, while the calling thread
+	 * takes every line in its order (what is read, said and delivered is the same at every N)
+	 */
+	unsigned jobs;
+	/** lines per chunk of a read with jobs > 1; 0: the default (the tests make it small) */
+	unsigned chunk_lines;
 };
 
 #define GMT_READ_OPTIONS_INIT                                                                      \
 	{                                                                                          \
-		.slow = false, .progress_every_s = -1                                              \
+		.slow = false, .progress_every_s = -1, .jobs = 1, .chunk_lines = 0                 \
 	}
 
 /**

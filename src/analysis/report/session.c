@@ -335,7 +335,10 @@ static bool
 add_parallel(struct gmt_session *s, const char *dir, char **names, size_t n)
 {
 	size_t nthreads = session_jobs(n), started = 0;
-	struct dir_work w = {.opt = &s->opt, .n = n};
+	/* a thread per trace: each trace read by its thread alone (the CPUs are taken) */
+	struct gmt_session_options one = s->opt;
+	one.read.jobs = 1;
+	struct dir_work w = {.opt = &one, .n = n};
 	pthread_t *th;
 
 	if (nthreads < 2)
