@@ -57,8 +57,9 @@ gmt_cli_session_options(struct gmt_session_options *o)
 		double x = strtod(v, &end);
 
 		if (*end == '\0' && x >= 0)
-			o->read.progress_every_s = x;
+			o->progress_every_s = x;
 	}
+	o->read.progress = gmt_cli_progress(o->progress_every_s);
 }
 
 bool

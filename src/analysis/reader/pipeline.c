@@ -21,7 +21,6 @@
  */
 #define _GNU_SOURCE
 #include "analysis/reader/input.h"
-#include "analysis/reader/progress.h"
 #include "analysis/reader/reader_int.h"
 #include "analysis/reader/trace.h"
 
@@ -159,12 +158,11 @@ enum fill_end {
 
 /*
  * Fill @p c with the next lines of @p in, from line @p *nread + 1, until it is full, the input
- * ends or a long line comes. The progress line counts lines read.
+ * ends or a long line comes. The progress counts lines read.
  */
 static enum fill_end
 fill(struct reader *r,
      struct gmt_trace_input *in,
-     struct progress *prog,
      struct chunk *c,
      size_t max_lines,
      size_t *nread,
@@ -185,8 +183,7 @@ fill(struct reader *r,
 			end->err = errno;
 			return FILL_END;
 		}
-		if ((++*nread & PROGRESS_EVERY) == 0)
-			rd_progress_show(prog, r->epath, *nread);
+		rd_progress_step(r, ++*nread);
 		size_t len = line.skipped ? 0 : line.len;
 		if (len > BIG_LINE) {
 			*big = line;
@@ -235,10 +232,7 @@ take_chunk(struct reader *r, const struct chunk *c, bool *torn)
 }
 
 struct rd_pipeline_end
-rd_read_pipelined(struct reader *r,
-		  struct gmt_trace_input *in,
-		  struct progress *prog,
-		  const struct gmt_read_options *opt)
+rd_read_pipelined(struct reader *r, struct gmt_trace_input *in, const struct gmt_read_options *opt)
 {
 	struct rd_pipeline_end end = {.n = 1};
 	struct pipeline p = {0};
@@ -266,7 +260,7 @@ rd_read_pipelined(struct reader *r,
 	while (!stopped) {
 		if (more && !big_waits && p.filled - taken < p.nring) {
 			struct chunk *c = &p.ring[p.filled % p.nring];
-			enum fill_end e = fill(r, in, prog, c, max_lines, &nread, &big, &end);
+			enum fill_end e = fill(r, in, c, max_lines, &nread, &big, &end);
 
 			if (e == FILL_NOMEM)
 				break;

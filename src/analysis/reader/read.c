@@ -14,7 +14,6 @@
 #include "util/hash.h"
 #include "util/hex.h"
 
-#include "analysis/reader/progress.h"
 #include "analysis/reader/reader_int.h"
 #include <errno.h>
 #include <inttypes.h>
@@ -115,11 +114,14 @@ rd_read_jsonl(struct gmt_trace_input *inp,
 	t->pid = t->ppid = t->forked_from = -1;
 	t->rank = t->local_rank = t->world_size = -1;
 
-	struct progress prog = rd_progress_start(&in, diag, opt);
+	r.progress = opt->progress;
+	r.in = &in;
+	if (r.progress)
+		r.progress->begin(r.progress->ctx, path, gmt_trace_input_size(&in));
 
 	bool early = false; /* the read stopped before the input's end (pipelined reads only) */
 	if (rd_pipeline_wanted(opt)) {
-		struct rd_pipeline_end e = rd_read_pipelined(&r, &in, &prog, opt);
+		struct rd_pipeline_end e = rd_read_pipelined(&r, &in, opt);
 
 		n = e.n;
 		errno = e.err;
@@ -127,8 +129,7 @@ rd_read_jsonl(struct gmt_trace_input *inp,
 	} else {
 		errno = 0;
 		while ((n = gmt_trace_input_line(&in, &line, GMT_TRACE_MAX_LINE)) > 0) {
-			if (((t->lines + 1) & PROGRESS_EVERY) == 0)
-				rd_progress_show(&prog, r.epath, t->lines + 1);
+			rd_progress_step(&r, t->lines + 1);
 			if (!rd_take_line(&r, &line, NULL))
 				break;
 			errno = 0;
@@ -136,7 +137,8 @@ rd_read_jsonl(struct gmt_trace_input *inp,
 	}
 	if (!early && (n < 0 || ferror(f)))
 		read_errno = errno ? errno : EIO;
-	rd_progress_end(&prog);
+	if (r.progress)
+		r.progress->end(r.progress->ctx);
 	/*
 	 * A compressed stream ends early without an error of its own: what was decoded has been
 	 * read, as a plain file is read up to its torn line. Unless the read stopped before it

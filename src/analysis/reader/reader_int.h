@@ -12,7 +12,6 @@
  *   open.c      gmt_trace_read(), gmt_trace_read_sink(): open the input, tell what it is (a
  *               trace, a PyTorch snapshot pickle: snapshot.c), hand it to its reader
  *   pipeline.c  the same read with the event lines parsed ahead on worker threads (jobs > 1)
- *   progress.c  the progress line on a terminal while a large file is read
  *
  * Dependencies one way: open -> read -> pipeline -> dispatch -> lines, meta -> fields -> trace;
  * read -> dispatch; snapshot -> trace.
@@ -85,7 +84,17 @@ struct reader {
 	uint64_t *stack_addrs; /* a stack line's kept frames while it is checked */
 	struct gmt_trace_pyframe *stack_py;
 	size_t stack_addrs_cap, stack_py_cap;
+	const struct gmt_read_progress *progress; /* NULL: none */
+	const struct gmt_trace_input *in;
 };
+
+/* @p lines read: every GMT_READ_PROGRESS_LINES, the progress is told (trace.h). */
+static inline void
+rd_progress_step(struct reader *r, size_t lines)
+{
+	if (r->progress && (lines & (GMT_READ_PROGRESS_LINES - 1)) == 0)
+		r->progress->step(r->progress->ctx, lines, gmt_trace_input_offset(r->in));
+}
 
 struct open_range {
 	int64_t tid;
@@ -315,8 +324,6 @@ void rd_pre_read(char *text, size_t len, size_t lineno, struct rd_pre *pre);
 
 bool rd_take_line(struct reader *r, const struct gmt_trace_line *line, const struct rd_pre *pre);
 
-struct progress;
-
 /* How a pipelined read ended: the input's last answer (n, errno), or early: a line stopped it. */
 struct rd_pipeline_end {
 	int n;
@@ -332,10 +339,8 @@ bool rd_pipeline_wanted(const struct gmt_read_options *opt);
  * them, while opt->jobs - 1 workers (and this thread, when it would wait) read the event and
  * block lines ahead (rd_pre_read()).
  */
-struct rd_pipeline_end rd_read_pipelined(struct reader *r,
-					 struct gmt_trace_input *in,
-					 struct progress *prog,
-					 const struct gmt_read_options *opt);
+struct rd_pipeline_end
+rd_read_pipelined(struct reader *r, struct gmt_trace_input *in, const struct gmt_read_options *opt);
 
 /** The JSON Lines read of @p in, a trace (read.c); takes @p in over and closes it. */
 enum gmt_trace_status rd_read_jsonl(struct gmt_trace_input *in,
