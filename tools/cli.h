@@ -34,6 +34,12 @@ enum gmt_exit {
 void gmt_cli_session_options(struct gmt_session_options *o);
 
 /**
+ * The progress line of a trace being read, on standard error when it is a terminal, rewritten
+ * every @p every_s seconds (negative: 1 s) (tools/progress.c); for gmt_read_options.progress.
+ */
+const struct gmt_read_progress *gmt_cli_progress(double every_s);
+
+/**
  * Parse a --from/--to value into @p b: seconds from the trace's start ("2.5", "2.5s") or else a
  * marker label. Returns false (after a message naming @p option) for an empty value.
  */

@@ -85,11 +85,47 @@ strings_and_shape(void)
 	CHECK(!parse("{\"a\":\"unterminated}"));
 }
 
+/*
+ * The parser first compares each key with the one at its position in the line before (the
+ * lines of a trace repeat their shape): a line that differs there, by a key of the same length,
+ * a longer or shorter one, an escape or a byte that is not a key's, reads as if it came first.
+ */
+static void
+shapes_that_change(void)
+{
+	const struct gmt_flat_value *v;
+
+	CHECK(parse("{\"type\":\"event\",\"ptr\":\"0x10\",\"size\":5,\"an_unknown_key\":7}"));
+	CHECK(parse("{\"type\":\"event\",\"api\":\"0x20\",\"sizes\":6,\"an_unknown_key\":8}"));
+	CHECK(!gmt_flat_get(&f, "ptr") && !gmt_flat_get(&f, "size"));
+	v = gmt_flat_get(&f, "api");
+	CHECK(v && v->type == GMT_FLAT_STR && strcmp(v->str, "0x20") == 0);
+	v = gmt_flat_get(&f, "sizes");
+	CHECK(v && v->type == GMT_FLAT_INT && v->num == 6);
+	v = gmt_flat_get(&f, "an_unknown_key");
+	CHECK(v && v->num == 8);
+	/* the same key again, then one cut short, one with an escape, one that is not a key */
+	CHECK(parse("{\"type\":\"event\",\"api\":\"x\",\"size\":1}"));
+	CHECK(gmt_flat_get(&f, "size") && gmt_flat_get(&f, "size")->num == 1);
+	CHECK(!parse("{\"type\":\"event\",\"ap"));
+	CHECK(!parse("{\"type\":\"event\",\"a\\u0070i\":\"x\"}"));
+	CHECK(!parse("{\"type\":\"event\",\"api\" \"x\"}"));
+	CHECK(parse("{\"typ\":\"event\",\"api\":\"y\"}"));
+	CHECK(!gmt_flat_get(&f, "type") && gmt_flat_get(&f, "typ"));
+	CHECK(strcmp(gmt_flat_get(&f, "api")->str, "y") == 0);
+	/* keys longer than the remembered ones, twice over */
+	CHECK(parse("{\"a_key_longer_than_twenty_two_bytes\":1,\"ts\":2}"));
+	CHECK(parse("{\"a_key_longer_than_twenty_two_bytes\":3,\"ts\":4}"));
+	CHECK(gmt_flat_get(&f, "a_key_longer_than_twenty_two_bytes")->num == 3);
+	CHECK(gmt_flat_get(&f, "ts")->num == 4);
+}
+
 int
 main(void)
 {
 	integers();
 	strings_and_shape();
+	shapes_that_change();
 	puts("flatjson: ok");
 	return 0;
 }

@@ -46,6 +46,8 @@ rd_bad_line(struct reader *r, size_t lineno, const char *fmt, ...)
 {
 	va_list ap;
 
+	if (!r) /* a line read ahead of its turn (pipeline.c): it is read again then, and said */
+		return;
 	if (r->nomem) /* the line failed for lack of memory: the file is unreadable, said once */
 		return;
 	r->t->bad_lines++;

@@ -36,12 +36,46 @@ struct gmt_flat_value {
 	enum gmt_flat_type type;
 };
 
-#define GMT_FLAT_INDEX 128 /* open addressing over the keys: a power of two > 2 x GMT_FLAT_MAX */
+/*
+ * The keys of event and block lines (docs/trace-format.md), each with a slot of its own: a line's
+ * keys are found by one switch when it is parsed, and a lookup of a key given as a literal folds
+ * to one array read (the reader looks up ~15 keys per event line). Any other key is kept too,
+ * found by a scan (the last occurrence wins, as in jansson, for both).
+ */
+enum gmt_flat_key {
+	GMT_FK_TYPE,
+	GMT_FK_SEQ,
+	GMT_FK_TS,
+	GMT_FK_TID,
+	GMT_FK_OP,
+	GMT_FK_API,
+	GMT_FK_DRIVER,
+	GMT_FK_KIND,
+	GMT_FK_DEVICE,
+	GMT_FK_CONTEXT,
+	GMT_FK_STREAM,
+	GMT_FK_PTR,
+	GMT_FK_SIZE,
+	GMT_FK_RESULT,
+	GMT_FK_STACK,
+	GMT_FK_HANDLE,
+	GMT_FK_OFFSET,
+	GMT_FK_REQUESTED,
+	GMT_FK_FREE_BYTES,
+	GMT_FK_TOTAL_BYTES,
+	GMT_FK_POOL,
+	GMT_FK_ACTION,
+	GMT_FK_POOL_TYPE,
+	GMT_FK_DEVICE_FREE,
+	GMT_FK_COUNT,
+	GMT_FK_OTHER = GMT_FK_COUNT,
+};
 
 struct gmt_flat {
 	struct gmt_flat_value v[GMT_FLAT_MAX];
 	size_t n;
-	uint8_t index[GMT_FLAT_INDEX]; /**< v's position + 1 by a hash of the key; 0 empty */
+	uint8_t known[GMT_FK_COUNT]; /**< v's position + 1 of each known key; 0 absent */
+	bool other;		     /**< some key is not a known one */
 };
 
 /**
@@ -50,30 +84,67 @@ struct gmt_flat {
  */
 bool gmt_flat_parse(char *buf, size_t len, struct gmt_flat *out);
 
-/* The index's hash: the format's keys differ in length, first or last letter. */
-static inline size_t
-gmt_flat_hash(const char *key, size_t len)
+/** Which known key @p key (@p len bytes) is, GMT_FK_OTHER none. */
+static inline __attribute__((always_inline)) enum gmt_flat_key
+gmt_flat_key(const char *key, size_t len)
 {
-	return (len * 31u + (unsigned char)key[0] * 7u + (unsigned char)key[len ? len - 1 : 0]) &
-	       (GMT_FLAT_INDEX - 1);
+#define GMT_FK_IS(lit) (len == sizeof(lit) - 1 && __builtin_memcmp(key, lit, len) == 0)
+	switch (len) {
+	case 2: return GMT_FK_IS("ts") ? GMT_FK_TS : GMT_FK_IS("op") ? GMT_FK_OP : GMT_FK_OTHER;
+	case 3:
+		return GMT_FK_IS("seq")	  ? GMT_FK_SEQ
+		       : GMT_FK_IS("tid") ? GMT_FK_TID
+		       : GMT_FK_IS("api") ? GMT_FK_API
+		       : GMT_FK_IS("ptr") ? GMT_FK_PTR
+					  : GMT_FK_OTHER;
+	case 4:
+		return GMT_FK_IS("type")   ? GMT_FK_TYPE
+		       : GMT_FK_IS("kind") ? GMT_FK_KIND
+		       : GMT_FK_IS("size") ? GMT_FK_SIZE
+		       : GMT_FK_IS("pool") ? GMT_FK_POOL
+					   : GMT_FK_OTHER;
+	case 5: return GMT_FK_IS("stack") ? GMT_FK_STACK : GMT_FK_OTHER;
+	case 6:
+		return GMT_FK_IS("driver")   ? GMT_FK_DRIVER
+		       : GMT_FK_IS("device") ? GMT_FK_DEVICE
+		       : GMT_FK_IS("stream") ? GMT_FK_STREAM
+		       : GMT_FK_IS("result") ? GMT_FK_RESULT
+		       : GMT_FK_IS("handle") ? GMT_FK_HANDLE
+		       : GMT_FK_IS("offset") ? GMT_FK_OFFSET
+		       : GMT_FK_IS("action") ? GMT_FK_ACTION
+					     : GMT_FK_OTHER;
+	case 7: return GMT_FK_IS("context") ? GMT_FK_CONTEXT : GMT_FK_OTHER;
+	case 9:
+		return GMT_FK_IS("requested")	? GMT_FK_REQUESTED
+		       : GMT_FK_IS("pool_type") ? GMT_FK_POOL_TYPE
+						: GMT_FK_OTHER;
+	case 10: return GMT_FK_IS("free_bytes") ? GMT_FK_FREE_BYTES : GMT_FK_OTHER;
+	case 11:
+		return GMT_FK_IS("total_bytes")	  ? GMT_FK_TOTAL_BYTES
+		       : GMT_FK_IS("device_free") ? GMT_FK_DEVICE_FREE
+						  : GMT_FK_OTHER;
+	default: return GMT_FK_OTHER;
+	}
+#undef GMT_FK_IS
 }
 
 /**
  * The value of @p key (the last occurrence), or NULL when the object has no such key. Inline: a
- * key given as a literal has its length and hash folded at compile time (it is called ~15 times
- * per event line).
+ * known key given as a literal folds to its slot (it is called ~15 times per event line).
  */
-static inline const struct gmt_flat_value *
+static inline __attribute__((always_inline)) const struct gmt_flat_value *
 gmt_flat_get(const struct gmt_flat *f, const char *key)
 {
 	size_t len = __builtin_strlen(key);
+	enum gmt_flat_key k = gmt_flat_key(key, len);
 
-	for (size_t h = gmt_flat_hash(key, len); f->index[h]; h = (h + 1) & (GMT_FLAT_INDEX - 1)) {
-		const struct gmt_flat_value *v = &f->v[f->index[h] - 1];
-
-		if (v->klen == len && __builtin_memcmp(v->key, key, len) == 0)
-			return v;
-	}
+	if (k != GMT_FK_OTHER)
+		return f->known[k] ? &f->v[f->known[k] - 1] : NULL;
+	if (!f->other)
+		return NULL;
+	for (size_t i = f->n; i-- > 0;)
+		if (f->v[i].klen == len && __builtin_memcmp(f->v[i].key, key, len) == 0)
+			return &f->v[i];
 	return NULL;
 }
 

@@ -309,20 +309,39 @@ event_optional(struct reader *r, struct src obj, size_t lineno, struct gmt_trace
 	return true;
 }
 
+/* api and driver, as the line names them (@p driver NULL when it has none). */
+static bool
+event_name_strs(struct reader *r,
+		struct src obj,
+		size_t lineno,
+		const char *type,
+		const char **api,
+		const char **driver)
+{
+	int err;
+
+	if ((err = rd_get_str(obj, "api", api)))
+		return rd_key_error(r, lineno, type, "api", err, "a string");
+	err = rd_get_str(obj, "driver", driver);
+	if (err == -EINVAL)
+		return rd_key_error(r, lineno, type, "driver", err, "a string");
+	if (err)
+		*driver = NULL;
+	return true;
+}
+
 /* api and driver into the string table; false (reported) when the table is full. */
 static bool
-event_names(struct reader *r, struct src obj, size_t lineno, struct gmt_trace_event *ev)
+intern_names(struct reader *r,
+	     size_t lineno,
+	     struct gmt_trace_event *ev,
+	     const char *api,
+	     const char *driver)
 {
-	const char *api, *driver;
-	int err, idx;
+	int idx;
 
-	if ((err = rd_get_str(obj, "api", &api)))
-		return rd_key_error(r, lineno, "event", "api", err, "a string");
-	err = rd_get_str(obj, "driver", &driver);
-	if (err == -EINVAL)
-		return rd_key_error(r, lineno, "event", "driver", err, "a string");
 	ev->driver = GMT_TRACE_NO_STRING;
-	if (err == 0) {
+	if (driver) {
 		idx = rd_intern(r, driver);
 		if (idx < 0)
 			goto full;
@@ -424,15 +443,33 @@ keep_event(struct reader *r, const struct gmt_trace_event *ev)
 }
 
 bool
+rd_parse_event(struct reader *r,
+	       struct src obj,
+	       size_t lineno,
+	       struct gmt_trace_event *ev,
+	       const char **api,
+	       const char **driver)
+{
+	*ev = (struct gmt_trace_event){.line = (uint32_t)lineno, .device = -1};
+	return event_common(r, obj, lineno, ev) && event_kind(r, obj, lineno, ev) &&
+	       event_ptr_size(r, obj, lineno, ev) && event_optional(r, obj, lineno, ev) &&
+	       event_name_strs(r, obj, lineno, "event", api, driver);
+}
+
+bool
+rd_take_event(struct reader *r, struct gmt_trace_event *ev, const char *api, const char *driver)
+{
+	return intern_names(r, ev->line, ev, api, driver) && keep_event(r, ev);
+}
+
+bool
 rd_read_event(struct reader *r, struct src obj, size_t lineno)
 {
-	struct gmt_trace_event ev = {.line = (uint32_t)lineno, .device = -1};
+	struct gmt_trace_event ev;
+	const char *api, *driver;
 
-	if (!event_common(r, obj, lineno, &ev) || !event_kind(r, obj, lineno, &ev) ||
-	    !event_ptr_size(r, obj, lineno, &ev) || !event_optional(r, obj, lineno, &ev) ||
-	    !event_names(r, obj, lineno, &ev))
-		return false;
-	return keep_event(r, &ev);
+	return rd_parse_event(r, obj, lineno, &ev, &api, &driver) &&
+	       rd_take_event(r, &ev, api, driver);
 }
 
 /* An elided line's "sizes" and "lifetimes" into the trace's elided_bins (jansson lines only). */
@@ -525,7 +562,9 @@ rd_read_elided(struct reader *r, struct src obj, size_t lineno)
 		ev.stack = (uint32_t)u;
 	rd_get_u64(obj, GMT_ELIDED_TEMPORARIES, &ev.free_bytes);
 	rd_get_u64(obj, GMT_ELIDED_TEMPORARY_BYTES, &ev.total_bytes);
-	if (!event_names(r, obj, lineno, &ev) || !elided_bins(r, obj, lineno, &ev))
+	const char *api, *driver;
+	if (!event_name_strs(r, obj, lineno, "event", &api, &driver) ||
+	    !intern_names(r, lineno, &ev, api, driver) || !elided_bins(r, obj, lineno, &ev))
 		return false;
 	r->t->elided_lines++;
 	r->t->elided_allocations += ev.offset;
@@ -536,9 +575,8 @@ rd_read_elided(struct reader *r, struct src obj, size_t lineno)
  * (trace.h says which field holds what); it is stored and streamed with the events, in seq order.
  */
 bool
-rd_read_block(struct reader *r, struct src obj, size_t lineno)
+rd_parse_block(struct reader *r, struct src obj, size_t lineno, struct gmt_trace_event *out)
 {
-	struct gmt_trace *t = r->t;
 	struct gmt_trace_event ev = {.line = (uint32_t)lineno,
 				     .device = -1,
 				     .op = GMT_OP_BLOCK,
@@ -601,8 +639,23 @@ rd_read_block(struct reader *r, struct src obj, size_t lineno)
 	ev.result = (int32_t)flags;
 	if (rd_get_true(obj, "gc"))
 		ev.flags |= GMT_EV_IN_GC;
-	t->nblocks++;
-	return keep_event(r, &ev);
+	*out = ev;
+	return true;
+}
+
+bool
+rd_take_block(struct reader *r, const struct gmt_trace_event *ev)
+{
+	r->t->nblocks++;
+	return keep_event(r, ev);
+}
+
+bool
+rd_read_block(struct reader *r, struct src obj, size_t lineno)
+{
+	struct gmt_trace_event ev;
+
+	return rd_parse_block(r, obj, lineno, &ev) && rd_take_block(r, &ev);
 }
 
 /*

@@ -1,6 +1,6 @@
 /*
- * @brief The JSON Lines read of a trace: the file line by line into the line functions, then what
- * the whole file says (reader_int.h).
+ * @brief The JSON Lines read of a trace: the file line by line (here, or pipelined: pipeline.c)
+ * into dispatch.c, then what the whole file says (reader_int.h).
  */
 #define _GNU_SOURCE
 #include "analysis/reader/flatjson.h"
@@ -14,7 +14,6 @@
 #include "util/hash.h"
 #include "util/hex.h"
 
-#include "analysis/reader/progress.h"
 #include "analysis/reader/reader_int.h"
 #include <errno.h>
 #include <inttypes.h>
@@ -34,167 +33,6 @@
 
 /* Bytes free (for unprivileged writers) below which a file system counts as full. */
 #define DISK_FULL_BYTES (1u << 20)
-
-/*
- * Line @p lineno was longer than the reader keeps (GMT_TRACE_MAX_LINE) and went by unread: a bad
- * line (the report says the trace was damaged, check does not pass it), or one more line before
- * the first trace line. Nothing of it is quoted.
- */
-static void
-long_line(struct reader *r, size_t lineno, const struct gmt_trace_line *line)
-{
-	if (!r->trace_line_seen) {
-		r->lead++;
-		return;
-	}
-	rd_bad_line(r, lineno,
-		    "line of %llu bytes%s, longer than the %u MiB a line may have: skipped (not a "
-		    "line the tracer writes: a damaged or hostile file)",
-		    line->skipped, line->torn ? " (the file ends inside it)" : "",
-		    GMT_TRACE_MAX_LINE >> 20);
-}
-
-/* Line @p lineno is the first trace line: the lines before it are counted as bad, unquoted. */
-void
-rd_lead_end(struct reader *r, size_t lineno)
-{
-	if (r->trace_line_seen)
-		return;
-	r->trace_line_seen = true;
-	if (!r->lead)
-		return;
-	r->t->bad_lines += r->lead;
-	r->shown++;
-	fprintf(r->diag,
-		"%s:%zu: %zu line%s before the first trace line skipped (not trace lines: a file "
-		"cut at its start?)\n",
-		r->epath, lineno - r->lead, r->lead, r->lead == 1 ? "" : "s");
-}
-
-/*
- * The fast path: an event line of the plain shape, read without jansson (flatjson.h). False when
- * it declines the line; the slow path then reads it, with its messages.
- */
-static bool
-read_line_fast(struct reader *r, const char *buf, size_t len, size_t lineno)
-{
-	struct gmt_flat flat;
-
-	/* any flat object is tried (a writer may put spaces or order keys its own way); a line
-	 * with a nested value (stack, snapshot, header) is declined at its first '[' or '{' */
-	if (r->no_fast || len < 2)
-		return false;
-	if (len + 1 > r->scratch_cap) {
-		size_t cap = len + 1 > 4096 ? len + 1 : 4096;
-
-		if (!rd_resize(r, &r->scratch, cap, 1))
-			return true; /* taken: the read stops */
-		r->scratch_cap = cap;
-	}
-	memcpy(r->scratch, buf, len);
-	r->scratch[len] = '\0';
-	if (!gmt_flat_parse(r->scratch, len, &flat))
-		return false;
-	/* a second "type" key wins, as in jansson: that line is not an event */
-	const struct gmt_flat_value *type = gmt_flat_get(&flat, "type");
-	bool block = type && type->type == GMT_FLAT_STR && strcmp(type->str, "block") == 0;
-	if (!type || type->type != GMT_FLAT_STR || (!block && strcmp(type->str, "event") != 0))
-		return false;
-	rd_lead_end(r, lineno);
-	struct src src = {.flat = &flat};
-	if (block ? rd_read_block(r, src, lineno) : rd_read_event(r, src, lineno)) {
-		r->usable++;
-		r->content++;
-	}
-	return true;
-}
-
-static bool
-known_type(const char *type)
-{
-	static const char *const types[] = {
-	    "header", "event",	"stack", "marker", "snapshot",	    "trailer", "modules",
-	    "pycode", "pyinfo", "torch", "block",  GMT_ELIDED_TYPE, NULL};
-
-	for (size_t i = 0; types[i]; i++)
-		if (strcmp(type, types[i]) == 0)
-			return true;
-	return false;
-}
-
-static void
-read_line(struct reader *r, const char *buf, size_t len, size_t lineno)
-{
-	json_error_t jerr;
-	json_t *obj;
-	const char *type;
-
-	/* the tracer's stack lines start so; the flat path would copy a long one only to decline */
-	if (len > 15 && memcmp(buf, "{\"type\":\"stack\"", 15) == 0) {
-		if (rd_read_stack_fast(r, buf, len, lineno))
-			return;
-	} else if (read_line_fast(r, buf, len, lineno)) {
-		return;
-	}
-	bool used = false, content = false; /* before any goto out */
-
-	obj = json_loadb(buf, len, 0, &jerr);
-	if (!r->trace_line_seen && (!obj || !json_is_object(obj) ||
-				    rd_get_str(JS(obj), "type", &type) != 0 || !known_type(type))) {
-		r->lead++; /* not quoted: this file has not shown it is a trace */
-		json_decref(obj);
-		return;
-	}
-	rd_lead_end(r, lineno);
-	if (!obj) {
-		if (len == 0)
-			rd_bad_line(r, lineno, "empty line");
-		else
-			rd_bad_line(r, lineno, "invalid JSON: %s", jerr.text);
-		return;
-	}
-	if (!json_is_object(obj)) {
-		rd_bad_line(r, lineno, "not a JSON object");
-		goto out;
-	}
-	if (rd_get_str(JS(obj), "type", &type) != 0) {
-		rd_bad_line(r, lineno, "line without \"type\"");
-		goto out;
-	}
-	if (strcmp(type, "event") == 0)
-		used = content = rd_read_event(r, JS(obj), lineno);
-	else if (strcmp(type, "stack") == 0)
-		used = rd_read_stack(r, obj, lineno);
-	else if (strcmp(type, "marker") == 0)
-		used = content = rd_read_marker(r, obj, lineno);
-	else if (strcmp(type, "snapshot") == 0)
-		used = content = rd_read_snapshot(r, obj, lineno);
-	else if (strcmp(type, "header") == 0)
-		used = rd_read_header(r, obj, lineno);
-	else if (strcmp(type, "trailer") == 0)
-		used = content = rd_read_trailer(r, obj, lineno);
-	else if (strcmp(type, "modules") == 0)
-		used = rd_read_modules(r, obj, lineno);
-	else if (strcmp(type, "pycode") == 0)
-		used = rd_read_pycode(r, obj, lineno);
-	else if (strcmp(type, "pyinfo") == 0)
-		used = rd_read_pyinfo(r, obj, lineno);
-	else if (strcmp(type, "block") == 0)
-		used = content = rd_read_block(r, JS(obj), lineno);
-	else if (strcmp(type, "torch") == 0)
-		used = rd_read_torch(r, obj, lineno);
-	else if (strcmp(type, GMT_ELIDED_TYPE) == 0)
-		used = content = rd_read_elided(r, JS(obj), lineno);
-	else if (strcmp(type, "holders") == 0)
-		used = rd_read_holders(r, obj, lineno);
-	/* Other types are ignored without a word: adding a line type is not a format change. */
-	if (used)
-		r->usable++;
-	if (content)
-		r->content++;
-out:
-	json_decref(obj);
-}
 
 /*
  * A trace without a trailer: did a full disk cut it? The writer stops at ENOSPC (its warning
@@ -276,46 +114,31 @@ rd_read_jsonl(struct gmt_trace_input *inp,
 	t->pid = t->ppid = t->forked_from = -1;
 	t->rank = t->local_rank = t->world_size = -1;
 
-	struct progress prog = rd_progress_start(&in, diag, opt);
+	r.progress = opt->progress;
+	r.in = &in;
+	if (r.progress)
+		r.progress->begin(r.progress->ctx, path, gmt_trace_input_size(&in));
 
-	errno = 0;
-	while ((n = gmt_trace_input_line(&in, &line, GMT_TRACE_MAX_LINE)) > 0) {
-		size_t len = line.len;
+	bool early = false; /* the read stopped before the input's end (pipelined reads only) */
+	if (rd_pipeline_wanted(opt)) {
+		struct rd_pipeline_end e = rd_read_pipelined(&r, &in, opt);
 
-		t->lines++;
-		if ((t->lines & PROGRESS_EVERY) == 0)
-			rd_progress_show(&prog, r.epath, t->lines);
-		if (line.skipped) {
-			long_line(&r, t->lines, &line);
-			if (!r.trace_line_seen && r.lead > GMT_TRACE_MAX_LEAD)
-				break; /* not a trace: the rest is not read either */
-			if (line.torn)
-				break;
-			continue;
-		}
-		if (line.torn) {
-			/*
-			 * A line without its '\n' can only be the last: the writer was killed in
-			 * the middle of a write. The format says to ignore it.
-			 */
-			t->torn = true;
-			fprintf(diag,
-				"%s:%zu: note: last line is incomplete (torn write), ignored\n",
-				r.epath, t->lines);
-			break;
-		}
-		if (len && line.text[len - 1] == '\r')
-			len--;
-		read_line(&r, line.text, len, t->lines);
-		if (r.refused || r.nomem)
-			break;
-		if (!r.trace_line_seen && r.lead > GMT_TRACE_MAX_LEAD)
-			break; /* not a trace: the rest is not read either */
+		n = e.n;
+		errno = e.err;
+		early = e.early;
+	} else {
 		errno = 0;
+		while ((n = gmt_trace_input_line(&in, &line, GMT_TRACE_MAX_LINE)) > 0) {
+			rd_progress_step(&r, t->lines + 1);
+			if (!rd_take_line(&r, &line, NULL))
+				break;
+			errno = 0;
+		}
 	}
-	if (n < 0 || ferror(f))
+	if (!early && (n < 0 || ferror(f)))
 		read_errno = errno ? errno : EIO;
-	rd_progress_end(&prog);
+	if (r.progress)
+		r.progress->end(r.progress->ctx);
 	/*
 	 * A compressed stream ends early without an error of its own: what was decoded has been
 	 * read, as a plain file is read up to its torn line. Unless the read stopped before it
@@ -324,7 +147,9 @@ rd_read_jsonl(struct gmt_trace_input *inp,
 	switch (gmt_trace_input_end(&in, &cut_why)) {
 	case GMT_TRACE_INPUT_END_NONE: break;
 	case GMT_TRACE_INPUT_END_READ_ERROR:
-		if (!read_errno) { /* as a plain file's read error: unreadable */
+		/* (a pipelined read that stopped early may have read past where it stopped: what
+		 * it found there is not said, as a read stopping there would not have seen it) */
+		if (!read_errno && !early) { /* as a plain file's read error: unreadable */
 			fprintf(diag, "%s: %s compressed trace: %s\n", r.epath,
 				gmt_trace_input_kind_name(in.kind), cut_why);
 			r.refused = true;

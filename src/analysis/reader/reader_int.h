@@ -6,13 +6,15 @@
  *   meta.c      the lines that name things: stack, modules, pycode, pyinfo
  *   lines.c     one function per line of what happened: header, event, block, elided, marker,
  *               holders, torch, nvml, snapshot, trailer, and the reorder window's output
- *   read.c      the JSON Lines read: a file line by line into those functions
+ *   dispatch.c  one line in its turn: the fast path (flatjson) or jansson, to its function
+ *   read.c      the JSON Lines read: a file line by line into dispatch.c, and what it says whole
  *   trace.c     struct gmt_trace itself: its memory and accessors
  *   open.c      gmt_trace_read(), gmt_trace_read_sink(): open the input, tell what it is (a
  *               trace, a PyTorch snapshot pickle: snapshot.c), hand it to its reader
- *   progress.c  the progress line on a terminal while a large file is read
+ *   pipeline.c  the same read with the event lines parsed ahead on worker threads (jobs > 1)
  *
- * Dependencies one way: open -> read -> lines, meta -> fields -> trace; snapshot -> trace.
+ * Dependencies one way: open -> read -> pipeline -> dispatch -> lines, meta -> fields -> trace;
+ * read -> dispatch; snapshot -> trace.
  */
 #ifndef GMT_READER_READER_INT_H
 #define GMT_READER_READER_INT_H
@@ -82,7 +84,17 @@ struct reader {
 	uint64_t *stack_addrs; /* a stack line's kept frames while it is checked */
 	struct gmt_trace_pyframe *stack_py;
 	size_t stack_addrs_cap, stack_py_cap;
+	const struct gmt_read_progress *progress; /* NULL: none */
+	const struct gmt_trace_input *in;
 };
+
+/* @p lines read: every GMT_READ_PROGRESS_LINES, the progress is told (trace.h). */
+static inline void
+rd_progress_step(struct reader *r, size_t lines)
+{
+	if (r->progress && (lines & (GMT_READ_PROGRESS_LINES - 1)) == 0)
+		r->progress->step(r->progress->ctx, lines, gmt_trace_input_offset(r->in));
+}
 
 struct open_range {
 	int64_t tid;
@@ -163,6 +175,26 @@ void rd_late(struct reader *r, size_t line, uint64_t seq);
 void rd_window_deliver(void *ctx, const struct gmt_reorder_item *p, bool is_late);
 
 bool rd_read_event(struct reader *r, struct src obj, size_t lineno);
+
+/*
+ * An event line in two steps, as rd_read_event() takes it: what the line says (@p r NULL: no
+ * message, nothing of the reader touched, so a worker may read the line ahead of its turn), then
+ * its names interned and the event kept, in its turn. @p api and @p driver point into the line.
+ */
+bool rd_parse_event(struct reader *r,
+		    struct src obj,
+		    size_t lineno,
+		    struct gmt_trace_event *ev,
+		    const char **api,
+		    const char **driver);
+
+bool
+rd_take_event(struct reader *r, struct gmt_trace_event *ev, const char *api, const char *driver);
+
+/* A block line in the same two steps (rd_read_block()). */
+bool rd_parse_block(struct reader *r, struct src obj, size_t lineno, struct gmt_trace_event *out);
+
+bool rd_take_block(struct reader *r, const struct gmt_trace_event *ev);
 
 bool rd_read_elided(struct reader *r, struct src obj, size_t lineno);
 
@@ -276,6 +308,39 @@ rd_get_str(struct src obj, const char *key, const char **out)
 	*out = v.str;
 	return 0;
 }
+
+// --- the pipelined read (pipeline.c) -----------------------------------------------------------
+
+/* What a worker read of a line ahead of its turn (rd_pre_read()). */
+enum { RD_PRE_NONE, RD_PRE_EVENT, RD_PRE_BLOCK };
+
+struct rd_pre {
+	uint8_t kind;
+	struct gmt_trace_event ev;
+	const char *api, *driver; /* events: the names, in the worker's copy (driver NULL: none) */
+};
+
+void rd_pre_read(char *text, size_t len, size_t lineno, struct rd_pre *pre);
+
+bool rd_take_line(struct reader *r, const struct gmt_trace_line *line, const struct rd_pre *pre);
+
+/* How a pipelined read ended: the input's last answer (n, errno), or early: a line stopped it. */
+struct rd_pipeline_end {
+	int n;
+	int err;
+	bool early;
+};
+
+/* Whether @p opt asks for a pipelined read (jobs > 1, the fast path on). */
+bool rd_pipeline_wanted(const struct gmt_read_options *opt);
+
+/*
+ * The lines of @p in into rd_take_line() in their order, as the serial loop of read.c hands
+ * them, while opt->jobs - 1 workers (and this thread, when it would wait) read the event and
+ * block lines ahead (rd_pre_read()).
+ */
+struct rd_pipeline_end
+rd_read_pipelined(struct reader *r, struct gmt_trace_input *in, const struct gmt_read_options *opt);
 
 /** The JSON Lines read of @p in, a trace (read.c); takes @p in over and closes it. */
 enum gmt_trace_status rd_read_jsonl(struct gmt_trace_input *in,

@@ -319,19 +319,38 @@ struct gmt_trace {
 	size_t snapshots;
 };
 
+/**
+ * What a read shows while it goes (the command line's progress line, tools/progress.c): begin
+ * with the file's size in bytes (-1 unknown), then every GMT_READ_PROGRESS_LINES lines the lines
+ * read so far and the bytes of the file consumed (a compressed file's own; -1 unknown), then end.
+ * Called on the thread that called the read; the reader itself draws nothing.
+ */
+struct gmt_read_progress {
+	void (*begin)(void *ctx, const char *path, long long size);
+	void (*step)(void *ctx, size_t lines, long long at);
+	void (*end)(void *ctx);
+	void *ctx;
+};
+
+#define GMT_READ_PROGRESS_LINES 16384
+
 /** How a trace is read; NULL options are GMT_READ_OPTIONS_INIT. */
 struct gmt_read_options {
 	bool slow; /**< every line through jansson, no fast path (the tests compare both) */
+	const struct gmt_read_progress *progress; /**< NULL: none */
 	/**
-	 * seconds between updates of the progress line (shown when @p diag is a terminal);
-	 * negative: the default, 1 s; 0: at every look at the clock (the tests use it)
+	 * threads that read one trace: 0 or 1, the calling thread alone; N, the calling thread
+	 * and N - 1 workers that parse its event lines ahead, in chunks, while the calling thread
+	 * takes every line in its order (what is read, said and delivered is the same at every N)
 	 */
-	double progress_every_s;
+	unsigned jobs;
+	/** lines per chunk of a read with jobs > 1; 0: the default (the tests make it small) */
+	unsigned chunk_lines;
 };
 
 #define GMT_READ_OPTIONS_INIT                                                                      \
 	{                                                                                          \
-		.slow = false, .progress_every_s = -1                                              \
+		.slow = false, .progress = NULL, .jobs = 1, .chunk_lines = 0                       \
 	}
 
 /**

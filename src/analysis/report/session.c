@@ -278,7 +278,7 @@ seconds_now(void)
 }
 
 /*
- * Wait for the workers. On a terminal, the line the reader shows for one trace becomes one for
+ * Wait for the workers. On a terminal, the line shown for one trace becomes one for
  * the directory (each worker's own messages go to its buffer, not the terminal): how many of its
  * traces are done, rewritten at most once a second (GMT_PROGRESS_INTERVAL_S), erased at the end.
  */
@@ -286,7 +286,7 @@ static void
 dir_wait(struct gmt_session *s, struct dir_work *w, const char *dir)
 {
 	bool tty = isatty(fileno(s->diag)), shown = false;
-	double every = s->opt.read.progress_every_s >= 0 ? s->opt.read.progress_every_s : 1.0;
+	double every = s->opt.progress_every_s >= 0 ? s->opt.progress_every_s : 1.0;
 	double last = seconds_now();
 
 	for (;;) {
@@ -335,7 +335,11 @@ static bool
 add_parallel(struct gmt_session *s, const char *dir, char **names, size_t n)
 {
 	size_t nthreads = session_jobs(n), started = 0;
-	struct dir_work w = {.opt = &s->opt, .n = n};
+	/* a thread per trace: each trace read by its thread alone (the CPUs are taken) */
+	struct gmt_session_options one = s->opt;
+	one.read.jobs = 1;
+	one.read.progress = NULL; /* the directory's line instead (dir_wait()) */
+	struct dir_work w = {.opt = &one, .n = n};
 	pthread_t *th;
 
 	if (nthreads < 2)

@@ -26,11 +26,16 @@ struct gmt_session_options {
 	bool stored;		    /**< read each trace whole, then replay it (the tests compare
 					 both); else its events stream into the model */
 	struct gmt_read_options read; /**< how each trace is read */
+	/**
+	 * seconds between updates of a directory's progress line (shown when diag is a
+	 * terminal); negative: the default, 1 s; 0: at every look at the clock (the tests use it)
+	 */
+	double progress_every_s;
 };
 
 #define GMT_SESSION_OPTIONS_INIT                                                                   \
 	{                                                                                          \
-		.read = GMT_READ_OPTIONS_INIT                                                      \
+		.read = GMT_READ_OPTIONS_INIT, .progress_every_s = -1                              \
 	}
 
 struct gmt_session {

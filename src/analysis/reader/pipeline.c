@@ -1,0 +1,336 @@
+/*
+ * @brief The pipelined read of one trace (reader_int.h, gmt_read_options.jobs > 1): the lines
+ * read in chunks by the calling thread, their event and block lines parsed ahead by workers, and
+ * every line taken in its order by the calling thread, as the serial loop of read.c takes it.
+ *
+ * Order is kept by construction: a worker only reads a line into a struct rd_pre (no message,
+ * nothing of the trace or the reader touched: rd_pre_read()); the calling thread takes the
+ * chunks oldest first and each line in it in turn (rd_take_line()), which does all that depends
+ * on what came before: the lead lines, the string table, the reorder window and the sink (the
+ * model's replay), and every message, a line that a worker declined (any line but an event or
+ * block line of the plain shape, and any it would say something about) being read then from its
+ * own bytes, exactly as without workers. So the report, the messages and their file:line are the
+ * same at every job count; only the time differs.
+ *
+ * Memory: a ring of 2 x jobs chunks of at most chunk_lines lines and about CHUNK_BYTES bytes,
+ * each also copied once for its parse. A line longer than BIG_LINE (a long stack or modules line,
+ * up to GMT_TRACE_MAX_LINE) is not copied: the chunks before it are taken, then the line where
+ * the input holds it, as without workers. Workers start with the second chunk: a trace of one
+ * chunk is read with no thread. The calling thread parses a chunk itself rather than wait for one
+ * no worker has taken.
+ */
+#define _GNU_SOURCE
+#include "analysis/reader/input.h"
+#include "analysis/reader/reader_int.h"
+#include "analysis/reader/trace.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CHUNK_LINES 2048	  /* lines per chunk by default */
+#define CHUNK_BYTES (512u << 10)  /* a chunk ends after the line that reaches this */
+#define BIG_LINE (64u << 10)	  /* a longer line is taken where it lies, after the chunks */
+#define WORKER_STACK (256u << 10) /* a worker runs the flat parser alone */
+#define MAX_JOBS 64
+
+/* One line of a chunk: its bytes at buf + off, or what gmt_trace_input_line() said of it. */
+struct cline {
+	size_t off, len;
+	unsigned long long skipped;
+	bool torn;
+};
+
+struct chunk {
+	char *buf; /* the lines' bytes, back to back */
+	size_t len, cap;
+	char *copy; /* the worker's copy of buf, cut up in place by the parse */
+	size_t copy_cap;
+	struct cline *lines;
+	struct rd_pre *pre;
+	size_t n, lines_cap;
+	size_t first; /* the line number of lines[0] */
+	bool parsed;  /* under the mutex */
+	bool nomem;   /* the copy could not be had: every line is taken in its turn alone */
+};
+
+struct pipeline {
+	pthread_mutex_t mu;
+	pthread_cond_t work, done;
+	struct chunk *ring;
+	size_t nring;
+	size_t filled;	   /* chunks handed out (ring[filled % nring] is the next to fill) */
+	size_t next_parse; /* the next chunk a worker may take */
+	bool quit;
+};
+
+bool
+rd_pipeline_wanted(const struct gmt_read_options *opt)
+{
+	/* the slow path reads every line with jansson in its turn: nothing to read ahead */
+	return opt->jobs > 1 && !opt->slow;
+}
+
+/* Every line of @p c read ahead (or left to its turn). */
+static void
+parse_chunk(struct chunk *c)
+{
+	if (c->copy_cap < c->len) {
+		char *p = realloc(c->copy, c->len);
+
+		if (!p) {
+			c->nomem = true;
+			return;
+		}
+		c->copy = p;
+		c->copy_cap = c->len;
+	}
+	c->nomem = false;
+	if (c->len)
+		memcpy(c->copy, c->buf, c->len);
+	for (size_t i = 0; i < c->n; i++) {
+		const struct cline *l = &c->lines[i];
+
+		if (l->skipped || l->torn)
+			c->pre[i].kind = RD_PRE_NONE;
+		else
+			rd_pre_read(c->copy + l->off, l->len, c->first + i, &c->pre[i]);
+	}
+}
+
+static void *
+worker(void *arg)
+{
+	struct pipeline *p = arg;
+
+	pthread_mutex_lock(&p->mu);
+	for (;;) {
+		while (!p->quit && p->next_parse == p->filled)
+			pthread_cond_wait(&p->work, &p->mu);
+		if (p->quit)
+			break;
+		struct chunk *c = &p->ring[p->next_parse++ % p->nring];
+		pthread_mutex_unlock(&p->mu);
+		parse_chunk(c);
+		pthread_mutex_lock(&p->mu);
+		c->parsed = true;
+		pthread_cond_broadcast(&p->done);
+	}
+	pthread_mutex_unlock(&p->mu);
+	return NULL;
+}
+
+/* Room for one more line of @p len bytes (at most BIG_LINE) in @p c; false out of memory. */
+static bool
+chunk_room(struct chunk *c, size_t len, size_t max_lines)
+{
+	if (!c->lines) {
+		c->lines = calloc(max_lines, sizeof(*c->lines));
+		c->pre = calloc(max_lines, sizeof(*c->pre));
+		c->lines_cap = max_lines;
+		if (!c->lines || !c->pre)
+			return false;
+	}
+	if (!c->buf) { /* a chunk ends once it reaches CHUNK_BYTES: it never holds more than this */
+		c->cap = CHUNK_BYTES + BIG_LINE;
+		if (!(c->buf = malloc(c->cap)))
+			return false;
+	}
+	return c->len + len <= c->cap;
+}
+
+static void
+chunk_free(struct chunk *c)
+{
+	free(c->buf);
+	free(c->copy);
+	free(c->lines);
+	free(c->pre);
+}
+
+enum fill_end {
+	FILL_FULL, /* the chunk is full: more to read */
+	FILL_END,  /* the input ended (its answer in the rd_pipeline_end) */
+	FILL_BIG,  /* a line longer than BIG_LINE is next: in *big, to be taken after the chunks */
+	FILL_NOMEM,
+};
+
+/*
+ * Fill @p c with the next lines of @p in, from line @p *nread + 1, until it is full, the input
+ * ends or a long line comes. The progress counts lines read.
+ */
+static enum fill_end
+fill(struct reader *r,
+     struct gmt_trace_input *in,
+     struct chunk *c,
+     size_t max_lines,
+     size_t *nread,
+     struct gmt_trace_line *big,
+     struct rd_pipeline_end *end)
+{
+	struct gmt_trace_line line;
+	int n;
+
+	c->n = c->len = 0;
+	c->first = *nread + 1;
+	c->parsed = false;
+	while (c->n < max_lines && c->len < CHUNK_BYTES) {
+		errno = 0;
+		n = gmt_trace_input_line(in, &line, GMT_TRACE_MAX_LINE);
+		if (n <= 0) {
+			end->n = n;
+			end->err = errno;
+			return FILL_END;
+		}
+		rd_progress_step(r, ++*nread);
+		size_t len = line.skipped ? 0 : line.len;
+		if (len > BIG_LINE) {
+			*big = line;
+			if (line.torn) /* the input's last */
+				*end = (struct rd_pipeline_end){.n = 0};
+			return FILL_BIG;
+		}
+		if (!chunk_room(c, len, max_lines)) {
+			rd_nomem(r);
+			return FILL_NOMEM;
+		}
+		c->lines[c->n++] = (struct cline){c->len, len, line.skipped, line.torn};
+		if (len)
+			memcpy(c->buf + c->len, line.text, len);
+		c->len += len;
+		if (line.torn) {
+			/* nothing follows a torn line: the stream ended inside it */
+			end->n = 0;
+			end->err = 0;
+			return FILL_END;
+		}
+	}
+	return FILL_FULL;
+}
+
+/* Take @p c's lines in their turn; false when one stopped the read (@p torn: a torn one, the
+ * input's last). */
+static bool
+take_chunk(struct reader *r, const struct chunk *c, bool *torn)
+{
+	for (size_t i = 0; i < c->n; i++) {
+		const struct cline *l = &c->lines[i];
+		struct gmt_trace_line line = {
+		    .text = l->skipped ? NULL : c->buf + l->off,
+		    .len = l->len,
+		    .torn = l->torn,
+		    .skipped = l->skipped,
+		};
+
+		if (!rd_take_line(r, &line, c->nomem ? NULL : &c->pre[i])) {
+			*torn = l->torn;
+			return false;
+		}
+	}
+	return true;
+}
+
+struct rd_pipeline_end
+rd_read_pipelined(struct reader *r, struct gmt_trace_input *in, const struct gmt_read_options *opt)
+{
+	struct rd_pipeline_end end = {.n = 1};
+	struct pipeline p = {0};
+	size_t jobs = opt->jobs < MAX_JOBS ? opt->jobs : MAX_JOBS;
+	size_t max_lines = opt->chunk_lines ? opt->chunk_lines : CHUNK_LINES;
+	size_t nread = 0, taken = 0, nthreads = 0;
+	pthread_t th[MAX_JOBS];
+	bool more = true, stopped = false, torn = false;
+
+	p.nring = 2 * jobs;
+	p.ring = calloc(p.nring, sizeof(*p.ring));
+	if (!p.ring) {
+		rd_nomem(r);
+		return (struct rd_pipeline_end){.n = 1, .early = true};
+	}
+	pthread_mutex_init(&p.mu, NULL);
+	pthread_cond_init(&p.work, NULL);
+	pthread_cond_init(&p.done, NULL);
+	pthread_attr_t attr;
+	bool have_attr = pthread_attr_init(&attr) == 0;
+	if (have_attr)
+		pthread_attr_setstacksize(&attr, WORKER_STACK);
+	struct gmt_trace_line big;
+	bool big_waits = false; /* a long line, read: it goes after the chunks before it */
+	while (!stopped) {
+		if (more && !big_waits && p.filled - taken < p.nring) {
+			struct chunk *c = &p.ring[p.filled % p.nring];
+			enum fill_end e = fill(r, in, c, max_lines, &nread, &big, &end);
+
+			if (e == FILL_NOMEM)
+				break;
+			more = e == FILL_FULL || (e == FILL_BIG && !big.torn);
+			big_waits = e == FILL_BIG;
+			if (c->n == 0)
+				continue;
+			pthread_mutex_lock(&p.mu);
+			p.filled++;
+			pthread_cond_signal(&p.work);
+			pthread_mutex_unlock(&p.mu);
+			/* the workers, once there is more than one chunk */
+			while (more && nthreads + 1 < jobs && p.filled > 1) {
+				if (pthread_create(&th[nthreads], have_attr ? &attr : NULL, worker,
+						   &p) != 0)
+					break; /* fewer workers: the same lines, in the same order
+						*/
+				nthreads++;
+			}
+			continue;
+		}
+		if (taken < p.filled) {
+			struct chunk *c = &p.ring[taken % p.nring];
+
+			pthread_mutex_lock(&p.mu);
+			if (p.next_parse == taken) { /* no worker took it: read it here */
+				p.next_parse++;
+				pthread_mutex_unlock(&p.mu);
+				parse_chunk(c);
+				pthread_mutex_lock(&p.mu);
+				c->parsed = true;
+			}
+			while (!c->parsed)
+				pthread_cond_wait(&p.done, &p.mu);
+			pthread_mutex_unlock(&p.mu);
+			taken++;
+			stopped = !take_chunk(r, c, &torn);
+			continue;
+		}
+		if (big_waits) { /* where the input holds it: the next read comes after it */
+			big_waits = false;
+			if (!rd_take_line(r, &big, NULL)) {
+				stopped = true;
+				torn = big.torn;
+			}
+			continue;
+		}
+		break; /* the input ended, every line taken */
+	}
+	if (have_attr)
+		pthread_attr_destroy(&attr);
+	pthread_mutex_lock(&p.mu);
+	p.quit = true;
+	pthread_cond_broadcast(&p.work);
+	pthread_mutex_unlock(&p.mu);
+	for (size_t i = 0; i < nthreads; i++)
+		pthread_join(th[i], NULL);
+	pthread_cond_destroy(&p.work);
+	pthread_cond_destroy(&p.done);
+	pthread_mutex_destroy(&p.mu);
+	for (size_t i = 0; i < p.nring; i++)
+		chunk_free(&p.ring[i]);
+	free(p.ring);
+	/*
+	 * Stopped by a line, the serial loop would have read no further: what was read past it
+	 * does not count (early). A torn line is the input's last: its end was reached either way.
+	 */
+	if (stopped)
+		end = (struct rd_pipeline_end){.n = 1, .early = !torn};
+	if (r->nomem)
+		end = (struct rd_pipeline_end){.n = 1, .early = true};
+	return end;
+}

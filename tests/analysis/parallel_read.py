@@ -1,0 +1,147 @@
+#!/usr/bin/env python3
+"""One trace read on several threads (src/analysis/reader/pipeline.c: workers parse event lines
+ahead, the calling thread takes every line in its order); what the user gets must not depend on
+it: the report (json and text), the exit status and every message on stderr, with its FILE:LINE
+and in its order, are byte for byte those of GMT_JOBS=1.
+
+    parallel_read.py --exe GPUMEMTRACE --base TRACE [--sample DIR] TRACE_OR_DIR...
+
+Each trace is read with GMT_JOBS=1, 2, 3 and 8, in chunks of a few lines
+(GMT_READ_CHUNK_LINES=3 and 7: a small trace has many chunks, every chunk boundary falls
+somewhere else) and of the default size (4096 lines). Besides the given traces (golden, fixtures,
+compressed ones), every 100th file of --sample (the fuzz corpus: bounded traces, hostile lines),
+it makes from --base (a real trace, events and block lines): the same as zstd of many frames,
+that cut inside a frame, plain with bad lines in the middle (a hundred of them: past the cap of
+messages) and a torn tail, and a directory of two processes (read one per thread: each trace then
+read alone).
+"""
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+failures = []
+JOBS = [2, 3, 8]
+
+
+def check(cond, what, detail=""):
+    print(("ok: " if cond else "FAIL: ") + what)
+    if not cond:
+        failures.append(what)
+        if detail:
+            print(detail)
+
+
+def run(exe, args, jobs, chunk):
+    env = dict(os.environ, GMT_JOBS=str(jobs), DEBUGINFOD_URLS="")
+    env.pop("LD_PRELOAD", None)
+    env.pop("GMT_TRACE_SLOW", None)
+    if chunk:
+        env["GMT_READ_CHUNK_LINES"] = str(chunk)
+    else:
+        env.pop("GMT_READ_CHUNK_LINES", None)
+    p = subprocess.run([exe] + args, env=env, capture_output=True, timeout=600)
+    return p.returncode, p.stdout, p.stderr
+
+
+def first_diff(a, b):
+    for i, (x, y) in enumerate(zip(a.split(b"\n"), b.split(b"\n"))):
+        if x != y:
+            return "line %d:\n  -j1: %r\n  -jN: %r" % (i + 1, x[:300], y[:300])
+    return "lengths %d and %d" % (len(a), len(b))
+
+
+def compare(exe, path, chunks):
+    name = os.path.basename(path.rstrip("/"))
+    for fmt in ("json", "text"):
+        for chunk in chunks:
+            want = run(exe, ["report", "--format", fmt, path], 1, chunk)
+            for j in JOBS:
+                got = run(exe, ["report", "--format", fmt, path], j, chunk)
+                what = "%s %s chunk %s GMT_JOBS=%d" % (name, fmt, chunk or "default", j)
+                if got == want:
+                    check(True, what)
+                    continue
+                if got[0] != want[0]:
+                    check(False, what, "exit %d, GMT_JOBS=1 %d" % (got[0], want[0]))
+                elif got[1] != want[1]:
+                    check(False, what + " (report)", first_diff(want[1], got[1]))
+                else:
+                    check(False, what + " (stderr)", first_diff(want[2], got[2]))
+
+
+def zstd_frames(src, dst, lines_per_frame):
+    """src as zstd, a frame every lines_per_frame lines (the tracer writes one per flush)."""
+    with open(src, "rb") as f:
+        lines = f.read().split(b"\n")
+    with open(dst, "wb") as out:
+        for i in range(0, len(lines), lines_per_frame):
+            part = b"\n".join(lines[i:i + lines_per_frame])
+            if i + lines_per_frame < len(lines):
+                part += b"\n"
+            out.write(subprocess.run(["zstd", "-q", "-c", "-3"], input=part, check=True,
+                                     capture_output=True).stdout)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--exe", required=True)
+    ap.add_argument("--base", required=True)
+    ap.add_argument("--sample")
+    ap.add_argument("paths", nargs="+")
+    a = ap.parse_args()
+
+    traces = []
+    for p in a.paths:
+        if os.path.isdir(p):
+            traces += sorted(os.path.join(p, f) for f in os.listdir(p)
+                             if f.endswith((".jsonl", ".jsonl.zst", ".jsonl.gz")))
+        else:
+            traces.append(p)
+    with tempfile.TemporaryDirectory(prefix="gmt-parread-") as d:
+        gen = os.path.join(d, "base.jsonl")
+        shutil.copy(a.base, gen)
+        with open(gen, "rb") as f:
+            lines = f.read().split(b"\n")
+        # bad lines in the middle (more than the messages shown) and a torn last line
+        bad = list(lines)
+        for k in range(100):
+            at = 50 + k * 53
+            bad[at:at] = [b'{"type":"event","seq":"x"}' if k % 3 else b"not json"]
+        damaged = os.path.join(d, "damaged.jsonl")
+        with open(damaged, "wb") as f:
+            f.write(b"\n".join(bad)[:-60])
+        if shutil.which("zstd"):
+            frames = os.path.join(d, "frames.jsonl.zst")
+            zstd_frames(gen, frames, 300)
+            cut = os.path.join(d, "cut.jsonl.zst")
+            with open(frames, "rb") as f:
+                data = f.read()
+            with open(cut, "wb") as f:
+                f.write(data[:len(data) * 2 // 3])
+            made = [frames, cut]
+        else:
+            print("note: no zstd command: the compressed traces come from the corpus only")
+            made = []
+        procs = os.path.join(d, "procs")
+        os.mkdir(procs)
+        shutil.copy(gen, os.path.join(procs, "a.jsonl"))
+        shutil.copy(damaged, os.path.join(procs, "b.jsonl"))
+
+        for t in [gen, damaged] + made:
+            compare(a.exe, t, [3, 7, None])
+        compare(a.exe, procs, [7])
+        for t in traces:
+            compare(a.exe, t, [3, 7])
+        if a.sample:
+            names = sorted(os.listdir(a.sample))
+            for f in names[::100]:
+                compare(a.exe, os.path.join(a.sample, f), [3])
+    print("%d failure(s)" % len(failures))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
