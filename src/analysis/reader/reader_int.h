@@ -165,6 +165,7 @@ void rd_window_deliver(void *ctx, const struct gmt_reorder_item *p, bool is_late
 bool rd_read_event(struct reader *r, struct src obj, size_t lineno);
 
 bool rd_read_elided(struct reader *r, struct src obj, size_t lineno);
+bool rd_read_elided_blocks(struct reader *r, struct src obj, size_t lineno);
 
 bool rd_read_block(struct reader *r, struct src obj, size_t lineno);
 
