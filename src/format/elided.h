@@ -1,8 +1,8 @@
 /*
- * @brief The names of the bounded trace's own keys (docs/trace-format.md, "elided", and the
- * header's and trailer's bounded keys): one definition for the writer (format/jsonl.c) and the
- * reader (analysis/reader/lines.c). The other keys of an elided line are an event's (seq, ts,
- * device, kind, api, driver, stack), with the same meanings.
+ * @brief The names of the bounded trace's own keys (docs/trace-format.md, "elided",
+ * "elided_blocks", and the header's and trailer's bounded keys): one definition for the writer
+ * (format/jsonl.c) and the reader (analysis/reader/lines.c). The other keys of an elided line are
+ * an event's (seq, ts, device, kind, api, driver, stack), with the same meanings.
  */
 #ifndef GMT_FORMAT_ELIDED_H
 #define GMT_FORMAT_ELIDED_H
@@ -33,6 +33,14 @@ gmt_log2_bin(uint64_t v)
 {
 	return v ? 63u - (unsigned)__builtin_clzll(v) : 0;
 }
+
+/**
+ * line type: the PyTorch layer's blocks of one call site (stack, device) left out of one bucket,
+ * each with its free requested and free completed (three block lines). Its keys: seq and ts (of
+ * the last free completed left out), device, stack, GMT_ELIDED_ALLOCATIONS (blocks) and
+ * GMT_ELIDED_BYTES (their sizes as the allocator rounded them: what memory_allocated() counted).
+ */
+#define GMT_ELIDED_BLOCKS_TYPE "elided_blocks"
 
 /** header options: true in a bounded trace (absent otherwise) */
 #define GMT_OPT_BOUNDED "bounded"

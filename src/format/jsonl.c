@@ -775,6 +775,24 @@ gmt_jsonl_elided(struct gmt_buf *b, const struct gmt_elided_site *s)
 	LIT(b, "}\n");
 }
 
+void
+gmt_jsonl_elided_blocks(struct gmt_buf *b, const struct gmt_elided_site *s)
+{
+	LIT(b, "{\"type\":\"" GMT_ELIDED_BLOCKS_TYPE "\",\"seq\":");
+	buf_u64(b, s->seq);
+	LIT(b, ",\"ts\":");
+	buf_u64(b, s->ts);
+	LIT(b, ",\"device\":");
+	buf_i64(b, s->device);
+	LIT(b, ",\"" GMT_ELIDED_ALLOCATIONS "\":");
+	buf_u64(b, s->allocations);
+	LIT(b, ",\"" GMT_ELIDED_BYTES "\":");
+	buf_u64(b, s->bytes);
+	LIT(b, ",\"stack\":");
+	buf_u64(b, s->stack);
+	LIT(b, "}\n");
+}
+
 static void
 trailer_begin(struct gmt_buf *b, uint64_t ts, uint64_t events, uint64_t dropped)
 {

@@ -66,7 +66,7 @@ struct gmt_elided_site {
 	uint64_t seq, ts; /**< of the last free left out */
 	uint32_t stack;
 	uint16_t api, driver; /**< enum gmt_api */
-	uint8_t kind;	      /**< enum gmt_kind */
+	uint8_t kind;	      /**< enum gmt_kind; NONE: PyTorch blocks (an elided_blocks line) */
 	int32_t device;
 	uint64_t allocations, bytes;
 	uint64_t temporaries, temporary_bytes; /**< freed before any other allocation was made */
@@ -119,6 +119,9 @@ void gmt_jsonl_snapshot(struct gmt_buf *b,
 			const struct gmt_nvml_reading *nvml,
 			size_t n_nvml);
 void gmt_jsonl_elided(struct gmt_buf *b, const struct gmt_elided_site *s);
+/** An elided_blocks line (format/elided.h): of @p s, the PyTorch blocks left out of a bucket (its
+ * seq, ts, stack, device, allocations and bytes; the rest is the CUDA level's). */
+void gmt_jsonl_elided_blocks(struct gmt_buf *b, const struct gmt_elided_site *s);
 /** The trailer of a bounded trace: the plain one's keys and the bounded writer's counts. */
 void gmt_jsonl_trailer_bounded(struct gmt_buf *b,
 			       uint64_t ts,

@@ -41,8 +41,13 @@
  * a free block where a left-out one was (gmt_blk_expect_gaps()): the blocks' real sizes, the
  * splits and merges after each left-out triple's completion are the full trace's, so the
  * tensor section's peak and its live set, live at exit, growth at marks and automatic steps,
- * OOM forensics and fragmentation (all at cuts or marks) are the full trace's. Not kept: the
- * per-device count of allocations and the html timeline's blocks (what the file holds).
+ * OOM forensics and fragmentation (all at cuts or marks) are the full trace's. A left-out triple
+ * counts in its site's (stack, device) `elided_blocks` line of the bucket (format/elided.h): its
+ * block, and the bytes the device's allocated bytes rose by when it was made (the allocator's
+ * rounded size, from the writer's replay), so the block allocations per device and site and the
+ * blocks in all (the timeline's blocks_all) are the full trace's too. Not kept: the html
+ * timeline's blocks and its per-bucket highest moments (drawn from what the file holds), and
+ * block_events (the block lines the file holds).
  *
  * The replay of what is written holds, at every moment, a subset of what the full trace holds
  * (only whole pairs are left out), so it is never above it; at every mark and at every cut it
@@ -105,6 +110,7 @@ static struct {
 	uint64_t *aseq; /* a free's: the seq of the allocation it ends, 0 none */
 	uint8_t *flag;
 	uint32_t *cnt;
+	uint64_t *bbytes; /* a block allocation's: its real size (what allocated bytes rose by) */
 	size_t scratch_cap;
 	/* allocations of the segment not freed yet, by address */
 	struct pend *pend;
@@ -314,18 +320,22 @@ site_reindex(size_t cap)
 }
 
 static void
-site_add(struct site *st, const struct gmt_event *a, const struct gmt_event *f, bool temp)
+site_add(struct site *st,
+	 const struct gmt_event *a,
+	 const struct gmt_event *f,
+	 uint64_t bytes,
+	 bool temp)
 {
 	struct gmt_elided_site *s = &st->s;
-	unsigned sb = gmt_log2_bin(a->size);
+	unsigned sb = gmt_log2_bin(bytes);
 	unsigned lb = gmt_log2_bin(f->ts_ns > a->ts_ns ? f->ts_ns - a->ts_ns : 0);
 
 	s->allocations++;
-	s->bytes += a->size;
+	s->bytes += bytes;
 	s->temporaries += temp;
-	s->temporary_bytes += temp ? a->size : 0;
+	s->temporary_bytes += temp ? bytes : 0;
 	st->size_allocs[sb]++;
-	st->size_bytes[sb] += a->size;
+	st->size_bytes[sb] += bytes;
 	st->lifetimes[lb]++;
 	if (f->seq > s->seq) {
 		s->seq = f->seq;
@@ -333,11 +343,19 @@ site_add(struct site *st, const struct gmt_event *a, const struct gmt_event *f, 
 	}
 }
 
-/* Count the pair (@p a, @p f) in its site's line of this bucket (@p temp: a temporary, freed
- * before any other allocation was made); false out of memory. */
+/* Count the pair (@p a, @p f) of @p bytes in its site's line of this bucket (@p temp: a
+ * temporary, freed before any other allocation was made); false out of memory. A block's
+ * allocation and its free completed count in the site (stack, device) of kind NONE: the bucket's
+ * elided_blocks line of that site. */
 static bool
-site_count(const struct gmt_event *a, const struct gmt_event *f, bool temp)
+site_count(const struct gmt_event *a, const struct gmt_event *f, uint64_t bytes, bool temp)
 {
+	struct gmt_event key;
+
+	if (a->op == GMT_OP_BLOCK) { /* the CUDA-level fields of a block line mean nothing here */
+		key = (struct gmt_event){.stack = a->stack, .device = a->device, .ts_ns = a->ts_ns};
+		a = &key;
+	}
 	if ((b.nsites + 1) * 2 > b.site_index_cap &&
 	    !site_reindex(b.site_index_cap ? b.site_index_cap * 2 : 256))
 		return false;
@@ -345,7 +363,7 @@ site_count(const struct gmt_event *a, const struct gmt_event *f, bool temp)
 	for (; b.site_index[j] != UINT32_MAX; j = (j + 1) & (b.site_index_cap - 1)) {
 		struct site *st = &b.sites[b.site_index[j]];
 		if (site_same(&st->s, a)) {
-			site_add(st, a, f, temp);
+			site_add(st, a, f, bytes, temp);
 			return true;
 		}
 	}
@@ -369,7 +387,7 @@ site_count(const struct gmt_event *a, const struct gmt_event *f, bool temp)
 	    .size_bytes = st->size_bytes,
 	    .lifetimes = st->lifetimes,
 	};
-	site_add(st, a, f, temp);
+	site_add(st, a, f, bytes, temp);
 	b.site_index[j] = (uint32_t)b.nsites++;
 	return true;
 }
@@ -386,7 +404,10 @@ sites_write(void)
 		st->s.size_allocs = st->size_allocs;
 		st->s.size_bytes = st->size_bytes;
 		st->s.lifetimes = st->lifetimes;
-		gmt_jsonl_elided(b.cfg.out, &st->s);
+		if (st->s.kind == GMT_KIND_NONE)
+			gmt_jsonl_elided_blocks(b.cfg.out, &st->s);
+		else
+			gmt_jsonl_elided(b.cfg.out, &st->s);
 	}
 	b.nsites = 0;
 	if (b.site_index)
@@ -553,7 +574,10 @@ scratch_reserve(size_t n)
 	int32_t *breq = realloc(b.breq, cap * sizeof(*breq));
 	if (breq)
 		b.breq = breq;
-	if (!pair || !aseq || !flag || !cnt || !breq)
+	uint64_t *bbytes = realloc(b.bbytes, cap * sizeof(*bbytes));
+	if (bbytes)
+		b.bbytes = bbytes;
+	if (!pair || !aseq || !flag || !cnt || !breq || !bbytes)
 		return false;
 	b.scratch_cap = cap;
 	return true;
@@ -681,10 +705,18 @@ segment_finish(size_t s, size_t e)
 			continue;
 		}
 		b.st.elided++;
+		if (ev->op == GMT_OP_BLOCK && ev->torch_action == GMT_TORCH_FREE_COMPLETED) {
+			size_t ai = (size_t)b.pair[i];
+			if (!site_count(&b.held[ai], ev, b.bbytes[ai], false)) {
+				b.no_elide = true;
+				b.st.lost++;
+			}
+			continue;
+		}
 		if (ev->op != GMT_OP_FREE)
 			continue;
 		const struct gmt_event *a = &b.held[b.pair[i]];
-		if (!site_count(a, ev, last == a->seq)) {
+		if (!site_count(a, ev, a->size, last == a->seq)) {
 			b.no_elide = true; /* out of memory: the counts of this pair are lost */
 			b.st.lost++;
 		}
@@ -804,6 +836,7 @@ process_block(size_t i, size_t s, bool seg)
 		return;
 	}
 	if (a == GMT_TORCH_ALLOC) {
+		b.bbytes[i] = after > before ? after - before : 0;
 		if (!pend_put(block_key(ev), (uint32_t)i))
 			b.flag[i] |= F_FORCED;
 	} else {
@@ -1000,6 +1033,7 @@ gmt_bounded_fini(void)
 	free(b.sites);
 	free(b.site_index);
 	free(b.breq);
+	free(b.bbytes);
 	gmt_blk_free(b.blk);
 	gmt_live_free(&b.truth);
 	memset(&b, 0, sizeof(b));

@@ -5,12 +5,15 @@
  * The writer thread hands every drained event to gmt_bounded_push() instead of writing it. At the
  * end of a bucket (gmt_bounded_cut()) the held events are put in seq order and split into
  * segments at every event the replay's exact answers depend on (markers, failures, resets,
- * readings, block lines, anything not a plain allocation or free of device, pinned, managed or
- * registered memory). In a segment, an allocation freed in the same segment is left out, with its
- * free, unless it was live at a moment that must be replayed exactly: the first moment of the
- * segment's maximum of each (device, kind), or the allocation that decides an earlier failure's
- * class. What is left out is counted per call site in `elided` lines (docs/trace-format.md).
- * Why the replay's answers stay the same is in docs/design.md, "The bounded trace".
+ * readings, the PyTorch layer's segment, OOM and snapshot lines, anything not a plain allocation
+ * or free of device, pinned, managed or registered memory, or a block's allocation and frees). In
+ * a segment, an allocation freed in the same segment is left out, with its free, unless it was
+ * live at a moment that must be replayed exactly: the first moment of the segment's maximum of
+ * each (device, kind), or the allocation that decides an earlier failure's class; a PyTorch
+ * block, with its free requested and completed, likewise unless live at a tensor peak (the
+ * writer replays the block lines through the allocator's rules, alloc/blocks.c). What is left out
+ * is counted per call site in `elided` and `elided_blocks` lines (docs/trace-format.md). Why the
+ * replay's answers stay the same is in bounded.c's head and docs/design.md, "The bounded trace".
  *
  * Writer-thread only; it allocates. Out of memory, it writes everything it holds (exact, larger).
  */

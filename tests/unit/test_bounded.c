@@ -1,13 +1,16 @@
 /*
  * The bounded writer (src/writer/bounded.c) on synthetic events: which pairs it leaves out,
  * what it must keep (a segment's maximum, what lies across a marker, what decides a failure's
- * class), seq order and holes, an address reused within a bucket, and its elided lines.
+ * class), seq order and holes, an address reused within a bucket, and its elided lines; the
+ * PyTorch layer's block lines and their elided_blocks lines.
  * tests/bounded compares whole reports; this checks the rules one by one (and runs under ASan).
  */
 #include <string.h>
 
 #include "check.h"
+#include "format/elided.h"
 #include "format/jsonl.h"
+#include "format/torch_entry.h"
 #include "writer/bounded.h"
 
 #define MAXW 4096
@@ -269,6 +272,63 @@ pool_kept(void)
 	CHECK_EQ_U64(gmt_bounded_stats()->elided, 0);
 }
 
+/* A PyTorch block line of @p action (torch_entry.h) on device 0, from @p stack. */
+static void
+push_block(unsigned action, uint64_t ptr, uint64_t size, uint32_t stack)
+{
+	seq++;
+	struct gmt_event e = {.seq = seq,
+			      .ts_ns = T0 + seq,
+			      .op = GMT_OP_BLOCK,
+			      .torch_action = (uint8_t)action,
+			      .device = 0,
+			      .ptr = ptr,
+			      .size = size,
+			      .cuda_flags = GMT_TORCH_F_HAS_DEVICE,
+			      .stack = stack};
+	gmt_bounded_push(&e);
+}
+
+static void
+push_triple(uint64_t ptr, uint64_t size, uint32_t stack)
+{
+	push_block(GMT_TORCH_ALLOC, ptr, size, stack);
+	push_block(GMT_TORCH_FREE_REQUESTED, ptr, 0, stack);
+	push_block(GMT_TORCH_FREE_COMPLETED, ptr, 0, stack);
+}
+
+/* The tensor level: in a 2 MiB segment, 60 blocks allocated and freed one after another from two
+ * sites (one of them in the middle of each other's place). The first reaches the device's
+ * allocated maximum: kept, all three lines, with the segment's line; the 59 others are left out
+ * and counted per site (stack, device) in elided_blocks lines: their blocks and the bytes the
+ * allocator rounded them to (1000 -> 1024, 3000 -> 3072), as memory_allocated() counted them. */
+static void
+block_churn(void)
+{
+	start();
+	uint64_t seg = 0x7f0000000000ULL;
+	push_block(GMT_TORCH_SEGMENT_ALLOC, seg, 2u << 20, 0);
+	uint64_t first = seq + 1;
+	push_triple(seg, 3000, 5);
+	for (int i = 0; i < 29; i++)
+		push_triple(seg, 3000, 5);
+	for (int i = 0; i < 30; i++)
+		push_triple(seg, 1000, 6);
+	gmt_bounded_cut(T0 + seq + 1, true);
+	CHECK_EQ_U64(nwritten, 4);
+	CHECK(was_written(1) && was_written(first) && was_written(first + 1) &&
+	      was_written(first + 2));
+	CHECK_EQ_U64(gmt_bounded_stats()->elided, 59 * 3);
+	CHECK_EQ_U64(count("\"type\":\"" GMT_ELIDED_BLOCKS_TYPE "\""), 2);
+	CHECK_EQ_U64(count("\"type\":\"" GMT_ELIDED_TYPE "\""), 0);
+	CHECK(strstr(text(), "\"device\":0,\"allocations\":29,\"bytes\":89088,\"stack\":5}"));
+	CHECK(strstr(text(), "\"device\":0,\"allocations\":30,\"bytes\":30720,\"stack\":6}"));
+	/* each line carries the last free completed it counts */
+	char last[64];
+	snprintf(last, sizeof(last), "\"seq\":%llu,", (unsigned long long)seq);
+	CHECK(strstr(text(), last));
+}
+
 int
 main(void)
 {
@@ -279,6 +339,7 @@ main(void)
 	holes();
 	reuse();
 	pool_kept();
+	block_churn();
 	gmt_bounded_fini();
 	gmt_buf_free(&out);
 	return 0;

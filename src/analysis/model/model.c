@@ -1573,7 +1573,9 @@ gmt_model_event(struct gmt_model *m, const struct gmt_trace_event *ev)
 
 	if (m->error)
 		return;
-	if (ev->op == GMT_OP_BLOCK) { /* the tensor level: the whole trace, whatever the range */
+	/* the tensor level, the whole trace whatever the range: block lines and the blocks a
+	 * bounded trace left out (elided_blocks: no CUDA kind) */
+	if (ev->op == GMT_OP_BLOCK || (ev->op == GMT_OP_ELIDED && ev->kind == GMT_TK_NONE)) {
 		if (!m->tensors && !(m->tensors = gmt_tensors_new(m->trace))) {
 			m->error = -ENOMEM;
 			return;

@@ -674,6 +674,28 @@ record_oom(struct gmt_tensors *t,
 	frag_point(t, d, ev->ts, ev->seq);
 }
 
+/*
+ * An elided_blocks line (a bounded trace, format/elided.h): blocks of one site allocated and freed
+ * within one bucket, left out of the file with their frees. None was live at a moment the report
+ * shows (the writer keeps those, writer/bounded.c), so only the counts take them: the site's and
+ * the device's block allocations, the site's bytes, the lifetimes in all (the timeline's
+ * blocks_all). Not a block line (block_events counts what the file holds).
+ */
+static void
+elided_blocks(struct gmt_tensors *t, const struct gmt_trace_event *ev)
+{
+	struct gmt_tdevice *d;
+	struct gmt_tsite *s;
+
+	if (ev->device < 0 || ev->device >= GMT_BLK_MAX_DEVICES ||
+	    !(d = device_of(t, ev->device)) || !(s = site_of(t, ev->stack, ev->device)))
+		return;
+	s->allocations += ev->offset;
+	s->allocated_bytes += ev->size;
+	d->allocations += ev->offset;
+	t->lives_seen += ev->offset;
+}
+
 void
 gmt_tensors_event(struct gmt_tensors *t, const struct gmt_trace_event *ev, uint64_t held)
 {
@@ -681,6 +703,10 @@ gmt_tensors_event(struct gmt_tensors *t, const struct gmt_trace_event *ev, uint6
 		return;
 	if (!t->holders_done && t->trace && t->trace->nholders && ev->seq > t->trace->holders_seq)
 		gmt_tensors_holders(t);
+	if (ev->op == GMT_OP_ELIDED) {
+		elided_blocks(t, ev);
+		return;
+	}
 	if (ev->device < 0 || ev->device >= GMT_BLK_MAX_DEVICES) { /* no CUDA ordinal: damaged */
 		t->lines++;
 		t->bad_device++;

@@ -243,7 +243,8 @@ void gmt_tensors_snapshot(struct gmt_tensors *t);
 struct gmt_tensors *gmt_tensors_new(const struct gmt_trace *trace);
 void gmt_tensors_free(struct gmt_tensors *t);
 
-/** Apply a block event (op GMT_OP_BLOCK); @p held: the device's CUDA-level held bytes now. */
+/** Apply a block event (op GMT_OP_BLOCK, or an elided_blocks line: op GMT_OP_ELIDED of kind
+ * GMT_TK_NONE); @p held: the device's CUDA-level held bytes now. */
 void gmt_tensors_event(struct gmt_tensors *t, const struct gmt_trace_event *ev, uint64_t held);
 
 /** A marker line: growth samples and a fragmentation point. */

@@ -163,6 +163,8 @@ read_line(struct reader *r, const char *buf, size_t len, size_t lineno)
 		used = rd_read_torch(r, obj, lineno);
 	else if (strcmp(type, GMT_ELIDED_TYPE) == 0)
 		used = content = rd_read_elided(r, JS(obj), lineno);
+	else if (strcmp(type, GMT_ELIDED_BLOCKS_TYPE) == 0)
+		used = content = rd_read_elided_blocks(r, JS(obj), lineno);
 	else if (strcmp(type, "holders") == 0)
 		used = rd_read_holders(r, obj, lineno);
 	/* Other types are ignored without a word: adding a line type is not a format change. */

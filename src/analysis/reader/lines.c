@@ -571,6 +571,45 @@ rd_read_elided(struct reader *r, struct src obj, size_t lineno)
 	return keep_event(r, &ev);
 }
 
+/* An elided_blocks line (a bounded trace: PyTorch blocks of one site left out of one bucket,
+ * format/elided.h) as an event of op ELIDED and kind NONE (trace.h). */
+bool
+rd_read_elided_blocks(struct reader *r, struct src obj, size_t lineno)
+{
+	struct gmt_trace_event ev = {.line = (uint32_t)lineno,
+				     .op = GMT_OP_ELIDED,
+				     .kind = GMT_TK_NONE,
+				     .api = GMT_TRACE_NO_STRING,
+				     .driver = GMT_TRACE_NO_STRING};
+	long long v;
+	uint64_t u;
+	int err;
+
+	if ((err = rd_get_u64(obj, "seq", &ev.seq)))
+		return rd_key_error(r, lineno, GMT_ELIDED_BLOCKS_TYPE, "seq", err, "an integer");
+	if ((err = rd_get_u64(obj, "ts", &ev.ts)))
+		return rd_key_error(r, lineno, GMT_ELIDED_BLOCKS_TYPE, "ts", err, "an integer");
+	if ((err = rd_get_i64(obj, "device", &v)) || v < INT32_MIN || v > INT32_MAX)
+		return rd_key_error(r, lineno, GMT_ELIDED_BLOCKS_TYPE, "device",
+				    err ? err : -EINVAL, "an integer");
+	ev.device = (int32_t)v;
+	if ((err = rd_get_u64(obj, GMT_ELIDED_ALLOCATIONS, &ev.offset)))
+		return rd_key_error(r, lineno, GMT_ELIDED_BLOCKS_TYPE, GMT_ELIDED_ALLOCATIONS, err,
+				    "an integer");
+	if ((err = rd_get_u64(obj, GMT_ELIDED_BYTES, &ev.size)))
+		return rd_key_error(r, lineno, GMT_ELIDED_BLOCKS_TYPE, GMT_ELIDED_BYTES, err,
+				    "an integer");
+	err = rd_get_u64(obj, "stack", &u);
+	if (err == -EINVAL || (err == 0 && u > UINT32_MAX))
+		return rd_key_error(r, lineno, GMT_ELIDED_BLOCKS_TYPE, "stack", -EINVAL,
+				    "an integer");
+	if (err == 0)
+		ev.stack = (uint32_t)u;
+	r->t->elided_lines++;
+	r->t->elided_blocks += ev.offset;
+	return keep_event(r, &ev);
+}
+
 /* A block line (the PyTorch layer's, docs/trace-format.md "block") as an event of op BLOCK
  * (trace.h says which field holds what); it is stored and streamed with the events, in seq order.
  */

@@ -197,6 +197,7 @@ bool rd_parse_block(struct reader *r, struct src obj, size_t lineno, struct gmt_
 bool rd_take_block(struct reader *r, const struct gmt_trace_event *ev);
 
 bool rd_read_elided(struct reader *r, struct src obj, size_t lineno);
+bool rd_read_elided_blocks(struct reader *r, struct src obj, size_t lineno);
 
 bool rd_read_block(struct reader *r, struct src obj, size_t lineno);
 

@@ -89,7 +89,11 @@ struct gmt_trace_elided_bin {
  * their frees) is an event of op GMT_OP_ELIDED: `size` the bytes, `offset` the allocations,
  * `free_bytes` and `total_bytes` the temporaries and their bytes, `handle` the first of its
  * `requested` entries in the trace's elided_bins; `kind`, `device`, `api`, `driver` and `stack`
- * the site's; `seq` and `ts` the last free's.
+ * the site's; `seq` and `ts` the last free's. An `elided_blocks` line (PyTorch blocks of one site
+ * left out of one bucket, each with its free requested and completed) is an event of op
+ * GMT_OP_ELIDED and kind GMT_TK_NONE: `offset` the blocks, `size` their (rounded) bytes, `device`
+ * and `stack` the site's, `seq` and `ts` the last free completed's; api and driver are
+ * GMT_TRACE_NO_STRING.
  */
 
 /** One device's NVML reading in a snapshot line (its "nvml" array). */
@@ -262,8 +266,10 @@ struct gmt_trace {
 	/* bounded traces (GPUMEMTRACE_BOUNDED=1, format/elided.h) */
 	bool bounded;	       /**< header options.bounded */
 	uint64_t bucket_ms;    /**< header options.bucket_ms */
-	uint64_t elided_lines; /**< elided lines read (events of op GMT_OP_ELIDED, in nevents) */
-	uint64_t elided_allocations; /**< allocations they count (each with its free) */
+	uint64_t elided_lines; /**< elided and elided_blocks lines read (events of op GMT_OP_ELIDED,
+				  in nevents) */
+	uint64_t elided_allocations; /**< CUDA-level allocations they count (each with its free) */
+	uint64_t elided_blocks;	     /**< PyTorch blocks they count (each with its two frees) */
 	uint64_t trailer_elided;     /**< trailer "elided": event lines left out */
 	uint64_t bounded_late;	     /**< trailer "late": events the writer got after their cut */
 	struct gmt_trace_elided_bin
