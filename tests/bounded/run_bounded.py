@@ -114,16 +114,15 @@ EXACT = ["peaks", "leaks", "failed", "ledger", "kinds", "leak_sites", "peak_site
          "failed_sites", "range", "oom", "growth", "growth_sites", "churn", "churn_sites",
          "fragmentation", "tensors"]
 NOT_EXACT_PROCESS = {"file", "events", "bounded"}
-# and of the tensor level, what the file holds: its block lines (block_events), the blocks the
-# html timeline draws (timeline, block_sites) and the allocations counted per device
+# and of the tensor level, what the file holds: its block lines (block_events) and the blocks the
+# html timeline draws (timeline, block_sites); the allocations per device are exact (the left-out
+# blocks are counted in elided_blocks lines)
 
 
 def tensor_exact(t):
     t = dict(t or {})
     for k in ("timeline", "block_sites", "block_events"):
         t.pop(k, None)
-    t["devices"] = [{k: v for k, v in d.items() if k != "allocations"}
-                    for d in t.get("devices", [])]
     return t
 
 
