@@ -2,32 +2,14 @@
  * @brief What the subcommands share about their inputs: how the session reads them (the tests'
  * switches from the environment), and --from/--to.
  */
-#define _GNU_SOURCE /* sched_getaffinity */
+#define _GNU_SOURCE
 #include "cli.h"
+#include "util/path.h"
 
 #include <errno.h>
-#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-/* Threads that read one trace: GMT_JOBS, else the CPUs this process may run on, at most 16 (as a
- * directory's traces are read: session.c). */
-static unsigned
-read_jobs(void)
-{
-	const char *v = getenv("GMT_JOBS");
-	long n = 0;
-	cpu_set_t set;
-
-	if (v && *v)
-		n = strtol(v, NULL, 10);
-	if (n <= 0 && sched_getaffinity(0, sizeof(set), &set) == 0)
-		n = CPU_COUNT(&set);
-	if (n <= 0)
-		n = sysconf(_SC_NPROCESSORS_ONLN);
-	return n > 16 ? 16 : n < 1 ? 1 : (unsigned)n;
-}
 
 void
 gmt_cli_session_options(struct gmt_session_options *o)
@@ -42,7 +24,7 @@ gmt_cli_session_options(struct gmt_session_options *o)
 	o->read.slow = v && strcmp(v, "1") == 0;
 	v = getenv("GMT_TRACE_STORED");
 	o->stored = v && strcmp(v, "1") == 0;
-	o->read.jobs = read_jobs();
+	o->read.jobs = gmt_jobs(); /* threads that read one trace (util/path.h) */
 	/* a test's switch too: chunks of a few lines, so that a small trace has many */
 	v = getenv("GMT_READ_CHUNK_LINES");
 	if (v && *v) {

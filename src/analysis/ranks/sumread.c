@@ -68,37 +68,17 @@ cmp_str(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+static bool
+is_summary_name(const char *name)
+{
+	return has_suffix(name, GMT_SUMMARY_SUFFIX);
+}
+
 /* The summaries' names in @p dir, sorted bytewise; the count or -errno. */
 static int
 summary_files(const char *dir, char ***names)
 {
-	DIR *d = opendir(dir);
-	struct dirent *e;
-	char **v = NULL, **w;
-	size_t n = 0;
-
-	*names = NULL;
-	if (!d)
-		return -errno;
-	while ((e = readdir(d))) {
-		if (!has_suffix(e->d_name, GMT_SUMMARY_SUFFIX))
-			continue;
-		if (!(w = realloc(v, (n + 1) * sizeof(*v))) || !(w[n] = strdup(e->d_name))) {
-			v = w ? w : v;
-			while (n > 0)
-				free(v[--n]);
-			free(v);
-			closedir(d);
-			return -ENOMEM;
-		}
-		v = w;
-		n++;
-	}
-	closedir(d);
-	if (n > 1)
-		qsort(v, n, sizeof(*v), cmp_str);
-	*names = v;
-	return (int)n;
+	return gmt_dir_names(dir, is_summary_name, names);
 }
 
 static void

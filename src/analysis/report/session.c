@@ -7,10 +7,8 @@
 #include "util/esc.h"
 #include "util/path.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
-#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,13 +22,6 @@ gmt_session_init(struct gmt_session *s, const struct gmt_session_options *opt, F
 	static const struct gmt_session_options defaults = GMT_SESSION_OPTIONS_INIT;
 
 	*s = (struct gmt_session){.opt = opt ? *opt : defaults, .diag = diag};
-}
-
-static int
-cmp_name(const void *a, const void *b)
-{
-	/* Bytewise, not strcoll(): the order of a report must not depend on the locale. */
-	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
 /* A trace's name: what the tracer writes (.jsonl, GPUMEMTRACE_COMPRESS=zstd's .jsonl.zst), a
@@ -54,33 +45,7 @@ is_trace_name(const char *name)
 int
 gmt_trace_files(const char *dir, char ***names)
 {
-	DIR *d = opendir(dir);
-	struct dirent *e;
-	char **v = NULL, **w;
-	size_t n = 0;
-
-	*names = NULL;
-	if (!d)
-		return -errno;
-	while ((e = readdir(d))) {
-		if (!is_trace_name(e->d_name))
-			continue;
-		if (!(w = realloc(v, (n + 1) * sizeof(*v))) || !(w[n] = strdup(e->d_name))) {
-			v = w ? w : v;
-			while (n > 0)
-				free(v[--n]);
-			free(v);
-			closedir(d);
-			return -ENOMEM;
-		}
-		v = w;
-		n++;
-	}
-	closedir(d);
-	if (n > 1) /* qsort() of NULL is undefined, even for 0 elements */
-		qsort(v, n, sizeof(*v), cmp_name);
-	*names = v;
-	return (int)n;
+	return gmt_dir_names(dir, is_trace_name, names);
 }
 
 // --- one trace: read, replayed -------------------------------------------------------------
@@ -313,21 +278,9 @@ dir_wait(struct gmt_session *s, struct dir_work *w, const char *dir)
 static size_t
 session_jobs(size_t files)
 {
-	const char *v = getenv("GMT_JOBS");
-	long n = 0;
-	cpu_set_t set;
+	size_t n = gmt_jobs();
 
-	if (v && *v)
-		n = strtol(v, NULL, 10);
-	if (n <= 0 && sched_getaffinity(0, sizeof(set), &set) == 0)
-		n = CPU_COUNT(&set);
-	if (n <= 0)
-		n = sysconf(_SC_NPROCESSORS_ONLN);
-	if (n > 16)
-		n = 16;
-	if (n < 1)
-		n = 1;
-	return (size_t)n < files ? (size_t)n : files;
+	return n < files ? n : files;
 }
 
 /* Read @p names of @p dir into @p s; false when the threads could not be had (nothing read). */
