@@ -114,13 +114,16 @@ EXACT = ["peaks", "leaks", "failed", "ledger", "kinds", "leak_sites", "peak_site
          "failed_sites", "range", "oom", "growth", "growth_sites", "churn", "churn_sites",
          "fragmentation", "tensors"]
 NOT_EXACT_PROCESS = {"file", "events", "bounded"}
-# and of the tensor level, what the file holds: its block lines (block_events) and the blocks the
-# html timeline draws (timeline, block_sites); the allocations per device are exact (the left-out
-# blocks are counted in elided_blocks lines)
+# and of the tensor level, what the file holds: its block lines (block_events) and the blocks
+# the html timeline draws (timeline, block_sites); of the timeline, how many blocks there were
+# in all (blocks_all) is exact: left-out blocks are counted per site in `elided_blocks` lines,
+# as are the allocations per device
 
 
 def tensor_exact(t):
     t = dict(t or {})
+    if "timeline" in t:
+        t["timeline_blocks_all"] = t["timeline"].get("blocks_all")
     for k in ("timeline", "block_sites", "block_events"):
         t.pop(k, None)
     return t
@@ -274,12 +277,14 @@ def case_same_torch(e):
 
 
 def case_same_torch_churn(e):
-    """The tensor level in a bounded trace (issue 30 item 3): a loop of 20,000 short-lived
+    """The tensor level in a bounded trace (issue 30 item 3): a loop of 100,000 short-lived
     tensors (tests/torchsim/victim_churn.py: no markers, automatic steps, a peak inside a bucket,
-    growth, reference cycles, an OOM). Written by the tracer in both modes (and the full trace
-    also rebound offline): the reports' tensor sections are equal (peak, live at exit, growth,
-    OOM forensics, fragmentation, categories...) and the bounded trace has under a tenth of the
-    full trace's block lines."""
+    growth, an OOM amid the churn, reference cycles, an OOM at the end). Written by the tracer in
+    both modes (and the full trace also rebound offline): the reports' tensor sections are equal
+    (peak, live at exit, growth across the automatic steps, OOM forensics with the allocator's
+    segments and blocks, fragmentation, block allocations per device), the left-out blocks are
+    counted per site, and the bounded trace has under a tenth of the full trace's block
+    lines."""
     sys.path.insert(0, os.path.join(e.source, "tests", "torchsim"))
     try:
         import run_torchsim
@@ -293,7 +298,7 @@ def case_same_torch_churn(e):
     env = {"PYTHONPATH": site, "GPUMEMTRACE_CACHE_DIR": os.path.join(e.work, "cache"),
            "SIMCUDA_MEM_BYTES": "256M", "SIMCUDA_DEVICES": "1"}
     argv = [sys.executable, os.path.join(e.source, "tests", "torchsim", "victim_churn.py"),
-            "40", "250"]
+            "40", "1250"]
     full, _ = e.trace(argv, env)
     bounded, _ = e.trace(argv, dict(env, GPUMEMTRACE_BOUNDED="1", GPUMEMTRACE_BUCKET_MS="50"))
     if not full or not bounded:
@@ -301,8 +306,13 @@ def case_same_torch_churn(e):
     rebound = e.rebound(full, 50)
     a = e.report(full)
     ta = a.get("processes", [{}])[0].get("tensors") or {}
-    check(ta.get("growth") and ta.get("freed_by_gc") and ta.get("ooms"),
-          "the full trace's tensor section has growth, freed_by_gc and an OOM")
+    check(ta.get("growth") and ta.get("freed_by_gc") and len(ta.get("ooms", [])) == 2,
+          "the full trace's tensor section has growth, freed_by_gc and two OOMs")
+    check(ta.get("growth_basis") == "auto_steps" and ta.get("growth_samples", 0) >= 40,
+          f"the full trace's growth is sampled at the automatic steps "
+          f"({ta.get('growth_basis')}, {ta.get('growth_samples')} samples)")
+    allocs = sum(d.get("allocations", 0) for d in ta.get("devices", []))
+    check(allocs >= 100000, f"the full run made 100,000 tensors and more ({allocs})")
 
     def tensor_answers(rep):
         return tensor_exact(rep.get("processes", [{}])[0].get("tensors"))
@@ -326,16 +336,51 @@ def case_same_torch_churn(e):
             for k in ("peak", "growth_basis", "growth_samples"):
                 check(ta.get(k) == tb.get(k), f"{what}: tensors.{k} {tb.get(k)} == the full "
                                               f"run's {ta.get(k)}")
+            check(ta.get("growth") and ta["growth"][0].get("per_step") == 64 << 10,
+                  f"the full run's growth is the 64 KiB kept per step ({ta.get('growth')})")
             for k in ("live_at_exit", "growth", "freed_by_gc", "peak_sites"):
-                fa = [(r.get("site"), r.get("bytes"), r.get("tensors")) for r in ta.get(k, [])]
-                fb = [(r.get("site"), r.get("bytes"), r.get("tensors")) for r in tb.get(k, [])]
+                fa, fb = untimed(ta.get(k)), untimed(tb.get(k))
                 check(fa == fb, f"{what}: tensors.{k} the full run's ({fb} vs {fa})")
-            ca = [(o.get("cause"), o.get("allocated"), o.get("reserved")) for o in ta.get("ooms", [])]
-            cb = [(o.get("cause"), o.get("allocated"), o.get("reserved")) for o in tb.get("ooms", [])]
-            check(ca == cb, f"{what}: the OOM's forensics ({cb} vs {ca})")
+            for k in ("devices", "timeline_blocks_all"):
+                va, vb = untimed(tensor_answers(a).get(k)), untimed(tb.get(k))
+                check(va and va == vb, f"{what}: tensors.{k} the full run's ({vb} vs {va})")
+            ca = [oom_forensics(o) for o in ta.get("ooms", [])]
+            cb = [oom_forensics(o) for o in tb.get("ooms", [])]
+            check(ca == cb, f"{what}: the OOMs' forensics, segments and blocks ({cb} vs {ca})")
+        eb = [r for r in lines(path) if r["type"] == "elided_blocks"]
+        left = sum(r["allocations"] for r in eb)
+        ndev = sum(d.get("allocations", 0) for d in tensor_answers(b).get("devices", []))
+        print(f"  {what}: {len(eb)} elided_blocks lines count {left} blocks left out")
+        said = b.get("processes", [{}])[0].get("bounded", {}).get("elided_blocks")
+        check(said == left, f"{what}: the report's bounded.elided_blocks {said} = {left}")
+        check(left and left + sum(1 for r in lines(path) if r["type"] == "block"
+                                  and r["action"] == "alloc") == ndev == allocs,
+              f"{what}: every block allocation is in the file or counted in its site's "
+              f"elided_blocks line ({left} left out, {ndev} in the report, {allocs} in the full)")
         nf, nb = blocks(full), blocks(path)
         print(f"  {what}: {nf} block lines -> {nb}")
         check(nb * 10 < nf, f"{what}: under a tenth of the block lines ({nb} of {nf})")
+
+
+def untimed(x):
+    """@p x without its times and seqs (another run of the same program); a fragmentation
+    series' points are [time_s, ...]."""
+    if isinstance(x, dict):
+        return {k: [untimed(p[1:]) for p in v] if k == "series" else untimed(v)
+                for k, v in x.items() if not k.endswith("time_s") and k != "seq"}
+    if isinstance(x, list):
+        return [untimed(v) for v in x]
+    return x
+
+
+def oom_forensics(o):
+    """An OOM's figures and the allocator's state then, without addresses and times (another
+    run of the same program places its segments elsewhere)."""
+    segs = [(g.get("size"), g.get("pool"), g.get("allocated"), g.get("pending"), g.get("free"),
+             g.get("blocks_all"), [tuple(b[:3]) for b in g.get("blocks", [])])
+            for g in o.get("segments", [])]
+    return ({k: v for k, v in o.items() if k not in ("segments", "time_s", "seq", "stack")
+             and not isinstance(v, (dict, list))}, segs)
 
 
 GPU_TRAIN = r"""

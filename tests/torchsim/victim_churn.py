@@ -2,8 +2,10 @@
 (tests/bounded run_bounded.py same-torch-churn): no markers, nothing of gpumemtrace in it.
 Each step makes and drops TEMPS temporaries of a few sizes (the churn a bounded trace leaves
 out), keeps 64 KiB by mistake (growth across the automatic steps), and at one step makes a
-32 MiB temporary (the tensor-level peak, inside a bucket). Then tensors kept alive by
-reference cycles, freed by the collector, and an out-of-memory error.
+32 MiB temporary (the tensor-level peak, inside a bucket); at a third of the steps an
+out-of-memory error amid the churn (the cache empties its free segments, then the OOM: its
+forensics are the allocator's state in the middle of a bucket). Then tensors kept alive by
+reference cycles, freed by the collector, and another out-of-memory error.
 
     victim_churn.py STEPS TEMPS
 """
@@ -21,6 +23,11 @@ def temporaries(step):
     for j in range(temps):
         a = torch.empty(1000 + 512 * (j % 7), device="cuda")
         b = torch.empty((1 + j % 3) << 20, device="cuda")
+        if step == steps // 3 and j == temps // 2:
+            try:  # amid the churn: a and b live, the cache full of split free blocks
+                torch.empty(1 << 40, device="cuda")
+            except torch.cuda.OutOfMemoryError:
+                pass
         del a, b
 
 

@@ -400,6 +400,7 @@ process_json(const struct gmt_model *m, const struct gmt_cat_rules *categories)
 		json_object_set_new(bo, "bucket_ms", jint(t->bucket_ms));
 		json_object_set_new(bo, "elided_events", jint(t->trailer_elided));
 		json_object_set_new(bo, "elided_allocations", jint(t->elided_allocations));
+		json_object_set_new(bo, "elided_blocks", jint(t->elided_blocks));
 		json_object_set_new(bo, "elided_lines", jint(t->elided_lines));
 		json_object_set_new(bo, "late_events", jint(t->bounded_late));
 		json_object_set_new(p, "bounded", bo);

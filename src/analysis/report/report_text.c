@@ -101,13 +101,18 @@ print_bounded(FILE *out, struct gmt_model *const *models, size_t n)
 		if (!t->bounded)
 			continue;
 		gmt_text_process_name(t, pid, sizeof(pid));
-		fprintf(out,
-			"bounded trace%s%s (GPUMEMTRACE_BOUNDED=1): %" PRIu64
-			" allocations made and freed within a bucket were left out and counted per "
-			"site (buckets of %" PRIu64 " ms); peaks, leaks, growth, OOM forensics and "
-			"allocation counts are exact, the timeline shows only what was written\n",
-			n > 1 ? " of pid " : "", n > 1 ? pid : "", t->elided_allocations,
-			t->bucket_ms);
+		char blocks[64] = "";
+		if (t->elided_blocks)
+			snprintf(blocks, sizeof(blocks), " (and %" PRIu64 " PyTorch blocks)",
+				 t->elided_blocks);
+		fprintf(
+		    out,
+		    "bounded trace%s%s (GPUMEMTRACE_BOUNDED=1): %" PRIu64
+		    " allocations%s made and freed within a bucket were left out and counted per "
+		    "site (buckets of %" PRIu64 " ms); peaks, leaks, growth, OOM forensics and "
+		    "allocation counts are exact, the timeline shows only what was written\n",
+		    n > 1 ? " of pid " : "", n > 1 ? pid : "", t->elided_allocations, blocks,
+		    t->bucket_ms);
 		if (t->bounded_late)
 			fprintf(out,
 				"  note: %" PRIu64
