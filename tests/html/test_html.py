@@ -14,6 +14,11 @@
    names its site (hostile sites stay text), the OOM view has a bar per segment of the JSON with
    its blocks, the category bar a piece per category, and marker labels that do not overlap in
    the laid-out page (the widths Chromium measured) and kinds in distinct colours.
+4. Every page is also used and measured in Chromium by probe.js (inserted into a copy of it): the
+   marker labels' boxes as laid out do not overlap and stay inside their chart, one chart of a
+   section has labels (not one per device), the memory chart's hover read-out at the held line's
+   peak shows the peak, every handler runs without setting the page's error mark, and an exception
+   in a handler does set it (<body data-error>, a warning line).
 Screenshots (hostile.png, analyses.png, tensors-*.png) and pages stay in the build directory. Without a
 chromium the test is skipped (exit 77); scripts/setup installs Debian's chromium.
 """
@@ -87,6 +92,81 @@ def render(args, chromium, page, name):
               st["colors"] > 20 and st["inked"] > 0.02,
               "%s: the screenshot is not blank" % name, st)
     return browser.Dom(out) if "<body" in out else None
+
+
+PROBE_JS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "probe.js")
+PROBE_RE = re.compile(r'<pre id="gmt-probe">(.*?)</pre>', re.S)
+
+
+def overlap(a, b):
+    """Boxes [left, top, right, bottom] that share more than a hair of area."""
+    eps = 0.01
+    return a[0] < b[2] - eps and b[0] < a[2] - eps and a[1] < b[3] - eps and b[1] < a[3] - eps
+
+
+def held_peaks(doc, proc=0):
+    """The held line's highest value per device chart, in the page's chart order."""
+    peaks = {}
+    for s in doc.get("timeline") or []:
+        if s.get("process", 0) == proc and s["kind"] == "held":
+            peaks[s["device"]] = max([p[1] for p in s["points"]] or [0])
+    order = []
+    for s in doc.get("timeline") or []:
+        if s.get("process", 0) == proc and s["device"] not in order:
+            order.append(s["device"])
+    return [(d, peaks[d]) for d in order if d in peaks]
+
+
+def probe(args, chromium, page, name, doc):
+    """Runs probe.js in a copy of @p page (see the module's item 4); returns its findings."""
+    with open(page, encoding="utf-8") as f:
+        text = f.read()
+    with open(PROBE_JS, encoding="utf-8") as f:
+        js = f.read()
+    cut = text.rindex("</body>")
+    copy = os.path.join(args.outdir, name + ".probe.html")
+    with open(copy, "w", encoding="utf-8") as f:
+        f.write(text[:cut] + "<script>\n" + js + "</script>\n" + text[cut:])
+    rc, out, err = browser.dump_dom(chromium, copy)
+    m = PROBE_RE.search(out)
+    check(rc == 0 and m, "%s: the probe ran in Chromium" % name, err[-2000:])
+    if not m:
+        return None
+    res = json.loads(html.unescape(m.group(1)))
+    check(not res["error_at_load"] and not res["error_after_use"] and res["events"] > 0,
+          "%s: no script error while drawing or in the handlers (%d events)" %
+          (name, res["events"]), (res["error_at_load"], res["error_after_use"]))
+    thrown = "gmt-probe: thrown in a handler"
+    check(thrown in (res["error_after_throw"] or "") and thrown in res["warnings"],
+          "%s: an exception in a handler marks the page (body data-error) and shows a line" %
+          name, (res["error_after_throw"], res["warnings"][-300:]))
+    labelled = {}
+    for c in res["charts"]:
+        labels = c["labels"]
+        bad = [(a["text"], b["text"]) for k, a in enumerate(labels) for b in labels[k + 1:]
+               if overlap(a["box"], b["box"])]
+        check(not bad, "%s: chart %s: its %d marker labels do not overlap as laid out "
+              "(%d markers)" % (name, c["id"] or c["section"], len(labels), c["markers"]),
+              bad[:5])
+        sx0, sx1 = c["svg"][0], c["svg"][2]
+        outside = [a["text"] for a in labels if a["box"][0] < sx0 - 0.5 or a["box"][2] > sx1 + 0.5]
+        check(not outside, "%s: chart %s: every marker label lies within the chart" %
+              (name, c["id"] or c["section"]), outside[:5])
+        labelled.setdefault(c["section"], []).append(len(labels))
+    for sec, counts in labelled.items():
+        check(sum(1 for n in counts if n) <= 1,
+              "%s: %s: marker labels on one chart, not repeated per device (%s)" %
+              (name, sec, counts))
+    peaks = held_peaks(doc)
+    check(len(res["hovers"]) == len(peaks), "%s: a hover read-out per memory chart (%d, %d)" %
+          (name, len(res["hovers"]), len(peaks)))
+    for (dev, peak), h in zip(peaks, res["hovers"]):
+        want = "(%s bytes)" % format(peak, ",")
+        line = [x for x in h["tip"].split("\n") if x.startswith("held: ")]
+        check(line and want in line[0],
+              "%s: GPU %d: hovering the held line's peak reads the peak, %s" % (name, dev, want),
+              h)
+    return res
 
 
 def check_ran(dom, name):
@@ -246,6 +326,7 @@ def check_tensors(args, chromium):
         check_file(page, doc)
         res = check_tensor_page(args, chromium, page, name, doc,
                                 hostile.FUNC if name == "tensors-hostile" else None)
+        probe(args, chromium, page, name, doc)
         if name == "tensors-frag":
             dom = browser.Dom(open(os.path.join(args.outdir, name + ".dom.html"),
                                    encoding="utf-8").read())
@@ -334,6 +415,7 @@ def check_marker_devices(args, chromium):
     p = subprocess.run([args.exe, "report", "--format", "html", "-o", page, trace],
                        stderr=subprocess.PIPE, timeout=60)
     check(p.returncode == 0, "two-devices: report --format html: exit 0", p.stderr[-2000:])
+    probe(args, chromium, page, "two-devices", hostile.report_doc(args.exe, trace))
     dom = render(args, chromium, page, "two-devices")
     if not dom:
         return
@@ -385,6 +467,7 @@ def main():
     dom = render(args, chromium, page, "hostile")
     if dom:
         check_hostile_dom(dom)
+    probe(args, chromium, page, "hostile", doc)
 
     fixture = os.path.join(args.outdir, "analyses.json")
     page = os.path.join(args.outdir, "analyses.html")
@@ -396,6 +479,7 @@ def main():
     dom = render(args, chromium, page, "analyses")
     if dom:
         check_analyses_dom(dom)
+    probe(args, chromium, page, "analyses", hostile.with_analyses(doc))
 
     check_tensors(args, chromium)
     check_callers(args, chromium)

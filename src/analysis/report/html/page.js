@@ -1,5 +1,19 @@
 'use strict';
 (function () {
+// Any exception, while the page is drawn or later in a handler (hover, zoom, a click), is a line
+// at the top of the page and a mark on <body data-error> (tests/html looks for it), not a page
+// that silently stops answering. The first one is kept.
+window.addEventListener('error', function (ev) {
+  var body = document.body, box = document.getElementById('warnings');
+  if (!body || body.hasAttribute('data-error')) return;
+  var what = String(ev.message) + (ev.lineno ? ' (page line ' + ev.lineno + ')' : '');
+  body.setAttribute('data-error', what);
+  if (!box) return;
+  var line = document.createElement('div');
+  line.className = 'warn';
+  line.textContent = 'The page met an error and may be incomplete or stop answering: ' + what;
+  box.appendChild(line);
+});
 var D = JSON.parse(document.getElementById('gmt-data').textContent);
 var SVGNS = 'http' + '://www.w3.org/2000/svg';
 var COLORS = ['#4a7bd0', '#d0844a', '#5aa05a', '#9a6bc0', '#c0504d', '#3aa8a8', '#b8a03a', '#7a7a7a', '#d06aa0', '#4a4ad0', '#8a5a3a', '#5a8ad0', '#a0a0a0'];
@@ -316,7 +330,7 @@ function chart(box, title, series, tEnd, markers, fails, labels) {
   var guide = svg('line', { x1: 0, x2: 0, y1: T, y2: H - B, stroke: '#1d2330', visibility: 'hidden' }, s);
   var hit = svg('rect', { x: L, y: T, width: W - L - R, height: H - T - B, fill: 'transparent' }, s);
   hit.addEventListener('mousemove', function (ev) {
-    var r = s.getBoundingClientRect(), x = (ev.clientX - r.left) * W / r.width, t = (x - L) / (W - L - R) * maxT;
+    var r = s.getBoundingClientRect(), x = (ev.clientX - r.left) * W / r.width, t = t0 + (x - L) / (W - L - R) * (maxT - t0);
     guide.setAttribute('x1', x); guide.setAttribute('x2', x); guide.setAttribute('visibility', 'visible');
     var lines = ['t = ' + fmtTime(t)];
     series.forEach(function (sr) { lines.push(sr.kind + ': ' + fmtBytes(valueAt(sr.points, t)) + ' (' + exact(valueAt(sr.points, t)) + ')'); });

@@ -1,0 +1,111 @@
+'use strict';
+// tests/html's probe: test_html.py inserts this script after the page's own (a copy of the page,
+// never the report itself) and reads what it found from the element pre#gmt-probe in Chromium's
+// --dump-dom. It measures and uses the page as a reader would, independently of the positions the
+// page's script wrote into its own attributes:
+// - every chart's marker labels with the boxes the browser laid out (getBoundingClientRect);
+// - the memory charts' hover read-out at the held line's peak, and the tooltip there;
+// - every handler the page installs (hover, drag, wheel, double-click, reset, flame clicks, the
+//   process list), so an exception in one shows as the page's error mark;
+// - and last the error mark itself: an exception thrown in a handler must set <body data-error>
+//   and show a warning line.
+(function () {
+  var out = { error_at_load: document.body.getAttribute('data-error'), charts: [], hovers: [], events: 0 };
+  function each(list, f) { Array.prototype.forEach.call(list, f); }
+  function box(e) {
+    var r = e.getBoundingClientRect();
+    return [r.left, r.top, r.right, r.bottom];
+  }
+  function section(e) {
+    for (var p = e.parentNode; p && p !== document.body; p = p.parentNode)
+      if (p.id === 'timeline' || p.id === 'tensor-timeline') return p.id;
+    return '';
+  }
+  function fire(target, type, opts) {
+    var init = { bubbles: true, cancelable: true, view: window };
+    for (var k in opts) init[k] = opts[k];
+    var ev = type === 'wheel' ? new WheelEvent(type, init) : new MouseEvent(type, init);
+    target.dispatchEvent(ev);
+    out.events++;
+  }
+  // a point of the chart's own coordinates (its viewBox) on the screen
+  function screenAt(s, x, y) {
+    var r = s.getBoundingClientRect(), vb = s.viewBox.baseVal;
+    return { clientX: r.left + x * r.width / vb.width, clientY: r.top + y * r.height / vb.height };
+  }
+
+  // marker labels, as laid out
+  each(document.querySelectorAll('svg'), function (s) {
+    var marks = s.querySelectorAll('g.marker');
+    if (!marks.length) return;
+    var labels = [];
+    each(s.querySelectorAll('text.mlabel'), function (t) { labels.push({ text: t.textContent, box: box(t) }); });
+    out.charts.push({ id: s.id, section: section(s), svg: box(s), markers: marks.length, labels: labels });
+  });
+
+  // the memory charts' read-out where the held line is highest (a step line: M x y, then H x V y)
+  each(document.querySelectorAll('#timeline svg'), function (s) {
+    var held = null;
+    each(s.querySelectorAll('path'), function (p) { if (p.getAttribute('stroke-width') === '2.5') held = p; });
+    var hit = null;
+    each(s.querySelectorAll('rect'), function (r) { if (r.getAttribute('fill') === 'transparent') hit = r; });
+    if (!held || !hit) return;
+    var tok = held.getAttribute('d').match(/[MHV]|-?[\d.]+/g), x = 0, y = 0, segs = [], k = 0;
+    while (k < tok.length) {
+      var c = tok[k++];
+      if (c === 'M') { x = Number(tok[k++]); y = Number(tok[k++]); }
+      else if (c === 'H') { var nx = Number(tok[k++]); segs.push({ x0: x, x1: nx, y: y }); x = nx; }
+      else if (c === 'V') y = Number(tok[k++]);
+    }
+    var best = null;
+    segs.forEach(function (g) {
+      if (!best || g.y < best.y - 0.05 || (Math.abs(g.y - best.y) <= 0.05 && g.x1 - g.x0 > best.x1 - best.x0)) best = g;
+    });
+    if (!best) return;
+    var at = screenAt(s, (best.x0 + best.x1) / 2, best.y);
+    fire(hit, 'mousemove', at);
+    var tip = document.getElementById('tip');
+    out.hovers.push({ section: 'timeline', width: best.x1 - best.x0, tip: tip.hidden ? '' : tip.textContent });
+    fire(hit, 'mouseleave', at);
+  });
+
+  // every handler, as a reader would use them
+  each(document.querySelectorAll('svg.tensor-svg'), function (s) {
+    var a = screenAt(s, 300, 150), b = screenAt(s, 600, 150);
+    each(s.querySelectorAll('polygon'), function (p, k) { if (k < 20) { fire(p, 'mousemove', a); fire(p, 'mouseleave', a); } });
+    fire(s, 'mousedown', a); fire(s, 'mousemove', b); fire(window, 'mouseup', b);
+    fire(s, 'wheel', { clientX: a.clientX, clientY: a.clientY, deltaY: -120 });
+    fire(s, 'wheel', { clientX: b.clientX, clientY: b.clientY, deltaY: 120 });
+    fire(s, 'dblclick', a);
+  });
+  each(document.querySelectorAll('#tensor-timeline button'), function (b) { b.click(); out.events++; });
+  var flame = document.querySelectorAll('#flame-svg g');
+  if (flame.length > 1) {
+    fire(flame[1], 'mousemove', { clientX: 10, clientY: 10 });
+    fire(flame[1], 'click', {});
+    each(document.querySelectorAll('#flame button'), function (b) { b.click(); out.events++; });
+  }
+  var sel = document.getElementById('proc');
+  if (sel && sel.options.length > 1) {
+    var was = sel.value;
+    sel.value = sel.options[sel.options.length - 1].value;
+    sel.dispatchEvent(new Event('change')); out.events++;
+    sel.value = was;
+    sel.dispatchEvent(new Event('change')); out.events++;
+  }
+  out.error_after_use = document.body.getAttribute('data-error');
+
+  // the error mark: an exception in a handler
+  var probe = document.createElement('span');
+  probe.addEventListener('click', function () { throw new Error('gmt-probe: thrown in a handler'); });
+  document.body.appendChild(probe);
+  probe.click();
+  out.error_after_throw = document.body.getAttribute('data-error');
+  var w = document.getElementById('warnings');
+  out.warnings = w ? w.textContent : '';
+
+  var pre = document.createElement('pre');
+  pre.id = 'gmt-probe';
+  pre.textContent = JSON.stringify(out);
+  document.body.appendChild(pre);
+})();
