@@ -388,6 +388,38 @@ def check_callers(args, chromium):
               text[:600])
 
 
+def check_object_names(args, chromium):
+    """Names that are also the names of a JavaScript object's own machinery (__proto__,
+    constructor, hasOwnProperty) are names like any other: each call site is a box in the flame
+    graph, and nothing leaks onto every object (an element attribute value="NaN")."""
+    names = ["__proto__", "constructor", "hasOwnProperty"]
+    lines = [{"type": "header", "format": "gpumemtrace", "version": 1, "pid": 7, "start_ts": 0,
+              "argv": ["train.py"]}]
+    for k, api in enumerate(names):
+        lines.append({"type": "event", "seq": k + 1, "ts": (k + 1) * 1000, "tid": 7,
+                      "op": "alloc", "api": api, "kind": "device", "device": 0,
+                      "ptr": hex(0x7f0000000000 + k * (1 << 24)), "size": (k + 1) << 20,
+                      "result": 0})
+    lines.append({"type": "trailer", "ts": 10000, "events": 3, "dropped": 0, "reason": "exit"})
+    trace = os.path.join(args.outdir, "object-names.jsonl")
+    with open(trace, "w") as f:
+        f.write("".join(json.dumps(x) + "\n" for x in lines))
+    page = os.path.join(args.outdir, "object-names.html")
+    p = subprocess.run([args.exe, "report", "--format", "html", "-o", page, trace],
+                       stderr=subprocess.PIPE, timeout=60)
+    check(p.returncode == 0, "object-names: report --format html: exit 0", p.stderr[-2000:])
+    dom = render(args, chromium, page, "object-names")
+    if not dom:
+        return
+    check_ran(dom, "object-names")
+    boxes = dom.text_under("flame-svg")
+    check(all(n in boxes for n in names),
+          "object-names: the flame graph has a box for each site (%s)" % ", ".join(names), boxes)
+    stray = [(t, a) for t, a, _ in dom.elements if t in ("text", "rect", "svg") and "value" in a]
+    check(not stray, "object-names: no attribute leaked onto the page's elements from a name",
+          stray[:3])
+
+
 def check_marker_devices(args, chromium):
     """Marker labels neither stack nor repeat (issue 32 item 6): a run on two devices with 80
     automatic steps a few milliseconds apart. Labels stand in one row, never overlapping (the
@@ -483,6 +515,7 @@ def main():
 
     check_tensors(args, chromium)
     check_callers(args, chromium)
+    check_object_names(args, chromium)
     check_marker_devices(args, chromium)
 
     if failures:

@@ -400,7 +400,9 @@ function renderPeakSites(i) {
 
 // ---- flame graph (icicle), outermost frame on top
 function flameTree(i) {
-  var root = { name: 'all', value: 0, children: [], index: {} }, sites = ofProc(D.peak_sites, i), devs = {};
+  // a node's children by name in a map with no prototype: a frame or API named __proto__ or
+  // constructor is a name like any other, not Object's own machinery
+  var root = { name: 'all', value: 0, children: [], index: Object.create(null) }, sites = ofProc(D.peak_sites, i), devs = {};
   sites.forEach(function (r) { devs[r.device] = 1; });
   var multi = Object.keys(devs).length > 1;
   sites.forEach(function (r) {
@@ -412,7 +414,7 @@ function flameTree(i) {
       n.value += st.bytes;
       path.forEach(function (name) {
         var c = n.index[name];
-        if (!c) { c = { name: name, value: 0, children: [], index: {}, parent: n }; n.index[name] = c; n.children.push(c); }
+        if (!c) { c = { name: name, value: 0, children: [], index: Object.create(null), parent: n }; n.index[name] = c; n.children.push(c); }
         c.value += st.bytes;
         n = c;
       });
