@@ -139,9 +139,10 @@ function card(id, key, value, titleText, bad) {
   return c;
 }
 var CACHE_LABELS = { pytorch: 'PyTorch', cupy: 'CuPy', xla: 'JAX/XLA', cuda_pool: 'a CUDA memory pool' };
-function cacheLabel(k) { return CACHE_LABELS.hasOwnProperty(k) ? CACHE_LABELS[k] : String(k); }
+function has(o, k) { return Object.prototype.hasOwnProperty.call(o, k); }
+function cacheLabel(k) { return has(CACHE_LABELS, k) ? CACHE_LABELS[k] : String(k); }
 var LIB_LABELS = { cublas: 'cuBLAS', cudnn: 'cuDNN', nccl: 'NCCL', cufft: 'cuFFT', cusparse: 'cuSPARSE', cusolver: 'cuSOLVER', curand: 'cuRAND' };
-function libLabel(k) { return LIB_LABELS.hasOwnProperty(k) ? LIB_LABELS[k] : String(k); }
+function libLabel(k) { return has(LIB_LABELS, k) ? LIB_LABELS[k] : String(k); }
 // the answer first: the first out-of-memory error and why, the leak, what grows
 function renderAnswer() {
   var s = D.summary || {}, box = clear($('answer')), says = [];
@@ -220,9 +221,9 @@ function renderSummary() {
     if (p.torn_last_line) pwarn(i, 'the last trace line was cut short.');
   });
   groups.forEach(function (text) {
-    var who = byText[text];
-    if (who.length === 1) warn(who[0] + ': ' + text);
-    else warn(who.length + ' processes (' + who.slice(0, 3).join('; ') + (who.length > 3 ? '; \u2026' : '') + '): ' + text);
+    var names = byText[text];
+    if (names.length === 1) warn(names[0] + ': ' + text);
+    else warn(names.length + ' processes (' + names.slice(0, 3).join('; ') + (names.length > 3 ? '; \u2026' : '') + '): ' + text);
   });
 }
 
@@ -454,7 +455,7 @@ function renderFlame(i, focus) {
     g.addEventListener('mouseleave', hideTip);
     g.addEventListener('click', function () { hideTip(); renderFlame(i, n === root ? null : n); });
     var cx = x;
-    n.children.slice().sort(function (a, b) { return b.value - a.value; }).forEach(function (c) {
+    n.children.slice().sort(function (p, q) { return q.value - p.value; }).forEach(function (c) {
       var cw = w * c.value / n.value;
       draw(c, cx, cw, depth + 1);
       cx += cw;
@@ -648,8 +649,8 @@ function tensorChart(box, i, dv, blocks, sites, tl, markers, labels) {
       svg('line', { x1: L, x2: W - R, y1: Y(b), y2: Y(b), 'class': 'grid' }, s);
       svg('text', { x: L - 6, y: Y(b) + 4, 'text-anchor': 'end' }, s).textContent = fmtBytes(Math.round(b));
     });
-    niceTicks(t1 - t0, 5).forEach(function (d, k) {
-      svg('text', { x: X(t0 + d), y: H - 8, 'text-anchor': d > (t1 - t0) * 0.95 ? 'end' : k ? 'middle' : 'start' }, s).textContent = fmtTime(t0 + d);
+    niceTicks(t1 - t0, 5).forEach(function (d, j) {
+      svg('text', { x: X(t0 + d), y: H - 8, 'text-anchor': d > (t1 - t0) * 0.95 ? 'end' : j ? 'middle' : 'start' }, s).textContent = fmtTime(t0 + d);
     });
     function poly(get, attrs, lines) {
       var top = [], bot = [];
@@ -669,7 +670,7 @@ function tensorChart(box, i, dv, blocks, sites, tl, markers, labels) {
     }
     lives.forEach(function (l) {
       var lines = [fmtBytes(l.bytes) + ' (' + exact(l.bytes) + '), from ' + fmtTime(l.a) + (l.f === null ? ', live at the end' : ' to ' + fmtTime(l.f))].concat(siteLines(i, l.site));
-      poly(function (v) { return v.off.hasOwnProperty(l.k) ? [v.off[l.k], l.bytes] : null; }, { 'class': 'blk', 'data-block': l.k, fill: siteColor(l.si, l.k), stroke: '#fff', 'stroke-width': 0.3 }, lines);
+      poly(function (v) { return has(v.off, l.k) ? [v.off[l.k], l.bytes] : null; }, { 'class': 'blk', 'data-block': l.k, fill: siteColor(l.si, l.k), stroke: '#fff', 'stroke-width': 0.3 }, lines);
     });
     ['other', 'cache', 'outside'].forEach(function (n) {
       poly(function (v) { return [v.tops[n], v.bd[n] || 0]; }, { 'class': 'band', 'data-band': n, fill: BAND_COLORS[n] }, [BAND_NAMES[n]]);
