@@ -499,6 +499,12 @@ def main():
     dom = render(args, chromium, page, "hostile")
     if dom:
         check_hostile_dom(dom)
+        with open(os.path.join(args.outdir, "hostile.dom.html"), encoding="utf-8") as f:
+            title = re.search(r"<title>(.*?)</title>", f.read(), re.S)
+        check(title and html.unescape(title.group(1)).startswith("gpumemtrace: ") and
+              html.unescape(title.group(1)) not in ("pwned", "argv"),
+              "no script from a name or label ran (the document's title is the page's own)",
+              title and title.group(1))
     probe(args, chromium, page, "hostile", doc)
 
     fixture = os.path.join(args.outdir, "analyses.json")
