@@ -4,13 +4,14 @@
 // --dump-dom. It measures and uses the page as a reader would, independently of the positions the
 // page's script wrote into its own attributes:
 // - every chart's marker labels with the boxes the browser laid out (getBoundingClientRect);
-// - the memory charts' hover read-out at the held line's peak, and the tooltip there;
+// - the memory charts' hover read-out at the held line's peak, and at markers whose labels were
+//   thinned out;
 // - every handler the page installs (hover, drag, wheel, double-click, reset, flame clicks, the
 //   process list), so an exception in one shows as the page's error mark;
 // - and last the error mark itself: an exception thrown in a handler must set <body data-error>
 //   and show a warning line.
 (function () {
-  var out = { error_at_load: document.body.getAttribute('data-error'), charts: [], hovers: [], events: 0 };
+  var out = { error_at_load: document.body.getAttribute('data-error'), charts: [], hovers: [], hovers_hidden: [], events: 0 };
   function each(list, f) { Array.prototype.forEach.call(list, f); }
   function box(e) {
     var r = e.getBoundingClientRect();
@@ -67,6 +68,16 @@
     var tip = document.getElementById('tip');
     out.hovers.push({ section: 'timeline', width: best.x1 - best.x0, tip: tip.hidden ? '' : tip.textContent });
     fire(hit, 'mouseleave', at);
+    // a marker whose label was thinned out: hovering its line names it
+    var hidden = s.querySelectorAll('g.marker[data-label="hidden"]');
+    each(hidden, function (g, j) {
+      if (j % Math.ceil(hidden.length / 5)) return;
+      var line = g.querySelector('line'), title = g.querySelector('title');
+      var pt = screenAt(s, Number(line.getAttribute('x1')), (Number(line.getAttribute('y1')) + Number(line.getAttribute('y2'))) / 2);
+      fire(hit, 'mousemove', pt);
+      out.hovers_hidden.push({ title: title ? title.textContent : '', tip: tip.hidden ? '' : tip.textContent });
+      fire(hit, 'mouseleave', pt);
+    });
   });
 
   // every handler, as a reader would use them

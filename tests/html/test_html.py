@@ -17,7 +17,7 @@
 4. Every page is also used and measured in Chromium by probe.js (inserted into a copy of it): the
    marker labels' boxes as laid out do not overlap and stay inside their chart, one chart of a
    section has labels (not one per device), the memory chart's hover read-out at the held line's
-   peak shows the peak, every handler runs without setting the page's error mark, and an exception
+   peak shows the peak and at a marker whose label was thinned out names the marker, every handler runs without setting the page's error mark, and an exception
    in a handler does set it (<body data-error>, a warning line).
 Screenshots (hostile.png, analyses.png, tensors-*.png) and pages stay in the build directory. Without a
 chromium the test is skipped (exit 77); scripts/setup installs Debian's chromium.
@@ -165,6 +165,11 @@ def probe(args, chromium, page, name, doc):
         line = [x for x in h["tip"].split("\n") if x.startswith("held: ")]
         check(line and want in line[0],
               "%s: GPU %d: hovering the held line's peak reads the peak, %s" % (name, dev, want),
+              h)
+    for h in res["hovers_hidden"]:
+        label = h["title"].split(": ", 1)[-1]
+        check(label and "marker: " + label in h["tip"].split("\n"),
+              "%s: hovering a marker whose label was thinned out names it: %s" % (name, label),
               h)
     return res
 
