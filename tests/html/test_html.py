@@ -477,6 +477,64 @@ def check_marker_devices(args, chromium):
           % second.count('data-label="above"'))
 
 
+def check_tensor_devices(args, chromium):
+    """PyTorch blocks on two devices with 80 automatic steps a few milliseconds apart: the tensor
+    section has a chart per device, labels on the first only, in one row, thinned out (the probe
+    measures that they do not overlap as laid out)."""
+    MiB = 1 << 20
+    lines = [{"type": "header", "format": "gpumemtrace", "version": 1, "pid": 11,
+              "start_ts": 0, "argv": ["train.py"]}]
+    seq, ts = [0], [0]
+
+    def add(d, dt=1_000_000):
+        seq[0] += 1
+        ts[0] += dt
+        d.update(seq=seq[0], ts=ts[0], tid=11)
+        lines.append(d)
+
+    add({"type": "torch", "version": "2.11.0", "backend": "native", "alloc_conf": "",
+         "layer": "blocks"})
+    segs = {0: 0x7f1000000000, 1: 0x7f2000000000}
+    for dev, seg in segs.items():
+        add({"type": "event", "op": "alloc", "api": "cudaMalloc", "kind": "device",
+             "device": dev, "ptr": hex(seg), "size": 256 * MiB, "result": 0})
+        add({"type": "block", "action": "segment_alloc", "device": dev, "ptr": hex(seg),
+             "size": 256 * MiB, "stream": "0x0", "pool": [0, 0]})
+    for step in range(80):
+        add({"type": "marker", "label": "step %d" % (step + 1), "auto": "step"}, dt=3_000_000)
+        for dev, seg in segs.items():
+            add({"type": "block", "action": "alloc", "device": dev,
+                 "ptr": hex(seg + (step % 64) * 2 * MiB), "size": 2 * MiB, "stream": "0x0",
+                 "pool": [0, 0]}, dt=1000)
+            for action in ("free_requested", "free_completed"):
+                add({"type": "block", "action": action, "device": dev,
+                     "ptr": hex(seg + (step % 64) * 2 * MiB), "size": 2 * MiB,
+                     "stream": "0x0", "pool": [0, 0]}, dt=1000)
+    lines.append({"type": "trailer", "ts": ts[0] + 1_000_000, "events": 2, "dropped": 0,
+                  "reason": "exit"})
+    trace = os.path.join(args.outdir, "tensor-devices.jsonl")
+    with open(trace, "w") as f:
+        f.write("".join(json.dumps(x) + "\n" for x in lines))
+    page = os.path.join(args.outdir, "tensor-devices.html")
+    p = subprocess.run([args.exe, "report", "--format", "html", "-o", page, trace],
+                       stderr=subprocess.PIPE, timeout=60)
+    check(p.returncode == 0, "tensor-devices: report --format html: exit 0", p.stderr[-2000:])
+    res = probe(args, chromium, page, "tensor-devices", hostile.report_doc(args.exe, trace))
+    if not res:
+        return
+    charts = [c for c in res["charts"] if c["section"] == "tensor-timeline"]
+    counts = [len(c["labels"]) for c in charts]
+    check(len(charts) == 2 and counts[0] >= 3 and counts[1] == 0 and
+          all(c["markers"] == 80 for c in charts),
+          "tensor-devices: a tensor chart per device with the 80 markers, labels on the first "
+          "only (%s)" % counts)
+    if charts:
+        tops = {round(a["box"][1]) for a in charts[0]["labels"]}
+        check(len(tops) == 1 and 3 <= counts[0] < 80,
+              "tensor-devices: the labels stand in one row (tops %s), %d of 80 shown" %
+              (sorted(tops), counts[0]))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--exe", required=True)
@@ -528,6 +586,7 @@ def main():
     check_callers(args, chromium)
     check_object_names(args, chromium)
     check_marker_devices(args, chromium)
+    check_tensor_devices(args, chromium)
 
     if failures:
         print("%d check(s) failed" % failures)
