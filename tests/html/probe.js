@@ -40,7 +40,10 @@
     var marks = s.querySelectorAll('g.marker');
     if (!marks.length) return;
     var labels = [];
-    each(s.querySelectorAll('text.mlabel'), function (t) { labels.push({ text: t.textContent, box: box(t) }); });
+    each(s.querySelectorAll('text.mlabel'), function (t) {
+      var line = t.parentNode.querySelector('line');
+      labels.push({ text: t.textContent, box: box(t), fill: getComputedStyle(t).fill, line: line ? getComputedStyle(line).stroke : '' });
+    });
     out.charts.push({ id: s.id, section: section(s), svg: box(s), markers: marks.length, labels: labels });
   });
 

@@ -152,6 +152,9 @@ def probe(args, chromium, page, name, doc):
         outside = [a["text"] for a in labels if a["box"][0] < sx0 - 0.5 or a["box"][2] > sx1 + 0.5]
         check(not outside, "%s: chart %s: every marker label lies within the chart" %
               (name, c["id"] or c["section"]), outside[:5])
+        unlike = [(a["text"], a["fill"], a["line"]) for a in labels if a["fill"] != a["line"]]
+        check(not unlike, "%s: chart %s: each marker label is drawn in its line's colour" %
+              (name, c["id"] or c["section"]), unlike[:3])
         labelled.setdefault(c["section"], []).append(len(labels))
     for sec, counts in labelled.items():
         check(sum(1 for n in counts if n) <= 1,

@@ -557,7 +557,8 @@ function drawMarkers(s, markers, X, xMin, xMax, top, bottom, labels) {
     if (!labels) { g.setAttribute('data-label', 'above'); return; }
     var label = String(m.label);
     if (label.length > 28) label = label.slice(0, 27) + '\u2026';
-    var t = svg('text', { x: x + 3, y: top - 4, fill: col, 'class': 'mlabel' }, g);
+    var t = svg('text', { x: x + 3, y: top - 4, 'class': 'mlabel' }, g);
+    t.style.fill = col; // the style, not the fill attribute, which page.css's svg text rule overrides
     t.textContent = label;
     var w = t.getComputedTextLength ? t.getComputedTextLength() : 0;
     if (!w) w = label.length * 6.2;
