@@ -3,6 +3,7 @@
 // never the report itself) and reads what it found from the element pre#gmt-probe in Chromium's
 // --dump-dom. It measures and uses the page as a reader would, independently of the positions the
 // page's script wrote into its own attributes:
+// - page.css as the browser parsed it (every rule and declaration kept);
 // - every chart's marker labels with the boxes the browser laid out (getBoundingClientRect);
 // - the memory charts' hover read-out at the held line's peak, and at markers whose labels were
 //   thinned out;
@@ -34,6 +35,24 @@
     var r = s.getBoundingClientRect(), vb = s.viewBox.baseVal;
     return { clientX: r.left + x * r.width / vb.width, clientY: r.top + y * r.height / vb.height };
   }
+
+  // page.css as Chromium read it: every rule kept, every declaration understood (a misspelt
+  // property or a value the browser rejects is dropped without a word)
+  out.css_dropped = [];
+  var style = document.querySelector('style'), sheet = style && style.sheet;
+  var src = style ? style.textContent.replace(/\/\*[\s\S]*?\*\//g, '') : '', rules = [], m, re = /([^{}]+)\{([^{}]*)\}/g;
+  while ((m = re.exec(src)) !== null) rules.push({ sel: m[1].trim(), decls: m[2] });
+  out.css_rules = [rules.length, sheet ? sheet.cssRules.length : -1];
+  rules.forEach(function (r, k) {
+    var got = sheet && sheet.cssRules[k];
+    if (!got || !got.style) { out.css_dropped.push(r.sel); return; }
+    r.decls.split(';').forEach(function (d) {
+      var c = d.indexOf(':');
+      if (c < 0) return;
+      var prop = d.slice(0, c).trim();
+      if (prop && !got.style.getPropertyValue(prop)) out.css_dropped.push(r.sel + ' { ' + d.trim() + ' }');
+    });
+  });
 
   // marker labels, as laid out
   each(document.querySelectorAll('svg'), function (s) {

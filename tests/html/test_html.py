@@ -14,8 +14,8 @@
    names its site (hostile sites stay text), the OOM view has a bar per segment of the JSON with
    its blocks, the category bar a piece per category, and marker labels that do not overlap in
    the laid-out page (the widths Chromium measured) and kinds in distinct colours.
-4. Every page is also used and measured in Chromium by probe.js (inserted into a copy of it): the
-   marker labels' boxes as laid out do not overlap and stay inside their chart, one chart of a
+4. Every page is also used and measured in Chromium by probe.js (inserted into a copy of it): page.css
+   is kept whole by the browser's parser (every rule, every declaration), the marker labels' boxes as laid out do not overlap and stay inside their chart, one chart of a
    section has labels (not one per device), the memory chart's hover read-out at the held line's
    peak shows the peak and at a marker whose label was thinned out names the marker, every handler runs without setting the page's error mark, and an exception
    in a handler does set it (<body data-error>, a warning line).
@@ -140,6 +140,10 @@ def probe(args, chromium, page, name, doc):
     check(thrown in (res["error_after_throw"] or "") and thrown in res["warnings"],
           "%s: an exception in a handler marks the page (body data-error) and shows a line" %
           name, (res["error_after_throw"], res["warnings"][-300:]))
+    check(res["css_rules"][0] > 20 and res["css_rules"][0] == res["css_rules"][1] and
+          not res["css_dropped"],
+          "%s: Chromium keeps every rule (%d of %d) and declaration of page.css" %
+          (name, res["css_rules"][1], res["css_rules"][0]), res["css_dropped"])
     labelled = {}
     for c in res["charts"]:
         labels = c["labels"]
