@@ -10,7 +10,7 @@ FUNC = "<script>alert(1)</script>"
 FILE = "/home/u/</script><img src=x onerror=alert(2)>.py"
 QUAL2 = "Cls.q\"uo'te &amp; <b>bold</b>"
 FILE2 = "/home/u/a&amp;b \"c\" 'd'.py"
-LABEL = "<img src=x onerror=\"document.title='pwned'\">&amp;"
+LABEL = "</script><img src=x onerror=\"document.title='pwned'\">&amp;"
 ARGV = ["python3", "<script>document.title='argv'</script>", "a&amp;b"]
 EXPLANATION = "<i>not italic</i>: the process holds 3.0 MiB & asked for 80.0 GiB."
 

@@ -14,6 +14,11 @@
    names its site (hostile sites stay text), the OOM view has a bar per segment of the JSON with
    its blocks, the category bar a piece per category, and marker labels that do not overlap in
    the laid-out page (the widths Chromium measured) and kinds in distinct colours.
+4. Every page is also used and measured in Chromium by probe.js (inserted into a copy of it): page.css
+   is kept whole by the browser's parser (every rule, every declaration), the marker labels' boxes as laid out do not overlap and stay inside their chart, one chart of a
+   section has labels (not one per device), the memory chart's hover read-out at the held line's
+   peak shows the peak and at a marker whose label was thinned out names the marker, every handler runs without setting the page's error mark, and an exception
+   in a handler does set it (<body data-error>, a warning line).
 Screenshots (hostile.png, analyses.png, tensors-*.png) and pages stay in the build directory. Without a
 chromium the test is skipped (exit 77); scripts/setup installs Debian's chromium.
 """
@@ -87,6 +92,93 @@ def render(args, chromium, page, name):
               st["colors"] > 20 and st["inked"] > 0.02,
               "%s: the screenshot is not blank" % name, st)
     return browser.Dom(out) if "<body" in out else None
+
+
+PROBE_JS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "probe.js")
+PROBE_RE = re.compile(r'<pre id="gmt-probe">(.*?)</pre>', re.S)
+
+
+def overlap(a, b):
+    """Boxes [left, top, right, bottom] that share more than a hair of area."""
+    eps = 0.01
+    return a[0] < b[2] - eps and b[0] < a[2] - eps and a[1] < b[3] - eps and b[1] < a[3] - eps
+
+
+def held_peaks(doc, proc=0):
+    """The held line's highest value per device chart, in the page's chart order."""
+    peaks = {}
+    for s in doc.get("timeline") or []:
+        if s.get("process", 0) == proc and s["kind"] == "held":
+            peaks[s["device"]] = max([p[1] for p in s["points"]] or [0])
+    order = []
+    for s in doc.get("timeline") or []:
+        if s.get("process", 0) == proc and s["device"] not in order:
+            order.append(s["device"])
+    return [(d, peaks[d]) for d in order if d in peaks]
+
+
+def probe(args, chromium, page, name, doc):
+    """Runs probe.js in a copy of @p page (see the module's item 4); returns its findings."""
+    with open(page, encoding="utf-8") as f:
+        text = f.read()
+    with open(PROBE_JS, encoding="utf-8") as f:
+        js = f.read()
+    cut = text.rindex("</body>")
+    copy = os.path.join(args.outdir, name + ".probe.html")
+    with open(copy, "w", encoding="utf-8") as f:
+        f.write(text[:cut] + "<script>\n" + js + "</script>\n" + text[cut:])
+    rc, out, err = browser.dump_dom(chromium, copy)
+    m = PROBE_RE.search(out)
+    check(rc == 0 and m, "%s: the probe ran in Chromium" % name, err[-2000:])
+    if not m:
+        return None
+    res = json.loads(html.unescape(m.group(1)))
+    check(not res["error_at_load"] and not res["error_after_use"] and res["events"] > 0,
+          "%s: no script error while drawing or in the handlers (%d events)" %
+          (name, res["events"]), (res["error_at_load"], res["error_after_use"]))
+    thrown = "gmt-probe: thrown in a handler"
+    check(thrown in (res["error_after_throw"] or "") and thrown in res["warnings"],
+          "%s: an exception in a handler marks the page (body data-error) and shows a line" %
+          name, (res["error_after_throw"], res["warnings"][-300:]))
+    check(res["css_rules"][0] > 20 and res["css_rules"][0] == res["css_rules"][1] and
+          not res["css_dropped"],
+          "%s: Chromium keeps every rule (%d of %d) and declaration of page.css" %
+          (name, res["css_rules"][1], res["css_rules"][0]), res["css_dropped"])
+    labelled = {}
+    for c in res["charts"]:
+        labels = c["labels"]
+        bad = [(a["text"], b["text"]) for k, a in enumerate(labels) for b in labels[k + 1:]
+               if overlap(a["box"], b["box"])]
+        check(not bad, "%s: chart %s: its %d marker labels do not overlap as laid out "
+              "(%d markers)" % (name, c["id"] or c["section"], len(labels), c["markers"]),
+              bad[:5])
+        sx0, sx1 = c["svg"][0], c["svg"][2]
+        outside = [a["text"] for a in labels if a["box"][0] < sx0 - 0.5 or a["box"][2] > sx1 + 0.5]
+        check(not outside, "%s: chart %s: every marker label lies within the chart" %
+              (name, c["id"] or c["section"]), outside[:5])
+        unlike = [(a["text"], a["fill"], a["line"]) for a in labels if a["fill"] != a["line"]]
+        check(not unlike, "%s: chart %s: each marker label is drawn in its line's colour" %
+              (name, c["id"] or c["section"]), unlike[:3])
+        labelled.setdefault(c["section"], []).append(len(labels))
+    for sec, counts in labelled.items():
+        check(sum(1 for n in counts if n) <= 1,
+              "%s: %s: marker labels on one chart, not repeated per device (%s)" %
+              (name, sec, counts))
+    peaks = held_peaks(doc)
+    check(len(res["hovers"]) == len(peaks), "%s: a hover read-out per memory chart (%d, %d)" %
+          (name, len(res["hovers"]), len(peaks)))
+    for (dev, peak), h in zip(peaks, res["hovers"]):
+        want = "(%s bytes)" % format(peak, ",")
+        line = [x for x in h["tip"].split("\n") if x.startswith("held: ")]
+        check(line and want in line[0],
+              "%s: GPU %d: hovering the held line's peak reads the peak, %s" % (name, dev, want),
+              h)
+    for h in res["hovers_hidden"]:
+        label = h["title"].split(": ", 1)[-1]
+        check(label and "marker: " + label in h["tip"].split("\n"),
+              "%s: hovering a marker whose label was thinned out names it: %s" % (name, label),
+              h)
+    return res
 
 
 def check_ran(dom, name):
@@ -246,6 +338,7 @@ def check_tensors(args, chromium):
         check_file(page, doc)
         res = check_tensor_page(args, chromium, page, name, doc,
                                 hostile.FUNC if name == "tensors-hostile" else None)
+        probe(args, chromium, page, name, doc)
         if name == "tensors-frag":
             dom = browser.Dom(open(os.path.join(args.outdir, name + ".dom.html"),
                                    encoding="utf-8").read())
@@ -307,6 +400,38 @@ def check_callers(args, chromium):
               text[:600])
 
 
+def check_object_names(args, chromium):
+    """Names that are also the names of a JavaScript object's own machinery (__proto__,
+    constructor, hasOwnProperty) are names like any other: each call site is a box in the flame
+    graph, and nothing leaks onto every object (an element attribute value="NaN")."""
+    names = ["__proto__", "constructor", "hasOwnProperty"]
+    lines = [{"type": "header", "format": "gpumemtrace", "version": 1, "pid": 7, "start_ts": 0,
+              "argv": ["train.py"]}]
+    for k, api in enumerate(names):
+        lines.append({"type": "event", "seq": k + 1, "ts": (k + 1) * 1000, "tid": 7,
+                      "op": "alloc", "api": api, "kind": "device", "device": 0,
+                      "ptr": hex(0x7f0000000000 + k * (1 << 24)), "size": (k + 1) << 20,
+                      "result": 0})
+    lines.append({"type": "trailer", "ts": 10000, "events": 3, "dropped": 0, "reason": "exit"})
+    trace = os.path.join(args.outdir, "object-names.jsonl")
+    with open(trace, "w") as f:
+        f.write("".join(json.dumps(x) + "\n" for x in lines))
+    page = os.path.join(args.outdir, "object-names.html")
+    p = subprocess.run([args.exe, "report", "--format", "html", "-o", page, trace],
+                       stderr=subprocess.PIPE, timeout=60)
+    check(p.returncode == 0, "object-names: report --format html: exit 0", p.stderr[-2000:])
+    dom = render(args, chromium, page, "object-names")
+    if not dom:
+        return
+    check_ran(dom, "object-names")
+    boxes = dom.text_under("flame-svg")
+    check(all(n in boxes for n in names),
+          "object-names: the flame graph has a box for each site (%s)" % ", ".join(names), boxes)
+    stray = [(t, a) for t, a, _ in dom.elements if t in ("text", "rect", "svg") and "value" in a]
+    check(not stray, "object-names: no attribute leaked onto the page's elements from a name",
+          stray[:3])
+
+
 def check_marker_devices(args, chromium):
     """Marker labels neither stack nor repeat (issue 32 item 6): a run on two devices with 80
     automatic steps a few milliseconds apart. Labels stand in one row, never overlapping (the
@@ -334,6 +459,7 @@ def check_marker_devices(args, chromium):
     p = subprocess.run([args.exe, "report", "--format", "html", "-o", page, trace],
                        stderr=subprocess.PIPE, timeout=60)
     check(p.returncode == 0, "two-devices: report --format html: exit 0", p.stderr[-2000:])
+    probe(args, chromium, page, "two-devices", hostile.report_doc(args.exe, trace))
     dom = render(args, chromium, page, "two-devices")
     if not dom:
         return
@@ -356,6 +482,64 @@ def check_marker_devices(args, chromium):
     check(second.count('data-label="above"') == 80,
           "two-devices: the second chart has the 80 lines, their labels above it (%d)"
           % second.count('data-label="above"'))
+
+
+def check_tensor_devices(args, chromium):
+    """PyTorch blocks on two devices with 80 automatic steps a few milliseconds apart: the tensor
+    section has a chart per device, labels on the first only, in one row, thinned out (the probe
+    measures that they do not overlap as laid out)."""
+    MiB = 1 << 20
+    lines = [{"type": "header", "format": "gpumemtrace", "version": 1, "pid": 11,
+              "start_ts": 0, "argv": ["train.py"]}]
+    seq, ts = [0], [0]
+
+    def add(d, dt=1_000_000):
+        seq[0] += 1
+        ts[0] += dt
+        d.update(seq=seq[0], ts=ts[0], tid=11)
+        lines.append(d)
+
+    add({"type": "torch", "version": "2.11.0", "backend": "native", "alloc_conf": "",
+         "layer": "blocks"})
+    segs = {0: 0x7f1000000000, 1: 0x7f2000000000}
+    for dev, seg in segs.items():
+        add({"type": "event", "op": "alloc", "api": "cudaMalloc", "kind": "device",
+             "device": dev, "ptr": hex(seg), "size": 256 * MiB, "result": 0})
+        add({"type": "block", "action": "segment_alloc", "device": dev, "ptr": hex(seg),
+             "size": 256 * MiB, "stream": "0x0", "pool": [0, 0]})
+    for step in range(80):
+        add({"type": "marker", "label": "step %d" % (step + 1), "auto": "step"}, dt=3_000_000)
+        for dev, seg in segs.items():
+            add({"type": "block", "action": "alloc", "device": dev,
+                 "ptr": hex(seg + (step % 64) * 2 * MiB), "size": 2 * MiB, "stream": "0x0",
+                 "pool": [0, 0]}, dt=1000)
+            for action in ("free_requested", "free_completed"):
+                add({"type": "block", "action": action, "device": dev,
+                     "ptr": hex(seg + (step % 64) * 2 * MiB), "size": 2 * MiB,
+                     "stream": "0x0", "pool": [0, 0]}, dt=1000)
+    lines.append({"type": "trailer", "ts": ts[0] + 1_000_000, "events": 2, "dropped": 0,
+                  "reason": "exit"})
+    trace = os.path.join(args.outdir, "tensor-devices.jsonl")
+    with open(trace, "w") as f:
+        f.write("".join(json.dumps(x) + "\n" for x in lines))
+    page = os.path.join(args.outdir, "tensor-devices.html")
+    p = subprocess.run([args.exe, "report", "--format", "html", "-o", page, trace],
+                       stderr=subprocess.PIPE, timeout=60)
+    check(p.returncode == 0, "tensor-devices: report --format html: exit 0", p.stderr[-2000:])
+    res = probe(args, chromium, page, "tensor-devices", hostile.report_doc(args.exe, trace))
+    if not res:
+        return
+    charts = [c for c in res["charts"] if c["section"] == "tensor-timeline"]
+    counts = [len(c["labels"]) for c in charts]
+    check(len(charts) == 2 and counts[0] >= 3 and counts[1] == 0 and
+          all(c["markers"] == 80 for c in charts),
+          "tensor-devices: a tensor chart per device with the 80 markers, labels on the first "
+          "only (%s)" % counts)
+    if charts:
+        tops = {round(a["box"][1]) for a in charts[0]["labels"]}
+        check(len(tops) == 1 and 3 <= counts[0] < 80,
+              "tensor-devices: the labels stand in one row (tops %s), %d of 80 shown" %
+              (sorted(tops), counts[0]))
 
 
 def main():
@@ -385,6 +569,13 @@ def main():
     dom = render(args, chromium, page, "hostile")
     if dom:
         check_hostile_dom(dom)
+        with open(os.path.join(args.outdir, "hostile.dom.html"), encoding="utf-8") as f:
+            title = re.search(r"<title>(.*?)</title>", f.read(), re.S)
+        check(title and html.unescape(title.group(1)).startswith("gpumemtrace: ") and
+              html.unescape(title.group(1)) not in ("pwned", "argv"),
+              "no script from a name or label ran (the document's title is the page's own)",
+              title and title.group(1))
+    probe(args, chromium, page, "hostile", doc)
 
     fixture = os.path.join(args.outdir, "analyses.json")
     page = os.path.join(args.outdir, "analyses.html")
@@ -396,10 +587,13 @@ def main():
     dom = render(args, chromium, page, "analyses")
     if dom:
         check_analyses_dom(dom)
+    probe(args, chromium, page, "analyses", hostile.with_analyses(doc))
 
     check_tensors(args, chromium)
     check_callers(args, chromium)
+    check_object_names(args, chromium)
     check_marker_devices(args, chromium)
+    check_tensor_devices(args, chromium)
 
     if failures:
         print("%d check(s) failed" % failures)

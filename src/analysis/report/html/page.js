@@ -1,5 +1,19 @@
 'use strict';
 (function () {
+// Any exception, while the page is drawn or later in a handler (hover, zoom, a click), is a line
+// at the top of the page and a mark on <body data-error> (tests/html looks for it), not a page
+// that silently stops answering. The first one is kept.
+window.addEventListener('error', function (ev) {
+  var body = document.body, box = document.getElementById('warnings');
+  if (!body || body.hasAttribute('data-error')) return;
+  var what = String(ev.message) + (ev.lineno ? ' (page line ' + ev.lineno + ')' : '');
+  body.setAttribute('data-error', what);
+  if (!box) return;
+  var line = document.createElement('div');
+  line.className = 'warn';
+  line.textContent = 'The page met an error and may be incomplete or stop answering: ' + what;
+  box.appendChild(line);
+});
 var D = JSON.parse(document.getElementById('gmt-data').textContent);
 var SVGNS = 'http' + '://www.w3.org/2000/svg';
 var COLORS = ['#4a7bd0', '#d0844a', '#5aa05a', '#9a6bc0', '#c0504d', '#3aa8a8', '#b8a03a', '#7a7a7a', '#d06aa0', '#4a4ad0', '#8a5a3a', '#5a8ad0', '#a0a0a0'];
@@ -125,9 +139,10 @@ function card(id, key, value, titleText, bad) {
   return c;
 }
 var CACHE_LABELS = { pytorch: 'PyTorch', cupy: 'CuPy', xla: 'JAX/XLA', cuda_pool: 'a CUDA memory pool' };
-function cacheLabel(k) { return CACHE_LABELS.hasOwnProperty(k) ? CACHE_LABELS[k] : String(k); }
+function has(o, k) { return Object.prototype.hasOwnProperty.call(o, k); }
+function cacheLabel(k) { return has(CACHE_LABELS, k) ? CACHE_LABELS[k] : String(k); }
 var LIB_LABELS = { cublas: 'cuBLAS', cudnn: 'cuDNN', nccl: 'NCCL', cufft: 'cuFFT', cusparse: 'cuSPARSE', cusolver: 'cuSOLVER', curand: 'cuRAND' };
-function libLabel(k) { return LIB_LABELS.hasOwnProperty(k) ? LIB_LABELS[k] : String(k); }
+function libLabel(k) { return has(LIB_LABELS, k) ? LIB_LABELS[k] : String(k); }
 // the answer first: the first out-of-memory error and why, the leak, what grows
 function renderAnswer() {
   var s = D.summary || {}, box = clear($('answer')), says = [];
@@ -206,9 +221,9 @@ function renderSummary() {
     if (p.torn_last_line) pwarn(i, 'the last trace line was cut short.');
   });
   groups.forEach(function (text) {
-    var who = byText[text];
-    if (who.length === 1) warn(who[0] + ': ' + text);
-    else warn(who.length + ' processes (' + who.slice(0, 3).join('; ') + (who.length > 3 ? '; \u2026' : '') + '): ' + text);
+    var names = byText[text];
+    if (names.length === 1) warn(names[0] + ': ' + text);
+    else warn(names.length + ' processes (' + names.slice(0, 3).join('; ') + (names.length > 3 ? '; \u2026' : '') + '): ' + text);
   });
 }
 
@@ -316,7 +331,7 @@ function chart(box, title, series, tEnd, markers, fails, labels) {
   var guide = svg('line', { x1: 0, x2: 0, y1: T, y2: H - B, stroke: '#1d2330', visibility: 'hidden' }, s);
   var hit = svg('rect', { x: L, y: T, width: W - L - R, height: H - T - B, fill: 'transparent' }, s);
   hit.addEventListener('mousemove', function (ev) {
-    var r = s.getBoundingClientRect(), x = (ev.clientX - r.left) * W / r.width, t = (x - L) / (W - L - R) * maxT;
+    var r = s.getBoundingClientRect(), x = (ev.clientX - r.left) * W / r.width, t = t0 + (x - L) / (W - L - R) * (maxT - t0);
     guide.setAttribute('x1', x); guide.setAttribute('x2', x); guide.setAttribute('visibility', 'visible');
     var lines = ['t = ' + fmtTime(t)];
     series.forEach(function (sr) { lines.push(sr.kind + ': ' + fmtBytes(valueAt(sr.points, t)) + ' (' + exact(valueAt(sr.points, t)) + ')'); });
@@ -386,7 +401,9 @@ function renderPeakSites(i) {
 
 // ---- flame graph (icicle), outermost frame on top
 function flameTree(i) {
-  var root = { name: 'all', value: 0, children: [], index: {} }, sites = ofProc(D.peak_sites, i), devs = {};
+  // a node's children by name in a map with no prototype: a frame or API named __proto__ or
+  // constructor is a name like any other, not Object's own machinery
+  var root = { name: 'all', value: 0, children: [], index: Object.create(null) }, sites = ofProc(D.peak_sites, i), devs = {};
   sites.forEach(function (r) { devs[r.device] = 1; });
   var multi = Object.keys(devs).length > 1;
   sites.forEach(function (r) {
@@ -398,7 +415,7 @@ function flameTree(i) {
       n.value += st.bytes;
       path.forEach(function (name) {
         var c = n.index[name];
-        if (!c) { c = { name: name, value: 0, children: [], index: {}, parent: n }; n.index[name] = c; n.children.push(c); }
+        if (!c) { c = { name: name, value: 0, children: [], index: Object.create(null), parent: n }; n.index[name] = c; n.children.push(c); }
         c.value += st.bytes;
         n = c;
       });
@@ -438,7 +455,7 @@ function renderFlame(i, focus) {
     g.addEventListener('mouseleave', hideTip);
     g.addEventListener('click', function () { hideTip(); renderFlame(i, n === root ? null : n); });
     var cx = x;
-    n.children.slice().sort(function (a, b) { return b.value - a.value; }).forEach(function (c) {
+    n.children.slice().sort(function (p, q) { return q.value - p.value; }).forEach(function (c) {
       var cw = w * c.value / n.value;
       draw(c, cx, cw, depth + 1);
       cx += cw;
@@ -540,7 +557,8 @@ function drawMarkers(s, markers, X, xMin, xMax, top, bottom, labels) {
     if (!labels) { g.setAttribute('data-label', 'above'); return; }
     var label = String(m.label);
     if (label.length > 28) label = label.slice(0, 27) + '\u2026';
-    var t = svg('text', { x: x + 3, y: top - 4, fill: col, 'class': 'mlabel' }, g);
+    var t = svg('text', { x: x + 3, y: top - 4, 'class': 'mlabel' }, g);
+    t.style.fill = col; // the style, not the fill attribute, which page.css's svg text rule overrides
     t.textContent = label;
     var w = t.getComputedTextLength ? t.getComputedTextLength() : 0;
     if (!w) w = label.length * 6.2;
@@ -632,8 +650,8 @@ function tensorChart(box, i, dv, blocks, sites, tl, markers, labels) {
       svg('line', { x1: L, x2: W - R, y1: Y(b), y2: Y(b), 'class': 'grid' }, s);
       svg('text', { x: L - 6, y: Y(b) + 4, 'text-anchor': 'end' }, s).textContent = fmtBytes(Math.round(b));
     });
-    niceTicks(t1 - t0, 5).forEach(function (d, k) {
-      svg('text', { x: X(t0 + d), y: H - 8, 'text-anchor': d > (t1 - t0) * 0.95 ? 'end' : k ? 'middle' : 'start' }, s).textContent = fmtTime(t0 + d);
+    niceTicks(t1 - t0, 5).forEach(function (d, j) {
+      svg('text', { x: X(t0 + d), y: H - 8, 'text-anchor': d > (t1 - t0) * 0.95 ? 'end' : j ? 'middle' : 'start' }, s).textContent = fmtTime(t0 + d);
     });
     function poly(get, attrs, lines) {
       var top = [], bot = [];
@@ -653,7 +671,7 @@ function tensorChart(box, i, dv, blocks, sites, tl, markers, labels) {
     }
     lives.forEach(function (l) {
       var lines = [fmtBytes(l.bytes) + ' (' + exact(l.bytes) + '), from ' + fmtTime(l.a) + (l.f === null ? ', live at the end' : ' to ' + fmtTime(l.f))].concat(siteLines(i, l.site));
-      poly(function (v) { return v.off.hasOwnProperty(l.k) ? [v.off[l.k], l.bytes] : null; }, { 'class': 'blk', 'data-block': l.k, fill: siteColor(l.si, l.k), stroke: '#fff', 'stroke-width': 0.3 }, lines);
+      poly(function (v) { return has(v.off, l.k) ? [v.off[l.k], l.bytes] : null; }, { 'class': 'blk', 'data-block': l.k, fill: siteColor(l.si, l.k), stroke: '#fff', 'stroke-width': 0.3 }, lines);
     });
     ['other', 'cache', 'outside'].forEach(function (n) {
       poly(function (v) { return [v.tops[n], v.bd[n] || 0]; }, { 'class': 'band', 'data-band': n, fill: BAND_COLORS[n] }, [BAND_NAMES[n]]);
