@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -51,10 +52,36 @@ struct gmt_trace_input_state {
 	char *rbuf, *lbuf;
 	size_t rpos, rlen, lcap;
 	bool reof;
+	struct readahead *ra; /* gmt_trace_input_readahead(): the stream read on its own thread */
+	long long ra_end;     /* with ra: raw_offset() at the end of the block in rbuf */
 };
 
 /* What gmt_trace_input_line() reads from the stream at a time. */
 #define LINE_READ (256u * 1024)
+
+/*
+ * The read-ahead: a ring of RA_BLOCKS blocks of LINE_READ bytes. The thread fills the free ones
+ * in turn with fread(); the line reader consumes block `head` (it stays counted in `count` while
+ * lines are cut from it) and gives it back when it needs the next. The thread alone touches the
+ * stream until it is joined; each block notes where the file stood once it was read, for the
+ * progress line.
+ */
+#define RA_BLOCKS 4
+
+struct readahead {
+	pthread_t th;
+	pthread_mutex_t mu;
+	pthread_cond_t filled, freed;
+	char *block[RA_BLOCKS];
+	size_t len[RA_BLOCKS];
+	long long end[RA_BLOCKS]; /* raw_offset() once the block was read */
+	size_t head, count; /* block[head] is the reader's; count: filled, the reader's included */
+	bool holding;	    /* the reader holds block[head] (cut lines from it) */
+	bool eof, quit;
+	int err; /* at eof: errno of a read error, 0 for the stream's end */
+	FILE *f;
+	const struct gmt_trace_input *in;
+};
 
 static bool stdin_taken; /* its bytes are read once; a second "-" would see none */
 
@@ -351,6 +378,151 @@ line_append(struct gmt_trace_input_state *st, size_t *have, const char *p, size_
 	return 0;
 }
 
+// --- reading ahead -------------------------------------------------------------------------------
+
+static long long raw_offset(const struct gmt_trace_input *in);
+
+static void *
+ra_main(void *arg)
+{
+	struct readahead *ra = arg;
+
+	pthread_mutex_lock(&ra->mu);
+	for (;;) {
+		while (!ra->quit && ra->count == RA_BLOCKS)
+			pthread_cond_wait(&ra->freed, &ra->mu);
+		if (ra->quit)
+			break;
+		size_t slot = (ra->head + ra->count) % RA_BLOCKS;
+		pthread_mutex_unlock(&ra->mu);
+		errno = 0;
+		size_t n = fread(ra->block[slot], 1, LINE_READ, ra->f);
+		int err = n == 0 && ferror(ra->f) ? (errno ? errno : EIO) : 0;
+		pthread_mutex_lock(&ra->mu);
+		if (n == 0) {
+			ra->eof = true;
+			ra->err = err;
+			pthread_cond_signal(&ra->filled);
+			break;
+		}
+		ra->len[slot] = n;
+		ra->end[slot] = raw_offset(ra->in);
+		ra->count++;
+		pthread_cond_signal(&ra->filled);
+	}
+	pthread_mutex_unlock(&ra->mu);
+	return NULL;
+}
+
+/*
+ * The next block of the stream into st->rbuf / st->rlen, the one cut so far given back. 0, -1
+ * at the stream's end (st->reof), or the errno of a read error (st->reof too).
+ */
+static int
+ra_next(struct gmt_trace_input_state *st)
+{
+	struct readahead *ra = st->ra;
+	int err = 0;
+
+	pthread_mutex_lock(&ra->mu);
+	if (ra->holding) {
+		ra->head = (ra->head + 1) % RA_BLOCKS;
+		ra->count--;
+		ra->holding = false;
+		pthread_cond_signal(&ra->freed);
+	}
+	while (!ra->count && !ra->eof)
+		pthread_cond_wait(&ra->filled, &ra->mu);
+	if (ra->count) {
+		ra->holding = true;
+		st->rbuf = ra->block[ra->head];
+		st->rlen = ra->len[ra->head];
+		st->ra_end = ra->end[ra->head];
+	} else {
+		st->reof = true;
+		st->rlen = 0;
+		err = ra->err ? ra->err : -1;
+	}
+	pthread_mutex_unlock(&ra->mu);
+	return err;
+}
+
+int
+gmt_trace_input_readahead(struct gmt_trace_input *in)
+{
+	struct gmt_trace_input_state *st = in->st;
+	struct readahead *ra;
+	pthread_attr_t attr;
+	int rc;
+
+	if (st->ra || st->reof)
+		return st->ra ? 0 : -1;
+	if (!(ra = calloc(1, sizeof(*ra))))
+		return -1;
+	ra->f = in->f;
+	ra->in = in;
+	for (size_t i = 0; i < RA_BLOCKS; i++)
+		if (!(ra->block[i] = malloc(LINE_READ)))
+			goto err_free;
+	/* what the line reader holds and has not handed out goes first: it is the ring's head */
+	if (st->rpos < st->rlen) {
+		memcpy(ra->block[0], st->rbuf + st->rpos, st->rlen - st->rpos);
+		ra->len[0] = st->rlen - st->rpos;
+		ra->end[0] = raw_offset(in);
+		ra->count = 1;
+	}
+	pthread_mutex_init(&ra->mu, NULL);
+	pthread_cond_init(&ra->filled, NULL);
+	pthread_cond_init(&ra->freed, NULL);
+	if (pthread_attr_init(&attr) != 0)
+		goto err_sync;
+	pthread_attr_setstacksize(&attr, 256u << 10); /* fread and the decompressor's reads */
+	rc = pthread_create(&ra->th, &attr, ra_main, ra);
+	pthread_attr_destroy(&attr);
+	if (rc != 0)
+		goto err_sync;
+	free(st->rbuf);
+	st->rbuf = NULL;
+	st->rpos = st->rlen = 0;
+	st->ra = ra;
+	return 0;
+err_sync:
+	pthread_cond_destroy(&ra->freed);
+	pthread_cond_destroy(&ra->filled);
+	pthread_mutex_destroy(&ra->mu);
+err_free:
+	for (size_t i = 0; i < RA_BLOCKS; i++)
+		free(ra->block[i]);
+	free(ra);
+	return -1;
+}
+
+void
+gmt_trace_input_readahead_stop(struct gmt_trace_input *in)
+{
+	struct gmt_trace_input_state *st = in->st;
+	struct readahead *ra = st ? st->ra : NULL;
+
+	if (!ra)
+		return;
+	pthread_mutex_lock(&ra->mu);
+	ra->quit = true;
+	pthread_cond_signal(&ra->freed);
+	pthread_mutex_unlock(&ra->mu);
+	pthread_join(ra->th, NULL);
+	pthread_cond_destroy(&ra->freed);
+	pthread_cond_destroy(&ra->filled);
+	pthread_mutex_destroy(&ra->mu);
+	for (size_t i = 0; i < RA_BLOCKS; i++)
+		free(ra->block[i]);
+	free(ra);
+	st->ra = NULL;
+	/* nothing more is handed out: the line reader is at the end of what it was given */
+	st->rbuf = NULL;
+	st->rpos = st->rlen = 0;
+	st->reof = true;
+}
+
 int
 gmt_trace_input_line(struct gmt_trace_input *in, struct gmt_trace_line *line, size_t max)
 {
@@ -360,7 +532,7 @@ gmt_trace_input_line(struct gmt_trace_input *in, struct gmt_trace_line *line, si
 	bool skipping = false;
 
 	*line = (struct gmt_trace_line){0};
-	if (!st->rbuf && !(st->rbuf = malloc(LINE_READ))) {
+	if (!st->ra && !st->rbuf && !(st->rbuf = malloc(LINE_READ))) {
 		errno = ENOMEM;
 		return -1;
 	}
@@ -369,12 +541,23 @@ gmt_trace_input_line(struct gmt_trace_input *in, struct gmt_trace_line *line, si
 			if (st->reof)
 				break;
 			st->rpos = 0;
-			st->rlen = fread(st->rbuf, 1, LINE_READ, in->f);
-			if (st->rlen == 0) {
-				st->reof = true;
-				if (ferror(in->f))
+			if (st->ra) {
+				int err = ra_next(st);
+
+				if (err > 0) {
+					errno = err;
 					return -1;
-				break;
+				}
+				if (err < 0)
+					break;
+			} else {
+				st->rlen = fread(st->rbuf, 1, LINE_READ, in->f);
+				if (st->rlen == 0) {
+					st->reof = true;
+					if (ferror(in->f))
+						return -1;
+					break;
+				}
 			}
 		}
 		char *p = st->rbuf + st->rpos;
@@ -416,8 +599,9 @@ done:
 
 // --- what was read -----------------------------------------------------------------------------
 
-long long
-gmt_trace_input_offset(const struct gmt_trace_input *in)
+/* Bytes of the file consumed by the reads of in->f so far (by whoever reads it). */
+static long long
+raw_offset(const struct gmt_trace_input *in)
 {
 	const struct gmt_trace_input_state *st = in->st;
 
@@ -426,9 +610,20 @@ gmt_trace_input_offset(const struct gmt_trace_input *in)
 	case GMT_TRACE_INPUT_GZIP: return st->consumed;
 	case GMT_TRACE_INPUT_PLAIN: break;
 	}
+	return in->is_stdin ? st->replayed : (long long)ftell(in->f);
+}
+
+long long
+gmt_trace_input_offset(const struct gmt_trace_input *in)
+{
+	const struct gmt_trace_input_state *st = in->st;
+	/* read ahead: where the file stood once the block being cut was read */
+	long long at = st->ra ? st->ra_end : raw_offset(in);
+
+	if (in->kind != GMT_TRACE_INPUT_PLAIN || at < 0)
+		return at;
 	/* less what the line reader holds and has not handed out */
-	return (in->is_stdin ? st->replayed : (long long)ftell(in->f)) -
-	       (long long)(st->rlen - st->rpos);
+	return at - (long long)(st->rlen - st->rpos);
 }
 
 long long
@@ -473,6 +668,7 @@ gmt_trace_input_close(struct gmt_trace_input *in)
 {
 	struct gmt_trace_input_state *st = in->st;
 
+	gmt_trace_input_readahead_stop(in);
 	if (in->f)
 		fclose(in->f); /* closes what it reads from: the zstd or gzip stream its file */
 	if (st) {

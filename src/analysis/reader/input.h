@@ -94,6 +94,22 @@ struct gmt_trace_line {
  */
 int gmt_trace_input_line(struct gmt_trace_input *in, struct gmt_trace_line *line, size_t max);
 
+/**
+ * Read @p in ahead on a thread of its own from now on: the decompression (and the file's
+ * reads) run there while the caller takes lines, a few LINE_READ blocks ahead. The lines are
+ * the same, in the same order, ending the same way (gmt_trace_input_offset() counts the blocks
+ * handed out). The lines handed out so far must no longer be in use. 0, or -1 (no thread could
+ * be had: the caller reads on as before).
+ */
+int gmt_trace_input_readahead(struct gmt_trace_input *in);
+
+/**
+ * Stop reading ahead (joins the thread; what it had read and not handed out is dropped): after
+ * it, ferror(in->f), gmt_trace_input_end() and the file's state are the thread's last. Safe
+ * when no read-ahead runs; gmt_trace_input_close() does it too.
+ */
+void gmt_trace_input_readahead_stop(struct gmt_trace_input *in);
+
 /** Close the stream and the file; @p in is zeroed. */
 void gmt_trace_input_close(struct gmt_trace_input *in);
 

@@ -17,7 +17,9 @@
  * up to GMT_TRACE_MAX_LINE) is not copied: the chunks before it are taken, then the line where
  * the input holds it, as without workers. Workers start with the second chunk: a trace of one
  * chunk is read with no thread. The calling thread parses a chunk itself rather than wait for one
- * no worker has taken.
+ * no worker has taken. Once a chunk is full, the input is also read ahead on a thread of its
+ * own (input.h: gmt_trace_input_readahead()), so the file's reads and a compressed trace's
+ * decompression leave the calling thread too; it is stopped before the read's end is judged.
  */
 #define _GNU_SOURCE
 #include "analysis/reader/input.h"
@@ -240,7 +242,7 @@ rd_read_pipelined(struct reader *r, struct gmt_trace_input *in, const struct gmt
 	size_t max_lines = opt->chunk_lines ? opt->chunk_lines : CHUNK_LINES;
 	size_t nread = 0, taken = 0, nthreads = 0;
 	pthread_t th[MAX_JOBS];
-	bool more = true, stopped = false, torn = false;
+	bool more = true, stopped = false, torn = false, tried_ahead = false;
 
 	p.nring = 2 * jobs;
 	p.ring = calloc(p.nring, sizeof(*p.ring));
@@ -272,6 +274,13 @@ rd_read_pipelined(struct reader *r, struct gmt_trace_input *in, const struct gmt
 			p.filled++;
 			pthread_cond_signal(&p.work);
 			pthread_mutex_unlock(&p.mu);
+			/* the input read ahead (and decompressed) on a thread of its own, once
+			 * there is more than one chunk: the same lines, this thread spared the
+			 * reads */
+			if (e == FILL_FULL && !tried_ahead) { /* (no line of the input's is held) */
+				tried_ahead = true;
+				gmt_trace_input_readahead(in);
+			}
 			/* the workers, once there is more than one chunk */
 			while (more && nthreads + 1 < jobs && p.filled > 1) {
 				if (pthread_create(&th[nthreads], have_attr ? &attr : NULL, worker,
@@ -312,6 +321,8 @@ rd_read_pipelined(struct reader *r, struct gmt_trace_input *in, const struct gmt
 	}
 	if (have_attr)
 		pthread_attr_destroy(&attr);
+	/* the stream's state (ferror, how a compressed one ended) is the read-ahead's last */
+	gmt_trace_input_readahead_stop(in);
 	pthread_mutex_lock(&p.mu);
 	p.quit = true;
 	pthread_cond_broadcast(&p.work);
