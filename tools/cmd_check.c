@@ -521,13 +521,22 @@ struct rank_gate {
 /* Failing ranks named in a gate's line; the rest are counted. */
 #define RANKS_NAMED 20
 
+/* One rank's gates, kept until the ranks of another job are known (gmt_ranks_settle()). */
+struct rank_result {
+	char *input;
+	char who[192];
+	struct gmt_gates g;
+};
+
 struct rank_check {
 	struct options *o;
 	struct rank_gate **v;
 	size_t n;
 	size_t ranks;
 	struct gmt_ranks rows; /* the ranks judged: one rank given twice is judged once */
-	FILE *notes;	       /* each rank's notes, under its name */
+	struct rank_result *res;
+	size_t nres;
+	FILE *notes; /* each rank's notes, under its name */
 	char *nbuf;
 	size_t nlen;
 	bool oom;
@@ -569,26 +578,60 @@ indented(FILE *f, const char *text, const char *indent)
 	}
 }
 
+/*
+ * Judge a rank's summary as it is read (the summary is not kept), and keep the verdict: whether
+ * the rank counts is known once every input was read (another job's ranks are left out, as
+ * `report` leaves them out).
+ */
 static void
 check_rank(void *data, const char *input, const json_t *summary)
 {
 	struct rank_check *rc = data;
-	struct gmt_gates g = {0};
+	struct rank_result *res, *v;
 	json_t *doc;
-	char who[192];
 	int added = gmt_ranks_add(&rc->rows, "check", input, summary, stderr);
 
 	if (added == -1) /* a rank again: said */
 		return;
-	if (added != 0)
+	if (added != 0 || !(v = realloc(rc->res, (rc->nres + 1) * sizeof(*v)))) {
 		rc->oom = true;
-	gmt_summary_who(summary, who, sizeof(who));
-	rc->ranks++;
+		return;
+	}
+	rc->res = v;
+	res = &rc->res[rc->nres];
+	*res = (struct rank_result){.input = strdup(input)};
+	if (!res->input) {
+		rc->oom = true;
+		return;
+	}
+	rc->nres++;
+	gmt_summary_who(summary, res->who, sizeof(res->who));
 	doc = gmt_summary_report_doc(summary); /* only now: a rank again was left out above */
-	if (!doc || gmt_check_run(&g, &rc->o->check, doc, NULL) != 0) {
+	if (!doc || gmt_check_run(&res->g, &rc->o->check, doc, NULL) != 0) {
 		fprintf(stderr, "gpumemtrace check: %s: out of memory\n", gmt_esc(input));
 		rc->oom = true;
 	}
+	json_decref(doc);
+}
+
+/* Whether @p input is a rank of the job (still a row once the rows are settled). */
+static bool
+rank_kept(const struct rank_check *rc, const char *input)
+{
+	for (size_t i = 0; i < rc->rows.n; i++)
+		if (rc->rows.v[i].input && strcmp(rc->rows.v[i].input, input) == 0)
+			return true;
+	return false;
+}
+
+/* A kept rank's gates into the gates over the ranks. */
+static void
+count_rank(struct rank_check *rc, const struct rank_result *res)
+{
+	const struct gmt_gates g = res->g;
+	const char *who = res->who, *input = res->input;
+
+	rc->ranks++;
 	if (g.notes)
 		for (const char *p = g.notes; *p;) {
 			const char *nl = strchr(p, '\n');
@@ -623,8 +666,6 @@ check_rank(void *data, const char *input, const json_t *summary)
 		fprintf(a->details, "  %s (%s): %s\n", who, gmt_esc(input), gmt_esc(x->text));
 		indented(a->details, x->details, "  ");
 	}
-	gmt_gates_free(&g);
-	json_decref(doc);
 }
 
 /*
@@ -647,6 +688,15 @@ check_ranks(struct options *o, char *const *paths, size_t n, struct gmt_gates *o
 		return GMT_EXIT_UNREADABLE;
 	}
 	good = gmt_ranks_each("check", paths, n, &so, stderr, check_rank, &rc, &bad);
+	/* the ranks of another job said and left out, as by `report` over the same inputs */
+	gmt_ranks_settle(&rc.rows, "check", stderr);
+	for (size_t i = 0; i < rc.nres; i++) {
+		if (!rc.oom && rank_kept(&rc, rc.res[i].input))
+			count_rank(&rc, &rc.res[i]);
+		gmt_gates_free(&rc.res[i].g);
+		free(rc.res[i].input);
+	}
+	free(rc.res);
 	fclose(rc.notes);
 	*out = (struct gmt_gates){0};
 	if (good == 0 || rc.ranks == 0) {

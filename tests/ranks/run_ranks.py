@@ -411,7 +411,29 @@ def group_check(args, tmp):
     check('PASS max-peak-bytes device 0: passes on every rank' in so, so)
     rc, so, se = run(args.exe, 'check', '--max-peak-bytes', str(peaks[-1]), shared)
     check(rc == 1 and f'1 of {RANKS} ranks fail: rank {KILLED}' in so, f'complete-traces: {so}')
-    print('ok: check gates each rank and names the failing ones')
+    # a rank of another job (world size 8, peaking far higher) in the same directory: `check`
+    # leaves it out as `report` does, so it fails no gate of this job and is not counted
+    src = os.path.join(tmp, 'src-other')
+    os.makedirs(src)
+    gen_rank(args, 3, os.path.join(src, 'w8.jsonl'), world=8, extra=('--size-percent', '800'))
+    mixed = os.path.join(tmp, 'mixed')
+    shutil.copytree(shared, mixed)
+    summarize(args, [os.path.join(src, 'w8.jsonl')], os.path.join(tmp, 'other-sum'))
+    # named to be read before this job's rank 3: it must not stand in for it
+    shutil.copy(os.path.join(tmp, 'other-sum', 'w8.summary.json'),
+                os.path.join(mixed, 'a-w8.summary.json'))
+    doc, rse = ranks_json(args, mixed)
+    check(doc['ranks'] == RANKS, f'report over mixed: {doc["ranks"]} ranks: {rse}')
+    rc, so, se = run(args.exe, 'check', '--max-peak-bytes', str(peaks[-1]), '--allow-incomplete',
+                     mixed)
+    check(rc == 0, f'check with another job\'s rank: exit {rc}: {so}{se}')
+    check(f'passes on every rank ({RANKS} of {RANKS} ranks have it)' in so, so)
+    check('a-w8.summary.json: rank 3 of a job of world size 8' in se and 'left out' in se,
+          f'the other job\'s rank is not named: {se}')
+    rc, so, se = run(args.exe, 'check', '--max-peak-bytes', str(limit), mixed)
+    check(rc == 1 and f'2 of {RANKS} ranks fail: {want}' in so and 'w8.summary' not in so,
+          f'check with another job\'s rank, failing ranks: {so}')
+    print('ok: check gates each rank and names the failing ones; another job\'s rank is left out')
 
 
 def group_diff(args, tmp):

@@ -138,12 +138,29 @@ same_str(const char *a, const char *b)
 	return a == b || (a && b && strcmp(a, b) == 0);
 }
 
-/* Whether two rows are one rank: the same RANK, else (no rank) the same process and start. */
+/* Whether the runs of two rows overlap in time (with the slack); unknown times: they may. */
+static bool
+same_time(const struct gmt_rank_row *a, const struct gmt_rank_row *b)
+{
+	if (isnan(a->start_unix_s) || isnan(a->end_unix_s) || isnan(b->start_unix_s) ||
+	    isnan(b->end_unix_s))
+		return true;
+	return a->start_unix_s <= b->end_unix_s + JOB_SLACK_S &&
+	       b->start_unix_s <= a->end_unix_s + JOB_SLACK_S;
+}
+
+/*
+ * Whether two rows are one rank: the same RANK of a job of the same world size, in runs that
+ * overlap (a rank of another job or run is not this rank given again: gmt_ranks_settle() tells
+ * which job is the one merged), else (no rank) the same process and start.
+ */
 static bool
 same_rank(const struct gmt_rank_row *a, const struct gmt_rank_row *b)
 {
 	if (a->rank >= 0 || b->rank >= 0)
-		return a->rank == b->rank;
+		return a->rank == b->rank &&
+		       (a->world_size < 0 || b->world_size < 0 || a->world_size == b->world_size) &&
+		       same_time(a, b);
 	return a->pid == b->pid && same_str(a->host, b->host) &&
 	       (a->start_unix_s == b->start_unix_s ||
 		(isnan(a->start_unix_s) && isnan(b->start_unix_s)));
@@ -306,6 +323,23 @@ gmt_ranks_settle(struct gmt_ranks *r, const char *cmd, FILE *diag)
 	r->n = kept;
 	if (r->n > 1)
 		qsort(r->v, r->n, sizeof(*r->v), cmp_row);
+	/* one rank of the job in two runs both near the job's time (a restarted rank): the first */
+	kept = 0;
+	for (size_t i = 0; i < r->n; i++) {
+		struct gmt_rank_row *x = &r->v[i];
+
+		if (kept && x->rank >= 0 && r->v[kept - 1].rank == x->rank) {
+			fprintf(diag, "gpumemtrace %s: %s: %s again (already read from ", cmd,
+				gmt_esc(x->input), gmt_rank_name(x));
+			fprintf(diag, "%s, a run of other times); left out\n",
+				gmt_esc(r->v[kept - 1].input));
+			row_free(x);
+			r->left_out++;
+			continue;
+		}
+		r->v[kept++] = *x;
+	}
+	r->n = kept;
 }
 
 // --- the verdicts ----------------------------------------------------------------------------

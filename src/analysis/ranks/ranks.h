@@ -101,8 +101,10 @@ size_t gmt_ranks_each(const char *cmd,
 		      size_t *bad);
 
 /**
- * The summary @p s (of @p input) as a row of @p r. A rank already there is said on @p diag
- * (both files named) and left out. Returns 0, -1 left out, -ENOMEM.
+ * The summary @p s (of @p input) as a row of @p r. A rank already there (the same RANK and world
+ * size, in a run of overlapping times) is said on @p diag (both files named) and left out; the
+ * same RANK of another job or run is kept for gmt_ranks_settle() to judge. Returns 0, -1 left
+ * out, -ENOMEM.
  */
 int
 gmt_ranks_add(struct gmt_ranks *r, const char *cmd, const char *input, const json_t *s, FILE *diag);
@@ -110,7 +112,7 @@ gmt_ranks_add(struct gmt_ranks *r, const char *cmd, const char *input, const jso
 /**
  * Done adding: the ranks of another job (another world size than most, or a run that ended
  * before most ranks started or started after they ended) said on @p diag and left out; the
- * rows sorted by rank (then host, pid).
+ * rows sorted by rank (then host, pid), and of one rank still in two rows the first kept.
  */
 void gmt_ranks_settle(struct gmt_ranks *r, const char *cmd, FILE *diag);
 
