@@ -79,6 +79,11 @@ enum phase {
 	PHASE_AFTER, /* past --to: nothing more is applied */
 };
 
+/* A live allocation's address range, as gaps_of() lays them out. */
+struct span {
+	uint64_t key, size;
+};
+
 struct replay {
 	struct gmt_model *m;
 	struct gmt_livemap ptrs, maps, reserves, handles, arrays;
@@ -96,6 +101,8 @@ struct replay {
 	uint64_t last_alloc_seq; /* the latest successful allocation: temporaries */
 	uint32_t *site_index;	 /* open addressing over m->sites, UINT32_MAX empty */
 	size_t site_mask;
+	struct span *spans; /* gaps_of()'s scratch: twice spans_cap */
+	size_t spans_cap;
 	enum phase phase;
 	bool bounds_pending; /* a range's bounds in seconds are not placed yet */
 };
@@ -595,24 +602,48 @@ held_on(const struct gmt_live *l, const void *ctx)
 	       !gmt_kind_is_reading((enum gmt_tkind)l->kind);
 }
 
-/* By kind, then by address: each kind's allocations laid out on their own. */
-static int
-cmp_kind_key(const void *pa, const void *pb)
-{
-	const struct gmt_live *a = pa, *b = pb;
-
-	if (a->kind != b->kind)
-		return a->kind < b->kind ? -1 : 1;
-	return a->key < b->key ? -1 : a->key > b->key;
-}
-
 #define SEPARATE_RANGE (1ull << 30) /* a hole this large is another address range */
 
-/* The layout of @p n live allocations of one kind, sorted by address. */
-static struct gmt_gaps
-layout(const struct gmt_live *l, size_t n)
+/*
+ * Sort @p n spans by address (their keys are distinct: one table's), @p tmp as large: a radix
+ * sort by the bytes in which the keys differ (addresses of one device share their high bytes),
+ * a few passes where a comparison sort took most of gaps_of()'s time. Returns where the sorted
+ * spans are: @p a or @p tmp.
+ */
+static struct span *
+sort_spans(struct span *a, struct span *tmp, size_t n)
 {
-	struct gmt_gaps g = {.valid = true, .kind = l[0].kind, .live_allocations = n, .ranges = 1};
+	uint64_t differ = 0;
+
+	for (size_t i = 1; i < n; i++)
+		differ |= a[i].key ^ a[0].key;
+	for (unsigned shift = 0; shift < 64; shift += 8) {
+		size_t count[256] = {0}, at = 0;
+
+		if (!((differ >> shift) & 0xff))
+			continue;
+		for (size_t i = 0; i < n; i++)
+			count[(a[i].key >> shift) & 0xff]++;
+		for (size_t b = 0; b < 256; b++) {
+			size_t c = count[b];
+
+			count[b] = at;
+			at += c;
+		}
+		for (size_t i = 0; i < n; i++)
+			tmp[count[(a[i].key >> shift) & 0xff]++] = a[i];
+		struct span *t = a;
+		a = tmp;
+		tmp = t;
+	}
+	return a;
+}
+
+/* The layout of @p n live allocations of kind @p kind, sorted by address. */
+static struct gmt_gaps
+layout(const struct span *l, size_t n, uint8_t kind)
+{
+	struct gmt_gaps g = {.valid = true, .kind = kind, .live_allocations = n, .ranges = 1};
 	uint64_t lo = l[0].key, end = l[0].key + l[0].size;
 
 	for (size_t i = 1; i < n; i++) {
@@ -643,26 +674,50 @@ static struct gmt_gaps
 gaps_of(struct replay *r, int32_t device, struct gmt_gaps by_kind[GMT_TK_COUNT])
 {
 	struct gmt_gaps sum = {0};
-	size_t n, k = 0;
-	struct gmt_live *all;
+	size_t at[GMT_TK_COUNT + 1] = {0}, n = 0;
+	const struct gmt_livemap *map = &r->ptrs;
 
-	if (gmt_livemap_all(&r->ptrs, &all, &n) != 0)
-		nomem(r);
 	if (by_kind)
 		memset(by_kind, 0, GMT_TK_COUNT * sizeof(*by_kind));
-	for (size_t i = 0; i < n; i++)
-		if (held_on(&all[i], &device))
-			all[k++] = all[i];
-	if (k > 1)
-		qsort(all, k, sizeof(*all), cmp_kind_key);
-	for (size_t i = 0, j; i < k; i = j) {
+	/* each kind's allocations laid out on their own: grouped by kind, each group by address */
+	for (size_t i = 0; map->count && i <= map->mask; i++) {
+		const struct gmt_live *l = &map->slots[i];
+
+		if (l->key && l->kind < GMT_TK_COUNT && held_on(l, &device))
+			at[l->kind + 1]++;
+	}
+	for (int k = 0; k < GMT_TK_COUNT; k++)
+		at[k + 1] += at[k];
+	n = at[GMT_TK_COUNT];
+	if (!n)
+		return sum;
+	if (n > r->spans_cap) {
+		struct span *sp = gmt_realloc_array(r->spans, 2 * n, sizeof(*sp));
+
+		if (!sp) {
+			nomem(r);
+			return sum;
+		}
+		r->spans = sp;
+		r->spans_cap = n;
+	}
+	size_t fill[GMT_TK_COUNT];
+	memcpy(fill, at, sizeof(fill));
+	for (size_t i = 0; i <= map->mask; i++) {
+		const struct gmt_live *l = &map->slots[i];
+
+		if (l->key && l->kind < GMT_TK_COUNT && held_on(l, &device))
+			r->spans[fill[l->kind]++] = (struct span){l->key, l->size};
+	}
+	for (int kind = 0; kind < GMT_TK_COUNT; kind++) {
+		size_t lo = at[kind], cnt = at[kind + 1] - lo;
 		struct gmt_gaps g;
 
-		for (j = i + 1; j < k && all[j].kind == all[i].kind; j++)
-			;
-		g = layout(&all[i], j - i);
-		if (by_kind && g.kind < GMT_TK_COUNT)
-			by_kind[g.kind] = g;
+		if (!cnt)
+			continue;
+		g = layout(sort_spans(r->spans + lo, r->spans + n + lo, cnt), cnt, (uint8_t)kind);
+		if (by_kind)
+			by_kind[kind] = g;
 		sum.valid = true;
 		sum.live_allocations += g.live_allocations;
 		sum.span += g.span;
@@ -672,7 +727,6 @@ gaps_of(struct replay *r, int32_t device, struct gmt_gaps by_kind[GMT_TK_COUNT])
 		if (g.largest_gap > sum.largest_gap)
 			sum.largest_gap = g.largest_gap;
 	}
-	free(all);
 	return sum;
 }
 
@@ -1271,6 +1325,7 @@ replay_fini(struct replay *r)
 	free(r->roles);
 	free(r->pools);
 	free(r->site_index);
+	free(r->spans);
 }
 
 /*
