@@ -35,6 +35,14 @@ GROUP is one of:
             per host), summaries copied to a shared directory, the traces left in place; the
             merge over the shared directory equals the merge over the traces; report --format
             csv over it writes ranks.csv with the JSON's figures
+  launch    the torchrun recipe with the real tracer on tests/simcuda: on two "nodes",
+            `gpumemtrace run -o NODE/traces -- launch_ranks.py` (a stand-in for torchrun:
+            two workers per node with torchrun's RANK, LOCAL_RANK, WORLD_SIZE) running the
+            preload victim, rank 3 out of memory; each node's traces named by rank, their
+            headers carrying rank, local rank and world size; one summarize per node, the
+            merged report's ranks, first failure (rank 3) and highest peak equal to what each
+            trace's own report says; check names rank 3 (needs --victim, --tracer-lib,
+            --simcuda; skipped, exit 77, without them)
 """
 import argparse
 import csv
@@ -545,15 +553,84 @@ def group_recipes(args, tmp):
     print('ok: the xargs and SLURM recipes, and the CSV over summaries')
 
 
+def group_launch(args, tmp):
+    if not (args.victim and args.tracer_lib and args.simcuda):
+        print('SKIP: the real tracer cannot run here (a sanitizer build): no --victim')
+        sys.exit(77)
+    launcher = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'launch_ranks.py')
+    env = {'GPUMEMTRACE_LIB': args.tracer_lib, 'LD_LIBRARY_PATH': args.simcuda,
+           'SIMCUDA_MEM_BYTES': '64M', 'SIMCUDA_DEVICES': '1'}
+    for k in ('RANK', 'LOCAL_RANK', 'WORLD_SIZE', 'GPUMEMTRACE_OUTPUT_DIR'):
+        os.environ.pop(k, None)
+    # rank 3 runs into the device's end (the victim's oom mode, 64 MiB), the others allocate
+    # and free as the victim's basic mode does
+    worker = (f'if [ "$RANK" = 3 ]; then exec {args.victim} oom; '
+              f'else exec {args.victim} basic; fi')
+    nodes = []
+    for node in range(2):
+        out = os.path.join(tmp, f'node{node}', 'traces')
+        rc, so, se = run(args.exe, 'run', '-o', out, '--', sys.executable, launcher,
+                         '--nnodes', '2', '--node-rank', str(node), '--nproc-per-node', '2',
+                         '--', 'sh', '-c', worker, env=env)
+        check(rc == 0, f'node {node}: run -- launch_ranks.py: exit {rc}: {se}')
+        names = sorted(os.listdir(out))
+        want = [2 * node, 2 * node + 1]
+        check(len(names) == 2 and all(any(f'rank{r}.' in n for n in names) for r in want),
+              f'node {node}: a trace per rank, named by it: {names}')
+        for n in names:
+            rc, so, se = run(args.exe, 'report', '--format', 'json', os.path.join(out, n))
+            check(rc == 0, f'report {n}: exit {rc}: {se}')
+            p = json.loads(so)['processes'][0]
+            r = p.get('rank') or {}
+            check(r.get('world_size') == 4 and r.get('local_rank') == r.get('rank', -1) % 2,
+                  f'{n}: rank in the header: {r}')
+        nodes.append(out)
+    # the job's traces, each reported on its own: the figures the merge must give
+    own = {}
+    for out in nodes:
+        rc, so, se = run(args.exe, 'report', '--ranks', '--format', 'json', out)
+        check(rc == 0, f'report --ranks {out}: exit {rc}: {se}')
+        for x in json.loads(so)['table']:
+            own[x['rank']] = x
+    check(sorted(own) == [0, 1, 2, 3], f'ranks seen: {sorted(own)}')
+    # torchrun's recipe: one summarize per node after the job, summaries to shared storage
+    shared = os.path.join(tmp, 'shared')
+    for out in nodes:
+        summarize(args, [out], shared)
+    doc, se = ranks_json(args, shared)
+    check(doc['ranks'] == 4 and sorted(x['rank'] for x in doc['table']) == [0, 1, 2, 3],
+          f'merged: {doc["ranks"]} ranks: {se}')
+    for x in doc['table']:
+        o = own[x['rank']]
+        for k in ('peak_held_bytes', 'failed_allocations', 'leaked_bytes', 'world_size',
+                  'local_rank'):
+            check(x.get(k) == o.get(k), f'rank {x["rank"]} {k}: {x.get(k)} vs {o.get(k)}')
+    failed = [r for r, x in own.items() if x.get('failed_allocations')]
+    check(failed == [3], f'ranks that failed: {failed}')
+    ff = doc.get('first_failure') or {}
+    check(ff.get('rank') == 3 and ff.get('decided'), f'first failure: {ff}')
+    top = max(own.values(), key=lambda x: x['peak_held_bytes'])
+    check(doc.get('peak_rank') == top['rank'] and
+          doc.get('peak_held_bytes') == top['peak_held_bytes'],
+          f'highest peak: rank {doc.get("peak_rank")}, the traces: rank {top["rank"]}')
+    rc, so, se = run(args.exe, 'check', '--max-failed', '0', shared)
+    check(rc == 1 and '1 of 4 ranks fail: rank 3' in so, f'check: exit {rc}: {so}{se}')
+    print('ok: torchrun\'s recipe with the real tracer: ranks from the launcher, one merge')
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('--exe', required=True)
     ap.add_argument('--gen-trace', required=True)
     ap.add_argument('--source', required=True)
+    ap.add_argument('--victim')
+    ap.add_argument('--tracer-lib')
+    ap.add_argument('--simcuda')
     ap.add_argument('group')
     args = ap.parse_args()
     groups = {'equal': group_equal, 'verdicts': group_verdicts, 'bad': group_bad,
-              'check': group_check, 'diff': group_diff, 'recipes': group_recipes}
+              'check': group_check, 'diff': group_diff, 'recipes': group_recipes,
+              'launch': group_launch}
     if args.group not in groups:
         fail(f'unknown group {args.group}')
     with tempfile.TemporaryDirectory() as tmp:
