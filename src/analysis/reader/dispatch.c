@@ -208,8 +208,10 @@ rd_take_line(struct reader *r, const struct gmt_trace_line *line, const struct r
 		struct gmt_trace_event ev = pre->ev;
 
 		rd_lead_end(r, t->lines);
-		if (pre->kind == RD_PRE_BLOCK ? rd_take_block(r, &ev)
-					      : rd_take_event(r, &ev, pre->api, pre->driver)) {
+		if (pre->kind == RD_PRE_BLOCK
+			? rd_take_block(r, &ev)
+			: rd_take_event_hashed(r, &ev, pre->api, pre->driver, pre->api_hash,
+					       pre->driver_hash)) {
 			r->usable++;
 			r->content++;
 		}
@@ -251,7 +253,10 @@ rd_pre_read(char *text, size_t len, size_t lineno, struct rd_pre *pre)
 		if (rd_parse_block(NULL, src, lineno, &pre->ev))
 			pre->kind = RD_PRE_BLOCK;
 	} else if (strcmp(type->str, "event") == 0) {
-		if (rd_parse_event(NULL, src, lineno, &pre->ev, &pre->api, &pre->driver))
+		if (rd_parse_event(NULL, src, lineno, &pre->ev, &pre->api, &pre->driver)) {
 			pre->kind = RD_PRE_EVENT;
+			pre->api_hash = rd_name_hash(pre->api);
+			pre->driver_hash = pre->driver ? rd_name_hash(pre->driver) : 0;
+		}
 	}
 }

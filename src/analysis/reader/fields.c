@@ -198,14 +198,16 @@ rd_see_ts(struct reader *r, uint64_t ts)
 int
 rd_intern(struct reader *r, const char *s)
 {
-	struct gmt_trace *t = r->t;
+	return rd_intern_hashed(r, s, rd_name_hash(s));
+}
 
+int
+rd_intern_hashed(struct reader *r, const char *s, uint32_t h)
+{
+	struct gmt_trace *t = r->t;
 	/* a direct-mapped cache in front of the scan: a trace names a few dozen calls, each often
 	 */
-	uint32_t h = 2166136261u;
-	for (const char *c = s; *c; c++)
-		h = (h ^ (uint8_t)*c) * 16777619u;
-	uint16_t *slot = &t->string_cache[(h ^ (h >> 16)) & 255];
+	uint16_t *slot = &t->string_cache[h & 255];
 
 	if (*slot && strcmp(t->strings[*slot - 1], s) == 0)
 		return *slot - 1;

@@ -336,18 +336,20 @@ intern_names(struct reader *r,
 	     size_t lineno,
 	     struct gmt_trace_event *ev,
 	     const char *api,
-	     const char *driver)
+	     const char *driver,
+	     uint32_t api_hash,
+	     uint32_t driver_hash)
 {
 	int idx;
 
 	ev->driver = GMT_TRACE_NO_STRING;
 	if (driver) {
-		idx = rd_intern(r, driver);
+		idx = rd_intern_hashed(r, driver, driver_hash);
 		if (idx < 0)
 			goto full;
 		ev->driver = (uint16_t)idx;
 	}
-	idx = rd_intern(r, api);
+	idx = rd_intern_hashed(r, api, api_hash);
 	if (idx < 0)
 		goto full;
 	ev->api = (uint16_t)idx;
@@ -457,9 +459,22 @@ rd_parse_event(struct reader *r,
 }
 
 bool
+rd_take_event_hashed(struct reader *r,
+		     struct gmt_trace_event *ev,
+		     const char *api,
+		     const char *driver,
+		     uint32_t api_hash,
+		     uint32_t driver_hash)
+{
+	return intern_names(r, ev->line, ev, api, driver, api_hash, driver_hash) &&
+	       keep_event(r, ev);
+}
+
+bool
 rd_take_event(struct reader *r, struct gmt_trace_event *ev, const char *api, const char *driver)
 {
-	return intern_names(r, ev->line, ev, api, driver) && keep_event(r, ev);
+	return rd_take_event_hashed(r, ev, api, driver, rd_name_hash(api),
+				    driver ? rd_name_hash(driver) : 0);
 }
 
 bool
@@ -564,7 +579,9 @@ rd_read_elided(struct reader *r, struct src obj, size_t lineno)
 	rd_get_u64(obj, GMT_ELIDED_TEMPORARY_BYTES, &ev.total_bytes);
 	const char *api, *driver;
 	if (!event_name_strs(r, obj, lineno, "event", &api, &driver) ||
-	    !intern_names(r, lineno, &ev, api, driver) || !elided_bins(r, obj, lineno, &ev))
+	    !intern_names(r, lineno, &ev, api, driver, rd_name_hash(api),
+			  driver ? rd_name_hash(driver) : 0) ||
+	    !elided_bins(r, obj, lineno, &ev))
 		return false;
 	r->t->elided_lines++;
 	r->t->elided_allocations += ev.offset;

@@ -156,7 +156,24 @@ bool rd_resize(struct reader *r, void *pp, size_t n, size_t size);
 
 void rd_see_ts(struct reader *r, uint64_t ts);
 
+/*
+ * The hash of a name that rd_intern()'s cache is indexed by: a pure function of the bytes, so
+ * a worker reading a line ahead (rd_pre_read()) computes it off the thread that interns.
+ */
+static inline uint32_t
+rd_name_hash(const char *s)
+{
+	uint32_t h = 2166136261u;
+
+	for (const char *c = s; *c; c++)
+		h = (h ^ (uint8_t)*c) * 16777619u;
+	return h ^ (h >> 16);
+}
+
 int rd_intern(struct reader *r, const char *s);
+
+/** rd_intern() of @p s whose rd_name_hash() is @p h. */
+int rd_intern_hashed(struct reader *r, const char *s, uint32_t h);
 
 bool rd_read_header(struct reader *r, json_t *obj, size_t lineno);
 
@@ -190,6 +207,14 @@ bool rd_parse_event(struct reader *r,
 
 bool
 rd_take_event(struct reader *r, struct gmt_trace_event *ev, const char *api, const char *driver);
+
+/** rd_take_event() of names whose rd_name_hash() are known (a line read ahead: rd_pre). */
+bool rd_take_event_hashed(struct reader *r,
+			  struct gmt_trace_event *ev,
+			  const char *api,
+			  const char *driver,
+			  uint32_t api_hash,
+			  uint32_t driver_hash);
 
 /* A block line in the same two steps (rd_read_block()). */
 bool rd_parse_block(struct reader *r, struct src obj, size_t lineno, struct gmt_trace_event *out);
@@ -319,6 +344,7 @@ struct rd_pre {
 	uint8_t kind;
 	struct gmt_trace_event ev;
 	const char *api, *driver; /* events: the names, in the worker's copy (driver NULL: none) */
+	uint32_t api_hash, driver_hash; /* their rd_name_hash() */
 };
 
 void rd_pre_read(char *text, size_t len, size_t lineno, struct rd_pre *pre);
