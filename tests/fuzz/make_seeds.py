@@ -8,6 +8,7 @@ H200 snapshot pickles). Run once after changing the lists; the files are committ
 """
 import glob
 import gzip
+import json
 import os
 import pickle
 import shutil
@@ -297,6 +298,71 @@ def categories_seeds():
           b"activation module \\*\n")
 
 
+def summary_seeds():
+    """Per-rank summaries (docs/multi-host.md): one well-formed rank of a job of two, and the
+    ways one goes wrong. Summaries that `gpumemtrace summarize` wrote of the golden traces and of
+    generated ranks sit beside them as summarized-* (made by hand, see tests/fuzz/README.md)."""
+    base = {"kind": "summary", "summary_version": 1, "report_version": 1, "file": "r1.jsonl",
+            "host": "node1", "pid": 101, "rank": {"rank": 1, "local_rank": 1, "world_size": 2},
+            "devices": [0, 1], "start_unix_s": 1796228579.5, "end_unix_s": 1796228588.0,
+            "clock_uncertainty_s": 0.25, "end_time_s": 8.5, "coverage": "full",
+            "complete": False, "dropped": 3, "events": 12, "bad_lines": 1,
+            "process": {"pid": 101, "host": "node1", "complete": False, "events": 12,
+                        "peak_held_bytes": 3 << 20, "peak_time_s": 2.0,
+                        "peak_unix_s": 1796228581.5, "first_failure_time_s": 1.0,
+                        "first_failure_unix_s": 1796228580.5},
+            "summary": {"processes": 1, "events": 12, "peak_held_bytes": 3 << 20,
+                        "leaked_bytes": 4096, "leaked_allocations": 1,
+                        "failed_allocations": 2, "cached_at_exit_bytes": 1 << 20,
+                        "library_at_exit_bytes": 65536},
+            "peaks": [{"device": 0, "bytes": 3 << 20, "time_s": 2.0, "unix_s": 1796228581.5,
+                       "nccl_bytes": 1024,
+                       "peak_sites": [{"process": 0, "device": 0, "bytes": 3 << 20,
+                                       "allocations": 2, "api": "cudaMalloc", "stack": 0}]},
+                      {"device": 1, "bytes": 0}],
+            "nccl": {"at_peak_bytes": 1024, "at_exit_bytes": 0},
+            "leak_sites": [{"bytes": 4096, "allocations": 1, "stack": 0, "api": "cudaMalloc"}],
+            "failed_sites": [{"failures": 2, "bytes": 1 << 30, "stack": 0}],
+            "oom": [{"time_s": 1.0, "requested": 1 << 30, "cause": "live_tensors"}],
+            "growth_sites": [{"growth_bytes": 1 << 20, "stack": 0}], "tensors": None,
+            "timeline": [[0.0, 0], [2.0, 3 << 20], [8.5, 4096]],
+            "call_stacks": [{"id": 0, "frames": [{"function": "step", "file": "train.py",
+                                                   "line": 9}]}]}
+
+    def put(name, doc):
+        write("summary", "seed-" + name + ".summary.json",
+              (doc if isinstance(doc, str) else json.dumps(doc)).encode()
+              if not isinstance(doc, bytes) else doc)
+
+    put("rank1", base)
+    odd = json.loads(json.dumps(base))
+    odd["host"] = "evil\x1b]0;pwned\x07host"
+    odd["rank"] = {"rank": "three", "local_rank": [], "world_size": None}
+    odd["process"]["peak_held_bytes"] = -5
+    odd["process"]["first_failure_unix_s"] = "soon"
+    odd["peaks"] = [{"device": "x", "bytes": {}}, 7, None, {"device": -1, "bytes": 2 ** 64 - 1}]
+    odd["summary"]["leaked_bytes"] = 2 ** 62
+    odd["call_stacks"] = [{"id": 0, "frames": [{"function": "\u202e<script>", "line": -1}]}, 3]
+    put("odd-values", odd)
+    other = json.loads(json.dumps(base))
+    other["rank"] = {"rank": 0, "local_rank": 0, "world_size": 8}
+    other["start_unix_s"] = other["end_unix_s"] = 1.0
+    put("other-job", other)
+    same = json.loads(json.dumps(base))
+    same["rank"] = {"rank": 0, "local_rank": 0, "world_size": 2}
+    put("rank0-again", same)
+    put("version2", dict(base, summary_version=2))
+    put("foreign", {"kind": "report", "rank": 1})
+    put("missing-peaks", {k: v for k, v in base.items() if k != "peaks"})
+    put("truncated", json.dumps(base)[:300])
+    put("duplicate-keys", '{"kind":"summary","kind":"summary","summary_version":1}')
+    put("nested", '{"kind":"summary","summary_version":1,"process":' + "[" * 500 + "]" * 500 +
+        "}")
+    put("nan-times", json.dumps(dict(base, start_unix_s=1e308, end_unix_s=-1e308,
+                                     clock_uncertainty_s=-3)))
+    put("binary", b"\xef\xbb\xbf{\"kind\":\"summary\"\x00}")
+
+
 def main():
     os.makedirs(CORPUS, exist_ok=True)
     for name, data in SEEDS.items():
@@ -311,6 +377,7 @@ def main():
     bounded_seeds()
     suppress_seeds()
     categories_seeds()
+    summary_seeds()
 
 
 main()
