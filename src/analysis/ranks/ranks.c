@@ -357,7 +357,7 @@ int
 gmt_ranks_verdict(const struct gmt_ranks *r, struct gmt_ranks_verdict *v)
 {
 	double sum = 0, sq = 0, max = 0;
-	bool no_clock = false;
+	size_t unclocked = SIZE_MAX;
 
 	*v = (struct gmt_ranks_verdict){
 	    .peak = SIZE_MAX, .first_failure = SIZE_MAX, .second_failure = SIZE_MAX};
@@ -377,7 +377,7 @@ gmt_ranks_verdict(const struct gmt_ranks *r, struct gmt_ranks_verdict *v)
 			continue;
 		v->failing++;
 		if (isnan(x->first_failure_unix_s)) {
-			no_clock = true;
+			unclocked = i;
 			continue;
 		}
 		if (v->first_failure == SIZE_MAX ||
@@ -398,8 +398,12 @@ gmt_ranks_verdict(const struct gmt_ranks *r, struct gmt_ranks_verdict *v)
 		if (!(v->failure_gap_s > v->failure_uncertainty_s))
 			v->failure_undecided = true;
 	}
-	if (no_clock && v->failing > 1)
-		v->failure_undecided = true;
+	if (unclocked != SIZE_MAX && v->failing > 1) {
+		v->failure_undecided = true; /* it may have failed before any of the others */
+		v->failure_no_clock = true;
+	} else if (unclocked != SIZE_MAX) { /* the one rank that failed: first, clock or not */
+		v->first_failure = unclocked;
+	}
 	if (r->n && sum > 0) {
 		v->mean = sum / (double)r->n;
 		for (size_t i = 0; i < r->n; i++) {
@@ -624,7 +628,7 @@ gmt_ranks_text(FILE *out, const struct gmt_ranks *r)
 			fprintf(out, ", %.3f s before %s (clocks within %.3f s)", v.failure_gap_s,
 				gmt_rank_name(&r->v[v.second_failure]), v.failure_uncertainty_s);
 		fprintf(out, "; failing ranks: %zu\n", v.failing);
-	} else if (v.second_failure != SIZE_MAX) {
+	} else if (v.second_failure != SIZE_MAX && !v.failure_no_clock) {
 		fprintf(out,
 			"First failure: undecided: %s and %s failed %.3f s apart, within the "
 			"clocks' uncertainty (%.3f s); failing ranks: %zu\n",

@@ -67,6 +67,7 @@ struct gmt_ranks_verdict {
 	size_t second_failure;	/**< the next by wall clock; SIZE_MAX: none */
 	size_t failing;		/**< rows with a failure that counts */
 	bool failure_undecided; /**< two failed within the clocks' uncertainty, or no wall clock */
+	bool failure_no_clock;	/**< undecided since a failing row has no wall clock */
 	double failure_gap_s, failure_uncertainty_s;
 	double mean, sd, max_over_mean; /**< of the rows' peaks (0 when none peaked) */
 	size_t *outliers;		/**< rows past mean + 2 sd, by rank (free() it) */
