@@ -15,7 +15,7 @@
 #include "analysis/gate/doc.h"
 #include "analysis/model/model.h"
 #include "analysis/reader/trace.h"
-#include "analysis/report/session.h"
+#include "analysis/session/session.h"
 #include "analysis/report/units.h"
 #include "analysis/symbols/callstack.h"
 #include "analysis/symbols/symbolize.h"

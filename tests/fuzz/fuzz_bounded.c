@@ -12,7 +12,7 @@
 
 #include "analysis/model/model.h"
 #include "analysis/report/report.h"
-#include "analysis/report/session.h"
+#include "analysis/session/session.h"
 #include "fuzz.h"
 
 static const char header[] =

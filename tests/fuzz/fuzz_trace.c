@@ -16,7 +16,7 @@
 #include "analysis/reader/trace.h"
 #include "analysis/report/report.h"
 #include "analysis/report/report_formats.h"
-#include "analysis/report/session.h"
+#include "analysis/session/session.h"
 #include "analysis/symbols/callstack.h"
 #include "analysis/symbols/symbolize.h"
 #include "fuzz.h"
@@ -81,7 +81,7 @@ input_hash(const uint8_t *data, size_t size)
 	return h;
 }
 
-/* The read paths of `gpumemtrace report` on one file (report/session.c, tools/cmd_report.c). */
+/* The read paths of `gpumemtrace report` on one file (session/session.c, tools/cmd_report.c). */
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

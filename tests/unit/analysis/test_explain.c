@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "analysis/report/explain.h"
-#include "analysis/report/session.h"
+#include "analysis/session/session.h"
 #include "check.h"
 #include "tracetext.h"
 

@@ -14,7 +14,7 @@
 #include "analysis/gate/check.h"
 #include "analysis/gate/diff.h"
 #include "analysis/report/report.h"
-#include "analysis/report/session.h"
+#include "analysis/session/session.h"
 #include "check.h"
 #include "tracetext.h"
 

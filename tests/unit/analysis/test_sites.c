@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analysis/report/session.h"
+#include "analysis/session/session.h"
 #include "analysis/report/sites.h"
 #include "check.h"
 #include "tracetext.h"

@@ -2,7 +2,7 @@
  * @brief A session's traces: files and directories read, replayed, symbolized (session.h).
  */
 #define _GNU_SOURCE
-#include "analysis/report/session.h"
+#include "analysis/session/session.h"
 #include "analysis/reader/input.h"
 #include "util/esc.h"
 #include "util/path.h"

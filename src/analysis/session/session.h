@@ -9,8 +9,8 @@
  * trace of the session (a library shared by several processes is read once). The reports take
  * the session's models.
  */
-#ifndef GMT_REPORT_SESSION_H
-#define GMT_REPORT_SESSION_H
+#ifndef GMT_SESSION_SESSION_H
+#define GMT_SESSION_SESSION_H
 
 #include <stdbool.h>
 #include <stddef.h>
