@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """A directory of rank traces analysed on several cores: `gpumemtrace report DIR` with
-GMT_JOBS=1, 2, 4, ... (the reader's worker threads, src/analysis/report/session.c), on K traces of
+GMT_JOBS=1, 2, 4, ... (the reader's worker threads, src/analysis/session/session.c), on K traces of
 N events each made by bench/gen_trace (one seed per trace, as K ranks of a job would write them).
 
     run_dir_report.py --build BUILD [--traces 16] [--events 1000000] [--jobs 1,2,4,8,16]

@@ -15,8 +15,8 @@
 #include "analysis/gate/doc.h"
 #include "analysis/model/model.h"
 #include "analysis/reader/trace.h"
-#include "analysis/report/session.h"
 #include "analysis/report/units.h"
+#include "analysis/session/session.h"
 #include "analysis/symbols/callstack.h"
 #include "analysis/symbols/symbolize.h"
 #include "util/esc.h"
@@ -67,7 +67,7 @@ json_t *gmt_report_doc_load(const char *cmd, char *const *paths, size_t n, int *
 /**
  * What `check` judges: the document of gmt_report_doc_load() and where its stacks' frames come
  * from. Built from traces, the document leaves call_stacks[] out and the session stays open:
- * `stacks` builds one entry's frames from its models when a suppression wants them, so the
+ * `stacks` builds one entry's frames from its procs when a suppression wants them, so the
  * check holds what `report` does, not every frame of every stack as JSON objects at once. Read
  * from a report file, the document has its own call_stacks[] (`stacks.get` NULL).
  */

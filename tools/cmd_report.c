@@ -118,8 +118,8 @@ label_exists(const struct gmt_session *in, const char *option, const struct gmt_
 	if (!b->set || !b->label || gmt_session_has_label(in, b->label))
 		return true;
 	for (size_t i = 0; i < in->n; i++) {
-		for (size_t k = 0; k < in->traces[i]->nmarkers; k++) {
-			const char *l = in->traces[i]->markers[k].label;
+		for (size_t k = 0; k < in->procs[i].trace->nmarkers; k++) {
+			const char *l = in->procs[i].trace->markers[k].label;
 			size_t j;
 
 			for (j = 0; l && j < nseen && strcmp(seen[j], l) != 0; j++)
@@ -135,7 +135,7 @@ label_exists(const struct gmt_session *in, const char *option, const struct gmt_
 	fprintf(stderr, "gpumemtrace report: %s '%s': no marker has this label in ", option,
 		gmt_esc(b->label));
 	if (in->n == 1)
-		fprintf(stderr, "%s", gmt_esc(in->traces[0]->path));
+		fprintf(stderr, "%s", gmt_esc(in->procs[0].trace->path));
 	else
 		fprintf(stderr, "the %zu traces", in->n);
 	if (nseen == 0) {
@@ -399,7 +399,7 @@ report_main(int argc, char **argv, struct gmt_cat_rules **cats)
 
 	/* Opened only now, so a failed read never leaves an empty report file behind. */
 	if (format == FORMAT_CSV) {
-		err = gmt_report_csv(output, in.models, in.n, stderr);
+		err = gmt_report_csv(output, in.procs, in.n, stderr);
 		gmt_session_free(&in);
 		if (err == -ENOMEM) {
 			fprintf(stderr, "gpumemtrace report: out of memory\n");
@@ -417,18 +417,18 @@ report_main(int argc, char **argv, struct gmt_cat_rules **cats)
 		out = file.f;
 	}
 	if (format == FORMAT_JSON)
-		err = gmt_report_json(out, in.models, in.n, opt.categories);
+		err = gmt_report_json(out, in.procs, in.n, opt.categories);
 	else if (format == FORMAT_HTML)
-		err = gmt_report_html(out, in.models, in.n, opt.categories);
+		err = gmt_report_html(out, in.procs, in.n, opt.categories);
 	else if (format == FORMAT_PERFETTO)
-		err = gmt_report_perfetto(out, in.models, in.n);
+		err = gmt_report_perfetto(out, in.procs, in.n);
 	else if (format == FORMAT_SNAPSHOT)
-		err = gmt_report_pytorch_snapshot(out, in.models, in.n, stderr);
+		err = gmt_report_pytorch_snapshot(out, in.procs, in.n, stderr);
 	else if (format == FORMAT_FOLDED)
-		err = gmt_report_folded(out, in.models, in.n,
+		err = gmt_report_folded(out, in.procs, in.n,
 					weight < 0 ? GMT_FOLD_PEAK : (enum gmt_fold_weight)weight);
 	else
-		err = gmt_report_text(out, in.models, in.n, &opt);
+		err = gmt_report_text(out, in.procs, in.n, &opt);
 	if (err == -ENOMEM) {
 		fprintf(stderr, "gpumemtrace report: out of memory\n");
 		rc = GMT_EXIT_UNREADABLE;

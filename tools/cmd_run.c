@@ -555,7 +555,7 @@ summarize(const char *dir, const struct seen *before, size_t nbefore)
 	}
 	fprintf(stderr, "gpumemtrace: %zu trace %s in %s\n", files, files == 1 ? "file" : "files",
 		gmt_esc(dir));
-	if (in.n && gmt_report_summary(stderr, "gpumemtrace: ", in.models, in.n) == -ENOMEM)
+	if (in.n && gmt_report_summary(stderr, "gpumemtrace: ", in.procs, in.n) == -ENOMEM)
 		fprintf(stderr, "gpumemtrace: out of memory: the summary is incomplete\n");
 	fprintf(stderr, "gpumemtrace: full report: gpumemtrace report %s\n", gmt_esc(dir));
 	gmt_session_free(&in);

@@ -174,7 +174,7 @@ run_job(struct job *j, FILE *diag)
 		gmt_session_free(&s);
 		return JOB_UNREADABLE;
 	}
-	doc = gmt_summary_doc(s.models, s.n, 0);
+	doc = gmt_summary_doc(s.procs, s.n, 0);
 	if (!doc) {
 		fprintf(diag, "gpumemtrace summarize: %s: out of memory\n", gmt_esc(j->trace));
 		st = JOB_UNWRITTEN;

@@ -226,7 +226,6 @@ proc_read(struct gmt_live_view *v, struct live_proc *p)
 			v->sym = gmt_symbolizer_new(v->devnull);
 		if (v->sym)
 			p->cs = gmt_callstacks_new(p->t, v->sym);
-		p->m->stacks = p->cs;
 	}
 	p->failed = false;
 }

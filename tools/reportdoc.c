@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* call_stacks[].call_stack of (@p process, @p stack) from the session's models (@p data). */
+/* call_stacks[].call_stack of (@p process, @p stack) from the session's procs (@p data). */
 static json_t *
 session_stack(void *data, json_int_t process, json_int_t stack)
 {
@@ -21,7 +21,7 @@ session_stack(void *data, json_int_t process, json_int_t stack)
 
 	if (process < 0 || stack <= 0 || stack > UINT32_MAX)
 		return NULL;
-	return gmt_report_json_call_stack(s->models, s->n, (size_t)process, (uint32_t)stack);
+	return gmt_report_json_call_stack(s->procs, s->n, (size_t)process, (uint32_t)stack);
 }
 
 int
@@ -91,7 +91,7 @@ gmt_report_input_load(struct gmt_report_input *in, const char *cmd, char *const 
 			fprintf(stderr, " %s", gmt_esc(paths[i]));
 		fprintf(stderr, "\n");
 		rc = GMT_EXIT_UNREADABLE;
-	} else if (!(in->doc = gmt_report_json_doc_frameless(s->models, s->n))) {
+	} else if (!(in->doc = gmt_report_json_doc_frameless(s->procs, s->n))) {
 		fprintf(stderr, "gpumemtrace %s: out of memory building the report\n", cmd);
 		rc = GMT_EXIT_UNREADABLE;
 	}

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A directory of traces is read on several threads (src/analysis/report/session.c); what the
+"""A directory of traces is read on several threads (src/analysis/session/session.c); what the
 user gets must not depend on it: every report format, `check` and the messages about bad lines
 are byte for byte those of reading one file after another (GMT_JOBS=1), in name order.
 

@@ -12,7 +12,7 @@
 
 #include "analysis/model/model.h"
 #include "analysis/report/report.h"
-#include "analysis/report/session.h"
+#include "analysis/session/session.h"
 #include "fuzz.h"
 
 static const char header[] =
@@ -34,9 +34,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		so.stored = stored;
 		gmt_session_init(&s, &so, fuzz_devnull());
 		if (gmt_session_add_file(&s, path) == 0) {
-			json_decref(gmt_report_json_doc(s.models, 1));
+			json_decref(gmt_report_json_doc(s.procs, 1));
 			if (stored)
-				gmt_report_text(fuzz_devnull(), s.models, 1, NULL);
+				gmt_report_text(fuzz_devnull(), s.procs, 1, NULL);
 		}
 		gmt_session_free(&s);
 	}

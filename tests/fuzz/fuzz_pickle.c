@@ -36,11 +36,13 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!t)
 		return 0;
 	if ((m = gmt_model_build(t)) && (sym = gmt_symbolizer_new(devnull))) {
-		m->stacks = gmt_callstacks_new(t, sym);
-		if (m->stacks) {
-			json_decref(gmt_report_json_doc(&m, 1));
-			gmt_report_text(devnull, &m, 1, NULL);
-			gmt_callstacks_free(m->stacks);
+		struct gmt_process p = {
+		    .trace = t, .model = m, .stacks = gmt_callstacks_new(t, sym)};
+
+		if (p.stacks) {
+			json_decref(gmt_report_json_doc(&p, 1));
+			gmt_report_text(devnull, &p, 1, NULL);
+			gmt_callstacks_free(p.stacks);
 		}
 		gmt_symbolizer_free(sym);
 	}

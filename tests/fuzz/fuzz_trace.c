@@ -16,7 +16,7 @@
 #include "analysis/reader/trace.h"
 #include "analysis/report/report.h"
 #include "analysis/report/report_formats.h"
-#include "analysis/report/session.h"
+#include "analysis/session/session.h"
 #include "analysis/symbols/callstack.h"
 #include "analysis/symbols/symbolize.h"
 #include "fuzz.h"
@@ -33,38 +33,38 @@ static void
 report(int which, struct gmt_session *s)
 {
 	FILE *devnull = fuzz_devnull();
-	struct gmt_model *m = s->models[0];
+	struct gmt_process *p = &s->procs[0], ranged;
 	struct gmt_range_opt range = {0};
 
 	switch (which) {
-	case R_HTML: gmt_report_html(devnull, &m, 1, NULL); break;
-	case R_PERFETTO: gmt_report_perfetto(devnull, &m, 1); break;
+	case R_HTML: gmt_report_html(devnull, p, 1, NULL); break;
+	case R_PERFETTO: gmt_report_perfetto(devnull, p, 1); break;
 	case R_TEXT:
-		gmt_report_text(devnull, &m, 1,
+		gmt_report_text(devnull, p, 1,
 				&(struct gmt_report_options){.stacks = GMT_STACKS_FULL});
-		gmt_report_text(devnull, &m, 1,
+		gmt_report_text(devnull, p, 1,
 				&(struct gmt_report_options){.stacks = GMT_STACKS_SITE});
 		break;
 	case R_FOLDED:
-		gmt_report_folded(devnull, &m, 1, GMT_FOLD_PEAK);
-		gmt_report_folded(devnull, &m, 1, GMT_FOLD_LEAKED);
-		gmt_report_folded(devnull, &m, 1, GMT_FOLD_ALLOCATED);
-		gmt_report_summary(devnull, "", &m, 1);
+		gmt_report_folded(devnull, p, 1, GMT_FOLD_PEAK);
+		gmt_report_folded(devnull, p, 1, GMT_FOLD_LEAKED);
+		gmt_report_folded(devnull, p, 1, GMT_FOLD_ALLOCATED);
+		gmt_report_summary(devnull, "", p, 1);
 		break;
-	case R_SNAPSHOT: gmt_report_pytorch_snapshot(devnull, &m, 1, devnull); break;
+	case R_SNAPSHOT: gmt_report_pytorch_snapshot(devnull, p, 1, devnull); break;
 	case R_RANGE:
 		/* report --from 0.001 --to <the first marker's label, when there is one> */
 		range.from =
 		    (struct gmt_range_bound){.set = true, .seconds = 0.001, .spec = "0.001"};
-		if (s->traces[0]->nmarkers)
+		if (p->trace->nmarkers)
 			range.to = (struct gmt_range_bound){.set = true,
-							    .label = s->traces[0]->markers[0].label,
-							    .spec = s->traces[0]->markers[0].label};
-		if ((m = gmt_model_build_range(s->traces[0], &range))) {
-			m->stacks = s->stacks[0];
-			json_decref(gmt_report_json_doc(&m, 1));
-			gmt_report_text(devnull, &m, 1, NULL);
-			gmt_model_free(m);
+							    .label = p->trace->markers[0].label,
+							    .spec = p->trace->markers[0].label};
+		ranged = *p; /* the same trace and stacks, another replay */
+		if ((ranged.model = gmt_model_build_range(p->trace, &range))) {
+			json_decref(gmt_report_json_doc(&ranged, 1));
+			gmt_report_text(devnull, &ranged, 1, NULL);
+			gmt_model_free(ranged.model);
 		}
 		break;
 	}
@@ -81,7 +81,7 @@ input_hash(const uint8_t *data, size_t size)
 	return h;
 }
 
-/* The read paths of `gpumemtrace report` on one file (report/session.c, tools/cmd_report.c). */
+/* The read paths of `gpumemtrace report` on one file (session/session.c, tools/cmd_report.c). */
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -98,7 +98,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	so.stored = true;
 	gmt_session_init(&s, &so, fuzz_devnull());
 	if (gmt_session_add_file(&s, path) == 0) {
-		json_decref(gmt_report_json_doc(s.models, 1));
+		json_decref(gmt_report_json_doc(s.procs, 1));
 #ifdef GMT_FUZZING
 		report((int)(input_hash(data, size) % NREPORTS), &s);
 #else

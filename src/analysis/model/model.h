@@ -18,7 +18,6 @@
 #include "analysis/model/tkinds.h"
 #include "analysis/reader/trace.h"
 
-struct gmt_callstacks;
 struct gmt_live;
 
 /** The largest value of a live-bytes series and when it was first reached. */
@@ -275,11 +274,6 @@ struct gmt_model {
 	uint64_t unmatched_retains; /**< retains of a handle the trace never saw created */
 	uint64_t readings;	    /**< usage readings applied */
 
-	/**
-	 * the trace's symbolized stacks (symbols/callstack.h), NULL: none. Attached and freed by
-	 * whoever symbolized them (the session); the replay never reads them
-	 */
-	struct gmt_callstacks *stacks;
 	/** the tensor level (the trace's block lines; tensors.h), NULL when it has none */
 	struct gmt_tensors *tensors;
 	/** with a range: the blocks made in it and live at its end (range_tensors.h) */

@@ -23,7 +23,7 @@
 
 #include <jansson.h>
 
-#include "analysis/report/session.h"
+#include "analysis/session/session.h"
 
 /** Summary @p s's name for people, as gmt_rank_name()'s, into @p buf. Returns @p buf. */
 const char *gmt_summary_who(const json_t *s, char *buf, size_t size);

@@ -197,7 +197,7 @@ summarize_trace(const char *cmd, const char *path, const struct gmt_session_opti
 
 	gmt_session_init(&s, so, diag);
 	if (gmt_session_add_file(&s, path) == 0 && s.n > 0) {
-		doc = gmt_summary_doc(s.models, s.n, 0);
+		doc = gmt_summary_doc(s.procs, s.n, 0);
 		if (!doc)
 			fprintf(diag, "gpumemtrace %s: %s: out of memory\n", cmd, gmt_esc(path));
 	}

@@ -156,9 +156,9 @@ framework_cached(const struct framework_frames *fw)
 }
 
 enum gmt_cache
-gmt_model_cache(const struct gmt_model *m, uint32_t stack, uint8_t kind)
+gmt_process_cache(const struct gmt_process *p, uint32_t stack, uint8_t kind)
 {
-	const struct gmt_cstack *cs = gmt_model_stack(m, stack);
+	const struct gmt_cstack *cs = gmt_process_stack(p, stack);
 	struct framework_frames cupy = {0}, xla = {0};
 
 	for (uint32_t i = 0; cs && i < cs->nframes; i++) {
@@ -185,29 +185,29 @@ gmt_model_cache(const struct gmt_model *m, uint32_t stack, uint8_t kind)
 }
 
 bool
-gmt_model_cached(const struct gmt_model *m, uint32_t stack, uint8_t kind)
+gmt_process_cached(const struct gmt_process *p, uint32_t stack, uint8_t kind)
 {
-	return gmt_cache_holds(gmt_model_cache(m, stack, kind));
+	return gmt_cache_holds(gmt_process_cache(p, stack, kind));
 }
 
 /*
- * What the holder @p who names (an index of @p out, 0: none) had live at the end of @p m,
+ * What the holder @p who names (an index of @p out, 0: none) had live at the end of @p p,
  * counted kinds only, per holder, out[0] the sum: the caches' and the libraries' at once.
  */
 static void
-held_at_end(const struct gmt_model *m,
+held_at_end(const struct gmt_process *p,
 	    struct gmt_cached *out,
 	    int n,
-	    int (*who)(const struct gmt_model *m, const struct gmt_leak *l))
+	    int (*who)(const struct gmt_process *p, const struct gmt_leak *l))
 {
 	memset(out, 0, (size_t)n * sizeof(*out));
-	if (!m->stacks)
+	if (!p->stacks)
 		return;
-	for (size_t i = 0; i < m->nleaks; i++) {
-		const struct gmt_leak *l = &m->leaks[i];
+	for (size_t i = 0; i < p->model->nleaks; i++) {
+		const struct gmt_leak *l = &p->model->leaks[i];
 		int h;
 
-		if (!gmt_kind_counted((enum gmt_tkind)l->kind) || !(h = who(m, l)))
+		if (!gmt_kind_counted((enum gmt_tkind)l->kind) || !(h = who(p, l)))
 			continue;
 		for (int k = 0; k < 2; k++) {
 			struct gmt_cached *o = &out[k ? 0 : h];
@@ -220,17 +220,17 @@ held_at_end(const struct gmt_model *m,
 }
 
 static int
-holding_cache(const struct gmt_model *m, const struct gmt_leak *l)
+holding_cache(const struct gmt_process *p, const struct gmt_leak *l)
 {
-	enum gmt_cache c = gmt_model_cache(m, l->stack, l->kind);
+	enum gmt_cache c = gmt_process_cache(p, l->stack, l->kind);
 
 	return gmt_cache_holds(c) ? (int)c : 0;
 }
 
 void
-gmt_model_cached_at_end(const struct gmt_model *m, struct gmt_cached out[GMT_CACHE_COUNT])
+gmt_process_cached_at_end(const struct gmt_process *p, struct gmt_cached out[GMT_CACHE_COUNT])
 {
-	held_at_end(m, out, GMT_CACHE_COUNT, holding_cache);
+	held_at_end(p, out, GMT_CACHE_COUNT, holding_cache);
 }
 
 // --- CUDA libraries' handles ---------------------------------------------------------------------
@@ -270,11 +270,11 @@ gmt_library_of_module(const char *path)
 }
 
 enum gmt_library
-gmt_model_library(const struct gmt_model *m, uint32_t stack, uint8_t kind)
+gmt_process_library(const struct gmt_process *p, uint32_t stack, uint8_t kind)
 {
-	const struct gmt_cstack *cs = gmt_model_stack(m, stack);
+	const struct gmt_cstack *cs = gmt_process_stack(p, stack);
 
-	if (gmt_model_cached(m, stack, kind))
+	if (gmt_process_cached(p, stack, kind))
 		return GMT_LIB_NONE;
 	for (uint32_t i = 0; cs && i < cs->nframes; i++) {
 		const struct gmt_cframe *f = gmt_cstack_frame(cs, i);
@@ -287,23 +287,23 @@ gmt_model_library(const struct gmt_model *m, uint32_t stack, uint8_t kind)
 }
 
 enum gmt_holder
-gmt_model_holder(const struct gmt_model *m, uint32_t stack, uint8_t kind)
+gmt_process_holder(const struct gmt_process *p, uint32_t stack, uint8_t kind)
 {
-	if (gmt_model_cached(m, stack, kind))
+	if (gmt_process_cached(p, stack, kind))
 		return GMT_HOLDER_CACHE;
-	return gmt_model_library(m, stack, kind) ? GMT_HOLDER_LIBRARY : GMT_HOLDER_PROGRAM;
+	return gmt_process_library(p, stack, kind) ? GMT_HOLDER_LIBRARY : GMT_HOLDER_PROGRAM;
 }
 
 static int
-holding_library(const struct gmt_model *m, const struct gmt_leak *l)
+holding_library(const struct gmt_process *p, const struct gmt_leak *l)
 {
-	return (int)gmt_model_library(m, l->stack, l->kind);
+	return (int)gmt_process_library(p, l->stack, l->kind);
 }
 
 void
-gmt_model_library_at_end(const struct gmt_model *m, struct gmt_cached out[GMT_LIB_COUNT])
+gmt_process_library_at_end(const struct gmt_process *p, struct gmt_cached out[GMT_LIB_COUNT])
 {
-	held_at_end(m, out, GMT_LIB_COUNT, holding_library);
+	held_at_end(p, out, GMT_LIB_COUNT, holding_library);
 }
 
 const char *
@@ -323,14 +323,14 @@ gmt_oom_cause_name(enum gmt_oom_cause c)
 }
 
 uint64_t
-gmt_oom_cache_bytes(const struct gmt_model *m, const struct gmt_oom *o)
+gmt_oom_cache_bytes(const struct gmt_process *p, const struct gmt_oom *o)
 {
 	uint64_t bytes = 0;
 
 	for (size_t i = 0; i < o->nsites; i++) {
-		const struct gmt_site_stats *st = &m->sites[o->sites[i].site];
+		const struct gmt_site_stats *st = &p->model->sites[o->sites[i].site];
 
-		if (gmt_model_cache(m, st->stack, st->kind) != GMT_CACHE_NONE)
+		if (gmt_process_cache(p, st->stack, st->kind) != GMT_CACHE_NONE)
 			bytes += o->sites[i].bytes;
 	}
 	return bytes;
@@ -338,15 +338,15 @@ gmt_oom_cache_bytes(const struct gmt_model *m, const struct gmt_oom *o)
 
 /* The caching allocator that made the most of @p o's held memory (GMT_CACHE_NONE: none). */
 static enum gmt_cache
-oom_main_cache(const struct gmt_model *m, const struct gmt_oom *o)
+oom_main_cache(const struct gmt_process *p, const struct gmt_oom *o)
 {
 	uint64_t bytes[GMT_CACHE_COUNT] = {0};
 	enum gmt_cache best = GMT_CACHE_NONE;
 
 	for (size_t i = 0; i < o->nsites; i++) {
-		const struct gmt_site_stats *st = &m->sites[o->sites[i].site];
+		const struct gmt_site_stats *st = &p->model->sites[o->sites[i].site];
 
-		bytes[gmt_model_cache(m, st->stack, st->kind)] += o->sites[i].bytes;
+		bytes[gmt_process_cache(p, st->stack, st->kind)] += o->sites[i].bytes;
 	}
 	for (int c = GMT_CACHE_NONE + 1; c < GMT_CACHE_COUNT; c++)
 		if (bytes[c] > bytes[best] || (best == GMT_CACHE_NONE && bytes[c]))
@@ -397,7 +397,7 @@ cache_advice(enum gmt_cache c)
 
 /* "at train.py:42 in step" for the site holding the most, or "" without a known frame. */
 static void
-top_site_text(const struct gmt_model *m, const struct gmt_oom *o, char *buf, size_t size)
+top_site_text(const struct gmt_process *p, const struct gmt_oom *o, char *buf, size_t size)
 {
 	const struct gmt_cstack *cs;
 	const struct gmt_cframe *f;
@@ -406,7 +406,7 @@ top_site_text(const struct gmt_model *m, const struct gmt_oom *o, char *buf, siz
 	buf[0] = '\0';
 	if (!o->nsites)
 		return;
-	cs = gmt_model_stack(m, m->sites[o->sites[0].site].stack);
+	cs = gmt_process_stack(p, p->model->sites[o->sites[0].site].stack);
 	f = gmt_cstack_site(cs);
 	if (!f)
 		return;
@@ -420,7 +420,7 @@ top_site_text(const struct gmt_model *m, const struct gmt_oom *o, char *buf, siz
 }
 
 static enum gmt_oom_cause
-explain_cause(const struct gmt_model *m,
+explain_cause(const struct gmt_process *p,
 	      const struct gmt_oom *o,
 	      enum gmt_fail_class fclass,
 	      char *buf,
@@ -428,7 +428,7 @@ explain_cause(const struct gmt_model *m,
 {
 	const struct gmt_trace_event *ev = o->ev;
 	bool meminfo = ev->flags & GMT_EV_HAS_MEMINFO;
-	uint64_t cache = gmt_oom_cache_bytes(m, o);
+	uint64_t cache = gmt_oom_cache_bytes(p, o);
 	uint64_t used =
 	    meminfo && ev->total_bytes > ev->free_bytes ? ev->total_bytes - ev->free_bytes : 0;
 	uint64_t outside = used > o->held ? used - o->held : 0;
@@ -443,7 +443,7 @@ explain_cause(const struct gmt_model *m,
 	gmt_format_bytes(cache, c);
 	gmt_format_bytes(outside, out);
 	gmt_format_bytes(o->gaps.largest_gap, gap);
-	top_site_text(m, o, top, sizeof(top));
+	top_site_text(p, o, top, sizeof(top));
 
 	if (fclass == GMT_FAIL_PROBE) {
 		snprintf(
@@ -502,7 +502,7 @@ explain_cause(const struct gmt_model *m,
 		return GMT_OOM_HELD_OUTSIDE;
 	}
 	if (cache * 2 > o->held) {
-		enum gmt_cache which = oom_main_cache(m, o);
+		enum gmt_cache which = oom_main_cache(p, o);
 
 		cause = GMT_OOM_HELD_BY_CACHE;
 		snprintf(
@@ -525,11 +525,12 @@ explain_cause(const struct gmt_model *m,
 }
 
 enum gmt_oom_cause
-gmt_oom_explain(const struct gmt_model *m, const struct gmt_oom *o, char *buf, size_t size)
+gmt_oom_explain(const struct gmt_process *p, const struct gmt_oom *o, char *buf, size_t size)
 {
+	const struct gmt_model *m = p->model;
 	size_t k = o >= m->oom && o < m->oom + m->nfailed ? (size_t)(o - m->oom) : SIZE_MAX;
 	enum gmt_fail_class fclass = gmt_model_fail_class(m, k);
-	enum gmt_oom_cause cause = explain_cause(m, o, fclass, buf, size);
+	enum gmt_oom_cause cause = explain_cause(p, o, fclass, buf, size);
 	size_t len = strlen(buf);
 
 	if (fclass == GMT_FAIL_RECOVERED && len < size)

@@ -1,6 +1,9 @@
 /*
  * @brief What the replay's facts mean for a person: which caching allocator made an allocation
  * (told from its symbolized stack) and why an allocation failed, in words (explain.c).
+ *
+ * What is told from a stack takes the process (session/process.h: the model and its trace's
+ * symbolized stacks side by side), not the model: the replay knows nothing of symbols.
  */
 #ifndef GMT_REPORT_EXPLAIN_H
 #define GMT_REPORT_EXPLAIN_H
@@ -10,14 +13,8 @@
 #include <stdint.h>
 
 #include "analysis/model/model.h"
+#include "analysis/session/process.h"
 #include "analysis/symbols/callstack.h"
-
-/** The symbolized stack @p id of the model's trace; NULL for 0, unknown ids, or no stacks. */
-static inline const struct gmt_cstack *
-gmt_model_stack(const struct gmt_model *m, uint32_t id)
-{
-	return m->stacks ? gmt_callstacks_get(m->stacks, id) : NULL;
-}
 
 /**
  * Which known caching allocator made an allocation (docs/report-json.md, "cache"), told from the
@@ -45,11 +42,11 @@ const char *gmt_cache_label(enum gmt_cache c);
  */
 bool gmt_cache_holds(enum gmt_cache c);
 
-/** The caching allocator behind allocations of @p kind at stack @p stack of @p m. */
-enum gmt_cache gmt_model_cache(const struct gmt_model *m, uint32_t stack, uint8_t kind);
+/** The caching allocator behind allocations of @p kind at stack @p stack of @p p. */
+enum gmt_cache gmt_process_cache(const struct gmt_process *p, uint32_t stack, uint8_t kind);
 
 /** Whether allocations of @p kind at @p stack are a holding cache's (gmt_cache_holds()). */
-bool gmt_model_cached(const struct gmt_model *m, uint32_t stack, uint8_t kind);
+bool gmt_process_cached(const struct gmt_process *p, uint32_t stack, uint8_t kind);
 
 /** Memory a caching allocator held at the end of a trace. */
 struct gmt_cached {
@@ -58,10 +55,10 @@ struct gmt_cached {
 };
 
 /**
- * What the holding caches had live at the end of @p m, counted kinds only, per allocator
+ * What the holding caches had live at the end of @p p, counted kinds only, per allocator
  * (out[GMT_CACHE_NONE] is the sum over all of them). Without symbolized stacks: nothing.
  */
-void gmt_model_cached_at_end(const struct gmt_model *m, struct gmt_cached out[GMT_CACHE_COUNT]);
+void gmt_process_cached_at_end(const struct gmt_process *p, struct gmt_cached out[GMT_CACHE_COUNT]);
 
 /**
  * A CUDA library that allocates for its handles (workspaces, plans, communicators) and keeps it
@@ -93,24 +90,24 @@ const char *gmt_library_label(enum gmt_library l);
 /** The library whose module @p path is (a file name starting libcublas, ...), or GMT_LIB_NONE. */
 enum gmt_library gmt_library_of_module(const char *path);
 
-/** The library whose handles hold allocations made at @p stack of @p m (not a cache's). */
-enum gmt_library gmt_model_library(const struct gmt_model *m, uint32_t stack, uint8_t kind);
+/** The library whose handles hold allocations made at @p stack of @p p (not a cache's). */
+enum gmt_library gmt_process_library(const struct gmt_process *p, uint32_t stack, uint8_t kind);
 
 /** Who keeps an allocation that is live at exit: the one verdict on "leaked". */
 enum gmt_holder {
 	GMT_HOLDER_PROGRAM = 0, /**< the program's own: a leak */
 	GMT_HOLDER_CACHE,   /**< a caching allocator that keeps its memory (gmt_cache_holds()) */
-	GMT_HOLDER_LIBRARY, /**< a CUDA library's handles (gmt_model_library()) */
+	GMT_HOLDER_LIBRARY, /**< a CUDA library's handles (gmt_process_library()) */
 };
 
-/** The holder of allocations of @p kind at @p stack of @p m; a cache before a library. */
-enum gmt_holder gmt_model_holder(const struct gmt_model *m, uint32_t stack, uint8_t kind);
+/** The holder of allocations of @p kind at @p stack of @p p; a cache before a library. */
+enum gmt_holder gmt_process_holder(const struct gmt_process *p, uint32_t stack, uint8_t kind);
 
 /**
- * What the CUDA libraries' handles had live at the end of @p m, counted kinds only, per library
+ * What the CUDA libraries' handles had live at the end of @p p, counted kinds only, per library
  * (out[GMT_LIB_NONE] is the sum). Without symbolized stacks: nothing.
  */
-void gmt_model_library_at_end(const struct gmt_model *m, struct gmt_cached out[GMT_LIB_COUNT]);
+void gmt_process_library_at_end(const struct gmt_process *p, struct gmt_cached out[GMT_LIB_COUNT]);
 
 /** Why an allocation failed (docs/report-json.md, "oom[]"). */
 enum gmt_oom_cause {
@@ -127,13 +124,13 @@ enum gmt_oom_cause {
 const char *gmt_oom_cause_name(enum gmt_oom_cause c);
 
 /** Bytes of @p o's held memory in allocations made by a known caching allocator. */
-uint64_t gmt_oom_cache_bytes(const struct gmt_model *m, const struct gmt_oom *o);
+uint64_t gmt_oom_cache_bytes(const struct gmt_process *p, const struct gmt_oom *o);
 
 /**
  * The cause of failure @p o and, into @p buf, a plain-language explanation (answer first, sizes
  * and the top site named, what the CUDA-level view cannot see).
  */
 enum gmt_oom_cause
-gmt_oom_explain(const struct gmt_model *m, const struct gmt_oom *o, char *buf, size_t size);
+gmt_oom_explain(const struct gmt_process *p, const struct gmt_oom *o, char *buf, size_t size);
 
 #endif

@@ -14,7 +14,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-struct gmt_model;
+struct gmt_process;
 
 extern _Thread_local bool gmt_report_nomem;
 
@@ -26,10 +26,10 @@ gmt_report_start(void)
 }
 
 /**
- * Whether the report being made over @p models lost something for lack of memory: the mark, or
+ * Whether the report being made over @p procs lost something for lack of memory: the mark, or
  * a stack of theirs that could not be built or symbolized (gmt_callstacks_error()).
  */
-bool gmt_report_failed(struct gmt_model *const *models, size_t n);
+bool gmt_report_failed(const struct gmt_process *procs, size_t n);
 
 /** Mark the report being made as failed for lack of memory; NULL, for `return gmt_nomem()`. */
 static inline void *

@@ -56,8 +56,8 @@ struct gmt_totals {
 	/* the rest of it: what caching allocators kept (gmt_cache_holds()), per allocator, and
 	 * [GMT_CACHE_NONE] the sum; not leaks unless asked (check --count-cached) */
 	struct gmt_cached cached[GMT_CACHE_COUNT];
-	/* and what CUDA libraries' handles kept (gmt_model_library()), per library, [GMT_LIB_NONE]
-	 * the sum; not leaks unless asked (check --count-libraries) */
+	/* and what CUDA libraries' handles kept (gmt_process_library()), per library,
+	 * [GMT_LIB_NONE] the sum; not leaks unless asked (check --count-libraries) */
 	struct gmt_cached library[GMT_LIB_COUNT];
 	/* live at the end of processes that died: not leaks, the state when they stopped */
 	uint64_t live_at_end_bytes;
@@ -76,7 +76,7 @@ struct gmt_totals {
 	uint64_t unmatched_retains;
 };
 
-void gmt_report_totals(struct gmt_model *const *models, size_t n, struct gmt_totals *out);
+void gmt_report_totals(const struct gmt_process *procs, size_t n, struct gmt_totals *out);
 
 /*
  * Every report below returns 0, -EIO when it could not be written, or -ENOMEM when it lost
@@ -85,7 +85,7 @@ void gmt_report_totals(struct gmt_model *const *models, size_t n, struct gmt_tot
 
 /** @p opt may be NULL (the defaults). */
 int gmt_report_text(FILE *out,
-		    struct gmt_model *const *models,
+		    const struct gmt_process *procs,
 		    size_t n,
 		    const struct gmt_report_options *opt);
 
@@ -97,7 +97,7 @@ typedef struct json_t json_t;
  * states the same facts under the keys of docs/report-json.md (report/keys.h). NULL out of
  * memory.
  */
-json_t *gmt_report_json_doc(struct gmt_model *const *models, size_t n);
+json_t *gmt_report_json_doc(const struct gmt_process *procs, size_t n);
 
 /**
  * gmt_report_json_doc() without its lists of frames, for the readers of its figures (`check`,
@@ -106,19 +106,19 @@ json_t *gmt_report_json_doc(struct gmt_model *const *models, size_t n);
  * `frames`; leak_sites[] has the leaks' figures, and gmt_report_json_call_stack() gives an
  * entry's frames when they are wanted. NULL out of memory.
  */
-json_t *gmt_report_json_doc_frameless(struct gmt_model *const *models, size_t n);
+json_t *gmt_report_json_doc_frameless(const struct gmt_process *procs, size_t n);
 
 /**
  * The frames of stack @p stack of process @p proc as call_stacks[].call_stack holds them, built
  * on their own (json_decref() them); NULL when the process has no such stack (or out of memory).
  */
 json_t *
-gmt_report_json_call_stack(struct gmt_model *const *models, size_t n, size_t proc, uint32_t stack);
+gmt_report_json_call_stack(const struct gmt_process *procs, size_t n, size_t proc, uint32_t stack);
 
 /** `--format json`: the document written (see above for what it returns); @p categories as
  * struct gmt_report_options's (gmt_report_json_doc() and its variants use the built-in). */
 int gmt_report_json(FILE *out,
-		    struct gmt_model *const *models,
+		    const struct gmt_process *procs,
 		    size_t n,
 		    const struct gmt_cat_rules *categories);
 
@@ -127,7 +127,7 @@ int gmt_report_json(FILE *out,
  * memory of the document without its call_stacks[], which is built and written one entry at a
  * time (`--format json` and `html`). Returns 0, -EIO when @p cb failed, or -ENOMEM.
  */
-int gmt_report_json_stream(struct gmt_model *const *models,
+int gmt_report_json_stream(const struct gmt_process *procs,
 			   size_t n,
 			   const struct gmt_cat_rules *categories,
 			   size_t flags,
@@ -148,7 +148,7 @@ enum gmt_fold_weight {
  * written.
  */
 int gmt_report_folded(FILE *out,
-		      struct gmt_model *const *models,
+		      const struct gmt_process *procs,
 		      size_t n,
 		      enum gmt_fold_weight weight);
 
@@ -156,6 +156,6 @@ int gmt_report_folded(FILE *out,
  * The few lines `gpumemtrace run` prints after the program ends, each starting with @p prefix:
  * processes, events, peak, leaked, failed, dropped.
  */
-int gmt_report_summary(FILE *out, const char *prefix, struct gmt_model *const *models, size_t n);
+int gmt_report_summary(FILE *out, const char *prefix, const struct gmt_process *procs, size_t n);
 
 #endif

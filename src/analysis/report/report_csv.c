@@ -167,9 +167,9 @@ csv_close(struct csv *c, bool keep, FILE *diag)
 
 /* The call site of stack @p id as the text report names it; empty when none is known. */
 static void
-field_site(struct csv *c, const struct gmt_model *m, uint32_t id)
+field_site(struct csv *c, const struct gmt_process *p, uint32_t id)
 {
-	const struct gmt_cstack *cs = gmt_model_stack(m, id);
+	const struct gmt_cstack *cs = gmt_process_stack(p, id);
 	const struct gmt_cframe *f = gmt_cstack_site(cs);
 	char buf[4096];
 
@@ -190,10 +190,10 @@ field_api(struct csv *c, const struct gmt_trace *t, uint16_t idx)
 // --- processes.csv ------------------------------------------------------------------------------
 
 static void
-processes(struct csv *c, struct gmt_model *const *models, size_t n)
+processes(struct csv *c, const struct gmt_process *procs, size_t n)
 {
 	for (size_t p = 0; p < n; p++) {
-		const struct gmt_trace *t = models[p]->trace;
+		const struct gmt_trace *t = procs[p].model->trace;
 		char *argv = NULL;
 		size_t len = 0;
 		FILE *a = open_memstream(&argv, &len);
@@ -312,8 +312,9 @@ end_name(uint8_t op)
 }
 
 static int
-allocations(struct csv *c, size_t p, const struct gmt_model *m0)
+allocations(struct csv *c, size_t p, const struct gmt_process *proc)
 {
+	const struct gmt_model *m0 = proc->model;
 	const struct gmt_trace *t = m0->trace;
 	struct apair a = {0};
 	struct gmt_model *m = gmt_model_new(t, NULL);
@@ -360,9 +361,9 @@ allocations(struct csv *c, size_t p, const struct gmt_model *m0)
 			field_none(c);
 		field_hex(c, r->ptr);
 		field_u64(c, r->stack);
-		field_site(c, m0, r->stack);
+		field_site(c, proc, r->stack);
 		/* who keeps it when it is live at the end: the report's one rule (explain.h) */
-		switch (gmt_model_holder(m0, r->stack, r->kind)) {
+		switch (gmt_process_holder(proc, r->stack, r->kind)) {
 		case GMT_HOLDER_CACHE: field_raw(c, "cache"); break;
 		case GMT_HOLDER_LIBRARY: field_raw(c, "library"); break;
 		case GMT_HOLDER_PROGRAM: field_raw(c, "program"); break;
@@ -376,8 +377,9 @@ allocations(struct csv *c, size_t p, const struct gmt_model *m0)
 // --- failures.csv, readings.csv, markers.csv ----------------------------------------------------
 
 static void
-failures(struct csv *c, size_t p, const struct gmt_model *m)
+failures(struct csv *c, size_t p, const struct gmt_process *proc)
 {
+	const struct gmt_model *m = proc->model;
 	const struct gmt_trace *t = m->trace;
 	size_t k = 0;
 
@@ -408,7 +410,7 @@ failures(struct csv *c, size_t p, const struct gmt_model *m)
 			}
 			field_raw(c, gmt_fail_class_name(gmt_model_fail_class(m, k)));
 			field_u64(c, ev->stack);
-			field_site(c, m, ev->stack);
+			field_site(c, proc, ev->stack);
 			end_line(c);
 			k++;
 		}
@@ -429,7 +431,7 @@ failures(struct csv *c, size_t p, const struct gmt_model *m)
 		field_none(c);
 		field_none(c);
 		field_u64(c, b->stack);
-		field_site(c, m, b->stack);
+		field_site(c, proc, b->stack);
 		end_line(c);
 	}
 }
@@ -557,8 +559,9 @@ field_pool(struct csv *c, const struct gmt_trace_event *ev)
 }
 
 static int
-torch_tables(struct csv *blocks, struct csv *segments, size_t p, const struct gmt_model *m)
+torch_tables(struct csv *blocks, struct csv *segments, size_t p, const struct gmt_process *proc)
 {
+	const struct gmt_model *m = proc->model;
 	const struct gmt_trace *t = m->trace;
 	struct bset b = {0}, s = {0};
 	int err = 0;
@@ -613,7 +616,7 @@ torch_tables(struct csv *blocks, struct csv *segments, size_t p, const struct gm
 		field_hex(blocks, ev->handle);
 		field_pool(blocks, ev);
 		field_u64(blocks, ev->stack);
-		field_site(blocks, m, ev->stack);
+		field_site(blocks, proc, ev->stack);
 		end_line(blocks);
 	}
 	for (size_t i = 0; i < s.n; i++) {
@@ -644,13 +647,14 @@ out:
 // --- sites.csv: every stack of every trace ------------------------------------------------------
 
 static void
-sites(struct csv *c, size_t p, const struct gmt_model *m)
+sites(struct csv *c, size_t p, const struct gmt_process *proc)
 {
+	const struct gmt_model *m = proc->model;
 	const struct gmt_trace *t = m->trace;
 	char buf[4096];
 
 	for (size_t i = 0; i < t->nstacks; i++) {
-		const struct gmt_cstack *cs = gmt_model_stack(m, t->stacks[i].id);
+		const struct gmt_cstack *cs = gmt_process_stack(proc, t->stacks[i].id);
 		char *text = NULL;
 		size_t len = 0;
 		FILE *f = open_memstream(&text, &len);
@@ -670,7 +674,7 @@ sites(struct csv *c, size_t p, const struct gmt_model *m)
 			fclose(f);
 		field_u64(c, p);
 		field_u64(c, t->stacks[i].id);
-		field_site(c, m, t->stacks[i].id);
+		field_site(c, proc, t->stacks[i].id);
 		field_raw(c, f ? text : NULL); /* escaped frame by frame above */
 		field_raw(c, cs && cs->pystate == GMT_PYSTATE_EMPTY  ? "empty"
 			     : cs && cs->pystate == GMT_PYSTATE_NONE ? "none"
@@ -708,14 +712,14 @@ static const char *const headers[T_COUNT] = {
 };
 
 int
-gmt_report_csv(const char *dir, struct gmt_model *const *models, size_t n, FILE *diag)
+gmt_report_csv(const char *dir, const struct gmt_process *procs, size_t n, FILE *diag)
 {
 	struct csv c[T_COUNT] = {0};
 	int err = 0, dirfd;
 
 	gmt_report_start();
 	for (size_t p = 0; p < n; p++)
-		if (!models[p]->trace->events && models[p]->trace->nevents)
+		if (!procs[p].model->trace->events && procs[p].model->trace->nevents)
 			return -EINVAL; /* a streamed read: the caller reads stored */
 	if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
 		fprintf(diag, "gpumemtrace report: cannot create %s: %s\n", gmt_esc(dir),
@@ -731,19 +735,19 @@ gmt_report_csv(const char *dir, struct gmt_model *const *models, size_t n, FILE 
 	for (int k = 0; k < T_COUNT && !err; k++)
 		err = csv_open(&c[k], dirfd, dir, names[k], headers[k], diag);
 	if (!err)
-		processes(&c[T_PROC], models, n);
+		processes(&c[T_PROC], procs, n);
 	for (size_t p = 0; p < n && !err; p++) {
-		const struct gmt_model *m = models[p];
+		const struct gmt_model *m = procs[p].model;
 
-		err = allocations(&c[T_ALLOC], p, m);
+		err = allocations(&c[T_ALLOC], p, &procs[p]);
 		if (err)
 			break;
-		failures(&c[T_FAIL], p, m);
+		failures(&c[T_FAIL], p, &procs[p]);
 		readings(&c[T_READ], p, m->trace);
 		markers(&c[T_MARK], p, m->trace);
-		err = torch_tables(&c[T_BLOCK], &c[T_SEG], p, m);
+		err = torch_tables(&c[T_BLOCK], &c[T_SEG], p, &procs[p]);
 		if (!err)
-			sites(&c[T_SITE], p, m);
+			sites(&c[T_SITE], p, &procs[p]);
 	}
 	/* all the tables or none: a failed export leaves the ones there as they were */
 	for (int k = 0; k < T_COUNT; k++) {
@@ -753,7 +757,7 @@ gmt_report_csv(const char *dir, struct gmt_model *const *models, size_t n, FILE 
 			err = e;
 	}
 	close(dirfd);
-	if (!err && gmt_report_failed(models, n))
+	if (!err && gmt_report_failed(procs, n))
 		err = -ENOMEM;
 	return err;
 }

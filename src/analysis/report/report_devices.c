@@ -43,22 +43,23 @@ cmp_dev_row(const void *pa, const void *pb)
 
 /* The devices where anything happened, largest held peak first: a new array, *@p n rows. */
 static struct dev_row *
-device_rows(struct gmt_model *const *models, size_t n, size_t *nrows)
+device_rows(const struct gmt_process *procs, size_t n, size_t *nrows)
 {
 	struct dev_row *rows = NULL;
 	size_t cap = 0;
 
 	*nrows = 0;
 	for (size_t i = 0; i < n; i++) {
-		for (size_t d = 0; d < models[i]->ndevices; d++) {
-			if (!gmt_device_active(&models[i]->devices[d]))
+		for (size_t d = 0; d < procs[i].model->ndevices; d++) {
+			if (!gmt_device_active(&procs[i].model->devices[d]))
 				continue;
 			if (gmt_grow(&rows, &cap, *nrows + 1, sizeof(*rows), 8) != 0) {
 				free(rows);
 				*nrows = 0;
 				return gmt_nomem();
 			}
-			rows[(*nrows)++] = (struct dev_row){i, models[i], &models[i]->devices[d]};
+			rows[(*nrows)++] =
+			    (struct dev_row){i, procs[i].model, &procs[i].model->devices[d]};
 		}
 	}
 	if (*nrows > 1)
@@ -157,14 +158,14 @@ print_device(FILE *out, const struct dev_row *row, bool several)
 }
 
 void
-gmt_text_devices(FILE *out, struct gmt_model *const *models, size_t n)
+gmt_text_devices(FILE *out, const struct gmt_process *procs, size_t n)
 {
 	size_t nrows;
-	struct dev_row *rows = device_rows(models, n, &nrows);
+	struct dev_row *rows = device_rows(procs, n, &nrows);
 
 	bool tensors = false;
 	for (size_t i = 0; i < n; i++)
-		tensors |= models[i]->tensors != NULL;
+		tensors |= procs[i].model->tensors != NULL;
 	if (nrows == 0)
 		fprintf(out, tensors
 				 ? "peak: no CUDA-level allocation in the trace (the tensor level "
@@ -270,16 +271,16 @@ print_ledger_row(FILE *out,
 }
 
 void
-gmt_text_ledger(FILE *out, struct gmt_model *const *models, size_t n)
+gmt_text_ledger(FILE *out, const struct gmt_process *procs, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
 		size_t nrows;
-		struct gmt_ledger_row *rows = (errno = 0, gmt_ledger_rows(models[i], &nrows));
+		struct gmt_ledger_row *rows = (errno = 0, gmt_ledger_rows(procs[i].model, &nrows));
 
 		if (!rows && errno == ENOMEM)
 			gmt_nomem();
 		for (size_t r = 0; r < nrows; r++)
-			print_ledger_row(out, models[i], &rows[r], n > 1);
+			print_ledger_row(out, procs[i].model, &rows[r], n > 1);
 		free(rows);
 	}
 }
@@ -287,11 +288,11 @@ gmt_text_ledger(FILE *out, struct gmt_model *const *models, size_t n)
 // --- the legend ---------------------------------------------------------------------------------
 
 static bool
-kind_appears(struct gmt_model *const *models, size_t n, int k)
+kind_appears(const struct gmt_process *procs, size_t n, int k)
 {
 	for (size_t i = 0; i < n; i++) {
-		for (size_t d = 0; d < models[i]->ndevices; d++) {
-			const struct gmt_kind_stats *ks = &models[i]->devices[d].kinds[k];
+		for (size_t d = 0; d < procs[i].model->ndevices; d++) {
+			const struct gmt_kind_stats *ks = &procs[i].model->devices[d].kinds[k];
 
 			if (ks->allocations || ks->peak.bytes)
 				return true;
@@ -301,12 +302,12 @@ kind_appears(struct gmt_model *const *models, size_t n, int k)
 }
 
 void
-gmt_text_kinds(FILE *out, struct gmt_model *const *models, size_t n)
+gmt_text_kinds(FILE *out, const struct gmt_process *procs, size_t n)
 {
 	bool any = false;
 
 	for (int k = GMT_TK_NONE + 1; k < GMT_TK_COUNT; k++) {
-		if (!kind_appears(models, n, k))
+		if (!kind_appears(procs, n, k))
 			continue;
 		if (!any)
 			fprintf(out,

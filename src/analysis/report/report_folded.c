@@ -68,9 +68,10 @@ sb_frame(struct sbuf *b, const char *frame)
 
 /* The folded line of one (stack, call) of @p m. */
 static char *
-fold_stack(const struct gmt_model *m, uint32_t stack, uint16_t api, uint16_t driver)
+fold_stack(const struct gmt_process *p, uint32_t stack, uint16_t api, uint16_t driver)
 {
-	const struct gmt_cstack *cs = gmt_model_stack(m, stack);
+	const struct gmt_model *m = p->model;
+	const struct gmt_cstack *cs = gmt_process_stack(p, stack);
 	const char *drv = gmt_trace_driver(m->trace, driver);
 	struct sbuf b = {0};
 	char frame[1024];
@@ -106,7 +107,7 @@ fold_stack(const struct gmt_model *m, uint32_t stack, uint16_t api, uint16_t dri
 
 static void
 fold_add(struct fold_set *f,
-	 const struct gmt_model *m,
+	 const struct gmt_process *p,
 	 uint32_t stack,
 	 uint16_t api,
 	 uint16_t driver,
@@ -120,7 +121,7 @@ fold_add(struct fold_set *f,
 		gmt_nomem();
 		return;
 	}
-	if ((line = fold_stack(m, stack, api, driver)))
+	if ((line = fold_stack(p, stack, api, driver)))
 		f->v[f->n++] = (struct folded){line, weight};
 }
 
@@ -153,8 +154,9 @@ cmp_alloc_key(const void *pa, const void *pb)
 
 /* Bytes allocated per (stack, call), counted kinds, from the model's site table. */
 static void
-fold_allocated(struct fold_set *f, const struct gmt_model *m)
+fold_allocated(struct fold_set *f, const struct gmt_process *p)
 {
+	const struct gmt_model *m = p->model;
 	struct alloc_key *k = gmt_realloc_array(NULL, m->nsites + 1, sizeof(*k));
 	size_t n = 0;
 
@@ -176,14 +178,14 @@ fold_allocated(struct fold_set *f, const struct gmt_model *m)
 
 		for (; j < n && cmp_alloc_key(&k[i], &k[j]) == 0; j++)
 			sum += k[j].bytes;
-		fold_add(f, m, k[i].stack, k[i].api, k[i].driver, sum);
+		fold_add(f, p, k[i].stack, k[i].api, k[i].driver, sum);
 		i = j;
 	}
 	free(k);
 }
 
 int
-gmt_report_folded(FILE *out, struct gmt_model *const *models, size_t n, enum gmt_fold_weight weight)
+gmt_report_folded(FILE *out, const struct gmt_process *procs, size_t n, enum gmt_fold_weight weight)
 {
 	struct fold_set f = {0};
 	struct gmt_site_item *items = NULL;
@@ -192,21 +194,21 @@ gmt_report_folded(FILE *out, struct gmt_model *const *models, size_t n, enum gmt
 
 	gmt_report_start();
 	if (weight == GMT_FOLD_PEAK)
-		items = gmt_sites_peak_items(models, n, &nitems);
+		items = gmt_sites_peak_items(procs, n, &nitems);
 	else if (weight == GMT_FOLD_LEAKED)
-		items = gmt_sites_leak_items(models, n, &nitems);
+		items = gmt_sites_leak_items(procs, n, &nitems);
 	for (size_t i = 0; i < nitems; i++) {
 		if (weight == GMT_FOLD_LEAKED && !gmt_kind_counted((enum gmt_tkind)items[i].kind))
 			continue;
-		fold_add(&f, items[i].m, items[i].stack, items[i].api, items[i].driver,
+		fold_add(&f, items[i].p, items[i].stack, items[i].api, items[i].driver,
 			 items[i].bytes);
 	}
 	free(items);
 	if (weight == GMT_FOLD_ALLOCATED)
 		for (size_t i = 0; i < n; i++)
-			fold_allocated(&f, models[i]);
+			fold_allocated(&f, &procs[i]);
 
-	if (gmt_report_failed(models, n)) {
+	if (gmt_report_failed(procs, n)) {
 		rc = -ENOMEM; /* nothing rather than a flame graph with stacks missing */
 		goto out;
 	}

@@ -20,7 +20,7 @@
  * Returns 0, -EIO when it could not be written, or -ENOMEM.
  */
 int gmt_report_html(FILE *out,
-		    struct gmt_model *const *models,
+		    const struct gmt_process *procs,
 		    size_t n,
 		    const struct gmt_cat_rules *categories);
 
@@ -33,23 +33,23 @@ int gmt_report_html_doc(FILE *out, const json_t *doc);
  * slices on their thread's track. Returns 0, -EIO when it could not be written, or -ENOMEM
  * (nothing written).
  */
-int gmt_report_perfetto(FILE *out, struct gmt_model *const *models, size_t n);
+int gmt_report_perfetto(FILE *out, const struct gmt_process *procs, size_t n);
 
 /**
- * A PyTorch memory snapshot pickle (report_snapshot.c) of the first of @p models with block lines
+ * A PyTorch memory snapshot pickle (report_snapshot.c) of the first of @p procs with block lines
  * (else the first), which must have been read stored (struct gmt_session_options.stored): its
  * events are walked again. 0, -ENOMEM, -EIO, or -EINVAL (a streamed read); @p diag gets a note
  * when several processes were given.
  */
-int gmt_report_pytorch_snapshot(FILE *out, struct gmt_model *const *models, size_t n, FILE *diag);
+int gmt_report_pytorch_snapshot(FILE *out, const struct gmt_process *procs, size_t n, FILE *diag);
 
 /**
  * One CSV file per record type in directory @p dir (made when missing; its files overwritten):
  * processes, allocations with what ended them, failures, readings, markers, blocks, segments,
- * sites (report_csv.c, docs/sql.md). The models must have been read stored. 0, -ENOMEM, -EIO
+ * sites (report_csv.c, docs/sql.md). The procs must have been read stored. 0, -ENOMEM, -EIO
  * (said on @p diag, naming the file), or -EINVAL (a streamed read).
  */
-int gmt_report_csv(const char *dir, struct gmt_model *const *models, size_t n, FILE *diag);
+int gmt_report_csv(const char *dir, const struct gmt_process *procs, size_t n, FILE *diag);
 
 /** gmt_report_perfetto() of a ready document (not consumed). */
 int gmt_report_perfetto_doc(FILE *out, const json_t *doc);

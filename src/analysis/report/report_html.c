@@ -106,7 +106,7 @@ gmt_report_html_doc(FILE *out, const json_t *doc)
 }
 
 struct models_arg {
-	struct gmt_model *const *models;
+	const struct gmt_process *procs;
 	size_t n;
 	const struct gmt_cat_rules *categories;
 };
@@ -116,17 +116,17 @@ dump_models(struct script_out *so, const void *arg)
 {
 	const struct models_arg *ma = arg;
 
-	return gmt_report_json_stream(ma->models, ma->n, ma->categories, HTML_JSON_FLAGS,
+	return gmt_report_json_stream(ma->procs, ma->n, ma->categories, HTML_JSON_FLAGS,
 				      script_safe_piece, so);
 }
 
 int
 gmt_report_html(FILE *out,
-		struct gmt_model *const *models,
+		const struct gmt_process *procs,
 		size_t n,
 		const struct gmt_cat_rules *categories)
 {
-	struct models_arg ma = {models, n, categories};
+	struct models_arg ma = {procs, n, categories};
 
 	/* streamed: the call stacks, most of a large page, are never one document */
 	return html_page(out, dump_models, &ma);

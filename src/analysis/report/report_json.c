@@ -28,18 +28,18 @@ jstr_or_null(const char *s)
 
 /* The caching allocator behind allocations at @p stack (docs/report-json.md, "cache"). */
 static json_t *
-jcache(const struct gmt_model *m, uint32_t stack, uint8_t kind)
+jcache(const struct gmt_process *p, uint32_t stack, uint8_t kind)
 {
-	const char *c = gmt_cache_name(gmt_model_cache(m, stack, kind));
+	const char *c = gmt_cache_name(gmt_process_cache(p, stack, kind));
 
 	return c ? json_string(c) : json_null();
 }
 
 /* The CUDA library whose handles hold allocations at @p stack (docs/report-json.md, "library"). */
 static json_t *
-jlibrary(const struct gmt_model *m, uint32_t stack, uint8_t kind)
+jlibrary(const struct gmt_process *p, uint32_t stack, uint8_t kind)
 {
-	const char *l = gmt_library_name(gmt_model_library(m, stack, kind));
+	const char *l = gmt_library_name(gmt_process_library(p, stack, kind));
 
 	return l ? json_string(l) : json_null();
 }
@@ -180,9 +180,9 @@ placement_json(const struct gmt_cstack *cs)
 
 /* site, pystate, python_placement of stack @p id, added to @p o (the frames: call_stacks[]). */
 static void
-stack_keys(json_t *o, const struct gmt_model *m, uint32_t id)
+stack_keys(json_t *o, const struct gmt_process *p, uint32_t id)
 {
-	const struct gmt_cstack *cs = gmt_model_stack(m, id);
+	const struct gmt_cstack *cs = gmt_process_stack(p, id);
 
 	json_object_set_new(o, GMT_RK_SITE, site_json(cs));
 	json_object_set_new(o, "pystate", pystate_json(cs));
@@ -226,27 +226,27 @@ refs_add(
  * by several lists is written once.
  */
 static struct stack_ref *
-call_stack_refs(struct gmt_model *const *models, size_t n, size_t *nrefs)
+call_stack_refs(const struct gmt_process *procs, size_t n, size_t *nrefs)
 {
 	struct stack_ref *v = NULL;
 	size_t nv = 0, cap = 0, nitems, k = 0;
 	struct gmt_site_item *items;
 
-	items = gmt_sites_leak_items(models, n, &nitems);
+	items = gmt_sites_leak_items(procs, n, &nitems);
 	refs_add(&v, &nv, &cap, items, nitems);
 	free(items);
-	items = gmt_sites_peak_items(models, n, &nitems);
+	items = gmt_sites_peak_items(procs, n, &nitems);
 	refs_add(&v, &nv, &cap, items, nitems);
 	free(items);
-	items = gmt_sites_failed_items(models, n, &nitems);
+	items = gmt_sites_failed_items(procs, n, &nitems);
 	refs_add(&v, &nv, &cap, items, nitems);
 	free(items);
-	items = gmt_sites_stat_items(models, n, GMT_SITES_GROWING, &nitems);
+	items = gmt_sites_stat_items(procs, n, GMT_SITES_GROWING, &nitems);
 	refs_add(&v, &nv, &cap, items, nitems);
 	free(items);
 	for (size_t p = 0; p < n; p++) { /* the tensor level's rows (tensor_rows.c) */
 		size_t nt;
-		uint32_t *st = gmt_tensors_row_stacks(models[p], &nt);
+		uint32_t *st = gmt_tensors_row_stacks(&procs[p], &nt);
 
 		for (size_t i = 0; i < nt; i++) {
 			if (gmt_grow(&v, &cap, nv + 1, sizeof(*v), 64) != 0) {
@@ -268,11 +268,11 @@ call_stack_refs(struct gmt_model *const *models, size_t n, size_t *nrefs)
 
 /* One entry of call_stacks[]; @p fm NULL: frame objects of its own, shared with no other. */
 static json_t *
-call_stack_entry(struct gmt_model *const *models,
+call_stack_entry(const struct gmt_process *procs,
 		 const struct stack_ref *ref,
 		 struct frame_memo *fm)
 {
-	const struct gmt_cstack *cs = gmt_model_stack(models[ref->proc], ref->stack);
+	const struct gmt_cstack *cs = gmt_process_stack(&procs[ref->proc], ref->stack);
 	json_t *o = json_object();
 
 	json_object_set_new(o, GMT_RK_PROCESS, jint(ref->proc));
@@ -287,17 +287,17 @@ call_stack_entry(struct gmt_model *const *models,
 }
 
 static json_t *
-call_stacks_json(struct gmt_model *const *models, size_t n)
+call_stacks_json(const struct gmt_process *procs, size_t n)
 {
 	struct frame_memo fm = {0};
 	size_t nv;
-	struct stack_ref *v = call_stack_refs(models, n, &nv);
+	struct stack_ref *v = call_stack_refs(procs, n, &nv);
 	json_t *a = json_array();
 
 	for (size_t i = 0; i < nv; i++) {
 		if (i && v[i].proc != v[i - 1].proc)
 			frame_memo_clear(&fm); /* frame ids are a process's own */
-		json_array_append_new(a, call_stack_entry(models, &v[i], &fm));
+		json_array_append_new(a, call_stack_entry(procs, &v[i], &fm));
 	}
 	frame_memo_clear(&fm);
 	free(v);
@@ -363,8 +363,9 @@ process_peak_keys(json_t *p, const struct gmt_model *m)
 }
 
 static json_t *
-process_json(const struct gmt_model *m, const struct gmt_cat_rules *categories)
+process_json(const struct gmt_process *proc, const struct gmt_cat_rules *categories)
 {
+	const struct gmt_model *m = proc->model;
 	const struct gmt_trace *t = m->trace;
 	json_t *p = json_object(), *argv = json_array(), *markers = json_array(), *rank;
 	json_t *capture = json_array();
@@ -439,7 +440,7 @@ process_json(const struct gmt_model *m, const struct gmt_cat_rules *categories)
 	json_object_set_new(p, "modules_lines", jint(t->nmodsets));
 	process_peak_keys(p, m);
 	if (m->tensors)
-		json_object_set_new(p, GMT_RK_TENSORS, gmt_json_tensors(m, categories));
+		json_object_set_new(p, GMT_RK_TENSORS, gmt_json_tensors(proc, categories));
 	return p;
 }
 
@@ -531,8 +532,9 @@ jdriver(const struct gmt_trace *t, uint16_t driver)
 }
 
 static json_t *
-leak_json(size_t proc, const struct gmt_model *m, const struct gmt_leak *l)
+leak_json(size_t proc, const struct gmt_process *p, const struct gmt_leak *l)
 {
+	const struct gmt_model *m = p->model;
 	const struct gmt_trace *t = m->trace;
 	json_t *o = json_object();
 
@@ -548,10 +550,11 @@ leak_json(size_t proc, const struct gmt_model *m, const struct gmt_leak *l)
 			    json_boolean(gmt_kind_counted((enum gmt_tkind)l->kind)));
 	json_object_set_new(o, GMT_RK_STACK, jint(l->stack));
 	json_object_set_new(o, "frames", frames_json(t, l->stack));
-	stack_keys(o, m, l->stack);
-	json_object_set_new(o, GMT_RK_CACHE, jcache(m, l->stack, l->kind));
-	json_object_set_new(o, GMT_RK_CACHED, json_boolean(gmt_model_cached(m, l->stack, l->kind)));
-	json_object_set_new(o, GMT_RK_LIBRARY, jlibrary(m, l->stack, l->kind));
+	stack_keys(o, p, l->stack);
+	json_object_set_new(o, GMT_RK_CACHE, jcache(p, l->stack, l->kind));
+	json_object_set_new(o, GMT_RK_CACHED,
+			    json_boolean(gmt_process_cached(p, l->stack, l->kind)));
+	json_object_set_new(o, GMT_RK_LIBRARY, jlibrary(p, l->stack, l->kind));
 	return o;
 }
 
@@ -564,8 +567,9 @@ jfail_class(const struct gmt_model *m, const struct gmt_trace_event *ev)
 }
 
 static json_t *
-failed_json(size_t proc, const struct gmt_model *m, const struct gmt_trace_event *ev, bool frames)
+failed_json(size_t proc, const struct gmt_process *p, const struct gmt_trace_event *ev, bool frames)
 {
+	const struct gmt_model *m = p->model;
 	const struct gmt_trace *t = m->trace;
 	json_t *o = json_object();
 	bool mi = ev->flags & GMT_EV_HAS_MEMINFO;
@@ -585,7 +589,7 @@ failed_json(size_t proc, const struct gmt_model *m, const struct gmt_trace_event
 	json_object_set_new(o, GMT_RK_STACK, jint(ev->stack));
 	if (frames)
 		json_object_set_new(o, "frames", frames_json(t, ev->stack));
-	stack_keys(o, m, ev->stack);
+	stack_keys(o, p, ev->stack);
 	json_object_set_new(o, GMT_RK_CLASS, jfail_class(m, ev));
 	return o;
 }
@@ -658,7 +662,7 @@ kinds_json(void)
 
 /* Leaks of all processes, largest first; ties keep process order, then each model's order. */
 static json_t *
-leaks_json(struct gmt_model *const *models, size_t n)
+leaks_json(const struct gmt_process *procs, size_t n)
 {
 	json_t *a = json_array();
 	size_t *next = calloc(n ? n : 1, sizeof(*next));
@@ -669,16 +673,16 @@ leaks_json(struct gmt_model *const *models, size_t n)
 		size_t best = n;
 
 		for (size_t i = 0; i < n; i++) {
-			if (next[i] >= models[i]->nleaks)
+			if (next[i] >= procs[i].model->nleaks)
 				continue;
-			if (best == n ||
-			    models[i]->leaks[next[i]].bytes > models[best]->leaks[next[best]].bytes)
+			if (best == n || procs[i].model->leaks[next[i]].bytes >
+					     procs[best].model->leaks[next[best]].bytes)
 				best = i;
 		}
 		if (best == n)
 			break;
 		json_array_append_new(
-		    a, leak_json(best, models[best], &models[best]->leaks[next[best]]));
+		    a, leak_json(best, &procs[best], &procs[best].model->leaks[next[best]]));
 		next[best]++;
 	}
 	free(next);
@@ -691,13 +695,13 @@ enum site_list { SITES_LEAK, SITES_PEAK, SITES_FAILED };
 
 /* failed_sites[]: the failed allocations that count (not probes, not recovered ones). */
 static struct gmt_site_item *
-counted_failed_items(struct gmt_model *const *models, size_t n, size_t *nitems)
+counted_failed_items(const struct gmt_process *procs, size_t n, size_t *nitems)
 {
-	struct gmt_site_item *items = gmt_sites_failed_items(models, n, nitems);
+	struct gmt_site_item *items = gmt_sites_failed_items(procs, n, nitems);
 	size_t k = 0;
 
 	for (size_t i = 0; i < *nitems; i++) {
-		const struct gmt_model *m = items[i].m;
+		const struct gmt_model *m = items[i].p->model;
 
 		if (gmt_model_fail_class(m, gmt_model_failure_at(m, items[i].seq)) ==
 		    GMT_FAIL_COUNTED)
@@ -719,12 +723,12 @@ site_stacks_json(const struct gmt_site *g, enum site_list which)
 		json_object_set_new(o, GMT_RK_STACK, jint(st->stack));
 		json_object_set_new(o, GMT_RK_BYTES, jint(st->bytes));
 		json_object_set_new(o, GMT_RK_ALLOCATIONS, jint(st->count));
-		json_object_set_new(o, GMT_RK_CACHE, jcache(g->m, st->stack, g->kind));
+		json_object_set_new(o, GMT_RK_CACHE, jcache(g->p, st->stack, g->kind));
 		if (which == SITES_LEAK) {
 			json_object_set_new(
 			    o, GMT_RK_CACHED,
-			    json_boolean(gmt_model_cached(g->m, st->stack, g->kind)));
-			json_object_set_new(o, GMT_RK_LIBRARY, jlibrary(g->m, st->stack, g->kind));
+			    json_boolean(gmt_process_cached(g->p, st->stack, g->kind)));
+			json_object_set_new(o, GMT_RK_LIBRARY, jlibrary(g->p, st->stack, g->kind));
 		}
 		json_array_append_new(a, o);
 	}
@@ -739,7 +743,7 @@ site_cached_json(json_t *o, const struct gmt_site *g)
 	uint64_t bytes[3] = {0}, allocs[3] = {0};
 
 	for (size_t i = 0; i < g->nstacks; i++) {
-		enum gmt_holder h = gmt_model_holder(g->m, g->stacks[i].stack, g->kind);
+		enum gmt_holder h = gmt_process_holder(g->p, g->stacks[i].stack, g->kind);
 
 		bytes[h] += g->stacks[i].bytes;
 		allocs[h] += g->stacks[i].count;
@@ -774,7 +778,7 @@ site_callers_json(const struct gmt_site *g)
 static json_t *
 site_group_json(const struct gmt_site *g, enum site_list which)
 {
-	const struct gmt_trace *t = g->m->trace;
+	const struct gmt_trace *t = g->p->model->trace;
 	json_t *o = json_object();
 
 	json_object_set_new(o, GMT_RK_PROCESS, jint(g->proc));
@@ -797,7 +801,7 @@ site_group_json(const struct gmt_site *g, enum site_list which)
 	json_object_set_new(o, GMT_RK_SITE, site_json(g->cs));
 	if (which != SITES_FAILED)
 		json_object_set_new(o, GMT_RK_CACHE,
-				    g->nstacks ? jcache(g->m, g->stacks[0].stack, g->kind)
+				    g->nstacks ? jcache(g->p, g->stacks[0].stack, g->kind)
 					       : json_null());
 	if (which == SITES_LEAK)
 		site_cached_json(o, g);
@@ -807,7 +811,7 @@ site_group_json(const struct gmt_site *g, enum site_list which)
 }
 
 static json_t *
-site_list_json(struct gmt_model *const *models, size_t n, enum site_list which)
+site_list_json(const struct gmt_process *procs, size_t n, enum site_list which)
 {
 	struct gmt_site_item *items;
 	struct gmt_sites sites;
@@ -815,11 +819,11 @@ site_list_json(struct gmt_model *const *models, size_t n, enum site_list which)
 	json_t *a = json_array();
 
 	if (which == SITES_LEAK)
-		items = gmt_sites_leak_items(models, n, &nitems);
+		items = gmt_sites_leak_items(procs, n, &nitems);
 	else if (which == SITES_PEAK)
-		items = gmt_sites_peak_items(models, n, &nitems);
+		items = gmt_sites_peak_items(procs, n, &nitems);
 	else
-		items = counted_failed_items(models, n, &nitems);
+		items = counted_failed_items(procs, n, &nitems);
 	gmt_sites_group(items, nitems,
 			which == SITES_FAILED ? GMT_GROUP_BY_SEQ : GMT_GROUP_BY_BYTES, &sites);
 	for (size_t i = 0; i < sites.n; i++)
@@ -854,17 +858,19 @@ range_bound_json(const struct gmt_range_bound *b,
 
 /* `range`: where --from/--to landed; by the first process (each trace has its own times). */
 static json_t *
-range_json(struct gmt_model *const *models, size_t n)
+range_json(const struct gmt_process *procs, size_t n)
 {
 	json_t *o;
 
-	if (n == 0 || (!models[0]->range.from.set && !models[0]->range.to.set))
+	if (n == 0 || (!procs[0].model->range.from.set && !procs[0].model->range.to.set))
 		return json_null();
 	o = json_object();
+	json_object_set_new(o, "from",
+			    range_bound_json(&procs[0].model->range.from,
+					     &procs[0].model->range_from, procs[0].model));
 	json_object_set_new(
-	    o, "from", range_bound_json(&models[0]->range.from, &models[0]->range_from, models[0]));
-	json_object_set_new(
-	    o, "to", range_bound_json(&models[0]->range.to, &models[0]->range_to, models[0]));
+	    o, "to",
+	    range_bound_json(&procs[0].model->range.to, &procs[0].model->range_to, procs[0].model));
 	return o;
 }
 
@@ -893,12 +899,12 @@ series_json(size_t proc, const struct gmt_model *m, const struct gmt_series *s)
 
 /* By process, device, then held and the kinds in their order. */
 static json_t *
-timeline_json(struct gmt_model *const *models, size_t n)
+timeline_json(const struct gmt_process *procs, size_t n)
 {
 	json_t *a = json_array();
 
 	for (size_t i = 0; i < n; i++) {
-		const struct gmt_model *m = models[i];
+		const struct gmt_model *m = procs[i].model;
 
 		for (size_t d = 0; d < m->ndevices; d++) {
 			/* held first (kind GMT_TK_COUNT), then every kind */
@@ -920,28 +926,31 @@ timeline_json(struct gmt_model *const *models, size_t n)
 
 /* The keys that name a site of the model's site table. */
 static void
-site_keys(json_t *o, size_t proc, const struct gmt_model *m, const struct gmt_site_stats *st)
+site_keys(json_t *o, size_t proc, const struct gmt_process *p, const struct gmt_site_stats *st)
 {
+	const struct gmt_model *m = p->model;
+
 	json_object_set_new(o, GMT_RK_PROCESS, jint(proc));
 	json_object_set_new(o, GMT_RK_PID, jll_or_null(m->trace->pid));
 	json_object_set_new(o, GMT_RK_DEVICE, json_integer(st->device));
 	json_object_set_new(o, GMT_RK_API, json_string(gmt_trace_string(m->trace, st->api)));
 	json_object_set_new(o, GMT_RK_DRIVER, jdriver(m->trace, st->driver));
 	json_object_set_new(o, GMT_RK_KIND, json_string(gmt_kind_str((enum gmt_tkind)st->kind)));
-	json_object_set_new(o, GMT_RK_SITE, site_json(gmt_model_stack(m, st->stack)));
+	json_object_set_new(o, GMT_RK_SITE, site_json(gmt_process_stack(p, st->stack)));
 	json_object_set_new(o, GMT_RK_STACK, jint(st->stack));
-	json_object_set_new(o, GMT_RK_CACHE, jcache(m, st->stack, st->kind));
+	json_object_set_new(o, GMT_RK_CACHE, jcache(p, st->stack, st->kind));
 }
 
 static json_t *
-oom_json(size_t proc, const struct gmt_model *m, const struct gmt_oom *o)
+oom_json(size_t proc, const struct gmt_process *p, const struct gmt_oom *o)
 {
+	const struct gmt_model *m = p->model;
 	const struct gmt_trace *t = m->trace;
 	const struct gmt_trace_event *ev = o->ev;
 	bool meminfo = ev->flags & GMT_EV_HAS_MEMINFO;
 	json_t *j = json_object(), *top = json_array(), *nv;
 	char text[2048];
-	enum gmt_oom_cause cause = gmt_oom_explain(m, o, text, sizeof(text));
+	enum gmt_oom_cause cause = gmt_oom_explain(p, o, text, sizeof(text));
 
 	json_object_set_new(j, GMT_RK_PROCESS, jint(proc));
 	json_object_set_new(j, GMT_RK_PID, jll_or_null(t->pid));
@@ -958,7 +967,7 @@ oom_json(size_t proc, const struct gmt_model *m, const struct gmt_oom *o)
 	json_object_set_new(j, "held_bytes", jint(o->held));
 	json_object_set_new(j, "by_kind", kinds_by_value(o->by_kind));
 	json_object_set_new(j, "live_allocations", jint(o->live_allocations));
-	json_object_set_new(j, "cache_bytes", jint(gmt_oom_cache_bytes(m, o)));
+	json_object_set_new(j, "cache_bytes", jint(gmt_oom_cache_bytes(p, o)));
 	json_object_set_new(j, "pool_slack_bytes",
 			    o->has_pool_slack ? json_integer(o->pool_slack) : json_null());
 	if (o->nvml) {
@@ -988,14 +997,14 @@ oom_json(size_t proc, const struct gmt_model *m, const struct gmt_oom *o)
 		const struct gmt_site_stats *st = &m->sites[o->sites[i].site];
 		json_t *s = json_object();
 
-		json_object_set_new(s, GMT_RK_SITE, site_json(gmt_model_stack(m, st->stack)));
+		json_object_set_new(s, GMT_RK_SITE, site_json(gmt_process_stack(p, st->stack)));
 		json_object_set_new(s, GMT_RK_API, json_string(gmt_trace_string(t, st->api)));
 		json_object_set_new(s, GMT_RK_DRIVER, jdriver(t, st->driver));
 		json_object_set_new(s, GMT_RK_KIND,
 				    json_string(gmt_kind_str((enum gmt_tkind)st->kind)));
 		json_object_set_new(s, GMT_RK_BYTES, jint(o->sites[i].bytes));
 		json_object_set_new(s, GMT_RK_ALLOCATIONS, jint(o->sites[i].allocations));
-		json_object_set_new(s, GMT_RK_CACHE, jcache(m, st->stack, st->kind));
+		json_object_set_new(s, GMT_RK_CACHE, jcache(p, st->stack, st->kind));
 		json_object_set_new(s, GMT_RK_STACK, jint(st->stack));
 		json_array_append_new(top, s);
 	}
@@ -1061,18 +1070,18 @@ traffic_keys(json_t *o, const struct gmt_site_stats *st)
 }
 
 static json_t *
-growth_json(struct gmt_model *const *models, size_t n)
+growth_json(const struct gmt_process *procs, size_t n)
 {
 	size_t nv;
-	struct gmt_site_ref *v = gmt_sites_ranked(models, n, GMT_SITES_GROWING, &nv);
+	struct gmt_site_ref *v = gmt_sites_ranked(procs, n, GMT_SITES_GROWING, &nv);
 	json_t *a = json_array();
 
 	for (size_t i = 0; i < nv; i++) {
-		const struct gmt_model *m = v[i].m;
+		const struct gmt_model *m = v[i].p->model;
 		const struct gmt_growth *g = gmt_site_growth(m, v[i].st);
 		json_t *o = json_object();
 
-		site_keys(o, v[i].proc, m, v[i].st);
+		site_keys(o, v[i].proc, v[i].p, v[i].st);
 		sampling_keys(o, m);
 		growth_keys(o, g);
 		label_keys(o, m);
@@ -1102,10 +1111,10 @@ churn_order(const size_t *proc_of, size_t count, size_t nproc, size_t *order)
 }
 
 static json_t *
-churn_json(struct gmt_model *const *models, size_t n)
+churn_json(const struct gmt_process *procs, size_t n)
 {
 	size_t nv;
-	struct gmt_site_ref *v = gmt_sites_ranked(models, n, GMT_SITES_BUSIEST, &nv);
+	struct gmt_site_ref *v = gmt_sites_ranked(procs, n, GMT_SITES_BUSIEST, &nv);
 	size_t *proc_of = gmt_realloc_array(NULL, nv, sizeof(*proc_of));
 	size_t *order = gmt_realloc_array(NULL, nv, sizeof(*order));
 	json_t *a = json_array();
@@ -1120,7 +1129,7 @@ churn_json(struct gmt_model *const *models, size_t n)
 		const struct gmt_site_ref *r = &v[order[i]];
 		json_t *o = json_object();
 
-		site_keys(o, r->proc, r->m, r->st);
+		site_keys(o, r->proc, r->p, r->st);
 		traffic_keys(o, r->st);
 		json_array_append_new(a, o);
 	}
@@ -1134,7 +1143,7 @@ churn_json(struct gmt_model *const *models, size_t n)
 static void
 group_keys(json_t *o, const struct gmt_site *g)
 {
-	const struct gmt_trace *t = g->m->trace;
+	const struct gmt_trace *t = g->p->model->trace;
 
 	json_object_set_new(o, GMT_RK_PROCESS, jint(g->proc));
 	json_object_set_new(o, GMT_RK_PID, jll_or_null(t->pid));
@@ -1143,19 +1152,19 @@ group_keys(json_t *o, const struct gmt_site *g)
 	json_object_set_new(o, GMT_RK_DRIVER, jdriver(t, g->driver));
 	json_object_set_new(o, GMT_RK_KIND, json_string(gmt_kind_str((enum gmt_tkind)g->kind)));
 	json_object_set_new(o, GMT_RK_SITE, site_json(g->cs));
-	json_object_set_new(o, GMT_RK_CACHE, jcache(g->m, g->stacks[0].stack, g->kind));
+	json_object_set_new(o, GMT_RK_CACHE, jcache(g->p, g->stacks[0].stack, g->kind));
 }
 
 /* The site tables' rows that @p order selects, merged by call site, in @p by's order. */
 static void
-stat_groups(struct gmt_model *const *models,
+stat_groups(const struct gmt_process *procs,
 	    size_t n,
 	    enum gmt_site_order order,
 	    enum gmt_group_order by,
 	    struct gmt_sites *out)
 {
 	size_t nitems;
-	struct gmt_site_item *items = gmt_sites_stat_items(models, n, order, &nitems);
+	struct gmt_site_item *items = gmt_sites_stat_items(procs, n, order, &nitems);
 
 	gmt_sites_group(items, nitems, by, out);
 	free(items);
@@ -1163,15 +1172,15 @@ stat_groups(struct gmt_model *const *models,
 
 /* growth[] merged by call site: the stacks of one line grow together. */
 static json_t *
-growth_sites_json(struct gmt_model *const *models, size_t n)
+growth_sites_json(const struct gmt_process *procs, size_t n)
 {
 	struct gmt_sites sites;
 	json_t *a = json_array();
 
-	stat_groups(models, n, GMT_SITES_GROWING, GMT_GROUP_BY_BYTES, &sites);
+	stat_groups(procs, n, GMT_SITES_GROWING, GMT_GROUP_BY_BYTES, &sites);
 	for (size_t i = 0; i < sites.n; i++) {
 		const struct gmt_site *g = &sites.v[i];
-		const struct gmt_model *m = g->m;
+		const struct gmt_model *m = g->p->model;
 		uint32_t min_rises, max_rises;
 		struct gmt_growth sum = gmt_site_group_growth(g, &min_rises, &max_rises);
 		json_t *o = json_object(), *stacks = json_array();
@@ -1199,13 +1208,13 @@ growth_sites_json(struct gmt_model *const *models, size_t n)
 
 /* churn[] merged by call site, most allocations first, at most CHURN_MAX_SITES per process. */
 static json_t *
-churn_sites_json(struct gmt_model *const *models, size_t n)
+churn_sites_json(const struct gmt_process *procs, size_t n)
 {
 	struct gmt_sites sites;
 	size_t *proc_of, *order;
 	json_t *a = json_array();
 
-	stat_groups(models, n, GMT_SITES_BUSIEST, GMT_GROUP_BY_COUNT, &sites);
+	stat_groups(procs, n, GMT_SITES_BUSIEST, GMT_GROUP_BY_COUNT, &sites);
 	proc_of = gmt_realloc_array(NULL, sites.n, sizeof(*proc_of));
 	order = gmt_realloc_array(NULL, sites.n, sizeof(*order));
 	if (!proc_of || !order) {
@@ -1343,15 +1352,16 @@ fragmentation_one(size_t proc, const struct gmt_model *m, const struct gmt_devic
 }
 
 static json_t *
-fragmentation_json(struct gmt_model *const *models, size_t n)
+fragmentation_json(const struct gmt_process *procs, size_t n)
 {
 	json_t *a = json_array();
 
 	for (size_t i = 0; i < n; i++)
-		for (size_t d = 0; d < models[i]->ndevices; d++)
-			if (models[i]->devices[d].allocations)
+		for (size_t d = 0; d < procs[i].model->ndevices; d++)
+			if (procs[i].model->devices[d].allocations)
 				json_array_append_new(
-				    a, fragmentation_one(i, models[i], &models[i]->devices[d]));
+				    a, fragmentation_one(i, procs[i].model,
+							 &procs[i].model->devices[d]));
 	return a;
 }
 
@@ -1392,7 +1402,7 @@ library_at_exit_json(const struct gmt_totals *tot)
 
 /* summary.peak_process and first_failure_process: which rank to look at first. */
 static void
-summary_processes(json_t *s, struct gmt_model *const *models, size_t n)
+summary_processes(json_t *s, const struct gmt_process *procs, size_t n)
 {
 	json_t *peak = json_null(), *first = json_null();
 	uint64_t best = 0;
@@ -1400,10 +1410,10 @@ summary_processes(json_t *s, struct gmt_model *const *models, size_t n)
 	bool unix_all = true;
 
 	for (size_t i = 0; i < n; i++)
-		if (models[i]->nfailed_counted && !models[i]->trace->start_unix_ns)
+		if (procs[i].model->nfailed_counted && !procs[i].model->trace->start_unix_ns)
 			unix_all = false;
 	for (size_t i = 0; i < n; i++) {
-		const struct gmt_model *m = models[i];
+		const struct gmt_model *m = procs[i].model;
 		const struct gmt_device_stats *d = process_peak(m);
 
 		if (d && d->peak.bytes > best) {
@@ -1440,7 +1450,7 @@ enum {
 
 /* The document, with what @p what asks for (DOC_*). */
 static json_t *
-report_doc(struct gmt_model *const *models,
+report_doc(const struct gmt_process *procs,
 	   size_t n,
 	   unsigned what,
 	   const struct gmt_cat_rules *categories)
@@ -1449,10 +1459,10 @@ report_doc(struct gmt_model *const *models,
 
 	struct gmt_totals tot;
 	json_t *root = json_object(), *s = json_object();
-	json_t *procs = json_array(), *peaks = json_array(), *failed = json_array();
+	json_t *jprocs = json_array(), *peaks = json_array(), *failed = json_array();
 	json_t *ledger = json_array();
 
-	gmt_report_totals(models, n, &tot);
+	gmt_report_totals(procs, n, &tot);
 	json_object_set_new(root, GMT_RK_REPORT_VERSION, json_integer(GMT_REPORT_JSON_VERSION));
 
 	json_object_set_new(s, GMT_RK_PROCESSES, jint(tot.processes));
@@ -1477,7 +1487,7 @@ report_doc(struct gmt_model *const *models,
 	json_object_set_new(s, GMT_RK_FAILED_ALLOCATIONS, jint(tot.failed));
 	bool tensors = false;
 	for (size_t i = 0; i < n; i++)
-		tensors |= models[i]->tensors != NULL;
+		tensors |= procs[i].model->tensors != NULL;
 	if (tensors)
 		json_object_set_new(s, GMT_RK_TENSOR_OOM_ERRORS, jint(tot.tensor_ooms));
 	json_object_set_new(s, GMT_RK_PROBE_FAILURES, jint(tot.probes));
@@ -1486,54 +1496,55 @@ report_doc(struct gmt_model *const *models,
 	json_object_set_new(s, "failed_frees", jint(tot.failed_frees));
 	json_object_set_new(s, "reused_addresses", jint(tot.reused_addresses));
 	json_object_set_new(s, "unmatched_retains", jint(tot.unmatched_retains));
-	summary_processes(s, models, n);
+	summary_processes(s, procs, n);
 	json_object_set_new(root, GMT_RK_SUMMARY, s);
 
 	for (size_t i = 0; i < n; i++) {
-		json_array_append_new(procs, process_json(models[i], categories));
-		for (size_t d = 0; d < models[i]->ndevices; d++)
-			if (gmt_device_active(&models[i]->devices[d]))
+		json_array_append_new(jprocs, process_json(&procs[i], categories));
+		for (size_t d = 0; d < procs[i].model->ndevices; d++)
+			if (gmt_device_active(&procs[i].model->devices[d]))
 				json_array_append_new(
-				    peaks, peak_json(i, models[i], &models[i]->devices[d]));
-		for (size_t k = 0; k < models[i]->nfailed; k++)
+				    peaks,
+				    peak_json(i, procs[i].model, &procs[i].model->devices[d]));
+		for (size_t k = 0; k < procs[i].model->nfailed; k++)
 			json_array_append_new(
-			    failed, failed_json(i, models[i], models[i]->failed[k], frames));
-		ledger_append(ledger, i, models[i]);
+			    failed, failed_json(i, &procs[i], procs[i].model->failed[k], frames));
+		ledger_append(ledger, i, procs[i].model);
 	}
-	json_object_set_new(root, GMT_RK_PROCESSES, procs);
+	json_object_set_new(root, GMT_RK_PROCESSES, jprocs);
 	json_object_set_new(root, GMT_RK_PEAKS, peaks);
-	json_object_set_new(root, GMT_RK_LEAKS, frames ? leaks_json(models, n) : json_array());
+	json_object_set_new(root, GMT_RK_LEAKS, frames ? leaks_json(procs, n) : json_array());
 	json_object_set_new(root, GMT_RK_FAILED, failed);
 	json_object_set_new(root, "ledger", ledger);
 	json_object_set_new(root, "kinds", kinds_json());
-	json_object_set_new(root, GMT_RK_LEAK_SITES, site_list_json(models, n, SITES_LEAK));
-	json_object_set_new(root, GMT_RK_PEAK_SITES, site_list_json(models, n, SITES_PEAK));
-	json_object_set_new(root, GMT_RK_FAILED_SITES, site_list_json(models, n, SITES_FAILED));
+	json_object_set_new(root, GMT_RK_LEAK_SITES, site_list_json(procs, n, SITES_LEAK));
+	json_object_set_new(root, GMT_RK_PEAK_SITES, site_list_json(procs, n, SITES_PEAK));
+	json_object_set_new(root, GMT_RK_FAILED_SITES, site_list_json(procs, n, SITES_FAILED));
 	json_object_set_new(root, GMT_RK_CALL_STACKS,
-			    what & DOC_CALL_STACKS ? call_stacks_json(models, n) : json_array());
-	json_object_set_new(root, GMT_RK_RANGE, range_json(models, n));
-	json_object_set_new(root, GMT_RK_TIMELINE, timeline_json(models, n));
+			    what & DOC_CALL_STACKS ? call_stacks_json(procs, n) : json_array());
+	json_object_set_new(root, GMT_RK_RANGE, range_json(procs, n));
+	json_object_set_new(root, GMT_RK_TIMELINE, timeline_json(procs, n));
 	json_t *oom = json_array();
 	for (size_t i = 0; i < n; i++)
-		for (size_t k = 0; k < models[i]->nfailed; k++)
-			json_array_append_new(oom, oom_json(i, models[i], &models[i]->oom[k]));
+		for (size_t k = 0; k < procs[i].model->nfailed; k++)
+			json_array_append_new(oom, oom_json(i, &procs[i], &procs[i].model->oom[k]));
 	json_object_set_new(root, GMT_RK_OOM, oom);
-	json_object_set_new(root, GMT_RK_GROWTH, growth_json(models, n));
-	json_object_set_new(root, "churn", churn_json(models, n));
-	json_object_set_new(root, GMT_RK_GROWTH_SITES, growth_sites_json(models, n));
-	json_object_set_new(root, "churn_sites", churn_sites_json(models, n));
-	json_object_set_new(root, "fragmentation", fragmentation_json(models, n));
+	json_object_set_new(root, GMT_RK_GROWTH, growth_json(procs, n));
+	json_object_set_new(root, "churn", churn_json(procs, n));
+	json_object_set_new(root, GMT_RK_GROWTH_SITES, growth_sites_json(procs, n));
+	json_object_set_new(root, "churn_sites", churn_sites_json(procs, n));
+	json_object_set_new(root, "fragmentation", fragmentation_json(procs, n));
 	return root;
 }
 
 static json_t *
-report_json_doc(struct gmt_model *const *models, size_t n, unsigned what)
+report_json_doc(const struct gmt_process *procs, size_t n, unsigned what)
 {
 	json_t *doc;
 
 	gmt_report_start();
-	doc = report_doc(models, n, what, NULL);
-	if (gmt_report_failed(models, n)) {
+	doc = report_doc(procs, n, what, NULL);
+	if (gmt_report_failed(procs, n)) {
 		json_decref(doc);
 		return NULL;
 	}
@@ -1541,23 +1552,23 @@ report_json_doc(struct gmt_model *const *models, size_t n, unsigned what)
 }
 
 json_t *
-gmt_report_json_doc(struct gmt_model *const *models, size_t n)
+gmt_report_json_doc(const struct gmt_process *procs, size_t n)
 {
-	return report_json_doc(models, n, DOC_WHOLE);
+	return report_json_doc(procs, n, DOC_WHOLE);
 }
 
 json_t *
-gmt_report_json_doc_frameless(struct gmt_model *const *models, size_t n)
+gmt_report_json_doc_frameless(const struct gmt_process *procs, size_t n)
 {
-	return report_json_doc(models, n, 0);
+	return report_json_doc(procs, n, 0);
 }
 
 json_t *
-gmt_report_json_call_stack(struct gmt_model *const *models, size_t n, size_t proc, uint32_t stack)
+gmt_report_json_call_stack(const struct gmt_process *procs, size_t n, size_t proc, uint32_t stack)
 {
 	const struct gmt_cstack *cs;
 
-	if (proc >= n || !stack || !(cs = gmt_model_stack(models[proc], stack)))
+	if (proc >= n || !stack || !(cs = gmt_process_stack(&procs[proc], stack)))
 		return NULL;
 	return call_stack_json(cs, NULL);
 }
@@ -1654,14 +1665,14 @@ put_member_start(struct stream *st, size_t i, int depth)
 }
 
 static void
-put_call_stacks(struct stream *st, struct gmt_model *const *models, size_t n)
+put_call_stacks(struct stream *st, const struct gmt_process *procs, size_t n)
 {
 	size_t nv;
-	struct stack_ref *v = call_stack_refs(models, n, &nv);
+	struct stack_ref *v = call_stack_refs(procs, n, &nv);
 
 	put(st, "[");
 	for (size_t i = 0; i < nv && !st->rc; i++) {
-		json_t *o = call_stack_entry(models, &v[i], NULL);
+		json_t *o = call_stack_entry(procs, &v[i], NULL);
 
 		put_member_start(st, i, 2);
 		put_value(st, o, 2);
@@ -1674,7 +1685,7 @@ put_call_stacks(struct stream *st, struct gmt_model *const *models, size_t n)
 }
 
 int
-gmt_report_json_stream(struct gmt_model *const *models,
+gmt_report_json_stream(const struct gmt_process *procs,
 		       size_t n,
 		       const struct gmt_cat_rules *categories,
 		       size_t flags,
@@ -1690,7 +1701,7 @@ gmt_report_json_stream(struct gmt_model *const *models,
 	gmt_report_start();
 	if (!st)
 		return -ENOMEM;
-	root = report_doc(models, n, DOC_RAW_FRAMES, categories);
+	root = report_doc(procs, n, DOC_RAW_FRAMES, categories);
 	*st = (struct stream){.cb = cb, .data = data, .flags = flags};
 	for (int d = 0; d < 2; d++) {
 		st->pad[d][0] = '\n';
@@ -1708,7 +1719,7 @@ gmt_report_json_stream(struct gmt_model *const *models,
 		put(st, "\"");
 		put(st, st->sep);
 		if (strcmp(key, "call_stacks") == 0)
-			put_call_stacks(st, models, n);
+			put_call_stacks(st, procs, n);
 		else
 			put_value(st, v, 1);
 	}
@@ -1719,7 +1730,7 @@ gmt_report_json_stream(struct gmt_model *const *models,
 	json_decref(root);
 	rc = st->rc;
 	free(st);
-	if (gmt_report_failed(models, n))
+	if (gmt_report_failed(procs, n))
 		return -ENOMEM;
 	return rc ? -EIO : 0;
 }
@@ -1732,14 +1743,14 @@ file_piece(const char *buf, size_t size, void *data)
 
 int
 gmt_report_json(FILE *out,
-		struct gmt_model *const *models,
+		const struct gmt_process *procs,
 		size_t n,
 		const struct gmt_cat_rules *categories)
 {
 	int rc;
 
 	/* Key order is insertion order (jansson >= 2.8), so the layout above is the output's. */
-	rc = gmt_report_json_stream(models, n, categories, JSON_INDENT(2) | JSON_REAL_PRECISION(15),
+	rc = gmt_report_json_stream(procs, n, categories, JSON_INDENT(2) | JSON_REAL_PRECISION(15),
 				    file_piece, out);
 	if (rc == 0 && fputc('\n', out) == EOF)
 		rc = -EIO;

@@ -622,9 +622,9 @@ gmt_report_perfetto_doc(FILE *out, const json_t *doc)
 }
 
 int
-gmt_report_perfetto(FILE *out, struct gmt_model *const *models, size_t n)
+gmt_report_perfetto(FILE *out, const struct gmt_process *procs, size_t n)
 {
-	json_t *doc = gmt_report_json_doc(models, n);
+	json_t *doc = gmt_report_json_doc(procs, n);
 	int rc;
 
 	if (!doc)

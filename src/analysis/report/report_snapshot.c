@@ -44,9 +44,9 @@ int_kv(struct gmt_pkw *w, const char *k, int64_t v)
 
 /* The frames of stack @p id, innermost first; @p api (or NULL): a first frame naming the call. */
 static void
-frames(struct gmt_pkw *w, const struct gmt_model *m, uint32_t id, const char *api)
+frames(struct gmt_pkw *w, const struct gmt_process *p, uint32_t id, const char *api)
 {
-	const struct gmt_cstack *cs = gmt_model_stack(m, id);
+	const struct gmt_cstack *cs = gmt_process_stack(p, id);
 	char name[256];
 
 	gmt_pkw_str(w, "frames");
@@ -86,7 +86,7 @@ time_us(const struct gmt_trace *t, uint64_t ts)
 
 static void
 entry(struct gmt_pkw *w,
-      const struct gmt_model *m,
+      const struct gmt_process *p,
       const char *action,
       uint64_t addr,
       uint64_t size,
@@ -95,6 +95,8 @@ entry(struct gmt_pkw *w,
       uint32_t stack,
       const char *api)
 {
+	const struct gmt_model *m = p->model;
+
 	gmt_pkw_dict_begin(w);
 	str_kv(w, "action", action);
 	/* torch's snapshot names an OOM's free bytes device_free (memory_viz reads that key), every
@@ -106,7 +108,7 @@ entry(struct gmt_pkw *w,
 	str_kv(w, "compile_context", "N/A");
 	str_kv(w, "user_metadata", "");
 	if (strcmp(action, "snapshot") != 0) /* torch's snapshot entries carry no frames */
-		frames(w, m, stack, api);
+		frames(w, p, stack, api);
 	gmt_pkw_dict_end(w);
 }
 
@@ -118,16 +120,17 @@ struct ext {
 };
 
 static bool
-foreign(const struct gmt_model *m, const struct gmt_trace_event *ev)
+foreign(const struct gmt_process *p, const struct gmt_trace_event *ev)
 {
 	if (ev->kind != GMT_TK_DEVICE && ev->kind != GMT_TK_POOL && ev->kind != GMT_TK_MANAGED)
 		return false;
-	return gmt_model_cache(m, ev->stack, ev->kind) != GMT_CACHE_PYTORCH;
+	return gmt_process_cache(p, ev->stack, ev->kind) != GMT_CACHE_PYTORCH;
 }
 
 static void
-device_trace(struct gmt_pkw *w, const struct gmt_model *m, int32_t device)
+device_trace(struct gmt_pkw *w, const struct gmt_process *p, int32_t device)
 {
+	const struct gmt_model *m = p->model;
 	const struct gmt_trace *t = m->trace;
 	struct ext *live = NULL;
 	size_t nlive = 0;
@@ -141,10 +144,10 @@ device_trace(struct gmt_pkw *w, const struct gmt_model *m, int32_t device)
 			    ev->kind == GMT_TORCH_STATE_BLOCK)
 				continue;
 			uint64_t addr = ev->kind == GMT_TORCH_OOM ? ev->free_bytes : ev->ptr;
-			entry(w, m, gmt_torch_action_name(ev->kind), addr, ev->size, ev->handle,
+			entry(w, p, gmt_torch_action_name(ev->kind), addr, ev->size, ev->handle,
 			      ev->ts, ev->stack, NULL);
 		} else if (ev->op == GMT_OP_ALLOC && ev->result == 0 && ev->device == device &&
-			   foreign(m, ev)) {
+			   foreign(p, ev)) {
 			struct ext *nl = realloc(live, (nlive + 1) * sizeof(*nl));
 			if (!nl) {
 				gmt_nomem();
@@ -153,15 +156,15 @@ device_trace(struct gmt_pkw *w, const struct gmt_model *m, int32_t device)
 			live = nl;
 			live[nlive++] = (struct ext){ev->ptr, ev->size, ev->device, ev->api};
 			const char *api = gmt_trace_string(t, ev->api);
-			entry(w, m, "alloc", ev->ptr, ev->size, 0, ev->ts, ev->stack, api);
+			entry(w, p, "alloc", ev->ptr, ev->size, 0, ev->ts, ev->stack, api);
 		} else if (ev->op == GMT_OP_FREE && ev->result == 0) {
 			for (size_t k = nlive; k-- > 0;) {
 				if (live[k].ptr != ev->ptr || live[k].device != device)
 					continue;
 				const char *api = gmt_trace_string(t, ev->api);
-				entry(w, m, "free_requested", live[k].ptr, live[k].size, 0, ev->ts,
+				entry(w, p, "free_requested", live[k].ptr, live[k].size, 0, ev->ts,
 				      ev->stack, api);
-				entry(w, m, "free_completed", live[k].ptr, live[k].size, 0, ev->ts,
+				entry(w, p, "free_completed", live[k].ptr, live[k].size, 0, ev->ts,
 				      ev->stack, api);
 				live[k] = live[--nlive];
 				break;
@@ -183,8 +186,9 @@ block_state(const struct gmt_blk_view *b)
 }
 
 static void
-segments(struct gmt_pkw *w, const struct gmt_model *m)
+segments(struct gmt_pkw *w, const struct gmt_process *p)
 {
+	const struct gmt_model *m = p->model;
 	const struct gmt_blk_model *blk = m->tensors ? m->tensors->blk : NULL;
 	size_t ns = blk ? gmt_blk_segments(blk, NULL, 0) : 0,
 	       nb = blk ? gmt_blk_blocks(blk, NULL, 0) : 0;
@@ -238,7 +242,7 @@ segments(struct gmt_pkw *w, const struct gmt_model *m)
 			int_kv(w, "size", (int64_t)bv[k].size);
 			int_kv(w, "requested_size", (int64_t)bv[k].requested);
 			str_kv(w, "state", block_state(&bv[k]));
-			frames(w, m, bv[k].state == GMT_BLK_FREE ? 0 : bv[k].stack, NULL);
+			frames(w, p, bv[k].state == GMT_BLK_FREE ? 0 : bv[k].stack, NULL);
 			gmt_pkw_dict_end(w);
 		}
 		gmt_pkw_list_end(w);
@@ -250,23 +254,25 @@ segments(struct gmt_pkw *w, const struct gmt_model *m)
 }
 
 int
-gmt_report_pytorch_snapshot(FILE *out, struct gmt_model *const *models, size_t n, FILE *diag)
+gmt_report_pytorch_snapshot(FILE *out, const struct gmt_process *procs, size_t n, FILE *diag)
 {
-	const struct gmt_model *m = NULL;
+	const struct gmt_process *p = NULL;
+	const struct gmt_model *m;
 	struct gmt_pkw w;
 	int32_t max_device = -1;
 
 	gmt_report_start();
-	for (size_t i = 0; i < n && !m; i++)
-		if (models[i]->tensors)
-			m = models[i];
+	for (size_t i = 0; i < n && !p; i++)
+		if (procs[i].model->tensors)
+			p = &procs[i];
 	if (n > 1)
 		fprintf(diag, "gpumemtrace report: a snapshot is of one process: %s (of %zu)\n",
-			m ? m->trace->path : models[0]->trace->path, n);
-	if (!m && n)
-		m = models[0];
-	if (!m)
+			(p ? p : &procs[0])->model->trace->path, n);
+	if (!p && n)
+		p = &procs[0];
+	if (!p)
 		return -EINVAL;
+	m = p->model;
 	if (!m->trace->events && m->trace->nevents)
 		return -EINVAL; /* a streamed read: the caller reads stored (session option) */
 	for (size_t i = 0; i < m->trace->nevents; i++)
@@ -275,11 +281,11 @@ gmt_report_pytorch_snapshot(FILE *out, struct gmt_model *const *models, size_t n
 	gmt_pkw_begin(&w);
 	gmt_pkw_dict_begin(&w);
 	gmt_pkw_str(&w, "segments");
-	segments(&w, m);
+	segments(&w, p);
 	gmt_pkw_str(&w, "device_traces");
 	gmt_pkw_list_begin(&w);
 	for (int32_t d = 0; d <= max_device; d++)
-		device_trace(&w, m, d);
+		device_trace(&w, p, d);
 	gmt_pkw_list_end(&w);
 	gmt_pkw_str(&w, "allocator_settings");
 	gmt_pkw_dict_begin(&w);
@@ -294,7 +300,7 @@ gmt_report_pytorch_snapshot(FILE *out, struct gmt_model *const *models, size_t n
 	gmt_pkw_list_end(&w);
 	gmt_pkw_dict_end(&w);
 	gmt_pkw_end(&w);
-	if (w.failed || gmt_report_failed(models, n)) {
+	if (w.failed || gmt_report_failed(procs, n)) {
 		gmt_pkw_free(&w);
 		return -ENOMEM;
 	}

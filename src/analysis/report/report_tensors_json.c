@@ -72,14 +72,15 @@ jheld(const struct gmt_model *m, const struct gmt_trow *r)
  * (model/range_tensors.h), each with its category: a library's workspace is told apart here as
  * in every other view, and the pytest plugin reads its tests' tensor leaks from this. */
 static json_t *
-jrange_leaks(const struct gmt_model *m, const struct gmt_cat_rules *rules)
+jrange_leaks(const struct gmt_process *p, const struct gmt_cat_rules *rules)
 {
+	const struct gmt_model *m = p->model;
 	json_t *a = json_array();
 
 	for (size_t i = 0; i < m->nrange_tensors; i++) {
 		const struct gmt_range_tensor *r = &m->range_tensors[i];
 		struct gmt_tsite_name nm;
-		gmt_trow_site(m, r->stack, &nm);
+		gmt_trow_site(p, r->stack, &nm);
 		json_t *o = jname(&nm, json_object());
 		json_object_set_new(o, GMT_RK_STACK, jint(r->stack));
 		json_object_set_new(o, GMT_RK_DEVICE, json_integer(r->device));
@@ -88,17 +89,18 @@ jrange_leaks(const struct gmt_model *m, const struct gmt_cat_rules *rules)
 		json_object_set_new(o, GMT_RK_TENSORS, jint(r->blocks));
 		json_object_set_new(
 		    o, GMT_RK_CATEGORY,
-		    json_string(gmt_category_name(gmt_trow_category(m, rules, r->stack))));
+		    json_string(gmt_category_name(gmt_trow_category(p, rules, r->stack))));
 		json_array_append_new(a, o);
 	}
 	return a;
 }
 
 static json_t *
-jrows(const struct gmt_model *m, enum gmt_tview view, const struct gmt_cat_rules *rules)
+jrows(const struct gmt_process *p, enum gmt_tview view, const struct gmt_cat_rules *rules)
 {
+	const struct gmt_model *m = p->model;
 	size_t n;
-	struct gmt_trow *rows = gmt_trow_rows(m, view, rules, &n);
+	struct gmt_trow *rows = gmt_trow_rows(p, view, rules, &n);
 	json_t *a = json_array();
 	const struct gmt_tensors *t = m->tensors;
 
@@ -133,8 +135,9 @@ jrows(const struct gmt_model *m, enum gmt_tview view, const struct gmt_cat_rules
 }
 
 static json_t *
-jcategories(const struct gmt_model *m, const struct gmt_cat_rules *rules)
+jcategories(const struct gmt_process *p, const struct gmt_cat_rules *rules)
 {
+	const struct gmt_model *m = p->model;
 	const struct gmt_tensors *t = m->tensors;
 	uint64_t peak[GMT_CAT_COUNT] = {0}, end[GMT_CAT_COUNT] = {0}, req[GMT_CAT_COUNT] = {0};
 	uint64_t mark[GMT_CAT_COUNT] = {0}, mreq[GMT_CAT_COUNT] = {0};
@@ -144,7 +147,7 @@ jcategories(const struct gmt_model *m, const struct gmt_cat_rules *rules)
 		const struct gmt_tsite *s = &t->sites[i];
 		if (!s->at_peak && !s->live && !s->mark_live)
 			continue;
-		enum gmt_category c = gmt_trow_category(m, rules, s->stack);
+		enum gmt_category c = gmt_trow_category(p, rules, s->stack);
 		peak[c] += s->at_peak;
 		end[c] += s->live;
 		req[c] += s->live_requested;
@@ -166,8 +169,9 @@ jcategories(const struct gmt_model *m, const struct gmt_cat_rules *rules)
 }
 
 uint32_t *
-gmt_tensors_row_stacks(const struct gmt_model *m, size_t *n)
+gmt_tensors_row_stacks(const struct gmt_process *p, size_t *n)
 {
+	const struct gmt_model *m = p->model;
 	static const enum gmt_tview views[] = {GMT_TVIEW_AT_PEAK, GMT_TVIEW_AT_EXIT,
 					       GMT_TVIEW_GROWING};
 	uint32_t *v = NULL;
@@ -179,7 +183,7 @@ gmt_tensors_row_stacks(const struct gmt_model *m, size_t *n)
 	for (size_t k = 0; k < sizeof(views) / sizeof(views[0]); k++) {
 		size_t nr;
 		struct gmt_trow *rows =
-		    gmt_trow_rows(m, views[k], NULL, &nr); /* no categories needed */
+		    gmt_trow_rows(p, views[k], NULL, &nr); /* no categories needed */
 		uint32_t *nvv = nr ? realloc(v, (nv + nr) * sizeof(*v)) : v;
 
 		if (nr && !nvv) {
@@ -205,7 +209,7 @@ struct jsites {
 };
 
 static json_t *
-jsite_ref(const struct gmt_model *m,
+jsite_ref(const struct gmt_process *p,
 	  const struct gmt_cat_rules *rules,
 	  struct jsites *js,
 	  uint32_t stack)
@@ -219,11 +223,11 @@ jsite_ref(const struct gmt_model *m,
 	js->stacks = ns;
 	ns[js->n] = stack;
 	struct gmt_tsite_name nm;
-	gmt_trow_site(m, stack, &nm);
+	gmt_trow_site(p, stack, &nm);
 	json_t *o = jname(&nm, json_object());
 	json_object_set_new(o, GMT_RK_STACK, jint(stack));
 	json_object_set_new(o, "category",
-			    json_string(gmt_category_name(gmt_trow_category(m, rules, stack))));
+			    json_string(gmt_category_name(gmt_trow_category(p, rules, stack))));
 	json_array_append_new(js->table, o);
 	return jint(js->n++);
 }
@@ -245,8 +249,9 @@ listed_live(const struct gmt_tensors *t, int32_t device, uint64_t seq)
 
 /* tensors.timeline: the listed lifetimes and, per device, the buckets' moments. */
 static json_t *
-jtimeline(const struct gmt_model *m, const struct gmt_cat_rules *rules, struct jsites *js)
+jtimeline(const struct gmt_process *proc, const struct gmt_cat_rules *rules, struct jsites *js)
 {
+	const struct gmt_model *m = proc->model;
 	const struct gmt_tensors *t = m->tensors;
 	const struct gmt_trace *tr = m->trace;
 	json_t *o = json_object(), *blocks = json_array(), *devs = json_array();
@@ -257,7 +262,7 @@ jtimeline(const struct gmt_model *m, const struct gmt_cat_rules *rules, struct j
 		json_array_append_new(b, jtime(tr, l->alloc_ts));
 		json_array_append_new(b, l->free_seq ? jtime(tr, l->free_ts) : json_null());
 		json_array_append_new(b, jint(l->bytes));
-		json_array_append_new(b, jsite_ref(m, rules, js, l->stack));
+		json_array_append_new(b, jsite_ref(proc, rules, js, l->stack));
 		json_array_append_new(b, json_integer(l->device));
 		json_array_append_new(blocks, b);
 	}
@@ -304,7 +309,7 @@ jtimeline(const struct gmt_model *m, const struct gmt_cat_rules *rules, struct j
 
 /* tensors.ooms[].segments: the allocator's state at the OOM. */
 static json_t *
-joom_segments(const struct gmt_model *m,
+joom_segments(const struct gmt_process *p,
 	      const struct gmt_cat_rules *rules,
 	      struct jsites *js,
 	      const struct gmt_toom *x)
@@ -332,7 +337,7 @@ joom_segments(const struct gmt_model *m,
 			json_array_append_new(bj, json_string(states[b->state < 3 ? b->state : 0]));
 			json_array_append_new(bj, b->state == GMT_BLK_FREE
 						      ? json_null()
-						      : jsite_ref(m, rules, js, b->stack));
+						      : jsite_ref(p, rules, js, b->stack));
 			json_array_append_new(bl, bj);
 		}
 		json_object_set_new(sj, "blocks", bl);
@@ -342,8 +347,9 @@ joom_segments(const struct gmt_model *m,
 }
 
 json_t *
-gmt_json_tensors(const struct gmt_model *m, const struct gmt_cat_rules *chosen)
+gmt_json_tensors(const struct gmt_process *proc, const struct gmt_cat_rules *chosen)
 {
+	const struct gmt_model *m = proc->model;
 	const struct gmt_tensors *t = m->tensors;
 	const struct gmt_trace *tr = m->trace;
 	struct gmt_cat_rules *builtin = NULL;
@@ -417,16 +423,16 @@ gmt_json_tensors(const struct gmt_model *m, const struct gmt_cat_rules *chosen)
 	json_t *pk = json_object();
 	json_object_set_new(pk, GMT_RK_ALLOCATED, jint(peak));
 	json_object_set_new(o, "peak", pk);
-	json_object_set_new(o, GMT_RK_PEAK_SITES, jrows(m, GMT_TVIEW_AT_PEAK, rules));
-	json_object_set_new(o, GMT_RK_LIVE_AT_EXIT, jrows(m, GMT_TVIEW_AT_EXIT, rules));
-	json_object_set_new(o, GMT_RK_GROWTH, jrows(m, GMT_TVIEW_GROWING, rules));
-	json_object_set_new(o, "freed_by_gc", jrows(m, GMT_TVIEW_GC_FREED, rules));
+	json_object_set_new(o, GMT_RK_PEAK_SITES, jrows(proc, GMT_TVIEW_AT_PEAK, rules));
+	json_object_set_new(o, GMT_RK_LIVE_AT_EXIT, jrows(proc, GMT_TVIEW_AT_EXIT, rules));
+	json_object_set_new(o, GMT_RK_GROWTH, jrows(proc, GMT_TVIEW_GROWING, rules));
+	json_object_set_new(o, "freed_by_gc", jrows(proc, GMT_TVIEW_GC_FREED, rules));
 	json_t *held = json_array();
 	for (size_t i = 0; i < t->nheld; i++) {
 		const struct gmt_theld *h = &t->held[i];
 		const struct gmt_trace_holder *th = &tr->holders[h->holder];
 		struct gmt_tsite_name nm;
-		gmt_trow_site(m, h->stack, &nm);
+		gmt_trow_site(proc, h->stack, &nm);
 		json_t *hj = json_object();
 		json_object_set_new(hj, "holder", json_string(th->what));
 		json_object_set_new(hj, "kind", json_string(th->graph ? "graph" : "kept"));
@@ -439,10 +445,10 @@ gmt_json_tensors(const struct gmt_model *m, const struct gmt_cat_rules *chosen)
 	}
 	json_object_set_new(o, "held_at_end", held);
 	if (m->range.from.set || m->range.to.set)
-		json_object_set_new(o, GMT_RK_LEAKED_IN_RANGE, jrange_leaks(m, rules));
+		json_object_set_new(o, GMT_RK_LEAKED_IN_RANGE, jrange_leaks(proc, rules));
 	json_object_set_new(o, GMT_RK_GROWTH_SAMPLES, jint(t->samples));
 	json_object_set_new(o, "growth_basis", json_string(gmt_growth_basis_name(t->basis)));
-	json_object_set_new(o, "categories", jcategories(m, rules));
+	json_object_set_new(o, "categories", jcategories(proc, rules));
 	ooms = json_array();
 	for (size_t i = 0; i < t->nooms; i++) {
 		const struct gmt_toom *x = &t->ooms[i];
@@ -451,7 +457,7 @@ gmt_json_tensors(const struct gmt_model *m, const struct gmt_cat_rules *chosen)
 		size_t nh = gmt_trow_oom_help(tr, x, h);
 		struct gmt_tsite_name nm;
 
-		gmt_trow_site(m, x->stack, &nm);
+		gmt_trow_site(proc, x->stack, &nm);
 		jname(&nm, oj);
 		json_object_set_new(oj, GMT_RK_TIME_S, jtime(tr, x->ts));
 		json_object_set_new(oj, GMT_RK_DEVICE, json_integer(x->device));
@@ -483,7 +489,7 @@ gmt_json_tensors(const struct gmt_model *m, const struct gmt_cat_rules *chosen)
 			json_array_append_new(help, json_string(h[k]));
 		json_object_set_new(oj, "would_help", help);
 		json_object_set_new(oj, "segments_all", jint(x->nsegments_all));
-		json_object_set_new(oj, "segments", joom_segments(m, rules, &js, x));
+		json_object_set_new(oj, "segments", joom_segments(proc, rules, &js, x));
 		json_array_append_new(ooms, oj);
 	}
 	json_object_set_new(o, "ooms", ooms);
@@ -497,7 +503,7 @@ gmt_json_tensors(const struct gmt_model *m, const struct gmt_cat_rules *chosen)
 		json_array_append_new(marks, mj);
 	}
 	json_object_set_new(o, "at_markers", marks);
-	json_object_set_new(o, "timeline", jtimeline(m, rules, &js));
+	json_object_set_new(o, "timeline", jtimeline(proc, rules, &js));
 	json_object_set_new(o, "block_sites", js.table);
 	free(js.stacks);
 	gmt_cat_free(builtin);

@@ -82,8 +82,9 @@ text_rows(FILE *out,
 /* With a range: what it left live at the tensor level (model/range_tensors.h), a library's
  * workspace apart, as the JSON's leaked_in_range and the pytest plugin count it. */
 static void
-text_range_leaks(FILE *out, const struct gmt_model *m, const struct gmt_cat_rules *rules)
+text_range_leaks(FILE *out, const struct gmt_process *p, const struct gmt_cat_rules *rules)
 {
+	const struct gmt_model *m = p->model;
 	uint64_t bytes = 0, blocks = 0, ws = 0, wsblocks = 0;
 	char b1[GMT_BYTES_BUF], b2[GMT_BYTES_BUF];
 
@@ -91,7 +92,7 @@ text_range_leaks(FILE *out, const struct gmt_model *m, const struct gmt_cat_rule
 		return;
 	for (size_t i = 0; i < m->nrange_tensors; i++) {
 		const struct gmt_range_tensor *r = &m->range_tensors[i];
-		bool workspace = gmt_trow_category(m, rules, r->stack) == GMT_CAT_WORKSPACE;
+		bool workspace = gmt_trow_category(p, rules, r->stack) == GMT_CAT_WORKSPACE;
 		*(workspace ? &ws : &bytes) += r->bytes;
 		*(workspace ? &wsblocks : &blocks) += r->blocks;
 	}
@@ -107,9 +108,9 @@ text_range_leaks(FILE *out, const struct gmt_model *m, const struct gmt_cat_rule
 	for (size_t i = 0, shown = 0; i < m->nrange_tensors && shown < TEXT_TENSOR_SITES; i++) {
 		const struct gmt_range_tensor *r = &m->range_tensors[i];
 		struct gmt_tsite_name nm;
-		if (gmt_trow_category(m, rules, r->stack) == GMT_CAT_WORKSPACE)
+		if (gmt_trow_category(p, rules, r->stack) == GMT_CAT_WORKSPACE)
 			continue;
-		gmt_trow_site(m, r->stack, &nm);
+		gmt_trow_site(p, r->stack, &nm);
 		fprintf(out, "    %10s  %5" PRIu64 " %s  device %d  ",
 			gmt_format_bytes(r->bytes, b1), r->blocks,
 			gmt_text_plural(r->blocks, "tensor ", "tensors"), r->device);
@@ -119,8 +120,9 @@ text_range_leaks(FILE *out, const struct gmt_model *m, const struct gmt_cat_rule
 }
 
 static void
-text_process(FILE *out, const struct gmt_model *m, const struct gmt_cat_rules *rules)
+text_process(FILE *out, const struct gmt_process *p, const struct gmt_cat_rules *rules)
 {
+	const struct gmt_model *m = p->model;
 	const struct gmt_tensors *t = m->tensors;
 	const struct gmt_trace *tr = m->trace;
 	char b1[GMT_BYTES_BUF], b2[GMT_BYTES_BUF], b3[GMT_BYTES_BUF], b4[GMT_BYTES_BUF];
@@ -173,7 +175,7 @@ text_process(FILE *out, const struct gmt_model *m, const struct gmt_cat_rules *r
 		    d->peak_phase[0] ? "; reached in range \"" : "",
 		    d->peak_phase[0] ? gmt_esc(d->peak_phase) : "", d->peak_phase[0] ? "\"" : "");
 	}
-	struct gmt_trow *rows = gmt_trow_rows(m, GMT_TVIEW_AT_PEAK, rules, &n);
+	struct gmt_trow *rows = gmt_trow_rows(p, GMT_TVIEW_AT_PEAK, rules, &n);
 	if (n) {
 		fprintf(out, "  tensors at the peak by call site (and category):\n");
 		text_rows(out, m, rows, n, true, false);
@@ -194,13 +196,13 @@ text_process(FILE *out, const struct gmt_model *m, const struct gmt_cat_rules *r
 			gmt_format_bytes(d->end.reserved - d->end.allocated, b2), d->end.segments,
 			gmt_text_plural(d->end.segments, "segment", "segments"));
 	}
-	rows = gmt_trow_rows(m, GMT_TVIEW_AT_EXIT, rules, &n);
+	rows = gmt_trow_rows(p, GMT_TVIEW_AT_EXIT, rules, &n);
 	if (n) {
 		fprintf(out, "  tensors still live at exit by call site:\n");
 		text_rows(out, m, rows, n, false, true);
 	}
 	free(rows);
-	text_range_leaks(out, m, rules);
+	text_range_leaks(out, p, rules);
 	if (t->nheld) {
 		fprintf(out, "  what kept tensors alive at the end of the run (the program's own "
 			     "objects, walked at exit):\n");
@@ -208,7 +210,7 @@ text_process(FILE *out, const struct gmt_model *m, const struct gmt_cat_rules *r
 			const struct gmt_theld *h = &t->held[i];
 			const struct gmt_trace_holder *th = &tr->holders[h->holder];
 			struct gmt_tsite_name nm;
-			gmt_trow_site(m, h->stack, &nm);
+			gmt_trow_site(p, h->stack, &nm);
 			fprintf(out, "    %10s  %5" PRIu64 " %s  ", gmt_format_bytes(h->bytes, b1),
 				h->blocks, gmt_text_plural(h->blocks, "tensor ", "tensors"));
 			if (th->graph)
@@ -221,14 +223,14 @@ text_process(FILE *out, const struct gmt_model *m, const struct gmt_cat_rules *r
 			print_name(out, &nm, "                                ");
 		}
 	}
-	rows = gmt_trow_rows(m, GMT_TVIEW_GC_FREED, rules, &n);
+	rows = gmt_trow_rows(p, GMT_TVIEW_GC_FREED, rules, &n);
 	if (n) {
 		fprintf(out, "  kept alive by reference cycles: freed only when Python's cycle "
 			     "collector ran (gc), by call site:\n");
 		text_rows(out, m, rows, n, false, false);
 	}
 	free(rows);
-	rows = gmt_trow_rows(m, GMT_TVIEW_GROWING, rules, &n);
+	rows = gmt_trow_rows(p, GMT_TVIEW_GROWING, rules, &n);
 	if (n) {
 		fprintf(out,
 			"  growing: %zu tensor %s whose live bytes rise across %" PRIu32
@@ -261,7 +263,7 @@ text_process(FILE *out, const struct gmt_model *m, const struct gmt_cat_rules *r
 		uint64_t unalloc = o->cache.reserved - o->cache.allocated;
 		struct gmt_tsite_name nm;
 
-		gmt_trow_site(m, o->stack, &nm);
+		gmt_trow_site(p, o->stack, &nm);
 		fprintf(out, "  out of memory at %.3f s on device %d: asked for %s at %s",
 			gmt_trace_time_s(tr, o->ts), o->device, gmt_format_bytes(o->requested, b1),
 			gmt_esc(nm.site));
@@ -317,7 +319,7 @@ text_process(FILE *out, const struct gmt_model *m, const struct gmt_cat_rules *r
 
 void
 gmt_text_tensors(FILE *out,
-		 struct gmt_model *const *models,
+		 const struct gmt_process *procs,
 		 size_t n,
 		 const struct gmt_cat_rules *chosen)
 {
@@ -325,7 +327,7 @@ gmt_text_tensors(FILE *out,
 	const struct gmt_cat_rules *rules = chosen;
 
 	for (size_t i = 0; i < n; i++) {
-		if (!models[i]->tensors)
+		if (!procs[i].model->tensors)
 			continue;
 		if (!rules && !(rules = builtin = gmt_cat_builtin())) {
 			gmt_nomem();
@@ -333,23 +335,23 @@ gmt_text_tensors(FILE *out,
 		}
 		if (n > 1) {
 			char pid[64];
-			gmt_text_process_name(models[i]->trace, pid, sizeof(pid));
+			gmt_text_process_name(procs[i].model->trace, pid, sizeof(pid));
 			fprintf(out, "process %s: ", pid);
 		}
-		text_process(out, models[i], rules);
+		text_process(out, &procs[i], rules);
 	}
 	gmt_cat_free(builtin);
 }
 
 void
-gmt_text_tensors_summary(FILE *out, const char *prefix, struct gmt_model *const *models, size_t n)
+gmt_text_tensors_summary(FILE *out, const char *prefix, const struct gmt_process *procs, size_t n)
 {
 	uint64_t peak = 0, live = 0, blocks = 0, cached = 0, growing = 0, ooms = 0;
 	bool any = false;
 	char b1[GMT_BYTES_BUF], b2[GMT_BYTES_BUF], b3[GMT_BYTES_BUF];
 
 	for (size_t i = 0; i < n; i++) {
-		const struct gmt_tensors *t = models[i]->tensors;
+		const struct gmt_tensors *t = procs[i].model->tensors;
 		if (!t)
 			continue;
 		any = true;

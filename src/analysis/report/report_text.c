@@ -50,8 +50,9 @@ print_died(FILE *out, const struct gmt_trace *t)
 }
 
 static void
-print_process_row(FILE *out, const struct gmt_model *m)
+print_process_row(FILE *out, const struct gmt_process *p)
 {
+	const struct gmt_model *m = p->model;
 	const struct gmt_trace *t = m->trace;
 	const struct gmt_device_stats *top = NULL;
 	char cmd[64], pid[64], b1[GMT_BYTES_BUF], b2[GMT_BYTES_BUF];
@@ -75,7 +76,7 @@ print_process_row(FILE *out, const struct gmt_model *m)
 	if (t->complete) {
 		struct gmt_cached c[GMT_CACHE_COUNT];
 
-		gmt_model_cached_at_end(m, c);
+		gmt_process_cached_at_end(p, c);
 		fprintf(out, ", leaked %s at exit",
 			gmt_format_bytes(m->live_end_bytes - c[GMT_CACHE_NONE].bytes, b2));
 		if (c[GMT_CACHE_NONE].allocations)
@@ -92,10 +93,10 @@ print_process_row(FILE *out, const struct gmt_model *m)
 
 /* Bounded traces (GPUMEMTRACE_BOUNDED=1): what they left out, and what that changes. */
 static void
-print_bounded(FILE *out, struct gmt_model *const *models, size_t n)
+print_bounded(FILE *out, const struct gmt_process *procs, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
-		const struct gmt_trace *t = models[i]->trace;
+		const struct gmt_trace *t = procs[i].model->trace;
 		char pid[64];
 
 		if (!t->bounded)
@@ -152,13 +153,13 @@ print_coverage_of(FILE *out, const struct gmt_trace *t)
 }
 
 static void
-print_coverage(FILE *out, struct gmt_model *const *models, size_t n)
+print_coverage(FILE *out, const struct gmt_process *procs, size_t n)
 {
 	bool same = true;
 	char pid[64];
 
 	for (size_t i = 1; i < n; i++) {
-		const struct gmt_trace *a = models[0]->trace, *b = models[i]->trace;
+		const struct gmt_trace *a = procs[0].model->trace, *b = procs[i].model->trace;
 
 		if (!same_str(a->coverage, b->coverage) ||
 		    !same_str(a->coverage_reason, b->coverage_reason))
@@ -166,13 +167,13 @@ print_coverage(FILE *out, struct gmt_model *const *models, size_t n)
 	}
 	if (same) {
 		fprintf(out, "coverage: ");
-		print_coverage_of(out, models[0]->trace);
+		print_coverage_of(out, procs[0].model->trace);
 		return;
 	}
 	for (size_t i = 0; i < n; i++) {
-		gmt_text_process_name(models[i]->trace, pid, sizeof(pid));
+		gmt_text_process_name(procs[i].model->trace, pid, sizeof(pid));
 		fprintf(out, "coverage of pid %s: ", pid);
-		print_coverage_of(out, models[i]->trace);
+		print_coverage_of(out, procs[i].model->trace);
 	}
 }
 
@@ -186,7 +187,7 @@ process_suffix(const struct gmt_site *g, bool several, char *buf, size_t max)
 
 	buf[0] = '\0';
 	if (several) {
-		gmt_text_process_name(g->m->trace, pid, sizeof(pid));
+		gmt_text_process_name(g->p->model->trace, pid, sizeof(pid));
 		snprintf(buf, max, ", pid %s", pid);
 	}
 }
@@ -248,7 +249,7 @@ print_stack_frames(FILE *out,
 			f->inlined ? " (inlined)" : "");
 		first = false;
 	}
-	gmt_report_call(g->m->trace, g->api, g->driver, call, sizeof(call));
+	gmt_report_call(g->p->model->trace, g->api, g->driver, call, sizeof(call));
 	fprintf(out, "%s%s%s\n", indent, first ? "" : "→ ", call);
 }
 
@@ -329,7 +330,7 @@ print_site_row(FILE *out,
 {
 	char b[GMT_BYTES_BUF], call[160];
 
-	gmt_report_call(g->m->trace, g->api, g->driver, call, sizeof(call));
+	gmt_report_call(g->p->model->trace, g->api, g->driver, call, sizeof(call));
 	fprintf(out, "  %s  %" PRIu64 " %s  %s  %s  ", gmt_format_bytes(g->bytes, b), g->count,
 		gmt_text_plural(g->count, "allocation", "allocations"), call,
 		gmt_kind_str((enum gmt_tkind)g->kind));
@@ -359,7 +360,7 @@ in_part(const struct gmt_site *g, uint32_t stack, enum live_part part)
 	    [PART_LIBRARY] = GMT_HOLDER_LIBRARY,
 	};
 
-	return part == PART_ALL || gmt_model_holder(g->m, stack, g->kind) == holder[part];
+	return part == PART_ALL || gmt_process_holder(g->p, stack, g->kind) == holder[part];
 }
 
 /*
@@ -434,7 +435,7 @@ print_sites(FILE *out,
 		const struct gmt_site *g = &sites->v[i];
 		struct gmt_site_stack *buf;
 
-		if (g->m->trace->complete != complete ||
+		if (g->p->model->trace->complete != complete ||
 		    gmt_kind_counted((enum gmt_tkind)g->kind) != counted)
 			continue;
 		if (!(buf = gmt_realloc_array(NULL, g->nstacks, sizeof(*buf)))) {
@@ -483,7 +484,8 @@ count_sites(const struct gmt_sites *sites, bool complete, enum live_part part)
 		const struct gmt_site *g = &sites->v[i];
 		bool want = part == PART_ALL;
 
-		if (g->m->trace->complete != complete || !gmt_kind_counted((enum gmt_tkind)g->kind))
+		if (g->p->model->trace->complete != complete ||
+		    !gmt_kind_counted((enum gmt_tkind)g->kind))
 			continue;
 		for (size_t s = 0; !want && s < g->nstacks; s++)
 			want = in_part(g, g->stacks[s].stack, part);
@@ -494,10 +496,10 @@ count_sites(const struct gmt_sites *sites, bool complete, enum live_part part)
 
 /* Whether a process whose trace is (or is not) @p complete left anything live, of any kind. */
 static bool
-any_live(struct gmt_model *const *models, size_t n, bool complete)
+any_live(const struct gmt_process *procs, size_t n, bool complete)
 {
 	for (size_t i = 0; i < n; i++)
-		if (models[i]->trace->complete == complete && models[i]->nleaks)
+		if (procs[i].model->trace->complete == complete && procs[i].model->nleaks)
 			return true;
 	return false;
 }
@@ -552,7 +554,7 @@ library_label(int h)
 
 static void
 print_leaks(FILE *out,
-	    struct gmt_model *const *models,
+	    const struct gmt_process *procs,
 	    size_t n,
 	    const struct gmt_totals *tot,
 	    const struct gmt_report_options *opt)
@@ -560,12 +562,12 @@ print_leaks(FILE *out,
 	char b[GMT_BYTES_BUF];
 	struct gmt_sites sites;
 	size_t nitems, nsites;
-	struct gmt_site_item *items = gmt_sites_leak_items(models, n, &nitems);
+	struct gmt_site_item *items = gmt_sites_leak_items(procs, n, &nitems);
 
 	gmt_sites_group(items, nitems, GMT_GROUP_BY_BYTES, &sites);
 	if (tot->processes > tot->died) {
 		nsites = count_sites(&sites, true, PART_OWN);
-		if (tot->leak_sites == 0 && !any_live(models, n, true))
+		if (tot->leak_sites == 0 && !any_live(procs, n, true))
 			fprintf(out, "leaked at exit: nothing (every allocation was freed)\n");
 		else if (tot->leak_sites == 0 && (tot->cached[GMT_CACHE_NONE].allocations ||
 						  tot->library[GMT_LIB_NONE].allocations))
@@ -593,7 +595,7 @@ print_leaks(FILE *out,
 	}
 	if (tot->died) {
 		nsites = count_sites(&sites, false, PART_ALL);
-		if (tot->live_at_end_sites == 0 && !any_live(models, n, false))
+		if (tot->live_at_end_sites == 0 && !any_live(procs, n, false))
 			fprintf(out, "live when the trace ends: nothing\n");
 		else if (tot->live_at_end_sites == 0)
 			fprintf(out, "live when the trace ends: no memory\n");
@@ -621,13 +623,13 @@ print_leaks(FILE *out,
  */
 static void
 print_peak_sites(FILE *out,
-		 struct gmt_model *const *models,
+		 const struct gmt_process *procs,
 		 size_t n,
 		 const struct gmt_report_options *opt)
 {
 	struct gmt_sites sites;
 	size_t nitems, ndev = 0, rows = 0;
-	struct gmt_site_item *items = gmt_sites_peak_items(models, n, &nitems);
+	struct gmt_site_item *items = gmt_sites_peak_items(procs, n, &nitems);
 	bool known = false;
 	uint64_t rest = 0;
 	char b[GMT_BYTES_BUF], extra[64];
@@ -636,8 +638,8 @@ print_peak_sites(FILE *out,
 	for (size_t i = 0; i < sites.n; i++)
 		known |= sites.v[i].frame != NULL;
 	for (size_t i = 0; i < n; i++)
-		for (size_t d = 0; d < models[i]->ndevices; d++)
-			ndev += models[i]->devices[d].npeak_sites != 0;
+		for (size_t d = 0; d < procs[i].model->ndevices; d++)
+			ndev += procs[i].model->devices[d].npeak_sites != 0;
 	if (known) {
 		fprintf(out, "held at the peak, by call site:\n");
 		for (size_t i = 0; i < sites.n; i++) {
@@ -688,7 +690,7 @@ static size_t
 print_failed_events(
     FILE *out, const struct gmt_site *g, size_t max, bool several, const char *indent)
 {
-	const struct gmt_model *m = g->m;
+	const struct gmt_model *m = g->p->model;
 	size_t shown = 0;
 
 	for (size_t k = 0; k < m->nfailed && shown < max; k++) {
@@ -722,9 +724,9 @@ counted_failures(struct gmt_site_item *items, size_t n)
 	size_t k = 0, at = 0;
 
 	for (size_t i = 0; i < n; i++, at++) {
-		if (i > 0 && items[i].m != items[i - 1].m)
+		if (i > 0 && items[i].p != items[i - 1].p)
 			at = 0;
-		if (gmt_model_fail_class(items[i].m, at) == GMT_FAIL_COUNTED)
+		if (gmt_model_fail_class(items[i].p->model, at) == GMT_FAIL_COUNTED)
 			items[k++] = items[i];
 	}
 	return k;
@@ -732,19 +734,19 @@ counted_failures(struct gmt_site_item *items, size_t n)
 
 /* "not counted as failed allocations: ..." for probes and recovered failures, one line each. */
 static void
-print_uncounted_failures(FILE *out, struct gmt_model *const *models, size_t n)
+print_uncounted_failures(FILE *out, const struct gmt_process *procs, size_t n)
 {
 	size_t shown = 0, total = 0;
 
 	for (size_t i = 0; i < n; i++)
-		total += models[i]->nprobes + models[i]->nrecovered;
+		total += procs[i].model->nprobes + procs[i].model->nrecovered;
 	if (!total)
 		return;
 	fprintf(out,
 		"not counted as failed allocations (the library went on; see \"why allocations "
 		"failed\"):\n");
 	for (size_t i = 0; i < n; i++) {
-		const struct gmt_model *m = models[i];
+		const struct gmt_model *m = procs[i].model;
 
 		for (size_t k = 0; k < m->nfailed && shown < GMT_REPORT_MAX_ROWS; k++) {
 			enum gmt_fail_class c = gmt_model_fail_class(m, k);
@@ -764,7 +766,7 @@ print_uncounted_failures(FILE *out, struct gmt_model *const *models, size_t n)
 
 static void
 print_failed(FILE *out,
-	     struct gmt_model *const *models,
+	     const struct gmt_process *procs,
 	     size_t n,
 	     size_t total,
 	     const struct gmt_report_options *opt)
@@ -773,20 +775,20 @@ print_failed(FILE *out,
 	size_t nitems, shown = 0;
 	struct gmt_site_item *items;
 
-	print_uncounted_failures(out, models, n);
+	print_uncounted_failures(out, procs, n);
 	if (total == 0)
 		return;
-	items = gmt_sites_failed_items(models, n, &nitems);
+	items = gmt_sites_failed_items(procs, n, &nitems);
 	nitems = counted_failures(items, nitems);
 	gmt_sites_group(items, nitems, GMT_GROUP_BY_SEQ, &sites);
 	if (total == 1) {
 		for (size_t i = 0; i < n; i++) {
-			size_t first = gmt_model_first_counted_failure(models[i]);
+			size_t first = gmt_model_first_counted_failure(procs[i].model);
 
 			if (first != SIZE_MAX) {
 				fprintf(out, "failed allocations: 1 (");
-				print_failed_one(out, models[i], models[i]->failed[first], false,
-						 n > 1);
+				print_failed_one(out, procs[i].model, procs[i].model->failed[first],
+						 false, n > 1);
 				fprintf(out, ")");
 			}
 		}
@@ -823,7 +825,7 @@ print_failed(FILE *out,
 // --- the report ---------------------------------------------------------------------------------
 
 static void
-print_warnings(FILE *out, struct gmt_model *const *models, size_t n, const struct gmt_totals *tot)
+print_warnings(FILE *out, const struct gmt_process *procs, size_t n, const struct gmt_totals *tot)
 {
 	if (tot->dropped)
 		fprintf(out,
@@ -837,8 +839,8 @@ print_warnings(FILE *out, struct gmt_model *const *models, size_t n, const struc
 			"stderr)\n",
 			tot->bad_lines, gmt_text_plural(tot->bad_lines, "line was", "lines were"));
 	for (size_t i = 0; i < n; i++)
-		if (!models[i]->trace->complete)
-			print_died(out, models[i]->trace);
+		if (!procs[i].model->trace->complete)
+			print_died(out, procs[i].model->trace);
 }
 
 static void
@@ -868,7 +870,7 @@ print_anomalies(FILE *out, const struct gmt_totals *tot)
 
 int
 gmt_report_text(FILE *out,
-		struct gmt_model *const *models,
+		const struct gmt_process *procs,
 		size_t n,
 		const struct gmt_report_options *opt)
 {
@@ -878,44 +880,44 @@ gmt_report_text(FILE *out,
 	if (!opt)
 		opt = &defaults;
 	gmt_report_start();
-	gmt_report_totals(models, n, &tot);
+	gmt_report_totals(procs, n, &tot);
 	fprintf(out, "gpumemtrace report: %zu %s, %" PRIu64 " events, %" PRIu64 " dropped\n", n,
 		gmt_text_plural(n, "process", "processes"), tot.events, tot.dropped);
 	if (n)
-		print_coverage(out, models, n);
-	print_bounded(out, models, n);
-	print_warnings(out, models, n, &tot);
+		print_coverage(out, procs, n);
+	print_bounded(out, procs, n);
+	print_warnings(out, procs, n, &tot);
 	if (n > 1) {
 		fprintf(out, "processes:\n");
 		for (size_t i = 0; i < n; i++)
-			print_process_row(out, models[i]);
+			print_process_row(out, &procs[i]);
 	}
-	gmt_text_range(out, models, n);
-	gmt_text_oom(out, models, n);
-	gmt_text_devices(out, models, n);
-	print_peak_sites(out, models, n, opt);
-	gmt_text_tensors(out, models, n, opt ? opt->categories : NULL);
-	gmt_text_growth(out, models, n);
-	gmt_text_ledger(out, models, n);
-	print_leaks(out, models, n, &tot, opt);
-	print_failed(out, models, n, tot.failed, opt);
-	gmt_text_churn(out, models, n);
-	gmt_text_fragmentation(out, models, n);
+	gmt_text_range(out, procs, n);
+	gmt_text_oom(out, procs, n);
+	gmt_text_devices(out, procs, n);
+	print_peak_sites(out, procs, n, opt);
+	gmt_text_tensors(out, procs, n, opt ? opt->categories : NULL);
+	gmt_text_growth(out, procs, n);
+	gmt_text_ledger(out, procs, n);
+	print_leaks(out, procs, n, &tot, opt);
+	print_failed(out, procs, n, tot.failed, opt);
+	gmt_text_churn(out, procs, n);
+	gmt_text_fragmentation(out, procs, n);
 	print_anomalies(out, &tot);
-	gmt_text_kinds(out, models, n);
-	if (gmt_report_failed(models, n))
+	gmt_text_kinds(out, procs, n);
+	if (gmt_report_failed(procs, n))
 		return -ENOMEM;
 	return ferror(out) ? -EIO : 0;
 }
 
 int
-gmt_report_summary(FILE *out, const char *prefix, struct gmt_model *const *models, size_t n)
+gmt_report_summary(FILE *out, const char *prefix, const struct gmt_process *procs, size_t n)
 {
 	struct gmt_totals tot;
 	char b[GMT_BYTES_BUF];
 
 	gmt_report_start();
-	gmt_report_totals(models, n, &tot);
+	gmt_report_totals(procs, n, &tot);
 	fprintf(out, "%s%zu %s, %" PRIu64 " events, %" PRIu64 " dropped", prefix, n,
 		gmt_text_plural(n, "process", "processes"), tot.events, tot.dropped);
 	if (tot.died)
@@ -956,29 +958,29 @@ gmt_report_summary(FILE *out, const char *prefix, struct gmt_model *const *model
 			tot.probes == 1 ? "" : "s", tot.recovered);
 	fprintf(out, "\n");
 	for (size_t i = 0; i < n; i++) {
-		size_t first = gmt_model_first_counted_failure(models[i]);
+		size_t first = gmt_model_first_counted_failure(procs[i].model);
 
 		if (first != SIZE_MAX) {
 			char text[2048];
 
-			gmt_oom_explain(models[i], &models[i]->oom[first], text, sizeof(text));
+			gmt_oom_explain(&procs[i], &procs[i].model->oom[first], text, sizeof(text));
 			fprintf(out, "%sfirst failure: %s\n", prefix, gmt_esc(text));
 			break;
 		}
 	}
 	size_t growing = 0;
 	for (size_t i = 0; i < n; i++)
-		for (size_t k = 0; k < models[i]->nsites; k++)
-			growing += gmt_site_grows(models[i], &models[i]->sites[k]);
+		for (size_t k = 0; k < procs[i].model->nsites; k++)
+			growing += gmt_site_grows(procs[i].model, &procs[i].model->sites[k]);
 	if (growing)
 		fprintf(out, "%s%zu call %s kept growing (gpumemtrace report: \"growing\")\n",
 			prefix, growing, gmt_text_plural(growing, "site", "sites"));
-	gmt_text_tensors_summary(out, prefix, models, n);
+	gmt_text_tensors_summary(out, prefix, procs, n);
 	if (tot.dropped)
 		fprintf(out, "%swarning: %" PRIu64 " %s dropped: the numbers are incomplete\n",
 			prefix, tot.dropped,
 			gmt_text_plural(tot.dropped, "event was", "events were"));
-	if (gmt_report_failed(models, n))
+	if (gmt_report_failed(procs, n))
 		return -ENOMEM;
 	return ferror(out) ? -EIO : 0;
 }

@@ -22,9 +22,9 @@
 
 /* "train.py:42 in step", "step [libfoo.so]", "libfoo.so+0x1234", or "an unknown call site". */
 static void
-site_text(const struct gmt_model *m, uint32_t stack, char *buf, size_t size)
+site_text(const struct gmt_process *p, uint32_t stack, char *buf, size_t size)
 {
-	const struct gmt_cstack *cs = gmt_model_stack(m, stack);
+	const struct gmt_cstack *cs = gmt_process_stack(p, stack);
 	const struct gmt_cframe *f = gmt_cstack_site(cs);
 
 	if (!f) {
@@ -52,9 +52,9 @@ process_note(const struct gmt_model *m, size_t n, char *buf, size_t size)
 }
 
 void
-gmt_text_range(FILE *out, struct gmt_model *const *models, size_t n)
+gmt_text_range(FILE *out, const struct gmt_process *procs, size_t n)
 {
-	const struct gmt_model *m = n ? models[0] : NULL;
+	const struct gmt_model *m = n ? procs[0].model : NULL;
 
 	if (!m || (!m->range.from.set && !m->range.to.set))
 		return;
@@ -72,14 +72,14 @@ gmt_text_range(FILE *out, struct gmt_model *const *models, size_t n)
 }
 
 void
-gmt_text_oom(FILE *out, struct gmt_model *const *models, size_t n)
+gmt_text_oom(FILE *out, const struct gmt_process *procs, size_t n)
 {
 	size_t shown = 0, total = 0, probes = 0, recovered = 0;
 
 	for (size_t i = 0; i < n; i++) {
-		total += models[i]->nfailed;
-		probes += models[i]->nprobes;
-		recovered += models[i]->nrecovered;
+		total += procs[i].model->nfailed;
+		probes += procs[i].model->nprobes;
+		recovered += procs[i].model->nrecovered;
 	}
 	if (!total)
 		return;
@@ -95,12 +95,13 @@ gmt_text_oom(FILE *out, struct gmt_model *const *models, size_t n)
 	}
 	fprintf(out, "):\n");
 	for (size_t i = 0; i < n && shown < TEXT_OOM_MAX; i++) {
-		const struct gmt_model *m = models[i];
+		const struct gmt_model *m = procs[i].model;
 
 		for (size_t k = 0; k < m->nfailed && shown < TEXT_OOM_MAX; k++, shown++) {
 			const struct gmt_oom *o = &m->oom[k];
 			char text[2048], call[160], b[GMT_BYTES_BUF], proc[96];
-			enum gmt_oom_cause cause = gmt_oom_explain(m, o, text, sizeof(text));
+			enum gmt_oom_cause cause =
+			    gmt_oom_explain(&procs[i], o, text, sizeof(text));
 
 			gmt_report_call(m->trace, o->ev->api, o->ev->driver, call, sizeof(call));
 			process_note(m, n, proc, sizeof(proc));
@@ -127,10 +128,10 @@ stacks_note(const struct gmt_site *g, char *buf, size_t size)
 }
 
 void
-gmt_text_growth(FILE *out, struct gmt_model *const *models, size_t n)
+gmt_text_growth(FILE *out, const struct gmt_process *procs, size_t n)
 {
 	size_t nitems;
-	struct gmt_site_item *items = gmt_sites_stat_items(models, n, GMT_SITES_GROWING, &nitems);
+	struct gmt_site_item *items = gmt_sites_stat_items(procs, n, GMT_SITES_GROWING, &nitems);
 	struct gmt_sites sites;
 
 	gmt_sites_group(items, nitems, GMT_GROUP_BY_BYTES, &sites);
@@ -141,7 +142,7 @@ gmt_text_growth(FILE *out, struct gmt_model *const *models, size_t n)
 			sites.n, gmt_text_plural(sites.n, "site", "sites"));
 	for (size_t i = 0; i < sites.n && i < TEXT_GROWTH_MAX; i++) {
 		const struct gmt_site *g = &sites.v[i];
-		const struct gmt_model *m = g->m;
+		const struct gmt_model *m = g->p->model;
 		bool markers = m->marker_samples >= 2;
 		uint32_t samples = markers ? m->marker_samples : m->snapshot_samples;
 		uint32_t lo, hi;
@@ -149,7 +150,7 @@ gmt_text_growth(FILE *out, struct gmt_model *const *models, size_t n)
 		char site[512], b1[GMT_BYTES_BUF], b2[GMT_BYTES_BUF], b3[GMT_BYTES_BUF], proc[96];
 		char rises[32], stacks[32];
 
-		site_text(m, g->stacks[0].stack, site, sizeof(site));
+		site_text(g->p, g->stacks[0].stack, site, sizeof(site));
 		process_note(m, n, proc, sizeof(proc));
 		stacks_note(g, stacks, sizeof(stacks));
 		if (lo == hi)
@@ -175,10 +176,10 @@ gmt_text_growth(FILE *out, struct gmt_model *const *models, size_t n)
 }
 
 void
-gmt_text_churn(FILE *out, struct gmt_model *const *models, size_t n)
+gmt_text_churn(FILE *out, const struct gmt_process *procs, size_t n)
 {
 	size_t nitems, shown = 0;
-	struct gmt_site_item *items = gmt_sites_stat_items(models, n, GMT_SITES_BUSIEST, &nitems);
+	struct gmt_site_item *items = gmt_sites_stat_items(procs, n, GMT_SITES_BUSIEST, &nitems);
 	struct gmt_sites sites;
 
 	gmt_sites_group(items, nitems, GMT_GROUP_BY_COUNT, &sites);
@@ -193,8 +194,8 @@ gmt_text_churn(FILE *out, struct gmt_model *const *models, size_t n)
 			fprintf(out,
 				"churn (call sites by allocations; temporaries: freed before the "
 				"next allocation):\n");
-		site_text(g->m, g->stacks[0].stack, site, sizeof(site));
-		process_note(g->m, n, proc, sizeof(proc));
+		site_text(g->p, g->stacks[0].stack, site, sizeof(site));
+		process_note(g->p->model, n, proc, sizeof(proc));
 		stacks_note(g, stacks, sizeof(stacks));
 		fprintf(out, "  %" PRIu64 " allocations (%s), %" PRIu64 " temporaries",
 			sum.allocations, gmt_format_bytes(sum.allocated_bytes, b), sum.temporaries);
@@ -225,12 +226,12 @@ gaps_text(FILE *out, const struct gmt_gaps *g)
 }
 
 void
-gmt_text_fragmentation(FILE *out, struct gmt_model *const *models, size_t n)
+gmt_text_fragmentation(FILE *out, const struct gmt_process *procs, size_t n)
 {
 	bool header = false;
 
 	for (size_t i = 0; i < n; i++) {
-		const struct gmt_model *m = models[i];
+		const struct gmt_model *m = procs[i].model;
 
 		for (size_t k = 0; k < m->ndevices; k++) {
 			const struct gmt_device_stats *d = &m->devices[k];

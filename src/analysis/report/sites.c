@@ -13,10 +13,10 @@
 _Thread_local bool gmt_report_nomem; /* nomem.h */
 
 bool
-gmt_report_failed(struct gmt_model *const *models, size_t n)
+gmt_report_failed(const struct gmt_process *procs, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
-		if (gmt_callstacks_error(models[i]->stacks))
+		if (gmt_callstacks_error(procs[i].stacks))
 			return true;
 	return gmt_report_nomem;
 }
@@ -89,7 +89,7 @@ cmp_site(const void *pa, const void *pb, void *arg)
 {
 	const struct gmt_site *a = pa, *b = pb;
 	const enum gmt_group_order *order = arg;
-	const struct gmt_trace *ta = a->m->trace, *tb = b->m->trace;
+	const struct gmt_trace *ta = a->p->model->trace, *tb = b->p->model->trace;
 	int c;
 
 	if (*order == GMT_GROUP_BY_COUNT && a->count != b->count)
@@ -128,7 +128,7 @@ make_group(const struct keyed *k, size_t n, struct gmt_site *g)
 
 	memset(g, 0, sizeof(*g));
 	g->proc = it->proc;
-	g->m = it->m;
+	g->p = it->p;
 	g->frame = k[0].site;
 	g->api = it->api;
 	g->driver = it->driver;
@@ -178,7 +178,7 @@ gmt_sites_group(const struct gmt_site_item *items,
 		goto err_nomem;
 	for (size_t i = 0; i < n; i++) {
 		k[i].it = &items[i];
-		k[i].cs = gmt_model_stack(items[i].m, items[i].stack);
+		k[i].cs = gmt_process_stack(items[i].p, items[i].stack);
 		k[i].site = gmt_cstack_site(k[i].cs);
 	}
 	qsort(k, n, sizeof(*k), cmp_keyed);
@@ -225,7 +225,7 @@ push_leak(struct gmt_site_item **v,
 	  size_t *n,
 	  size_t *cap,
 	  size_t proc,
-	  const struct gmt_model *m,
+	  const struct gmt_process *p,
 	  const struct gmt_leak *l,
 	  int32_t device)
 {
@@ -233,7 +233,7 @@ push_leak(struct gmt_site_item **v,
 		return false;
 	(*v)[*n - 1] = (struct gmt_site_item){
 	    .proc = proc,
-	    .m = m,
+	    .p = p,
 	    .stack = l->stack,
 	    .api = l->api,
 	    .driver = l->driver,
@@ -248,18 +248,18 @@ push_leak(struct gmt_site_item **v,
 /* The rows of (stack, call, kind) of every model: its leaks, or the allocations live at each
  * device's peak (@p at_peak). */
 static struct gmt_site_item *
-leak_rows(struct gmt_model *const *models, size_t n, bool at_peak, size_t *nitems)
+leak_rows(const struct gmt_process *procs, size_t n, bool at_peak, size_t *nitems)
 {
 	struct gmt_site_item *v = NULL;
 	size_t cap = 0;
 
 	*nitems = 0;
 	for (size_t i = 0; i < n; i++) {
-		const struct gmt_model *m = models[i];
+		const struct gmt_model *m = procs[i].model;
 
 		if (!at_peak) {
 			for (size_t k = 0; k < m->nleaks; k++)
-				if (!push_leak(&v, nitems, &cap, i, m, &m->leaks[k], 0))
+				if (!push_leak(&v, nitems, &cap, i, &procs[i], &m->leaks[k], 0))
 					goto err_nomem;
 			continue;
 		}
@@ -267,7 +267,7 @@ leak_rows(struct gmt_model *const *models, size_t n, bool at_peak, size_t *nitem
 			const struct gmt_device_stats *dev = &m->devices[d];
 
 			for (size_t k = 0; k < dev->npeak_sites; k++)
-				if (!push_leak(&v, nitems, &cap, i, m, &dev->peak_sites[k],
+				if (!push_leak(&v, nitems, &cap, i, &procs[i], &dev->peak_sites[k],
 					       dev->device))
 					goto err_nomem;
 		}
@@ -281,27 +281,27 @@ err_nomem:
 }
 
 struct gmt_site_item *
-gmt_sites_leak_items(struct gmt_model *const *models, size_t n, size_t *nitems)
+gmt_sites_leak_items(const struct gmt_process *procs, size_t n, size_t *nitems)
 {
-	return leak_rows(models, n, false, nitems);
+	return leak_rows(procs, n, false, nitems);
 }
 
 struct gmt_site_item *
-gmt_sites_peak_items(struct gmt_model *const *models, size_t n, size_t *nitems)
+gmt_sites_peak_items(const struct gmt_process *procs, size_t n, size_t *nitems)
 {
-	return leak_rows(models, n, true, nitems);
+	return leak_rows(procs, n, true, nitems);
 }
 
 struct gmt_site_item *
-gmt_sites_failed_items(struct gmt_model *const *models, size_t n, size_t *nitems)
+gmt_sites_failed_items(const struct gmt_process *procs, size_t n, size_t *nitems)
 {
 	struct gmt_site_item *v = NULL;
 	size_t cap = 0;
 
 	*nitems = 0;
 	for (size_t i = 0; i < n; i++) {
-		for (size_t k = 0; k < models[i]->nfailed; k++) {
-			const struct gmt_trace_event *ev = models[i]->failed[k];
+		for (size_t k = 0; k < procs[i].model->nfailed; k++) {
+			const struct gmt_trace_event *ev = procs[i].model->failed[k];
 
 			if (!items_push(&v, nitems, &cap)) {
 				free(v);
@@ -310,7 +310,7 @@ gmt_sites_failed_items(struct gmt_model *const *models, size_t n, size_t *nitems
 			}
 			v[*nitems - 1] = (struct gmt_site_item){
 			    .proc = i,
-			    .m = models[i],
+			    .p = &procs[i],
 			    .stack = ev->stack,
 			    .api = ev->api,
 			    .driver = ev->driver,
@@ -326,13 +326,13 @@ gmt_sites_failed_items(struct gmt_model *const *models, size_t n, size_t *nitems
 }
 
 struct gmt_site_item *
-gmt_sites_stat_items(struct gmt_model *const *models,
+gmt_sites_stat_items(const struct gmt_process *procs,
 		     size_t n,
 		     enum gmt_site_order order,
 		     size_t *nitems)
 {
 	size_t nref, cap = 0;
-	struct gmt_site_ref *ref = gmt_sites_ranked(models, n, order, &nref);
+	struct gmt_site_ref *ref = gmt_sites_ranked(procs, n, order, &nref);
 	struct gmt_site_item *v = NULL;
 
 	*nitems = 0;
@@ -347,7 +347,7 @@ gmt_sites_stat_items(struct gmt_model *const *models,
 		}
 		v[*nitems - 1] = (struct gmt_site_item){
 		    .proc = ref[i].proc,
-		    .m = ref[i].m,
+		    .p = ref[i].p,
 		    .stack = st->stack,
 		    .api = st->api,
 		    .driver = st->driver,
@@ -370,7 +370,7 @@ gmt_site_group_growth(const struct gmt_site *g, uint32_t *min_rises, uint32_t *m
 	*min_rises = UINT32_MAX;
 	*max_rises = 0;
 	for (size_t i = 0; i < g->nstacks; i++) {
-		const struct gmt_growth *s = gmt_site_growth(g->m, g->stacks[i].st);
+		const struct gmt_growth *s = gmt_site_growth(g->p->model, g->stacks[i].st);
 
 		sum.first += s->first;
 		sum.last += s->last;
@@ -427,18 +427,18 @@ cmp_site_ref(const void *pa, const void *pb)
 		return x->device < y->device ? -1 : 1;
 	if (x->kind != y->kind)
 		return x->kind < y->kind ? -1 : 1;
-	int c =
-	    strcmp(gmt_trace_string(a->m->trace, x->api), gmt_trace_string(b->m->trace, y->api));
+	int c = strcmp(gmt_trace_string(a->p->model->trace, x->api),
+		       gmt_trace_string(b->p->model->trace, y->api));
 	if (!c)
-		c = strcmp(gmt_trace_string(a->m->trace, x->driver),
-			   gmt_trace_string(b->m->trace, y->driver));
+		c = strcmp(gmt_trace_string(a->p->model->trace, x->driver),
+			   gmt_trace_string(b->p->model->trace, y->driver));
 	if (c)
 		return c;
 	return x < y ? -1 : x > y;
 }
 
 struct gmt_site_ref *
-gmt_sites_ranked(struct gmt_model *const *models,
+gmt_sites_ranked(const struct gmt_process *procs,
 		 size_t n,
 		 enum gmt_site_order order,
 		 size_t *count)
@@ -447,7 +447,7 @@ gmt_sites_ranked(struct gmt_model *const *models,
 	size_t nv = 0, cap = 0;
 
 	for (size_t i = 0; i < n; i++) {
-		const struct gmt_model *m = models[i];
+		const struct gmt_model *m = procs[i].model;
 
 		for (size_t k = 0; k < m->nsites; k++) {
 			const struct gmt_site_stats *st = &m->sites[k];
@@ -469,7 +469,7 @@ gmt_sites_ranked(struct gmt_model *const *models,
 				*count = 0;
 				return gmt_nomem();
 			}
-			v[nv++] = (struct gmt_site_ref){i, m, st, key};
+			v[nv++] = (struct gmt_site_ref){i, &procs[i], st, key};
 		}
 	}
 	if (nv > 1)

@@ -23,28 +23,28 @@ enum gmt_site_order {
 	GMT_SITES_BUSIEST, /**< the sites that allocated, by allocations */
 };
 
-/** One call site of one model, as gmt_sites_ranked() lists it. */
+/** One call site of one process, as gmt_sites_ranked() lists it. */
 struct gmt_site_ref {
-	size_t proc; /**< index of the model among those given */
-	const struct gmt_model *m;
+	size_t proc;		     /**< index of the process among those given */
+	const struct gmt_process *p; /**< = &procs[proc] */
 	const struct gmt_site_stats *st;
 	uint64_t key; /**< what they are ranked by */
 };
 
 /**
- * The sites of @p models that @p order selects, largest key first (then by model, then by what
+ * The sites of @p procs that @p order selects, largest key first (then by model, then by what
  * the site is: its stack id, device, kind and API names, so that the order does not depend on the
  * order of the trace's lines). A new array (free()), *@p count entries.
  */
-struct gmt_site_ref *gmt_sites_ranked(struct gmt_model *const *models,
+struct gmt_site_ref *gmt_sites_ranked(const struct gmt_process *procs,
 				      size_t n,
 				      enum gmt_site_order order,
 				      size_t *count);
 
 /** One input row: a (stack, call, kind) with its bytes and count. */
 struct gmt_site_item {
-	size_t proc; /**< index of the model among the report's */
-	const struct gmt_model *m;
+	size_t proc;		     /**< index of the process among the report's */
+	const struct gmt_process *p; /**< = &procs[proc] */
 	uint32_t stack;
 	uint16_t api, driver;
 	uint8_t kind;
@@ -66,7 +66,7 @@ struct gmt_site_stack {
 
 struct gmt_site {
 	size_t proc;
-	const struct gmt_model *m;
+	const struct gmt_process *p;	/**< = &procs[proc] */
 	const struct gmt_cframe *frame; /**< the call site; NULL when no stack is known */
 	const struct gmt_cstack *cs;	/**< the group's largest known stack, NULL when none */
 	uint16_t api, driver;
@@ -102,25 +102,25 @@ void gmt_sites_group(const struct gmt_site_item *items,
 
 void gmt_sites_free(struct gmt_sites *s);
 
-/** Every leak row of @p models (all processes) as site items. */
+/** Every leak row of @p procs (all processes) as site items. */
 struct gmt_site_item *
-gmt_sites_leak_items(struct gmt_model *const *models, size_t n, size_t *nitems);
+gmt_sites_leak_items(const struct gmt_process *procs, size_t n, size_t *nitems);
 
 /** The allocations live at each device's peak, of every process, as site items. */
 struct gmt_site_item *
-gmt_sites_peak_items(struct gmt_model *const *models, size_t n, size_t *nitems);
+gmt_sites_peak_items(const struct gmt_process *procs, size_t n, size_t *nitems);
 
 /** Every failed allocation (one item per event), of every process, as site items. */
 struct gmt_site_item *
-gmt_sites_failed_items(struct gmt_model *const *models, size_t n, size_t *nitems);
+gmt_sites_failed_items(const struct gmt_process *procs, size_t n, size_t *nitems);
 
 /**
- * Rows of the models' site tables as site items, each with its row (`st`): with
+ * Rows of the procs' site tables as site items, each with its row (`st`): with
  * GMT_SITES_GROWING the sites that grow (`bytes` their growth), with GMT_SITES_BUSIEST the sites
  * that allocated (`bytes` allocated, `count` allocations). Group them to merge the stacks of one
  * call site.
  */
-struct gmt_site_item *gmt_sites_stat_items(struct gmt_model *const *models,
+struct gmt_site_item *gmt_sites_stat_items(const struct gmt_process *procs,
 					   size_t n,
 					   enum gmt_site_order order,
 					   size_t *nitems);

@@ -136,14 +136,14 @@ device_stats(const struct gmt_model *m, json_int_t device)
 	return NULL;
 }
 
-/* Bytes live at @p d's peak in stacks of NCCL (gmt_model_library(), the leak rule's). */
+/* Bytes live at @p d's peak in stacks of NCCL (gmt_process_library(), the leak rule's). */
 static uint64_t
-nccl_at_peak(const struct gmt_model *m, const struct gmt_device_stats *d)
+nccl_at_peak(const struct gmt_process *p, const struct gmt_device_stats *d)
 {
 	uint64_t bytes = 0;
 
 	for (size_t i = 0; d && d->peak.bytes && i < d->npeak_sites; i++)
-		if (gmt_model_library(m, d->peak_sites[i].stack, d->peak_sites[i].kind) ==
+		if (gmt_process_library(p, d->peak_sites[i].stack, d->peak_sites[i].kind) ==
 		    GMT_LIB_NCCL)
 			bytes += d->peak_sites[i].bytes;
 	return bytes;
@@ -159,8 +159,12 @@ copy_key(json_t *dst, const json_t *src, const char *key)
 
 /* peaks[]: per device the peak, its wall clock, NCCL's part and the top sites then. */
 static json_t *
-summary_peaks(const struct gmt_model *m, const json_t *doc, struct stack_set *ss, uint64_t *nccl)
+summary_peaks(const struct gmt_process *proc,
+	      const json_t *doc,
+	      struct stack_set *ss,
+	      uint64_t *nccl)
 {
+	const struct gmt_model *m = proc->model;
 	static const char *const keys[] = {
 	    GMT_RK_DEVICE,
 	    GMT_RK_BYTES,
@@ -180,7 +184,7 @@ summary_peaks(const struct gmt_model *m, const json_t *doc, struct stack_set *ss
 		json_int_t dev = json_integer_value(json_object_get(p, GMT_RK_DEVICE));
 		const struct gmt_device_stats *d = device_stats(m, dev);
 		json_t *o = json_object();
-		uint64_t nb = nccl_at_peak(m, d);
+		uint64_t nb = nccl_at_peak(proc, d);
 
 		for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++)
 			copy_key(o, p, keys[k]);
@@ -197,8 +201,9 @@ summary_peaks(const struct gmt_model *m, const json_t *doc, struct stack_set *ss
 
 /* NCCL's memory on its own: at the peaks, left at exit (the report's rule), allocated. */
 static json_t *
-summary_nccl(const struct gmt_model *m, const json_t *doc, uint64_t at_peak)
+summary_nccl(const struct gmt_process *p, const json_t *doc, uint64_t at_peak)
 {
+	const struct gmt_model *m = p->model;
 	const json_t *lib = json_object_get(
 	    json_object_get(json_object_get(doc, GMT_RK_SUMMARY), GMT_RK_LIBRARY_AT_EXIT),
 	    gmt_library_name(GMT_LIB_NCCL));
@@ -208,7 +213,7 @@ summary_nccl(const struct gmt_model *m, const json_t *doc, uint64_t at_peak)
 	for (size_t i = 0; i < m->nsites; i++) {
 		const struct gmt_site_stats *s = &m->sites[i];
 
-		if (s->allocations && gmt_model_library(m, s->stack, s->kind) == GMT_LIB_NCCL) {
+		if (s->allocations && gmt_process_library(p, s->stack, s->kind) == GMT_LIB_NCCL) {
 			allocated += s->allocated_bytes;
 			allocations += s->allocations;
 		}
@@ -355,12 +360,12 @@ summary_tensors(const json_t *t, struct stack_set *ss)
  * GMT_SUMMARY_FRAMES, without their raw `address` (`module` + `offset` say where).
  */
 static json_t *
-summary_stacks(struct gmt_model *const *models, size_t n, size_t proc, const struct stack_set *ss)
+summary_stacks(const struct gmt_process *procs, size_t n, size_t proc, const struct stack_set *ss)
 {
 	json_t *out = json_array();
 
 	for (size_t i = 0; i < ss->n; i++) {
-		json_t *frames = gmt_report_json_call_stack(models, n, proc, ss->ids[i]);
+		json_t *frames = gmt_report_json_call_stack(procs, n, proc, ss->ids[i]);
 		json_t *o = json_object(), *kept = json_array(), *f;
 		size_t k, first = ss->first[i] < json_array_size(frames) ? ss->first[i] : 0;
 
@@ -390,7 +395,7 @@ summary_stacks(struct gmt_model *const *models, size_t n, size_t proc, const str
 }
 
 json_t *
-gmt_summary_doc(struct gmt_model *const *models, size_t n, size_t proc)
+gmt_summary_doc(const struct gmt_process *procs, size_t n, size_t proc)
 {
 	const struct gmt_model *m;
 	const struct gmt_trace *t;
@@ -401,9 +406,9 @@ gmt_summary_doc(struct gmt_model *const *models, size_t n, size_t proc)
 
 	if (proc >= n)
 		return NULL;
-	m = models[proc];
+	m = procs[proc].model;
 	t = m->trace;
-	if (!(doc = gmt_report_json_doc_frameless(models + proc, 1)))
+	if (!(doc = gmt_report_json_doc_frameless(procs + proc, 1)))
 		return NULL;
 	p = json_array_get(json_object_get(doc, GMT_RK_PROCESSES), 0);
 	s = json_object();
@@ -444,8 +449,8 @@ gmt_summary_doc(struct gmt_model *const *models, size_t n, size_t proc)
 	json_object_set_new(s, GMT_SK_PROCESS, proc_copy);
 	copy_key(s, doc, GMT_RK_SUMMARY);
 
-	json_object_set_new(s, GMT_RK_PEAKS, summary_peaks(m, doc, &ss, &nccl));
-	json_object_set_new(s, GMT_SK_NCCL, summary_nccl(m, doc, nccl));
+	json_object_set_new(s, GMT_RK_PEAKS, summary_peaks(&procs[proc], doc, &ss, &nccl));
+	json_object_set_new(s, GMT_SK_NCCL, summary_nccl(&procs[proc], doc, nccl));
 	put_rows(s, doc, GMT_RK_LEAK_SITES, GMT_SK_LEAK_SITES_ALL, false, 0, &ss);
 	put_rows(s, doc, GMT_RK_FAILED_SITES, GMT_SK_FAILED_SITES_ALL, false, 0, &ss);
 	put_ooms(s, doc, GMT_RK_OOM, GMT_SK_OOM_ALL);
@@ -453,7 +458,7 @@ gmt_summary_doc(struct gmt_model *const *models, size_t n, size_t proc)
 	json_object_set_new(s, GMT_RK_TENSORS,
 			    summary_tensors(json_object_get(p, GMT_RK_TENSORS), &ss));
 	json_object_set_new(s, GMT_RK_TIMELINE, summary_timeline(doc));
-	json_object_set_new(s, GMT_RK_CALL_STACKS, summary_stacks(models, n, proc, &ss));
+	json_object_set_new(s, GMT_RK_CALL_STACKS, summary_stacks(procs, n, proc, &ss));
 
 	json_decref(doc);
 	return s;

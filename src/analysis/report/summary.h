@@ -5,7 +5,7 @@
  * Every figure a summary holds is taken from the JSON report document of the same trace
  * (gmt_report_json_doc_frameless()) or, for the few the report does not state (NCCL's bytes
  * at each device's peak, each device's peak in wall-clock time), from the same model by the
- * report's own rules (gmt_model_library(), the report's wall-clock formula): a summary and
+ * report's own rules (gmt_process_library(), the report's wall-clock formula): a summary and
  * `report --format json` on its trace never disagree. Lists are cut to their first entries (the
  * report's order: largest first), each with how many the report had (`..._all`); the held-bytes
  * timeline is downsampled; call stacks are kept for the rows kept, their visible frames only.
@@ -17,6 +17,7 @@
 #include <stddef.h>
 
 #include "analysis/model/model.h"
+#include "analysis/session/process.h"
 
 /** The summary's schema version, its "summary_version" key. */
 #define GMT_SUMMARY_VERSION 1
@@ -40,9 +41,9 @@
 typedef struct json_t json_t;
 
 /**
- * The summary of process @p proc of @p models (json_decref() it). NULL out of memory. The
+ * The summary of process @p proc of @p procs (json_decref() it). NULL out of memory. The
  * caller adds what the analysis does not know (the program's version: "summarized_by").
  */
-json_t *gmt_summary_doc(struct gmt_model *const *models, size_t n, size_t proc);
+json_t *gmt_summary_doc(const struct gmt_process *procs, size_t n, size_t proc);
 
 #endif

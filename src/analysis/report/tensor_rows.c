@@ -28,9 +28,9 @@ library_frame(const struct gmt_cframe *f)
 
 /* The user's line that made a tensor of stack @p id, and its callers. */
 void
-gmt_trow_site(const struct gmt_model *m, uint32_t id, struct gmt_tsite_name *n)
+gmt_trow_site(const struct gmt_process *p, uint32_t id, struct gmt_tsite_name *n)
 {
-	const struct gmt_cstack *cs = gmt_model_stack(m, id);
+	const struct gmt_cstack *cs = gmt_process_stack(p, id);
 	uint32_t i = 0;
 
 	memset(n, 0, sizeof(*n));
@@ -101,9 +101,9 @@ same_name(const struct gmt_tsite_name *a, const struct gmt_tsite_name *b)
 
 /* The category of the tensors of stack @p id (categories.h's rules over its frames). */
 enum gmt_category
-gmt_trow_category(const struct gmt_model *m, const struct gmt_cat_rules *rules, uint32_t id)
+gmt_trow_category(const struct gmt_process *p, const struct gmt_cat_rules *rules, uint32_t id)
 {
-	const struct gmt_cstack *cs = gmt_model_stack(m, id);
+	const struct gmt_cstack *cs = gmt_process_stack(p, id);
 	struct gmt_cat_frame f[256];
 	size_t n = 0;
 
@@ -124,11 +124,12 @@ gmt_trow_category(const struct gmt_model *m, const struct gmt_cat_rules *rules, 
  * when there are none (or out of memory: the report is marked failed).
  */
 struct gmt_trow *
-gmt_trow_rows(const struct gmt_model *m,
+gmt_trow_rows(const struct gmt_process *p,
 	      enum gmt_tview view,
 	      const struct gmt_cat_rules *rules,
 	      size_t *n)
 {
+	const struct gmt_model *m = p->model;
 	const struct gmt_tensors *t = m->tensors;
 	struct gmt_trow *rows = NULL;
 	size_t nrows = 0;
@@ -148,7 +149,7 @@ gmt_trow_rows(const struct gmt_model *m,
 		if (view != GMT_TVIEW_GROWING && !bytes)
 			continue;
 		struct gmt_trow r = {.device = s->device, .stack = s->stack};
-		gmt_trow_site(m, s->stack, &r.name);
+		gmt_trow_site(p, s->stack, &r.name);
 		size_t k = 0;
 		for (; k < nrows; k++)
 			if (rows[k].device == s->device && same_name(&rows[k].name, &r.name))
@@ -160,7 +161,7 @@ gmt_trow_rows(const struct gmt_model *m,
 				return gmt_nomem();
 			}
 			rows = nr;
-			r.cat = gmt_trow_category(m, rules, s->stack);
+			r.cat = gmt_trow_category(p, rules, s->stack);
 			rows[nrows++] = r;
 		}
 		struct gmt_trow *row = &rows[k];

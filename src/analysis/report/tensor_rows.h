@@ -18,6 +18,7 @@
 #include "analysis/model/model.h"
 #include "analysis/model/tensors.h"
 #include "analysis/report/categories.h"
+#include "analysis/session/process.h"
 
 #define GMT_TROW_CALLERS 2
 
@@ -47,18 +48,18 @@ struct gmt_trow {
 enum gmt_tview { GMT_TVIEW_AT_PEAK, GMT_TVIEW_AT_EXIT, GMT_TVIEW_GROWING, GMT_TVIEW_GC_FREED };
 
 /** The user's line that made a tensor of stack @p id, and its callers. */
-void gmt_trow_site(const struct gmt_model *m, uint32_t id, struct gmt_tsite_name *n);
+void gmt_trow_site(const struct gmt_process *p, uint32_t id, struct gmt_tsite_name *n);
 
 /** The category of the tensors of stack @p id (categories.h's rules over its frames). */
 enum gmt_category
-gmt_trow_category(const struct gmt_model *m, const struct gmt_cat_rules *rules, uint32_t id);
+gmt_trow_category(const struct gmt_process *p, const struct gmt_cat_rules *rules, uint32_t id);
 
 /**
  * The rows of one view of @p m's tensors, largest first: a new array (free()), *@p n rows; NULL
  * when there are none (or out of memory: the report is marked failed). @p rules may be NULL (no
  * categories needed).
  */
-struct gmt_trow *gmt_trow_rows(const struct gmt_model *m,
+struct gmt_trow *gmt_trow_rows(const struct gmt_process *p,
 			       enum gmt_tview view,
 			       const struct gmt_cat_rules *rules,
 			       size_t *n);

@@ -18,8 +18,9 @@ add_held(struct gmt_cached *to, const struct gmt_cached *from, int n)
 }
 
 static void
-totals_add(struct gmt_totals *t, const struct gmt_model *m)
+totals_add(struct gmt_totals *t, const struct gmt_process *p)
 {
+	const struct gmt_model *m = p->model;
 	const struct gmt_trace *tr = m->trace;
 
 	t->events += gmt_model_events(m);
@@ -38,8 +39,8 @@ totals_add(struct gmt_totals *t, const struct gmt_model *m)
 		/* what a caching allocator keeps at exit is its cache, not a leak (explain.c) */
 		struct gmt_cached c[GMT_CACHE_COUNT], l[GMT_LIB_COUNT];
 
-		gmt_model_cached_at_end(m, c);
-		gmt_model_library_at_end(m, l);
+		gmt_process_cached_at_end(p, c);
+		gmt_process_library_at_end(p, l);
 		add_held(t->cached, c, GMT_CACHE_COUNT);
 		add_held(t->library, l, GMT_LIB_COUNT);
 		t->leaked_bytes +=
@@ -57,14 +58,14 @@ totals_add(struct gmt_totals *t, const struct gmt_model *m)
 }
 
 void
-gmt_report_totals(struct gmt_model *const *models, size_t n, struct gmt_totals *t)
+gmt_report_totals(const struct gmt_process *procs, size_t n, struct gmt_totals *t)
 {
 	memset(t, 0, sizeof(*t));
 	t->processes = n;
 	for (size_t i = 0; i < n; i++) {
-		const struct gmt_model *m = models[i];
+		const struct gmt_model *m = procs[i].model;
 
-		totals_add(t, m);
+		totals_add(t, &procs[i]);
 		for (size_t d = 0; d < m->ndevices; d++) {
 			if (m->devices[d].peak.bytes > t->peak_bytes) {
 				t->peak_bytes = m->devices[d].peak.bytes;

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "analysis/report/explain.h"
-#include "analysis/report/session.h"
+#include "analysis/session/session.h"
 #include "check.h"
 #include "tracetext.h"
 
@@ -69,10 +69,10 @@ explain(const struct tt *t)
 	const struct gmt_model *m;
 
 	tt_session(&s, t);
-	m = s.models[0];
+	m = s.procs[0].model;
 	CHECK_EQ_U64(m->nfailed, 1);
 	v.fclass = gmt_model_fail_class(m, 0);
-	v.cause = gmt_oom_explain(m, &m->oom[0], v.text, sizeof(v.text));
+	v.cause = gmt_oom_explain(&s.procs[0], &m->oom[0], v.text, sizeof(v.text));
 	gmt_session_free(&s);
 	return v;
 }

@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analysis/report/session.h"
 #include "analysis/report/sites.h"
+#include "analysis/session/session.h"
 #include "check.h"
 #include "tracetext.h"
 
@@ -66,7 +66,7 @@ leaks_and_peaks(void)
 	tt_trailer(&t, 12000, 11);
 	tt_session(&s, &t);
 
-	items = gmt_sites_leak_items(s.models, s.n, &n);
+	items = gmt_sites_leak_items(s.procs, s.n, &n);
 	CHECK_EQ_U64(n, 8); /* one row per (stack, call, kind) */
 	gmt_sites_group(items, n, GMT_GROUP_BY_BYTES, &g);
 	CHECK_EQ_U64(g.n, 7);
@@ -100,7 +100,7 @@ leaks_and_peaks(void)
 	free(items);
 
 	/* at the peak (seq 9) the 4000 B were live, and no pinned memory is held */
-	items = gmt_sites_peak_items(s.models, s.n, &n);
+	items = gmt_sites_peak_items(s.procs, s.n, &n);
 	CHECK_EQ_U64(n, 7);
 	gmt_sites_group(items, n, GMT_GROUP_BY_BYTES, &g);
 	CHECK_EQ_U64(g.n, 6);
@@ -134,7 +134,7 @@ failed_in_order(void)
 			"'kind':'device','device':0,'ptr':'0x0','size':%u,'result':2,'stack':%u}",
 			i + 1, (i + 1) * 1000, i ? 1u << 30 : 10u, i ? 3u : 1u);
 	tt_session(&s, &t);
-	items = gmt_sites_failed_items(s.models, s.n, &n);
+	items = gmt_sites_failed_items(s.procs, s.n, &n);
 	CHECK_EQ_U64(n, 3);
 	gmt_sites_group(items, n, GMT_GROUP_BY_SEQ, &g);
 	CHECK_EQ_U64(g.n, 2);
@@ -192,9 +192,9 @@ ranked(void)
 	tt_session(&s, &a);
 	tt_session_add(&s, &b);
 	CHECK_EQ_U64(s.n, 2);
-	CHECK_EQ_U64(s.models[0]->marker_samples, 4);
+	CHECK_EQ_U64(s.procs[0].model->marker_samples, 4);
 
-	ref = gmt_sites_ranked(s.models, s.n, GMT_SITES_GROWING, &n);
+	ref = gmt_sites_ranked(s.procs, s.n, GMT_SITES_GROWING, &n);
 	CHECK_EQ_U64(n, 2);
 	CHECK_EQ_U64(ref[0].st->stack, 1);
 	CHECK_EQ_U64(ref[0].key, 300); /* 100 at step 1, 400 at step 4 */
@@ -202,7 +202,7 @@ ranked(void)
 	CHECK_EQ_U64(ref[1].key, 150);
 	free(ref);
 
-	ref = gmt_sites_ranked(s.models, s.n, GMT_SITES_BUSIEST, &n);
+	ref = gmt_sites_ranked(s.procs, s.n, GMT_SITES_BUSIEST, &n);
 	CHECK_EQ_U64(n, 4);
 	CHECK_EQ_U64(ref[0].proc, 0); /* 4 allocations in both processes: the first first */
 	CHECK_EQ_U64(ref[0].st->stack, 1);

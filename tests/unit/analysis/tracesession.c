@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "analysis/report/session.h"
+#include "analysis/session/session.h"
 #include "tracetext.h"
 
 void

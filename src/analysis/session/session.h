@@ -4,13 +4,13 @@
  *
  * The path of an event to a report starts here: a trace file is read line by line
  * (reader/open.c, read.c), its events go through the reorder window (reader/reorder.c) straight
- * into the model's replay (model/model.c) as they are read, and once the file is done the model
- * gets the trace's stacks (symbols/callstack.c), built on first use with one symbolizer for every
- * trace of the session (a library shared by several processes is read once). The reports take
- * the session's models.
+ * into the model's replay (model/model.c) as they are read, and once the file is done the trace's
+ * stacks (symbols/callstack.c) are made to sit beside the model, built on first use with one
+ * symbolizer for every trace of the session (a library shared by several processes is read once).
+ * The reports take the session's processes (process.h: trace, model, stacks; `procs`, `n`).
  */
-#ifndef GMT_REPORT_SESSION_H
-#define GMT_REPORT_SESSION_H
+#ifndef GMT_SESSION_SESSION_H
+#define GMT_SESSION_SESSION_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -18,6 +18,7 @@
 
 #include "analysis/model/model.h"
 #include "analysis/reader/trace.h"
+#include "analysis/session/process.h"
 #include "analysis/symbols/callstack.h"
 #include "analysis/symbols/symbolize.h"
 
@@ -40,10 +41,8 @@ struct gmt_session_options {
 
 struct gmt_session {
 	struct gmt_session_options opt;
-	FILE *diag; /**< where messages about the inputs go */
-	struct gmt_trace **traces;
-	struct gmt_model **models;	/**< models[i] replays traces[i], its stacks attached */
-	struct gmt_callstacks **stacks; /**< stacks[i] are traces[i]'s (= models[i]->stacks) */
+	FILE *diag;		   /**< where messages about the inputs go */
+	struct gmt_process *procs; /**< one per trace read, in the order they were added */
 	size_t n;
 	size_t unreadable;	    /**< paths that yielded nothing (each one reported on diag) */
 	struct gmt_symbolizer *sym; /**< shared by every trace's stacks; made with the first */

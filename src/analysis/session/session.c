@@ -2,7 +2,7 @@
  * @brief A session's traces: files and directories read, replayed, symbolized (session.h).
  */
 #define _GNU_SOURCE
-#include "analysis/report/session.h"
+#include "analysis/session/session.h"
 #include "analysis/reader/input.h"
 #include "util/esc.h"
 #include "util/path.h"
@@ -83,27 +83,17 @@ feed_marker(void *ctx, const struct gmt_trace *t, const struct gmt_trace_marker 
 static bool
 append(struct gmt_session *s, struct gmt_trace *t, struct gmt_model *m)
 {
-	struct gmt_trace **traces = realloc(s->traces, (s->n + 1) * sizeof(*traces));
-	struct gmt_model **models;
-	struct gmt_callstacks **stacks;
+	struct gmt_process *procs = realloc(s->procs, (s->n + 1) * sizeof(*procs));
+	struct gmt_callstacks *stacks;
 
-	if (traces)
-		s->traces = traces;
-	models = traces ? realloc(s->models, (s->n + 1) * sizeof(*models)) : NULL;
-	if (models)
-		s->models = models;
-	stacks = models ? realloc(s->stacks, (s->n + 1) * sizeof(*stacks)) : NULL;
-	if (!stacks)
+	if (!procs)
 		return false;
-	s->stacks = stacks;
+	s->procs = procs;
 	if (!s->sym && !(s->sym = gmt_symbolizer_new(s->diag)))
 		return false;
-	if (!(stacks[s->n] = gmt_callstacks_new(t, s->sym)))
+	if (!(stacks = gmt_callstacks_new(t, s->sym)))
 		return false;
-	m->stacks = stacks[s->n];
-	traces[s->n] = t;
-	models[s->n] = m;
-	s->n++;
+	procs[s->n++] = (struct gmt_process){.trace = t, .model = m, .stacks = stacks};
 	return true;
 }
 
@@ -405,13 +395,11 @@ void
 gmt_session_free(struct gmt_session *s)
 {
 	for (size_t i = 0; i < s->n; i++) {
-		gmt_callstacks_free(s->stacks[i]);
-		gmt_model_free(s->models[i]);
-		gmt_trace_free(s->traces[i]);
+		gmt_callstacks_free(s->procs[i].stacks);
+		gmt_model_free(s->procs[i].model);
+		gmt_trace_free(s->procs[i].trace);
 	}
-	free(s->stacks);
-	free(s->models);
-	free(s->traces);
+	free(s->procs);
 	gmt_symbolizer_free(s->sym);
 	*s = (struct gmt_session){.opt = s->opt, .diag = s->diag};
 }
@@ -420,9 +408,9 @@ bool
 gmt_session_has_label(const struct gmt_session *s, const char *label)
 {
 	for (size_t i = 0; i < s->n; i++)
-		for (size_t k = 0; k < s->traces[i]->nmarkers; k++)
-			if (s->traces[i]->markers[k].label &&
-			    strcmp(s->traces[i]->markers[k].label, label) == 0)
+		for (size_t k = 0; k < s->procs[i].trace->nmarkers; k++)
+			if (s->procs[i].trace->markers[k].label &&
+			    strcmp(s->procs[i].trace->markers[k].label, label) == 0)
 				return true;
 	return false;
 }

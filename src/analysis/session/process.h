@@ -1,0 +1,33 @@
+/*
+ * @brief One process of a session as the reports read it: its trace, the trace's replay and the
+ * trace's symbolized stacks, side by side.
+ *
+ * The model is the replay alone (model/ knows nothing of symbols); the symbols are the session's,
+ * built with one symbolizer for every trace it reads. What a writer needs of a process (figures
+ * and the names of their stacks) is this view: the reports take an array of them, and the
+ * functions that name a stack (report/explain.h: gmt_process_stack(), the caches, the libraries)
+ * take one.
+ */
+#ifndef GMT_SESSION_PROCESS_H
+#define GMT_SESSION_PROCESS_H
+
+#include <stdint.h>
+
+#include "analysis/model/model.h"
+#include "analysis/reader/trace.h"
+#include "analysis/symbols/callstack.h"
+
+struct gmt_process {
+	struct gmt_trace *trace;
+	struct gmt_model *model;       /**< replays trace */
+	struct gmt_callstacks *stacks; /**< trace's symbolized stacks; NULL: none */
+};
+
+/** The symbolized stack @p id of @p p; NULL for 0, unknown ids, or no stacks. */
+static inline const struct gmt_cstack *
+gmt_process_stack(const struct gmt_process *p, uint32_t id)
+{
+	return p->stacks ? gmt_callstacks_get(p->stacks, id) : NULL;
+}
+
+#endif
