@@ -291,7 +291,18 @@ def holders(torch, budget_s=WALK_BUDGET_S):
     first. A tensor with an autograd graph (grad_fn) keeps the tensors its graph saved for
     backward ("graph": the kept-graph leak, `losses.append(loss)`); one without keeps itself
     ("kept"). The holder is named by where the program keeps it: a module's global, an item of
-    a list, tuple or dict that is one, an object's attribute. Parameters are left out."""
+    a list, tuple or dict that is one, an object's attribute. Parameters are left out.
+
+    The walk looks at every object of the program: objects that warn when looked at (torch's
+    deprecated `torch.distributed.reduce_op` warns on isinstance()) must not print into the
+    program's stderr on our behalf, so warnings are off while it runs."""
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return _holders(torch, budget_s)
+
+
+def _holders(torch, budget_s):
     import gc
     import time
     import types

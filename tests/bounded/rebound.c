@@ -163,7 +163,8 @@ main(int argc, char **argv)
 			gmt_buf_puts(&out, "\n");
 			free(s);
 		} else if (!strcmp(type, "event") || !strcmp(type, "marker") ||
-			   !strcmp(type, "block") || !strcmp(type, "torch")) {
+			   !strcmp(type, "block") || !strcmp(type, "torch") ||
+			   !strcmp(type, "holders")) {
 			struct gmt_event ev = {
 			    .seq = u64(o, "seq"),
 			    .ts_ns = u64(o, "ts"),
@@ -188,9 +189,10 @@ main(int argc, char **argv)
 				ev.op = (uint8_t)gmt_op_from_name(
 				    json_string_value(json_object_get(o, "op")));
 			else
-				ev.op = !strcmp(type, "marker")	 ? GMT_OP_MARKER
-					: !strcmp(type, "block") ? GMT_OP_BLOCK
-								 : GMT_OP_LAYER;
+				ev.op = !strcmp(type, "marker")	   ? GMT_OP_MARKER
+					: !strcmp(type, "block")   ? GMT_OP_BLOCK
+					: !strcmp(type, "holders") ? GMT_OP_HOLDERS
+								   : GMT_OP_LAYER;
 			if (ev.op == GMT_OP_BLOCK)
 				block_of(o, &ev);
 			if (nlines == caplines) {

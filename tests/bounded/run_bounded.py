@@ -274,6 +274,13 @@ def case_same_torch(e):
     b = e.rebound(full, 1)
     a, _ = same_answers(e, full, b, "torch double")
     check(a["processes"][0].get("tensors"), "torch double: the report has the tensor level")
+    # every line the trailer counts is written or counted as left out, the layer's own lines
+    # (torch, holders) included
+    kinds = {r["type"] for r in lines(full)}
+    check({"torch", "holders"} <= kinds, f"torch double: a layer and a holders line ({kinds})")
+    t, nfull = trailer(b), trailer(full).get("events", 0)
+    check(t.get("events", 0) + t.get("elided", 0) == nfull,
+          f"torch double: written + elided = the full trace's events ({t} vs {nfull})")
 
 
 def case_same_torch_churn(e):

@@ -22,7 +22,8 @@ Cases:
                 nothing of the program's own is leaked (summary.leaked_bytes 0, the text says
                 so), cuBLAS's workspaces are the libraries' (library_at_exit or the cache), and
                 `check --max-leaked-bytes 0` passes
-  fraction_oom  torch.cuda.set_per_process_memory_fraction(0.02) and a 2 GiB tensor: torch's
+  fraction_oom  torch.cuda.set_per_process_memory_fraction() at 1 GiB, 512 MiB held, then a
+                2 GiB tensor: torch's
                 own limit refuses it with no cudaMalloc failing; the tensor-level OOM's cause is
                 allocator_limit
   pytest        `gpumemtrace run -- python -m pytest --gpumemtrace` on three tests with
@@ -109,7 +110,10 @@ PROGRAMS = {
         import torch
 
         torch.cuda.init()
-        torch.cuda.set_per_process_memory_fraction(0.02)
+        # a limit of 1 GiB whatever the device (2% of an H200 would hold the request)
+        total = torch.cuda.get_device_properties(0).total_memory
+        torch.cuda.set_per_process_memory_fraction((1 << 30) / total)
+        kept = torch.empty(512 << 20, dtype=torch.uint8, device="cuda")
         try:
             t = torch.empty(2 << 30, dtype=torch.uint8, device="cuda")  # OOM-LINE
             print("no OOM")

@@ -294,6 +294,8 @@ def cycles(build, source, env, work):
 def kept_graph(build, source, env, work):
     p, out = traced_run(build, source, env, work, "graph", "victim_graph.py")
     check("was not found" not in p.stderr, "kept-graph: the walk ran")
+    check("LOOKED-AT" not in p.stderr,
+          f"kept-graph: the walk made no object warn into the program's stderr ({p.stderr[-300:]})")
     recs = read_trace(build, out)
     hl = [r for r in recs if r.get("type") == "holders"]
     check(len(hl) == 1, f"one holders line ({len(hl)})")

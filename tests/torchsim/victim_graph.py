@@ -1,8 +1,22 @@
 """The kept-graph leak, for the torch suite's kept-graph scenario (run_torchsim.py): a training
 loop with no markers appends each step's loss to a list (losses.append(loss)), and the loss's
 autograd graph keeps the step's activations (256 KiB saved by each of two layers); the loop also
-keeps one detached 64 KiB tensor a step in a dict. Nothing of gpumemtrace in it."""
+keeps one detached 64 KiB tensor a step in a dict. Nothing of gpumemtrace in it. A module-level
+object warns when looked at (as torch's deprecated torch.distributed.reduce_op does on
+isinstance()): the tracer's walk of the objects must not make it print."""
+import warnings
+
 import torch
+
+
+class _WarnsWhenLookedAt:
+    @property
+    def __class__(self):
+        warnings.warn("LOOKED-AT by isinstance()", FutureWarning)
+        return _WarnsWhenLookedAt
+
+
+deprecated_thing = _WarnsWhenLookedAt()
 
 losses = []
 acts = {}
