@@ -379,7 +379,8 @@ collect(struct parser *ps, size_t at, struct gmt_pk *c, bool pairs)
 	size_t from = ps->marks[--ps->nmarks];
 	if (pairs && (ps->sp - from) % 2)
 		return fail(ps, at, "a dict update with an odd number of items");
-	if (!seq_append(ps->d, c, ps->stack + from, ps->sp - from))
+	/* (nothing above the mark: the stack may still be NULL, and NULL + 0 is undefined) */
+	if (ps->sp > from && !seq_append(ps->d, c, ps->stack + from, ps->sp - from))
 		return oom(ps);
 	ps->sp = from;
 	return 0;
