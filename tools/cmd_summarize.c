@@ -20,7 +20,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "analysis/reader/input.h"
+#include "analysis/reader/trace_input.h"
 #include "analysis/report/keys.h"
 #include "analysis/report/summary.h"
 #include "cli.h"

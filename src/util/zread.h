@@ -14,7 +14,7 @@
  *
  * Not for the tracer (it allocates, and it is the analyzer's); a separate static library.
  *
- * Used by the trace reader's input (src/analysis/reader/input.c), which tells the kinds apart
+ * Used by the trace reader's input (src/analysis/reader/trace_input.c), which tells the kinds apart
  * and reports gmt_zread_problem() after the read.
  */
 #ifndef GMT_UTIL_ZREAD_H

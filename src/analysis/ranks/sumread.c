@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 
 #include "analysis/ranks/ranks.h"
-#include "analysis/reader/input.h"
+#include "analysis/reader/trace_input.h"
 #include "analysis/report/keys.h"
 #include "analysis/report/report.h"
 #include "analysis/report/summary.h"

@@ -4,9 +4,9 @@
  */
 #define _GNU_SOURCE
 #include "analysis/reader/flatjson.h"
-#include "analysis/reader/input.h"
 #include "analysis/reader/reader_int.h"
 #include "analysis/reader/trace.h"
+#include "analysis/reader/trace_input.h"
 #include "format/elided.h"
 
 #include <jansson.h>

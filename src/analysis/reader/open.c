@@ -1,13 +1,13 @@
 /*
  * @brief Opening a trace (trace.h: gmt_trace_read(), gmt_trace_read_sink()): the input opened
- * (input.c: plain, zstd, gzip, standard input), told what it is, and handed to its reader: a
+ * (trace_input.c: plain, zstd, gzip, standard input), told what it is, and handed to its reader: a
  * PyTorch memory snapshot pickle to snapshot.c, anything else to the JSON Lines read (read.c).
  * Neither reader calls the other, or this.
  */
-#include "analysis/reader/input.h"
 #include "analysis/reader/reader_int.h"
 #include "analysis/reader/snapshot.h"
 #include "analysis/reader/trace.h"
+#include "analysis/reader/trace_input.h"
 #include "util/esc.h"
 
 #include <stdio.h>

@@ -18,13 +18,13 @@
  * the input holds it, as without workers. Workers start with the second chunk: a trace of one
  * chunk is read with no thread. The calling thread parses a chunk itself rather than wait for one
  * no worker has taken. Once a chunk is full, the input is also read ahead on a thread of its
- * own (input.h: gmt_trace_input_readahead()), so the file's reads and a compressed trace's
+ * own (trace_input.h: gmt_trace_input_readahead()), so the file's reads and a compressed trace's
  * decompression leave the calling thread too; it is stopped before the read's end is judged.
  */
 #define _GNU_SOURCE
-#include "analysis/reader/input.h"
 #include "analysis/reader/reader_int.h"
 #include "analysis/reader/trace.h"
+#include "analysis/reader/trace_input.h"
 
 #include <errno.h>
 #include <pthread.h>

@@ -20,9 +20,9 @@
 #define GMT_READER_READER_INT_H
 
 #include "analysis/reader/flatjson.h"
-#include "analysis/reader/input.h"
 #include "analysis/reader/reorder.h"
 #include "analysis/reader/trace.h"
+#include "analysis/reader/trace_input.h"
 #include "format/elided.h"
 #include "format/torch_entry.h"
 #include "util/alloc.h"

@@ -5,8 +5,8 @@
 #define _GNU_SOURCE
 #include "analysis/reader/trace.h"
 #include "analysis/reader/flatjson.h"
-#include "analysis/reader/input.h"
 #include "analysis/reader/reorder.h"
+#include "analysis/reader/trace_input.h"
 #include "format/elided.h"
 #include "format/torch_entry.h"
 #include "util/alloc.h"

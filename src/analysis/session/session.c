@@ -3,7 +3,7 @@
  */
 #define _GNU_SOURCE
 #include "analysis/session/session.h"
-#include "analysis/reader/input.h"
+#include "analysis/reader/trace_input.h"
 #include "util/esc.h"
 #include "util/path.h"
 

@@ -8,8 +8,8 @@
  * cut short) or holds bytes that are not of its format is read as far as it is good: the stream
  * ends there, and gmt_trace_input_problem() says why and at which byte of the file.
  */
-#ifndef GMT_ANALYSIS_READER_INPUT_H
-#define GMT_ANALYSIS_READER_INPUT_H
+#ifndef GMT_ANALYSIS_READER_TRACE_INPUT_H
+#define GMT_ANALYSIS_READER_TRACE_INPUT_H
 
 #include <stdbool.h>
 #include <stdio.h>

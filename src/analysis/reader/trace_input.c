@@ -1,8 +1,8 @@
 /*
- * @brief The trace reader's input: plain, zstd or gzip files and standard input (input.h).
+ * @brief The trace reader's input: plain, zstd or gzip files and standard input (trace_input.h).
  */
 #define _GNU_SOURCE
-#include "analysis/reader/input.h"
+#include "analysis/reader/trace_input.h"
 #include "gmt-config.h"
 #include "util/input.h"
 #include "util/zread.h"
