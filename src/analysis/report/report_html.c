@@ -105,18 +105,18 @@ gmt_report_html_doc(FILE *out, const json_t *doc)
 	return html_page(out, dump_doc, doc);
 }
 
-struct models_arg {
+struct procs_arg {
 	const struct gmt_process *procs;
 	size_t n;
 	const struct gmt_cat_rules *categories;
 };
 
 static int
-dump_models(struct script_out *so, const void *arg)
+dump_procs(struct script_out *so, const void *arg)
 {
-	const struct models_arg *ma = arg;
+	const struct procs_arg *pa = arg;
 
-	return gmt_report_json_stream(ma->procs, ma->n, ma->categories, HTML_JSON_FLAGS,
+	return gmt_report_json_stream(pa->procs, pa->n, pa->categories, HTML_JSON_FLAGS,
 				      script_safe_piece, so);
 }
 
@@ -126,8 +126,8 @@ gmt_report_html(FILE *out,
 		size_t n,
 		const struct gmt_cat_rules *categories)
 {
-	struct models_arg ma = {procs, n, categories};
+	struct procs_arg pa = {procs, n, categories};
 
 	/* streamed: the call stacks, most of a large page, are never one document */
-	return html_page(out, dump_models, &ma);
+	return html_page(out, dump_procs, &pa);
 }
