@@ -457,6 +457,10 @@ gmt_trace_input_readahead(struct gmt_trace_input *in)
 
 	if (st->ra || st->reof)
 		return st->ra ? 0 : -1;
+	/* a regular file only: a read of a pipe can block for good (a producer that keeps it open),
+	 * and a read that stopped early must not wait for it when the thread is joined */
+	if (st->fd < 0)
+		return -1;
 	if (!(ra = calloc(1, sizeof(*ra))))
 		return -1;
 	ra->f = in->f;

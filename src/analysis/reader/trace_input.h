@@ -98,8 +98,9 @@ int gmt_trace_input_line(struct gmt_trace_input *in, struct gmt_trace_line *line
  * Read @p in ahead on a thread of its own from now on: the decompression (and the file's
  * reads) run there while the caller takes lines, a few LINE_READ blocks ahead. The lines are
  * the same, in the same order, ending the same way (gmt_trace_input_offset() counts the blocks
- * handed out). The lines handed out so far must no longer be in use. 0, or -1 (no thread could
- * be had: the caller reads on as before).
+ * handed out). The lines handed out so far must no longer be in use. Regular files only (a pipe's
+ * read may block for good, and stopping must not wait for it). 0, or -1 (not a regular file, or
+ * no thread could be had: the caller reads on as before).
  */
 int gmt_trace_input_readahead(struct gmt_trace_input *in);
 
