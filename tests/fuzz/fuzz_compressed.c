@@ -1,7 +1,7 @@
 /*
  * @brief Fuzz target `compressed`: one input is one zstd- or gzip-compressed trace file
- * (`.jsonl.zst`, `.jsonl.gz`): the reader's input layer (reader/trace_input.c: gzip members one after
- * the other through zlib, zstd frames through util/zread) and what it hands the line reader,
+ * (`.jsonl.zst`, `.jsonl.gz`): the reader's input layer (reader/trace_input.c: gzip members one
+ * after the other through zlib, zstd frames through util/zread) and what it hands the line reader,
  * up to a replayed model. An input that starts with neither format's magic number is not read
  * (the trace target fuzzes plain files), so the fuzzer keeps to compressed ones. Its corpus:
  * tests/fuzz/corpus/compressed/.
