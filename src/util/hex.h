@@ -35,14 +35,18 @@ static inline bool
 gmt_hex_u64(const char *s, size_t n, uint64_t *out)
 {
 	uint64_t v = 0;
-	int d;
 
 	if (n < 3 || s[0] != '0' || (s[1] != 'x' && s[1] != 'X'))
 		return false;
 	for (size_t i = 2; i < n; i++) {
-		if ((d = gmt_hex_digit(s[i])) < 0 || v >> 60) /* not a digit, or a 17th one */
+		/* without gmt_hex_digit()'s branches: digits and letters mix in an address, so a
+		 * branch on which one a byte is would go wrong at about every other digit */
+		unsigned c = (unsigned char)s[i], dec = c - '0', let = (c | 0x20) - 'a';
+		unsigned d = dec < 10 ? dec : let < 6 ? let + 10 : 16;
+
+		if (d == 16 || v >> 60) /* not a digit, or a 17th one */
 			return false;
-		v = v << 4 | (uint64_t)d;
+		v = v << 4 | d;
 	}
 	*out = v;
 	return true;

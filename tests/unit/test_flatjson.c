@@ -4,7 +4,10 @@
  * wrong); a line it accepts must mean what jansson would read, so the limits are those of
  * jansson's integers (long long) and its rule for duplicate keys (the last wins).
  */
+#include <errno.h>
 #include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "analysis/reader/flatjson.h"
@@ -120,12 +123,87 @@ shapes_that_change(void)
 	CHECK(gmt_flat_get(&f, "ts")->num == 4);
 }
 
+/*
+ * The 16-byte scans (integers of up to 16 digits at once, a string's end found 16 bytes at a
+ * time) run where 16 bytes follow, the byte-at-a-time ones near the line's end: every length
+ * of integer and string, with its end at every place of a 16-byte block, followed by a long
+ * tail and by none, reads as strtoll() and memchr() say, and a stop byte anywhere in a string
+ * declines the line.
+ */
+static void
+wide_scans(void)
+{
+	static const char *const tails[] = {"}", ",\"pad\":\"0123456789abcdefghij\"}"};
+	char digits[32], line[256];
+
+	for (int n = 1; n <= 20; n++) {
+		for (int form = 0; form < 4; form++) {
+			/* 10^(n-1), all nines, a mixed pattern, the last one negative */
+			for (int i = 0; i < n; i++)
+				digits[i] = form == 0	? (i ? '0' : '1')
+					    : form == 1 ? '9'
+							: (char)('1' + (i * 7 + n) % 9);
+			digits[n] = '\0';
+			for (size_t t = 0; t < 2; t++) {
+				snprintf(line, sizeof(line), "{\"a\":%s%s%s", form == 3 ? "-" : "",
+					 digits, tails[t]);
+				char num[40];
+				snprintf(num, sizeof(num), "%s%s", form == 3 ? "-" : "", digits);
+				errno = 0;
+				long long want = strtoll(num, NULL, 10);
+				if (errno == ERANGE) {
+					CHECK(!parse(line));
+					continue;
+				}
+				CHECK(int_of(line) == want);
+			}
+		}
+	}
+	/* 16 digits, then more, a fraction or a leading zero past the first block */
+	CHECK(int_of("{\"a\":12345678901234567,\"pad\":\"0123456789abcdefghij\"}") ==
+	      12345678901234567LL);
+	CHECK(!parse("{\"a\":1234567890123456.5,\"pad\":\"0123456789abcdefghij\"}"));
+	CHECK(!parse("{\"a\":0123456789,\"pad\":\"0123456789abcdefghij\"}"));
+	CHECK(!parse("{\"a\":99999999999999999999,\"pad\":\"0123456789abcdefghij\"}"));
+
+	for (int n = 0; n <= 40; n++) {
+		for (size_t t = 0; t < 2; t++) {
+			char str[48];
+			const struct gmt_flat_value *v;
+
+			for (int i = 0; i < n; i++)
+				str[i] = (char)('a' + i % 26);
+			str[n] = '\0';
+			snprintf(line, sizeof(line), "{\"b\":\"%s\"%s", str, tails[t]);
+			CHECK(parse(line));
+			v = gmt_flat_get(&f, "b");
+			CHECK(v && v->type == GMT_FLAT_STR && v->slen == (size_t)n &&
+			      strcmp(v->str, str) == 0);
+			for (int at = 0; at < n; at++) {
+				static const char stops[] = {'\\', '\t',       0x01,
+							     0x1f, (char)0x80, (char)0xff};
+
+				for (size_t k = 0; k < sizeof(stops); k++) {
+					char bad[48];
+
+					memcpy(bad, str, (size_t)n + 1);
+					bad[at] = stops[k];
+					snprintf(line, sizeof(line), "{\"b\":\"%s\"%s", bad,
+						 tails[t]);
+					CHECK(!parse(line));
+				}
+			}
+		}
+	}
+}
+
 int
 main(void)
 {
 	integers();
 	strings_and_shape();
 	shapes_that_change();
+	wide_scans();
 	puts("flatjson: ok");
 	return 0;
 }

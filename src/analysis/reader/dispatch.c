@@ -75,8 +75,8 @@ read_line_fast(struct reader *r, const char *buf, size_t len, size_t lineno)
 		return false;
 	/* a second "type" key wins, as in jansson: that line is not an event */
 	const struct gmt_flat_value *type = gmt_flat_get(&flat, "type");
-	bool block = type && type->type == GMT_FLAT_STR && strcmp(type->str, "block") == 0;
-	if (!type || type->type != GMT_FLAT_STR || (!block && strcmp(type->str, "event") != 0))
+	bool block = gmt_flat_str_is(type, "block");
+	if (!block && !gmt_flat_str_is(type, "event"))
 		return false;
 	rd_lead_end(r, lineno);
 	struct src src = {.flat = &flat};
@@ -249,10 +249,10 @@ rd_pre_read(char *text, size_t len, size_t lineno, struct rd_pre *pre)
 	if (!type || type->type != GMT_FLAT_STR)
 		return;
 	struct src src = {.flat = &flat};
-	if (strcmp(type->str, "block") == 0) {
+	if (gmt_flat_str_is(type, "block")) {
 		if (rd_parse_block(NULL, src, lineno, &pre->ev))
 			pre->kind = RD_PRE_BLOCK;
-	} else if (strcmp(type->str, "event") == 0) {
+	} else if (gmt_flat_str_is(type, "event")) {
 		if (rd_parse_event(NULL, src, lineno, &pre->ev, &pre->api, &pre->driver)) {
 			pre->kind = RD_PRE_EVENT;
 			pre->api_hash = rd_name_hash(pre->api);

@@ -10,6 +10,9 @@
 
 #include <limits.h>
 #include <string.h>
+#ifdef __SSE2__
+#	include <emmintrin.h>
+#endif
 
 /* Bytes that end the fast scans: whitespace for skip_ws(); for plain_string(), the closing
  * quote and what it declines (an escape, a control byte, a byte of a multi-byte character). */
@@ -36,21 +39,85 @@ skip_ws(const char *p, const char *end)
 	return p;
 }
 
-/* A string without escapes, control or non-ASCII bytes: NUL-terminated in place. */
+#ifdef __SSE2__
+/*
+ * Where the 16 bytes at @p p first hold a byte plain_string() stops at (a quote, a backslash, a
+ * control or non-ASCII byte): 0-15, 16 none. One signed compare takes both control bytes and
+ * bytes >= 0x80 (negative as signed chars). A trace's strings are names and addresses of 3-16
+ * bytes, which a byte-at-a-time scan ends at a mispredicted branch each.
+ */
+static inline unsigned
+string_stop16(const char *p)
+{
+	const __m128i x = _mm_loadu_si128((const __m128i *)(const void *)p);
+	const __m128i stop = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, _mm_set1_epi8('"')),
+						       _mm_cmpeq_epi8(x, _mm_set1_epi8('\\'))),
+					  _mm_cmplt_epi8(x, _mm_set1_epi8(0x20)));
+
+	return (unsigned)__builtin_ctz((unsigned)_mm_movemask_epi8(stop) | 0x10000u);
+}
+#endif
+
+/* A string without escapes, control or non-ASCII bytes: NUL-terminated in place, its length in
+ * *@p n. */
 static char *
-plain_string(char *p, const char *end, const char **out)
+plain_string(char *p, const char *end, const char **out, size_t *n)
 {
 	char *s = ++p; /* after the opening quote */
 
+#ifdef __SSE2__
+	for (unsigned k; end - p >= 16; p += 16) {
+		if ((k = string_stop16(p)) < 16) {
+			p += k;
+			goto stop;
+		}
+	}
+#endif
 	while (p < end && !(byte_class[(unsigned char)*p] & STR_END))
 		p++;
+#ifdef __SSE2__
+stop:
+#endif
 	if (p < end && *p == '"') {
 		*p = '\0';
 		*out = s;
+		*n = (size_t)(p - s);
 		return p + 1;
 	}
 	return NULL;
 }
+
+#ifdef __SSE2__
+/* How many of the 16 bytes at @p p are decimal digits before the first that is not: 0-16. */
+static inline unsigned
+digit_run16(const char *p)
+{
+	const __m128i x = _mm_loadu_si128((const __m128i *)(const void *)p);
+	const __m128i digit = _mm_and_si128(_mm_cmpgt_epi8(x, _mm_set1_epi8('0' - 1)),
+					    _mm_cmplt_epi8(x, _mm_set1_epi8('9' + 1)));
+
+	return (unsigned)__builtin_ctz(~(unsigned)_mm_movemask_epi8(digit) | 0x10000u);
+}
+
+/*
+ * The value of the @p n digits (1-8) at @p p, 8 bytes readable there: the digits, less '0', as
+ * the low bytes of a word (the first in the lowest), shifted up so that the missing ones read
+ * as leading zeros, then pairs, fours and eights of them combined in three multiplies. No lane
+ * overflows: 9 * 10 + 9, 99 * 100 + 99, 9999 * 10000 + 9999. The bytes past the digits and the
+ * borrows their subtraction makes go out at the top.
+ */
+static inline uint64_t
+digits8(const char *p, unsigned n)
+{
+	uint64_t w;
+
+	memcpy(&w, p, 8);
+	w = (w - 0x3030303030303030ull) << (8 * (8 - n));
+	w = (w * 10 + (w >> 8)) & 0x00ff00ff00ff00ffull;
+	w = (w * 100 + (w >> 16)) & 0x0000ffff0000ffffull;
+	return (w * 10000 + (w >> 32)) & 0xffffffffull;
+}
+#endif
 
 /* An integer as JSON writes it (no leading zeros, no fraction or exponent), within long long. */
 static char *
@@ -63,6 +130,19 @@ integer(char *p, const char *end, long long *out)
 	if (neg)
 		p++;
 	digits = p;
+#if defined(__SSE2__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	/* up to 16 digits (every value the tracer writes but the largest) without a branch per
+	 * digit: a loop over a field's digits ends at a mispredicted branch, one per integer */
+	unsigned n;
+	if (end - p >= 16 && (n = digit_run16(p)) >= 1 && n <= 16) {
+		v = n <= 8 ? digits8(p, n)
+			   : digits8(p, n - 8) * 100000000ull + digits8(p + n - 8, 8);
+		p += n;
+		if (n < 16 || p >= end || *p < '0' || *p > '9')
+			goto digits_done;
+		/* 16 digits and more: go on one by one */
+	}
+#endif
 	/* 18 digits cannot overflow (10^18 < 2^63); past them, check each step */
 	for (; p < end && *p >= '0' && *p <= '9' && p - digits < 18; p++)
 		v = v * 10 + (unsigned)(*p - '0');
@@ -71,6 +151,9 @@ integer(char *p, const char *end, long long *out)
 		    v > limit)
 			return NULL;
 	}
+#if defined(__SSE2__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+digits_done:
+#endif
 	if (p == digits || (*digits == '0' && p - digits > 1))
 		return NULL;
 	if (p < end && (*p == '.' || *p == 'e' || *p == 'E'))
@@ -158,10 +241,8 @@ read_key(struct shape *sh,
 		*k = (enum gmt_flat_key)sh->id[i];
 		return p + n;
 	}
-	char *start = p;
-	if (!(p = plain_string(p, end, &v->key)))
+	if (!(p = plain_string(p, end, &v->key, &v->klen)))
 		return NULL;
-	v->klen = (size_t)(p - start - 2);
 	*k = gmt_flat_key(v->key, v->klen);
 	if (v->klen + 2 <= SHAPE_KEY) {
 		sh->len[i] = (uint8_t)(v->klen + 2);
@@ -209,7 +290,7 @@ gmt_flat_parse(char *buf, size_t len, struct gmt_flat *out)
 			return false;
 		if (*p == '"') {
 			v->type = GMT_FLAT_STR;
-			p = plain_string(p, end, &v->str);
+			p = plain_string(p, end, &v->str, &v->slen);
 		} else if (*p == 'n') {
 			if (end - p < 4 || memcmp(p, "null", 4) != 0)
 				return false;

@@ -31,6 +31,7 @@ struct gmt_flat_value {
 	const char *key;
 	size_t klen;
 	const char *str; /**< GMT_FLAT_STR */
+	size_t slen;	 /**< GMT_FLAT_STR: str's length */
 	long long num;	 /**< GMT_FLAT_INT; GMT_FLAT_PAIR: the first */
 	long long num2;	 /**< GMT_FLAT_PAIR: the second */
 	enum gmt_flat_type type;
@@ -146,6 +147,17 @@ gmt_flat_get(const struct gmt_flat *f, const char *key)
 		if (f->v[i].klen == len && __builtin_memcmp(f->v[i].key, key, len) == 0)
 			return &f->v[i];
 	return NULL;
+}
+
+/** Whether @p v is the string @p lit (a literal: its length folds, one compare of that many
+ * bytes instead of strcmp()'s scan). */
+static inline __attribute__((always_inline)) bool
+gmt_flat_str_is(const struct gmt_flat_value *v, const char *lit)
+{
+	size_t len = __builtin_strlen(lit);
+
+	return v && v->type == GMT_FLAT_STR && v->slen == len &&
+	       __builtin_memcmp(v->str, lit, len) == 0;
 }
 
 #endif

@@ -125,6 +125,8 @@ struct fval {
 	enum fkind kind;
 	long long num;
 	const char *str;
+	size_t slen; /* str's length up to its first NUL (what jansson's string may hold past it is
+		      * not read, as strlen() would not) */
 };
 
 void __attribute__((format(printf, 3, 4)))
@@ -255,7 +257,7 @@ void rd_settle_pycodes(struct reader *r);
 static inline __attribute__((always_inline)) struct fval
 rd_field(struct src o, const char *key)
 {
-	struct fval f = {F_ABSENT, 0, NULL};
+	struct fval f = {F_ABSENT, 0, NULL, 0};
 
 	if (o.flat) {
 		const struct gmt_flat_value *v = gmt_flat_get(o.flat, key);
@@ -267,6 +269,7 @@ rd_field(struct src o, const char *key)
 							    : F_NULL;
 			f.num = v->num;
 			f.str = v->str;
+			f.slen = v->slen;
 		}
 		return f;
 	}
@@ -278,7 +281,7 @@ rd_field(struct src o, const char *key)
 	else if (json_is_integer(v))
 		f.kind = F_INT, f.num = json_integer_value(v);
 	else if (json_is_string(v))
-		f.kind = F_STR, f.str = json_string_value(v);
+		f.kind = F_STR, f.str = json_string_value(v), f.slen = strlen(f.str);
 	else
 		f.kind = F_OTHER;
 	return f;
@@ -319,7 +322,7 @@ rd_get_hex(struct src obj, const char *key, uint64_t *out)
 		return -ENOENT;
 	if (v.kind != F_STR)
 		return -EINVAL;
-	return rd_parse_hex(v.str, out);
+	return gmt_hex_u64(v.str, v.slen, out) ? 0 : -EINVAL;
 }
 
 static inline __attribute__((always_inline)) int
