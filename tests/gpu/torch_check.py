@@ -76,8 +76,11 @@ def replay(path):
             size, kind = live.pop(e["ptr"])
             cur[kind] -= size
     trailer = recs[-1] if recs and recs[-1]["type"] == "trailer" else None
-    markers = sum(1 for r in recs if r["type"] == "marker")
-    return count, peak, trailer, markers
+    # the program's own marks, and the optimizer steps the PyTorch layer marks by itself
+    # ("auto":"step", one per opt.step())
+    markers = sum(1 for r in recs if r["type"] == "marker" and "auto" not in r)
+    auto_steps = sum(1 for r in recs if r["type"] == "marker" and r.get("auto") == "step")
+    return count, peak, trailer, markers, auto_steps
 
 
 def compare(stats_path, trace_dir):
@@ -89,7 +92,7 @@ def compare(stats_path, trace_dir):
     if len(traces) != 1:
         print(f"FAIL: expected one trace of pid {did['pid']} in {trace_dir}, found {traces}")
         return 1
-    count, peak, trailer, markers = replay(traces[0])
+    count, peak, trailer, markers, auto_steps = replay(traces[0])
     ok = True
 
     def row(what, torch_says, trace_says, good):
@@ -101,6 +104,7 @@ def compare(stats_path, trace_dir):
     row("trace complete (trailer), events dropped", "-", f"{trailer is not None}, {trailer['dropped'] if trailer else '?'}",
         trailer is not None and trailer["dropped"] == 0)
     row("markers from Python (ctypes gmt_mark)", 3, markers, markers == 3)
+    row("optimizer steps marked by themselves", 60, auto_steps, auto_steps == 60)
     if did["backend"] == "native":
         mallocs = count.get(("alloc", "cudaMalloc", True), 0)
         frees = count.get(("free", "cudaFree", True), 0)
