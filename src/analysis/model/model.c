@@ -276,6 +276,25 @@ growth_sample(struct replay *r, enum sample which)
 
 // --- accounting ---------------------------------------------------------------------------------
 
+#define SERIES_BUCKETS (GMT_SERIES_MAX_POINTS / 4)
+
+/* The bucket of a point @p x ns after the series' first, of @p span ns in all. */
+static uint64_t
+series_bucket(uint64_t x, uint64_t span)
+{
+	return (uint64_t)((__uint128_t)x * SERIES_BUCKETS / span);
+}
+
+_Static_assert((SERIES_BUCKETS & (SERIES_BUCKETS - 1)) == 0, "series_bucket_start() shifts");
+
+/* The first x whose bucket is @p b (up to SERIES_BUCKETS): ceil(b * span / SERIES_BUCKETS), a
+ * shift, where series_bucket() is a 128-bit division (a library call) per point. */
+static uint64_t
+series_bucket_start(uint64_t b, uint64_t span)
+{
+	return (uint64_t)(((__uint128_t)b * span + SERIES_BUCKETS - 1) / SERIES_BUCKETS);
+}
+
 /*
  * Bucket a series' points into GMT_SERIES_MAX_POINTS / 4 equal time buckets, each keeping its
  * first, lowest, highest and last point in time order. Bucketing bucketed points again keeps
@@ -284,16 +303,23 @@ growth_sample(struct replay *r, enum sample which)
 static void
 series_compress(struct gmt_series *s)
 {
-	const size_t buckets = GMT_SERIES_MAX_POINTS / 4;
 	uint64_t t0 = s->points[0].ts, span = s->points[s->n - 1].ts - t0 + 1;
 	size_t out = 0;
 
 	for (size_t i = 0; i < s->n;) {
-		uint64_t b = (uint64_t)((__uint128_t)(s->points[i].ts - t0) * buckets / span);
+		uint64_t b = series_bucket(s->points[i].ts - t0, span);
 		size_t end = i + 1, lo = i, hi = i;
 
-		while (end < s->n &&
-		       (uint64_t)((__uint128_t)(s->points[end].ts - t0) * buckets / span) == b)
+		if (b < SERIES_BUCKETS) {
+			/* bucket b is exactly [first, limit): compares, not a division a point */
+			uint64_t first = series_bucket_start(b, span);
+			uint64_t limit = series_bucket_start(b + 1, span);
+
+			while (end < s->n && s->points[end].ts - t0 >= first &&
+			       s->points[end].ts - t0 < limit)
+				end++;
+		}
+		while (end < s->n && series_bucket(s->points[end].ts - t0, span) == b)
 			end++;
 		for (size_t j = i; j < end; j++) {
 			if (s->points[j].bytes < s->points[lo].bytes)
