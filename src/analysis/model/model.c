@@ -338,15 +338,15 @@ series_compress(struct gmt_series *s)
 }
 
 static void
-series_add(struct replay *r, int32_t device, uint8_t kind, uint64_t ts, uint64_t bytes)
+series_add(struct replay *r, struct gmt_device_stats *d, uint8_t kind, uint64_t ts, uint64_t bytes)
 {
 	struct gmt_model *m = r->m;
-	struct gmt_series *s = NULL;
+	struct gmt_series *s;
 
-	for (size_t i = 0; i < m->nseries; i++)
-		if (m->series[i].device == device && m->series[i].kind == kind)
-			s = &m->series[i];
-	if (!s) {
+	/* the device remembers its series: twice an event, a scan of every series cost more */
+	if (d->series[kind]) {
+		s = &m->series[d->series[kind] - 1];
+	} else {
 		struct gmt_series *v = gmt_realloc_array(m->series, m->nseries + 1, sizeof(*v));
 
 		if (!v) {
@@ -355,7 +355,8 @@ series_add(struct replay *r, int32_t device, uint8_t kind, uint64_t ts, uint64_t
 		}
 		m->series = v;
 		s = &m->series[m->nseries++];
-		*s = (struct gmt_series){.device = device, .kind = kind, .exact = true};
+		*s = (struct gmt_series){.device = d->device, .kind = kind, .exact = true};
+		d->series[kind] = (uint32_t)m->nseries;
 	}
 	/* twice the limit before compressing: each round halves the points at least */
 	if (s->n == 2 * GMT_SERIES_MAX_POINTS)
@@ -370,20 +371,20 @@ series_add(struct replay *r, int32_t device, uint8_t kind, uint64_t ts, uint64_t
 static void
 timeline_add(struct replay *r,
 	     const struct gmt_trace_event *ev,
-	     int32_t device,
+	     struct gmt_device_stats *d,
 	     uint8_t kind,
 	     uint64_t bytes)
 {
-	series_add(r, device, kind, ev->ts, bytes);
+	series_add(r, d, kind, ev->ts, bytes);
 }
 
 static void
 held_timeline_add(struct replay *r,
 		  const struct gmt_trace_event *ev,
-		  int32_t device,
+		  struct gmt_device_stats *d,
 		  uint64_t bytes)
 {
-	series_add(r, device, GMT_TK_COUNT, ev->ts, bytes);
+	series_add(r, d, GMT_TK_COUNT, ev->ts, bytes);
 }
 
 /* After (device, kind) changed: its own peak (the first moment of its maximum), the timeline. */
@@ -413,7 +414,7 @@ kind_changed(struct replay *r,
 		}
 	}
 	d->dirty = true;
-	timeline_add(r, ev, d->device, k, ks->live);
+	timeline_add(r, ev, d, k, ks->live);
 }
 
 static void
@@ -488,7 +489,7 @@ settle(struct replay *r, const struct gmt_trace_event *ev)
 			by_kind[k] = d->kinds[k].live;
 		uint64_t held = gmt_kind_held(by_kind);
 		if (held != d->held)
-			held_timeline_add(r, ev, d->device, held);
+			held_timeline_add(r, ev, d, held);
 		d->held = held;
 		/* Strictly greater: a peak is the first moment the maximum was reached. */
 		if (d->held > d->peak.bytes) {
@@ -1456,7 +1457,7 @@ range_enter(struct replay *r, uint64_t seq, uint64_t ts)
 			ks->peak_allocs = ks->live_allocs;
 			ks->allocations = 0;
 			if (ks->live)
-				timeline_add(r, &at, d->device, (uint8_t)k, ks->live);
+				timeline_add(r, &at, d, (uint8_t)k, ks->live);
 		}
 		d->peak = (struct gmt_peak){d->held, ts, seq};
 		d->peak_pending = d->held != 0;
@@ -1467,7 +1468,7 @@ range_enter(struct replay *r, uint64_t seq, uint64_t ts)
 		d->max_pool_slack = 0;
 		d->requested_allocs = d->requested_bytes = d->requested_granted = 0;
 		if (d->held)
-			held_timeline_add(r, &at, d->device, d->held);
+			held_timeline_add(r, &at, d, d->held);
 	}
 	for (size_t i = 0; i < m->nsites; i++) {
 		struct gmt_site_stats *st = &m->sites[i];
