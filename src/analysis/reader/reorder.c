@@ -88,17 +88,18 @@ window_min(const struct gmt_reorder *w)
 	return &w->heap[0];
 }
 
-/* Deliver the smallest waiting key; its slot goes back to the free list. */
+/* Deliver @p min, the smallest waiting key (window_min()); its slot goes back to the free list. */
 static void
-deliver_min(struct gmt_reorder *w)
+deliver_key(struct gmt_reorder *w, const struct reorder_key *min)
 {
-	const size_t cap = w->window + 1;
 	struct reorder_key k;
 	uint32_t slot;
 
-	if (window_min(w) != &w->heap[0]) {
+	if (min != &w->heap[0]) {
 		k = w->run[w->run_head];
-		w->run_head = (w->run_head + 1) % cap;
+		/* a compare, not a division by the ring's size, per key */
+		if (++w->run_head == w->window + 1)
+			w->run_head = 0;
 		w->nrun--;
 	} else {
 		k = heap_pop(w);
@@ -106,6 +107,12 @@ deliver_min(struct gmt_reorder *w)
 	slot = k.slot & ~KEY_MARKER;
 	deliver(w, &k, &w->slots[slot]);
 	w->free_slots[w->nfree++] = slot;
+}
+
+static void
+deliver_min(struct gmt_reorder *w)
+{
+	deliver_key(w, window_min(w));
 }
 
 /* May a key with @p seq go now? Yes when every smaller seq has gone (the tracer's seqs are
@@ -123,7 +130,7 @@ flow(struct gmt_reorder *w)
 	const struct reorder_key *k;
 
 	while ((k = window_min(w)) && may_go(w, k->seq))
-		deliver_min(w);
+		deliver_key(w, k);
 }
 
 static int
@@ -168,6 +175,15 @@ slot_take(struct gmt_reorder *w, uint32_t *slot)
 	return 0;
 }
 
+/* The run's @p i-th key from its head (i <= nrun): run_head + i wraps at most once. */
+static struct reorder_key *
+run_at(const struct gmt_reorder *w, size_t i)
+{
+	size_t j = w->run_head + i;
+
+	return &w->run[j <= w->window ? j : j - (w->window + 1)];
+}
+
 /*
  * A waiting key not smaller than the last one of the run joins the run in O(1) (lines of one
  * thread come in seq order); the others go through the heap. When `window` keys wait, the
@@ -176,7 +192,6 @@ slot_take(struct gmt_reorder *w, uint32_t *slot)
 int
 gmt_reorder_push(struct gmt_reorder *w, const struct gmt_reorder_item *item)
 {
-	const size_t cap = w->window + 1;
 	struct reorder_key key = {item->seq, item->line, item->marker ? KEY_MARKER : 0};
 	size_t i;
 
@@ -191,8 +206,8 @@ gmt_reorder_push(struct gmt_reorder *w, const struct gmt_reorder_item *item)
 		return -ENOMEM;
 	key.slot |= slot;
 	w->slots[slot] = *item;
-	if (!w->nrun || !key_before(&key, &w->run[(w->run_head + w->nrun - 1) % cap])) {
-		w->run[(w->run_head + w->nrun) % cap] = key;
+	if (!w->nrun || !key_before(&key, run_at(w, w->nrun - 1))) {
+		*run_at(w, w->nrun) = key;
 		w->nrun++;
 	} else {
 		for (i = w->nheap++; i > 0 && key_before(&key, &w->heap[(i - 1) / 2]);
