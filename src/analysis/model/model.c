@@ -308,24 +308,22 @@ series_compress(struct gmt_series *s)
 
 	for (size_t i = 0; i < s->n;) {
 		uint64_t b = series_bucket(s->points[i].ts - t0, span);
+		/* bucket b is exactly [first, first + width): compares, not a division a point */
+		uint64_t first = b < SERIES_BUCKETS ? series_bucket_start(b, span) : 0;
+		uint64_t width = b < SERIES_BUCKETS ? series_bucket_start(b + 1, span) - first : 0;
 		size_t end = i + 1, lo = i, hi = i;
 
-		if (b < SERIES_BUCKETS) {
-			/* bucket b is exactly [first, limit): compares, not a division a point */
-			uint64_t first = series_bucket_start(b, span);
-			uint64_t limit = series_bucket_start(b + 1, span);
+		for (; end < s->n; end++) {
+			const struct gmt_point *p = &s->points[end];
+			uint64_t x = p->ts - t0;
 
-			while (end < s->n && s->points[end].ts - t0 >= first &&
-			       s->points[end].ts - t0 < limit)
-				end++;
-		}
-		while (end < s->n && series_bucket(s->points[end].ts - t0, span) == b)
-			end++;
-		for (size_t j = i; j < end; j++) {
-			if (s->points[j].bytes < s->points[lo].bytes)
-				lo = j;
-			if (s->points[j].bytes > s->points[hi].bytes)
-				hi = j;
+			/* outside the span (before the first point, after the last): divide */
+			if (x - first >= width && (x < span || series_bucket(x, span) != b))
+				break;
+			if (p->bytes < s->points[lo].bytes)
+				lo = end;
+			if (p->bytes > s->points[hi].bytes)
+				hi = end;
 		}
 		size_t pick[4] = {i, lo < hi ? lo : hi, lo < hi ? hi : lo, end - 1};
 		for (int k = 0; k < 4; k++)
