@@ -897,9 +897,9 @@ replay_alloc(struct replay *r, const struct gmt_trace_event *ev)
 }
 
 static struct gmt_livemap *
-free_table(struct replay *r, const struct gmt_trace_event *ev)
+free_table(struct replay *r, const struct gmt_trace_event *ev, enum role role)
 {
-	if (event_role(r, ev) == ROLE_RELEASE || ev->kind == GMT_TK_VMM_PHYSICAL)
+	if (role == ROLE_RELEASE || ev->kind == GMT_TK_VMM_PHYSICAL)
 		return &r->handles;
 	if (ev->kind == GMT_TK_VMM_RESERVE)
 		return &r->reserves;
@@ -983,7 +983,7 @@ replay_free(struct replay *r, const struct gmt_trace_event *ev)
 			r->m->unmatched_frees++;
 		return;
 	}
-	table = free_table(r, ev);
+	table = free_table(r, ev, role);
 	l = gmt_livemap_find(table, ev->ptr);
 	if (!l) {
 		/* Allocated before tracing, through an uncovered path, or its event dropped. */
