@@ -359,7 +359,9 @@ series_add(struct replay *r, struct gmt_device_stats *d, uint8_t kind, uint64_t 
 	/* twice the limit before compressing: each round halves the points at least */
 	if (s->n == 2 * GMT_SERIES_MAX_POINTS)
 		series_compress(s);
-	if (gmt_grow(&s->points, &s->cap, s->n + 1, sizeof(*s->points), 64) != 0) {
+	/* gmt_grow() only when full: a call a point otherwise, for a few regrowths a series */
+	if (s->n == s->cap &&
+	    gmt_grow(&s->points, &s->cap, s->n + 1, sizeof(*s->points), 64) != 0) {
 		nomem(r);
 		return;
 	}
