@@ -276,6 +276,25 @@ growth_sample(struct replay *r, enum sample which)
 
 // --- accounting ---------------------------------------------------------------------------------
 
+#define SERIES_BUCKETS (GMT_SERIES_MAX_POINTS / 4)
+
+/* The bucket of a point @p x ns after the series' first, of @p span ns in all. */
+static uint64_t
+series_bucket(uint64_t x, uint64_t span)
+{
+	return (uint64_t)((__uint128_t)x * SERIES_BUCKETS / span);
+}
+
+_Static_assert((SERIES_BUCKETS & (SERIES_BUCKETS - 1)) == 0, "series_bucket_start() shifts");
+
+/* The first x whose bucket is @p b (up to SERIES_BUCKETS): ceil(b * span / SERIES_BUCKETS), a
+ * shift, where series_bucket() is a 128-bit division (a library call) per point. */
+static uint64_t
+series_bucket_start(uint64_t b, uint64_t span)
+{
+	return (uint64_t)(((__uint128_t)b * span + SERIES_BUCKETS - 1) / SERIES_BUCKETS);
+}
+
 /*
  * Bucket a series' points into GMT_SERIES_MAX_POINTS / 4 equal time buckets, each keeping its
  * first, lowest, highest and last point in time order. Bucketing bucketed points again keeps
@@ -284,22 +303,27 @@ growth_sample(struct replay *r, enum sample which)
 static void
 series_compress(struct gmt_series *s)
 {
-	const size_t buckets = GMT_SERIES_MAX_POINTS / 4;
 	uint64_t t0 = s->points[0].ts, span = s->points[s->n - 1].ts - t0 + 1;
 	size_t out = 0;
 
 	for (size_t i = 0; i < s->n;) {
-		uint64_t b = (uint64_t)((__uint128_t)(s->points[i].ts - t0) * buckets / span);
+		uint64_t b = series_bucket(s->points[i].ts - t0, span);
+		/* bucket b is exactly [first, first + width): compares, not a division a point */
+		uint64_t first = b < SERIES_BUCKETS ? series_bucket_start(b, span) : 0;
+		uint64_t width = b < SERIES_BUCKETS ? series_bucket_start(b + 1, span) - first : 0;
 		size_t end = i + 1, lo = i, hi = i;
 
-		while (end < s->n &&
-		       (uint64_t)((__uint128_t)(s->points[end].ts - t0) * buckets / span) == b)
-			end++;
-		for (size_t j = i; j < end; j++) {
-			if (s->points[j].bytes < s->points[lo].bytes)
-				lo = j;
-			if (s->points[j].bytes > s->points[hi].bytes)
-				hi = j;
+		for (; end < s->n; end++) {
+			const struct gmt_point *p = &s->points[end];
+			uint64_t x = p->ts - t0;
+
+			/* outside the span (before the first point, after the last): divide */
+			if (x - first >= width && (x < span || series_bucket(x, span) != b))
+				break;
+			if (p->bytes < s->points[lo].bytes)
+				lo = end;
+			if (p->bytes > s->points[hi].bytes)
+				hi = end;
 		}
 		size_t pick[4] = {i, lo < hi ? lo : hi, lo < hi ? hi : lo, end - 1};
 		for (int k = 0; k < 4; k++)
@@ -312,15 +336,15 @@ series_compress(struct gmt_series *s)
 }
 
 static void
-series_add(struct replay *r, int32_t device, uint8_t kind, uint64_t ts, uint64_t bytes)
+series_add(struct replay *r, struct gmt_device_stats *d, uint8_t kind, uint64_t ts, uint64_t bytes)
 {
 	struct gmt_model *m = r->m;
-	struct gmt_series *s = NULL;
+	struct gmt_series *s;
 
-	for (size_t i = 0; i < m->nseries; i++)
-		if (m->series[i].device == device && m->series[i].kind == kind)
-			s = &m->series[i];
-	if (!s) {
+	/* the device remembers its series: twice an event, a scan of every series cost more */
+	if (d->series[kind]) {
+		s = &m->series[d->series[kind] - 1];
+	} else {
 		struct gmt_series *v = gmt_realloc_array(m->series, m->nseries + 1, sizeof(*v));
 
 		if (!v) {
@@ -329,12 +353,15 @@ series_add(struct replay *r, int32_t device, uint8_t kind, uint64_t ts, uint64_t
 		}
 		m->series = v;
 		s = &m->series[m->nseries++];
-		*s = (struct gmt_series){.device = device, .kind = kind, .exact = true};
+		*s = (struct gmt_series){.device = d->device, .kind = kind, .exact = true};
+		d->series[kind] = (uint32_t)m->nseries;
 	}
 	/* twice the limit before compressing: each round halves the points at least */
 	if (s->n == 2 * GMT_SERIES_MAX_POINTS)
 		series_compress(s);
-	if (gmt_grow(&s->points, &s->cap, s->n + 1, sizeof(*s->points), 64) != 0) {
+	/* gmt_grow() only when full: a call a point otherwise, for a few regrowths a series */
+	if (s->n == s->cap &&
+	    gmt_grow(&s->points, &s->cap, s->n + 1, sizeof(*s->points), 64) != 0) {
 		nomem(r);
 		return;
 	}
@@ -344,20 +371,20 @@ series_add(struct replay *r, int32_t device, uint8_t kind, uint64_t ts, uint64_t
 static void
 timeline_add(struct replay *r,
 	     const struct gmt_trace_event *ev,
-	     int32_t device,
+	     struct gmt_device_stats *d,
 	     uint8_t kind,
 	     uint64_t bytes)
 {
-	series_add(r, device, kind, ev->ts, bytes);
+	series_add(r, d, kind, ev->ts, bytes);
 }
 
 static void
 held_timeline_add(struct replay *r,
 		  const struct gmt_trace_event *ev,
-		  int32_t device,
+		  struct gmt_device_stats *d,
 		  uint64_t bytes)
 {
-	series_add(r, device, GMT_TK_COUNT, ev->ts, bytes);
+	series_add(r, d, GMT_TK_COUNT, ev->ts, bytes);
 }
 
 /* After (device, kind) changed: its own peak (the first moment of its maximum), the timeline. */
@@ -387,7 +414,7 @@ kind_changed(struct replay *r,
 		}
 	}
 	d->dirty = true;
-	timeline_add(r, ev, d->device, k, ks->live);
+	timeline_add(r, ev, d, k, ks->live);
 }
 
 static void
@@ -462,7 +489,7 @@ settle(struct replay *r, const struct gmt_trace_event *ev)
 			by_kind[k] = d->kinds[k].live;
 		uint64_t held = gmt_kind_held(by_kind);
 		if (held != d->held)
-			held_timeline_add(r, ev, d->device, held);
+			held_timeline_add(r, ev, d, held);
 		d->held = held;
 		/* Strictly greater: a peak is the first moment the maximum was reached. */
 		if (d->held > d->peak.bytes) {
@@ -872,9 +899,9 @@ replay_alloc(struct replay *r, const struct gmt_trace_event *ev)
 }
 
 static struct gmt_livemap *
-free_table(struct replay *r, const struct gmt_trace_event *ev)
+free_table(struct replay *r, const struct gmt_trace_event *ev, enum role role)
 {
-	if (event_role(r, ev) == ROLE_RELEASE || ev->kind == GMT_TK_VMM_PHYSICAL)
+	if (role == ROLE_RELEASE || ev->kind == GMT_TK_VMM_PHYSICAL)
 		return &r->handles;
 	if (ev->kind == GMT_TK_VMM_RESERVE)
 		return &r->reserves;
@@ -958,7 +985,7 @@ replay_free(struct replay *r, const struct gmt_trace_event *ev)
 			r->m->unmatched_frees++;
 		return;
 	}
-	table = free_table(r, ev);
+	table = free_table(r, ev, role);
 	l = gmt_livemap_find(table, ev->ptr);
 	if (!l) {
 		/* Allocated before tracing, through an uncovered path, or its event dropped. */
@@ -1430,7 +1457,7 @@ range_enter(struct replay *r, uint64_t seq, uint64_t ts)
 			ks->peak_allocs = ks->live_allocs;
 			ks->allocations = 0;
 			if (ks->live)
-				timeline_add(r, &at, d->device, (uint8_t)k, ks->live);
+				timeline_add(r, &at, d, (uint8_t)k, ks->live);
 		}
 		d->peak = (struct gmt_peak){d->held, ts, seq};
 		d->peak_pending = d->held != 0;
@@ -1441,7 +1468,7 @@ range_enter(struct replay *r, uint64_t seq, uint64_t ts)
 		d->max_pool_slack = 0;
 		d->requested_allocs = d->requested_bytes = d->requested_granted = 0;
 		if (d->held)
-			held_timeline_add(r, &at, d->device, d->held);
+			held_timeline_add(r, &at, d, d->held);
 	}
 	for (size_t i = 0; i < m->nsites; i++) {
 		struct gmt_site_stats *st = &m->sites[i];

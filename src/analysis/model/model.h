@@ -97,6 +97,8 @@ struct gmt_device_stats {
 	bool dirty;		  /**< replay only: changed by the current event */
 	bool peak_pending;	  /**< replay only: `peak` rose; its live set is not taken yet */
 	uint64_t peak_gaps_bytes; /**< replay only: the peak `peak_gaps` was taken at */
+	/** replay only: per kind (GMT_TK_COUNT: held), 1 + its index in the series; 0: none yet */
+	uint32_t series[GMT_TK_COUNT + 1];
 };
 
 /** A site's live bytes sampled at markers or snapshots: does it keep growing? */

@@ -1,6 +1,6 @@
 /*
- * @brief The reorder window (reorder.h): a min-heap for the keys that come out of order, a FIFO
- * run beside it for the keys that come in order among themselves.
+ * @brief The reorder window (reorder.h): a min-heap for the keys that come out of order, FIFO
+ * runs beside it for the keys that come in order among themselves.
  */
 #include "analysis/reader/reorder.h"
 #include "util/alloc.h"
@@ -75,30 +75,43 @@ heap_pop(struct gmt_reorder *w)
 	return top;
 }
 
-/* The smallest waiting key: the heap's top or the run's head (the run is sorted); NULL if none. */
+/*
+ * The smallest waiting key: the heap's top or a run's head (each run is sorted); NULL if none.
+ * *@p run: the run it heads, NULL for the heap's.
+ */
 static const struct reorder_key *
-window_min(const struct gmt_reorder *w)
+window_min(const struct gmt_reorder *w, const struct gmt_reorder_run **run)
 {
-	const struct reorder_key *run = w->nrun ? &w->run[w->run_head] : NULL;
+	const struct reorder_key *min = w->nheap ? &w->heap[0] : NULL;
 
-	if (!w->nheap)
-		return run;
-	if (run && key_before(run, &w->heap[0]))
-		return run;
-	return &w->heap[0];
+	*run = NULL;
+	for (size_t i = 0; i < GMT_REORDER_RUNS; i++) {
+		const struct gmt_reorder_run *r = &w->runs[i];
+
+		if (r->n && (!min || key_before(&r->keys[r->head], min))) {
+			min = &r->keys[r->head];
+			*run = r;
+		}
+	}
+	return min;
 }
 
-/* Deliver the smallest waiting key; its slot goes back to the free list. */
+/* Deliver the smallest waiting key, the head of @p run or the heap's top (NULL); its slot goes
+ * back to the free list. */
 static void
-deliver_min(struct gmt_reorder *w)
+deliver_from(struct gmt_reorder *w, const struct gmt_reorder_run *run)
 {
-	const size_t cap = w->window + 1;
 	struct reorder_key k;
 	uint32_t slot;
 
-	if (window_min(w) != &w->heap[0]) {
-		k = w->run[w->run_head];
-		w->run_head = (w->run_head + 1) % cap;
+	if (run) {
+		struct gmt_reorder_run *r = &w->runs[run - w->runs];
+
+		k = r->keys[r->head];
+		/* a compare, not a division by the ring's size, per key */
+		if (++r->head == w->window + 1)
+			r->head = 0;
+		r->n--;
 		w->nrun--;
 	} else {
 		k = heap_pop(w);
@@ -106,6 +119,15 @@ deliver_min(struct gmt_reorder *w)
 	slot = k.slot & ~KEY_MARKER;
 	deliver(w, &k, &w->slots[slot]);
 	w->free_slots[w->nfree++] = slot;
+}
+
+static void
+deliver_min(struct gmt_reorder *w)
+{
+	const struct gmt_reorder_run *run;
+
+	window_min(w, &run);
+	deliver_from(w, run);
 }
 
 /* May a key with @p seq go now? Yes when every smaller seq has gone (the tracer's seqs are
@@ -120,20 +142,17 @@ may_go(const struct gmt_reorder *w, uint64_t seq)
 static void
 flow(struct gmt_reorder *w)
 {
+	const struct gmt_reorder_run *run;
 	const struct reorder_key *k;
 
-	while ((k = window_min(w)) && may_go(w, k->seq))
-		deliver_min(w);
+	while ((k = window_min(w, &run)) && may_go(w, k->seq))
+		deliver_from(w, run);
 }
 
 static int
 window_alloc(struct gmt_reorder *w)
 {
-	const size_t cap = w->window + 1;
-
-	w->heap = gmt_realloc_array(NULL, cap, sizeof(*w->heap));
-	w->run = gmt_realloc_array(NULL, cap, sizeof(*w->run));
-	if (!w->heap || !w->run) {
+	if (!(w->heap = gmt_realloc_array(NULL, w->window + 1, sizeof(*w->heap)))) {
 		gmt_reorder_fini(w);
 		return -ENOMEM;
 	}
@@ -168,16 +187,58 @@ slot_take(struct gmt_reorder *w, uint32_t *slot)
 	return 0;
 }
 
+/* The @p i-th key of @p r from its head (i <= r->n): head + i wraps at most once. */
+static struct reorder_key *
+run_at(const struct gmt_reorder *w, const struct gmt_reorder_run *r, size_t i)
+{
+	size_t j = r->head + i;
+
+	return &r->keys[j <= w->window ? j : j - (w->window + 1)];
+}
+
 /*
- * A waiting key not smaller than the last one of the run joins the run in O(1) (lines of one
- * thread come in seq order); the others go through the heap. When `window` keys wait, the
- * smallest goes.
+ * The run @p key may join: of those whose last key is not after it, the one whose last key is
+ * the largest (so each thread's lines keep to a run of their own), else an empty run; NULL when
+ * none may (or an empty run's ring cannot be had: the heap takes the key).
+ */
+static struct gmt_reorder_run *
+run_for(struct gmt_reorder *w, const struct reorder_key *key)
+{
+	struct gmt_reorder_run *best = NULL, *empty = NULL;
+	const struct reorder_key *best_last = NULL;
+
+	for (size_t i = 0; i < GMT_REORDER_RUNS; i++) {
+		struct gmt_reorder_run *r = &w->runs[i];
+		const struct reorder_key *last;
+
+		if (!r->n) {
+			if (!empty)
+				empty = r;
+			continue;
+		}
+		last = run_at(w, r, r->n - 1);
+		if (!key_before(key, last) && (!best || key_before(best_last, last))) {
+			best = r;
+			best_last = last;
+		}
+	}
+	if (best)
+		return best;
+	if (empty && !empty->keys)
+		empty->keys = gmt_realloc_array(NULL, w->window + 1, sizeof(*empty->keys));
+	return empty && empty->keys ? empty : NULL;
+}
+
+/*
+ * A waiting key not smaller than the last one of a run joins that run in O(1) (lines of one
+ * thread come in seq order, and the writer drains a few threads' runs in turn); the others go
+ * through the heap. When `window` keys wait, the smallest goes.
  */
 int
 gmt_reorder_push(struct gmt_reorder *w, const struct gmt_reorder_item *item)
 {
-	const size_t cap = w->window + 1;
 	struct reorder_key key = {item->seq, item->line, item->marker ? KEY_MARKER : 0};
+	struct gmt_reorder_run *run;
 	size_t i;
 
 	if (may_go(w, item->seq)) {
@@ -191,8 +252,9 @@ gmt_reorder_push(struct gmt_reorder *w, const struct gmt_reorder_item *item)
 		return -ENOMEM;
 	key.slot |= slot;
 	w->slots[slot] = *item;
-	if (!w->nrun || !key_before(&key, &w->run[(w->run_head + w->nrun - 1) % cap])) {
-		w->run[(w->run_head + w->nrun) % cap] = key;
+	if ((run = run_for(w, &key))) {
+		*run_at(w, run, run->n) = key;
+		run->n++;
 		w->nrun++;
 	} else {
 		for (i = w->nheap++; i > 0 && key_before(&key, &w->heap[(i - 1) / 2]);
@@ -218,10 +280,13 @@ void
 gmt_reorder_fini(struct gmt_reorder *w)
 {
 	free(w->heap);
-	free(w->run);
+	for (size_t i = 0; i < GMT_REORDER_RUNS; i++) {
+		free(w->runs[i].keys);
+		w->runs[i] = (struct gmt_reorder_run){0};
+	}
 	free(w->slots);
 	free(w->free_slots);
-	w->heap = w->run = NULL;
+	w->heap = NULL;
 	w->slots = NULL;
 	w->free_slots = NULL;
 	w->nheap = w->nrun = w->nfree = w->nslots = w->slots_cap = 0;

@@ -31,6 +31,16 @@ struct gmt_reorder_item {
 
 struct reorder_key;
 
+/** Runs of keys that came in order among themselves: about one per thread the writer drains. */
+#define GMT_REORDER_RUNS 4
+
+/** A ring of keys that came in order: sorted, so a FIFO will do (up to window + 1, taken when
+ * first needed). */
+struct gmt_reorder_run {
+	struct reorder_key *keys;
+	size_t head, n;
+};
+
 struct gmt_reorder {
 	size_t window; /**< items that may wait */
 	/** Where items go, in order; @p late: it sorts before one already delivered. */
@@ -40,8 +50,8 @@ struct gmt_reorder {
 	/* the window's own */
 	struct reorder_key *heap; /* a min-heap of the keys that came out of order */
 	size_t nheap;
-	struct reorder_key *run; /* a ring of keys that came in order: sorted, so a FIFO will do */
-	size_t run_head, nrun;
+	struct gmt_reorder_run runs[GMT_REORDER_RUNS];
+	size_t nrun;			 /* keys in the runs */
 	struct gmt_reorder_item *slots;	 /* the items the keys name: up to window + 1, grown as
 					    more wait at once (a short trace needs few) */
 	uint32_t *free_slots;		 /* slots given back, as many as `slots` has room for */

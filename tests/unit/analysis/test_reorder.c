@@ -246,6 +246,31 @@ blocks(void)
 	gmt_reorder_fini(&w);
 }
 
+/*
+ * Lines drained thread by thread, each thread's in seq order, from more threads than the window
+ * keeps runs: the runs take some threads, the heap the rest, and a thread's run empties and is
+ * taken by another's lines. Every line comes out once, sorted.
+ */
+static void
+threads(void)
+{
+	const uint64_t nthreads = GMT_REORDER_RUNS + 2;
+	struct gmt_reorder w;
+	uint32_t line = 0;
+
+	start(&w, 64);
+	for (uint64_t b = 0; b < 4; b++)
+		for (uint64_t t = 0; t < nthreads; t++)
+			for (uint64_t s = b * 60 + 1 + t; s <= b * 60 + 60; s += nthreads)
+				push(&w, s, ++line);
+	gmt_reorder_drain(&w);
+	CHECK_EQ_U64(nout, 240);
+	for (size_t i = 0; i < nout; i++)
+		CHECK_EQ_U64(out[i].seq, i + 1);
+	CHECK_EQ_U64(nlate, 0);
+	gmt_reorder_fini(&w);
+}
+
 int
 main(void)
 {
@@ -257,5 +282,6 @@ main(void)
 	repeats_and_late();
 	window_one();
 	blocks();
+	threads();
 	return 0;
 }
