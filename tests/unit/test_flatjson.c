@@ -12,6 +12,7 @@
 
 #include "analysis/reader/flatjson.h"
 #include "check.h"
+#include "util/hex.h"
 
 static struct gmt_flat f;
 static char buf[512];
@@ -197,6 +198,64 @@ wide_scans(void)
 	}
 }
 
+/* gmt_hex_u64() as it was, a digit at a time: what the eight-at-a-time one must agree with. */
+static bool
+hex_by_digit(const char *s, size_t n, uint64_t *out)
+{
+	uint64_t v = 0;
+	int d;
+
+	if (n < 3 || s[0] != '0' || (s[1] != 'x' && s[1] != 'X'))
+		return false;
+	for (size_t i = 2; i < n; i++) {
+		if ((d = gmt_hex_digit(s[i])) < 0 || v >> 60)
+			return false;
+		v = v << 4 | (uint64_t)d;
+	}
+	*out = v;
+	return true;
+}
+
+/*
+ * Addresses: every byte value at every place of 1 to 20 digits (leading zeros, upper case, a
+ * 17th significant digit) reads as the digit-at-a-time parse reads it, in the groups of eight
+ * and in the digits before them.
+ */
+static void
+hex_addresses(void)
+{
+	char s[24];
+
+	for (size_t digits = 1; digits <= 20; digits++) {
+		size_t n = digits + 2;
+
+		for (size_t at = 2; at < n; at++) {
+			for (int c = 0; c < 256; c++) {
+				for (int form = 0; form < 3; form++) {
+					uint64_t want = 1, got = 1;
+
+					memcpy(s, "0x", 2);
+					for (size_t i = 2; i < n; i++)
+						s[i] = form == 0 ? "0123456789abcdef"[(i * 5) % 16]
+						       : form == 1
+							   ? "0123456789ABCDEF"[(i * 3) % 16]
+							   : '0'; /* leading zeros */
+					s[at] = (char)c;
+					bool a = hex_by_digit(s, n, &want),
+					     b = gmt_hex_u64(s, n, &got);
+					CHECK(a == b && want == got);
+				}
+			}
+		}
+	}
+	uint64_t v;
+	CHECK(gmt_hex_u64("0x600000000000", 14, &v) && v == 0x600000000000ull);
+	CHECK(gmt_hex_u64("0xFFFFFFFFFFFFFFFF", 18, &v) && v == UINT64_MAX);
+	CHECK(gmt_hex_u64("0x00000FFFFFFFFFFFFFFFF", 23, &v) && v == UINT64_MAX);
+	CHECK(!gmt_hex_u64("0x1FFFFFFFFFFFFFFFF", 19, &v));
+	CHECK(!gmt_hex_u64("0x", 2, &v) && !gmt_hex_u64("0y12345678", 10, &v));
+}
+
 int
 main(void)
 {
@@ -204,6 +263,7 @@ main(void)
 	strings_and_shape();
 	shapes_that_change();
 	wide_scans();
+	hex_addresses();
 	puts("flatjson: ok");
 	return 0;
 }
