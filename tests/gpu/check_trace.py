@@ -62,6 +62,9 @@ EXTERNAL_DESTROYS = {"cudaDestroyExternalMemory", "cuDestroyExternalMemory"}
 
 # --- reading ------------------------------------------------------------------------------------
 
+# the lines the trailer's "events" counts
+RING_LINE_TYPES = ("event", "marker", "block", "torch", "holders")
+
 def load_trace(path, problems=None):
     """Every complete line of a trace file as a dict; a torn or invalid line is a problem."""
     problems = problems if problems is not None else []
@@ -354,9 +357,12 @@ def check_structure(recs, coverage, problems, notes):
         trailer = recs[-1]
         if trailer.get("dropped") != 0:
             problems.append(f"the tracer dropped {trailer.get('dropped')} events")
-        lines = sum(1 for r in recs if r.get("type") in ("event", "marker"))
+        # every line that went through the ring: the CUDA events and marks, and the PyTorch
+        # layer's block, torch and holders lines (docs/trace-format.md, trailer)
+        lines = sum(1 for r in recs if r.get("type") in RING_LINE_TYPES)
         if trailer.get("events") != lines:
-            problems.append(f"trailer says {trailer.get('events')} events, the file has {lines} event/marker lines")
+            problems.append(f"trailer says {trailer.get('events')} events, the file has {lines} "
+                            f"lines of {', '.join(RING_LINE_TYPES)}")
     seqs = [r["seq"] for r in recs if r.get("type") in ("event", "marker") and "seq" in r]
     if len(seqs) != len(set(seqs)):
         problems.append(f"{len(seqs) - len(set(seqs))} duplicate seq numbers")
