@@ -38,7 +38,8 @@ def one_run(cmd, env, lib, extra):
         prof = os.path.join(out, "self.json")
         e = dict(env, LD_PRELOAD=lib, GPUMEMTRACE_OUTPUT_DIR=out, GPUMEMTRACE_SELF_PROFILE=prof,
                  **extra)
-        p = subprocess.run(cmd, env=e, capture_output=True, text=True, timeout=600)
+        p = subprocess.run(cmd, env=e, capture_output=True, text=True, timeout=600,
+                           preexec_fn=rho.pinned())
         if p.returncode != 0:
             sys.exit(f"run_self_profile: {cmd[0]} failed ({p.returncode}): {p.stderr[-500:]}")
         bench = json.loads(p.stdout.strip().splitlines()[-1])
@@ -59,7 +60,9 @@ def main():
     ap.add_argument("--iters", type=int)
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--cudart-dir")
+    ap.add_argument("--cpus", default="none", help="as run_hook_overhead.py --cpus")
     args = ap.parse_args()
+    rho.PIN = rho.pick_cpus(args.cpus)
 
     build = os.path.abspath(args.build)
     exe = os.path.join(build, "bench", "hook_overhead")

@@ -9,7 +9,12 @@ runs it without the tracer and under the tracer with GPUMEMTRACE_STACKS=none, na
 interleaved (plain none native all plain ...) after one discarded warm-up round, and prints medians
 and the added cost per allocation of each stack mode over "none".
 
-    run_torch_stack_cost.py --build BUILD [--rounds 7] [--iters 20000] [--reps 5]
+    run_torch_stack_cost.py --build BUILD [--rounds 7] [--iters 20000] [--reps 5] [--cpus auto]
+                            [--modes plain,floor-cupti,floor-cupti-record,none,native,all]
+
+floor-cupti and floor-cupti-record are bench/floor.h's floors preloaded instead of the tracer (an
+empty CUPTI callback on the tracer's ids; the bare minimum of a recorded event): what any CUPTI
+tracer of these calls costs at least, measured in the same rounds.
 
 Exits 77 without a GPU or without torch. The last line is JSON.
 """
@@ -20,6 +25,9 @@ import statistics
 import subprocess
 import sys
 import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import run_hook_overhead as rho  # noqa: E402 (the CPU pinning)
 
 CHILD = r"""
 import sys, time, torch
@@ -45,18 +53,26 @@ samples.sort()
 print(samples[len(samples) // 2])
 """
 
-MODES = ["plain", "none", "native", "all"]
+MODES = ["plain", "floor-cupti", "floor-cupti-record", "none", "native", "all"]
+# the floors of bench/floor.h under torch: a CUPTI subscriber on exactly the tracer's callback ids
+# with an empty callback, and the same recording the bare minimum (guard, clock, seq, ring slot)
+FLOORS = {"floor-cupti": "empty", "floor-cupti-record": "record"}
 
 
 def run(mode, args, lib, outdir):
     env = {k: v for k, v in os.environ.items() if not k.startswith("GPUMEMTRACE_")}
     env["PYTORCH_CUDA_ALLOC_CONF"] = "backend:cudaMallocAsync"
-    if mode != "plain":
+    env.pop("CUDA_INJECTION64_PATH", None)
+    if mode in FLOORS:
+        env["LD_PRELOAD"] = os.path.join(os.path.dirname(os.path.dirname(lib)), "bench",
+                                         "libgmt_floor_cupti.so")
+        env["GMT_FLOOR_MODE"] = FLOORS[mode]
+    elif mode != "plain":
         env["LD_PRELOAD"] = lib
         env["GPUMEMTRACE_STACKS"] = mode
         env["GPUMEMTRACE_OUTPUT_DIR"] = outdir
     p = subprocess.run([sys.executable, "-c", CHILD, str(args.iters), str(args.reps)], env=env,
-                       capture_output=True, text=True, timeout=600)
+                       capture_output=True, text=True, timeout=600, preexec_fn=rho.pinned())
     if p.returncode != 0:
         sys.exit(f"run_torch_stack_cost: {mode} run failed: {p.stderr.strip()[-500:]}")
     return float(p.stdout.strip().splitlines()[-1])
@@ -68,7 +84,15 @@ def main():
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--iters", type=int, default=20000)
     ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--cpus", default="none", help="as run_hook_overhead.py --cpus")
+    ap.add_argument("--modes", default=",".join(MODES),
+                    help=f"comma list of {', '.join(MODES)} (plain and none always run)")
     args = ap.parse_args()
+    rho.PIN = rho.pick_cpus(args.cpus)
+    modes = [m for m in MODES if m in args.modes.split(",") or m in ("plain", "none")]
+    for m in args.modes.split(","):
+        if m not in MODES:
+            sys.exit(f"run_torch_stack_cost: unknown mode {m!r} ({', '.join(MODES)})")
     try:
         subprocess.run(["nvidia-smi", "-L"], capture_output=True, timeout=60, check=True)
         import torch  # noqa: F401
@@ -76,10 +100,13 @@ def main():
         print("run_torch_stack_cost: no GPU or no torch: skipped")
         return 77
     lib = os.path.join(os.path.abspath(args.build), "src", "libgpumemtrace.so")
-    res = {m: [] for m in MODES}
+    if any(m in FLOORS for m in modes) and not os.path.exists(
+            os.path.join(os.path.abspath(args.build), "bench", "libgmt_floor_cupti.so")):
+        sys.exit("run_torch_stack_cost: BUILD/bench/libgmt_floor_cupti.so not found")
+    res = {m: [] for m in modes}
     with tempfile.TemporaryDirectory(prefix="gmt-stackcost-") as outdir:
         for rnd in range(args.rounds + 1):
-            for m in MODES:
+            for m in modes:
                 v = run(m, args, lib, outdir)
                 if rnd:
                     res[m].append(v)
@@ -87,12 +114,22 @@ def main():
                 os.remove(os.path.join(outdir, f))
     med = {m: statistics.median(v) for m, v in res.items()}
     print(f"torch tensor alloc+free (1 MiB, cudaMallocAsync backend), {args.iters} per rep, "
-          f"{args.rounds} interleaved rounds, medians:")
-    for m in MODES:
-        extra = "" if m in ("plain", "none") else f"  stacks add {med[m] - med['none']:.0f} ns per allocation"
-        print(f"  {m:<7} {med[m]:9.0f} ns/iteration{extra}")
-    print(json.dumps({"bench": "torch_stack_cost", "median_ns": med, "samples": res,
-                      "added_native_ns": med["native"] - med["none"], "added_all_ns": med["all"] - med["none"]}))
+          f"{args.rounds} interleaved rounds, medians; pinned to CPUs "
+          f"{','.join(map(str, rho.PIN)) if rho.PIN else 'none'}:")
+    for m in modes:
+        ratio = f"{med[m] / med['plain']:.3f}x plain"
+        extra = ""
+        if m in ("native", "all"):
+            extra = f"  stacks add {med[m] - med['none']:.0f} ns per allocation"
+        print(f"  {m:<18} {med[m]:9.0f} ns/iteration  {ratio}{extra}")
+    for m in modes:
+        if m in ("none", "native", "all") and "floor-cupti" in med:
+            print(f"  {m} above floor-cupti: {med[m] - med['floor-cupti']:.0f} ns per iteration "
+                  f"(the floor itself {med['floor-cupti'] - med['plain']:.0f} over plain)")
+    print(json.dumps({"bench": "torch_stack_cost", "median_ns": med, "samples": res, "cpus": rho.PIN,
+                      "ratio_to_plain": {m: med[m] / med["plain"] for m in modes},
+                      "added_native_ns": med.get("native", 0) - med["none"],
+                      "added_all_ns": med.get("all", 0) - med["none"]}))
     return 0
 
 

@@ -29,6 +29,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include "capture/capture.h"
@@ -206,7 +207,9 @@ static TLS struct {
 	uint8_t joined; /* a driver or resource event was recorded for it */
 	uint8_t ptsz;
 	uint16_t failed_driver; /* a driver call under it failed: the runtime's result decides */
-	uint64_t seq, ts;	/* frees and resets: taken at ENTER, handed to the driver call */
+	uint8_t
+	    wrapped; /* an interposed wrapper plays the runtime callbacks (see "runtime side") */
+	uint64_t seq, ts; /* frees and resets: taken at ENTER, handed to the driver call */
 } rt;
 
 /* The driver memory call in progress on this thread. */
@@ -245,11 +248,12 @@ context_device(CUcontext ctx, uint32_t uid)
 	return (int32_t)dev;
 }
 
-/* Is this driver callback the one under the runtime call in progress? */
+/* Is this driver callback the one under the runtime call in progress? (A wrapper's call has no
+ * correlation id: every driver call under it is its.) */
 static bool
 joined_to_runtime(uint32_t corr)
 {
-	return rt.api != GMT_API_NONE && rt.corr == corr;
+	return rt.api != GMT_API_NONE && (rt.wrapped || rt.corr == corr);
 }
 
 static void
@@ -273,6 +277,113 @@ take_free_order(uint64_t *seq, uint64_t *ts, uint32_t corr)
 		return;
 	}
 	stamp_order(seq, ts);
+}
+
+// --- the runtime side: CUPTI's runtime callbacks, or the wrappers
+// --------------------------------------------------------------
+//
+// The runtime call above a driver call gives the event its name (cudaMallocAsync over
+// cuMemAllocAsync), a free its order before the memory can be handed out again, and the
+// application's result when cudart retries a failed driver call. CUPTI's runtime callbacks
+// say it, at a price: on the H200 a callback costs about 70 ns even when empty, two per call
+// (docs/performance.md, floor-cupti against floor-cupti-driver). When the interposed wrappers
+// are bound (LD_PRELOAD: the program's calls into a shared libcudart reach interpose.c first),
+// the wrapper of a call says the same for a few stores: the wrapped calls' runtime callbacks
+// stay off (GPUMEMTRACE_CUPTI_RUNTIME=auto, the default) and gmt_cupti_wrap_*() fill `rt`.
+// A driver call of the kinds the wrapped calls make that comes with no runtime call around it
+// (a static cudart, a library bound past the wrappers, or the program calling the driver
+// itself) turns the callbacks back on: the next wrapped call enables them, outside any callback,
+// and from then on the tracer names calls as with GPUMEMTRACE_CUPTI_RUNTIME=callbacks.
+
+enum rt_mode {
+	RT_CALLBACKS, /* CUPTI's runtime callbacks name every runtime call (or none: "off") */
+	RT_WRAPPERS,  /* the wrapped calls' callbacks are off: the wrappers play them */
+	RT_RESTORING, /* a call went past the wrappers: the next wrapper turns the callbacks on */
+	RT_ENABLING,  /* a wrapper is turning them on */
+};
+static _Atomic int rt_mode = RT_CALLBACKS;
+
+/* The runtime calls the wrappers see (hooks.def's WRAP rows), and the kinds they make: filled
+ * by enable_all(), before any callback. */
+static const enum gmt_api wrapped_rows[] = {
+#define GMT_HOOK_WRAP(id, api, ptsz, family, args) GMT_API_##api,
+#include "capture/hooks.def"
+};
+static bool wrapped_api[GMT_API_COUNT];
+static bool wrapped_kind[GMT_KIND_COUNT];
+
+static bool
+wrapped_runtime_cbid(CUpti_CallbackId cbid)
+{
+	struct gmt_hook h = gmt_hook_runtime(cbid);
+	return h.api != GMT_API_NONE && wrapped_api[h.api];
+}
+
+/* The wrapped calls' runtime callbacks on again (a wrapper, outside any callback). */
+static void
+restore_runtime_callbacks(void)
+{
+	int expected = RT_RESTORING;
+
+	if (!atomic_compare_exchange_strong(&rt_mode, &expected, RT_ENABLING))
+		return;
+	gmt_depth++;
+	for (size_t i = 0; i < GMT_CBID_COUNT(runtime_cbids); i++)
+		if (wrapped_runtime_cbid(runtime_cbids[i]))
+			(void)cupti.EnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API,
+						   runtime_cbids[i]);
+	gmt_depth--;
+	atomic_store_explicit(&rt_mode, RT_CALLBACKS, memory_order_release);
+}
+
+/* A driver call with no runtime call around it, of a kind a wrapped call makes: maybe a runtime
+ * the wrappers do not see. */
+static void
+check_unwrapped(enum gmt_api api)
+{
+	if (__builtin_expect(atomic_load_explicit(&rt_mode, memory_order_acquire) != RT_WRAPPERS,
+			     1) ||
+	    rt.api != GMT_API_NONE || !wrapped_kind[gmt_api_kind(api)])
+		return;
+	int expected = RT_WRAPPERS;
+	atomic_compare_exchange_strong(&rt_mode, &expected, RT_RESTORING);
+}
+
+static void stamp_order(uint64_t *seq, uint64_t *ts);
+
+bool
+gmt_cupti_wrap_enter(int api, bool ptsz, bool takes_order)
+{
+	int m = atomic_load_explicit(&rt_mode, memory_order_acquire);
+
+	if (m == RT_CALLBACKS)
+		return false;
+	if (m == RT_RESTORING)
+		restore_runtime_callbacks(); /* and this call is still the wrapper's */
+	rt.corr = 0;
+	rt.api = (uint16_t)api;
+	rt.joined = 0;
+	rt.ptsz = ptsz;
+	rt.failed_driver = GMT_API_NONE;
+	rt.seq = rt.ts = 0;
+	rt.wrapped = 1;
+	if (takes_order)
+		stamp_order(&rt.seq, &rt.ts);
+	return true;
+}
+
+bool
+gmt_cupti_wrap_unrecorded(void)
+{
+	enum gmt_op op = gmt_api_op((enum gmt_api)rt.api);
+	return rt.wrapped && !rt.joined && (op == GMT_OP_ALLOC || op == GMT_OP_FREE);
+}
+
+void
+gmt_cupti_wrap_leave(void)
+{
+	rt.api = GMT_API_NONE;
+	rt.wrapped = 0;
 }
 
 // --- reservation readings
@@ -727,6 +838,19 @@ emit_call_event(struct gmt_event *ev, uint64_t seq, uint64_t ts)
 	gmt_prof_end(GMT_PROF_EMIT, t0);
 }
 
+void
+gmt_cupti_wrap_record(struct gmt_event *ev)
+{
+	/* as the runtime EXIT: the event from the call's own parameters, the runtime's result,
+	 * the failed driver call under it, a free's order from before the call */
+	ev->driver = rt.failed_driver;
+	if (rt.ptsz)
+		ev->flags |= GMT_EV_PTSZ;
+	gmt_depth++; /* our queries (memory info after a failure) are not the application's */
+	emit_call_event(ev, rt.seq, rt.ts);
+	gmt_depth--;
+}
+
 // --- driver callbacks
 // -----------------------------------------------------------------------------
 
@@ -739,6 +863,7 @@ on_driver_enter(CUpti_CallbackId cbid, enum gmt_api api, const CUpti_CallbackDat
 	drv.context = cb->contextUid;
 	drv.device = context_device(cb->context, cb->contextUid);
 	drv.seq = drv.ts = 0;
+	check_unwrapped(api);
 	if (gmt_api_op(api) == GMT_OP_FREE &&
 	    !frees_nothing(CUPTI_CB_DOMAIN_DRIVER_API, cbid, cb->functionParams))
 		take_free_order(&drv.seq, &drv.ts, cb->correlationId);
@@ -839,8 +964,8 @@ on_runtime(CUpti_CallbackId cbid, const CUpti_CallbackData *cb)
 	enum gmt_api api = (enum gmt_api)hook.api;
 	bool ptsz = hook.ptsz;
 
-	if (api == GMT_API_NONE)
-		return;
+	if (api == GMT_API_NONE || rt.wrapped)
+		return; /* not ours, or a wrapper owns the call (its callbacks came on during it) */
 	if (cb->callbackSite == CUPTI_API_ENTER) {
 		rt.corr = cb->correlationId;
 		rt.api = (uint16_t)api;
@@ -1065,21 +1190,58 @@ subscribe(char *holder, size_t holder_len)
 	return cupti.Subscribe_v2(&subscriber, on_callback, NULL, &p);
 }
 
-/* Enable each callback id; an id this CUPTI does not know is skipped, not fatal. */
+/* GPUMEMTRACE_CUPTI_RUNTIME: auto (the default; 1, on, yes, true), callbacks, or off (0, no,
+ * false). */
+static enum gmt_rt_choice { RT_CHOICE_AUTO, RT_CHOICE_CALLBACKS, RT_CHOICE_OFF } rt_choice(void)
+{
+	const char *v = gmt_tracer_options()->cupti_runtime;
+	static const char *const on[] = {"auto", "1", "on", "yes", "true"};
+	static const char *const off[] = {"off", "0", "no", "false"};
+
+	for (size_t i = 0; i < sizeof(on) / sizeof(on[0]); i++)
+		if (!strcasecmp(v, on[i]))
+			return RT_CHOICE_AUTO;
+	for (size_t i = 0; i < sizeof(off) / sizeof(off[0]); i++)
+		if (!strcasecmp(v, off[i]))
+			return RT_CHOICE_OFF;
+	if (!strcasecmp(v, "callbacks"))
+		return RT_CHOICE_CALLBACKS;
+	char shown[GMT_LOG_VALUE_MAX];
+	gmt_warn(GMT_OPTION_PREFIX "CUPTI_RUNTIME: invalid value %s (expected auto, callbacks or "
+				   "off); using auto",
+		 gmt_log_value(shown, v));
+	return RT_CHOICE_AUTO;
+}
+
+/* Enable each callback id; an id this CUPTI does not know is skipped, not fatal. The wrapped
+ * runtime calls' ids stay off when the wrappers can name them ("runtime side" above): the
+ * wrappers are bound and a shared libcudart is loaded (a program with only a static cudart
+ * has nothing the wrappers see). */
 static size_t
 enable_all(void)
 {
 	size_t enabled = 0;
-	bool runtime = gmt_tracer_options()->cupti_runtime;
+	enum gmt_rt_choice choice = rt_choice();
+	bool by_wrappers = choice == RT_CHOICE_AUTO && gmt_wrappers_bound() && gmt_cudart_seen();
 
+	for (size_t i = 0; i < sizeof(wrapped_rows) / sizeof(wrapped_rows[0]); i++) {
+		wrapped_api[wrapped_rows[i]] = true;
+		wrapped_kind[gmt_api_kind(wrapped_rows[i])] = true;
+	}
 	for (size_t s = 0; s < GMT_CBID_SETS; s++) {
 		const struct gmt_cbid_set *set = &gmt_cbid_sets[s];
-		if (set->domain == CUPTI_CB_DOMAIN_RUNTIME_API && !runtime)
+		bool runtime = set->domain == CUPTI_CB_DOMAIN_RUNTIME_API;
+		if (runtime && choice == RT_CHOICE_OFF)
 			continue;
-		for (size_t i = 0; i < set->n; i++)
+		for (size_t i = 0; i < set->n; i++) {
+			if (runtime && by_wrappers && wrapped_runtime_cbid(set->ids[i]))
+				continue;
 			enabled += cupti.EnableCallback(1, subscriber, set->domain, set->ids[i]) ==
 				   CUPTI_SUCCESS;
+		}
 	}
+	atomic_store_explicit(&rt_mode, by_wrappers ? RT_WRAPPERS : RT_CALLBACKS,
+			      memory_order_release);
 	return enabled;
 }
 

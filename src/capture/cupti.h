@@ -49,4 +49,25 @@ const char *gmt_cupti_opened(void);
 /** Why CUPTI is not used (for the trace header), or NULL when it is. */
 const char *gmt_cupti_reason(void);
 
+struct gmt_event;
+
+/**
+ * The runtime side of a wrapped call while CUPTI records (cupti.c, "the runtime side"): when
+ * the wrapped runtime calls' CUPTI callbacks are off, the wrapper plays them. Before the real
+ * call, gmt_cupti_wrap_enter() with the call's api, whether it is a per-thread-stream variant
+ * and whether it takes a free's order now (a free of something); false: the callbacks do it,
+ * just forward. Otherwise, after the real call: when gmt_cupti_wrap_unrecorded() (no driver
+ * callback recorded the call: cudart reached the memory another way, or the driver call failed
+ * and the runtime's result decides), gmt_cupti_wrap_record() with the event from the call's own
+ * parameters (its result and device filled in); then always gmt_cupti_wrap_leave().
+ */
+bool gmt_cupti_wrap_enter(int api, bool ptsz, bool takes_order);
+bool gmt_cupti_wrap_unrecorded(void);
+void gmt_cupti_wrap_record(struct gmt_event *ev);
+void gmt_cupti_wrap_leave(void);
+
+/** Whether the interposed wrappers are bound: the process's calls into a shared libcudart reach
+ * them first (interpose.c). */
+bool gmt_wrappers_bound(void);
+
 #endif

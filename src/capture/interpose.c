@@ -127,6 +127,16 @@ cupti_records(void)
 	return ph == GMT_CUPTI_ACTIVE;
 }
 
+bool
+gmt_wrappers_bound(void)
+{
+	Dl_info found, ours;
+	void *p = dlsym(RTLD_DEFAULT, "cudaMalloc");
+
+	return p && dladdr(p, &found) && dladdr((void *)&gmt_wrappers_bound, &ours) &&
+	       found.dli_fbase == ours.dli_fbase;
+}
+
 // --- event helpers ------------------------------------------------------------------------------
 
 /* The device's PCI bus id, once per device, for the writer's NVML readings. */
@@ -251,6 +261,41 @@ free_end(struct gmt_event *ev, cudaError_t rc)
 	gmt_hook_leave();                                                                          \
 	return rc
 
+/*
+ * CUPTI records the call: the wrapper plays the runtime callbacks when they are off for it
+ * (cupti.c, "the runtime side"): the call's name, a free's order taken before the real call,
+ * and, when no driver callback recorded the call, the event from its own parameters with the
+ * runtime's result.
+ */
+#define WRAP_CUPTI(sym, a, ptsz, family, o, call, args)                                            \
+	do {                                                                                       \
+		struct gmt_event ev = {                                                            \
+		    .op = GMT_OP_##o,                                                              \
+		    .api = GMT_API_##a,                                                            \
+		    .kind = (uint8_t)gmt_api_kind(GMT_API_##a),                                    \
+		    .flags = GMT_HOOK_PTSZ_##ptsz ? GMT_EV_PTSZ : 0,                               \
+		};                                                                                 \
+		bool ok = true; /* a free's parameters are read before the call */                 \
+		bool order = GMT_OP_##o == GMT_OP_FREE &&                                          \
+			     GMT_FAMILY_CALL(family, &ev, ok, args) != GMT_PARAMS_NOTHING;         \
+		if (!gmt_cupti_wrap_enter(GMT_API_##a, GMT_HOOK_PTSZ_##ptsz, order))               \
+			return CALL_REAL(sym, GMT_UNPACK call);                                    \
+		cudaError_t rc = CALL_REAL(sym, GMT_UNPACK call);                                  \
+		ok = rc == cudaSuccess;                                                            \
+		if (gmt_cupti_wrap_unrecorded() &&                                                 \
+		    GMT_FAMILY_CALL(family, &ev, ok, args) == GMT_PARAMS_EVENT) {                  \
+			int saved_errno = errno;                                                   \
+			ev.result = (int32_t)rc;                                                   \
+			gmt_depth++;                                                               \
+			ev.device = current_device(rt_);                                           \
+			gmt_depth--;                                                               \
+			gmt_cupti_wrap_record(&ev);                                                \
+			errno = saved_errno;                                                       \
+		}                                                                                  \
+		gmt_cupti_wrap_leave();                                                            \
+		return rc;                                                                         \
+	} while (0)
+
 /* One wrapper, `fname`, of runtime `tag`: CUPTI records when it can; nested calls (depth) and
  * tracing off pass through. */
 #define WRAPPER(tag, fname, sym, a, ptsz, family, o, params, call, args)                           \
@@ -260,7 +305,7 @@ free_end(struct gmt_event *ev, cudaError_t rc)
 		void *const self_ = (void *)&fname;                                                \
 		gmt_runtime_note(rt_);                                                             \
 		if (cupti_records())                                                               \
-			return CALL_REAL(sym, GMT_UNPACK call);                                    \
+			WRAP_CUPTI(sym, a, ptsz, family, o, call, args);                           \
 		if (!gmt_hook_enter()) {                                                           \
 			gmt_hook_leave();                                                          \
 			return CALL_REAL(sym, GMT_UNPACK call);                                    \

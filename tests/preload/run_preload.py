@@ -343,6 +343,8 @@ def main():
         return query_bound(victim, env)
     if sc == "self-profile":
         return self_profile(victim, env)
+    if sc == "runtime-side":
+        return runtime_side(victim, env)
     if sc == "run-no-gpu":
         return run_no_gpu(build, env)
     if sc == "run-bad-lib":
@@ -854,6 +856,83 @@ def self_profile(victim, env):
         if files:
             tr = load_trace(os.path.join(sub, files[0]))
             check(any(r["type"] == "trailer" for r in tr), f"{label}: the trace is complete")
+    return finish()
+
+
+def runtime_side(victim, env):
+    """Who names the runtime call (GPUMEMTRACE_CUPTI_RUNTIME, src/capture/cupti.c "the runtime
+    side"). With the wrappers bound (LD_PRELOAD) the default, auto, leaves CUPTI's runtime
+    callbacks off for the calls the wrappers see: two callbacks fewer per call (about 140 ns on
+    the H200), the same trace. A driver allocation with no runtime call around it (a static
+    cudart, a library calling the driver) turns them back on, and the trace is still the same
+    as with the callbacks all along. Without LD_PRELOAD (injection only) nothing changes."""
+    out = env["GPUMEMTRACE_OUTPUT_DIR"]
+
+    def run(mode, args, inject=False):
+        sub = tempfile.mkdtemp(prefix=f"gmt-rtside-{mode}-", dir=out)
+        stats = os.path.join(sub, "cupti-stats.txt")
+        e = dict(env, GPUMEMTRACE_OUTPUT_DIR=sub, GPUMEMTRACE_COMPRESS="none",
+                 GPUMEMTRACE_CUPTI_RUNTIME=mode, SIMCUPTI_STATS=stats)
+        if args[0] == "oom":
+            e["SIMCUDA_MEM_BYTES"] = "64M"  # as the oom scenario: the victim's requests fail
+        if inject:
+            e.pop("LD_PRELOAD", None)
+            e["CUDA_INJECTION64_PATH"] = env["LD_PRELOAD"]
+        p = subprocess.run([victim] + args, env=e, capture_output=True, text=True, timeout=300)
+        check(p.returncode == 0, f"{mode} {args}: exits 0 ({p.returncode}: {p.stderr[-300:]})")
+        traces = glob.glob(os.path.join(sub, "gpumemtrace.*.jsonl"))
+        check(len(traces) == 1, f"{mode} {args}: one trace ({traces})")
+        recs = load_trace(traces[0]) if traces else []
+        # what a report reads of each event; addresses, times and stack ids differ run to run
+        events = [(r["op"], r["api"], r.get("driver"), r.get("kind"), r.get("size"), r.get("result"),
+                   r.get("device"), bool(r.get("stack"))) for r in recs if r["type"] == "event"]
+        delivered = {}
+        if os.path.exists(stats):
+            for line in open(stats):
+                _, domain, n = line.split()
+                delivered[domain] = int(n)
+        check("runtime" in delivered, f"{mode} {args}: the CUPTI double counted its callbacks")
+        trailer = [r for r in recs if r["type"] == "trailer"]
+        check(trailer and trailer[-1]["dropped"] == 0, f"{mode} {args}: nothing dropped")
+        return events, delivered.get("runtime", -1), delivered.get("driver", -1)
+
+    n = 400
+    for args in (["asyncpairs", str(n)], ["basic"], ["oom"], ["reset"], ["driverfirst"]):
+        ev_cb, rt_cb, drv_cb = run("callbacks", args)
+        ev_auto, rt_auto, drv_auto = run("auto", args)
+        print(f"{' '.join(args)}: {len(ev_cb)} events; runtime callbacks delivered: "
+              f"callbacks {rt_cb}, auto {rt_auto}; driver callbacks {drv_cb} / {drv_auto}")
+        check(ev_auto == ev_cb, f"{args}: auto records what the runtime callbacks do "
+              f"({len(ev_auto)} vs {len(ev_cb)} events; first difference: "
+              f"{next((a, b) for a, b in zip(ev_auto + [None], ev_cb + [None]) if a != b) if ev_auto != ev_cb else None})")
+        check(drv_auto == drv_cb, f"{args}: the same driver callbacks ({drv_auto} vs {drv_cb})")
+        if args[0] == "asyncpairs":
+            check(rt_cb >= 4 * n, f"callbacks: two runtime callbacks per call ({rt_cb} for {2 * n} calls)")
+            check(rt_auto == 0, f"auto: no runtime callback for the wrapped calls ({rt_auto})")
+            named = sum(1 for e in ev_auto if e[0] in ("alloc", "free")
+                        and e[1] in ("cudaMallocAsync", "cudaFreeAsync")
+                        and e[2] in ("cuMemAllocAsync", "cuMemFreeAsync"))
+            check(named == 2 * n, f"auto: every pair named by the runtime call over the driver's ({named})")
+        if args[0] == "driverfirst":
+            # 3 pairs before the driver's own allocation, 20 rounds of 4 calls after it
+            check(0 < rt_auto and rt_auto >= 2 * 80 and rt_auto < rt_cb,
+                  f"auto: the runtime callbacks came back on after the unwrapped driver call "
+                  f"({rt_auto} delivered, {rt_cb} with them on from the start)")
+    # the option's other values; injection only (no wrappers bound): the callbacks, as always
+    ev_off, rt_off, _ = run("off", ["asyncpairs", "50"])
+    check(rt_off == 0 and all(e[2] is None and e[1].startswith("cu") for e in ev_off if e[0] in ("alloc", "free")),
+          f"off: driver names only, no runtime callback ({rt_off}; {ev_off[:2]})")
+    ev_inj, rt_inj, _ = run("auto", ["asyncpairs", "50"], inject=True)
+    check(rt_inj >= 200, f"injection only: the runtime callbacks name the calls ({rt_inj} delivered)")
+    check(sum(1 for e in ev_inj if e[0] == "alloc" and e[1] == "cudaMallocAsync") == 50,
+          "injection only: runtime names")
+    sub = tempfile.mkdtemp(prefix="gmt-rtside-bad-", dir=out)
+    p = subprocess.run([victim, "asyncpairs", "10"], capture_output=True, text=True, timeout=300,
+                       env=dict(env, GPUMEMTRACE_OUTPUT_DIR=sub, GPUMEMTRACE_CUPTI_RUNTIME="sometimes"))
+    warned = [ln for ln in p.stderr.splitlines() if "CUPTI_RUNTIME" in ln]
+    check(p.returncode == 0 and len(warned) == 1 and "'sometimes'" in warned[0] or
+          (len(warned) == 1 and "sometimes" in warned[0]),
+          f"a bad value: one warning naming it, and the program runs ({warned})")
     return finish()
 
 

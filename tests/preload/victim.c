@@ -509,6 +509,47 @@ vmm(void)
 	did_leak(gran);
 }
 
+/* A driver allocation with no runtime call around it (as a static cudart or a library calling
+ * the driver makes), then runtime calls ("driverfirst"): the tracer's runtime names must come
+ * out as with CUPTI's runtime callbacks, before and after it turns them back on. */
+static void
+driverfirst(void)
+{
+	void *p, *q;
+
+	CK(cudaFree(NULL));
+	void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+	if (!lib) {
+		fprintf(stderr, "victim: libcuda.so.1 is not loaded: %s\n", dlerror());
+		exit(2);
+	}
+	__typeof__(&cuMemAlloc_v2) alloc = driver_fn(lib, "cuMemAlloc_v2");
+	__typeof__(&cuMemFree_v2) release = driver_fn(lib, "cuMemFree_v2");
+	CUdeviceptr d;
+	for (int i = 0; i < 3; i++) {
+		CK(cudaMallocAsync(&q, 4096, 0)); /* before: the wrappers name it */
+		did_alloc("cudaMallocAsync");
+		CK(cudaFreeAsync(q, 0));
+		did_free("cudaFreeAsync");
+	}
+	DRV_CK(alloc(&d, 1 << 16));
+	did_alloc("cuMemAlloc_v2");
+	for (int i = 0; i < 20; i++) {
+		CK(cudaMalloc(&p, 4096 + (size_t)i));
+		did_alloc("cudaMalloc");
+		CK(cudaMallocAsync(&q, 8192, 0));
+		did_alloc("cudaMallocAsync");
+		CK(cudaFreeAsync(q, 0));
+		did_free("cudaFreeAsync");
+		CK(cudaFree(p));
+		did_free("cudaFree");
+	}
+	DRV_CK(release(d));
+	did_free("cuMemFree_v2");
+	CK(cudaStreamSynchronize(0));
+	dlclose(lib);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -550,11 +591,13 @@ main(int argc, char **argv)
 		load(argc, argv);
 	} else if (strcmp(mode, "asyncpairs") == 0) {
 		asyncpairs(argc, argv);
+	} else if (strcmp(mode, "driverfirst") == 0) {
+		driverfirst();
 	} else {
 		fprintf(stderr,
 			"usage: victim "
 			"basic|threads|fork|_exit|hang|oom|bigoom|reset|burst|plain|vmm|poolburst|"
-			"load|asyncpairs\n");
+			"load|asyncpairs|driverfirst\n");
 		return 2;
 	}
 	print_did();

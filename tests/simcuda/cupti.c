@@ -18,6 +18,13 @@
  *
  * The subscriber is one static record, never freed: a callback racing with cuptiUnsubscribe
  * can never touch freed memory. As CUPTI documents, the subscriber serialises its enable calls.
+ *
+ * What a callback costs: on the H200 CUPTI takes about 70 ns to deliver one, even to an empty
+ * callback (docs/performance.md: floor-cupti against no subscriber), here a function call.
+ * SIMCUPTI_CALLBACK_NS spins that long per delivered callback, for benchmarks to see what a
+ * tracer saves by taking fewer. SIMCUPTI_STATS=FILE gets, at exit, the callbacks delivered per
+ * domain ("delivered runtime N", "delivered driver N", "delivered resource N"), so a test can
+ * see which a tracer takes.
  */
 #define _GNU_SOURCE
 #include "simcuda-cupti.h"
@@ -30,6 +37,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define SIM_MAX_CBID 1024
 #define SIM_NAME_PREFIX "CUPTI for "
@@ -134,6 +142,61 @@ sim_connected(void)
 
 // --- delivery -----------------------------------------------------------------------------
 
+static _Atomic unsigned long long sim_delivered[CUPTI_CB_DOMAIN_SIZE];
+static _Atomic int sim_cost_read;
+static unsigned long long sim_callback_ns;
+
+static void
+sim_write_stats(void)
+{
+	const char *path = getenv("SIMCUPTI_STATS");
+	FILE *f = path && *path ? fopen(path, "w") : NULL;
+
+	if (!f)
+		return;
+	fprintf(f, "delivered runtime %llu\ndelivered driver %llu\ndelivered resource %llu\n",
+		(unsigned long long)atomic_load(&sim_delivered[CUPTI_CB_DOMAIN_RUNTIME_API]),
+		(unsigned long long)atomic_load(&sim_delivered[CUPTI_CB_DOMAIN_DRIVER_API]),
+		(unsigned long long)atomic_load(&sim_delivered[CUPTI_CB_DOMAIN_RESOURCE]));
+	fclose(f);
+}
+
+/* The environment's cost and stats file, once, at the first delivery (a callback racing with
+ * it may go uncharged). */
+static void
+sim_read_cost(void)
+{
+	const char *s = getenv("SIMCUPTI_CALLBACK_NS");
+	char *end;
+
+	if (s && *s) {
+		unsigned long long v = strtoull(s, &end, 10);
+		if (*end == '\0' && v <= 1000000000ull)
+			sim_callback_ns = v;
+		else
+			fprintf(stderr,
+				"simcupti: ignoring SIMCUPTI_CALLBACK_NS='%s': not an integer "
+				"of at most 1e9; using 0\n",
+				s);
+	}
+	const char *stats = getenv("SIMCUPTI_STATS");
+	if (stats && *stats)
+		atexit(sim_write_stats);
+}
+
+static void
+sim_callback_cost(void)
+{
+	struct timespec t0, t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do {
+		clock_gettime(CLOCK_MONOTONIC, &t);
+	} while ((unsigned long long)(t.tv_sec - t0.tv_sec) * 1000000000ull +
+		     (unsigned long long)(t.tv_nsec - t0.tv_nsec) <
+		 sim_callback_ns);
+}
+
 /* The sink: on the API thread, outside the runtime's locks. */
 static void
 sim_deliver(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void *cbdata)
@@ -145,9 +208,15 @@ sim_deliver(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void *cbda
 	    !atomic_load_explicit(&sim_subscriber.enabled[domain][cbid], memory_order_relaxed))
 		return;
 	callback = atomic_load_explicit(&sim_subscriber.callback, memory_order_acquire);
-	if (callback)
-		callback(atomic_load_explicit(&sim_subscriber.userdata, memory_order_relaxed),
-			 domain, cbid, cbdata);
+	if (!callback)
+		return;
+	if (!atomic_exchange_explicit(&sim_cost_read, 1, memory_order_acq_rel))
+		sim_read_cost();
+	atomic_fetch_add_explicit(&sim_delivered[domain], 1, memory_order_relaxed);
+	if (sim_callback_ns)
+		sim_callback_cost();
+	callback(atomic_load_explicit(&sim_subscriber.userdata, memory_order_relaxed), domain, cbid,
+		 cbdata);
 }
 
 // --- subscribers --------------------------------------------------------------------------

@@ -49,7 +49,7 @@ int
 main(void)
 {
 	struct gmt_options o;
-	char err[4096];
+	char err[16384];
 	uint64_t v;
 	bool b;
 
