@@ -36,8 +36,8 @@ freed bytes; failures and peaks are shown). Workloads mark points with gmt_mark(
 through ctypes) and cupti_count_mark() (the reference library, GMT_CUPTI_COUNT_LIB), after
 torch.cuda.synchronize() and after reading torch's statistics.
 
-`all` runs every case (traced with `gpumemtrace run`, and the reference run) --jobs at a time,
-checks them, prints one summary table and exits 1 if any case failed.
+`all` runs every case (traced with `gpumemtrace run`, and the reference run) --jobs at a time
+(a case marked "alone" afterwards, with the GPU to itself), checks them, prints one summary table and exits 1 if any case failed.
 """
 import argparse
 import concurrent.futures
@@ -57,8 +57,12 @@ CASES = {
     "expandable": {"conf": "expandable_segments:True", "ref": True},
     # the reference counter crashed (SIGSEGV/SIGABRT) in 2 of 3 runs of this case on the H200
     # with 3 cases in parallel, not when run alone (then: equal to the trace in every kind); a
-    # defect of tests/gpu/cupti_count.c still to find. The case also checks torch's own figures.
-    "async": {"conf": "backend:cudaMallocAsync", "ref": True},
+    # defect of tests/gpu/cupti_count.c still to find. On 2026-12-05 (H200, in parallel) it saw
+    # a failed pool allocation under the other cases' load and then counted one pool free as a
+    # pinned free that torch never made (torch: the one pinned block still held; the trace
+    # agreed with torch). So it runs alone, after the others ("alone"). The case also checks
+    # torch's own figures.
+    "async": {"conf": "backend:cudaMallocAsync", "ref": True, "alone": True},
     "pinned": {"conf": None, "ref": True},
     "matmul": {"conf": None, "ref": True},
     "profiler": {"conf": None, "ref": False},
@@ -465,9 +469,13 @@ def run_all(args):
     os.makedirs(args.out, exist_ok=True)
     t0 = time.monotonic()
     runs = {}
+    together = [c for c in cases if not CASES[c].get("alone")]
     with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
-        for case, out in pool.map(lambda c: run_case(c, args, gmt, lib), cases):
+        for case, out in pool.map(lambda c: run_case(c, args, gmt, lib), together):
             runs[case] = out
+    for c in cases:  # the GPU to itself: no other case's allocations compete with its pool
+        if CASES[c].get("alone"):
+            runs[c] = run_case(c, args, gmt, lib)[1]
     print(f"torch_cases: ran {len(cases)} cases in {time.monotonic() - t0:.0f} s ({args.jobs} at a time)")
     summary = []
     for case in cases:
