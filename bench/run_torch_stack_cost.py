@@ -53,7 +53,7 @@ samples.sort()
 print(samples[len(samples) // 2])
 """
 
-MODES = ["plain", "floor-cupti", "floor-cupti-record", "none", "native", "all"]
+MODES = ["plain", "floor-cupti", "floor-cupti-record", "none-callbacks", "none", "native", "all"]
 # the floors of bench/floor.h under torch: a CUPTI subscriber on exactly the tracer's callback ids
 # with an empty callback, and the same recording the bare minimum (guard, clock, seq, ring slot)
 FLOORS = {"floor-cupti": "empty", "floor-cupti-record": "record"}
@@ -67,6 +67,11 @@ def run(mode, args, lib, outdir):
         env["LD_PRELOAD"] = os.path.join(os.path.dirname(os.path.dirname(lib)), "bench",
                                          "libgmt_floor_cupti.so")
         env["GMT_FLOOR_MODE"] = FLOORS[mode]
+    elif mode == "none-callbacks":  # CUPTI's runtime callbacks name every call (before auto)
+        env["LD_PRELOAD"] = lib
+        env["GPUMEMTRACE_STACKS"] = "none"
+        env["GPUMEMTRACE_CUPTI_RUNTIME"] = "callbacks"
+        env["GPUMEMTRACE_OUTPUT_DIR"] = outdir
     elif mode != "plain":
         env["LD_PRELOAD"] = lib
         env["GPUMEMTRACE_STACKS"] = mode
