@@ -29,8 +29,10 @@ this script exit 1.
                                     (guard, clock, seq, ring slot) at each driver EXIT
                 floor-interpose     LD_PRELOAD wrappers doing that bare minimum
                 With a floor in the list, each tracer configuration of its path is also given
-                "above" it: the tracer's own cost (cupti* above floor-cupti, interpose* above
-                floor-interpose).
+                "above" it: the tracer's own cost (interpose* above floor-interpose; cupti*
+                above the empty callback on the ids that fire: floor-cupti-driver for the
+                default, where the wrappers name the calls, floor-cupti for
+                cupti-rtcallbacks-nostacks and --baseline builds).
                 a comma list of these names runs them all, interleaved
                 On --runtime real the header of each traced run must show the path asked for
                 (capture includes "cupti", or is ["interpose"]); otherwise the run is a PROBLEM.
@@ -282,14 +284,20 @@ def base_name(name):
 
 
 def floor_of(name, names):
-    """The floor a tracer configuration is measured against, when it is in this run."""
+    """The floor a tracer configuration is measured against, when it is in this run: the empty
+    callback on the ids that fire for the benchmark's calls. With CUPTI's runtime callbacks
+    (GPUMEMTRACE_CUPTI_RUNTIME=callbacks, and a --baseline build from before 2026-12-05) that is
+    floor-cupti; with none (=0), or with the default (auto), where the preloaded wrappers name
+    the calls and only their driver callbacks fire, floor-cupti-driver (else floor-cupti)."""
     if name in FLOORS:
         return None
     env = CAPTURES[base_name(name)][0]
-    want = "floor-interpose" if env.get("GPUMEMTRACE_CUPTI") == "0" else "floor-cupti"
-    if want == "floor-cupti" and env.get("GPUMEMTRACE_CUPTI_RUNTIME") == "0" and "floor-cupti-driver" in names:
-        want = "floor-cupti-driver"
-    return want if want in names else None
+    if env.get("GPUMEMTRACE_CUPTI") == "0":
+        return "floor-interpose" if "floor-interpose" in names else None
+    driver_only = env.get("GPUMEMTRACE_CUPTI_RUNTIME") != "callbacks" and not name.startswith("before:")
+    if driver_only and "floor-cupti-driver" in names:
+        return "floor-cupti-driver"
+    return "floor-cupti" if "floor-cupti" in names else None
 
 
 def main():
