@@ -14,7 +14,8 @@ split into its parts (a driver query, a stack, the ring) on the machine it runs 
 --runtime   as run_hook_overhead.py: sim (tests/simcuda) or real (exits 77 with no GPU)
 
 Parts nest: a callback part (cupti_driver_exit) includes its inner parts (params, stack,
-stamp, emit, pool_reading); `own` is a callback part minus the inner parts measured inside it.
+stamp, emit, pool_reading); `own` is a callback part minus the inner parts measured inside it
+and their probes' own cost.
 The last line is one JSON object with every figure. Python 3 standard library only.
 """
 import argparse
@@ -113,11 +114,14 @@ def main():
                           "ns_per_probe": statistics.median(ns_probe),
                           "ns_per_event": statistics.median(ns_event)}
         if "cupti_driver_exit" in rows:
+            # the EXIT's time holds its inner parts' and their probes' own cost: both come off
             inner = sum(rows[p]["ns_per_event"] for p in INNER_OF_DRIVER_EXIT if p in rows)
+            probe = statistics.median(doc["probe_ns"] for _, doc in per[n])
+            inner_probes = sum(rows[p]["probes_per_event"] for p in INNER_OF_DRIVER_EXIT if p in rows)
             rows["cupti_driver_exit own"] = {
                 "probes_per_event": rows["cupti_driver_exit"]["probes_per_event"],
                 "ns_per_probe": None,
-                "ns_per_event": rows["cupti_driver_exit"]["ns_per_event"] - inner}
+                "ns_per_event": rows["cupti_driver_exit"]["ns_per_event"] - inner - inner_probes * probe}
         pair = statistics.median(b["median_ns_per_pair"] for b, _ in per[n])
         result[n] = {"median_ns_per_pair": pair, "parts": rows,
                      "probe_ns": statistics.median(doc["probe_ns"] for _, doc in per[n])}
