@@ -253,10 +253,12 @@ rd_pre_read(char *text, size_t len, size_t lineno, struct rd_pre *pre)
 		if (rd_parse_block(NULL, src, lineno, &pre->ev))
 			pre->kind = RD_PRE_BLOCK;
 	} else if (gmt_flat_str_is(type, "event")) {
-		if (rd_parse_event(NULL, src, lineno, &pre->ev, &pre->api, &pre->driver)) {
+		uint32_t hash[2];
+
+		if (rd_parse_event(NULL, src, lineno, &pre->ev, &pre->api, &pre->driver, hash)) {
 			pre->kind = RD_PRE_EVENT;
-			pre->api_hash = rd_name_hash(pre->api);
-			pre->driver_hash = pre->driver ? rd_name_hash(pre->driver) : 0;
+			pre->api_hash = hash[0];
+			pre->driver_hash = hash[1];
 		}
 	}
 }

@@ -154,12 +154,107 @@ rd_read_header(struct reader *r, json_t *obj, size_t lineno)
 	return true;
 }
 
+/*
+ * What a name of a few bytes (an op, a kind) was read as the last times on this thread, by its
+ * length and first byte: every event line names its op and kind, and gmt_op_from_name() and
+ * gmt_kind_parse() compare the name with each of theirs in turn. A name is only taken from here
+ * when it is the same bytes (a pure function of them: the same answer as the parse).
+ */
+#define MEMO_SLOTS 16
+#define MEMO_NAME 15
+
+struct name_memo {
+	uint8_t len; /* 0: empty (an empty name is not kept) */
+	uint8_t val;
+	char name[MEMO_NAME];
+};
+
+static inline struct name_memo *
+memo_slot(struct name_memo *m, const char *s, size_t n)
+{
+	return &m[(n * 7 + (uint8_t)s[0]) % MEMO_SLOTS];
+}
+
+/* The @p n bytes (1 to MEMO_NAME) at @p a and @p b equal: two loads each, overlapping, never
+ * past the n bytes (memcmp() of a length not known here is a call, longer than the compare). */
+static inline bool
+memo_same(const char *a, const char *b, size_t n)
+{
+	uint64_t x, y, u, v;
+	uint32_t h, i, j, k;
+
+	if (n >= 8) {
+		memcpy(&x, a, 8), memcpy(&y, b, 8);
+		memcpy(&u, a + n - 8, 8), memcpy(&v, b + n - 8, 8);
+		return ((x ^ y) | (u ^ v)) == 0;
+	}
+	if (n >= 4) {
+		memcpy(&h, a, 4), memcpy(&i, b, 4);
+		memcpy(&j, a + n - 4, 4), memcpy(&k, b + n - 4, 4);
+		return ((h ^ i) | (j ^ k)) == 0;
+	}
+	return a[0] == b[0] && a[n / 2] == b[n / 2] && a[n - 1] == b[n - 1];
+}
+
+/* The value kept for @p s (@p n bytes), or -1. */
+static inline int
+memo_get(struct name_memo *m, const char *s, size_t n)
+{
+	const struct name_memo *e;
+
+	if (n == 0 || n > MEMO_NAME)
+		return -1;
+	e = memo_slot(m, s, n);
+	return e->len == n && memo_same(e->name, s, n) ? e->val : -1;
+}
+
+static inline void
+memo_put(struct name_memo *m, const char *s, size_t n, int val)
+{
+	struct name_memo *e;
+
+	if (n == 0 || n > MEMO_NAME || val < 0 || val > UINT8_MAX)
+		return;
+	e = memo_slot(m, s, n);
+	e->len = (uint8_t)n;
+	e->val = (uint8_t)val;
+	memcpy(e->name, s, n);
+}
+
+static _Thread_local struct name_memo op_memo[MEMO_SLOTS], kind_memo[MEMO_SLOTS];
+
+/* gmt_op_from_name() of @p name (@p n bytes, no NUL among them), through op_memo. */
+static enum gmt_op
+op_from_name(const char *name, size_t n)
+{
+	int v = memo_get(op_memo, name, n);
+
+	if (v < 0) {
+		v = (int)gmt_op_from_name(name);
+		memo_put(op_memo, name, n, v);
+	}
+	return (enum gmt_op)v;
+}
+
+/* gmt_kind_parse() of @p name (@p n bytes, no NUL among them), through kind_memo. */
+static enum gmt_tkind
+kind_parse(const char *name, size_t n)
+{
+	int v = memo_get(kind_memo, name, n);
+
+	if (v < 0) {
+		v = (int)gmt_kind_parse(name);
+		memo_put(kind_memo, name, n, v);
+	}
+	return (enum gmt_tkind)v;
+}
+
 /* The ops an event line may have (a marker, a block or the PyTorch layer's status is a line of
  * its own type). */
 static bool
-parse_op(const char *name, uint8_t *op)
+parse_op(const char *name, size_t n, uint8_t *op)
 {
-	enum gmt_op o = gmt_op_from_name(name);
+	enum gmt_op o = op_from_name(name, n);
 
 	if (o != GMT_OP_ALLOC && o != GMT_OP_FREE && o != GMT_OP_RESET && o != GMT_OP_RETAIN &&
 	    o != GMT_OP_USAGE)
@@ -177,17 +272,18 @@ static bool
 event_kind(struct reader *r, struct src obj, size_t lineno, struct gmt_trace_event *ev)
 {
 	const char *kind;
+	size_t n;
 	enum gmt_tkind k;
 	int err;
 
 	if (ev->op == GMT_OP_RESET)
 		return true;
-	err = rd_get_str(obj, "kind", &kind);
+	err = rd_get_strn(obj, "kind", &kind, &n);
 	if (err == -ENOENT && (ev->op == GMT_OP_FREE || ev->op == GMT_OP_RETAIN))
 		return true;
 	if (err)
 		return rd_key_error(r, lineno, "event", "kind", err, "a string");
-	k = gmt_kind_parse(kind);
+	k = kind_parse(kind, n);
 	if (k == GMT_TK_NONE && strcmp(kind, "none") == 0 && ev->op != GMT_OP_ALLOC &&
 	    ev->op != GMT_OP_USAGE)
 		return true;
@@ -211,6 +307,7 @@ static bool
 event_common(struct reader *r, struct src obj, size_t lineno, struct gmt_trace_event *ev)
 {
 	const char *op;
+	size_t n;
 	long long v;
 	int err;
 
@@ -218,9 +315,9 @@ event_common(struct reader *r, struct src obj, size_t lineno, struct gmt_trace_e
 		return rd_key_error(r, lineno, "event", "seq", err, "an integer");
 	if ((err = rd_get_u64(obj, "ts", &ev->ts)))
 		return rd_key_error(r, lineno, "event", "ts", err, "an integer");
-	if ((err = rd_get_str(obj, "op", &op)))
+	if ((err = rd_get_strn(obj, "op", &op, &n)))
 		return rd_key_error(r, lineno, "event", "op", err, "a string");
-	if (!parse_op(op, &ev->op)) {
+	if (!parse_op(op, n, &ev->op)) {
 		rd_bad_line(r, lineno, "event with unknown op \"%s\": line skipped", op);
 		return false;
 	}
@@ -309,24 +406,29 @@ event_optional(struct reader *r, struct src obj, size_t lineno, struct gmt_trace
 	return true;
 }
 
-/* api and driver, as the line names them (@p driver NULL when it has none). */
+/* api and driver, as the line names them (@p driver NULL when it has none), and their
+ * rd_name_hash() in @p hash (the driver's 0 when it has none). */
 static bool
 event_name_strs(struct reader *r,
 		struct src obj,
 		size_t lineno,
 		const char *type,
 		const char **api,
-		const char **driver)
+		const char **driver,
+		uint32_t hash[2])
 {
+	size_t n;
 	int err;
 
-	if ((err = rd_get_str(obj, "api", api)))
+	if ((err = rd_get_strn(obj, "api", api, &n)))
 		return rd_key_error(r, lineno, type, "api", err, "a string");
-	err = rd_get_str(obj, "driver", driver);
+	hash[0] = rd_name_hash_n(*api, n);
+	err = rd_get_strn(obj, "driver", driver, &n);
 	if (err == -EINVAL)
 		return rd_key_error(r, lineno, type, "driver", err, "a string");
 	if (err)
 		*driver = NULL;
+	hash[1] = *driver ? rd_name_hash_n(*driver, n) : 0;
 	return true;
 }
 
@@ -450,12 +552,18 @@ rd_parse_event(struct reader *r,
 	       size_t lineno,
 	       struct gmt_trace_event *ev,
 	       const char **api,
-	       const char **driver)
+	       const char **driver,
+	       uint32_t hash[2])
 {
-	*ev = (struct gmt_trace_event){.line = (uint32_t)lineno, .device = -1};
+	/* zeroed in two parts: a compound literal, or one memset() of the whole, is a `rep stos`
+	 * (GCC's choice past 64 bytes), slow to start for ~100; two become a few 16-byte stores */
+	memset(ev, 0, 64);
+	memset((char *)ev + 64, 0, sizeof(*ev) - 64);
+	ev->line = (uint32_t)lineno;
+	ev->device = -1;
 	return event_common(r, obj, lineno, ev) && event_kind(r, obj, lineno, ev) &&
 	       event_ptr_size(r, obj, lineno, ev) && event_optional(r, obj, lineno, ev) &&
-	       event_name_strs(r, obj, lineno, "event", api, driver);
+	       event_name_strs(r, obj, lineno, "event", api, driver, hash);
 }
 
 bool
@@ -471,20 +579,14 @@ rd_take_event_hashed(struct reader *r,
 }
 
 bool
-rd_take_event(struct reader *r, struct gmt_trace_event *ev, const char *api, const char *driver)
-{
-	return rd_take_event_hashed(r, ev, api, driver, rd_name_hash(api),
-				    driver ? rd_name_hash(driver) : 0);
-}
-
-bool
 rd_read_event(struct reader *r, struct src obj, size_t lineno)
 {
 	struct gmt_trace_event ev;
 	const char *api, *driver;
+	uint32_t hash[2];
 
-	return rd_parse_event(r, obj, lineno, &ev, &api, &driver) &&
-	       rd_take_event(r, &ev, api, driver);
+	return rd_parse_event(r, obj, lineno, &ev, &api, &driver, hash) &&
+	       rd_take_event_hashed(r, &ev, api, driver, hash[0], hash[1]);
 }
 
 /* An elided line's "sizes" and "lifetimes" into the trace's elided_bins (jansson lines only). */
@@ -578,9 +680,9 @@ rd_read_elided(struct reader *r, struct src obj, size_t lineno)
 	rd_get_u64(obj, GMT_ELIDED_TEMPORARIES, &ev.free_bytes);
 	rd_get_u64(obj, GMT_ELIDED_TEMPORARY_BYTES, &ev.total_bytes);
 	const char *api, *driver;
-	if (!event_name_strs(r, obj, lineno, "event", &api, &driver) ||
-	    !intern_names(r, lineno, &ev, api, driver, rd_name_hash(api),
-			  driver ? rd_name_hash(driver) : 0) ||
+	uint32_t hash[2];
+	if (!event_name_strs(r, obj, lineno, "event", &api, &driver, hash) ||
+	    !intern_names(r, lineno, &ev, api, driver, hash[0], hash[1]) ||
 	    !elided_bins(r, obj, lineno, &ev))
 		return false;
 	r->t->elided_lines++;

@@ -145,6 +145,9 @@ flow(struct gmt_reorder *w)
 	const struct gmt_reorder_run *run;
 	const struct reorder_key *k;
 
+	/* nothing waits: the usual case, an item in order after one in order */
+	if (!w->nheap && !w->nrun)
+		return;
 	while ((k = window_min(w, &run)) && may_go(w, k->seq))
 		deliver_from(w, run);
 }
