@@ -53,7 +53,8 @@ samples.sort()
 print(samples[len(samples) // 2])
 """
 
-MODES = ["plain", "floor-cupti", "floor-cupti-record", "none-callbacks", "none", "native", "all"]
+MODES = ["plain", "floor-cupti", "floor-cupti-record", "none-callbacks", "none", "native",
+         "all-callbacks", "all"]
 # the floors of bench/floor.h under torch: a CUPTI subscriber on exactly the tracer's callback ids
 # with an empty callback, and the same recording the bare minimum (guard, clock, seq, ring slot)
 FLOORS = {"floor-cupti": "empty", "floor-cupti-record": "record"}
@@ -67,9 +68,10 @@ def run(mode, args, lib, outdir):
         env["LD_PRELOAD"] = os.path.join(os.path.dirname(os.path.dirname(lib)), "bench",
                                          "libgmt_floor_cupti.so")
         env["GMT_FLOOR_MODE"] = FLOORS[mode]
-    elif mode == "none-callbacks":  # CUPTI's runtime callbacks name every call (before auto)
+    elif mode.endswith("-callbacks"):  # CUPTI's runtime callbacks name every call, and an
+        # allocation's stack is taken inside the driver's callback: the tracer before 2026-12-05
         env["LD_PRELOAD"] = lib
-        env["GPUMEMTRACE_STACKS"] = "none"
+        env["GPUMEMTRACE_STACKS"] = mode.split("-")[0]
         env["GPUMEMTRACE_CUPTI_RUNTIME"] = "callbacks"
         env["GPUMEMTRACE_OUTPUT_DIR"] = outdir
     elif mode != "plain":

@@ -207,8 +207,9 @@ static TLS struct {
 	uint8_t joined; /* a driver or resource event was recorded for it */
 	uint8_t ptsz;
 	uint16_t failed_driver; /* a driver call under it failed: the runtime's result decides */
-	uint8_t
-	    wrapped; /* an interposed wrapper plays the runtime callbacks (see "runtime side") */
+	uint8_t wrapped;	/* a wrapper plays the runtime callbacks ("the runtime side") */
+	uint8_t has_stack;	/* a wrapper's allocation: its stack, taken before the real call */
+	uint32_t stack;
 	uint64_t seq, ts; /* frees and resets: taken at ENTER, handed to the driver call */
 } rt;
 
@@ -351,6 +352,13 @@ check_unwrapped(enum gmt_api api)
 
 static void stamp_order(uint64_t *seq, uint64_t *ts);
 
+/*
+ * An allocation's stack is taken here, in the wrapper, before the real call: from inside the
+ * driver's callback the unwinder would first walk our callback's frames, CUPTI's, the driver's
+ * and cudart's (most of a stack under PyTorch's allocator, in libraries of tens of megabytes),
+ * to keep none of them but cudart's and the driver's, which a report skips anyway. The stack
+ * then starts at the wrapper's caller, as on the interposition path.
+ */
 bool
 gmt_cupti_wrap_enter(int api, bool ptsz, bool takes_order)
 {
@@ -366,9 +374,18 @@ gmt_cupti_wrap_enter(int api, bool ptsz, bool takes_order)
 	rt.ptsz = ptsz;
 	rt.failed_driver = GMT_API_NONE;
 	rt.seq = rt.ts = 0;
+	rt.has_stack = 0;
 	rt.wrapped = 1;
 	if (takes_order)
 		stamp_order(&rt.seq, &rt.ts);
+	if (gmt_api_op((enum gmt_api)api) == GMT_OP_ALLOC) {
+		uint64_t t0 = gmt_prof_begin();
+		gmt_depth++; /* the unwinder's own calls are not the application's */
+		rt.stack = gmt_stack_capture(NULL);
+		gmt_depth--;
+		gmt_prof_end(GMT_PROF_STACK, t0);
+		rt.has_stack = 1;
+	}
 	return true;
 }
 
@@ -384,6 +401,7 @@ gmt_cupti_wrap_leave(void)
 {
 	rt.api = GMT_API_NONE;
 	rt.wrapped = 0;
+	rt.has_stack = 0;
 }
 
 // --- reservation readings
@@ -819,7 +837,10 @@ emit_call_event(struct gmt_event *ev, uint64_t seq, uint64_t ts)
 		add_meminfo(ev);
 		gmt_prof_end(GMT_PROF_MEMINFO, t0);
 	}
-	if (ev->op == GMT_OP_ALLOC) {
+	if (ev->op == GMT_OP_ALLOC && rt.wrapped && rt.has_stack) {
+		ev->stack =
+		    rt.stack; /* the wrapper's, taken before the call (gmt_cupti_wrap_enter) */
+	} else if (ev->op == GMT_OP_ALLOC) {
 		t0 = gmt_prof_begin();
 		ev->stack = callback_stack();
 		gmt_prof_end(GMT_PROF_STACK, t0);

@@ -344,7 +344,7 @@ def main():
     if sc == "self-profile":
         return self_profile(victim, env)
     if sc == "runtime-side":
-        return runtime_side(victim, env)
+        return runtime_side(build, victim, env)
     if sc == "run-no-gpu":
         return run_no_gpu(build, env)
     if sc == "run-bad-lib":
@@ -859,7 +859,7 @@ def self_profile(victim, env):
     return finish()
 
 
-def runtime_side(victim, env):
+def runtime_side(build, victim, env):
     """Who names the runtime call (GPUMEMTRACE_CUPTI_RUNTIME, src/capture/cupti.c "the runtime
     side"). With the wrappers bound (LD_PRELOAD) the default, auto, leaves CUPTI's runtime
     callbacks off for the calls the wrappers see: two callbacks fewer per call (about 140 ns on
@@ -894,7 +894,17 @@ def runtime_side(victim, env):
         check("runtime" in delivered, f"{mode} {args}: the CUPTI double counted its callbacks")
         trailer = [r for r in recs if r["type"] == "trailer"]
         check(trailer and trailer[-1]["dropped"] == 0, f"{mode} {args}: nothing dropped")
+        frames = {r["id"]: len(r.get("frames", [])) for r in recs if r["type"] == "stack"}
+        depth = [frames.get(r.get("stack"), 0) for r in recs if r["type"] == "event" and r["op"] == "alloc"
+                 and r.get("stack")]
+        # the sites a report shows for the allocations (file:line of the first frame it keeps)
+        rep = run_report(build, traces[0]) if traces else None
+        sites = sorted((x["api"], x["bytes"], (x.get("site") or {}).get("file"), (x.get("site") or {}).get("line"))
+                       for x in (rep or {}).get("peak_sites", []))
+        runs[mode, tuple(args)] = (depth, sites)
         return events, delivered.get("runtime", -1), delivered.get("driver", -1)
+
+    runs = {}
 
     n = 400
     for args in (["asyncpairs", str(n)], ["basic"], ["oom"], ["reset"], ["driverfirst"]):
@@ -906,6 +916,15 @@ def runtime_side(victim, env):
               f"({len(ev_auto)} vs {len(ev_cb)} events; first difference: "
               f"{next((a, b) for a, b in zip(ev_auto + [None], ev_cb + [None]) if a != b) if ev_auto != ev_cb else None})")
         check(drv_auto == drv_cb, f"{args}: the same driver callbacks ({drv_auto} vs {drv_cb})")
+        (d_cb, sites_cb), (d_auto, sites_auto) = runs["callbacks", tuple(args)], runs["auto", tuple(args)]
+        check(sites_auto == sites_cb and (sites_cb or args[0] == "reset"),
+              f"{args}: the report's sites are the same ({sites_auto[:2]} vs {sites_cb[:2]})")
+        if args[0] in ("asyncpairs", "basic"):
+            # the wrappers take an allocation's stack before the real call: none of the
+            # callback's, CUPTI's, the driver's or cudart's frames to unwind and store
+            check(d_auto and max(d_auto) < min(d_cb),
+                  f"{args}: the stacks start at the program (frames: auto {max(d_auto or [0])}, "
+                  f"callbacks {min(d_cb or [0])})")
         if args[0] == "asyncpairs":
             check(rt_cb >= 4 * n, f"callbacks: two runtime callbacks per call ({rt_cb} for {2 * n} calls)")
             check(rt_auto == 0, f"auto: no runtime callback for the wrapped calls ({rt_auto})")
