@@ -342,10 +342,12 @@ restore_runtime_callbacks(void)
 static void
 check_unwrapped(enum gmt_api api)
 {
-	if (__builtin_expect(atomic_load_explicit(&rt_mode, memory_order_acquire) != RT_WRAPPERS,
-			     1) ||
-	    rt.api != GMT_API_NONE || !wrapped_kind[gmt_api_kind(api)])
-		return;
+	enum gmt_op op = gmt_api_op(api);
+
+	if (rt.api != GMT_API_NONE || (op != GMT_OP_ALLOC && op != GMT_OP_FREE) ||
+	    atomic_load_explicit(&rt_mode, memory_order_acquire) != RT_WRAPPERS ||
+	    !wrapped_kind[gmt_api_kind(api)])
+		return; /* the usual case: a runtime call is around it */
 	int expected = RT_WRAPPERS;
 	atomic_compare_exchange_strong(&rt_mode, &expected, RT_RESTORING);
 }

@@ -907,7 +907,7 @@ def runtime_side(build, victim, env):
     runs = {}
 
     n = 400
-    for args in (["asyncpairs", str(n)], ["basic"], ["oom"], ["reset"], ["driverfirst"]):
+    for args in (["asyncpairs", str(n)], ["basic"], ["oom"], ["reset"], ["vmm"], ["driverfirst"]):
         ev_cb, rt_cb, drv_cb = run("callbacks", args)
         ev_auto, rt_auto, drv_auto = run("auto", args)
         print(f"{' '.join(args)}: {len(ev_cb)} events; runtime callbacks delivered: "
@@ -932,6 +932,10 @@ def runtime_side(build, victim, env):
                         and e[1] in ("cudaMallocAsync", "cudaFreeAsync")
                         and e[2] in ("cuMemAllocAsync", "cuMemFreeAsync"))
             check(named == 2 * n, f"auto: every pair named by the runtime call over the driver's ({named})")
+        if args[0] == "vmm":
+            # the driver's VMM calls (PyTorch's expandable segments make them) are no runtime's:
+            # they leave the runtime callbacks off
+            check(rt_auto == 0, f"vmm: the driver's own VMM calls keep the runtime callbacks off ({rt_auto})")
         if args[0] == "driverfirst":
             # 3 pairs before the driver's own allocation, 20 rounds of 4 calls after it
             check(0 < rt_auto and rt_auto >= 2 * 80 and rt_auto < rt_cb,
