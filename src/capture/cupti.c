@@ -382,9 +382,11 @@ gmt_cupti_wrap_enter(int api, bool ptsz, bool takes_order)
 		stamp_order(&rt.seq, &rt.ts);
 	if (gmt_api_op((enum gmt_api)api) == GMT_OP_ALLOC) {
 		uint64_t t0 = gmt_prof_begin();
+		int saved_errno = errno;
 		gmt_depth++; /* the unwinder's own calls are not the application's */
 		rt.stack = gmt_stack_capture(NULL);
 		gmt_depth--;
+		errno = saved_errno;
 		gmt_prof_end(GMT_PROF_STACK, t0);
 		rt.has_stack = 1;
 	}
