@@ -19,8 +19,10 @@ this script exit 1.
                 cupti-nostacks, cupti-native, interpose-nostacks, interpose-native: the same paths
                            with GPUMEMTRACE_STACKS=none / native (the default is all)
                 cupti-noruntime-nostacks: CUPTI without the runtime-domain callbacks, no stacks
-                cupti-rtcallbacks-nostacks: CUPTI's runtime callbacks name every call (no stacks);
-                           the default has the wrappers name the calls they see
+                cupti-rtcallbacks-nostacks, cupti-rtcallbacks: CUPTI's runtime callbacks name every
+                           call and a stack is taken inside the driver's callback (without and
+                           with stacks); the default has the wrappers name the calls they see
+                           and take their allocations' stacks
                 floors (bench/floor.h; another library preloaded instead of the tracer):
                 floor-cupti         a CUPTI subscriber with exactly the tracer's callback ids
                                     and an empty callback
@@ -144,6 +146,8 @@ CAPTURES = {
     # way; the default, auto, has the wrappers name the calls they see)
     "cupti-rtcallbacks-nostacks": ({"GPUMEMTRACE_CUPTI": "1", "GPUMEMTRACE_CUPTI_RUNTIME": "callbacks",
                                     "GPUMEMTRACE_STACKS": "none"}, "cupti"),
+    # the same with full stacks, taken inside the driver's callback as then
+    "cupti-rtcallbacks": ({"GPUMEMTRACE_CUPTI": "1", "GPUMEMTRACE_CUPTI_RUNTIME": "callbacks"}, "cupti"),
     # without the runtime-domain callbacks (driver names only)
     "cupti-noruntime-nostacks": ({"GPUMEMTRACE_CUPTI": "1", "GPUMEMTRACE_CUPTI_RUNTIME": "0",
                                   "GPUMEMTRACE_STACKS": "none"}, "cupti"),
