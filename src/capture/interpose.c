@@ -261,6 +261,13 @@ free_end(struct gmt_event *ev, cudaError_t rc)
 	gmt_hook_leave();                                                                          \
 	return rc
 
+/* The event a wrapper's call makes, before its parameters are read. */
+#define WRAP_EVENT(a, ptsz, o)                                                                     \
+	{                                                                                          \
+		.op = GMT_OP_##o, .api = GMT_API_##a, .kind = (uint8_t)gmt_api_kind(GMT_API_##a),  \
+		.flags = GMT_HOOK_PTSZ_##ptsz ? GMT_EV_PTSZ : 0,                                   \
+	}
+
 /*
  * CUPTI records the call: the wrapper plays the runtime callbacks when they are off for it
  * (cupti.c, "the runtime side"): the call's name, a free's order taken before the real call,
@@ -269,12 +276,7 @@ free_end(struct gmt_event *ev, cudaError_t rc)
  */
 #define WRAP_CUPTI(sym, a, ptsz, family, o, call, args)                                            \
 	do {                                                                                       \
-		struct gmt_event ev = {                                                            \
-		    .op = GMT_OP_##o,                                                              \
-		    .api = GMT_API_##a,                                                            \
-		    .kind = (uint8_t)gmt_api_kind(GMT_API_##a),                                    \
-		    .flags = GMT_HOOK_PTSZ_##ptsz ? GMT_EV_PTSZ : 0,                               \
-		};                                                                                 \
+		struct gmt_event ev = WRAP_EVENT(a, ptsz, o);                                      \
 		bool ok = true; /* a free's parameters are read before the call */                 \
 		bool order = GMT_OP_##o == GMT_OP_FREE &&                                          \
 			     GMT_FAMILY_CALL(family, &ev, ok, args) != GMT_PARAMS_NOTHING;         \
@@ -310,12 +312,7 @@ free_end(struct gmt_event *ev, cudaError_t rc)
 			gmt_hook_leave();                                                          \
 			return CALL_REAL(sym, GMT_UNPACK call);                                    \
 		}                                                                                  \
-		struct gmt_event ev = {                                                            \
-		    .op = GMT_OP_##o,                                                              \
-		    .api = GMT_API_##a,                                                            \
-		    .kind = (uint8_t)gmt_api_kind(GMT_API_##a),                                    \
-		    .flags = GMT_HOOK_PTSZ_##ptsz ? GMT_EV_PTSZ : 0,                               \
-		};                                                                                 \
+		struct gmt_event ev = WRAP_EVENT(a, ptsz, o);                                      \
 		WRAP_BODY_##o(sym, ev, family, call, args);                                        \
 	}
 

@@ -350,20 +350,7 @@ rd_get_hex(struct src obj, const char *key, uint64_t *out)
 	return gmt_hex_u64(v.str, v.slen, out) ? 0 : -EINVAL;
 }
 
-static inline __attribute__((always_inline)) int
-rd_get_str(struct src obj, const char *key, const char **out)
-{
-	struct fval v = rd_field(obj, key);
-
-	if (v.kind == F_ABSENT || v.kind == F_NULL)
-		return -ENOENT;
-	if (v.kind != F_STR)
-		return -EINVAL;
-	*out = v.str;
-	return 0;
-}
-
-/* rd_get_str() and the string's length. */
+/* A string field and its length. */
 static inline __attribute__((always_inline)) int
 rd_get_strn(struct src obj, const char *key, const char **out, size_t *len)
 {
@@ -376,6 +363,14 @@ rd_get_strn(struct src obj, const char *key, const char **out, size_t *len)
 	*out = v.str;
 	*len = v.slen;
 	return 0;
+}
+
+static inline __attribute__((always_inline)) int
+rd_get_str(struct src obj, const char *key, const char **out)
+{
+	size_t len;
+
+	return rd_get_strn(obj, key, out, &len);
 }
 
 // --- the pipelined read (pipeline.c) -----------------------------------------------------------
