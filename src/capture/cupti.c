@@ -358,7 +358,7 @@ static void stamp_order(uint64_t *seq, uint64_t *ts);
  * An allocation's stack is taken here, in the wrapper, before the real call: from inside the
  * driver's callback the unwinder would first walk our callback's frames, CUPTI's, the driver's
  * and cudart's (most of a stack under PyTorch's allocator, in libraries of tens of megabytes),
- * to keep none of them but cudart's and the driver's, which a report skips anyway. The stack
+ * to keep only cudart's and the driver's, which a report skips anyway. The stack
  * then starts at the wrapper's caller, as on the interposition path.
  */
 bool
