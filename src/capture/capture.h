@@ -70,6 +70,10 @@ const struct gmt_options *gmt_tracer_options(void);
 /** Hand a stamped event to the writer. Never blocks: a full ring counts a drop (false). */
 bool gmt_emit(struct gmt_event *ev);
 
+/** gmt_emit() for a `usage` reading: a drop is also counted among the dropped readings (the
+ * trailer's `dropped_readings`: of the drops, those that lost no allocation or free). */
+bool gmt_emit_reading(struct gmt_event *ev);
+
 /**
  * gmt_emit() without the copy: the ring slot the caller fills in place (every byte: it holds an
  * old event), and its position in @p pos; NULL when the event cannot be pushed (counted as a
@@ -87,6 +91,8 @@ struct gmt_ring;
 struct gmt_ring *gmt_core_ring(void);
 /** Events that could not be pushed (full ring, not running). */
 _Atomic uint64_t *gmt_core_dropped(void);
+/** Of those, the `usage` readings (gmt_emit_reading()). */
+_Atomic uint64_t *gmt_core_dropped_readings(void);
 /** In a fork child: the cached tid is the parent's thread's. */
 void gmt_core_after_fork(void);
 

@@ -26,6 +26,7 @@ static _Atomic bool opts_loaded;
 static struct gmt_ring ring;
 static _Atomic uint64_t next_seq;
 static _Atomic uint64_t dropped;
+static _Atomic uint64_t dropped_readings; /* of dropped: usage readings */
 
 // --- small facts --------------------------------------------------------------------------------
 
@@ -83,6 +84,12 @@ gmt_core_dropped(void)
 	return &dropped;
 }
 
+_Atomic uint64_t *
+gmt_core_dropped_readings(void)
+{
+	return &dropped_readings;
+}
+
 void
 gmt_core_after_fork(void)
 {
@@ -118,19 +125,31 @@ ensure_running(void)
 	return st == GMT_STATE_RUNNING;
 }
 
+/* Push @p ev; a drop is counted (also among the readings when @p reading), except while the
+ * tracer is disabled. */
+static bool
+emit(struct gmt_event *ev, bool reading)
+{
+	if (ensure_running() && gmt_ring_push(&ring, ev))
+		return true;
+	if (atomic_load_explicit(&gmt_state, memory_order_relaxed) != GMT_STATE_DISABLED) {
+		atomic_fetch_add_explicit(&dropped, 1, memory_order_relaxed);
+		if (reading)
+			atomic_fetch_add_explicit(&dropped_readings, 1, memory_order_relaxed);
+	}
+	return false;
+}
+
 bool
 gmt_emit(struct gmt_event *ev)
 {
-	if (!ensure_running()) {
-		if (atomic_load_explicit(&gmt_state, memory_order_relaxed) != GMT_STATE_DISABLED)
-			atomic_fetch_add_explicit(&dropped, 1, memory_order_relaxed);
-		return false;
-	}
-	if (!gmt_ring_push(&ring, ev)) {
-		atomic_fetch_add_explicit(&dropped, 1, memory_order_relaxed);
-		return false;
-	}
-	return true;
+	return emit(ev, false);
+}
+
+bool
+gmt_emit_reading(struct gmt_event *ev)
+{
+	return emit(ev, true);
 }
 
 struct gmt_event *

@@ -452,6 +452,21 @@ usage_changed(uint64_t key, uint64_t value)
 	return atomic_exchange(&u->value, value + 1) != value + 1;
 }
 
+/* A reading the ring had no room for (counted dropped): forget it, so that the next reading of
+ * the same key is written although its value did not move (the trace would otherwise keep the
+ * old value, or none, until the value changed again). A pool is read again at its next
+ * allocation after POOL_READ_NS, as before: an overflowing ring is not filled faster. A newer
+ * reading another thread stored meanwhile is kept. */
+static void
+usage_forget(uint64_t key, uint64_t value)
+{
+	__typeof__(&usage_last[0]) u = usage_slot(key);
+	if (!u)
+		return;
+	uint64_t mine = value + 1;
+	atomic_compare_exchange_strong(&u->value, &mine, 0);
+}
+
 /*
  * After a pool allocation, is a reading of its pool due? At most one per POOL_READ_NS per pool:
  * the query (cuMemPoolGetAttribute) is a driver call inside the application's, paid before on
@@ -499,7 +514,8 @@ emit_usage(enum gmt_kind kind,
 	    .flags = pool ? GMT_EV_HAS_POOL : 0,
 	};
 	gmt_stamp(&ev);
-	gmt_emit(&ev);
+	if (!gmt_emit_reading(&ev))
+		usage_forget(key, value);
 }
 
 static void

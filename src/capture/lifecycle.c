@@ -91,6 +91,7 @@ atfork_child(void)
 		forked_from = (int)getppid();
 		start_ts = gmt_mono_ns();
 		atomic_store(gmt_core_dropped(), 0);
+		atomic_store(gmt_core_dropped_readings(), 0);
 		atomic_store(&gmt_state, GMT_STATE_UNINIT);
 	}
 }
@@ -187,6 +188,7 @@ gmt_tracer_start(void)
 	    .opts = opts,
 	    .ring = ring,
 	    .dropped = gmt_core_dropped(),
+	    .dropped_readings = gmt_core_dropped_readings(),
 	    .forked_from = forked_from,
 	    .start_ts = start_ts,
 	    .coverage = cupti ? "full" : "runtime API only",

@@ -794,7 +794,8 @@ gmt_jsonl_elided_blocks(struct gmt_buf *b, const struct gmt_elided_site *s)
 }
 
 static void
-trailer_begin(struct gmt_buf *b, uint64_t ts, uint64_t events, uint64_t dropped)
+trailer_begin(
+    struct gmt_buf *b, uint64_t ts, uint64_t events, uint64_t dropped, uint64_t dropped_readings)
 {
 	LIT(b, "{\"type\":\"trailer\",\"ts\":");
 	buf_u64(b, ts);
@@ -802,6 +803,10 @@ trailer_begin(struct gmt_buf *b, uint64_t ts, uint64_t events, uint64_t dropped)
 	buf_u64(b, events);
 	LIT(b, ",\"dropped\":");
 	buf_u64(b, dropped);
+	if (dropped_readings) {
+		LIT(b, ",\"" GMT_TRAILER_DROPPED_READINGS "\":");
+		buf_u64(b, dropped_readings);
+	}
 }
 
 void
@@ -809,12 +814,13 @@ gmt_jsonl_trailer_bounded(struct gmt_buf *b,
 			  uint64_t ts,
 			  uint64_t events,
 			  uint64_t dropped,
+			  uint64_t dropped_readings,
 			  const char *reason,
 			  uint64_t elided,
 			  uint64_t late,
 			  uint64_t buckets)
 {
-	trailer_begin(b, ts, events, dropped);
+	trailer_begin(b, ts, events, dropped, dropped_readings);
 	LIT(b, ",\"" GMT_TRAILER_ELIDED "\":");
 	buf_u64(b, elided);
 	LIT(b, ",\"" GMT_TRAILER_LATE "\":");
@@ -827,10 +833,14 @@ gmt_jsonl_trailer_bounded(struct gmt_buf *b,
 }
 
 void
-gmt_jsonl_trailer(
-    struct gmt_buf *b, uint64_t ts, uint64_t events, uint64_t dropped, const char *reason)
+gmt_jsonl_trailer(struct gmt_buf *b,
+		  uint64_t ts,
+		  uint64_t events,
+		  uint64_t dropped,
+		  uint64_t dropped_readings,
+		  const char *reason)
 {
-	trailer_begin(b, ts, events, dropped);
+	trailer_begin(b, ts, events, dropped, dropped_readings);
 	LIT(b, ",\"reason\":");
 	gmt_buf_json_string(b, reason, strlen(reason));
 	LIT(b, "}\n");

@@ -641,18 +641,35 @@ write_snapshot(void)
 // as the one before and one pwrite() covers it: at every moment the file ends with one whole
 // trailer. A zstd trace has the trailer in a stored (raw) frame of its own for that.
 
-/* The trailer for @p dropped, at the end of the file (again at the same place once written). */
+/* The drops counted so far: all, and the readings among them. */
+struct drops {
+	uint64_t all, readings;
+};
+
+static struct drops
+drops_now(void)
+{
+	struct drops d = {0, 0};
+	/* readings first: a reading counted after this load is in neither (all grows first) */
+	if (w.cfg.dropped_readings)
+		d.readings = atomic_load_explicit(w.cfg.dropped_readings, memory_order_relaxed);
+	d.all = atomic_load_explicit(w.cfg.dropped, memory_order_relaxed);
+	return d;
+}
+
+/* The trailer for @p d, at the end of the file (again at the same place once written). */
 static void
-put_trailer(uint64_t dropped)
+put_trailer(struct drops d)
 {
 	const struct gmt_bounded_stats *bs = &w.trailer.bounded;
 
 	gmt_buf_reset(&w.out);
 	if (w.bounded)
-		gmt_jsonl_trailer_bounded(&w.out, w.trailer.ts, w.events_written, dropped, "exit",
-					  bs->elided, bs->late, bs->buckets);
+		gmt_jsonl_trailer_bounded(&w.out, w.trailer.ts, w.events_written, d.all, d.readings,
+					  "exit", bs->elided, bs->late, bs->buckets);
 	else
-		gmt_jsonl_trailer(&w.out, w.trailer.ts, w.events_written, dropped, "exit");
+		gmt_jsonl_trailer(&w.out, w.trailer.ts, w.events_written, d.all, d.readings,
+				  "exit");
 	const char *bytes = w.out.data;
 	size_t len = w.out.len;
 	if (w.zstd) {
@@ -683,13 +700,13 @@ put_trailer(uint64_t dropped)
 /* The writer's last work, after the destructor returned: until the process ends, the calls
  * counted as dropped since go into the trailer (checked every millisecond). */
 static void
-count_late_calls(uint64_t written)
+count_late_calls(struct drops written)
 {
 	for (;;) {
 		struct timespec ts = {0, 1000000};
 		nanosleep(&ts, NULL);
-		uint64_t d = atomic_load_explicit(w.cfg.dropped, memory_order_relaxed);
-		if (d != written) {
+		struct drops d = drops_now();
+		if (d.all != written.all || d.readings != written.readings) {
 			put_trailer(d);
 			written = d;
 		}
@@ -784,7 +801,7 @@ writer_main(void *arg)
 		w.trailer.bounded = *gmt_bounded_stats();
 		gmt_bounded_fini();
 	}
-	uint64_t dropped = atomic_load_explicit(w.cfg.dropped, memory_order_relaxed);
+	struct drops dropped = drops_now();
 	put_trailer(dropped);
 	gmt_nvml_close();
 	/* Pinned, the writer outlives the destructor: it stays to count the calls made after the

@@ -22,8 +22,9 @@
 struct gmt_writer_config {
 	const struct gmt_options *opts;
 	struct gmt_ring *ring;
-	_Atomic uint64_t *dropped;   /**< drops counted by the producers */
-	int forked_from;	     /**< pid of the traced parent, 0 if none */
+	_Atomic uint64_t *dropped;	    /**< drops counted by the producers */
+	_Atomic uint64_t *dropped_readings; /**< of those, `usage` readings (NULL: none counted) */
+	int forked_from;		    /**< pid of the traced parent, 0 if none */
 	uint64_t start_ts;	     /**< CLOCK_MONOTONIC ns when tracing of this process began */
 	const char *coverage;	     /**< header "coverage" */
 	const char *coverage_reason; /**< header "coverage_reason", NULL when none */

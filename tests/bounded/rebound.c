@@ -214,8 +214,8 @@ main(int argc, char **argv)
 			gmt_bounded_cut(u64(o, "ts"), true);
 			const struct gmt_bounded_stats *st = gmt_bounded_stats();
 			gmt_jsonl_trailer_bounded(&out, u64(o, "ts"), events_written,
-						  u64(o, "dropped"), "exit", st->elided, st->late,
-						  st->buckets);
+						  u64(o, "dropped"), u64(o, "dropped_readings"),
+						  "exit", st->elided, st->late, st->buckets);
 		} else {
 			gmt_buf_puts(&out, line);
 		}

@@ -10,7 +10,8 @@
  *   victim oom       fragmentation makes a request fail although enough memory is free
  *   victim bigoom    a request larger than the device fails (any device)
  *   victim reset     cudaDeviceReset with live allocations of every kind
- *   victim burst     4 threads push events as fast as they can (drop accounting)
+ *   victim burst     4 threads push events as fast as they can (drop accounting; one thread's
+ *                    first pool allocation comes when the ring is full)
  *   victim plain     one allocation, nothing else (for option tests)
  *   victim vmm       the driver's virtual memory API as PyTorch's expandable segments use it:
  *                    reserve, create, map, set access, retain, unmap, release (CUPTI sees it)
@@ -21,7 +22,9 @@
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -311,15 +314,31 @@ reset(void)
 	did_leak(1 << 20);
 }
 
+/* Three threads flood the ring with cudaMalloc/cudaFree; once they have, the fourth makes its
+ * first pool allocation, so the pool's first reservation reading most likely finds the ring
+ * full (and must still reach the trace, at a later allocation). */
+static _Atomic long burst_flooded;
+
 static void *
 burst_main(void *arg)
 {
+	bool pool = (long)arg == 0;
+	while (pool && atomic_load(&burst_flooded) < 3 * 2000)
+		sched_yield();
 	for (int i = 0; i < 50000; i++) {
 		void *p;
-		CK(cudaMallocAsync(&p, 512, 0));
-		did_alloc("cudaMallocAsync");
-		CK(cudaFreeAsync(p, 0));
-		did_free("cudaFreeAsync");
+		if (pool) {
+			CK(cudaMallocAsync(&p, 512, 0));
+			did_alloc("cudaMallocAsync");
+			CK(cudaFreeAsync(p, 0));
+			did_free("cudaFreeAsync");
+		} else {
+			CK(cudaMalloc(&p, 512));
+			did_alloc("cudaMalloc");
+			CK(cudaFree(p));
+			did_free("cudaFree");
+			atomic_fetch_add(&burst_flooded, 1);
+		}
 	}
 	return NULL;
 }
@@ -329,7 +348,7 @@ burst(void)
 {
 	pthread_t th[4];
 	for (long i = 0; i < 4; i++)
-		pthread_create(&th[i], NULL, burst_main, NULL);
+		pthread_create(&th[i], NULL, burst_main, (void *)i);
 	for (int i = 0; i < 4; i++)
 		pthread_join(th[i], NULL);
 }

@@ -245,10 +245,14 @@ main(void)
 	      num(l1, "bytes") == 4096);
 	json_decref(j);
 
-	gmt_jsonl_trailer(&b, 2, 19, 3, "exit");
+	gmt_jsonl_trailer(&b, 2, 19, 3, 0, "exit");
 	j = parse_line(&b);
 	CHECK(strcmp(str(j, "type"), "trailer") == 0 && num(j, "dropped") == 3 &&
-	      num(j, "events") == 19);
+	      num(j, "events") == 19 && !json_object_get(j, "dropped_readings"));
+	json_decref(j);
+	gmt_jsonl_trailer(&b, 2, 19, 3, 2, "exit");
+	j = parse_line(&b);
+	CHECK(num(j, "dropped") == 3 && num(j, "dropped_readings") == 2);
 	json_decref(j);
 
 	/* every API is a runtime (cuda*) or driver (cu*) function, with an op and, except resets, a
