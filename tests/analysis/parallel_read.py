@@ -12,7 +12,8 @@ somewhere else) and of the default size (4096 lines). Besides the given traces (
 compressed ones), every 100th file of --sample (the fuzz corpus: bounded traces, hostile lines),
 it makes from --base (a real trace, events and block lines): the same as zstd of many frames,
 that cut inside a frame, plain with bad lines in the middle (a hundred of them: past the cap of
-messages) and a torn tail, and a directory of two processes (read one per thread: each trace then
+messages) and a torn tail, plain with lines too long for a chunk (and one too long to read), and a
+directory of two processes (read one per thread: each trace then
 read alone).
 """
 import argparse
@@ -113,6 +114,18 @@ def main():
         damaged = os.path.join(d, "damaged.jsonl")
         with open(damaged, "wb") as f:
             f.write(b"\n".join(bad)[:-60])
+        # lines longer than a chunk takes (64 KiB: read where the input holds them, the chunks
+        # before them first, the filler waiting), alone, two and three in a row, one of 1 MiB, and a
+        # long torn last line
+        pad = b'{"type":"event","pad":"' + b"a" * 70000 + b'"}'
+        long_ = list(lines[:-1])
+        for k, at in enumerate((3, 40, 41, 200, 777, 778, 779)):
+            if at < len(long_):
+                long_[at:at] = [pad if k % 2 else b"x" * (80000 + k)]
+        long_[len(long_) // 2:len(long_) // 2] = [b"y" * (1 << 20)]
+        longlines = os.path.join(d, "long.jsonl")
+        with open(longlines, "wb") as f:
+            f.write(b"\n".join(long_) + b"\n" + pad[:100000 - 7])
         if shutil.which("zstd"):
             frames = os.path.join(d, "frames.jsonl.zst")
             zstd_frames(gen, frames, 300)
@@ -130,7 +143,7 @@ def main():
         shutil.copy(gen, os.path.join(procs, "a.jsonl"))
         shutil.copy(damaged, os.path.join(procs, "b.jsonl"))
 
-        for t in [gen, damaged] + made:
+        for t in [gen, damaged, longlines] + made:
             compare(a.exe, t, [3, 7, None])
         compare(a.exe, procs, [7])
         for t in traces:

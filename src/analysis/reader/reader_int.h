@@ -88,7 +88,16 @@ struct reader {
 	const struct gmt_trace_input *in;
 };
 
-/* @p lines read: every GMT_READ_PROGRESS_LINES, the progress is told (trace.h). */
+/* @p lines read, the input at byte @p offset: every GMT_READ_PROGRESS_LINES, the progress is told
+ * (trace.h). */
+static inline void
+rd_progress_at(struct reader *r, size_t lines, long long offset)
+{
+	if (r->progress && (lines & (GMT_READ_PROGRESS_LINES - 1)) == 0)
+		r->progress->step(r->progress->ctx, lines, offset);
+}
+
+/* @p lines read, the input where it stands now. */
 static inline void
 rd_progress_step(struct reader *r, size_t lines)
 {
