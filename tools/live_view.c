@@ -181,7 +181,7 @@ static void
 proc_read(struct gmt_live_view *v, struct live_proc *p)
 {
 	struct feed f = {.p = p};
-	struct gmt_trace_sink sink = {feed_event, feed_marker, &f};
+	struct gmt_trace_sink sink = {.event = feed_event, .marker = feed_marker, .ctx = &f};
 	struct gmt_read_options ro = GMT_READ_OPTIONS_INIT;
 
 	char *msg = NULL;

@@ -218,6 +218,7 @@ rd_take_line(struct reader *r, const struct gmt_trace_line *line, const struct r
 	} else {
 		if (len && line->text[len - 1] == '\r')
 			len--;
+		rd_sink_sync(r); /* any line but a read-ahead event may change the trace */
 		read_line(r, line->text, len, t->lines);
 	}
 	if (r->refused || r->nomem)

@@ -220,6 +220,7 @@ rd_intern_hashed(struct reader *r, const char *s, uint32_t h)
 	/* UINT16_MAX itself stays free: it is GMT_TRACE_NO_STRING. */
 	if (t->nstrings >= UINT16_MAX)
 		return -1;
+	rd_sink_sync(r); /* the strings move */
 	if (!rd_resize(r, &t->strings, t->nstrings + 1, sizeof(*t->strings)) ||
 	    !(t->strings[t->nstrings] = rd_dup_str(r, s)))
 		return -1;

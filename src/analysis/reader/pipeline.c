@@ -311,12 +311,15 @@ start_threads(struct pipeline *p,
 	while (*nthreads + 1 < jobs) {
 		if (pthread_create(&th[*nthreads], attr, worker, p) != 0)
 			break; /* fewer workers: the same lines, in the same order */
+		pthread_setname_np(th[*nthreads], "gmt-parse"); /* for top and perf */
 		++*nthreads;
 	}
 	/* the filler reads the input on: only once it is read ahead (a regular file, whose reads
 	 * end), so that a read that stopped early never waits for it */
-	if (gmt_trace_input_readahead(p->in) == 0)
+	if (gmt_trace_input_readahead(p->in) == 0 && jobs >= GMT_READ_HELPER_JOBS)
 		*have_filler = pthread_create(filler, attr, fill_main, p) == 0;
+	if (*have_filler)
+		pthread_setname_np(*filler, "gmt-fill");
 }
 
 struct rd_pipeline_end

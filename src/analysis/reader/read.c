@@ -176,6 +176,7 @@ rd_read_jsonl(struct gmt_trace_input *inp,
 	if (!r.refused && !r.nomem)
 		gmt_reorder_drain(&r.window);
 	gmt_reorder_fini(&r.window);
+	rd_sink_sync(&r); /* the sink is done with the trace before the read's end changes it */
 	free(r.open);
 	free(r.modhash);
 	free(r.scratch);

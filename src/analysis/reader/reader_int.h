@@ -88,6 +88,14 @@ struct reader {
 	const struct gmt_trace_input *in;
 };
 
+/* Before the trace changes where the sink may look (gmt_trace_sink.sync). */
+static inline void
+rd_sink_sync(struct reader *r)
+{
+	if (r->sink && r->sink->sync)
+		r->sink->sync(r->sink->ctx);
+}
+
 /* @p lines read, the input at byte @p offset: every GMT_READ_PROGRESS_LINES, the progress is told
  * (trace.h). */
 static inline void

@@ -482,6 +482,8 @@ gmt_trace_input_readahead(struct gmt_trace_input *in)
 		goto err_sync;
 	pthread_attr_setstacksize(&attr, 256u << 10); /* fread and the decompressor's reads */
 	rc = pthread_create(&ra->th, &attr, ra_main, ra);
+	if (rc == 0)
+		pthread_setname_np(ra->th, "gmt-readahead");
 	pthread_attr_destroy(&attr);
 	if (rc != 0)
 		goto err_sync;

@@ -4,6 +4,7 @@
 #define _GNU_SOURCE
 #include "analysis/session/session.h"
 #include "analysis/reader/trace_input.h"
+#include "analysis/session/feed.h"
 #include "util/esc.h"
 #include "util/path.h"
 
@@ -50,33 +51,11 @@ gmt_trace_files(const char *dir, char ***names)
 
 // --- one trace: read, replayed -------------------------------------------------------------
 
-/* The model of the trace being read, made when the first event or marker arrives. */
-struct feed {
-	struct gmt_model *m;
-	const struct gmt_range_opt *range;
-	bool oom;
-};
-
+/* A bound placed in seconds from the trace's start, which follows the reader until its end. */
 static bool
-feed_model(struct feed *f, const struct gmt_trace *t)
+range_in_seconds(const struct gmt_range_opt *range)
 {
-	if (!f->m && !f->oom && !(f->m = gmt_model_new(t, f->range)))
-		f->oom = true;
-	return f->m != NULL;
-}
-
-static void
-feed_event(void *ctx, const struct gmt_trace *t, const struct gmt_trace_event *ev)
-{
-	if (feed_model(ctx, t))
-		gmt_model_event(((struct feed *)ctx)->m, ev);
-}
-
-static void
-feed_marker(void *ctx, const struct gmt_trace *t, const struct gmt_trace_marker *mk)
-{
-	if (feed_model(ctx, t))
-		gmt_model_marker(((struct feed *)ctx)->m, mk);
+	return (range->from.set && !range->from.label) || (range->to.set && !range->to.label);
 }
 
 /* Append (@p t, @p m, their stacks) to @p s; false out of memory (nothing taken). */
@@ -105,31 +84,42 @@ read_one(const struct gmt_session_options *opt,
 	 struct gmt_trace **tp,
 	 struct gmt_model **mp)
 {
-	struct feed f = {.range = &opt->range};
-	struct gmt_trace_sink sink = {feed_event, feed_marker, &f};
+	struct gmt_model *m = NULL;
 	struct gmt_trace *t;
+	bool oom = false;
 
 	if (opt->stored) {
 		/* the whole trace first, then its replay */
 		if (gmt_trace_read(path, diag, &opt->read, &t) != GMT_TRACE_OK)
 			return -1;
-		f.m = gmt_model_build_range(t, f.range);
-		f.oom = !f.m;
-	} else if (gmt_trace_read_sink(path, diag, &opt->read, &sink, &t) != GMT_TRACE_OK) {
-		/* streamed: the events went to the model as they were read, and are not kept */
-		gmt_model_free(f.m);
-		return -1;
+		m = gmt_model_build_range(t, &opt->range);
+		oom = !m;
+	} else {
+		/* streamed: the events go to the model as they are read, and are not kept; with
+		 * the read on several threads, the replay gets one of its own (feed.h) */
+		bool threaded = opt->read.jobs >= GMT_READ_HELPER_JOBS && !opt->read.slow &&
+				!range_in_seconds(&opt->range);
+		struct gmt_feed *f = gmt_feed_new(&opt->range, threaded);
+		if (!f)
+			return -2;
+		struct gmt_trace_sink sink = gmt_feed_sink(f);
+		enum gmt_trace_status rc = gmt_trace_read_sink(path, diag, &opt->read, &sink, &t);
+		m = gmt_feed_end(f, &oom);
+		if (rc != GMT_TRACE_OK) {
+			gmt_model_free(m);
+			return -1;
+		}
 	}
-	if (!f.oom && !f.m)
-		f.m = gmt_model_new(t, f.range); /* a trace without events */
+	if (!oom && !m)
+		m = gmt_model_new(t, &opt->range); /* a trace without events */
 	/* the end of the replay (already done when it was replayed from a stored trace) */
-	if (!f.m || gmt_model_finish(f.m) != 0) {
-		gmt_model_free(f.m);
+	if (oom || !m || gmt_model_finish(m) != 0) {
+		gmt_model_free(m);
 		gmt_trace_free(t);
 		return -2;
 	}
 	*tp = t;
-	*mp = f.m;
+	*mp = m;
 	return 0;
 }
 

@@ -54,7 +54,8 @@ replay(const struct tt *text, bool streamed)
 	} else {
 		char *path = tt_file(text);
 		struct feed f = {0};
-		struct gmt_trace_sink sink = {feed_event, feed_marker, &f};
+		struct gmt_trace_sink sink = {
+		    .event = feed_event, .marker = feed_marker, .ctx = &f};
 
 		CHECK(gmt_trace_read_sink(path, tt_diag_stream(), NULL, &sink, &r.t) ==
 		      GMT_TRACE_OK);
