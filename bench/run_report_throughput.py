@@ -40,7 +40,8 @@ import sys
 import tempfile
 import time
 
-GOAL_EVENTS_PER_S = 2_000_000  # issue 30: one core (the host's cores: 4M)
+GOAL_EVENTS_PER_S = 2_000_000  # issue 30: one core
+GOAL_ALL_CORES_EVENTS_PER_S = 4_000_000  # issue 30: one trace on the host's cores (unpinned)
 # RSS added per extra event between the smallest and the largest size: below this, memory does not
 # follow the trace's length (10M events would add 20 MB)
 BOUNDED_BYTES_PER_EVENT = 2.0
@@ -202,8 +203,10 @@ def main():
     for b in baseline:
         print(f"  against the baseline: {b['events']:>11,} {b['format']:<5} {b['baseline_median_wall_s']:.2f} s -> "
               f"{b['median_wall_s']:.2f} s: {b['speedup']:.2f}x")
-    met = slowest >= GOAL_EVENTS_PER_S and bounded
-    print(f"  goal (>= {GOAL_EVENTS_PER_S:,} events/s wall on one core, < {BOUNDED_BYTES_PER_EVENT:g} bytes of RSS "
+    goal, where = ((GOAL_EVENTS_PER_S, "on one core") if cpu is not None else
+                   (GOAL_ALL_CORES_EVENTS_PER_S, f"on this host's {os.cpu_count()} CPUs (GMT_JOBS {os.environ.get('GMT_JOBS', 'unset: one per CPU')})"))
+    met = slowest >= goal and bounded
+    print(f"  goal (>= {goal:,} events/s wall {where}, < {BOUNDED_BYTES_PER_EVENT:g} bytes of RSS "
           f"per extra event): {'met' if met else 'not met'} (slowest {slowest:,.0f} events/s)")
     print(json.dumps({"bench": "report_throughput", "cpus": os.cpu_count(), "pinned_cpu": cpu,
                       "rounds": args.rounds, "seed": args.seed, "live": args.live, "stacks": args.stacks,
