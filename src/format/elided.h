@@ -52,5 +52,7 @@ gmt_log2_bin(uint64_t v)
 #define GMT_TRAILER_LATE "late"
 /** trailer: buckets cut */
 #define GMT_TRAILER_BUCKETS "buckets"
+/** trailer (any trace): of `dropped`, the `usage` readings (absent when none) */
+#define GMT_TRAILER_DROPPED_READINGS "dropped_readings"
 
 #endif

@@ -122,9 +122,6 @@ void gmt_jsonl_elided(struct gmt_buf *b, const struct gmt_elided_site *s);
 /** An elided_blocks line (format/elided.h): of @p s, the PyTorch blocks left out of a bucket (its
  * seq, ts, stack, device, allocations and bytes; the rest is the CUDA level's). */
 void gmt_jsonl_elided_blocks(struct gmt_buf *b, const struct gmt_elided_site *s);
-/** trailer: of `dropped`, the `usage` readings (absent when none: every drop lost an event) */
-#define GMT_TRAILER_DROPPED_READINGS "dropped_readings"
-
 /** The trailer of a bounded trace: the plain one's keys and the bounded writer's counts. */
 void gmt_jsonl_trailer_bounded(struct gmt_buf *b,
 			       uint64_t ts,

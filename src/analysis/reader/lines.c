@@ -1102,6 +1102,9 @@ rd_read_trailer(struct reader *r, json_t *obj, size_t lineno)
 	rd_get_u64(JS(obj), GMT_TRAILER_ELIDED, &t->trailer_elided);
 	rd_get_u64(JS(obj), GMT_TRAILER_LATE, &t->bounded_late);
 	t->dropped = dropped;
+	uint64_t readings = 0;
+	if (rd_get_u64(JS(obj), GMT_TRAILER_DROPPED_READINGS, &readings) == 0)
+		t->dropped_readings = readings <= dropped ? readings : dropped;
 	return true;
 }
 

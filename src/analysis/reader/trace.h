@@ -276,6 +276,8 @@ struct gmt_trace {
 	    *elided_bins; /**< the elided lines' histograms, in file order */
 	size_t nelided_bins;
 	uint64_t dropped; /**< trailer "dropped", else the largest snapshot "dropped" */
+	/** of them, the trailer's "dropped_readings": `usage` readings, not calls (0 without) */
+	uint64_t dropped_readings;
 	uint64_t last_ts; /**< largest ts of any line: where the trace ends */
 	bool have_ts;
 

@@ -37,6 +37,9 @@
 #define GMT_RK_DEVICES "devices"
 #define GMT_RK_DRIVER "driver"
 #define GMT_RK_DROPPED "dropped"
+/* of GMT_RK_DROPPED, the pools' and graphs' reservation readings: every allocation and free was
+ * kept when it equals none of the drops but these */
+#define GMT_RK_DROPPED_READINGS "dropped_readings"
 #define GMT_RK_END "end"
 #define GMT_RK_END_TIME_S "end_time_s"
 #define GMT_RK_FAILED "failed"

@@ -43,6 +43,7 @@ struct gmt_totals {
 	size_t died;	 /**< traces without a trailer */
 	uint64_t events; /**< event and marker lines used */
 	uint64_t dropped;
+	uint64_t dropped_readings; /**< of dropped: reservation readings, not calls */
 	uint64_t bad_lines;
 	/* the largest single (process, device) peak; peak_model NULL when nothing was allocated */
 	const struct gmt_model *peak_model;

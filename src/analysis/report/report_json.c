@@ -396,6 +396,7 @@ process_json(const struct gmt_process *proc, const struct gmt_cat_rules *categor
 	json_object_set_new(p, GMT_RK_COMPLETE, json_boolean(t->complete));
 	json_object_set_new(p, "events", jint(gmt_model_events(m)));
 	json_object_set_new(p, GMT_RK_DROPPED, jint(t->dropped));
+	json_object_set_new(p, GMT_RK_DROPPED_READINGS, jint(t->dropped_readings));
 	if (t->bounded) { /* only in a bounded trace (docs/report-json.md) */
 		json_t *bo = json_object();
 		json_object_set_new(bo, "bucket_ms", jint(t->bucket_ms));
@@ -1469,6 +1470,7 @@ report_doc(const struct gmt_process *procs,
 	json_object_set_new(s, GMT_RK_INCOMPLETE_PROCESSES, jint(tot.died));
 	json_object_set_new(s, "events", jint(tot.events));
 	json_object_set_new(s, GMT_RK_DROPPED, jint(tot.dropped));
+	json_object_set_new(s, GMT_RK_DROPPED_READINGS, jint(tot.dropped_readings));
 	json_object_set_new(s, "bad_lines", jint(tot.bad_lines));
 	json_object_set_new(s, GMT_RK_PEAK_HELD_BYTES, jint(tot.peak_bytes));
 	json_object_set_new(s, GMT_RK_LEAKED_BYTES, jint(tot.leaked_bytes));

@@ -824,15 +824,36 @@ print_failed(FILE *out,
 
 // --- the report ---------------------------------------------------------------------------------
 
+/* The drops, after @p prefix (@p why: the report's long form); only reservation readings leave
+ * every allocation and free there. */
+static void
+print_dropped(FILE *out, const char *prefix, const struct gmt_totals *tot, bool why)
+{
+	uint64_t readings = tot->dropped_readings;
+
+	if (!tot->dropped)
+		return;
+	if (readings == tot->dropped) {
+		fprintf(out,
+			"%swarning: %" PRIu64 " reservation %s dropped%s: every allocation and "
+			"free is there, the pools' reserved bytes may lag\n",
+			prefix, readings, gmt_text_plural(readings, "reading was", "readings were"),
+			why ? " by the tracer (its ring buffer was full)" : "");
+		return;
+	}
+	fprintf(out, "%swarning: %" PRIu64 " %s dropped%s", prefix, tot->dropped,
+		gmt_text_plural(tot->dropped, "event was", "events were"),
+		why ? " by the tracer (its ring buffer was full)" : "");
+	if (readings)
+		fprintf(out, " (%" PRIu64 " of them reservation %s)", readings,
+			gmt_text_plural(readings, "reading", "readings"));
+	fprintf(out, ": the numbers%s are incomplete\n", why ? " below" : "");
+}
+
 static void
 print_warnings(FILE *out, const struct gmt_process *procs, size_t n, const struct gmt_totals *tot)
 {
-	if (tot->dropped)
-		fprintf(out,
-			"warning: %" PRIu64
-			" %s dropped by the tracer (its ring buffer was full): the "
-			"numbers below are incomplete\n",
-			tot->dropped, gmt_text_plural(tot->dropped, "event was", "events were"));
+	print_dropped(out, "", tot, true);
 	if (tot->bad_lines)
 		fprintf(out,
 			"warning: %" PRIu64 " unreadable trace %s skipped (see the messages on "
@@ -976,10 +997,7 @@ gmt_report_summary(FILE *out, const char *prefix, const struct gmt_process *proc
 		fprintf(out, "%s%zu call %s kept growing (gpumemtrace report: \"growing\")\n",
 			prefix, growing, gmt_text_plural(growing, "site", "sites"));
 	gmt_text_tensors_summary(out, prefix, procs, n);
-	if (tot.dropped)
-		fprintf(out, "%swarning: %" PRIu64 " %s dropped: the numbers are incomplete\n",
-			prefix, tot.dropped,
-			gmt_text_plural(tot.dropped, "event was", "events were"));
+	print_dropped(out, prefix, &tot, false);
 	if (gmt_report_failed(procs, n))
 		return -ENOMEM;
 	return ferror(out) ? -EIO : 0;

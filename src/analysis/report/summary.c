@@ -437,6 +437,7 @@ gmt_summary_doc(const struct gmt_process *procs, size_t n, size_t proc)
 	copy_key(s, p, GMT_RK_COVERAGE);
 	copy_key(s, p, GMT_RK_COMPLETE);
 	copy_key(s, p, GMT_RK_DROPPED);
+	copy_key(s, p, GMT_RK_DROPPED_READINGS);
 	copy_key(s, p, GMT_RK_EVENTS);
 	copy_key(s, p, GMT_RK_BAD_LINES);
 

@@ -25,6 +25,7 @@ totals_add(struct gmt_totals *t, const struct gmt_process *p)
 
 	t->events += gmt_model_events(m);
 	t->dropped += tr->dropped;
+	t->dropped_readings += tr->dropped_readings;
 	t->bad_lines += tr->bad_lines;
 	t->failed += m->nfailed_counted;
 	if (m->tensors) /* an OOM of PyTorch's cache that no failed CUDA call counts */

@@ -212,10 +212,11 @@ function renderSummary() {
     if (!byText[text]) { byText[text] = []; groups.push(text); }
     byText[text].push(procName(i));
   }
-  if (s.dropped > 0) warn(s.dropped + ' events were dropped (ring buffer full): every number here is a lower bound.');
+  if (s.dropped > 0 && s.dropped_readings === s.dropped) warn(s.dropped + ' reservation readings were dropped (ring buffer full): every allocation and free is here, the pools\' reserved bytes may lag.');
+  else if (s.dropped > 0) warn(s.dropped + ' events were dropped (ring buffer full' + (s.dropped_readings > 0 ? ', ' + s.dropped_readings + ' of them reservation readings' : '') + '): every number here is a lower bound.');
   procs.forEach(function (p, i) {
     if (p.coverage && p.coverage !== 'full') pwarn(i, 'coverage is "' + p.coverage + '"' + (p.coverage_reason ? ' (' + p.coverage_reason + ')' : '') + ': allocations through the driver API or a static CUDA runtime are not seen.');
-    if (p.dropped > 0) pwarn(i, 'events were dropped.');
+    if (p.dropped > 0) pwarn(i, p.dropped_readings === p.dropped ? 'reservation readings were dropped.' : 'events were dropped.');
     if (p.complete === false) pwarn(i, 'the process did not exit normally; what was live at its end is not a leak.');
     if (p.bad_lines > 0) pwarn(i, 'unreadable trace lines were skipped.');
     if (p.torn_last_line) pwarn(i, 'the last trace line was cut short.');
