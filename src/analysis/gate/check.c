@@ -1082,8 +1082,9 @@ integrity_gate(struct gmt_gates *gates, const struct gmt_check_options *o, const
 			       "full: GPUMEMTRACE_RING_SLOTS)",
 			       file ? file : "?", who_buf, drops, drops == 1 ? "" : "s");
 			if (readings == drops)
-				detail(gate, ", all of them reservation readings: its allocations "
-					     "and frees are all there, not its pools' reserved bytes");
+				detail(gate,
+				       ", all of them reservation readings: its allocations "
+				       "and frees are all there, not its pools' reserved bytes");
 			else if (readings)
 				detail(gate,
 				       " (%" PRIu64 " of them reservation readings): its figures "
