@@ -109,11 +109,14 @@ read_line(struct reader *r, const char *buf, size_t len, size_t lineno)
 
 	/* the tracer's stack lines start so; the flat path would copy a long one only to decline */
 	if (len > 15 && memcmp(buf, "{\"type\":\"stack\"", 15) == 0) {
+		rd_sink_sync(r); /* (the sink's items only ever name stacks: a sync to be safe) */
 		if (rd_read_stack_fast(r, buf, len, lineno))
 			return;
 	} else if (read_line_fast(r, buf, len, lineno)) {
-		return;
+		return; /* an event or block line: only a new name changes the trace (rd_intern) */
 	}
+	/* any other line may change what the sink reads of the trace (gmt_trace_sink.sync) */
+	rd_sink_sync(r);
 	bool used = false, content = false; /* before any goto out */
 
 	obj = json_loadb(buf, len, 0, &jerr);
@@ -218,7 +221,6 @@ rd_take_line(struct reader *r, const struct gmt_trace_line *line, const struct r
 	} else {
 		if (len && line->text[len - 1] == '\r')
 			len--;
-		rd_sink_sync(r); /* any line but a read-ahead event may change the trace */
 		read_line(r, line->text, len, t->lines);
 	}
 	if (r->refused || r->nomem)
