@@ -91,6 +91,8 @@ def main():
     ap.add_argument("--exe", required=True)
     ap.add_argument("--base", required=True)
     ap.add_argument("--sample")
+    ap.add_argument("--gen-trace", help="bench/gen_trace: a trace whose snapshots and markers "
+                    "come between events while the replay thread runs")
     ap.add_argument("paths", nargs="+")
     a = ap.parse_args()
 
@@ -143,6 +145,14 @@ def main():
         shutil.copy(gen, os.path.join(procs, "a.jsonl"))
         shutil.copy(damaged, os.path.join(procs, "b.jsonl"))
 
+        if a.gen_trace:
+            # readings (snapshot lines) and markers among thousands of events: the replay thread
+            # (session/feed.c) runs while the reader takes them; under ThreadSanitizer a missing
+            # sync before a snapshot is a race on the trace's readings
+            snaps = os.path.join(d, "snaps.jsonl")
+            subprocess.run([a.gen_trace, "--events", "30000", "--snapshot-every", "250",
+                            "--marker-every", "100", "--stacks", "50", "-o", snaps], check=True)
+            made.append(snaps)
         for t in [gen, damaged, longlines] + made:
             compare(a.exe, t, [3, 7, None])
         compare(a.exe, procs, [7])

@@ -100,6 +100,24 @@ known_type(const char *type)
 	return false;
 }
 
+/*
+ * Lines that change nothing the sink reads of the trace besides what it is handed
+ * (gmt_trace_sink.sync): events and blocks (a new name syncs in rd_intern()), markers (the sink
+ * copies them), and what only the report reads after the read (stacks, modules, Python code).
+ * Any other line syncs first: snapshots (readings), holders, elided lines, the header.
+ */
+static bool
+sink_unaffected(const char *type)
+{
+	static const char *const types[] = {"event",   "block",	 "marker", "stack",
+					    "modules", "pycode", "pyinfo", NULL};
+
+	for (size_t i = 0; types[i]; i++)
+		if (strcmp(type, types[i]) == 0)
+			return true;
+	return false;
+}
+
 static void
 read_line(struct reader *r, const char *buf, size_t len, size_t lineno)
 {
@@ -109,14 +127,11 @@ read_line(struct reader *r, const char *buf, size_t len, size_t lineno)
 
 	/* the tracer's stack lines start so; the flat path would copy a long one only to decline */
 	if (len > 15 && memcmp(buf, "{\"type\":\"stack\"", 15) == 0) {
-		rd_sink_sync(r); /* (the sink's items only ever name stacks: a sync to be safe) */
 		if (rd_read_stack_fast(r, buf, len, lineno))
 			return;
 	} else if (read_line_fast(r, buf, len, lineno)) {
 		return; /* an event or block line: only a new name changes the trace (rd_intern) */
 	}
-	/* any other line may change what the sink reads of the trace (gmt_trace_sink.sync) */
-	rd_sink_sync(r);
 	bool used = false, content = false; /* before any goto out */
 
 	obj = json_loadb(buf, len, 0, &jerr);
@@ -142,6 +157,8 @@ read_line(struct reader *r, const char *buf, size_t len, size_t lineno)
 		rd_bad_line(r, lineno, "line without \"type\"");
 		goto out;
 	}
+	if (!sink_unaffected(type))
+		rd_sink_sync(r);
 	if (strcmp(type, "event") == 0)
 		used = content = rd_read_event(r, JS(obj), lineno);
 	else if (strcmp(type, "stack") == 0)

@@ -392,12 +392,12 @@ struct gmt_trace_sink {
 	void *ctx;
 	/**
 	 * NULL, or called before the reader changes what the callbacks may have read of @p t
-	 * besides the item they were handed (its strings, readings, markers, holders, elided bins)
-	 * and before the read ends: a sink that works on items after the call (on a thread of its
-	 * own) must be done with every item it got before it returns. Then the items and @p t's
-	 * marker pointers stay valid until the next sync, and the sink reads @p t as it was when
-	 * each item was handed over. Not for a sink with a time range in seconds (start_ts follows
-	 * the reader).
+	 * besides the item they were handed (its strings, readings, holders, elided bins) and
+	 * before the read ends: a sink that works on items after the call (on a thread of its
+	 * own) must be done with every item it got before it returns; it then reads @p t as it
+	 * was when each item was handed over. The markers array grows without a sync: such a sink
+	 * keeps a copy of the marker (its label stays where it is until the trace is freed). Not
+	 * for a sink with a time range in seconds (start_ts follows the reader).
 	 */
 	void (*sync)(void *ctx);
 };

@@ -19,8 +19,12 @@
 #define NBATCH 4
 
 struct item {
-	const struct gmt_trace_marker *mk; /* a marker (the trace's, valid until the next sync) */
-	struct gmt_trace_event ev;	   /* else an event */
+	bool marker;
+	union {
+		struct gmt_trace_event ev;
+		struct gmt_trace_marker mk; /* a copy: the reader's array moves as it grows (its
+					       label stays where it is) */
+	};
 };
 
 struct gmt_feed {
@@ -45,8 +49,8 @@ static void
 replay(struct gmt_model *m, const struct item *it, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
-		if (it[i].mk)
-			gmt_model_marker(m, it[i].mk);
+		if (it[i].marker)
+			gmt_model_marker(m, &it[i].mk);
 		else
 			gmt_model_event(m, &it[i].ev);
 	}
@@ -181,7 +185,7 @@ feed_event(void *ctx, const struct gmt_trace *t, const struct gmt_trace_event *e
 	if (m && !f->threaded)
 		gmt_model_event(m, ev); /* (after any batch left by a thread that did not start) */
 	else if (m && (it = next_item(f))) {
-		it->mk = NULL;
+		it->marker = false;
 		it->ev = *ev;
 	}
 }
@@ -195,8 +199,10 @@ feed_marker(void *ctx, const struct gmt_trace *t, const struct gmt_trace_marker 
 
 	if (m && !f->threaded)
 		gmt_model_marker(m, mk);
-	else if (m && (it = next_item(f)))
-		it->mk = mk;
+	else if (m && (it = next_item(f))) {
+		it->marker = true;
+		it->mk = *mk;
+	}
 }
 
 struct gmt_feed *
