@@ -86,6 +86,32 @@ def zstd_frames(src, dst, lines_per_frame):
                                      capture_output=True).stdout)
 
 
+def helpers_run(exe, gen_trace, d):
+    """The equal outputs above would hold as well if the threads never started: from three jobs
+    one trace's read runs its parse workers, the filler and the replay thread (named so by
+    pipeline.c and feed.c), seen in /proc while a 300,000-event trace is read."""
+    import time
+    big = os.path.join(d, "big.jsonl")
+    subprocess.run([gen_trace, "--events", "300000", "-o", big], check=True)
+    env = dict(os.environ, GMT_JOBS="3", DEBUGINFOD_URLS="")
+    env.pop("LD_PRELOAD", None)
+    p = subprocess.Popen([exe, "report", "--format", "json", "-o", os.devnull, big], env=env,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    seen = set()
+    while p.poll() is None:
+        try:
+            for tid in os.listdir("/proc/%d/task" % p.pid):
+                with open("/proc/%d/task/%s/comm" % (p.pid, tid)) as f:
+                    seen.add(f.read().strip())
+        except OSError:
+            pass  # the process or a thread ended meanwhile
+        time.sleep(0.002)
+    check(p.returncode == 0, "the big trace is read (%s)" % p.returncode)
+    want = {"gmt-parse", "gmt-fill", "gmt-replay"}
+    check(want <= seen, "GMT_JOBS=3 runs the parse workers, the filler and the replay thread",
+          "threads seen: %s" % sorted(seen))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--exe", required=True)
@@ -153,6 +179,7 @@ def main():
             subprocess.run([a.gen_trace, "--events", "30000", "--snapshot-every", "250",
                             "--marker-every", "100", "--stacks", "50", "-o", snaps], check=True)
             made.append(snaps)
+            helpers_run(a.exe, a.gen_trace, d)
         for t in [gen, damaged, longlines] + made:
             compare(a.exe, t, [3, 7, None])
         compare(a.exe, procs, [7])
