@@ -186,8 +186,12 @@ live_find(uint64_t ptr, int cls, bool unlink)
 	for (; *pp; pp = &(*pp)->next) {
 		struct cc_live *e = *pp;
 		if (e->ptr == ptr && e->cls == cls) {
-			if (unlink)
+			if (unlink) {
+				/* out of the chain: a free's ENTER keeps it as the head of its own
+				 * pending list, which must not go on into the bucket's other entries */
 				*pp = e->next;
+				e->next = NULL;
+			}
 			return e;
 		}
 	}

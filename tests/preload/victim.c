@@ -440,6 +440,30 @@ asyncpairs(int argc, char **argv)
 	       (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6);
 }
 
+/* hold N: N device allocations live at once, then freed newest first (a reference counter's
+ * hash chains full of neighbours, each free taking the head of its chain). */
+static void
+hold(int argc, char **argv)
+{
+	long n = argc > 2 ? strtol(argv[2], NULL, 10) : 5000;
+	if (n < 1 || n > 1000000) {
+		fprintf(stderr, "victim: hold N(1..1000000)\n");
+		exit(2);
+	}
+	void **p = calloc((size_t)n, sizeof(*p));
+	if (!p)
+		exit(2);
+	for (long i = 0; i < n; i++) {
+		CK(cudaMalloc(&p[i], 256 + (size_t)(i % 8) * 256));
+		did_alloc("cudaMalloc");
+	}
+	for (long i = n - 1; i >= 0; i--) {
+		CK(cudaFree(p[i]));
+		did_free("cudaFree");
+	}
+	free(p);
+}
+
 static void
 plain(void)
 {
@@ -612,11 +636,13 @@ main(int argc, char **argv)
 		asyncpairs(argc, argv);
 	} else if (strcmp(mode, "driverfirst") == 0) {
 		driverfirst();
+	} else if (strcmp(mode, "hold") == 0) {
+		hold(argc, argv);
 	} else {
 		fprintf(stderr,
 			"usage: victim "
 			"basic|threads|fork|_exit|hang|oom|bigoom|reset|burst|plain|vmm|poolburst|"
-			"load|asyncpairs|driverfirst\n");
+			"load|asyncpairs|driverfirst|hold\n");
 		return 2;
 	}
 	print_did();
