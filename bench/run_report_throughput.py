@@ -58,6 +58,16 @@ def trace_for(args, gen, n):
                         "--stacks", str(args.stacks), "-o", tmp], check=True)
         os.replace(tmp, path)
         print(f"  generated {path} ({os.path.getsize(path) / 1e6:.0f} MB) in {time.perf_counter() - t0:.1f} s")
+    if args.zstd:
+        # compressed as the tracer's writer does it (a frame per 64 KiB flush, zstd level 1):
+        # bench/zstd_frames --write
+        zpath = path + ".zst"
+        if not os.path.exists(zpath) or os.path.getmtime(zpath) < os.path.getmtime(path):
+            frames = os.path.join(os.path.dirname(gen), "zstd_frames")
+            subprocess.run([frames, "--levels", "1", "--repeat", "1", "--write", zpath + ".tmp", path],
+                           check=True, stdout=subprocess.DEVNULL)
+            os.replace(zpath + ".tmp", zpath)
+        path = zpath
     # into the page cache, so the first timed run does not measure the disk
     with open(path, "rb") as f:
         while f.read(1 << 24):
@@ -107,6 +117,8 @@ def main():
     ap.add_argument("--live", type=int, default=10000, help="gen_trace --live: most allocations live at once")
     ap.add_argument("--stacks", type=int, default=300, help="gen_trace --stacks: distinct stacks")
     ap.add_argument("--cache", help="where the traces are kept (default BUILD/bench/report-traces)")
+    ap.add_argument("--zstd", action="store_true",
+                    help="read the traces compressed in frames as the tracer writes them (bench/zstd_frames)")
     ap.add_argument("--baseline", help="another gpumemtrace to run after each run of BUILD's, for a before/after ratio")
     args = ap.parse_args()
 
@@ -129,7 +141,7 @@ def main():
     else:
         cpu = None
 
-    print(f"report_throughput: sizes {sizes}, formats {formats}, {args.rounds} rounds, "
+    print(f"report_throughput: sizes {sizes}{' zstd' if args.zstd else ''}, formats {formats}, {args.rounds} rounds, "
           f"pinned to CPU {cpu if cpu is not None else '(none)'} of {os.cpu_count()}; "
           f"gen_trace --live {args.live} --stacks {args.stacks} --seed {args.seed}")
     traces = {n: trace_for(args, gen, n) for n in sizes}

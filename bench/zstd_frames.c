@@ -4,7 +4,8 @@
  * when the buffer reaches --chunk bytes, or when a line's `ts` is --flush-ms past the frame's
  * first), each frame compressed with the writer's own code (src/writer/zsink.c), and timed.
  *
- *   zstd_frames [--levels -5,-1,1,3] [--chunk BYTES] [--flush-ms MS] [--repeat R] TRACE...
+ *   zstd_frames [--levels -5,-1,1,3] [--chunk BYTES] [--flush-ms MS] [--repeat R] [--write FILE]
+ *               TRACE...
  *
  * For each trace and level, one JSON line on stdout: the trace's bytes and events (event,
  * marker and block lines), the frames, the compressed bytes, bytes per event (compressed, and
@@ -87,6 +88,7 @@ main(int argc, char **argv)
 	size_t chunk = 64 * 1024;
 	uint64_t flush_ns = 100 * 1000000ULL;
 	int repeat = 3, first = 1;
+	const char *write_to = NULL;
 	char why[256];
 
 	for (; first < argc && argv[first][0] == '-' && argv[first][1] == '-'; first += 2) {
@@ -103,13 +105,15 @@ main(int argc, char **argv)
 			flush_ns = strtoull(v, NULL, 10) * 1000000ULL;
 		} else if (!strcmp(argv[first], "--repeat")) {
 			repeat = atoi(v);
+		} else if (!strcmp(argv[first], "--write")) {
+			write_to = v;
 		} else {
 			break;
 		}
 	}
 	if (first >= argc || chunk == 0 || repeat < 1) {
 		fprintf(stderr, "usage: zstd_frames [--levels L,L] [--chunk BYTES] [--flush-ms MS] "
-				"[--repeat R] TRACE...\n");
+				"[--repeat R] [--write FILE] TRACE...\n");
 		return 2;
 	}
 	if (!nlevels)
@@ -151,6 +155,13 @@ main(int argc, char **argv)
 				fprintf(stderr, "zstd_frames: %s\n", why);
 				return 1;
 			}
+			/* --write: the frames of the first trace at the first level, as a file
+			 * (what the writer would have made of it) */
+			FILE *wf = NULL;
+			if (write_to && a == first && l == 0 && !(wf = fopen(write_to, "wb"))) {
+				fprintf(stderr, "zstd_frames: %s: %s\n", write_to, strerror(errno));
+				return 3;
+			}
 			for (int r = 0; r < repeat; r++) {
 				uint64_t t0 = now_ns();
 				out = 0;
@@ -162,8 +173,20 @@ main(int argc, char **argv)
 						return 1;
 					}
 					out += n;
+					if (wf && r == 0 && fwrite(zs.frame, 1, n, wf) != n) {
+						fprintf(stderr, "zstd_frames: %s: write failed\n",
+							write_to);
+						return 3;
+					}
 				}
 				uint64_t dt = now_ns() - t0;
+				if (wf && r == 0 && fclose(wf) != 0) {
+					fprintf(stderr, "zstd_frames: %s: write failed\n",
+						write_to);
+					return 3;
+				}
+				if (r == 0)
+					wf = NULL;
 				best = dt < best ? dt : best;
 			}
 			double secs = (double)best / 1e9;

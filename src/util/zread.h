@@ -5,12 +5,14 @@
  * gmt_zread_open() looks at the first four bytes of an opened file: a plain file is handed back
  * as it is (rewound), a zstd one becomes a FILE * (glibc's fopencookie) that reads its
  * decompressed bytes, so getline() and everything after it stay as they are. The tracer writes one
- * zstd frame per flush; the stream decodes the frames one after the other. A file cut by a killed
- * writer (or a full disk) ends inside a frame: everything before that frame is read, and as much
- * of the cut frame as its complete blocks hold; then the stream ends and gmt_zread_problem() says
- * so ("truncated"). Bytes that are not zstd past the first frame end the stream with
- * "corrupt at byte N". libzstd.so.1 is loaded at run time (util/zstd_api.h): without it, a
- * compressed file cannot be opened (a plain one still can), and the reason says so.
+ * zstd frame per flush; the stream decodes the frames one after the other (a frame of a known
+ * size whole, and the next ones on threads of their own with gmt_zread_parallel()). A file cut by
+ * a killed writer (or a full disk) ends inside a frame: everything before that frame is read, and
+ * as much of the cut frame as its complete blocks hold; then the stream ends and
+ * gmt_zread_problem() says so ("truncated"). A frame that cannot be decoded (bytes that are not
+ * zstd, a damaged block or checksum) ends the stream after what it gave before the damage, with
+ * "corrupt at byte N", N its first byte. libzstd.so.1 is loaded at run time (util/zstd_api.h):
+ * without it, a compressed file cannot be opened (a plain one still can), and the reason says so.
  *
  * Not for the tracer (it allocates, and it is the analyzer's); a separate static library.
  *
@@ -34,6 +36,15 @@ struct gmt_zread;
  * A file shorter than four bytes is plain.
  */
 FILE *gmt_zread_open(FILE *raw, struct gmt_zread **state, char *why, size_t why_len);
+
+/**
+ * Decode the frames ahead of the one being read on @p threads threads of their own (named
+ * gmt-unzstd, at most 32; joined by fclose()). The stream's bytes, its problem and its frame
+ * count stay what they are without them. Call it from the thread that reads the stream, or
+ * before any does; once. Returns the threads started (0: the stream is decoded on the reading
+ * thread, as before).
+ */
+unsigned gmt_zread_parallel(struct gmt_zread *state, unsigned threads);
 
 /** Is this stream a decompressed one (@p state from gmt_zread_open, NULL: plain)? */
 bool gmt_zread_compressed(const struct gmt_zread *state);

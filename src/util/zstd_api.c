@@ -16,6 +16,9 @@
 _Static_assert(ZSTD_c_compressionLevel == GMT_ZSTD_C_COMPRESSION_LEVEL, "ZSTD_c_compressionLevel");
 _Static_assert(ZSTD_c_checksumFlag == GMT_ZSTD_C_CHECKSUM_FLAG, "ZSTD_c_checksumFlag");
 _Static_assert(ZSTD_MAGICNUMBER == 0xFD2FB528u, "ZSTD_MAGICNUMBER");
+_Static_assert(ZSTD_CONTENTSIZE_UNKNOWN == GMT_ZSTD_CONTENTSIZE_UNKNOWN,
+	       "ZSTD_CONTENTSIZE_UNKNOWN");
+_Static_assert(ZSTD_CONTENTSIZE_ERROR == GMT_ZSTD_CONTENTSIZE_ERROR, "ZSTD_CONTENTSIZE_ERROR");
 _Static_assert(sizeof(ZSTD_inBuffer) == sizeof(struct gmt_zstd_in) &&
 		   offsetof(ZSTD_inBuffer, src) == offsetof(struct gmt_zstd_in, src) &&
 		   offsetof(ZSTD_inBuffer, size) == offsetof(struct gmt_zstd_in, size) &&
@@ -65,6 +68,8 @@ gmt_zstd_load(struct gmt_zstd *z, int (*close)(void *), char *why, size_t why_le
 	SYM(decompressStream);
 	SYM(DStreamInSize);
 	SYM(DStreamOutSize);
+	SYM(findFrameCompressedSize);
+	SYM(getFrameContentSize);
 #undef SYM
 	if (missing)
 		snprintf(why, why_len, "the libzstd.so.1 found has no %s", missing);

@@ -5,7 +5,8 @@
  * headers); zstd_api.c checks these declarations against <zstd.h> where it is installed.
  *
  * Only the stable API of zstd >= 1.4.0: ZSTD_compress2 with parameters on a context (one frame
- * per call), ZSTD_decompressStream (frames one after the other, as a file of frames is).
+ * per call), ZSTD_decompressStream (frames one after the other, as a file of frames is),
+ * ZSTD_findFrameCompressedSize and ZSTD_getFrameContentSize (a file's frames told apart).
  */
 #ifndef GMT_UTIL_ZSTD_API_H
 #define GMT_UTIL_ZSTD_API_H
@@ -51,7 +52,14 @@ struct gmt_zstd {
 	size_t (*decompressStream)(void *dctx, struct gmt_zstd_out *out, struct gmt_zstd_in *in);
 	size_t (*DStreamInSize)(void);
 	size_t (*DStreamOutSize)(void);
+	/* the trace reader's frames (util/zread.c): where a frame ends, what it decodes to */
+	size_t (*findFrameCompressedSize)(const void *src, size_t src_size);
+	unsigned long long (*getFrameContentSize)(const void *src, size_t src_size);
 };
+
+/** ZSTD_getFrameContentSize(): the size is not in the frame's header / not a valid header. */
+#define GMT_ZSTD_CONTENTSIZE_UNKNOWN (0ULL - 1)
+#define GMT_ZSTD_CONTENTSIZE_ERROR (0ULL - 2)
 
 /**
  * Load libzstd.so.1 (through the loader's search path, RTLD_LOCAL) and fill @p z. Returns false

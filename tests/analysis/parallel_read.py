@@ -11,7 +11,7 @@ Each trace is read with GMT_JOBS=1, 2, 3 and 8, in chunks of a few lines
 somewhere else) and of the default size (4096 lines). Besides the given traces (golden, fixtures,
 compressed ones), every 100th file of --sample (the fuzz corpus: bounded traces, hostile lines),
 it makes from --base (a real trace, events and block lines): the same as zstd of many frames,
-that cut inside a frame, plain with bad lines in the middle (a hundred of them: past the cap of
+that cut inside a frame, that with a byte damaged in a middle frame, plain with bad lines in the middle (a hundred of them: past the cap of
 messages) and a torn tail, plain with lines too long for a chunk (and one too long to read), and a
 directory of two processes (read one per thread: each trace then
 read alone).
@@ -86,16 +86,10 @@ def zstd_frames(src, dst, lines_per_frame):
                                      capture_output=True).stdout)
 
 
-def helpers_run(exe, gen_trace, d):
-    """The equal outputs above would hold as well if the threads never started: from three jobs
-    one trace's read runs its parse workers, the filler and the replay thread (named so by
-    pipeline.c and feed.c), seen in /proc while a 300,000-event trace is read."""
+def watch(exe, path, env):
+    """The names of the threads seen in /proc while `report` reads path."""
     import time
-    big = os.path.join(d, "big.jsonl")
-    subprocess.run([gen_trace, "--events", "300000", "-o", big], check=True)
-    env = dict(os.environ, GMT_JOBS="3", DEBUGINFOD_URLS="")
-    env.pop("LD_PRELOAD", None)
-    p = subprocess.Popen([exe, "report", "--format", "json", "-o", os.devnull, big], env=env,
+    p = subprocess.Popen([exe, "report", "--format", "json", "-o", os.devnull, path], env=env,
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     seen = set()
     while p.poll() is None:
@@ -106,10 +100,30 @@ def helpers_run(exe, gen_trace, d):
         except OSError:
             pass  # the process or a thread ended meanwhile
         time.sleep(0.002)
-    check(p.returncode == 0, "the big trace is read (%s)" % p.returncode)
+    check(p.returncode == 0, "%s is read (%s)" % (os.path.basename(path), p.returncode))
+    return seen
+
+
+def helpers_run(exe, gen_trace, d):
+    """The equal outputs above would hold as well if the threads never started: from three jobs
+    one trace's read runs its parse workers, the filler and the replay thread (named so by
+    pipeline.c and feed.c), seen in /proc while a 300,000-event trace is read; and for the same
+    trace compressed in frames, the frames' decoder threads."""
+    big = os.path.join(d, "big.jsonl")
+    subprocess.run([gen_trace, "--events", "300000", "-o", big], check=True)
+    env = dict(os.environ, GMT_JOBS="3", DEBUGINFOD_URLS="")
+    env.pop("LD_PRELOAD", None)
+    seen = watch(exe, big, env)
     want = {"gmt-parse", "gmt-fill", "gmt-replay"}
     check(want <= seen, "GMT_JOBS=3 runs the parse workers, the filler and the replay thread",
           "threads seen: %s" % sorted(seen))
+    if shutil.which("zstd"):
+        # compressed in frames as the tracer writes them: their decoders (util/zread.c) too
+        zst = big + ".zst"
+        zstd_frames(big, zst, 2000)
+        seen = watch(exe, zst, env)
+        check("gmt-unzstd" in seen, "GMT_JOBS=3 decodes a zstd trace's frames on their own threads",
+              "threads seen: %s" % sorted(seen))
 
 
 def main():
@@ -162,7 +176,13 @@ def main():
                 data = f.read()
             with open(cut, "wb") as f:
                 f.write(data[:len(data) * 2 // 3])
-            made = [frames, cut]
+            # a byte damaged in a frame in the middle: the frames before it, what that frame's
+            # good blocks hold, then "corrupt at byte N", whichever thread decoded it
+            hurt = os.path.join(d, "hurt.jsonl.zst")
+            with open(hurt, "wb") as f:
+                f.write(data[:len(data) // 2] + bytes([data[len(data) // 2] ^ 0x5a]) +
+                        data[len(data) // 2 + 1:])
+            made = [frames, cut, hurt]
         else:
             print("note: no zstd command: the compressed traces come from the corpus only")
             made = []

@@ -188,7 +188,8 @@ live_find(uint64_t ptr, int cls, bool unlink)
 		if (e->ptr == ptr && e->cls == cls) {
 			if (unlink) {
 				/* out of the chain: a free's ENTER keeps it as the head of its own
-				 * pending list, which must not go on into the bucket's other entries */
+				 * pending list, which must not go on into the bucket's other
+				 * entries */
 				*pp = e->next;
 				e->next = NULL;
 			}

@@ -4,7 +4,9 @@
  * what was flushed; a file cut anywhere in its last frame (a killed writer) reads at least every
  * line of the frames before it, nothing that was not written, and says "truncated"; bytes that
  * are not zstd after a frame end the stream there with "corrupt at byte N"; a plain file comes
- * back as the very same stream, rewound. Skipped (77) without libzstd.so.1.
+ * back as the very same stream, rewound. Every case is read twice, on the reading thread and with
+ * decoder threads (gmt_zread_parallel()) in odd read sizes, with the same result. Skipped (77)
+ * without libzstd.so.1.
  */
 #define _GNU_SOURCE
 #include <stdio.h>
@@ -17,8 +19,9 @@
 
 #define FRAMES 5
 
+/* Read @p f to its end, @p step bytes a fread() at most (0: as much as there is room for). */
 static char *
-read_all(FILE *f, size_t *len)
+read_steps(FILE *f, size_t *len, size_t step)
 {
 	char *buf = NULL;
 	size_t cap = 0, n = 0, got;
@@ -29,11 +32,18 @@ read_all(FILE *f, size_t *len)
 			buf = realloc(buf, cap);
 			CHECK(buf);
 		}
-		got = fread(buf + n, 1, cap - n, f);
+		size_t want = step && step < cap - n ? step : cap - n;
+		got = fread(buf + n, 1, want, f);
 		n += got;
 	} while (got);
 	*len = n;
 	return buf;
+}
+
+static char *
+read_all(FILE *f, size_t *len)
+{
+	return read_steps(f, len, 0);
 }
 
 /* A file of these bytes, opened for reading at offset 0. */
@@ -48,15 +58,18 @@ file_of(const char *bytes, size_t len)
 	return f;
 }
 
-/* Read @p len bytes of @p bytes through the reader: its output and problem. */
+/* Read @p len bytes of @p bytes through the reader, its frames decoded on @p threads threads
+ * (0: on the reading thread), read @p step bytes at a time: its output and problem. */
 static char *
-through(const char *bytes,
-	size_t len,
-	size_t *out_len,
-	char *problem,
-	size_t problem_len,
-	int *truncated,
-	unsigned long long *frames)
+through_with(const char *bytes,
+	     size_t len,
+	     unsigned threads,
+	     size_t step,
+	     size_t *out_len,
+	     char *problem,
+	     size_t problem_len,
+	     int *truncated,
+	     unsigned long long *frames)
 {
 	char why[256];
 	struct gmt_zread *z;
@@ -67,12 +80,46 @@ through(const char *bytes,
 		fprintf(stderr, "gmt_zread_open: %s\n", why);
 		exit(1);
 	}
-	char *out = read_all(f, out_len);
+	if (threads && z) /* (a damaged magic number: a plain file) */
+		CHECK(gmt_zread_parallel(z, threads) == threads);
+	char *out = read_steps(f, out_len, step);
 	const char *p = gmt_zread_problem(z);
 	snprintf(problem, problem_len, "%s", p ? p : "");
 	*truncated = gmt_zread_truncated(z);
 	*frames = gmt_zread_frames(z);
 	CHECK(fclose(f) == 0);
+	return out;
+}
+
+/*
+ * The same through the reader on the reading thread, and again with 3 decoder threads read in
+ * odd steps: both must give the same bytes, problem, frame count and truncation (what comes out
+ * of a damaged frame does not depend on who decodes it, nor on the reads).
+ */
+static char *
+through(const char *bytes,
+	size_t len,
+	size_t *out_len,
+	char *problem,
+	size_t problem_len,
+	int *truncated,
+	unsigned long long *frames)
+{
+	char problem2[256];
+	int truncated2;
+	unsigned long long frames2;
+	size_t out_len2;
+	char *out =
+	    through_with(bytes, len, 0, 0, out_len, problem, problem_len, truncated, frames);
+	char *out2 = through_with(bytes, len, 3, 1237, &out_len2, problem2, sizeof(problem2),
+				  &truncated2, &frames2);
+
+	CHECK_EQ_U64(out_len2, *out_len);
+	CHECK(memcmp(out, out2, *out_len) == 0);
+	CHECK(strcmp(problem, problem2) == 0);
+	CHECK(truncated2 == *truncated);
+	CHECK_EQ_U64(frames2, *frames);
+	free(out2);
 	return out;
 }
 
@@ -164,6 +211,15 @@ main(void)
 	CHECK(memcmp(out, all, plain_len[0]) == 0);
 	CHECK(strncmp(problem, "corrupt at byte", 15) == 0);
 	free(out);
+	/* a damaged byte anywhere: through() holds both ways of decoding to the same result */
+	for (size_t at = 0; at < file_len; at += 53) {
+		memcpy(bad, file, file_len);
+		bad[at] ^= 0xa5;
+		out =
+		    through(bad, file_len, &out_len, problem, sizeof(problem), &truncated, &frames);
+		CHECK(out_len <= total + 65536);
+		free(out);
+	}
 	free(bad);
 
 	/* a plain file is handed back as it is, rewound */

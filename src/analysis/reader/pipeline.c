@@ -316,7 +316,10 @@ start_threads(struct pipeline *p,
 	}
 	/* the filler reads the input on: only once it is read ahead (a regular file, whose reads
 	 * end), so that a read that stopped early never waits for it */
-	if (gmt_trace_input_readahead(p->in) == 0 && jobs >= GMT_READ_HELPER_JOBS)
+	bool helpers = jobs >= GMT_READ_HELPER_JOBS;
+	/* a zstd trace's frames decoded on half as many threads as parse (decoding is the
+	 * lighter half of the work) */
+	if (gmt_trace_input_readahead(p->in, helpers ? (unsigned)(jobs / 2) : 0) == 0 && helpers)
 		*have_filler = pthread_create(filler, attr, fill_main, p) == 0;
 	if (*have_filler)
 		pthread_setname_np(*filler, "gmt-fill");

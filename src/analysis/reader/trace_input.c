@@ -448,7 +448,7 @@ ra_next(struct gmt_trace_input_state *st)
 }
 
 int
-gmt_trace_input_readahead(struct gmt_trace_input *in)
+gmt_trace_input_readahead(struct gmt_trace_input *in, unsigned decoders)
 {
 	struct gmt_trace_input_state *st = in->st;
 	struct readahead *ra;
@@ -481,6 +481,8 @@ gmt_trace_input_readahead(struct gmt_trace_input *in)
 	if (pthread_attr_init(&attr) != 0)
 		goto err_sync;
 	pthread_attr_setstacksize(&attr, 256u << 10); /* fread and the decompressor's reads */
+	if (st->z && decoders) /* before the thread reads the stream: then only it does */
+		gmt_zread_parallel(st->z, decoders);
 	rc = pthread_create(&ra->th, &attr, ra_main, ra);
 	if (rc == 0)
 		pthread_setname_np(ra->th, "gmt-readahead");

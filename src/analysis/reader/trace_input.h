@@ -100,9 +100,10 @@ int gmt_trace_input_line(struct gmt_trace_input *in, struct gmt_trace_line *line
  * the same, in the same order, ending the same way (gmt_trace_input_offset() counts the blocks
  * handed out). The lines handed out so far must no longer be in use. Regular files only (a pipe's
  * read may block for good, and stopping must not wait for it). 0, or -1 (not a regular file, or
- * no thread could be had: the caller reads on as before).
+ * no thread could be had: the caller reads on as before). A zstd trace's frames are decoded on
+ * @p decoders threads more (util/zread.h: gmt_zread_parallel(); 0: on the read-ahead thread).
  */
-int gmt_trace_input_readahead(struct gmt_trace_input *in);
+int gmt_trace_input_readahead(struct gmt_trace_input *in, unsigned decoders);
 
 /**
  * Stop reading ahead (joins the thread; what it had read and not handed out is dropped): after
