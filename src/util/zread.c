@@ -26,7 +26,8 @@
 
 #define FRAME_MAX (128u << 20) /* larger frames (and unsized ones) are decoded as streams */
 #define SCAN_MAX (128u << 20)  /* compressed bytes held to find a frame's end, at most */
-#define BUDGET (256u << 20)    /* decoded bytes of queued frames, at most (one frame always) */
+#define BUDGET (64u << 20)     /* decoded bytes of queued frames, at most (one frame always) */
+#define KEEP_MAX (4u << 20)    /* a slot keeps buffers up to this size for the next frame */
 #define PIECE (1u << 20)       /* a decoder call's output window */
 #define READ_SIZE (1u << 20)   /* the file is read this much at a time, at least */
 #define MAX_THREADS 32
@@ -371,6 +372,18 @@ finish_head(struct gmt_zread *r)
 	else
 		r->frames++;
 	r->consumed = s->off + (long long)s->src_len;
+	/* a large frame's buffers go: every slot keeping the largest it saw would hold that
+	 * many times over (the writer's frames reach 64 MiB when its compressor falls behind) */
+	if (s->dst_cap > KEEP_MAX) {
+		free(s->dst);
+		s->dst = NULL;
+		s->dst_cap = 0;
+	}
+	if (s->src_cap > KEEP_MAX) {
+		free(s->src);
+		s->src = NULL;
+		s->src_cap = 0;
+	}
 	if (r->nthreads)
 		pthread_mutex_lock(&r->mu);
 	r->in_flight -= s->size;

@@ -11,7 +11,8 @@ Each trace is read with GMT_JOBS=1, 2, 3 and 8, in chunks of a few lines
 somewhere else) and of the default size (4096 lines). Besides the given traces (golden, fixtures,
 compressed ones), every 100th file of --sample (the fuzz corpus: bounded traces, hostile lines),
 it makes from --base (a real trace, events and block lines): the same as zstd of many frames,
-that cut inside a frame, that with a byte damaged in a middle frame, plain with bad lines in the middle (a hundred of them: past the cap of
+that cut inside a frame, that with a byte damaged in a middle frame, the same without the frames'
+sizes in their headers (decoded as a stream), plain with bad lines in the middle (a hundred of them: past the cap of
 messages) and a torn tail, plain with lines too long for a chunk (and one too long to read), and a
 directory of two processes (read one per thread: each trace then
 read alone).
@@ -73,8 +74,10 @@ def compare(exe, path, chunks):
                     check(False, what + " (stderr)", first_diff(want[2], got[2]))
 
 
-def zstd_frames(src, dst, lines_per_frame):
-    """src as zstd, a frame every lines_per_frame lines (the tracer writes one per flush)."""
+def zstd_frames(src, dst, lines_per_frame, sized=True):
+    """src as zstd, a frame every lines_per_frame lines (the tracer writes one per flush), each
+    with its size in its header as the tracer's are (decoded whole, on the decoder threads), or
+    without (sized=False: as zstd writes from a pipe, decoded as a stream)."""
     with open(src, "rb") as f:
         lines = f.read().split(b"\n")
     with open(dst, "wb") as out:
@@ -82,22 +85,28 @@ def zstd_frames(src, dst, lines_per_frame):
             part = b"\n".join(lines[i:i + lines_per_frame])
             if i + lines_per_frame < len(lines):
                 part += b"\n"
-            out.write(subprocess.run(["zstd", "-q", "-c", "-3"], input=part, check=True,
+            size = ["--stream-size=%d" % len(part)] if sized else []
+            out.write(subprocess.run(["zstd", "-q", "-c", "-3"] + size, input=part, check=True,
                                      capture_output=True).stdout)
 
 
 def watch(exe, path, env):
-    """The names of the threads seen in /proc while `report` reads path."""
+    """The threads seen in /proc while `report` reads path: name -> the most CPU ticks (user +
+    system) one of them was seen to have."""
     import time
     p = subprocess.Popen([exe, "report", "--format", "json", "-o", os.devnull, path], env=env,
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    seen = set()
+    seen = {}
     while p.poll() is None:
         try:
             for tid in os.listdir("/proc/%d/task" % p.pid):
-                with open("/proc/%d/task/%s/comm" % (p.pid, tid)) as f:
-                    seen.add(f.read().strip())
-        except OSError:
+                with open("/proc/%d/task/%s/stat" % (p.pid, tid)) as f:
+                    stat = f.read()
+                name = stat[stat.index("(") + 1:stat.rindex(")")]
+                fields = stat[stat.rindex(")") + 2:].split()
+                ticks = int(fields[11]) + int(fields[12])  # utime, stime
+                seen[name] = max(seen.get(name, 0), ticks)
+        except (OSError, ValueError, IndexError):
             pass  # the process or a thread ended meanwhile
         time.sleep(0.002)
     check(p.returncode == 0, "%s is read (%s)" % (os.path.basename(path), p.returncode))
@@ -115,15 +124,16 @@ def helpers_run(exe, gen_trace, d):
     env.pop("LD_PRELOAD", None)
     seen = watch(exe, big, env)
     want = {"gmt-parse", "gmt-fill", "gmt-replay"}
-    check(want <= seen, "GMT_JOBS=3 runs the parse workers, the filler and the replay thread",
+    check(want <= set(seen), "GMT_JOBS=3 runs the parse workers, the filler and the replay thread",
           "threads seen: %s" % sorted(seen))
     if shutil.which("zstd"):
         # compressed in frames as the tracer writes them: their decoders (util/zread.c) too
         zst = big + ".zst"
         zstd_frames(big, zst, 2000)
         seen = watch(exe, zst, env)
-        check("gmt-unzstd" in seen, "GMT_JOBS=3 decodes a zstd trace's frames on their own threads",
-              "threads seen: %s" % sorted(seen))
+        check(seen.get("gmt-unzstd", 0) > 0,
+              "GMT_JOBS=3 decodes a zstd trace's frames on their own threads",
+              "threads seen (CPU ticks): %s" % sorted(seen.items()))
 
 
 def main():
@@ -182,7 +192,9 @@ def main():
             with open(hurt, "wb") as f:
                 f.write(data[:len(data) // 2] + bytes([data[len(data) // 2] ^ 0x5a]) +
                         data[len(data) // 2 + 1:])
-            made = [frames, cut, hurt]
+            unsized = os.path.join(d, "unsized.jsonl.zst")
+            zstd_frames(gen, unsized, 300, sized=False)
+            made = [frames, cut, hurt, unsized]
         else:
             print("note: no zstd command: the compressed traces come from the corpus only")
             made = []

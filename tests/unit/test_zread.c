@@ -222,6 +222,36 @@ main(void)
 	}
 	free(bad);
 
+	/* frames larger than a slot keeps (4 MiB) between small ones, twice over: the same bytes,
+	 * both ways, each frame read once */
+	{
+		size_t big = (5u << 20) + 123, nbig = 0, zlen = 0;
+		char *text = malloc(big), *zfile = NULL, *want_all = malloc(4 * (big + 100));
+		CHECK(text && want_all);
+		for (size_t i = 0; i < big; i++)
+			text[i] = (char)('a' + (i * 7 + i / 4096) % 26);
+		for (int f = 0; f < 4; f++) {
+			const char *part = f % 2 ? "{\"small\":1}\n" : text;
+			size_t plen = f % 2 ? strlen(part) : big;
+			size_t z = gmt_zsink_frame(&zs, part, plen, why, sizeof(why));
+			CHECK(z > 0);
+			zfile = realloc(zfile, zlen + z);
+			CHECK(zfile);
+			memcpy(zfile + zlen, zs.frame, z);
+			zlen += z;
+			memcpy(want_all + nbig, part, plen);
+			nbig += plen;
+		}
+		out = through(zfile, zlen, &out_len, problem, sizeof(problem), &truncated, &frames);
+		CHECK_EQ_U64(out_len, nbig);
+		CHECK(memcmp(out, want_all, nbig) == 0);
+		CHECK(problem[0] == '\0' && !truncated && frames == 4);
+		free(out);
+		free(zfile);
+		free(text);
+		free(want_all);
+	}
+
 	/* a plain file is handed back as it is, rewound */
 	{
 		struct gmt_zread *z = (struct gmt_zread *)1;

@@ -230,8 +230,8 @@ rd_take_line(struct reader *r, const struct gmt_trace_line *line, const struct r
 		rd_lead_end(r, t->lines);
 		if (pre->kind == RD_PRE_BLOCK
 			? rd_take_block(r, &ev)
-			: rd_take_event_hashed(r, &ev, pre->api, pre->driver, pre->api_hash,
-					       pre->driver_hash)) {
+			: rd_take_event_hashed(r, &ev, pre->api, pre->driver, pre->api_key,
+					       pre->driver_key)) {
 			r->usable++;
 			r->content++;
 		}
@@ -273,12 +273,12 @@ rd_pre_read(char *text, size_t len, size_t lineno, struct rd_pre *pre)
 		if (rd_parse_block(NULL, src, lineno, &pre->ev))
 			pre->kind = RD_PRE_BLOCK;
 	} else if (gmt_flat_str_is(type, "event")) {
-		uint32_t hash[2];
+		uint64_t key[2];
 
-		if (rd_parse_event(NULL, src, lineno, &pre->ev, &pre->api, &pre->driver, hash)) {
+		if (rd_parse_event(NULL, src, lineno, &pre->ev, &pre->api, &pre->driver, key)) {
 			pre->kind = RD_PRE_EVENT;
-			pre->api_hash = hash[0];
-			pre->driver_hash = hash[1];
+			pre->api_key = key[0];
+			pre->driver_key = key[1];
 		}
 	}
 }

@@ -198,22 +198,35 @@ rd_see_ts(struct reader *r, uint64_t ts)
 int
 rd_intern(struct reader *r, const char *s)
 {
-	return rd_intern_hashed(r, s, rd_name_hash(s));
+	return rd_intern_hashed(r, s, rd_name_key(s));
+}
+
+/* Remember string @p i in @p slot under @p key, when the string has the key's length (a name
+ * with a NUL inside is stored up to it: the scan's strcmp() finds it, the cache never does). */
+static void
+cache_name(struct gmt_trace *t, size_t i, uint64_t key, size_t slot)
+{
+	if (i >= UINT16_MAX - 1 || strlen(t->strings[i]) != (size_t)(key >> 32))
+		return;
+	t->string_cache[slot].key = key;
+	t->string_cache[slot].index1 = (uint16_t)(i + 1);
 }
 
 int
-rd_intern_hashed(struct reader *r, const char *s, uint32_t h)
+rd_intern_hashed(struct reader *r, const char *s, uint64_t key)
 {
 	struct gmt_trace *t = r->t;
 	/* a direct-mapped cache in front of the scan: a trace names a few dozen calls, each often
 	 */
-	uint16_t *slot = &t->string_cache[h & 255];
+	size_t slot = (uint32_t)key & 255;
+	unsigned idx1 = t->string_cache[slot].index1;
 
-	if (*slot && strcmp(t->strings[*slot - 1], s) == 0)
-		return *slot - 1;
+	if (idx1 && t->string_cache[slot].key == key &&
+	    rd_name_eq(t->strings[idx1 - 1], s, (size_t)(key >> 32)))
+		return (int)idx1 - 1;
 	for (size_t i = 0; i < t->nstrings; i++) {
 		if (strcmp(t->strings[i], s) == 0) {
-			*slot = (uint16_t)(i + 1);
+			cache_name(t, i, key, slot);
 			return (int)i;
 		}
 	}
@@ -224,7 +237,6 @@ rd_intern_hashed(struct reader *r, const char *s, uint32_t h)
 	if (!rd_resize(r, &t->strings, t->nstrings + 1, sizeof(*t->strings)) ||
 	    !(t->strings[t->nstrings] = rd_dup_str(r, s)))
 		return -1;
-	if (t->nstrings < UINT16_MAX - 1)
-		*slot = (uint16_t)(t->nstrings + 1);
+	cache_name(t, t->nstrings, key, slot);
 	return (int)t->nstrings++;
 }

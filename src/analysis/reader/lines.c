@@ -415,20 +415,20 @@ event_name_strs(struct reader *r,
 		const char *type,
 		const char **api,
 		const char **driver,
-		uint32_t hash[2])
+		uint64_t key[2])
 {
 	size_t n;
 	int err;
 
 	if ((err = rd_get_strn(obj, "api", api, &n)))
 		return rd_key_error(r, lineno, type, "api", err, "a string");
-	hash[0] = rd_name_hash_n(*api, n);
+	key[0] = rd_name_key_n(*api, n);
 	err = rd_get_strn(obj, "driver", driver, &n);
 	if (err == -EINVAL)
 		return rd_key_error(r, lineno, type, "driver", err, "a string");
 	if (err)
 		*driver = NULL;
-	hash[1] = *driver ? rd_name_hash_n(*driver, n) : 0;
+	key[1] = *driver ? rd_name_key_n(*driver, n) : 0;
 	return true;
 }
 
@@ -439,19 +439,19 @@ intern_names(struct reader *r,
 	     struct gmt_trace_event *ev,
 	     const char *api,
 	     const char *driver,
-	     uint32_t api_hash,
-	     uint32_t driver_hash)
+	     uint64_t api_key,
+	     uint64_t driver_key)
 {
 	int idx;
 
 	ev->driver = GMT_TRACE_NO_STRING;
 	if (driver) {
-		idx = rd_intern_hashed(r, driver, driver_hash);
+		idx = rd_intern_hashed(r, driver, driver_key);
 		if (idx < 0)
 			goto full;
 		ev->driver = (uint16_t)idx;
 	}
-	idx = rd_intern_hashed(r, api, api_hash);
+	idx = rd_intern_hashed(r, api, api_key);
 	if (idx < 0)
 		goto full;
 	ev->api = (uint16_t)idx;
@@ -553,7 +553,7 @@ rd_parse_event(struct reader *r,
 	       struct gmt_trace_event *ev,
 	       const char **api,
 	       const char **driver,
-	       uint32_t hash[2])
+	       uint64_t key[2])
 {
 	/* zeroed in two parts: a compound literal, or one memset() of the whole, is a `rep stos`
 	 * (GCC's choice past 64 bytes), slow to start for ~100; two become a few 16-byte stores */
@@ -563,7 +563,7 @@ rd_parse_event(struct reader *r,
 	ev->device = -1;
 	return event_common(r, obj, lineno, ev) && event_kind(r, obj, lineno, ev) &&
 	       event_ptr_size(r, obj, lineno, ev) && event_optional(r, obj, lineno, ev) &&
-	       event_name_strs(r, obj, lineno, "event", api, driver, hash);
+	       event_name_strs(r, obj, lineno, "event", api, driver, key);
 }
 
 bool
@@ -571,11 +571,10 @@ rd_take_event_hashed(struct reader *r,
 		     struct gmt_trace_event *ev,
 		     const char *api,
 		     const char *driver,
-		     uint32_t api_hash,
-		     uint32_t driver_hash)
+		     uint64_t api_key,
+		     uint64_t driver_key)
 {
-	return intern_names(r, ev->line, ev, api, driver, api_hash, driver_hash) &&
-	       keep_event(r, ev);
+	return intern_names(r, ev->line, ev, api, driver, api_key, driver_key) && keep_event(r, ev);
 }
 
 bool
@@ -583,10 +582,10 @@ rd_read_event(struct reader *r, struct src obj, size_t lineno)
 {
 	struct gmt_trace_event ev;
 	const char *api, *driver;
-	uint32_t hash[2];
+	uint64_t key[2];
 
-	return rd_parse_event(r, obj, lineno, &ev, &api, &driver, hash) &&
-	       rd_take_event_hashed(r, &ev, api, driver, hash[0], hash[1]);
+	return rd_parse_event(r, obj, lineno, &ev, &api, &driver, key) &&
+	       rd_take_event_hashed(r, &ev, api, driver, key[0], key[1]);
 }
 
 /* An elided line's "sizes" and "lifetimes" into the trace's elided_bins (jansson lines only). */
@@ -680,9 +679,9 @@ rd_read_elided(struct reader *r, struct src obj, size_t lineno)
 	rd_get_u64(obj, GMT_ELIDED_TEMPORARIES, &ev.free_bytes);
 	rd_get_u64(obj, GMT_ELIDED_TEMPORARY_BYTES, &ev.total_bytes);
 	const char *api, *driver;
-	uint32_t hash[2];
-	if (!event_name_strs(r, obj, lineno, "event", &api, &driver, hash) ||
-	    !intern_names(r, lineno, &ev, api, driver, hash[0], hash[1]) ||
+	uint64_t key[2];
+	if (!event_name_strs(r, obj, lineno, "event", &api, &driver, key) ||
+	    !intern_names(r, lineno, &ev, api, driver, key[0], key[1]) ||
 	    !elided_bins(r, obj, lineno, &ev))
 		return false;
 	r->t->elided_lines++;

@@ -208,17 +208,51 @@ rd_name_hash_n(const char *s, size_t n)
 	return (uint32_t)(h >> 32) ^ (uint32_t)h;
 }
 
-/* rd_name_hash_n() of a NUL-terminated name. */
-static inline uint32_t
-rd_name_hash(const char *s)
+/*
+ * A name's key in rd_intern()'s cache: its length above its rd_name_hash_n(). A hit compares
+ * the name in two words where it is 4 to 16 bytes long (rd_name_eq()): a strcmp() per name, two
+ * per event, was a sixth of the calling thread's time.
+ */
+static inline uint64_t
+rd_name_key_n(const char *s, size_t n)
 {
-	return rd_name_hash_n(s, strlen(s));
+	return (uint64_t)n << 32 | rd_name_hash_n(s, n);
+}
+
+/* rd_name_key_n() of a NUL-terminated name. */
+static inline uint64_t
+rd_name_key(const char *s)
+{
+	return rd_name_key_n(s, strlen(s));
+}
+
+/* Are the @p n bytes at @p a and at @p b the same (both have @p n)? */
+static inline bool
+rd_name_eq(const char *a, const char *b, size_t n)
+{
+	if (n >= 8 && n <= 16) {
+		uint64_t a0, b0, a1, b1;
+		memcpy(&a0, a, 8);
+		memcpy(&b0, b, 8);
+		memcpy(&a1, a + n - 8, 8);
+		memcpy(&b1, b + n - 8, 8);
+		return ((a0 ^ b0) | (a1 ^ b1)) == 0;
+	}
+	if (n >= 4 && n < 8) {
+		uint32_t a0, b0, a1, b1;
+		memcpy(&a0, a, 4);
+		memcpy(&b0, b, 4);
+		memcpy(&a1, a + n - 4, 4);
+		memcpy(&b1, b + n - 4, 4);
+		return ((a0 ^ b0) | (a1 ^ b1)) == 0;
+	}
+	return memcmp(a, b, n) == 0;
 }
 
 int rd_intern(struct reader *r, const char *s);
 
-/** rd_intern() of @p s whose rd_name_hash() is @p h. */
-int rd_intern_hashed(struct reader *r, const char *s, uint32_t h);
+/** rd_intern() of @p s whose rd_name_key() is @p key (the name has its length's bytes). */
+int rd_intern_hashed(struct reader *r, const char *s, uint64_t key);
 
 bool rd_read_header(struct reader *r, json_t *obj, size_t lineno);
 
@@ -242,7 +276,7 @@ bool rd_read_event(struct reader *r, struct src obj, size_t lineno);
  * An event line in two steps, as rd_read_event() takes it: what the line says (@p r NULL: no
  * message, nothing of the reader touched, so a worker may read the line ahead of its turn), then
  * its names interned and the event kept, in its turn (rd_take_event_hashed()). @p api and
- * @p driver point into the line; @p hash: their rd_name_hash() (the driver's 0 when none).
+ * @p driver point into the line; @p key: their rd_name_key_n() (the driver's 0 when none).
  */
 bool rd_parse_event(struct reader *r,
 		    struct src obj,
@@ -250,15 +284,15 @@ bool rd_parse_event(struct reader *r,
 		    struct gmt_trace_event *ev,
 		    const char **api,
 		    const char **driver,
-		    uint32_t hash[2]);
+		    uint64_t key[2]);
 
-/** The event rd_parse_event() read, its names (whose rd_name_hash() it gave) interned, kept. */
+/** The event rd_parse_event() read, its names (whose rd_name_key_n() it gave) interned, kept. */
 bool rd_take_event_hashed(struct reader *r,
 			  struct gmt_trace_event *ev,
 			  const char *api,
 			  const char *driver,
-			  uint32_t api_hash,
-			  uint32_t driver_hash);
+			  uint64_t api_key,
+			  uint64_t driver_key);
 
 /* A block line in the same two steps (rd_read_block()). */
 bool rd_parse_block(struct reader *r, struct src obj, size_t lineno, struct gmt_trace_event *out);
@@ -399,7 +433,7 @@ struct rd_pre {
 	uint8_t kind;
 	struct gmt_trace_event ev;
 	const char *api, *driver; /* events: the names, in the worker's copy (driver NULL: none) */
-	uint32_t api_hash, driver_hash; /* their rd_name_hash() */
+	uint64_t api_key, driver_key; /* their rd_name_key_n() */
 };
 
 void rd_pre_read(char *text, size_t len, size_t lineno, struct rd_pre *pre);

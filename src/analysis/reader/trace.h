@@ -292,7 +292,11 @@ struct gmt_trace {
 	size_t naddresses;
 	struct gmt_trace_block *stack_mem; /**< where the stacks' frame lists are */
 	char **strings;			   /**< interned API names */
-	uint16_t string_cache[256]; /**< reading only: string index + 1 by a hash of the name */
+	struct {
+		uint64_t
+		    key; /**< the name's rd_name_key_n(), its length that of strings[index1 - 1] */
+		uint16_t index1; /**< string index + 1, 0: empty */
+	} string_cache[256];	 /**< reading only: by the name's hash */
 	size_t nstrings;
 	struct gmt_trace_nvml *nvml; /**< every NVML reading, in file order (snapshot order) */
 	size_t nnvml;

@@ -3,7 +3,8 @@
  *
  * The hash that places a name in the reader's intern cache (rd_name_hash_n(), reader_int.h)
  * reads a name eight bytes at a time: it must depend on the name's bytes alone, never on a byte
- * past them, and rd_name_hash() of the NUL-terminated name must be the same.
+ * past them, and rd_name_key() of the NUL-terminated name must be the same (its length above it);
+ * the cache's compare (rd_name_eq(), two words for 4 to 16 bytes) must see every byte.
  *
  * Every event line names its op and kind, and the reader keeps what each name was read as, by
  * its length and first byte, to skip gmt_op_from_name() and gmt_kind_parse() the next time. A
@@ -38,11 +39,14 @@ name_hash(void)
 			uint32_t h = rd_name_hash_n(a, n);
 			CHECK(rd_name_hash_n(b + off, n) == h);
 			a[n] = '\0';
-			CHECK(rd_name_hash(a) == h);
-			/* any byte of the n changed: another hash (for these names; 32 bits) */
+			CHECK(rd_name_key(a) == ((uint64_t)n << 32 | h));
+			CHECK(rd_name_eq(a, b + off, n));
+			/* any byte of the n changed: another hash (for these names; 32 bits), and
+			 * not the same name */
 			for (size_t i = 0; i < n; i++) {
 				b[off + i] ^= 0x20;
 				CHECK(rd_name_hash_n(b + off, n) != h);
+				CHECK(!rd_name_eq(a, b + off, n));
 				b[off + i] ^= 0x20;
 			}
 		}
