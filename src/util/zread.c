@@ -133,15 +133,18 @@ decode_step(const struct gmt_zread *r,
  * A damaged frame again, a byte of input a call: a call that fails makes nothing, and with one
  * byte each every block before the damaged one was decoded by a call before it. So the frame
  * gives all that its good blocks hold (a checksum that fails: all of it), as the decoding of a
- * cut frame does, whoever decodes it. Only for frames that failed.
+ * cut frame does, whoever decodes it. Only for frames that failed; one of more than 1 MiB in
+ * steps of a millionth of it (a hostile file's frame of 128 MiB: a million calls, not 128).
  */
 static void
 salvage(const struct gmt_zread *r, void **dctx, struct slot *s)
 {
 	size_t in_done = 0, out_done = 0;
+	size_t step = s->src_len > (1u << 20) ? s->src_len >> 20 : 1;
 
 	for (;;) {
-		struct gmt_zstd_in in = {s->src + in_done, in_done < s->src_len ? 1 : 0, 0};
+		size_t left = s->src_len - in_done;
+		struct gmt_zstd_in in = {s->src + in_done, left < step ? left : step, 0};
 		struct gmt_zstd_out out = {s->dst + out_done, s->size - out_done, 0};
 		size_t rc = r->z.decompressStream(*dctx, &out, &in);
 		if (r->z.isError(rc)) {
@@ -553,7 +556,7 @@ decoder_main(void *arg)
 	for (;;) {
 		struct slot *s = NULL;
 		for (;;) {
-			for (size_t i = 0; i < r->count && !s; i++) {
+			for (size_t i = 0; i < r->count && !s && !r->quit; i++) {
 				struct slot *c = &r->slots[(r->head + i) % r->nslots];
 				if (c->state == SLOT_QUEUED)
 					s = c;
