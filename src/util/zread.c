@@ -83,7 +83,8 @@ struct gmt_zread {
 	bool quit;
 
 	long long consumed; /* compressed bytes of what was handed out */
-	bool done;
+	bool failed;	    /* a problem was said: nothing more is scanned or streamed */
+	bool done;	    /* nothing more is handed out */
 	unsigned long long frames;
 	bool truncated;
 	char problem[256];
@@ -94,7 +95,7 @@ set_problem(struct gmt_zread *r, const char *fmt, long long at, const char *arg)
 {
 	if (!r->problem[0])
 		snprintf(r->problem, sizeof(r->problem), fmt, at, arg);
-	r->done = true;
+	r->failed = true; /* the frames queued before it are still handed out */
 }
 
 // --- one frame's decoder calls
@@ -240,7 +241,7 @@ have(struct gmt_zread *r, size_t need)
 			if (ferror(r->raw)) {
 				snprintf(r->problem, sizeof(r->problem), "read error: %s",
 					 strerror(errno ? errno : EIO));
-				r->done = true;
+				r->failed = true;
 				return false;
 			}
 		}
@@ -274,7 +275,7 @@ grow(unsigned char **p, size_t *cap, size_t need)
 
 /*
  * Queue the next frame when it is one of a known size (into the ring's next slot): true. false
- * at the file's end, on a problem (r->done), when the budget has no room for it yet, or when it
+ * at the file's end, on a problem (r->failed), when the budget has no room for it yet, or when it
  * is to be decoded as a stream (r->stream_next).
  */
 static bool
@@ -374,6 +375,8 @@ finish_head(struct gmt_zread *r)
 			    "the frame decodes to more than its header says");
 	else
 		r->frames++;
+	if (s->nomem || s->err || s->stuck)
+		r->done = true; /* the stream ends at this frame: those after it are not read */
 	r->consumed = s->off + (long long)s->src_len;
 	/* a large frame's buffers go: every slot keeping the largest it saw would hold that
 	 * many times over (the writer's frames reach 64 MiB when its compressor falls behind) */
@@ -491,13 +494,13 @@ zread_read(void *cookie, char *buf, size_t size)
 			stream_step(r);
 			continue;
 		}
-		while (!r->stream_next && !r->done && r->count < r->nslots && scan_one(r))
+		while (!r->stream_next && !r->failed && r->count < r->nslots && scan_one(r))
 			;
 		if (r->count) {
 			take_head(r);
 			r->have_head = true;
 			r->out_pos = 0;
-		} else if (r->stream_next && !r->done) {
+		} else if (r->stream_next && !r->failed) {
 			r->stream_next = false;
 			stream_start(r);
 		} else {
