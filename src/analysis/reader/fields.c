@@ -222,7 +222,7 @@ rd_intern_hashed(struct reader *r, const char *s, uint64_t key)
 	unsigned idx1 = t->string_cache[slot].index1;
 
 	if (idx1 && t->string_cache[slot].key == key &&
-	    rd_name_eq(t->strings[idx1 - 1], s, (size_t)(key >> 32)))
+	    gmt_same_bytes(t->strings[idx1 - 1], s, (size_t)(key >> 32)))
 		return (int)idx1 - 1;
 	for (size_t i = 0; i < t->nstrings; i++) {
 		if (strcmp(t->strings[i], s) == 0) {

@@ -183,39 +183,6 @@ struct shape {
 
 static _Thread_local struct shape last_shape;
 
-/*
- * @p n bytes (2 to SHAPE_KEY) at @p a and @p b equal: a few word loads, overlapping at the end,
- * never past the n bytes; the branches follow n, the same at a position line after line.
- */
-static inline bool
-same_bytes(const char *a, const char *b, size_t n)
-{
-	uint64_t x, y, diff = 0;
-	uint32_t u, w;
-	uint16_t h, g;
-
-	if (n >= 8) {
-		for (size_t i = 0; i + 8 < n; i += 8) {
-			memcpy(&x, a + i, 8);
-			memcpy(&y, b + i, 8);
-			diff |= x ^ y;
-		}
-		memcpy(&x, a + n - 8, 8);
-		memcpy(&y, b + n - 8, 8);
-		return (diff | (x ^ y)) == 0;
-	}
-	if (n >= 4) {
-		memcpy(&u, a, 4), memcpy(&w, b, 4);
-		diff = u ^ w;
-		memcpy(&u, a + n - 4, 4), memcpy(&w, b + n - 4, 4);
-		return (diff | (u ^ w)) == 0;
-	}
-	memcpy(&h, a, 2), memcpy(&g, b, 2);
-	diff = h ^ g;
-	memcpy(&h, a + n - 2, 2), memcpy(&g, b + n - 2, 2);
-	return (diff | (uint16_t)(h ^ g)) == 0;
-}
-
 /* Note v[i]'s key, @p k: a known key's slot points at its last occurrence (jansson's rule). */
 static inline void
 index_key(struct gmt_flat *f, size_t i, enum gmt_flat_key k)
@@ -237,7 +204,7 @@ read_key(struct shape *sh,
 {
 	size_t n = sh->len[i];
 
-	if (n && (size_t)(end - p) >= n && same_bytes(p, sh->key[i], n)) {
+	if (n && (size_t)(end - p) >= n && gmt_same_bytes(p, sh->key[i], n)) {
 		v->key = p + 1;
 		v->klen = n - 2;
 		p[n - 1] = '\0';

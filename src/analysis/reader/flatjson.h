@@ -17,6 +17,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #define GMT_FLAT_MAX 40
 
@@ -158,6 +159,42 @@ gmt_flat_str_is(const struct gmt_flat_value *v, const char *lit)
 
 	return v && v->type == GMT_FLAT_STR && v->slen == len &&
 	       __builtin_memcmp(v->str, lit, len) == 0;
+}
+
+/*
+ * @p n bytes at @p a and @p b equal: a few word loads, overlapping at the end, never past the n
+ * bytes; the branches follow n (the same at a key's position line after line, and for a call
+ * name read again and again). The flat reader's remembered keys and the reader's name cache.
+ */
+static inline bool
+gmt_same_bytes(const char *a, const char *b, size_t n)
+{
+	uint64_t x, y, diff = 0;
+	uint32_t u, w;
+	uint16_t h, g;
+
+	if (n >= 8) {
+		for (size_t i = 0; i + 8 < n; i += 8) {
+			memcpy(&x, a + i, 8);
+			memcpy(&y, b + i, 8);
+			diff |= x ^ y;
+		}
+		memcpy(&x, a + n - 8, 8);
+		memcpy(&y, b + n - 8, 8);
+		return (diff | (x ^ y)) == 0;
+	}
+	if (n >= 4) {
+		memcpy(&u, a, 4), memcpy(&w, b, 4);
+		diff = u ^ w;
+		memcpy(&u, a + n - 4, 4), memcpy(&w, b + n - 4, 4);
+		return (diff | (u ^ w)) == 0;
+	}
+	if (n < 2)
+		return n == 0 || a[0] == b[0];
+	memcpy(&h, a, 2), memcpy(&g, b, 2);
+	diff = h ^ g;
+	memcpy(&h, a + n - 2, 2), memcpy(&g, b + n - 2, 2);
+	return (diff | (uint16_t)(h ^ g)) == 0;
 }
 
 #endif

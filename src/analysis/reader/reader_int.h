@@ -210,8 +210,8 @@ rd_name_hash_n(const char *s, size_t n)
 
 /*
  * A name's key in rd_intern()'s cache: its length above its rd_name_hash_n(). A hit compares
- * the name in two words where it is 4 to 16 bytes long (rd_name_eq()): a strcmp() per name, two
- * per event, was a sixth of the calling thread's time.
+ * the name in a few word loads (gmt_same_bytes()): a strcmp() per name, two per event, was a sixth
+ * of the calling thread's time.
  */
 static inline uint64_t
 rd_name_key_n(const char *s, size_t n)
@@ -224,29 +224,6 @@ static inline uint64_t
 rd_name_key(const char *s)
 {
 	return rd_name_key_n(s, strlen(s));
-}
-
-/* Are the @p n bytes at @p a and at @p b the same (both have @p n)? */
-static inline bool
-rd_name_eq(const char *a, const char *b, size_t n)
-{
-	if (n >= 8 && n <= 16) {
-		uint64_t a0, b0, a1, b1;
-		memcpy(&a0, a, 8);
-		memcpy(&b0, b, 8);
-		memcpy(&a1, a + n - 8, 8);
-		memcpy(&b1, b + n - 8, 8);
-		return ((a0 ^ b0) | (a1 ^ b1)) == 0;
-	}
-	if (n >= 4 && n < 8) {
-		uint32_t a0, b0, a1, b1;
-		memcpy(&a0, a, 4);
-		memcpy(&b0, b, 4);
-		memcpy(&a1, a + n - 4, 4);
-		memcpy(&b1, b + n - 4, 4);
-		return ((a0 ^ b0) | (a1 ^ b1)) == 0;
-	}
-	return memcmp(a, b, n) == 0;
 }
 
 int rd_intern(struct reader *r, const char *s);

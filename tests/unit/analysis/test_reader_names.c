@@ -4,7 +4,7 @@
  * The hash that places a name in the reader's intern cache (rd_name_hash_n(), reader_int.h)
  * reads a name eight bytes at a time: it must depend on the name's bytes alone, never on a byte
  * past them, and rd_name_key() of the NUL-terminated name must be the same (its length above it);
- * the cache's compare (rd_name_eq(), two words for 4 to 16 bytes) must see every byte.
+ * the cache's compare (gmt_same_bytes()) must see every byte.
  *
  * Every event line names its op and kind, and the reader keeps what each name was read as, by
  * its length and first byte, to skip gmt_op_from_name() and gmt_kind_parse() the next time. A
@@ -40,13 +40,13 @@ name_hash(void)
 			CHECK(rd_name_hash_n(b + off, n) == h);
 			a[n] = '\0';
 			CHECK(rd_name_key(a) == ((uint64_t)n << 32 | h));
-			CHECK(rd_name_eq(a, b + off, n));
+			CHECK(gmt_same_bytes(a, b + off, n));
 			/* any byte of the n changed: another hash (for these names; 32 bits), and
 			 * not the same name */
 			for (size_t i = 0; i < n; i++) {
 				b[off + i] ^= 0x20;
 				CHECK(rd_name_hash_n(b + off, n) != h);
-				CHECK(!rd_name_eq(a, b + off, n));
+				CHECK(!gmt_same_bytes(a, b + off, n));
 				b[off + i] ^= 0x20;
 			}
 		}
