@@ -98,8 +98,7 @@ set_problem(struct gmt_zread *r, const char *fmt, long long at, const char *arg)
 	r->failed = true; /* the frames queued before it are still handed out */
 }
 
-// --- one frame's decoder calls
-// --------------------------------------------------------------------
+// --- one frame's decoder calls ------------------------------------------------------------------
 
 /*
  * One decoder call on a frame: @p src holds @p avail of its bytes from byte @p in_done on, @p dst
@@ -202,8 +201,7 @@ decode_frame(const struct gmt_zread *r, void **dctx, struct slot *s)
 		salvage(r, dctx, s);
 }
 
-// --- the file's bytes
-// -------------------------------------------------------------------------------
+// --- the file's bytes ---------------------------------------------------------------------------
 
 /*
  * At least @p need bytes from pos on in buf, or as many as the file still has (eof). false on a
@@ -257,8 +255,7 @@ frame_magic(const unsigned char *p)
 	       ((p[0] & 0xf0) == 0x50 && p[1] == 0x2a && p[2] == 0x4d && p[3] == 0x18);
 }
 
-// --- scanning frames
-// ---------------------------------------------------------------------------------
+// --- scanning frames ----------------------------------------------------------------------------
 
 static bool
 grow(unsigned char **p, size_t *cap, size_t need)
@@ -400,8 +397,7 @@ finish_head(struct gmt_zread *r)
 	r->have_head = false;
 }
 
-// --- a frame as a stream
-// -----------------------------------------------------------------------------
+// --- a frame as a stream ------------------------------------------------------------------------
 
 /* One decoder call of the streamed frame; ends it, or the whole stream with a problem. */
 static void
@@ -460,8 +456,7 @@ stream_start(struct gmt_zread *r)
 	return true;
 }
 
-// --- the stdio stream
-// --------------------------------------------------------------------------------
+// --- the stdio stream ---------------------------------------------------------------------------
 
 static size_t
 hand_out(char *buf, size_t size, const unsigned char *from, size_t *pos, size_t len)
@@ -546,8 +541,7 @@ zread_close(void *cookie)
 	return rc;
 }
 
-// --- decoder threads
-// --------------------------------------------------------------------------------
+// --- decoder threads ----------------------------------------------------------------------------
 
 static void *
 decoder_main(void *arg)
@@ -625,8 +619,7 @@ gmt_zread_parallel(struct gmt_zread *r, unsigned threads)
 	return r->nthreads;
 }
 
-// --- opening
-// --------------------------------------------------------------------------------------
+// --- opening ------------------------------------------------------------------------------------
 
 FILE *
 gmt_zread_open(FILE *raw, struct gmt_zread **state, char *why, size_t why_len)
