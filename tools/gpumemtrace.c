@@ -10,6 +10,7 @@
 
 #include "cli.h"
 #include "gmt-config.h"
+#include "util/cputime.h"
 
 static void
 usage(FILE *out)
@@ -133,5 +134,7 @@ main(int argc, char **argv)
 	}
 	if (strcmp(cmd, "-V") == 0 || strcmp(cmd, "--version") == 0)
 		return gmt_print_version();
-	return dispatch(cmd, argc - 1, argv + 1);
+	int rc = dispatch(cmd, argc - 1, argv + 1);
+	gmt_cputime_print(stderr); /* GMT_THREAD_TIMES=1: where the CPU went, per thread kind */
+	return rc;
 }

@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/cputime.h"
 #include "util/zstd_api.h"
 
 #define FRAME_MAX (128u << 20) /* larger frames (and unsized ones) are decoded as streams */
@@ -574,6 +575,7 @@ decoder_main(void *arg)
 	pthread_mutex_unlock(&r->mu);
 	if (dctx)
 		r->z.freeDCtx(dctx);
+	gmt_cputime_note("gmt-unzstd");
 	return NULL;
 }
 

@@ -134,6 +134,20 @@ def helpers_run(exe, gen_trace, d):
         check(seen.get("gmt-unzstd", 0) > 0,
               "GMT_JOBS=3 decodes a zstd trace's frames on their own threads",
               "threads seen (CPU ticks): %s" % sorted(seen.items()))
+        # GMT_THREAD_TIMES=1 (util/cputime.h, for hosts without perf): one line at the end with
+        # each kind of thread's CPU, every kind that ran there
+        p = subprocess.run([exe, "report", "--format", "json", "-o", os.devnull, zst],
+                           env=dict(env, GMT_THREAD_TIMES="1"), capture_output=True, text=True)
+        last = p.stderr.strip().splitlines()[-1] if p.stderr.strip() else ""
+        kinds = {}
+        for part in last.split("thread CPU:", 1)[-1].split(";"):
+            w = part.split()
+            if len(w) >= 4 and w[2] == "s":
+                kinds[w[0]] = (float(w[1]), w[3])
+        want = {"calling", "gmt-parse", "gmt-fill", "gmt-readahead", "gmt-unzstd", "gmt-replay"}
+        check(p.returncode == 0 and last.startswith("gpumemtrace: thread CPU:") and
+              want <= set(kinds) and kinds["calling"][0] > 0 and kinds["gmt-parse"][1] == "(2)",
+              "GMT_THREAD_TIMES=1 ends stderr with each kind of thread's CPU", last)
 
 
 def main():

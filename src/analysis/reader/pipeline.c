@@ -30,6 +30,7 @@
 #include "analysis/reader/reader_int.h"
 #include "analysis/reader/trace.h"
 #include "analysis/reader/trace_input.h"
+#include "util/cputime.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -136,6 +137,7 @@ worker(void *arg)
 		pthread_cond_broadcast(&p->done);
 	}
 	pthread_mutex_unlock(&p->mu);
+	gmt_cputime_note("gmt-parse");
 	return NULL;
 }
 
@@ -271,6 +273,7 @@ fill_main(void *arg)
 		pthread_cond_broadcast(&p->done); /* the calling thread waits on it too */
 	}
 	pthread_mutex_unlock(&p->mu);
+	gmt_cputime_note("gmt-fill");
 	return NULL;
 }
 

@@ -4,6 +4,7 @@
 #define _GNU_SOURCE
 #include "analysis/reader/trace_input.h"
 #include "gmt-config.h"
+#include "util/cputime.h"
 #include "util/input.h"
 #include "util/zread.h"
 #include "util/zstd_api.h"
@@ -411,6 +412,7 @@ ra_main(void *arg)
 		pthread_cond_signal(&ra->filled);
 	}
 	pthread_mutex_unlock(&ra->mu);
+	gmt_cputime_note("gmt-readahead");
 	return NULL;
 }
 

@@ -11,6 +11,7 @@
  */
 #define _GNU_SOURCE
 #include "analysis/session/feed.h"
+#include "util/cputime.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -76,6 +77,7 @@ replay_main(void *arg)
 		pthread_cond_broadcast(&f->done);
 	}
 	pthread_mutex_unlock(&f->mu);
+	gmt_cputime_note("gmt-replay");
 	return NULL;
 }
 

@@ -5,6 +5,7 @@
 #include "analysis/session/session.h"
 #include "analysis/reader/trace_input.h"
 #include "analysis/session/feed.h"
+#include "util/cputime.h"
 #include "util/esc.h"
 #include "util/path.h"
 
@@ -210,6 +211,7 @@ dir_worker_main(void *arg)
 
 	dir_worker(w);
 	atomic_fetch_sub(&w->running, 1);
+	gmt_cputime_note("gmt-dir");
 	return NULL;
 }
 
