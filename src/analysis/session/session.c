@@ -298,13 +298,14 @@ add_parallel(struct gmt_session *s, const char *dir, char **names, size_t n)
 	bool have_attr = pthread_attr_init(&attr) == 0;
 	if (have_attr)
 		pthread_attr_setstacksize(&attr, 4u << 20);
-	for (size_t i = 0; i < nthreads; i++)
-		if (atomic_fetch_add(&w.running, 1),
-		    pthread_create(&th[started], have_attr ? &attr : NULL, dir_worker_main, &w) ==
-			0)
-			started++;
+	for (size_t i = 0; i < nthreads; i++) {
+		atomic_fetch_add(&w.running, 1);
+		if (pthread_create(&th[started], have_attr ? &attr : NULL, dir_worker_main, &w) ==
+		    0)
+			pthread_setname_np(th[started++], "gmt-dir"); /* for top and perf */
 		else
 			atomic_fetch_sub(&w.running, 1);
+	}
 	if (have_attr)
 		pthread_attr_destroy(&attr);
 	if (started == 0) {
