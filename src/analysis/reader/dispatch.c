@@ -253,6 +253,19 @@ rd_take_line(struct reader *r, const struct gmt_trace_line *line, const struct r
  * place: a copy of the line); anything else, or a line that would be said to be bad, is left to
  * its turn (RD_PRE_NONE), which reads it again from its own bytes.
  */
+/* @p name (its length in @p key's upper half) copied into @p room when it fits, NUL included;
+ * else @p name itself. */
+static const char *
+keep_name(char room[24], const char *name, uint64_t key)
+{
+	size_t n = (size_t)(key >> 32);
+
+	if (n >= 24)
+		return name;
+	memcpy(room, name, n + 1);
+	return room;
+}
+
 void
 rd_pre_read(char *text, size_t len, size_t lineno, struct rd_pre *pre)
 {
@@ -279,6 +292,9 @@ rd_pre_read(char *text, size_t len, size_t lineno, struct rd_pre *pre)
 			pre->kind = RD_PRE_EVENT;
 			pre->api_key = key[0];
 			pre->driver_key = key[1];
+			pre->api = keep_name(pre->names[0], pre->api, key[0]);
+			if (pre->driver)
+				pre->driver = keep_name(pre->names[1], pre->driver, key[1]);
 		}
 	}
 }

@@ -411,6 +411,9 @@ struct rd_pre {
 	struct gmt_trace_event ev;
 	const char *api, *driver; /* events: the names, in the worker's copy (driver NULL: none) */
 	uint64_t api_key, driver_key; /* their rd_name_key_n() */
+	/* short names copied here by the worker (api and driver point here then): the calling
+	 * thread reads this entry anyway, the line's bytes it would fetch from the worker's core */
+	char names[2][24];
 };
 
 void rd_pre_read(char *text, size_t len, size_t lineno, struct rd_pre *pre);
