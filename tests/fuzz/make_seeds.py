@@ -254,6 +254,15 @@ def compressed_seeds():
     write("compressed", "seed-two-frames.jsonl.zst",
           compress(["zstd", "-q", "-c"], a) + compress(["zstd", "-q", "-c"], b))
     write("compressed", "seed-two-members.jsonl.gz", gzip.compress(a, mtime=0) + gzip.compress(b, mtime=0))
+    # frames that give their size, as the tracer writes them (zstd writes an unsized frame from
+    # a pipe unless told the size): only those go to util/zread's decoder threads, so the corpus
+    # replay (under ASan and UBSan too, in scripts/test's sanitizer stage) runs them
+    chunks = [lines(HEADER)] + [lines(*[ev(40 * f + i + 1, op="free" if i % 2 else "alloc",
+                                            ptr="0x7f%010x" % ((40 * f + i // 2) << 12))
+                                         for i in range(40)])
+                                for f in range(16)]
+    write("compressed", "seed-sized-frames.jsonl.zst",
+          b"".join(compress(["zstd", "-q", "-c", "--stream-size=%d" % len(c)], c) for c in chunks))
     # a frame with its checksum, one with garbage after it, and a long run of one byte
     write("compressed", "seed-checksum.jsonl.zst", compress(["zstd", "-q", "-c", "--check"], a))
     write("compressed", "seed-trailing-garbage.jsonl.gz", gzip.compress(a, mtime=0) + b"\x1f\x8bxx")
