@@ -526,7 +526,7 @@ stack_of(struct conv *c, const struct gmt_pk *frames, size_t skip, const char *w
 	if ((mark & 3) == kind)
 		return mark >> 2;
 	items = items_of(c, frames, &n);
-	if (skip <= n) {
+	if (n && skip <= n) { /* (an empty list has no items: NULL) */
 		items += skip;
 		n -= skip;
 	}
