@@ -598,13 +598,26 @@ def case_ranges(exe, tmp):
     t.mark("", "pop", 1)
     t.mark("other thread", "push", 1, tid=2)
     t.mark("", "pop", 1, tid=2)
+    # what no tracer writes, read alike streamed and stored: a push at a depth still open takes
+    # its place (the second pop closes nothing named), a pop at depth 0 closes nothing
+    t.mark("a", "push", 1)
+    t.mark("b", "push", 1)
+    t.mark("", "pop", 1)
+    t.mark("", "pop", 1)
+    t.mark("z", "push", 0)
+    t.mark("", "pop", 0)
     path = os.path.join(tmp, "ranges.jsonl")
     t.write(path)
-    mk = report(exe, [path])["processes"][0]["markers"]
-    got = [(m["label"], m.get("range"), m.get("depth")) for m in mk]
     want = [("epoch", "push", 1), ("fwd", "push", 2), ("fwd", "pop", 2), ("bwd", "push", 2),
-            ("bwd", "pop", 2), ("epoch", "pop", 1), ("other thread", "push", 1), ("other thread", "pop", 1)]
-    check(got == want, "pops named by their push:\n  got  %s\n  want %s" % (got, want))
+            ("bwd", "pop", 2), ("epoch", "pop", 1), ("other thread", "push", 1), ("other thread", "pop", 1),
+            ("a", "push", 1), ("b", "push", 1), ("b", "pop", 1), ("", "pop", 1), ("z", "push", 0),
+            ("", "pop", 0)]
+    for stored in ("0", "1"):
+        rc, rep, err = run_report(exe, path, env={"GMT_TRACE_STORED": stored})
+        check(rc == 0, "report (stored %s): exit %d: %s" % (stored, rc, err))
+        got = [(m["label"], m.get("range"), m.get("depth")) for m in rep["processes"][0]["markers"]]
+        check(got == want, "pops named by their push (stored %s):\n  got  %s\n  want %s"
+              % (stored, got, want))
 
 
 def run_report(exe, path, env=None, stderr=subprocess.PIPE):

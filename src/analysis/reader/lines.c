@@ -463,30 +463,34 @@ full:
 	return false;
 }
 
-/* A pop's label is its push's: the latest open push of the same thread at that depth. */
+/*
+ * A pop's label is its push's, as rd_name_pops() gives it to a stored trace's sorted markers:
+ * the latest marker of the same thread at that depth, when it is a push. So the open pushes are
+ * kept one per thread and depth: any marker there takes the place of the one before it (a
+ * second push at a depth still open, a pop, a pop that has a label of its own), and a pop at
+ * depth 0 gets none.
+ */
 static void
 name_pop_now(struct reader *r, struct gmt_trace_marker *mk)
 {
-	if (mk->range == GMT_RANGE_PUSH) {
-		if (rd_resize(r, &r->open, r->nopen + 1, sizeof(*r->open)))
-			r->open[r->nopen++] = (struct open_range){mk->tid, mk->depth, mk->label};
-		return;
-	}
-	if (mk->range != GMT_RANGE_POP)
-		return;
-	for (size_t i = r->nopen; i-- > 0;) {
-		if (r->open[i].tid != mk->tid || r->open[i].depth != mk->depth)
-			continue;
+	size_t i = r->nopen;
+
+	while (i-- > 0)
+		if (r->open[i].tid == mk->tid && r->open[i].depth == mk->depth)
+			break;
+	if (i != SIZE_MAX) {
 		char *label;
 
-		if (!mk->label[0] && (label = rd_dup_str(r, r->open[i].label))) {
+		if (mk->range == GMT_RANGE_POP && mk->depth != 0 && !mk->label[0] &&
+		    (label = rd_dup_str(r, r->open[i].label))) {
 			free(mk->label);
 			mk->label = label;
 		}
 		memmove(&r->open[i], &r->open[i + 1], (r->nopen - i - 1) * sizeof(*r->open));
 		r->nopen--;
-		break;
 	}
+	if (mk->range == GMT_RANGE_PUSH && rd_resize(r, &r->open, r->nopen + 1, sizeof(*r->open)))
+		r->open[r->nopen++] = (struct open_range){mk->tid, mk->depth, mk->label};
 }
 
 void
