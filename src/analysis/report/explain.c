@@ -155,31 +155,77 @@ framework_cached(const struct framework_frames *fw)
 	return fw->cache || (fw->unnamed && !fw->named);
 }
 
-enum gmt_cache
-gmt_process_cache(const struct gmt_process *p, uint32_t stack, uint8_t kind)
+/*
+ * What a stack's frames say about who holds its memory, found once per stack and kept in its
+ * gmt_cstack_memo(): the rules below read every native frame's module and function names, and
+ * a report asks again for each OOM's sites, each leak and each site (a trace with hundreds of
+ * OOMs asked tens of millions of times).
+ */
+enum {
+	FR_KNOWN = 1,	   /* the facts below are found */
+	FR_C10 = 2,	   /* a frame of libc10_cuda: PyTorch's device cache */
+	FR_HOST_CACHE = 4, /* a frame of PyTorch's pinned host cache (is_host_cache()) */
+	FR_CUPY = 8,	   /* CuPy's frames say its pool (framework_cached()) */
+	FR_XLA = 16,	   /* XLA's frames say its allocator */
+	FR_LIB_SHIFT = 5,  /* above: the innermost frame's CUDA library (enum gmt_library) */
+};
+_Static_assert(GMT_LIB_COUNT <= 8, "a library fits the memo's three top bits");
+
+static unsigned
+stack_facts(const struct gmt_process *p, uint32_t stack)
 {
 	const struct gmt_cstack *cs = gmt_process_stack(p, stack);
 	struct framework_frames cupy = {0}, xla = {0};
+	enum gmt_library lib = GMT_LIB_NONE;
+	unsigned facts = FR_KNOWN;
+	uint8_t *memo;
 
-	for (uint32_t i = 0; cs && i < cs->nframes; i++) {
+	if (!cs)
+		return facts;
+	memo = gmt_cstack_memo(cs);
+	if (*memo)
+		return *memo;
+	for (uint32_t i = 0; i < cs->nframes; i++) {
 		const struct gmt_cframe *f = gmt_cstack_frame(cs, i);
 
 		if (f->kind != GMT_CF_NATIVE)
 			continue;
 		if (module_is(f->module, "libc10_cuda"))
-			return GMT_CACHE_PYTORCH;
-		if (kind == GMT_TK_PINNED && is_host_cache(f))
-			return GMT_CACHE_PYTORCH;
+			facts |= FR_C10;
+		if (is_host_cache(f))
+			facts |= FR_HOST_CACHE;
 		if (is_cupy_module(f->module))
 			framework_frame(&cupy, f, is_cupy_pool_function(f->function));
 		if (is_xla_cache_function(f->function))
 			xla.cache = true;
 		else if (is_xla_module(f->module))
 			framework_frame(&xla, f, false);
+		if (!lib)
+			lib = gmt_library_of_module(f->module);
 	}
 	if (framework_cached(&cupy))
-		return GMT_CACHE_CUPY;
+		facts |= FR_CUPY;
 	if (framework_cached(&xla))
+		facts |= FR_XLA;
+	facts |= (unsigned)lib << FR_LIB_SHIFT;
+	*memo = (uint8_t)facts;
+	return facts;
+}
+
+/*
+ * A frame of libc10_cuda (or, for pinned memory, of the host cache) makes it PyTorch's, whatever
+ * else the stack holds; then CuPy's pool, then XLA's allocator.
+ */
+enum gmt_cache
+gmt_process_cache(const struct gmt_process *p, uint32_t stack, uint8_t kind)
+{
+	unsigned facts = stack_facts(p, stack);
+
+	if ((facts & FR_C10) || (kind == GMT_TK_PINNED && (facts & FR_HOST_CACHE)))
+		return GMT_CACHE_PYTORCH;
+	if (facts & FR_CUPY)
+		return GMT_CACHE_CUPY;
+	if (facts & FR_XLA)
 		return GMT_CACHE_XLA;
 	return kind == GMT_TK_POOL ? GMT_CACHE_CUDA_POOL : GMT_CACHE_NONE;
 }
@@ -272,18 +318,9 @@ gmt_library_of_module(const char *path)
 enum gmt_library
 gmt_process_library(const struct gmt_process *p, uint32_t stack, uint8_t kind)
 {
-	const struct gmt_cstack *cs = gmt_process_stack(p, stack);
-
 	if (gmt_process_cached(p, stack, kind))
 		return GMT_LIB_NONE;
-	for (uint32_t i = 0; cs && i < cs->nframes; i++) {
-		const struct gmt_cframe *f = gmt_cstack_frame(cs, i);
-		enum gmt_library l;
-
-		if (f->kind == GMT_CF_NATIVE && (l = gmt_library_of_module(f->module)))
-			return l;
-	}
-	return GMT_LIB_NONE;
+	return (enum gmt_library)(stack_facts(p, stack) >> FR_LIB_SHIFT);
 }
 
 enum gmt_holder

@@ -28,13 +28,22 @@ jtime(const struct gmt_trace *t, uint64_t ts)
 	return json_real(round(gmt_trace_time_s(t, ts) * 1e6) / 1e6);
 }
 
+/* "0x" and the lower-case hex digits of @p v, as "%#" PRIx64 but 0 as "0x0": written by hand
+ * and taken as ASCII (a report writes one per frame of every stack: snprintf() and jansson's
+ * UTF-8 check were a third of the call stacks' output) */
 static inline json_t *
 jhex(uint64_t v)
 {
-	char buf[24];
+	char buf[2 + 16];
+	size_t n = 1;
 
-	snprintf(buf, sizeof(buf), "0x%" PRIx64, v);
-	return json_string(buf);
+	for (uint64_t x = v >> 4; x; x >>= 4)
+		n++;
+	buf[0] = '0';
+	buf[1] = 'x';
+	for (size_t i = n; i-- > 0; v >>= 4)
+		buf[2 + i] = "0123456789abcdef"[v & 15];
+	return json_stringn_nocheck(buf, 2 + n);
 }
 
 #endif

@@ -1631,16 +1631,14 @@ static int
 reindent_piece(const char *buf, size_t size, void *data)
 {
 	struct stream *st = data;
-	size_t start = 0;
+	const char *end = buf + size, *nl;
 
-	for (size_t i = 0; i < size; i++) {
-		if (buf[i] != '\n')
-			continue;
-		emit(st, buf + start, i + 1 - start);
+	while ((nl = memchr(buf, '\n', (size_t)(end - buf)))) {
+		emit(st, buf, (size_t)(nl + 1 - buf));
 		emit(st, st->reindent, st->nreindent);
-		start = i + 1;
+		buf = nl + 1;
 	}
-	emit(st, buf + start, size - start);
+	emit(st, buf, (size_t)(end - buf));
 	return st->rc;
 }
 

@@ -790,6 +790,12 @@ gmt_cstack_frame(const struct gmt_cstack *st, uint32_t i)
 	return frame_by_id(st->owner, st->frame_ids[i]);
 }
 
+uint8_t *
+gmt_cstack_memo(const struct gmt_cstack *st)
+{
+	return &((struct gmt_cstack *)st)->memo; /* every stack is made writable, in build() */
+}
+
 static struct gmt_cstack *
 build(struct gmt_callstacks *cs, const struct gmt_trace_stack *ts)
 {

@@ -80,6 +80,7 @@ struct gmt_cstack {
 	bool python_outermost; /**< no eval-function frame was found (no symbols for the
 				    interpreter): the Python frames were put at the outermost end */
 	uint64_t hash;	       /**< of the frames as shown: equal stacks have equal hashes */
+	uint8_t memo;	       /**< gmt_cstack_memo() */
 };
 
 struct gmt_callstacks;
@@ -102,6 +103,13 @@ const struct gmt_cstack *gmt_callstacks_get(struct gmt_callstacks *cs, uint32_t 
 
 /** Frame @p i (0 the innermost, below nframes) of @p st; valid as long as the stacks. */
 const struct gmt_cframe *gmt_cstack_frame(const struct gmt_cstack *st, uint32_t i);
+
+/**
+ * A byte of @p st where its users keep what they make of its frames, 0 until one does (the
+ * report's holder rules, report/explain.c): a stack is looked at again for each OOM, leak and
+ * site that has it, and its frames do not change. Like the stacks, for one thread at a time.
+ */
+uint8_t *gmt_cstack_memo(const struct gmt_cstack *st);
 
 /** The call-site frame of @p st, NULL when it has none (or @p st is NULL). */
 const struct gmt_cframe *gmt_cstack_site(const struct gmt_cstack *st);
