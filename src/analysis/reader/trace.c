@@ -169,6 +169,10 @@ gmt_trace_stack(const struct gmt_trace *t, uint32_t id)
 
 	if (id == 0 || t->nstacks == 0)
 		return NULL;
+	/* the tracer numbers its stacks 1, 2, 3...: the id is its place, mostly (the report asks
+	 * for every site's, leak's and OOM site's stack, again and again) */
+	if (id <= t->nstacks && t->stacks[id - 1].id == id)
+		return &t->stacks[id - 1];
 	return bsearch(&key, t->stacks, t->nstacks, sizeof(*t->stacks), cmp_stack);
 }
 
