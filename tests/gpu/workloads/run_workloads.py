@@ -4,11 +4,15 @@
     run_workloads.py --build BUILD --out DIR [--only gpt2,jax] [--jobs 3]
 
 Each workload (a script in this directory, built on a real framework: transformers, timm,
-torch.compile, DataLoader workers, NCCL, JAX, CuPy) runs twice: untraced, then under
+torch.compile, DataLoader workers, NCCL, JAX, CuPy, Numba) runs twice: untraced, then under
 `gpumemtrace run` with no GPUMEMTRACE_* option. Required, per workload:
   - the traced run exits exactly as the untraced one does (and that is 0);
   - `gpumemtrace report` reads the traces (exit 0), the main process's trace is complete (a
     trailer) with no dropped event;
+  - a workload that leaves nothing of its own live (all but numba, whose kept arrays are its
+    own: Numba has no cache) is not said to leak: `leaked_bytes` 0, what frameworks and CUDA
+    libraries keep counted as cached or library memory.
+The summary also gives each workload's leaked, cached and library bytes at exit.
 The summary (one line per workload) goes to stdout and DIR/summary.json; exit 1 if any failed.
 JAX preallocates 75% of the device, so it runs alone, after the others.
 """
@@ -22,16 +26,18 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
-# name: (script, extra environment, runs alone)
+# name: (script, extra environment, runs alone, leaves nothing of its own live at exit)
 WORKLOADS = {
-    "gpt2": ("gpt2.py", {}, False),
-    "gpt2-expandable": ("gpt2.py", {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}, False),
-    "timm": ("timm_resnet.py", {}, False),
-    "compile": ("compile_graphs.py", {}, False),
-    "dataloader": ("dataloader.py", {}, False),
-    "nccl": ("nccl_single.py", {}, False),
-    "cupy": ("cupy_pool.py", {}, False),
-    "jax": ("jax_matmul.py", {}, True),
+    "gpt2": ("gpt2.py", {}, False, True),
+    "gpt2-expandable": ("gpt2.py", {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}, False,
+                        True),
+    "timm": ("timm_resnet.py", {}, False, True),
+    "compile": ("compile_graphs.py", {}, False, True),
+    "dataloader": ("dataloader.py", {}, False, True),
+    "nccl": ("nccl_single.py", {}, False, True),
+    "cupy": ("cupy_pool.py", {}, False, True),
+    "numba": ("numba_kernels.py", {}, False, False),
+    "jax": ("jax_matmul.py", {}, True, True),
 }
 TIMEOUT = 300
 
@@ -58,7 +64,7 @@ def last_json(log):
 
 
 def one(name, gmt, out):
-    script, extra, _ = WORKLOADS[name]
+    script, extra, _, clean = WORKLOADS[name]
     env = {k: v for k, v in os.environ.items()
            if not k.startswith("GPUMEMTRACE_") and k not in ("PYTORCH_CUDA_ALLOC_CONF", "LD_PRELOAD",
                                                            "CUDA_INJECTION64_PATH")}
@@ -89,6 +95,11 @@ def one(name, gmt, out):
         res["events"] = rep["summary"]["events"]
         res["dropped"] = rep["summary"]["dropped"]
         res["peak_held_bytes"] = rep["summary"]["peak_held_bytes"]
+        for k in ("leaked_bytes", "cached_at_exit_bytes", "library_at_exit_bytes"):
+            res[k] = rep["summary"].get(k)
+        if clean and res["leaked_bytes"]:
+            res["notes"].append(f"{res['leaked_bytes']} bytes said to leak ({rep['summary'].get('leak_sites')} "
+                                "sites): the program leaves nothing of its own live")
         main = [q for q in procs if not q.get("forked_from")] or procs
         for q in main[:1]:
             if not q["complete"]:
@@ -130,7 +141,9 @@ def main():
         state = "PASS" if r["ok"] else "FAIL"
         print(f"  {state} {r['workload']:16} exit {r['rc_plain']}/{r['rc_traced']} (untraced/traced), "
               f"{r['seconds_plain']}/{r['seconds_traced']} s, {r.get('processes', '?')} traces, "
-              f"{r.get('events', '?')} events, {r.get('dropped', '?')} dropped"
+              f"{r.get('events', '?')} events, {r.get('dropped', '?')} dropped, at exit "
+              f"{r.get('leaked_bytes', '?')} leaked / {r.get('cached_at_exit_bytes', '?')} cached / "
+              f"{r.get('library_at_exit_bytes', '?')} libraries"
               + ("; " + "; ".join(r["notes"]) if r["notes"] else ""))
     with open(os.path.join(out, "summary.json"), "w") as f:
         json.dump(results, f, indent=1)
