@@ -79,22 +79,27 @@ status_key(const struct gmt_cframe *f)
 	return "no_symbol";
 }
 
+/* A member whose key is a literal of ours (ASCII, its length known): no strlen(), no UTF-8 check
+ * of the key (a report sets ten per frame of every stack it writes). */
+#define KEY_SET(o, lit, v) json_object_setn_new_nocheck((o), (lit), sizeof(lit) - 1, (v))
+
 static json_t *
 frame_json(const struct gmt_cframe *f)
 {
 	json_t *o = json_object();
 	bool native = f->kind == GMT_CF_NATIVE;
 
-	json_object_set_new(o, GMT_RK_KIND, json_string(native ? "native" : "python"));
-	json_object_set_new(o, GMT_RK_FUNCTION, jstr_or_null(f->function));
-	json_object_set_new(o, GMT_RK_FILE, jstr_or_null(f->file));
-	json_object_set_new(o, GMT_RK_LINE, f->line ? json_integer(f->line) : json_null());
-	json_object_set_new(o, GMT_RK_MODULE, jstr_or_null(f->module));
-	json_object_set_new(o, GMT_RK_OFFSET, native && f->module ? jhex(f->offset) : json_null());
-	json_object_set_new(o, GMT_RK_ADDRESS, native ? jhex(f->address) : json_null());
-	json_object_set_new(o, "inlined", json_boolean(f->inlined));
-	json_object_set_new(o, "status", json_string(status_key(f)));
-	json_object_set_new(o, "hidden", json_boolean(f->hidden));
+	KEY_SET(o, GMT_RK_KIND,
+		native ? json_stringn_nocheck("native", 6) : json_stringn_nocheck("python", 6));
+	KEY_SET(o, GMT_RK_FUNCTION, jstr_or_null(f->function));
+	KEY_SET(o, GMT_RK_FILE, jstr_or_null(f->file));
+	KEY_SET(o, GMT_RK_LINE, f->line ? json_integer(f->line) : json_null());
+	KEY_SET(o, GMT_RK_MODULE, jstr_or_null(f->module));
+	KEY_SET(o, GMT_RK_OFFSET, native && f->module ? jhex(f->offset) : json_null());
+	KEY_SET(o, GMT_RK_ADDRESS, native ? jhex(f->address) : json_null());
+	KEY_SET(o, "inlined", json_boolean(f->inlined));
+	KEY_SET(o, "status", json_string_nocheck(status_key(f)));
+	KEY_SET(o, "hidden", json_boolean(f->hidden));
 	return o;
 }
 
@@ -275,14 +280,13 @@ call_stack_entry(const struct gmt_process *procs,
 	const struct gmt_cstack *cs = gmt_process_stack(&procs[ref->proc], ref->stack);
 	json_t *o = json_object();
 
-	json_object_set_new(o, GMT_RK_PROCESS, jint(ref->proc));
-	json_object_set_new(o, GMT_RK_STACK, jint(ref->stack));
-	json_object_set_new(o, "known", json_boolean(cs != NULL));
-	json_object_set_new(o, "site_index",
-			    cs && cs->site >= 0 ? json_integer(cs->site) : json_null());
-	json_object_set_new(o, "pystate", pystate_json(cs));
-	json_object_set_new(o, "python_placement", placement_json(cs));
-	json_object_set_new(o, GMT_RK_CALL_STACK, call_stack_json(cs, fm));
+	KEY_SET(o, GMT_RK_PROCESS, jint(ref->proc));
+	KEY_SET(o, GMT_RK_STACK, jint(ref->stack));
+	KEY_SET(o, "known", json_boolean(cs != NULL));
+	KEY_SET(o, "site_index", cs && cs->site >= 0 ? json_integer(cs->site) : json_null());
+	KEY_SET(o, "pystate", pystate_json(cs));
+	KEY_SET(o, "python_placement", placement_json(cs));
+	KEY_SET(o, GMT_RK_CALL_STACK, call_stack_json(cs, fm));
 	return o;
 }
 
