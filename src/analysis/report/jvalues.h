@@ -28,9 +28,9 @@ jtime(const struct gmt_trace *t, uint64_t ts)
 	return json_real(round(gmt_trace_time_s(t, ts) * 1e6) / 1e6);
 }
 
-/* "0x" and the lower-case hex digits of @p v, as "%#" PRIx64 but 0 as "0x0": written by hand
- * and taken as ASCII (a report writes one per frame of every stack: snprintf() and jansson's
- * UTF-8 check were a third of the call stacks' output) */
+/* @p v as "0x%" PRIx64 writes it ("0x0" for 0), written by hand and handed over as ASCII (a
+ * report writes two per frame of every stack: snprintf() and jansson's UTF-8 check were a third
+ * of the call stacks' output) */
 static inline json_t *
 jhex(uint64_t v)
 {
