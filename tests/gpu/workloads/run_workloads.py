@@ -97,7 +97,7 @@ def one(name, gmt, out):
         res["peak_held_bytes"] = rep["summary"]["peak_held_bytes"]
         for k in ("leaked_bytes", "cached_at_exit_bytes", "library_at_exit_bytes"):
             res[k] = rep["summary"].get(k)
-        if clean and res["leaked_bytes"]:
+        if clean and res["leaked_bytes"] != 0:  # (None: the report cannot say, which fails too)
             res["notes"].append(f"{res['leaked_bytes']} bytes said to leak ({rep['summary'].get('leak_sites')} "
                                 "sites): the program leaves nothing of its own live")
         main = [q for q in procs if not q.get("forked_from")] or procs
