@@ -21,6 +21,16 @@ jint(uint64_t v)
 	return json_integer(v > INT64_MAX ? INT64_MAX : (json_int_t)v);
 }
 
+/* @p a - @p b, which may be negative, clamped to int64 (a broken trace's sizes can be anything:
+ * the difference must not overflow) */
+static inline json_t *
+jdiff(uint64_t a, uint64_t b)
+{
+	if (a >= b)
+		return jint(a - b);
+	return json_integer(b - a > INT64_MAX ? INT64_MIN : -(json_int_t)(b - a));
+}
+
 static inline json_t *
 jtime(const struct gmt_trace *t, uint64_t ts)
 {

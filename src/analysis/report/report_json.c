@@ -988,9 +988,8 @@ oom_json(size_t proc, const struct gmt_process *p, const struct gmt_oom *o)
 	}
 	json_object_set_new(j, "nvml", nv);
 	if (meminfo && ev->total_bytes >= ev->free_bytes) {
-		uint64_t used = ev->total_bytes - ev->free_bytes;
 		json_object_set_new(j, "untracked_bytes",
-				    json_integer((json_int_t)used - (json_int_t)o->held));
+				    jdiff(ev->total_bytes - ev->free_bytes, o->held));
 	} else {
 		json_object_set_new(j, "untracked_bytes", json_null());
 	}
