@@ -499,9 +499,7 @@ pool_slack_json(const struct gmt_trace *t, const struct gmt_device_stats *d)
 	json_object_set_new(o, GMT_RK_SEQ, jint(ks->peak.seq));
 	json_object_set_new(o, "reserve_bytes", jint(ks->peak.bytes));
 	json_object_set_new(o, "pool_live_bytes", jint(d->pool_live_at_reserve_peak));
-	json_object_set_new(
-	    o, "slack_bytes",
-	    json_integer((json_int_t)(ks->peak.bytes - d->pool_live_at_reserve_peak)));
+	json_object_set_new(o, "slack_bytes", jdiff(ks->peak.bytes, d->pool_live_at_reserve_peak));
 	return o;
 }
 
@@ -1316,8 +1314,7 @@ fragmentation_one(size_t proc, const struct gmt_model *m, const struct gmt_devic
 		uint64_t rp = k[GMT_TK_POOL_RESERVE].peak.bytes, lp = d->pool_live_at_reserve_peak;
 		json_object_set_new(pool, "reserve_peak_bytes", jint(rp));
 		json_object_set_new(pool, "live_at_reserve_peak_bytes", jint(lp));
-		json_object_set_new(pool, "slack_at_reserve_peak_bytes",
-				    json_integer((json_int_t)rp - (json_int_t)lp));
+		json_object_set_new(pool, "slack_at_reserve_peak_bytes", jdiff(rp, lp));
 		json_object_set_new(pool, "max_slack_bytes", jint(d->max_pool_slack));
 		json_object_set_new(pool, "max_slack_time_s",
 				    d->max_pool_slack ? jtime(t, d->max_pool_slack_ts)

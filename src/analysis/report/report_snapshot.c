@@ -80,7 +80,8 @@ frames(struct gmt_pkw *w, const struct gmt_process *p, uint32_t id, const char *
 static int64_t
 time_us(const struct gmt_trace *t, uint64_t ts)
 {
-	int64_t ns = (int64_t)t->start_unix_ns + (int64_t)(ts - t->start_ts);
+	/* in unsigned arithmetic: a broken trace's clocks must not overflow a signed sum */
+	int64_t ns = (int64_t)(t->start_unix_ns + (ts - t->start_ts));
 	return ns / 1000;
 }
 
