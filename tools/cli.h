@@ -45,6 +45,16 @@ const struct gmt_read_progress *gmt_cli_progress(double every_s);
  */
 bool gmt_parse_range_bound(const char *option, const char *value, struct gmt_range_bound *b);
 
+/**
+ * Whether the output file @p output would replace one of the @p n inputs (a trace, a report, a
+ * baseline, a suppression file), or a trace a directory among them holds: the same file, by
+ * device and inode, whatever the names. Says so on stderr naming @p cmd, @p option and both
+ * files. The output is written beside and renamed over its name at the end (util/outfile.h),
+ * so without this `report -o trace.jsonl trace.jsonl` would read the trace, then lose it.
+ */
+bool gmt_cli_output_is_input(
+    const char *cmd, const char *option, const char *output, char *const *inputs, size_t n);
+
 int gmt_cmd_report(int argc, char **argv);
 int gmt_cmd_run(int argc, char **argv);
 int gmt_cmd_check(int argc, char **argv);

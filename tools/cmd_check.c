@@ -107,6 +107,8 @@ struct options {
 	struct gmt_check_options check; /* the gates and how they judge (gate/check.h) */
 	const char *baseline;
 	const char *junit;
+	const char **supp_paths; /* the --suppressions files, not to be written over */
+	size_t nsupp_paths;
 	bool quiet;
 	struct gmt_suppressions supp;
 };
@@ -295,10 +297,20 @@ parse_options(struct options *o, int argc, char **argv)
 			break;
 		case OPT_BASELINE: o->baseline = optarg; break;
 		case OPT_INCREASE: bad = percent_arg(optarg, &o->check.max_increase); break;
-		case OPT_SUPP:
+		case OPT_SUPP: {
+			const char **p =
+			    realloc(o->supp_paths, (o->nsupp_paths + 1) * sizeof(*o->supp_paths));
+
+			if (!p) {
+				fprintf(stderr, "gpumemtrace check: out of memory\n");
+				return GMT_EXIT_UNREADABLE;
+			}
+			o->supp_paths = p;
+			p[o->nsupp_paths++] = optarg;
 			if ((bad = gmt_suppressions_load(&o->supp, optarg, stderr)) != 0)
 				return bad == -ENOMEM ? GMT_EXIT_UNREADABLE : GMT_EXIT_USAGE;
 			break;
+		}
 		case OPT_JUNIT: o->junit = optarg; break;
 		case OPT_COUNT_CACHED: o->check.count_cached = true; break;
 		case OPT_COUNT_LIBRARIES: o->check.count_libraries = true; break;
@@ -757,6 +769,29 @@ check_ranks(struct options *o, char *const *paths, size_t n, struct gmt_gates *o
 
 // --- The command --------------------------------------------------------------------------
 
+/* Whether --junit names one of the inputs (a trace, the baseline, a suppression file). */
+static bool
+junit_is_input(const struct options *o, char *const *paths, size_t n)
+{
+	char **all = calloc(n + 1 + o->nsupp_paths, sizeof(*all));
+	size_t k = 0;
+	bool hit;
+
+	if (!all) {
+		fprintf(stderr, "gpumemtrace check: out of memory\n");
+		return true;
+	}
+	for (size_t i = 0; i < n; i++)
+		all[k++] = paths[i];
+	if (o->baseline)
+		all[k++] = (char *)o->baseline;
+	for (size_t i = 0; i < o->nsupp_paths; i++)
+		all[k++] = (char *)o->supp_paths[i];
+	hit = gmt_cli_output_is_input("check", "--junit", o->junit, all, k);
+	free(all);
+	return hit;
+}
+
 int
 gmt_cmd_check(int argc, char **argv)
 {
@@ -772,6 +807,10 @@ gmt_cmd_check(int argc, char **argv)
 	rc = parse_options(&o, argc, argv);
 	if (rc >= 0)
 		goto out;
+	if (o.junit && junit_is_input(&o, argv + optind, (size_t)(argc - optind))) {
+		rc = GMT_EXIT_USAGE;
+		goto out;
+	}
 	if (gmt_ranks_have_summary(argv + optind, (size_t)(argc - optind))) {
 		if (o.baseline) {
 			fprintf(stderr, "gpumemtrace check: --baseline is for a report or traces, "
@@ -835,6 +874,7 @@ out:
 	gmt_report_input_free(&in);
 	json_decref(base);
 	gmt_suppressions_free(&o.supp);
+	free(o.supp_paths);
 	free(o.check.peaks);
 	free(o.check.tensor_leaks);
 	free(o.check.frags);

@@ -73,7 +73,8 @@ usage(FILE *out)
 	    "                    from the rules in FILE, before the built-in ones unless it\n"
 	    "                    says no-builtin (docs/categories.md)\n"
 	    "  -o, --output FILE write the report to FILE instead of standard output (csv:\n"
-	    "                    the directory to write the tables into)\n"
+	    "                    the directory to write the tables into); never one of the\n"
+	    "                    inputs\n"
 	    "      --ranks       the per-rank report, traces summarized here\n"
 	    "  -h, --help        show this help\n"
 	    "  -V, --version     show the version\n"
@@ -339,6 +340,9 @@ report_main(int argc, char **argv, struct gmt_cat_rules **cats)
 		fprintf(stderr, "gpumemtrace report: no trace given\n");
 		return gmt_usage_hint("report");
 	}
+	if (format != FORMAT_CSV &&
+	    gmt_cli_output_is_input("report", "-o", output, argv + optind, (size_t)(argc - optind)))
+		return GMT_EXIT_USAGE;
 
 	if (ranks || gmt_ranks_have_summary(argv + optind, (size_t)(argc - optind))) {
 		if (format != FORMAT_TEXT && format != FORMAT_JSON && format != FORMAT_CSV) {

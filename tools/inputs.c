@@ -3,12 +3,14 @@
  * switches from the environment), and --from/--to.
  */
 #define _GNU_SOURCE
+#include "analysis/reader/trace_input.h"
 #include "cli.h"
 #include "util/path.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 void
@@ -64,5 +66,66 @@ gmt_parse_range_bound(const char *option, const char *value, struct gmt_range_bo
 		b->seconds = s;
 	else
 		b->label = value;
+	return true;
+}
+
+/* Whether @p st is the file @p path names (followed, as the reader opens it). */
+static bool
+same_file(const struct stat *st, const char *path)
+{
+	struct stat o;
+
+	return stat(path, &o) == 0 && o.st_dev == st->st_dev && o.st_ino == st->st_ino;
+}
+
+bool
+gmt_cli_output_is_input(
+    const char *cmd, const char *option, const char *output, char *const *inputs, size_t n)
+{
+	struct stat out, in;
+	const char *hit = NULL;
+	char *hit_path = NULL;
+
+	/* a file not there yet, or not a regular file (the writer refuses those), replaces
+	 * nothing; the output is renamed over its name at the end, so the link at that name is
+	 * what goes: compared by what the name holds now */
+	if (!output || lstat(output, &out) != 0 || !S_ISREG(out.st_mode))
+		return false;
+	for (size_t i = 0; i < n && !hit; i++) {
+		if (!inputs[i] || strcmp(inputs[i], GMT_TRACE_STDIN) == 0 ||
+		    stat(inputs[i], &in) != 0)
+			continue;
+		if (S_ISREG(in.st_mode)) {
+			if (in.st_dev == out.st_dev && in.st_ino == out.st_ino)
+				hit = inputs[i];
+			continue;
+		}
+		if (!S_ISDIR(in.st_mode))
+			continue;
+		char **names = NULL;
+		int k = gmt_trace_files(inputs[i], &names);
+
+		for (int j = 0; j < k; j++) {
+			char *p = hit ? NULL : gmt_path_join(inputs[i], names[j]);
+
+			if (p && same_file(&out, p)) {
+				hit = inputs[i];
+				hit_path = p;
+			} else {
+				free(p);
+			}
+			free(names[j]);
+		}
+		free(names);
+	}
+	if (!hit)
+		return false;
+	fprintf(stderr, "gpumemtrace %s: %s %s is ", cmd, option, gmt_esc(output));
+	if (hit_path)
+		fprintf(stderr, "the trace %s of the input directory", gmt_esc(hit_path));
+	else
+		fprintf(stderr, "the input %s", gmt_esc(hit));
+	fprintf(stderr, ": writing there would replace it (name another file)\n");
+	free(hit_path);
 	return true;
 }

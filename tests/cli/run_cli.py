@@ -1047,6 +1047,45 @@ def group_outputs(c):
             "-o /dev/null: written into the device, exit 0", "exit %s\n%s" % (rc, err))
     rc, out, err = c.run(["report", "-o", c.tmp + "/", basic])
     c.check(rc == 2 and "a directory" in err, "-o DIR/: exit 2, a directory", err)
+
+    # an output that names an input: refused before anything is written (the report was
+    # renamed over the trace it was read from: the trace lost)
+    with open(basic, "rb") as f:
+        trace = f.read()
+    mine = c.write("run.jsonl", trace.decode())
+    tdir = c.path("traces")
+    os.makedirs(tdir)
+    shutil.copy(basic, os.path.join(tdir, "rank0.jsonl"))
+    os.link(mine, c.path("hard.jsonl"))
+    base = c.path("base.json")
+    rc, out, err = c.run(["report", "--format", "json", "-o", base, basic])
+    c.check(rc == 0, "a baseline report written", err)
+    for args, victim_path, said in (
+            (["report", "-o", mine, mine], mine, "-o %s is the input %s" % (mine, mine)),
+            (["report", "--format", "html", "-o", c.path("hard.jsonl"), mine], mine,
+             "is the input %s" % mine),
+            (["report", "-o", os.path.join(tdir, ".", "rank0.jsonl"), basic, tdir],
+             os.path.join(tdir, "rank0.jsonl"),
+             "is the trace %s of the input directory" % os.path.join(tdir, "rank0.jsonl")),
+            (["check", "--max-leaked-bytes", "1T", "--junit", mine, mine], mine,
+             "--junit %s is the input" % mine),
+            (["check", "--baseline", base, "--junit", base, basic], base,
+             "--junit %s is the input %s" % (base, base)),
+            (["check", "--max-leaked-bytes", "1T", "--junit",
+              os.path.join(tdir, "rank0.jsonl"), tdir], os.path.join(tdir, "rank0.jsonl"),
+             "of the input directory")):
+        with open(victim_path, "rb") as f:
+            before = f.read()
+        rc, out, err = c.run(args)
+        with open(victim_path, "rb") as f:
+            after = f.read()
+        c.check(rc == 2 and said in err and "replace it" in err,
+                "%s: exit 2, both named" % " ".join(args[:3]), "exit %s\n%s" % (rc, err))
+        c.check(after == before, "%s: the input left as it was" % " ".join(args[:3]))
+    # a new name beside the inputs is written as before
+    rc, out, err = c.run(["report", "-o", os.path.join(tdir, "report.txt"), tdir])
+    c.check(rc == 0 and os.path.getsize(os.path.join(tdir, "report.txt")) > 0,
+            "-o a new file in the input directory: written", "exit %s\n%s" % (rc, err))
     no_temporaries(c.tmp, "all")
 
 
