@@ -466,6 +466,14 @@ def case_range(exe, tmp):
           % (p3.returncode, p3.stderr[-300:]))
     text = report(exe, [path], "--from", "train", fmt="text")
     check("range: from train to the end" in text, "the text report states the range")
+    # seconds past any trace's end (a double past 2^64 ns, or inf): nothing is counted, as for
+    # a start after the last event (the offset was cast unchecked and wrapped into the trace)
+    for far in ("1e30", "inf", "1e12"):
+        rf = report(exe, [path], "--from", far)
+        check(rf["range"]["from"]["time_s"] is None and rf["summary"]["leaked_bytes"] == 0
+              and rf["processes"][0]["allocations"] == 0,
+              "--from %s: past the end, nothing counted (%s, %d allocations)"
+              % (far, rf["range"]["from"], rf["processes"][0]["allocations"]))
     # without a header, times count from the earliest line: the range moves with it
     first = min(l["ts"] for l in t.lines if "ts" in l)
     t.lines = t.lines[1:]

@@ -99,6 +99,7 @@ struct replay {
 	uint32_t step_samples; /* automatic step marks sampled (at_steps) */
 	const char *first_step, *last_step;
 	uint64_t last_alloc_seq; /* the latest successful allocation: temporaries */
+	uint64_t before_seq;	 /* the latest item before the range (--from) */
 	uint32_t *site_index;	 /* open addressing over m->sites, UINT32_MAX empty */
 	size_t site_mask;
 	struct span *spans; /* gaps_of()'s scratch: twice spans_cap */
@@ -1233,7 +1234,11 @@ collect_leaks(struct replay *r)
 
 	if (n == 0)
 		return;
-	if (m->range_from.found) {
+	if (m->range.from.set && !m->range_from.found) { /* the range never started */
+		free(all);
+		return;
+	}
+	if (m->range.from.set) {
 		/* in a range, leaks are what was allocated inside it */
 		size_t k = 0;
 
@@ -1424,10 +1429,15 @@ replay_event(struct replay *r, const struct gmt_trace_event *ev)
 static struct gmt_range_point
 range_at_seconds(const struct gmt_trace *t, const struct gmt_range_bound *b)
 {
+	/* --from 1e30 (or inf) is after any trace's end: the sum saturates, never wraps to a time
+	 * inside the trace (and a double past 2^64 is not cast: undefined) */
+	double ns = b->seconds * 1e9 + 0.5;
+	uint64_t off = ns < 18446744073709549568.0 ? (uint64_t)ns : UINT64_MAX;
+
 	return (struct gmt_range_point){
 	    .found = true,
 	    .seq = UINT64_MAX, /* the first event at or after ts */
-	    .ts = t->start_ts + (uint64_t)(b->seconds * 1e9 + 0.5),
+	    .ts = off > UINT64_MAX - t->start_ts ? UINT64_MAX : t->start_ts + off,
 	};
 }
 
@@ -1626,8 +1636,10 @@ range_step(struct replay *r, uint64_t seq, uint64_t ts, const struct gmt_trace_m
 	if (r->phase == PHASE_BEFORE) {
 		bool enter = from->label ? mk && strcmp(mk->label, from->label) == 0
 					 : ts >= m->range_from.ts;
-		if (!enter)
+		if (!enter) {
+			r->before_seq = seq;
 			return false;
+		}
 		m->range_from.found = true;
 		range_enter(r, seq, ts);
 		if (to->set && !to->label)
@@ -1729,10 +1741,16 @@ gmt_model_finish(struct gmt_model *m)
 
 	if (!r || m->error)
 		return m->error;
-	if (r->phase == PHASE_BEFORE)
-		m->range_from.found = false; /* the range never started: nothing counts */
 	if (r->phase != PHASE_AFTER)
 		readings_until(r, NULL);
+	if (r->phase == PHASE_BEFORE) {
+		/* the range starts after the trace's last event: it holds what was live at the end
+		 * and counts nothing (no allocation, no leak, the peak the state it starts with),
+		 * not the whole trace's figures */
+		range_enter(r, r->before_seq, t->last_ts);
+		m->range_from.found = false;
+		r->phase = PHASE_AFTER;
+	}
 	flush_peaks(r);
 	if (r->phase == PHASE_INSIDE && (m->range.from.set || m->range.to.set) &&
 	    gmt_range_tensors_take(m) != 0)
