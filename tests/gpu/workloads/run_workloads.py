@@ -4,7 +4,8 @@
     run_workloads.py --build BUILD --out DIR [--only gpt2,jax] [--jobs 3]
 
 Each workload (a script in this directory, built on a real framework: transformers, timm,
-torch.compile, DataLoader workers, NCCL, JAX, CuPy, Numba) runs twice: untraced, then under
+torch.compile, DataLoader workers, NCCL, JAX, CuPy, Numba, Lightning's Trainer, torch-geometric,
+torch.multiprocessing.spawn children on the GPU) runs twice: untraced, then under
 `gpumemtrace run` with no GPUMEMTRACE_* option. Required, per workload:
   - the traced run exits exactly as the untraced one does (and that is 0);
   - `gpumemtrace report` reads the traces (exit 0), the main process's trace is complete (a
@@ -37,6 +38,9 @@ WORKLOADS = {
     "nccl": ("nccl_single.py", {}, False, True),
     "cupy": ("cupy_pool.py", {}, False, True),
     "numba": ("numba_kernels.py", {}, False, False),
+    "lightning": ("lightning_fit.py", {}, False, True),
+    "pyg": ("pyg_gcn.py", {}, False, True),
+    "spawn": ("spawn_workers.py", {}, False, True),
     "jax": ("jax_matmul.py", {}, True, True),
 }
 TIMEOUT = 300
