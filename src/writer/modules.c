@@ -29,6 +29,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "util/fdguard.h"
 #include "util/hash.h"
 
 #define MAX_SEGMENTS 16
@@ -49,11 +50,11 @@ struct objinfo {
 static struct {
 	bool written;
 	unsigned long long adds, subs; /* glibc's counters when last written */
-	int mem_fd;		       /* /proc/self/mem, or -1: the fallback safe reader */
+	struct gmt_fd_guard mem;       /* /proc/self/mem, or none: the fallback safe reader */
 	bool mem_tried;
 	struct objinfo *cache; /* open addressing by (base, name hash); base 0 = empty */
 	size_t cache_cap, cache_used;
-} mm = {.mem_fd = -1};
+} mm = {.mem = GMT_FD_GUARD_NONE};
 
 struct counters {
 	unsigned long long adds, subs;
@@ -100,13 +101,16 @@ safe_read(void *dst, uintptr_t addr, size_t len)
 	ssize_t n = process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
 	if (n == (ssize_t)len)
 		return true;
-	if (!mm.mem_tried) {
+	if (!mm.mem_tried || (mm.mem.fd >= 0 && !gmt_fd_guard_ours(&mm.mem))) {
+		/* opened once; again only when the program closed it (its number may be a file of
+		 * the program's now: never read, never closed) */
 		mm.mem_tried = true;
-		mm.mem_fd = open("/proc/self/mem", O_RDONLY | O_CLOEXEC);
+		gmt_fd_guard_drop(&mm.mem);
+		gmt_fd_guard_take(&mm.mem, open("/proc/self/mem", O_RDONLY | O_CLOEXEC));
 	}
-	if (mm.mem_fd < 0)
+	if (mm.mem.fd < 0)
 		return false;
-	return pread(mm.mem_fd, dst, len, (off_t)addr) == (ssize_t)len;
+	return pread(mm.mem.fd, dst, len, (off_t)addr) == (ssize_t)len;
 }
 
 // --- one object
@@ -291,4 +295,7 @@ void
 gmt_modules_forget(void)
 {
 	mm.written = false;
+	/* the parent's /proc/self/mem reads the parent's memory: the child opens its own */
+	gmt_fd_guard_release(&mm.mem);
+	mm.mem_tried = false;
 }

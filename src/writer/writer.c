@@ -17,6 +17,7 @@
 
 #include "format/jsonl.h"
 #include "gmt-config.h"
+#include "util/fdguard.h"
 #include "util/log.h"
 #include "writer/bounded.h"
 #include "writer/modules.h"
@@ -34,8 +35,10 @@ struct writer {
 	pthread_t thread;
 	bool started;
 	_Atomic bool stop;
-	_Atomic bool done; /* trailer written */
-	int fd;
+	_Atomic bool done;	/* trailer written */
+	struct gmt_fd_guard fd; /* the trace file's descriptor (the program may close it) */
+	bool appending;		/* it is open with O_APPEND (until the trailer's last form) */
+	unsigned reopened;	/* times the program closed it and it was opened again */
 	char path[4096 + 256];
 	struct gmt_buf out;
 	struct gmt_live_table live;
@@ -68,7 +71,7 @@ struct writer {
 	} zp;
 };
 
-static struct writer w = {.fd = -1, .trailer.at = -1};
+static struct writer w = {.fd = GMT_FD_GUARD_NONE, .trailer.at = -1};
 
 /*
  * At exit the stopper waits for the writer as long as it gets on with its work, not for a fixed
@@ -144,13 +147,44 @@ writer_fail(const char *what, int err)
 	fail_once("%s: %s; tracing stops, the program runs on untraced (%s)", what, strerror(err));
 }
 
+/*
+ * Before each write: the descriptor still names the trace file. A program may close descriptors
+ * it did not open and open files of its own, which can take the number: then the trace file is
+ * opened again by its path (the same file, by device and inode), and the program's file is never
+ * written. False after saying why (tracing stops).
+ */
+static bool
+fd_ready(void)
+{
+	int old = w.fd.fd;
+
+	if (gmt_fd_guard_ours(&w.fd))
+		return true;
+	if (old < 0)
+		return false;
+	if (gmt_fd_guard_reopen(&w.fd, w.path, O_WRONLY | (w.appending ? O_APPEND : 0)) < 0) {
+		fail_once("%s (%s); tracing stops, the program runs on untraced (%s)",
+			  "the program closed the trace file's descriptor and it cannot be opened "
+			  "again",
+			  errno == ESTALE ? "another file has its name now" : strerror(errno));
+		return false;
+	}
+	if (w.reopened++ == 0)
+		gmt_warn("the program closed the trace file's descriptor %d; the trace goes on in "
+			 "the same file, opened again as %d (%s)",
+			 old, w.fd.fd, w.path);
+	return true;
+}
+
 static void
 write_all(const char *bytes, size_t len)
 {
 	size_t off = 0;
 
+	if (!fd_ready())
+		return;
 	while (off < len) {
-		ssize_t n = write(w.fd, bytes + off, len - off);
+		ssize_t n = write(w.fd.fd, bytes + off, len - off);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
@@ -258,7 +292,8 @@ compressor_stop(void)
 static void
 flush_out(void)
 {
-	if (atomic_load(&w.failed) || w.fd < 0) {
+	/* (while the compressor runs it is the one that writes, and may open the file again) */
+	if (atomic_load(&w.failed) || (!w.zp.running && w.fd.fd < 0)) {
 		gmt_buf_reset(&w.out);
 		return;
 	}
@@ -403,8 +438,8 @@ open_and_write_header(void)
 			*p = '_';
 
 	setup_compression();
-	w.fd = open_trace_file(&rank, host);
-	if (w.fd < 0) {
+	w.appending = true;
+	if (gmt_fd_guard_take(&w.fd, open_trace_file(&rank, host)) < 0) {
 		int err = errno;
 		char dir[GMT_LOG_VALUE_MAX];
 		gmt_warn("cannot create a trace file in " GMT_OPTION_PREFIX "OUTPUT_DIR %s: %s; "
@@ -680,13 +715,18 @@ put_trailer(struct drops d)
 			return;
 		}
 	}
+	if (!fd_ready()) {
+		gmt_buf_reset(&w.out);
+		return;
+	}
 	if (w.trailer.at < 0) {
-		off_t at = lseek(w.fd, 0, SEEK_END);
+		off_t at = lseek(w.fd.fd, 0, SEEK_END);
 		write_all(bytes, len);
 		w.trailer.at = atomic_load(&w.failed) ? -1 : at;
 	} else {
 		for (size_t off = 0; off < len;) {
-			ssize_t n = pwrite(w.fd, bytes + off, len - off, w.trailer.at + (off_t)off);
+			ssize_t n =
+			    pwrite(w.fd.fd, bytes + off, len - off, w.trailer.at + (off_t)off);
 			if (n < 0 && errno == EINTR)
 				continue;
 			if (n <= 0)
@@ -806,12 +846,13 @@ writer_main(void *arg)
 	gmt_nvml_close();
 	/* Pinned, the writer outlives the destructor: it stays to count the calls made after the
 	 * trailer (other threads, later destructors) into it. */
-	int fl = fcntl(w.fd, F_GETFL);
+	int fl = fd_ready() ? fcntl(w.fd.fd, F_GETFL) : -1;
 	bool linger = w.pinned && !atomic_load(&w.failed) && w.trailer.at >= 0 && fl >= 0 &&
-		      fcntl(w.fd, F_SETFL, fl & ~O_APPEND) == 0;
+		      fcntl(w.fd.fd, F_SETFL, fl & ~O_APPEND) == 0;
+	if (linger)
+		w.appending = false; /* the trailer is rewritten in place (pwrite) */
 	if (!linger) {
-		close(w.fd);
-		w.fd = -1;
+		gmt_fd_guard_release(&w.fd); /* never the program's, if it took the number */
 		if (w.zstd)
 			gmt_zsink_free(&w.zs);
 	}
@@ -947,9 +988,8 @@ gmt_writer_forget_after_fork(void)
 	/* The parent's thread does not exist in the child, and the tables may have been mid-update
 	 * when fork() copied them: leak them rather than touch them (memray does the same), and
 	 * close the parent's file so the child never writes into it. */
-	if (w.fd >= 0)
-		close(w.fd);
-	w = (struct writer){.fd = -1, .trailer.at = -1};
+	gmt_fd_guard_release(&w.fd);
+	w = (struct writer){.fd = GMT_FD_GUARD_NONE, .trailer.at = -1};
 	atomic_store(&writer_worker.tid, 0);
 	atomic_store(&compressor_worker.tid, 0);
 	gmt_nvml_forget();

@@ -370,7 +370,11 @@ def main():
         check(proc.returncode == -signal.SIGKILL, "the victim was killed by SIGKILL")
         stdout, rc, stderr = "".join(lines), 0, ""
     else:
-        p = subprocess.run([victim, mode], env=env, capture_output=True, text=True, timeout=300)
+        argv = [victim, mode]
+        if sc == "closefds":  # the program's own file, outside the trace directory
+            own = os.path.join(tempfile.mkdtemp(prefix="gmt-preload-own-"), "own.txt")
+            argv.append(own)
+        p = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300)
         stdout, rc, stderr = p.stdout, p.returncode, p.stderr
         check(rc == 0, f"victim {mode} exits 0 (got {rc}; stderr: {stderr.strip()})")
 
@@ -513,6 +517,16 @@ def main():
         check(sum(1 for r in ev if r["op"] == "retain") == 1, "cuMemRetainAllocationHandle is a retain")
         unmap = [r for r in ev if r["api"] == "cuMemUnmap"]
         check(len(unmap) == 1 and unmap[0].get("size", 0) > 0, "cuMemUnmap records the range it unmaps")
+    if sc == "closefds":
+        # the program closed the trace's descriptor and gave every free number to its own file
+        with open(own, "rb") as f:
+            mine = f.read()
+        check(mine == b"the victim's own line\n",
+              f"the program's file holds its own line only, no trace bytes ({len(mine)} bytes: {mine[:80]!r})")
+        lines = [l for l in stderr.splitlines() if "gpumemtrace" in l]
+        check(len(lines) == 1 and "closed the trace file's descriptor" in lines[0]
+              and "opened again" in lines[0], f"one line says the trace file was opened again: {lines}")
+        # (the events after the close are in the trace: compare() above counted every call)
     if sc == "oom":
         path, recs = traces[dids[0]["pid"]]
         failed = [r for r in recs if r["type"] == "event" and r["result"] != 0 and r["op"] == "alloc"]

@@ -15,12 +15,17 @@
  *   victim plain     one allocation, nothing else (for option tests)
  *   victim vmm       the driver's virtual memory API as PyTorch's expandable segments use it:
  *                    reserve, create, map, set access, retain, unmap, release (CUPTI sees it)
+ *   victim closefds FILE
+ *                    allocations, then closes every regular file it did not open (a daemon's
+ *                    closefrom), opens FILE and puts it on every free number up to 1023, more
+ *                    allocations, one line of its own into FILE: FILE must hold only that line
  *
  * Linked against libcudart.so.13: runs on tests/simcuda, or on a GPU with the real runtime.
  */
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -28,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -464,6 +470,60 @@ hold(int argc, char **argv)
 	free(p);
 }
 
+/* closefds FILE: the tracer's descriptor closed under it, its number given to the program's
+ * file; the trace must go on and FILE must hold the program's line only. */
+static void
+closefds(int argc, char **argv)
+{
+	static const char own[] = "the victim's own line\n";
+	struct timespec flush = {0, 400 * 1000 * 1000}; /* > GPUMEMTRACE_FLUSH_MS */
+	void *p;
+
+	if (argc < 3) {
+		fprintf(stderr, "victim: closefds FILE\n");
+		exit(2);
+	}
+	for (int i = 0; i < 200; i++) {
+		CK(cudaMalloc(&p, 4096));
+		did_alloc("cudaMalloc");
+		CK(cudaFree(p));
+		did_free("cudaFree");
+	}
+	nanosleep(&flush, NULL); /* the trace file is open and written */
+	for (int fd = 3; fd < 4096; fd++) {
+		struct stat st;
+		if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
+			close(fd);
+	}
+	int mine = open(argv[2], O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (mine < 0) {
+		perror("victim: closefds: open");
+		exit(2);
+	}
+	for (int fd = 3; fd < 1024; fd++)
+		if (fcntl(fd, F_GETFD) < 0)
+			dup2(mine, fd);
+	for (int i = 0; i < 200; i++) {
+		CK(cudaMalloc(&p, 8192));
+		did_alloc("cudaMalloc");
+		CK(cudaFree(p));
+		did_free("cudaFree");
+	}
+	nanosleep(&flush, NULL); /* the writer has written since */
+	if (write(mine, own, sizeof(own) - 1) != (ssize_t)sizeof(own) - 1) {
+		perror("victim: closefds: write");
+		exit(2);
+	}
+	struct stat me;
+	if (fstat(mine, &me) != 0)
+		exit(2);
+	for (int fd = 3; fd < 1024; fd++) { /* every copy of FILE, the tracer's own left open */
+		struct stat st;
+		if (fstat(fd, &st) == 0 && st.st_dev == me.st_dev && st.st_ino == me.st_ino)
+			close(fd);
+	}
+}
+
 static void
 plain(void)
 {
@@ -638,11 +698,13 @@ main(int argc, char **argv)
 		driverfirst();
 	} else if (strcmp(mode, "hold") == 0) {
 		hold(argc, argv);
+	} else if (strcmp(mode, "closefds") == 0) {
+		closefds(argc, argv);
 	} else {
 		fprintf(stderr,
 			"usage: victim "
 			"basic|threads|fork|_exit|hang|oom|bigoom|reset|burst|plain|vmm|poolburst|"
-			"load|asyncpairs|driverfirst|hold\n");
+			"load|asyncpairs|driverfirst|hold|closefds\n");
 		return 2;
 	}
 	print_did();
