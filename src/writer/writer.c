@@ -40,6 +40,7 @@ struct writer {
 	bool appending;		/* it is open with O_APPEND (until the trailer's last form) */
 	unsigned reopened;	/* times the program closed it and it was opened again */
 	char path[4096 + 256];
+	char reopen_path[4096 + 256]; /* the same, absolute: the program may change directory */
 	struct gmt_buf out;
 	struct gmt_live_table live;
 	uint8_t *stack_written; /* by stack id: its line is in the file */
@@ -162,7 +163,9 @@ fd_ready(void)
 		return true;
 	if (old < 0)
 		return false;
-	if (gmt_fd_guard_reopen(&w.fd, w.path, O_WRONLY | (w.appending ? O_APPEND : 0)) < 0) {
+	const char *path = w.reopen_path[0] ? w.reopen_path : w.path;
+
+	if (gmt_fd_guard_reopen(&w.fd, path, O_WRONLY | (w.appending ? O_APPEND : 0)) < 0) {
 		fail_once("%s (%s); tracing stops, the program runs on untraced (%s)",
 			  "the program closed the trace file's descriptor and it cannot be opened "
 			  "again",
@@ -368,6 +371,15 @@ open_trace_file(struct gmt_rank_info *rank, const char *host)
 				 attempt, ext);
 		int fd = open(w.path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_APPEND,
 			      w.cfg.private_file ? 0600 : 0644);
+		if (fd >= 0 && w.path[0] != '/') {
+			char cwd[sizeof(w.reopen_path)];
+			int k = getcwd(cwd, sizeof(cwd) - 1)
+				    ? snprintf(w.reopen_path, sizeof(w.reopen_path), "%s/%s", cwd,
+					       w.path)
+				    : -1;
+			if (k < 0 || (size_t)k >= sizeof(w.reopen_path))
+				w.reopen_path[0] = '\0'; /* then by the name as given */
+		}
 		if (fd >= 0 || errno != EEXIST)
 			return fd;
 	}

@@ -370,11 +370,14 @@ def main():
         check(proc.returncode == -signal.SIGKILL, "the victim was killed by SIGKILL")
         stdout, rc, stderr = "".join(lines), 0, ""
     else:
-        argv = [victim, mode]
+        argv, cwd = [victim, mode], None
         if sc == "closefds":  # the program's own file, outside the trace directory
             own = os.path.join(tempfile.mkdtemp(prefix="gmt-preload-own-"), "own.txt")
             argv.append(own)
-        p = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300)
+            # the trace directory relative to where the program starts (it then changes to /)
+            cwd = os.path.dirname(outdir)
+            env["GPUMEMTRACE_OUTPUT_DIR"] = os.path.basename(outdir)
+        p = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300, cwd=cwd)
         stdout, rc, stderr = p.stdout, p.returncode, p.stderr
         check(rc == 0, f"victim {mode} exits 0 (got {rc}; stderr: {stderr.strip()})")
 

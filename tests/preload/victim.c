@@ -17,7 +17,8 @@
  *                    reserve, create, map, set access, retain, unmap, release (CUPTI sees it)
  *   victim closefds FILE
  *                    allocations, then closes every regular file it did not open (a daemon's
- *                    closefrom), opens FILE and puts it on every free number up to 1023, more
+ *                    closefrom), changes directory to /, opens FILE and puts it on every free
+ *                    number up to 1023, more
  *                    allocations, one line of its own into FILE: FILE must hold only that line
  *
  * Linked against libcudart.so.13: runs on tests/simcuda, or on a GPU with the real runtime.
@@ -495,6 +496,8 @@ closefds(int argc, char **argv)
 		if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
 			close(fd);
 	}
+	if (chdir("/") != 0) /* and the trace's directory was given relative to the old one */
+		exit(2);
 	int mine = open(argv[2], O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (mine < 0) {
 		perror("victim: closefds: open");
