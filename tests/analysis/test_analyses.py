@@ -716,6 +716,24 @@ def case_order(exe, tmp):
     check(rc == 0 and rep["summary"]["leaked_bytes"] == 3 * MiB, "a repeated seq still counts")
     check("2 lines applied late, the first with seq 1" in err, "repeat and snapshot noted (%r)" % err[-400:])
 
+    # two allocations that hold past 2^63 together (a broken trace; one size past 2^63 is no
+    # JSON integer here) against a reading of 1 GiB: what is tracked exceeds NVML, so untracked
+    # is negative (the difference cast to int64 was positive)
+    big = Trace()
+    big.alloc(0x7f0000000000, 3 << 61, stack=1)
+    big.alloc(0x7f8000000000, 3 << 61, stack=1)
+    big.lines.append({"type": "snapshot", "ts": big.ts + 10, "seq": big.lines[-1]["seq"] + 1,
+                      "events": 1, "dropped": 0,
+                      "live": [], "nvml": [{"device": 0, "total": 80 * GiB, "used": GiB,
+                                            "process_used": GiB}]})
+    big_path = os.path.join(tmp, "big.jsonl")
+    big.write(big_path)
+    rc, rep, err = run_report(exe, big_path)
+    rows = rep["ledger"] if rc == 0 else []
+    check(rows and all(r["untracked_bytes"] == -(2 ** 63 - 1) for r in rows),
+          "tracked past 2^63 over NVML's 1 GiB: untracked clamped negative (%s)"
+          % [r["untracked_bytes"] for r in rows])
+
 
 def read_pty(master):
     """All a pseudo-terminal's other end was given (its writer closed), then close it."""

@@ -26,7 +26,11 @@ row_of(const struct gmt_ledger_point *p, bool last)
 	struct gmt_ledger_row row = {.p = p, .last = last, .per_process = n->has_process_used};
 
 	row.nvml_bytes = n->has_process_used ? n->process_used : n->used;
-	row.untracked = (int64_t)(row.nvml_bytes - p->held);
+	/* clamped: a broken trace's sizes past 2^63 must not flip the sign */
+	uint64_t gap =
+	    row.nvml_bytes >= p->held ? row.nvml_bytes - p->held : p->held - row.nvml_bytes;
+	int64_t mag = gap > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)gap;
+	row.untracked = row.nvml_bytes >= p->held ? mag : -mag;
 	return row;
 }
 
