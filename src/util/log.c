@@ -1,16 +1,46 @@
 /*
  * @brief gmt_log(): one line to fd 2, no allocation (see log.h).
  */
+#define _GNU_SOURCE
 #include "util/log.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
 static atomic_uint warnings_left = GMT_MAX_WARNINGS;
+
+/*
+ * SIGPIPE is blocked for the write, and one it raised is taken back unless one was pending
+ * already (the program's own).
+ */
+void
+gmt_write_nosigpipe(int fd, const char *line, size_t n)
+{
+	sigset_t pipe_only, old, pending;
+	bool had = false;
+
+	sigemptyset(&pipe_only);
+	sigaddset(&pipe_only, SIGPIPE);
+	if (pthread_sigmask(SIG_BLOCK, &pipe_only, &old) != 0) {
+		ssize_t w = write(fd, line, n);
+		(void)w;
+		return;
+	}
+	if (sigpending(&pending) == 0)
+		had = sigismember(&pending, SIGPIPE) == 1;
+	ssize_t w = write(fd, line, n);
+	if (w < 0 && errno == EPIPE && !had) {
+		struct timespec now = {0, 0};
+		sigtimedwait(&pipe_only, NULL, &now);
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
 
 void
 gmt_log(enum gmt_log_level level, const char *fmt, ...)
@@ -41,8 +71,7 @@ gmt_log(enum gmt_log_level level, const char *fmt, ...)
 	if ((size_t)n > sizeof(line) - 2)
 		n = sizeof(line) - 2; /* truncated: keep the newline */
 	line[n++] = '\n';
-	ssize_t w = write(2, line, (size_t)n);
-	(void)w; /* nothing sensible to do if stderr is gone */
+	gmt_write_nosigpipe(2, line, (size_t)n); /* nothing sensible to do if stderr is gone */
 out:
 	errno = saved_errno;
 }

@@ -35,4 +35,12 @@ const char *gmt_log_value_n(char buf[GMT_LOG_VALUE_MAX], const char *s, size_t l
 #define gmt_warn(...) gmt_log(GMT_LOG_WARN, __VA_ARGS__)
 #define gmt_info(...) gmt_log(GMT_LOG_INFO, __VA_ARGS__)
 
+/**
+ * write(2) of @p n bytes to @p fd without SIGPIPE. The tracer writes its lines on the program's
+ * own threads: a program whose standard error is a pipe nobody reads any more (`prog 2>&1 |
+ * head -1`, a supervisor gone) would be killed by the tracer's line where, untraced, it writes
+ * nothing there and runs on. Async-signal-safe; errno may change.
+ */
+void gmt_write_nosigpipe(int fd, const char *buf, size_t n);
+
 #endif

@@ -354,8 +354,7 @@ print_line(int fd, const char *fmt, ...)
 		return;
 	if ((size_t)n >= sizeof(buf))
 		n = sizeof(buf) - 1;
-	ssize_t w = write(fd, buf, (size_t)n);
-	(void)w;
+	gmt_write_nosigpipe(fd, buf, (size_t)n);
 }
 
 void

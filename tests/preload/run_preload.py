@@ -349,6 +349,8 @@ def main():
         return run_no_gpu(build, env)
     if sc == "run-bad-lib":
         return run_bad_lib(build, victim, env)
+    if sc == "stderr-gone":
+        return stderr_gone(victim, env, outdir)
 
     if sc == "no-cuda":
         # A process that never touches GPU memory leaves no file and no output.
@@ -1086,6 +1088,29 @@ def run_bad_lib(build, victim, env):
     check(p.returncode == 0 and "1 trace file in" in p.stderr,
           f"the tracer library itself is accepted ({p.returncode}: {p.stderr.strip()[-500:]})")
     shutil.rmtree(work, ignore_errors=True)
+    return finish()
+
+
+def stderr_gone(victim, env, outdir):
+    """A C program (SIGPIPE at its default: it ends the process) whose standard error is a pipe
+    nobody reads any more: the tracer's lines there must not kill it (untraced it writes nothing
+    there and exits 0), and its trace is complete."""
+    for mode in ("plain", "basic"):
+        d = tempfile.mkdtemp(prefix="gmt-preload-stderr-gone-", dir=outdir)
+        r, w = os.pipe()
+        os.close(r)  # the reader is gone before the program starts
+        try:
+            p = subprocess.run([victim, mode], env=dict(env, GPUMEMTRACE_OUTPUT_DIR=d), stderr=w,
+                               stdout=subprocess.PIPE, text=True, timeout=300, restore_signals=True)
+        finally:
+            os.close(w)
+        check(p.returncode == 0, f"victim {mode}, its stderr a pipe with no reader: exits 0 "
+              f"(got {p.returncode}; -13 is SIGPIPE)")
+        traces = traces_by_pid(d)
+        dids = [json.loads(l) for l in p.stdout.splitlines() if l.startswith("{")]
+        check(len(dids) == 1 and dids[0]["pid"] in traces
+              and traces[dids[0]["pid"]][1][-1].get("type") == "trailer",
+              f"victim {mode}: its trace is complete ({sorted(traces)})")
     return finish()
 
 
