@@ -6,12 +6,14 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/futex.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -27,8 +29,13 @@
 
 #define WRITE_CHUNK (64 * 1024) /* write when this much is buffered, even before flush_ms */
 #define BATCH_MAX 4096		/* events drained and ordered by seq at a time */
-#define IDLE_SLEEP_NS                                                                              \
-	1000000 /* 1 ms: the ring holds ring_slots events, far more than 1 ms of traffic */
+/* The writer's sleep when the ring is empty: 1 ms, doubled at each empty look up to what half
+ * the ring takes at 4M events/s (the most one process offers on a GPU; 8 ms for the default
+ * 65536 slots), so that an idle process costs a few hundred wakeups a second, not a thousand.
+ * Any event drained starts again from 1 ms; a dlclose and the exit wake it at once. */
+#define IDLE_SLEEP_NS 1000000
+#define IDLE_SLEEP_MAX_NS 8000000
+#define IDLE_FILL_PER_S 4000000
 
 struct writer {
 	struct gmt_writer_config cfg;
@@ -100,10 +107,34 @@ worker_publish(struct worker *wk)
 /* dlclose barrier: requests from application threads, acknowledged by the writer */
 static _Atomic uint64_t modules_requested, modules_done;
 
+/* The writer's idle sleep, cut short by writer_wake() (a futex: a syscall, no lock). */
+static _Atomic uint32_t wake_word;
+
+static void
+writer_wake(void)
+{
+	atomic_fetch_add_explicit(&wake_word, 1, memory_order_release);
+	syscall(SYS_futex, &wake_word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
+static void
+writer_sleep(uint64_t ns)
+{
+	uint32_t seen = atomic_load_explicit(&wake_word, memory_order_acquire);
+	struct timespec ts = {(time_t)(ns / 1000000000u), (long)(ns % 1000000000u)};
+
+	/* returns at once when woken since @p seen was read (EAGAIN), on a wake, or after ns */
+	syscall(SYS_futex, &wake_word, FUTEX_WAIT_PRIVATE, seen, &ts, NULL, 0);
+}
+
 uint64_t
 gmt_writer_request_modules(void)
 {
-	return atomic_fetch_add_explicit(&modules_requested, 1, memory_order_acq_rel) + 1;
+	uint64_t ticket =
+	    atomic_fetch_add_explicit(&modules_requested, 1, memory_order_acq_rel) + 1;
+
+	writer_wake();
+	return ticket;
 }
 
 bool
@@ -783,6 +814,13 @@ writer_main(void *arg)
 	uint64_t flush_ns = w.cfg.opts->flush_ms * 1000000ULL;
 	uint64_t snap_ns = w.cfg.opts->snapshot_ms * 1000000ULL;
 	uint64_t last_flush = now_ns(CLOCK_MONOTONIC), last_snap = last_flush;
+	uint64_t idle_max = (uint64_t)w.cfg.opts->ring_slots / 2 * 1000000000u / IDLE_FILL_PER_S;
+	uint64_t idle = IDLE_SLEEP_NS;
+
+	if (idle_max > IDLE_SLEEP_MAX_NS)
+		idle_max = IDLE_SLEEP_MAX_NS;
+	if (idle_max < IDLE_SLEEP_NS || w.bounded) /* bounded: buckets cut on time, as before */
+		idle_max = IDLE_SLEEP_NS;
 
 	while (!w.failed) {
 		bool stopping = atomic_load_explicit(&w.stop, memory_order_acquire);
@@ -826,9 +864,20 @@ writer_main(void *arg)
 		}
 		if (stopping && n == 0)
 			break;
+		if (n)
+			idle = IDLE_SLEEP_NS;
 		if (n < BATCH_MAX) {
-			struct timespec ts = {0, IDLE_SLEEP_NS};
-			nanosleep(&ts, NULL);
+			/* never past the next flush or snapshot */
+			uint64_t sleep = idle;
+			if (w.out.len && last_flush + flush_ns > now &&
+			    last_flush + flush_ns - now < sleep)
+				sleep = last_flush + flush_ns - now;
+			if (snap_ns && last_snap + snap_ns > now &&
+			    last_snap + snap_ns - now < sleep)
+				sleep = last_snap + snap_ns - now;
+			writer_sleep(sleep < 100000 ? 100000 : sleep);
+			if (!n && idle < idle_max)
+				idle = idle * 2 < idle_max ? idle * 2 : idle_max;
 		}
 	}
 	if (w.failed) {
@@ -950,6 +999,7 @@ gmt_writer_stop(unsigned idle_ms, unsigned max_ms)
 	if (!w.started)
 		return false;
 	atomic_store_explicit(&w.stop, true, memory_order_release);
+	writer_wake();
 
 	uint64_t start = now_ns(CLOCK_MONOTONIC), idle_since = start;
 	uint64_t seen = 0;
