@@ -222,6 +222,8 @@ write_all(const char *bytes, size_t len)
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
+			if (errno == EBADF && fd_ready()) /* closed since the check: again */
+				continue;
 			writer_fail("cannot write trace file", errno);
 			break;
 		}
