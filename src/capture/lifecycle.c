@@ -38,7 +38,8 @@
 static void *ring_mem;
 static size_t ring_mem_bytes;
 static int forked_from;
-static uint64_t start_ts; /* library load, or fork for a child */
+static _Atomic int traced_pid; /* the process whose writer runs (a vfork child is not it) */
+static uint64_t start_ts;      /* library load, or fork for a child */
 static bool atfork_registered;
 
 static const char *const capture_interpose[] = {"interpose", NULL};
@@ -210,6 +211,7 @@ gmt_tracer_start(void)
 	    .pin = pin_library,
 	    .private_file = gmt_options_secure(),
 	};
+	atomic_store(&traced_pid, (int)getpid());
 	int rc = gmt_writer_start(&cfg);
 	if (rc < 0) {
 		gmt_warn("cannot start the trace writer thread: %s; this process runs on untraced",
@@ -281,18 +283,37 @@ gmt_init(void)
 		arm_injection();
 }
 
-__attribute__((destructor)) static void
-gmt_fini(void)
+/* The trace's end: everything written, then the trailer with @p reason. False when the tracer
+ * was not running (or another end came first). */
+static bool
+end_trace(const char *reason)
 {
 	int expected = GMT_STATE_RUNNING;
 	if (!atomic_compare_exchange_strong(&gmt_state, &expected, GMT_STATE_STOPPED))
-		return;
+		return false;
 	gmt_depth++; /* our own teardown is not traced */
 	/* as long as the writer works (a bounded trace's last bucket is written only now), at most
 	 * 2 s without progress and 5 minutes in all */
-	gmt_writer_stop(2000, 300000);
+	gmt_writer_stop(reason, 2000, 300000);
 	gmt_prof_write();
 	gmt_depth--;
+	return true;
+}
+
+__attribute__((destructor)) static void
+gmt_fini(void)
+{
+	end_trace("exit");
+}
+
+bool
+gmt_tracer_before_exec(void)
+{
+	/* not from inside our own calls, and not in a vfork child: it shares this memory and this
+	 * writer, which are its parent's (Python's subprocess execs from one) */
+	if (gmt_depth != 0 || (int)getpid() != atomic_load(&traced_pid))
+		return false;
+	return end_trace("exec");
 }
 
 // --- dlclose ----------------------------------------------------------------------------------

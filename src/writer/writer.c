@@ -43,6 +43,7 @@ struct writer {
 	bool started;
 	_Atomic bool stop;
 	_Atomic bool done;	/* trailer written */
+	const char *end_reason; /* the trailer's reason: "exit" unless gmt_writer_stop() says */
 	struct gmt_fd_guard fd; /* the trace file's descriptor (the program may close it) */
 	bool appending;		/* it is open with O_APPEND (until the trailer's last form) */
 	unsigned reopened;	/* times the program closed it and it was opened again */
@@ -746,10 +747,11 @@ put_trailer(struct drops d)
 	gmt_buf_reset(&w.out);
 	if (w.bounded)
 		gmt_jsonl_trailer_bounded(&w.out, w.trailer.ts, w.events_written, d.all, d.readings,
-					  "exit", bs->elided, bs->late, bs->buckets);
+					  w.end_reason ? w.end_reason : "exit", bs->elided,
+					  bs->late, bs->buckets);
 	else
 		gmt_jsonl_trailer(&w.out, w.trailer.ts, w.events_written, d.all, d.readings,
-				  "exit");
+				  w.end_reason ? w.end_reason : "exit");
 	const char *bytes = w.out.data;
 	size_t len = w.out.len;
 	if (w.zstd) {
@@ -996,10 +998,11 @@ writer_progress(uint64_t *seen)
 #define STOP_NOTICE_MS 2000
 
 bool
-gmt_writer_stop(unsigned idle_ms, unsigned max_ms)
+gmt_writer_stop(const char *reason, unsigned idle_ms, unsigned max_ms)
 {
 	if (!w.started)
 		return false;
+	w.end_reason = reason; /* read by the writer after it sees stop (release below) */
 	atomic_store_explicit(&w.stop, true, memory_order_release);
 	writer_wake();
 

@@ -70,8 +70,9 @@ int gmt_writer_start(const struct gmt_writer_config *cfg);
  * threads use CPU time or its bytes reach the file): the wait is as long as what is left to
  * write, not a fixed time. Gives up (one line on stderr; the trace then has no trailer) after
  * @p idle_ms without progress, or @p max_ms in all. Returns true when the trailer was written.
+ * @p reason is the trailer's: "exit", or "exec" (the process image is about to be replaced).
  */
-bool gmt_writer_stop(unsigned idle_ms, unsigned max_ms);
+bool gmt_writer_stop(const char *reason, unsigned idle_ms, unsigned max_ms);
 
 /** In a fork child: forget the parent's writer (its thread does not exist here) without writing. */
 void gmt_writer_forget_after_fork(void);

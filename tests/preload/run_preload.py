@@ -351,6 +351,8 @@ def main():
         return run_bad_lib(build, victim, env)
     if sc == "stderr-gone":
         return stderr_gone(victim, env, outdir)
+    if sc == "exec":
+        return exec_scenario(build, victim, env, outdir, coverage)
 
     if sc == "no-cuda":
         # A process that never touches GPU memory leaves no file and no output.
@@ -1088,6 +1090,61 @@ def run_bad_lib(build, victim, env):
     check(p.returncode == 0 and "1 trace file in" in p.stderr,
           f"the tracer library itself is accepted ({p.returncode}: {p.stderr.strip()[-500:]})")
     shutil.rmtree(work, ignore_errors=True)
+    return finish()
+
+
+def exec_scenario(build, victim, env, outdir, coverage):
+    """exec: the victim execs itself (the same pid) after its allocations; then a Python program
+    whose subprocesses exec from a vfork child (CPython's subprocess), between its own calls."""
+    p = subprocess.run([victim, "exec"], env=env, capture_output=True, text=True, timeout=300)
+    check(p.returncode == 0, f"victim exec exits 0 (got {p.returncode}: {p.stderr.strip()[-300:]})")
+    dids = [json.loads(l) for l in p.stdout.splitlines() if l.startswith("{")]
+    check(len(dids) == 2 and dids[0]["pid"] == dids[1]["pid"],
+          f"both images said what they did, under one pid: {[d['pid'] for d in dids]}")
+    # NAME, then NAME.1 (the same pid); a compressed one read through the reader's module
+    paths = sorted(glob.glob(os.path.join(outdir, "*.jsonl")) + glob.glob(os.path.join(outdir, "*.jsonl.zst")),
+                   key=len)
+    check(len(paths) == 2, f"one trace per image ({[os.path.basename(x) for x in paths]})")
+    paths = [zcat(build, x, tempfile.mkdtemp(prefix="gmt-preload-zcat-"))[0] if x.endswith(".zst") else x
+             for x in paths]
+    if len(dids) == 2 and len(paths) == 2:
+        for did, path, reason in zip(dids, paths, ("exec", "exit")):
+            recs = load_trace(path)
+            compare(build, did, path, recs, coverage)
+            check(recs and recs[-1].get("type") == "trailer" and recs[-1].get("reason") == reason
+                  and recs[-1].get("dropped") == 0,
+                  f"{os.path.basename(path)}: the trailer says {reason}, nothing dropped "
+                  f"({recs[-1] if recs else None})")
+    # a vfork child shares the parent's memory and its tracer: its exec must not end the
+    # parent's trace (through CUPTI: ctypes finds libcudart's own cudaMalloc, which no
+    # interposer sees)
+    if coverage != "full":
+        return finish()
+    script = ("import ctypes, subprocess\n"
+              "rt = ctypes.CDLL('libcudart.so.13')\n"
+              "p = ctypes.c_void_p()\n"
+              "def pairs(n, size):\n"
+              "    for _ in range(n):\n"
+              "        assert rt.cudaMalloc(ctypes.byref(p), size) == 0\n"
+              "        assert rt.cudaFree(p) == 0\n"
+              "pairs(50, 4096)\n"
+              "subprocess.run(['true'], check=True)\n"
+              "subprocess.run(['sh', '-c', 'exit 0'], check=True)\n"
+              "pairs(50, 8192)\n")
+    d = tempfile.mkdtemp(prefix="gmt-preload-vfork-", dir=outdir)
+    p = subprocess.run([sys.executable, "-c", script], env=dict(env, GPUMEMTRACE_OUTPUT_DIR=d),
+                       capture_output=True, text=True, timeout=300)
+    check(p.returncode == 0, f"python with subprocesses exits 0 ({p.stderr.strip()[-300:]})")
+    traces = glob.glob(os.path.join(d, "*.jsonl")) + glob.glob(os.path.join(d, "*.jsonl.zst"))
+    traces = [zcat(build, x, tempfile.mkdtemp(prefix="gmt-preload-zcat-"))[0] if x.endswith(".zst") else x
+              for x in traces]
+    recs = load_trace(traces[0]) if len(traces) == 1 else []
+    events = [r for r in recs if r.get("type") == "event" and r.get("op") in ("alloc", "free")]
+    check(len(traces) == 1 and recs[-1].get("reason") == "exit" and recs[-1].get("dropped") == 0
+          and len(events) == 200,
+          f"the parent's trace goes on past its subprocesses' execs: one trace, 200 events, "
+          f"ended at exit ({len(traces)} traces, {len(events)} events, {recs[-1] if recs else None})")
+    check("failed" not in p.stderr, f"no exec is said to have failed: {p.stderr.strip()[-300:]}")
     return finish()
 
 

@@ -15,6 +15,8 @@
  *   victim plain     one allocation, nothing else (for option tests)
  *   victim vmm       the driver's virtual memory API as PyTorch's expandable segments use it:
  *                    reserve, create, map, set access, retain, unmap, release (CUPTI sees it)
+ *   victim exec      allocations (one kept), says what it did, then execs itself as "victim plain"
+ *                    (the same pid): the first image's trace must be whole, ended at the exec
  *   victim closefds FILE
  *                    allocations, then closes every regular file it did not open (a daemon's
  *                    closefrom), changes directory to /, opens FILE and puts it on every free
@@ -471,6 +473,28 @@ hold(int argc, char **argv)
 	free(p);
 }
 
+/* exec: the image replaced after its allocations, without exit: everything before must be in
+ * its trace (there was no destructor, and the writer thread goes with the image). */
+static void
+exec_self(void)
+{
+	void *p, *kept;
+
+	for (int i = 0; i < 300; i++) {
+		CK(cudaMalloc(&p, 4096));
+		did_alloc("cudaMalloc");
+		CK(cudaFree(p));
+		did_free("cudaFree");
+	}
+	CK(cudaMalloc(&kept, 1 << 20)); /* live when the image goes */
+	did_alloc("cudaMalloc");
+	did_leak(1 << 20);
+	print_did();
+	execl("/proc/self/exe", "victim", "plain", (char *)NULL);
+	perror("victim: exec");
+	exit(2);
+}
+
 /* closefds FILE: the tracer's descriptor closed under it, its number given to the program's
  * file; the trace must go on and FILE must hold the program's line only. */
 static void
@@ -701,13 +725,15 @@ main(int argc, char **argv)
 		driverfirst();
 	} else if (strcmp(mode, "hold") == 0) {
 		hold(argc, argv);
+	} else if (strcmp(mode, "exec") == 0) {
+		exec_self();
 	} else if (strcmp(mode, "closefds") == 0) {
 		closefds(argc, argv);
 	} else {
 		fprintf(stderr,
 			"usage: victim "
 			"basic|threads|fork|_exit|hang|oom|bigoom|reset|burst|plain|vmm|poolburst|"
-			"load|asyncpairs|driverfirst|hold|closefds\n");
+			"load|asyncpairs|driverfirst|hold|closefds|exec\n");
 		return 2;
 	}
 	print_did();

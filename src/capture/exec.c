@@ -1,0 +1,204 @@
+/*
+ * @brief The exec family: the trace is ended before the process image is replaced.
+ *
+ * An exec runs no destructor and takes the writer thread with the old image: without this, what
+ * the writer had not flushed yet (up to GPUMEMTRACE_FLUSH_MS of events, or the whole trace of a
+ * short run: an empty file) was lost and the trace had no trailer. Each function ends the trace
+ * (gmt_tracer_before_exec(): everything written, then a trailer whose reason is "exec") and calls
+ * libc's. The new image starts a trace of its own if it uses CUDA (the same pid: the next file
+ * name). An exec that fails returns to a process whose trace has ended; its later calls are
+ * counted as dropped in that trailer, and one line says so.
+ *
+ * libc's execv, execvp and execl* call execve inside libc, not through the PLT: each is wrapped.
+ * posix_spawn and system() exec in a child (glibc's own clone): nothing of this process ends.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "capture/capture.h"
+#include "util/log.h"
+
+/* the version the exec family has in glibc on this machine (the version script's node) */
+#if defined(__aarch64__)
+#	define EXEC_VERSION "GLIBC_2.17"
+#else
+#	define EXEC_VERSION "GLIBC_2.2.5"
+#endif
+
+typedef int (*execve_fn)(const char *, char *const[], char *const[]);
+typedef int (*execv_fn)(const char *, char *const[]);
+typedef int (*fexecve_fn)(int, char *const[], char *const[]);
+
+enum real { R_EXECVE, R_EXECV, R_EXECVP, R_EXECVPE, R_FEXECVE, R_COUNT };
+
+static void *
+real(enum real which)
+{
+	static const char *const names[R_COUNT] = {"execve", "execv", "execvp", "execvpe",
+						   "fexecve"};
+	static _Atomic(void *) fns[R_COUNT];
+	void *f = atomic_load_explicit(&fns[which], memory_order_acquire);
+
+	if (!f) {
+		f = dlvsym(RTLD_NEXT, names[which], EXEC_VERSION);
+		if (!f && which == R_EXECVPE)
+			f = dlvsym(RTLD_NEXT, names[which], "GLIBC_2.11");
+		if (!f)
+			f = dlsym(RTLD_NEXT, names[which]);
+		atomic_store_explicit(&fns[which], f, memory_order_release);
+	}
+	return f;
+}
+
+/* The exec failed (errno kept): the trace was ended for nothing; said once. */
+static void
+failed(bool ended, const char *what)
+{
+	static atomic_bool said;
+	int err = errno;
+
+	if (ended && !atomic_exchange(&said, true)) {
+		char shown[GMT_LOG_VALUE_MAX];
+		gmt_warn(
+		    "%s failed (%s): the trace had ended before it; the rest of this process is "
+		    "not traced (its calls are counted as dropped)",
+		    gmt_log_value(shown, what ? what : "exec"), strerror(err));
+	}
+	errno = err;
+}
+
+#define NO_REAL(ret)                                                                               \
+	do {                                                                                       \
+		errno = ENOSYS;                                                                    \
+		return ret;                                                                        \
+	} while (0)
+
+GMT_EXPORT int
+execve(const char *path, char *const argv[], char *const envp[])
+{
+	execve_fn f = (execve_fn)real(R_EXECVE);
+	if (!f)
+		NO_REAL(-1);
+	bool ended = gmt_tracer_before_exec();
+	int rc = f(path, argv, envp);
+	failed(ended, path);
+	return rc;
+}
+
+GMT_EXPORT int
+execv(const char *path, char *const argv[])
+{
+	execv_fn f = (execv_fn)real(R_EXECV);
+	if (!f)
+		NO_REAL(-1);
+	bool ended = gmt_tracer_before_exec();
+	int rc = f(path, argv);
+	failed(ended, path);
+	return rc;
+}
+
+GMT_EXPORT int
+execvp(const char *file, char *const argv[])
+{
+	execv_fn f = (execv_fn)real(R_EXECVP);
+	if (!f)
+		NO_REAL(-1);
+	bool ended = gmt_tracer_before_exec();
+	int rc = f(file, argv);
+	failed(ended, file);
+	return rc;
+}
+
+GMT_EXPORT int
+execvpe(const char *file, char *const argv[], char *const envp[])
+{
+	execve_fn f = (execve_fn)real(R_EXECVPE);
+	if (!f)
+		NO_REAL(-1);
+	bool ended = gmt_tracer_before_exec();
+	int rc = f(file, argv, envp);
+	failed(ended, file);
+	return rc;
+}
+
+GMT_EXPORT int
+fexecve(int fd, char *const argv[], char *const envp[])
+{
+	fexecve_fn f = (fexecve_fn)real(R_FEXECVE);
+	if (!f)
+		NO_REAL(-1);
+	bool ended = gmt_tracer_before_exec();
+	int rc = f(fd, argv, envp);
+	failed(ended, NULL);
+	return rc;
+}
+
+/* execl, execlp, execle: their arguments into an array on the stack (as glibc does), then the
+ * array forms above. */
+static size_t
+count_args(const char *arg0, va_list ap)
+{
+	size_t n = 1;
+	va_list aq;
+
+	(void)arg0; /* never NULL (glibc declares it so, and its own execl counts on it) */
+	va_copy(aq, ap);
+	while (va_arg(aq, const char *))
+		n++;
+	va_end(aq);
+	return n;
+}
+
+#define COLLECT(arg0, ap, argv, n)                                                                 \
+	do {                                                                                       \
+		(argv)[0] = (char *)(arg0);                                                        \
+		for (size_t i_ = 1; i_ < (n); i_++)                                                \
+			(argv)[i_] = va_arg(ap, char *);                                           \
+		(argv)[n] = NULL;                                                                  \
+	} while (0)
+
+GMT_EXPORT int
+execl(const char *path, const char *arg0, ...)
+{
+	va_list ap;
+
+	va_start(ap, arg0);
+	size_t n = count_args(arg0, ap);
+	char *argv[n + 1];
+	COLLECT(arg0, ap, argv, n);
+	va_end(ap);
+	return execv(path, argv);
+}
+
+GMT_EXPORT int
+execlp(const char *file, const char *arg0, ...)
+{
+	va_list ap;
+
+	va_start(ap, arg0);
+	size_t n = count_args(arg0, ap);
+	char *argv[n + 1];
+	COLLECT(arg0, ap, argv, n);
+	va_end(ap);
+	return execvp(file, argv);
+}
+
+GMT_EXPORT int
+execle(const char *path, const char *arg0, ...)
+{
+	va_list ap;
+
+	va_start(ap, arg0);
+	size_t n = count_args(arg0, ap);
+	char *argv[n + 1];
+	COLLECT(arg0, ap, argv, n);
+	(void)va_arg(ap, char *); /* the NULL that ends them */
+	char *const *envp = va_arg(ap, char *const *);
+	va_end(ap);
+	return execve(path, argv, envp);
+}
