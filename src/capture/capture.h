@@ -104,11 +104,11 @@ void gmt_core_after_fork(void);
 void gmt_tracer_start(void);
 
 /**
- * Before an exec of this process (capture/exec.c): the new image runs no destructor of ours and
- * the writer thread goes with the old one, so the trace is ended now, as at exit, its trailer's
- * reason "exec". Not in a vfork child, nor from inside the tracer's own calls. True when a
+ * Before an exec or an _exit of this process (capture/ends.c): no destructor of ours runs and the
+ * writer thread goes, so the trace is ended now, as at exit, with @p reason in its trailer
+ * ("exec", "_exit"). Not in a vfork child, nor from inside the tracer's own calls. True when a
  * running trace was ended (an exec that then fails leaves the rest of the process untraced).
  */
-bool gmt_tracer_before_exec(void);
+bool gmt_tracer_end_early(const char *reason);
 
 #endif

@@ -307,13 +307,13 @@ gmt_fini(void)
 }
 
 bool
-gmt_tracer_before_exec(void)
+gmt_tracer_end_early(const char *reason)
 {
 	/* not from inside our own calls, and not in a vfork child: it shares this memory and this
 	 * writer, which are its parent's (Python's subprocess execs from one) */
 	if (gmt_depth != 0 || (int)getpid() != atomic_load(&traced_pid))
 		return false;
-	return end_trace("exec");
+	return end_trace(reason);
 }
 
 // --- dlclose ----------------------------------------------------------------------------------

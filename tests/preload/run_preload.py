@@ -425,7 +425,7 @@ def main():
             continue
         path, recs = traces[did["pid"]]
         got, rep = compare(build, did, path, recs, coverage,
-                           expect_trailer=sc not in ("exit", "sigkill"),
+                           expect_trailer=sc != "sigkill",
                            expect_drops=(sc == "drops"),
                            report_leaks=(sc != "vmm"))  # VA reservations are not leaked memory
         header = recs[0]
@@ -465,9 +465,15 @@ def main():
             if coverage == "full":  # the readings come from CUPTI's driver callbacks
                 check(pool, f"the pool's reservation is in the trace ({readings} readings dropped)")
             check(rep is None or rep["summary"]["dropped"] == trailer["dropped"], "the report shows the drops")
-        if sc in ("exit", "sigkill") and rep is not None:
+        if sc == "sigkill" and rep is not None:
             procs = rep.get("processes", [])
             check(procs and procs[0].get("complete") is False, "the report says the process did not exit normally")
+        if sc == "exit":
+            # _exit() runs no destructor: the tracer's _exit ends the trace first (capture/ends.c)
+            procs = rep.get("processes", []) if rep is not None else []
+            check(recs[-1].get("type") == "trailer" and recs[-1].get("reason") == "_exit",
+                  f"_exit: the trace ends with a trailer whose reason is _exit ({recs[-1]})")
+            check(procs and procs[0].get("complete") is True, "the report reads a whole trace")
 
     if sc == "fork":
         check(len(dids) == 2 and len(traces) == 2, f"parent and child each have their own file ({len(traces)} files)")
@@ -1145,6 +1151,30 @@ def exec_scenario(build, victim, env, outdir, coverage):
           f"the parent's trace goes on past its subprocesses' execs: one trace, 200 events, "
           f"ended at exit ({len(traces)} traces, {len(events)} events, {recs[-1] if recs else None})")
     check("failed" not in p.stderr, f"no exec is said to have failed: {p.stderr.strip()[-300:]}")
+    # os._exit at the end of a script (skipping a slow teardown), after a forked worker that
+    # _exits too (multiprocessing's fork: the child's _exit ends nothing of the parent's)
+    script = ("import ctypes, os, multiprocessing as mp\n"
+              "rt = ctypes.CDLL('libcudart.so.13')\n"
+              "p = ctypes.c_void_p()\n"
+              "for _ in range(100):\n"
+              "    assert rt.cudaMalloc(ctypes.byref(p), 4096) == 0\n"
+              "    assert rt.cudaFree(p) == 0\n"
+              "w = mp.get_context('fork').Process(target=print, args=('worker',))\n"
+              "w.start(); w.join()\n"
+              "assert rt.cudaMalloc(ctypes.byref(p), 1 << 20) == 0\n"
+              "os._exit(0)\n")
+    d = tempfile.mkdtemp(prefix="gmt-preload-os-exit-", dir=outdir)
+    p = subprocess.run([sys.executable, "-c", script], env=dict(env, GPUMEMTRACE_OUTPUT_DIR=d),
+                       capture_output=True, text=True, timeout=300)
+    traces = glob.glob(os.path.join(d, "*.jsonl")) + glob.glob(os.path.join(d, "*.jsonl.zst"))
+    traces = [zcat(build, x, tempfile.mkdtemp(prefix="gmt-preload-zcat-"))[0] if x.endswith(".zst") else x
+              for x in traces]
+    recs = load_trace(traces[0]) if len(traces) == 1 else []
+    events = [r for r in recs if r.get("type") == "event" and r.get("op") in ("alloc", "free")]
+    check(p.returncode == 0 and len(traces) == 1 and recs[-1].get("reason") == "_exit"
+          and recs[-1].get("dropped") == 0 and len(events) == 201,
+          f"os._exit: the whole trace, ended by _exit (exit {p.returncode}, {len(traces)} traces, "
+          f"{len(events)} events, {recs[-1] if recs else None})")
     return finish()
 
 

@@ -5,7 +5,8 @@
  *   victim basic     every API once or more, frees, cudaFree(NULL), a bad free, markers, leaks
  *   victim threads   16 threads allocating and freeing concurrently
  *   victim fork      allocations before and after fork(); the child allocates too
- *   victim _exit     allocations, then _exit() (no destructors, no trailer)
+ *   victim _exit     allocations, then _exit() at once (no destructors: the tracer's _exit ends the
+ *                    trace first, trailer and all)
  *   victim hang      allocations, prints "ready", sleeps until killed (SIGKILL test)
  *   victim oom       fragmentation makes a request fail although enough memory is free
  *   victim bigoom    a request larger than the device fails (any device)
@@ -694,8 +695,7 @@ main(int argc, char **argv)
 	} else if (strcmp(mode, "_exit") == 0) {
 		plain();
 		print_did();
-		usleep(400 * 1000); /* > GPUMEMTRACE_FLUSH_MS: the events must be on disk by now */
-		_exit(0);
+		_exit(0); /* at once: the tracer's _exit writes what is left, then the trailer */
 	} else if (strcmp(mode, "hang") == 0) {
 		plain();
 		print_did();

@@ -1052,8 +1052,7 @@ integrity_gate(struct gmt_gates *gates, const struct gmt_check_options *o, const
 		if (json_is_false(json_object_get(p, GMT_RK_COMPLETE))) {
 			died++;
 			detail(gate,
-			       "    %s (%s): did not exit normally (no trailer: killed, crashed or "
-			       "_exit)",
+			       "    %s (%s): did not exit normally (no trailer: killed or crashed)",
 			       file ? file : "?", who_buf);
 			if (json_is_number(end))
 				detail(gate, "; its trace ends at %.3f s", json_number_value(end));

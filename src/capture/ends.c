@@ -1,23 +1,30 @@
 /*
- * @brief The exec family: the trace is ended before the process image is replaced.
+ * @brief The ends of a process image that run no destructor of ours: exec and _exit.
  *
- * An exec runs no destructor and takes the writer thread with the old image: without this, what
- * the writer had not flushed yet (up to GPUMEMTRACE_FLUSH_MS of events, or the whole trace of a
- * short run: an empty file) was lost and the trace had no trailer. Each function ends the trace
- * (gmt_tracer_before_exec(): everything written, then a trailer whose reason is "exec") and calls
- * libc's. The new image starts a trace of its own if it uses CUDA (the same pid: the next file
- * name). An exec that fails returns to a process whose trace has ended; its later calls are
- * counted as dropped in that trailer, and one line says so.
+ * An exec replaces the image and takes the writer thread with the old one; _exit ends the process
+ * at once (Python's os._exit, which training scripts call at their end to skip a slow or hanging
+ * teardown, and which ends multiprocessing's forked workers). Either way what the writer had not
+ * flushed yet (up to GPUMEMTRACE_FLUSH_MS of events, or the whole trace of a short run: an empty
+ * file) was lost and the trace had no trailer, so the report said the process died. Each
+ * function here ends the trace first (gmt_tracer_end_early(): everything written, then a trailer
+ * whose reason is "exec" or "_exit") and calls libc's. After an exec, the new image starts a trace
+ * of its own if it uses CUDA (the same pid: the next file name). An exec that fails returns to a
+ * process whose trace has ended; its later calls are counted as dropped in that trailer, and one
+ * line says so.
  *
  * libc's execv, execvp and execl* call execve inside libc, not through the PLT: each is wrapped.
- * posix_spawn and system() exec in a child (glibc's own clone): nothing of this process ends.
+ * posix_spawn and system() exec in a child (glibc's own clone): nothing of this process ends. A
+ * vfork child (CPython's subprocess execs from one, and _exits when the exec fails) shares this
+ * memory and this tracer: it ends nothing (gmt_tracer_end_early() knows it by its pid).
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "capture/capture.h"
@@ -33,14 +40,15 @@
 typedef int (*execve_fn)(const char *, char *const[], char *const[]);
 typedef int (*execv_fn)(const char *, char *const[]);
 typedef int (*fexecve_fn)(int, char *const[], char *const[]);
+typedef void (*exit_fn)(int);
 
-enum real { R_EXECVE, R_EXECV, R_EXECVP, R_EXECVPE, R_FEXECVE, R_COUNT };
+enum real { R_EXECVE, R_EXECV, R_EXECVP, R_EXECVPE, R_FEXECVE, R_EXIT, R_EXIT2, R_COUNT };
 
 static void *
 real(enum real which)
 {
-	static const char *const names[R_COUNT] = {"execve", "execv", "execvp", "execvpe",
-						   "fexecve"};
+	static const char *const names[R_COUNT] = {"execve",  "execv", "execvp", "execvpe",
+						   "fexecve", "_exit", "_Exit"};
 	static _Atomic(void *) fns[R_COUNT];
 	void *f = atomic_load_explicit(&fns[which], memory_order_acquire);
 
@@ -84,7 +92,7 @@ execve(const char *path, char *const argv[], char *const envp[])
 	execve_fn f = (execve_fn)real(R_EXECVE);
 	if (!f)
 		NO_REAL(-1);
-	bool ended = gmt_tracer_before_exec();
+	bool ended = gmt_tracer_end_early("exec");
 	int rc = f(path, argv, envp);
 	failed(ended, path);
 	return rc;
@@ -96,7 +104,7 @@ execv(const char *path, char *const argv[])
 	execv_fn f = (execv_fn)real(R_EXECV);
 	if (!f)
 		NO_REAL(-1);
-	bool ended = gmt_tracer_before_exec();
+	bool ended = gmt_tracer_end_early("exec");
 	int rc = f(path, argv);
 	failed(ended, path);
 	return rc;
@@ -108,7 +116,7 @@ execvp(const char *file, char *const argv[])
 	execv_fn f = (execv_fn)real(R_EXECVP);
 	if (!f)
 		NO_REAL(-1);
-	bool ended = gmt_tracer_before_exec();
+	bool ended = gmt_tracer_end_early("exec");
 	int rc = f(file, argv);
 	failed(ended, file);
 	return rc;
@@ -120,7 +128,7 @@ execvpe(const char *file, char *const argv[], char *const envp[])
 	execve_fn f = (execve_fn)real(R_EXECVPE);
 	if (!f)
 		NO_REAL(-1);
-	bool ended = gmt_tracer_before_exec();
+	bool ended = gmt_tracer_end_early("exec");
 	int rc = f(file, argv, envp);
 	failed(ended, file);
 	return rc;
@@ -132,7 +140,7 @@ fexecve(int fd, char *const argv[], char *const envp[])
 	fexecve_fn f = (fexecve_fn)real(R_FEXECVE);
 	if (!f)
 		NO_REAL(-1);
-	bool ended = gmt_tracer_before_exec();
+	bool ended = gmt_tracer_end_early("exec");
 	int rc = f(fd, argv, envp);
 	failed(ended, NULL);
 	return rc;
@@ -201,4 +209,28 @@ execle(const char *path, const char *arg0, ...)
 	char *const *envp = va_arg(ap, char *const *);
 	va_end(ap);
 	return execve(path, argv, envp);
+}
+
+/* _exit and _Exit (the same in glibc; a program calls the one it names) */
+static void __attribute__((noreturn)) end_now(enum real which, int status)
+{
+	exit_fn f = (exit_fn)real(which);
+
+	gmt_tracer_end_early("_exit");
+	if (f)
+		f(status);
+	for (;;) /* never: libc's is always there */
+		syscall(SYS_exit_group, status);
+}
+
+GMT_EXPORT void
+_exit(int status)
+{
+	end_now(R_EXIT, status);
+}
+
+GMT_EXPORT void
+_Exit(int status)
+{
+	end_now(R_EXIT2, status);
 }
