@@ -111,4 +111,7 @@ void gmt_tracer_start(void);
  */
 bool gmt_tracer_end_early(const char *reason);
 
+/** capture/ends.c: libc's exec family and _exit looked up (the library's constructor). */
+void gmt_ends_setup(void);
+
 #endif

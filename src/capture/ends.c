@@ -63,6 +63,15 @@ real(enum real which)
 	return f;
 }
 
+void
+gmt_ends_setup(void)
+{
+	/* libc's functions found now, in the constructor: a vfork child (whose parent's other
+	 * threads run on in the same memory) must not be the first to look them up */
+	for (int i = 0; i < R_COUNT; i++)
+		real((enum real)i);
+}
+
 /* The exec failed (errno kept): the trace was ended for nothing; said once. */
 static void
 failed(bool ended, const char *what)

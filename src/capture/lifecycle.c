@@ -277,6 +277,7 @@ gmt_init(void)
 		atomic_store(&gmt_state, GMT_STATE_DISABLED);
 		return;
 	}
+	gmt_ends_setup();
 	gmt_pyhook_setup(opts);
 	gmt_prof_setup(opts->self_profile);
 	if (opts->cupti)
