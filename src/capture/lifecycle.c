@@ -263,6 +263,7 @@ __attribute__((constructor)) static void
 gmt_init(void)
 {
 	start_ts = gmt_mono_ns();
+	gmt_ends_setup(); /* whatever follows: the wrappers are there in every copy, any state */
 	/* One tracer per process: a second copy of the library stays inert (one line says so),
 	 * before it reads, warns about or acts on anything. */
 	if (gmt_api_defer(!enabled_by_env())) {
@@ -277,7 +278,6 @@ gmt_init(void)
 		atomic_store(&gmt_state, GMT_STATE_DISABLED);
 		return;
 	}
-	gmt_ends_setup();
 	gmt_pyhook_setup(opts);
 	gmt_prof_setup(opts->self_profile);
 	if (opts->cupti)
