@@ -12,7 +12,8 @@
  *   victim bigoom    a request larger than the device fails (any device)
  *   victim reset     cudaDeviceReset with live allocations of every kind
  *   victim burst     4 threads push events as fast as they can (drop accounting; one thread's
- *                    first pool allocation comes when the ring is full)
+ *                    first pool allocation comes when the ring is full), then one pool pair
+ *                    when all is quiet (its reading written whatever the burst's lost)
  *   victim plain     one allocation, nothing else (for option tests)
  *   victim vmm       the driver's virtual memory API as PyTorch's expandable segments use it:
  *                    reserve, create, map, set access, retain, unmap, release (CUPTI sees it)
@@ -361,6 +362,16 @@ burst(void)
 		pthread_create(&th[i], NULL, burst_main, (void *)i);
 	for (int i = 0; i < 4; i++)
 		pthread_join(th[i], NULL);
+	/* quiet, then one more pool pair: the ring has room again, so the pool's next reading is
+	 * written even if every reading of the burst was dropped (a loaded machine can keep the
+	 * ring full at each of them) */
+	struct timespec quiet = {0, 50 * 1000 * 1000};
+	nanosleep(&quiet, NULL);
+	void *p;
+	CK(cudaMallocAsync(&p, 512, 0));
+	did_alloc("cudaMallocAsync");
+	CK(cudaFreeAsync(p, 0));
+	did_free("cudaFreeAsync");
 }
 
 /* load THREADS PAIRS: THREADS threads of PAIRS cudaMalloc/cudaFree each, all at once (the exit
