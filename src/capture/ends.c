@@ -89,81 +89,60 @@ failed(bool ended, const char *what)
 	errno = err;
 }
 
-#define NO_REAL(ret)                                                                               \
+/* libc's @p which (of type @p type) called with the arguments after the trace has ended; an exec
+ * that returns failed (@p what: the file, for the line that says so). */
+#define THROUGH(which, type, what, ...)                                                            \
 	do {                                                                                       \
-		errno = ENOSYS;                                                                    \
-		return ret;                                                                        \
+		type f_ = (type)real(which);                                                       \
+		if (!f_) {                                                                         \
+			errno = ENOSYS;                                                            \
+			return -1;                                                                 \
+		}                                                                                  \
+		bool ended_ = gmt_tracer_end_early("exec");                                        \
+		int rc_ = f_(__VA_ARGS__);                                                         \
+		failed(ended_, what);                                                              \
+		return rc_;                                                                        \
 	} while (0)
 
 GMT_EXPORT int
 execve(const char *path, char *const argv[], char *const envp[])
 {
-	execve_fn f = (execve_fn)real(R_EXECVE);
-	if (!f)
-		NO_REAL(-1);
-	bool ended = gmt_tracer_end_early("exec");
-	int rc = f(path, argv, envp);
-	failed(ended, path);
-	return rc;
+	THROUGH(R_EXECVE, execve_fn, path, path, argv, envp);
 }
 
 GMT_EXPORT int
 execv(const char *path, char *const argv[])
 {
-	execv_fn f = (execv_fn)real(R_EXECV);
-	if (!f)
-		NO_REAL(-1);
-	bool ended = gmt_tracer_end_early("exec");
-	int rc = f(path, argv);
-	failed(ended, path);
-	return rc;
+	THROUGH(R_EXECV, execv_fn, path, path, argv);
 }
 
 GMT_EXPORT int
 execvp(const char *file, char *const argv[])
 {
-	execv_fn f = (execv_fn)real(R_EXECVP);
-	if (!f)
-		NO_REAL(-1);
-	bool ended = gmt_tracer_end_early("exec");
-	int rc = f(file, argv);
-	failed(ended, file);
-	return rc;
+	THROUGH(R_EXECVP, execv_fn, file, file, argv);
 }
 
 GMT_EXPORT int
 execvpe(const char *file, char *const argv[], char *const envp[])
 {
-	execve_fn f = (execve_fn)real(R_EXECVPE);
-	if (!f)
-		NO_REAL(-1);
-	bool ended = gmt_tracer_end_early("exec");
-	int rc = f(file, argv, envp);
-	failed(ended, file);
-	return rc;
+	THROUGH(R_EXECVPE, execve_fn, file, file, argv, envp);
 }
 
 GMT_EXPORT int
 fexecve(int fd, char *const argv[], char *const envp[])
 {
-	fexecve_fn f = (fexecve_fn)real(R_FEXECVE);
-	if (!f)
-		NO_REAL(-1);
-	bool ended = gmt_tracer_end_early("exec");
-	int rc = f(fd, argv, envp);
-	failed(ended, NULL);
-	return rc;
+	THROUGH(R_FEXECVE, fexecve_fn, NULL, fd, argv, envp);
 }
 
 /* execl, execlp, execle: their arguments into an array on the stack (as glibc does), then the
  * array forms above. */
 static size_t
-count_args(const char *arg0, va_list ap)
+count_args(va_list ap)
 {
-	size_t n = 1;
+	size_t n =
+	    1; /* the first, never NULL (glibc declares it so, and its own execl counts on it) */
 	va_list aq;
 
-	(void)arg0; /* never NULL (glibc declares it so, and its own execl counts on it) */
 	va_copy(aq, ap);
 	while (va_arg(aq, const char *))
 		n++;
@@ -171,13 +150,14 @@ count_args(const char *arg0, va_list ap)
 	return n;
 }
 
-#define COLLECT(arg0, ap, argv, n)                                                                 \
-	do {                                                                                       \
-		(argv)[0] = (char *)(arg0);                                                        \
-		for (size_t i_ = 1; i_ < (n); i_++)                                                \
-			(argv)[i_] = va_arg(ap, char *);                                           \
-		(argv)[n] = NULL;                                                                  \
-	} while (0)
+/* char *argv[] of @p arg0 and the arguments after it in @p ap, up to their NULL (left in ap) */
+#define ARGV_OF(argv, arg0, ap)                                                                    \
+	size_t argv##_n = count_args(ap);                                                          \
+	char *argv[argv##_n + 1];                                                                  \
+	(argv)[0] = (char *)(arg0);                                                                \
+	for (size_t i_ = 1; i_ < argv##_n; i_++)                                                   \
+		(argv)[i_] = va_arg(ap, char *);                                                   \
+	(argv)[argv##_n] = NULL
 
 GMT_EXPORT int
 execl(const char *path, const char *arg0, ...)
@@ -185,9 +165,7 @@ execl(const char *path, const char *arg0, ...)
 	va_list ap;
 
 	va_start(ap, arg0);
-	size_t n = count_args(arg0, ap);
-	char *argv[n + 1];
-	COLLECT(arg0, ap, argv, n);
+	ARGV_OF(argv, arg0, ap);
 	va_end(ap);
 	return execv(path, argv);
 }
@@ -198,9 +176,7 @@ execlp(const char *file, const char *arg0, ...)
 	va_list ap;
 
 	va_start(ap, arg0);
-	size_t n = count_args(arg0, ap);
-	char *argv[n + 1];
-	COLLECT(arg0, ap, argv, n);
+	ARGV_OF(argv, arg0, ap);
 	va_end(ap);
 	return execvp(file, argv);
 }
@@ -211,9 +187,7 @@ execle(const char *path, const char *arg0, ...)
 	va_list ap;
 
 	va_start(ap, arg0);
-	size_t n = count_args(arg0, ap);
-	char *argv[n + 1];
-	COLLECT(arg0, ap, argv, n);
+	ARGV_OF(argv, arg0, ap);
 	(void)va_arg(ap, char *); /* the NULL that ends them */
 	char *const *envp = va_arg(ap, char *const *);
 	va_end(ap);

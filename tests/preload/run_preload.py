@@ -1099,6 +1099,15 @@ def run_bad_lib(build, victim, env):
     return finish()
 
 
+def plain_traces(build, d):
+    """The trace files in @d, shortest name first (NAME before NAME.1), a compressed one
+    decompressed with the reader's module (its plain copy's path in its place)."""
+    paths = sorted(glob.glob(os.path.join(d, "*.jsonl")) + glob.glob(os.path.join(d, "*.jsonl.zst")),
+                   key=lambda x: (len(x), x))
+    return [zcat(build, x, tempfile.mkdtemp(prefix="gmt-preload-zcat-"))[0] if x.endswith(".zst") else x
+            for x in paths]
+
+
 def exec_scenario(build, victim, env, outdir, coverage):
     """exec: the victim execs itself (the same pid) after its allocations; then a Python program
     whose subprocesses exec from a vfork child (CPython's subprocess), between its own calls."""
@@ -1107,12 +1116,9 @@ def exec_scenario(build, victim, env, outdir, coverage):
     dids = [json.loads(l) for l in p.stdout.splitlines() if l.startswith("{")]
     check(len(dids) == 2 and dids[0]["pid"] == dids[1]["pid"],
           f"both images said what they did, under one pid: {[d['pid'] for d in dids]}")
-    # NAME, then NAME.1 (the same pid); a compressed one read through the reader's module
-    paths = sorted(glob.glob(os.path.join(outdir, "*.jsonl")) + glob.glob(os.path.join(outdir, "*.jsonl.zst")),
-                   key=len)
+    # NAME, then NAME.1 (the same pid)
+    paths = plain_traces(build, outdir)
     check(len(paths) == 2, f"one trace per image ({[os.path.basename(x) for x in paths]})")
-    paths = [zcat(build, x, tempfile.mkdtemp(prefix="gmt-preload-zcat-"))[0] if x.endswith(".zst") else x
-             for x in paths]
     if len(dids) == 2 and len(paths) == 2:
         for did, path, reason in zip(dids, paths, ("exec", "exit")):
             recs = load_trace(path)
@@ -1141,9 +1147,7 @@ def exec_scenario(build, victim, env, outdir, coverage):
     p = subprocess.run([sys.executable, "-c", script], env=dict(env, GPUMEMTRACE_OUTPUT_DIR=d),
                        capture_output=True, text=True, timeout=300)
     check(p.returncode == 0, f"python with subprocesses exits 0 ({p.stderr.strip()[-300:]})")
-    traces = glob.glob(os.path.join(d, "*.jsonl")) + glob.glob(os.path.join(d, "*.jsonl.zst"))
-    traces = [zcat(build, x, tempfile.mkdtemp(prefix="gmt-preload-zcat-"))[0] if x.endswith(".zst") else x
-              for x in traces]
+    traces = plain_traces(build, d)
     recs = load_trace(traces[0]) if len(traces) == 1 else []
     events = [r for r in recs if r.get("type") == "event" and r.get("op") in ("alloc", "free")]
     check(len(traces) == 1 and recs[-1].get("reason") == "exit" and recs[-1].get("dropped") == 0
@@ -1166,9 +1170,7 @@ def exec_scenario(build, victim, env, outdir, coverage):
     d = tempfile.mkdtemp(prefix="gmt-preload-os-exit-", dir=outdir)
     p = subprocess.run([sys.executable, "-c", script], env=dict(env, GPUMEMTRACE_OUTPUT_DIR=d),
                        capture_output=True, text=True, timeout=300)
-    traces = glob.glob(os.path.join(d, "*.jsonl")) + glob.glob(os.path.join(d, "*.jsonl.zst"))
-    traces = [zcat(build, x, tempfile.mkdtemp(prefix="gmt-preload-zcat-"))[0] if x.endswith(".zst") else x
-              for x in traces]
+    traces = plain_traces(build, d)
     recs = load_trace(traces[0]) if len(traces) == 1 else []
     events = [r for r in recs if r.get("type") == "event" and r.get("op") in ("alloc", "free")]
     check(p.returncode == 0 and len(traces) == 1 and recs[-1].get("reason") == "_exit"
