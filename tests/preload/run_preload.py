@@ -1108,6 +1108,18 @@ def plain_traces(build, d):
             for x in paths]
 
 
+def python_traced(build, env, outdir, script):
+    """Run a Python script under the tracer into a directory of its own: (the process, its
+    traces, the only one's lines (none unless exactly one), its allocations and frees)."""
+    d = tempfile.mkdtemp(prefix="gmt-preload-py-", dir=outdir)
+    p = subprocess.run([sys.executable, "-c", script], env=dict(env, GPUMEMTRACE_OUTPUT_DIR=d),
+                       capture_output=True, text=True, timeout=300)
+    traces = plain_traces(build, d)
+    recs = load_trace(traces[0]) if len(traces) == 1 else []
+    events = [r for r in recs if r.get("type") == "event" and r.get("op") in ("alloc", "free")]
+    return p, traces, recs, events
+
+
 def exec_scenario(build, victim, env, outdir, coverage):
     """exec: the victim execs itself (the same pid) after its allocations; then a Python program
     whose subprocesses exec from a vfork child (CPython's subprocess), between its own calls."""
@@ -1143,13 +1155,8 @@ def exec_scenario(build, victim, env, outdir, coverage):
               "subprocess.run(['true'], check=True)\n"
               "subprocess.run(['sh', '-c', 'exit 0'], check=True)\n"
               "pairs(50, 8192)\n")
-    d = tempfile.mkdtemp(prefix="gmt-preload-vfork-", dir=outdir)
-    p = subprocess.run([sys.executable, "-c", script], env=dict(env, GPUMEMTRACE_OUTPUT_DIR=d),
-                       capture_output=True, text=True, timeout=300)
+    p, traces, recs, events = python_traced(build, env, outdir, script)
     check(p.returncode == 0, f"python with subprocesses exits 0 ({p.stderr.strip()[-300:]})")
-    traces = plain_traces(build, d)
-    recs = load_trace(traces[0]) if len(traces) == 1 else []
-    events = [r for r in recs if r.get("type") == "event" and r.get("op") in ("alloc", "free")]
     check(len(traces) == 1 and recs[-1].get("reason") == "exit" and recs[-1].get("dropped") == 0
           and len(events) == 200,
           f"the parent's trace goes on past its subprocesses' execs: one trace, 200 events, "
@@ -1167,12 +1174,7 @@ def exec_scenario(build, victim, env, outdir, coverage):
               "w.start(); w.join()\n"
               "assert rt.cudaMalloc(ctypes.byref(p), 1 << 20) == 0\n"
               "os._exit(0)\n")
-    d = tempfile.mkdtemp(prefix="gmt-preload-os-exit-", dir=outdir)
-    p = subprocess.run([sys.executable, "-c", script], env=dict(env, GPUMEMTRACE_OUTPUT_DIR=d),
-                       capture_output=True, text=True, timeout=300)
-    traces = plain_traces(build, d)
-    recs = load_trace(traces[0]) if len(traces) == 1 else []
-    events = [r for r in recs if r.get("type") == "event" and r.get("op") in ("alloc", "free")]
+    p, traces, recs, events = python_traced(build, env, outdir, script)
     check(p.returncode == 0 and len(traces) == 1 and recs[-1].get("reason") == "_exit"
           and recs[-1].get("dropped") == 0 and len(events) == 201,
           f"os._exit: the whole trace, ended by _exit (exit {p.returncode}, {len(traces)} traces, "
