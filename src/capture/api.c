@@ -28,7 +28,7 @@
  * when the CUDA driver dlopen()s it (CUDA_INJECTION64_PATH) all of its TLS must fit in glibc's
  * static TLS surplus, a few hundred bytes.
  */
-static __thread uint32_t range_depth;
+static __thread uint32_t range_depth __attribute__((tls_model("initial-exec")));
 
 /* @p label truncated to GMT_LABEL_MAX - 1 bytes, "" for NULL, into @p dst. A cut never splits a
  * UTF-8 character: the character the limit falls into is left out whole. */

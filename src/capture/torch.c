@@ -40,7 +40,7 @@ copy_meta(char *dst, const char *meta, size_t len)
 /* Python's cyclic garbage collector is running on this thread (gc.callbacks, _torch.py): the
  * tensors it frees were kept alive by reference cycles. One byte of initial-exec TLS (api.c says
  * why that must stay small). */
-static __thread uint8_t in_gc;
+static __thread uint8_t in_gc __attribute__((tls_model("initial-exec")));
 
 void
 gmt_api_torch_gc(int collecting)
