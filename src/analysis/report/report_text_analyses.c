@@ -220,7 +220,7 @@ gaps_text(FILE *out, const struct gmt_gaps *g)
 		gmt_format_bytes(g->span, b1));
 	if (g->ranges > 1)
 		fprintf(out, " in %" PRIu64 " address ranges", g->ranges);
-	fprintf(out, " with %s in %" PRIu64 " %s (largest %s);", gmt_format_bytes(g->gap_bytes, b2),
+	fprintf(out, " with %s in %" PRIu64 " %s (largest %s)", gmt_format_bytes(g->gap_bytes, b2),
 		g->gaps, gmt_text_plural(g->gaps, "hole", "holes"),
 		gmt_format_bytes(g->largest_gap, b3));
 }
@@ -245,22 +245,30 @@ gmt_text_fragmentation(FILE *out, const struct gmt_process *procs, size_t n)
 			header = true;
 			process_note(m, n, proc, sizeof(proc));
 			fprintf(out, "  device %d%s:", d->device, proc);
+			/* the parts separated by "; ", the line ending with the last */
+			const char *sep = "";
 			/* Each kind's addresses on their own: a span across kinds means nothing. */
 			if (g->valid && g->gaps) {
 				fprintf(out, " at the peak");
 				for (int kind = 0; kind < GMT_TK_COUNT; kind++)
 					if (d->peak_gaps_kind[kind].valid &&
-					    d->peak_gaps_kind[kind].gaps)
+					    d->peak_gaps_kind[kind].gaps) {
+						fputs(sep, out);
 						gaps_text(out, &d->peak_gaps_kind[kind]);
+						sep = ";";
+					}
 			}
-			if (d->max_pool_slack)
-				fprintf(out,
-					" pools held up to %s more than their live allocations at "
-					"%.3f s;",
-					gmt_format_bytes(d->max_pool_slack, b1),
-					gmt_trace_time_s(m->trace, d->max_pool_slack_ts));
+			if (d->max_pool_slack) {
+				fprintf(
+				    out,
+				    "%s pools held up to %s more than their live allocations at "
+				    "%.3f s",
+				    sep, gmt_format_bytes(d->max_pool_slack, b1),
+				    gmt_trace_time_s(m->trace, d->max_pool_slack_ts));
+				sep = ";";
+			}
 			if (d->requested_allocs)
-				fprintf(out, " pitched allocations asked %s, got %s;",
+				fprintf(out, "%s pitched allocations asked %s, got %s", sep,
 					gmt_format_bytes(d->requested_bytes, b1),
 					gmt_format_bytes(d->requested_granted, b2));
 			fprintf(out, "\n");
