@@ -25,8 +25,8 @@ file_type(mode_t mode)
 	return "not a plain file";
 }
 
-int
-gmt_input_open(const char *path, char why[GMT_INPUT_WHY])
+static int
+open_input(const char *path, bool pipe_ok, bool *is_pipe, char why[GMT_INPUT_WHY])
 {
 	struct stat st;
 	int fd, flags, err;
@@ -48,10 +48,26 @@ gmt_input_open(const char *path, char why[GMT_INPUT_WHY])
 		snprintf(why, GMT_INPUT_WHY, "%s", strerror(err));
 		goto err_close;
 	}
-	if (!S_ISREG(st.st_mode)) {
+	*is_pipe = pipe_ok && S_ISFIFO(st.st_mode);
+	if (!S_ISREG(st.st_mode) && !*is_pipe) {
 		err = S_ISDIR(st.st_mode) ? EISDIR : EINVAL;
 		snprintf(why, GMT_INPUT_WHY, "not a regular file (%s)", file_type(st.st_mode));
 		goto err_close;
+	}
+	if (*is_pipe) {
+		/* A FIFO the user named waits for its writer, as `cat FIFO` does (read now, it
+		 * would end at once); a pipe (/dev/fd/N of `<(...)`) has its writer already. */
+		close(fd);
+		fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+		if (fd < 0 || fstat(fd, &st) != 0 || !S_ISFIFO(st.st_mode)) {
+			err = fd < 0 ? errno : EINVAL;
+			snprintf(why, GMT_INPUT_WHY, "%s",
+				 fd < 0 ? strerror(err) : "changed while it was opened");
+			if (fd < 0)
+				goto err_out;
+			goto err_close;
+		}
+		return fd;
 	}
 	flags = fcntl(fd, F_GETFL);
 	if (flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0) {
@@ -62,8 +78,23 @@ gmt_input_open(const char *path, char why[GMT_INPUT_WHY])
 	return fd;
 err_close:
 	close(fd);
+err_out:
 	errno = err;
 	return -1;
+}
+
+int
+gmt_input_open(const char *path, char why[GMT_INPUT_WHY])
+{
+	bool is_pipe;
+
+	return open_input(path, false, &is_pipe, why);
+}
+
+int
+gmt_input_open_pipe(const char *path, bool *is_pipe, char why[GMT_INPUT_WHY])
+{
+	return open_input(path, true, is_pipe, why);
 }
 
 FILE *

@@ -6,6 +6,7 @@
 #ifndef GMT_UTIL_INPUT_H
 #define GMT_UTIL_INPUT_H
 
+#include <stdbool.h>
 #include <stdio.h>
 
 /** Big enough for the reason gmt_input_open() gives. */
@@ -19,6 +20,14 @@
  * file (a FIFO)".
  */
 int gmt_input_open(const char *path, char why[GMT_INPUT_WHY]);
+
+/**
+ * gmt_input_open(), but a FIFO or a pipe is opened too (for a path the user named, as
+ * `report <(zstdcat t.jsonl.zst)` names /dev/fd/63). A named FIFO's open waits for its writer,
+ * as `cat FIFO` does. *@p is_pipe says which it was. Never for a file found in a directory or
+ * named inside a trace, where a FIFO may hold the read for good.
+ */
+int gmt_input_open_pipe(const char *path, bool *is_pipe, char why[GMT_INPUT_WHY]);
 
 /** gmt_input_open() as a stdio stream; NULL with @p why set. */
 FILE *gmt_input_fopen(const char *path, char why[GMT_INPUT_WHY]);

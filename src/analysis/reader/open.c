@@ -36,7 +36,7 @@ gmt_trace_read_sink(const char *path,
 	*out = NULL;
 	if (!opt)
 		opt = &defaults;
-	if (gmt_trace_input_open(&in, path, why) != 0) {
+	if (gmt_trace_input_open(&in, path, opt->pipe_ok, why) != 0) {
 		fprintf(diag, "%s: cannot open: %s\n", gmt_esc(path), gmt_esc(why));
 		return GMT_TRACE_UNREADABLE;
 	}

@@ -365,11 +365,14 @@ struct gmt_read_options {
 	unsigned jobs;
 	/** lines per chunk of a read with jobs > 1; 0: the default (the tests make it small) */
 	unsigned chunk_lines;
+	/** a path the user named: a FIFO or pipe there (`report <(zstdcat t.zst)`) is read as
+	 * standard input is; false for the files found in a directory (a FIFO may never end) */
+	bool pipe_ok;
 };
 
 #define GMT_READ_OPTIONS_INIT                                                                      \
 	{                                                                                          \
-		.slow = false, .progress = NULL, .jobs = 1, .chunk_lines = 0                       \
+		.slow = false, .progress = NULL, .jobs = 1, .chunk_lines = 0, .pipe_ok = false     \
 	}
 
 /**

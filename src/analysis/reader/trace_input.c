@@ -254,7 +254,7 @@ gz_open(struct gmt_trace_input_state *st, char why[GMT_TRACE_INPUT_WHY])
 
 /* The file as a stream from its first byte, with its first bytes in st->peek. */
 static FILE *
-open_raw(struct gmt_trace_input *in, const char *path, char why[GMT_TRACE_INPUT_WHY])
+open_raw(struct gmt_trace_input *in, const char *path, bool pipe_ok, char why[GMT_TRACE_INPUT_WHY])
 {
 	struct gmt_trace_input_state *st = in->st;
 	char owhy[GMT_INPUT_WHY];
@@ -271,14 +271,15 @@ open_raw(struct gmt_trace_input *in, const char *path, char why[GMT_TRACE_INPUT_
 			return NULL;
 		}
 		stdin_taken = true;
-		in->is_stdin = true;
+		in->is_stream = true;
 		/* a copy of the descriptor: closing the trace leaves the process's stdin open */
 		fd = fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 0);
 		if (fd < 0) {
 			snprintf(why, GMT_TRACE_INPUT_WHY, "%s", strerror(errno));
 			return NULL;
 		}
-	} else if ((fd = gmt_input_open(path, owhy)) < 0) {
+	} else if ((fd = pipe_ok ? gmt_input_open_pipe(path, &in->is_stream, owhy)
+				 : gmt_input_open(path, owhy)) < 0) {
 		snprintf(why, GMT_TRACE_INPUT_WHY, "%s", owhy);
 		return NULL;
 	}
@@ -298,14 +299,15 @@ open_raw(struct gmt_trace_input *in, const char *path, char why[GMT_TRACE_INPUT_
 		fclose(f);
 		return NULL;
 	}
-	if (!in->is_stdin) {
+	if (!in->is_stream) {
 		if (fseek(f, 0, SEEK_SET) == 0)
 			return f;
 		snprintf(why, GMT_TRACE_INPUT_WHY, "cannot rewind: %s", strerror(errno));
 		fclose(f);
 		return NULL;
 	}
-	/* standard input: a pipe cannot seek, and a file there need not be at its start */
+	/* standard input or a pipe: a pipe cannot seek, and a file on standard input need not be
+	 * at its start */
 	st->under = f;
 	f = fopencookie(st, "r",
 			(cookie_io_functions_t){.read = replay_read, .close = replay_close});
@@ -318,7 +320,10 @@ open_raw(struct gmt_trace_input *in, const char *path, char why[GMT_TRACE_INPUT_
 }
 
 int
-gmt_trace_input_open(struct gmt_trace_input *in, const char *path, char why[GMT_TRACE_INPUT_WHY])
+gmt_trace_input_open(struct gmt_trace_input *in,
+		     const char *path,
+		     bool pipe_ok,
+		     char why[GMT_TRACE_INPUT_WHY])
 {
 	struct gmt_trace_input_state *st = calloc(1, sizeof(*st));
 	FILE *f;
@@ -330,7 +335,7 @@ gmt_trace_input_open(struct gmt_trace_input *in, const char *path, char why[GMT_
 	}
 	st->fd = -1;
 	st->size = -1;
-	if (!(st->raw = open_raw(in, path, why)))
+	if (!(st->raw = open_raw(in, path, pipe_ok, why)))
 		goto err_free;
 	if (st->npeek == PEEK && memcmp(st->peek, GMT_ZSTD_MAGIC, PEEK) == 0) {
 		in->kind = GMT_TRACE_INPUT_ZSTD;
@@ -620,7 +625,7 @@ raw_offset(const struct gmt_trace_input *in)
 	case GMT_TRACE_INPUT_GZIP: return st->consumed;
 	case GMT_TRACE_INPUT_PLAIN: break;
 	}
-	return in->is_stdin ? st->replayed : (long long)ftell(in->f);
+	return in->is_stream ? st->replayed : (long long)ftell(in->f);
 }
 
 long long

@@ -49,18 +49,21 @@ struct gmt_trace_input_state;
 struct gmt_trace_input {
 	FILE *f; /* the trace's lines, decompressed */
 	enum gmt_trace_input_kind kind;
-	bool is_stdin;
+	bool is_stream; /* standard input or a pipe: read once, never rewound */
 	struct gmt_trace_input_state *st;
 };
 
 /**
  * Open @p path (or standard input for "-") to read its lines. A path must be a regular file
- * (util/input.h: a FIFO would block); standard input may be anything, and is read once per
- * process (a second "-" is refused: its bytes are gone). 0, or -1 with the reason in @p why
- * (the open's, or why a compressed file cannot be read: no libzstd.so.1, out of memory).
+ * (util/input.h: a FIFO may block), or with @p pipe_ok (a path the user named) also a FIFO or
+ * pipe, read as standard input is; standard input may be anything, and is read once per process
+ * (a second "-" is refused: its bytes are gone). 0, or -1 with the reason in @p why (the open's,
+ * or why a compressed file cannot be read: no libzstd.so.1, out of memory).
  */
-int
-gmt_trace_input_open(struct gmt_trace_input *in, const char *path, char why[GMT_TRACE_INPUT_WHY]);
+int gmt_trace_input_open(struct gmt_trace_input *in,
+			 const char *path,
+			 bool pipe_ok,
+			 char why[GMT_TRACE_INPUT_WHY]);
 
 /** The format's name for messages: "plain", "zstd", "gzip". */
 const char *gmt_trace_input_kind_name(enum gmt_trace_input_kind kind);

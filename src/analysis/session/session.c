@@ -153,6 +153,21 @@ gmt_session_add_file(struct gmt_session *s, const char *path)
 	return take(s, path, rc, t, m);
 }
 
+/* A file the user named: a pipe there (`report <(zstdcat t.zst)`, a FIFO) is read as standard
+ * input is, where a directory's files must be regular files. */
+static int
+add_named(struct gmt_session *s, const char *path)
+{
+	struct gmt_session_options opt = s->opt;
+	struct gmt_trace *t = NULL;
+	struct gmt_model *m = NULL;
+
+	opt.read.pipe_ok = true;
+	int rc = read_one(&opt, s->diag, path, &t, &m);
+
+	return take(s, path, rc, t, m);
+}
+
 // --- a directory: its traces read in parallel ------------------------------------------------
 
 /*
@@ -353,7 +368,7 @@ gmt_session_add_path(struct gmt_session *s, const char *path)
 		return -1;
 	}
 	if (!S_ISDIR(st.st_mode))
-		return gmt_session_add_file(s, path);
+		return add_named(s, path);
 	n = gmt_trace_files(path, &names);
 	if (n < 0) {
 		fprintf(s->diag, "%s: cannot read directory: %s\n", gmt_esc(path), strerror(-n));
