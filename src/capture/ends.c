@@ -10,7 +10,10 @@
  * whose reason is "exec" or "_exit") and calls libc's. After an exec, the new image starts a trace
  * of its own if it uses CUDA (the same pid: the next file name). An exec that fails returns to a
  * process whose trace has ended; its later calls are counted as dropped in that trailer, and one
- * line says so.
+ * line says so. So the trace is not ended for an exec that cannot succeed: a file that is not
+ * there or not an executable regular file, or a name found in no directory of PATH (Python's
+ * os.execvp tries each directory of PATH with an execv; a program tries a tool and goes on
+ * without it): such an exec is passed to libc with the trace running, and fails as it would.
  *
  * libc's execv, execvp and execl* call execve inside libc, not through the PLT: each is wrapped.
  * posix_spawn and system() exec in a child (glibc's own clone): nothing of this process ends. A
@@ -20,10 +23,13 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -89,16 +95,66 @@ failed(bool ended, const char *what)
 	errno = err;
 }
 
-/* libc's @p which (of type @p type) called with the arguments after the trace has ended; an exec
- * that returns failed (@p what: the file, for the line that says so). */
-#define THROUGH(which, type, what, ...)                                                            \
+/* @p path is a regular file this process may execute (what execve checks first; not whether
+ * its format is one the kernel runs). errno is left as it was. */
+static bool
+executable(const char *path)
+{
+	struct stat st;
+	int err = errno;
+	bool ok = stat(path, &st) == 0 && S_ISREG(st.st_mode) &&
+		  faccessat(AT_FDCWD, path, X_OK, AT_EACCESS) == 0;
+
+	errno = err;
+	return ok;
+}
+
+/* An exec of @p file may succeed: with @p search (execvp, execvpe) and no '/' in it, as some
+ * directory of PATH's (glibc's default when PATH is unset); else as the path it is. No memory
+ * is allocated (a vfork child may call this). */
+static bool
+may_exec(const char *file, bool search)
+{
+	if (!file || !*file)
+		return false;
+	if (!search || strchr(file, '/'))
+		return executable(file);
+	const char *path = getenv("PATH");
+	if (!path)
+		path = "/bin:/usr/bin";
+	size_t flen = strlen(file);
+	for (const char *p = path;; p++) {
+		const char *end = strchrnul(p, ':');
+		size_t dlen = (size_t)(end - p);
+		char full[PATH_MAX];
+		if (dlen + 1 + flen < sizeof(full)) {
+			/* an empty entry is the current directory */
+			memcpy(full, dlen ? p : ".", dlen ? dlen : 1);
+			size_t at = dlen ? dlen : 1;
+			full[at++] = '/';
+			memcpy(full + at, file, flen + 1);
+			if (executable(full))
+				return true;
+		} else {
+			return true; /* too long to check here: let the exec say */
+		}
+		if (!*end)
+			return false;
+		p = end;
+	}
+}
+
+/* libc's @p which (of type @p type) called with the arguments after the trace has ended, unless
+ * the exec cannot succeed (@p can: may_exec()); an exec that returns failed (@p what: the file,
+ * for the line that says so). */
+#define THROUGH(which, type, can, what, ...)                                                       \
 	do {                                                                                       \
 		type f_ = (type)real(which);                                                       \
 		if (!f_) {                                                                         \
 			errno = ENOSYS;                                                            \
 			return -1;                                                                 \
 		}                                                                                  \
-		bool ended_ = gmt_tracer_end_early("exec");                                        \
+		bool ended_ = (can) && gmt_tracer_end_early("exec");                               \
 		int rc_ = f_(__VA_ARGS__);                                                         \
 		failed(ended_, what);                                                              \
 		return rc_;                                                                        \
@@ -107,31 +163,31 @@ failed(bool ended, const char *what)
 GMT_EXPORT int
 execve(const char *path, char *const argv[], char *const envp[])
 {
-	THROUGH(R_EXECVE, execve_fn, path, path, argv, envp);
+	THROUGH(R_EXECVE, execve_fn, may_exec(path, false), path, path, argv, envp);
 }
 
 GMT_EXPORT int
 execv(const char *path, char *const argv[])
 {
-	THROUGH(R_EXECV, execv_fn, path, path, argv);
+	THROUGH(R_EXECV, execv_fn, may_exec(path, false), path, path, argv);
 }
 
 GMT_EXPORT int
 execvp(const char *file, char *const argv[])
 {
-	THROUGH(R_EXECVP, execv_fn, file, file, argv);
+	THROUGH(R_EXECVP, execv_fn, may_exec(file, true), file, file, argv);
 }
 
 GMT_EXPORT int
 execvpe(const char *file, char *const argv[], char *const envp[])
 {
-	THROUGH(R_EXECVPE, execve_fn, file, file, argv, envp);
+	THROUGH(R_EXECVPE, execve_fn, may_exec(file, true), file, file, argv, envp);
 }
 
 GMT_EXPORT int
 fexecve(int fd, char *const argv[], char *const envp[])
 {
-	THROUGH(R_FEXECVE, fexecve_fn, NULL, fd, argv, envp);
+	THROUGH(R_FEXECVE, fexecve_fn, fcntl(fd, F_GETFD) != -1, NULL, fd, argv, envp);
 }
 
 /* execl, execlp, execle: their arguments into an array on the stack (as glibc does), then the

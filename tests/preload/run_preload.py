@@ -1162,6 +1162,35 @@ def exec_scenario(build, victim, env, outdir, coverage):
           f"the parent's trace goes on past its subprocesses' execs: one trace, 200 events, "
           f"ended at exit ({len(traces)} traces, {len(events)} events, {recs[-1] if recs else None})")
     check("failed" not in p.stderr, f"no exec is said to have failed: {p.stderr.strip()[-300:]}")
+    # execs that cannot succeed (a tool that is not installed, tried through PATH by Python's
+    # os.execvp, one os.execv per directory; a path that is not there; a file that is not
+    # executable) fail as they would, and the trace goes on: the program carries on without
+    script = ("import ctypes, os, tempfile\n"
+              "rt = ctypes.CDLL('libcudart.so.13')\n"
+              "plain = tempfile.NamedTemporaryFile(prefix='gmt-not-executable-')\n"
+              "os.chmod(plain.name, 0o644)\n"
+              "p = ctypes.c_void_p()\n"
+              "def pairs(n, size):\n"
+              "    for _ in range(n):\n"
+              "        assert rt.cudaMalloc(ctypes.byref(p), size) == 0\n"
+              "        assert rt.cudaFree(p) == 0\n"
+              "pairs(50, 4096)\n"
+              "for f, a in ((os.execvp, 'gmt-no-such-tool'), (os.execv, '/nonexistent/tool'),\n"
+              "             (os.execv, plain.name), (os.execvp, '')):\n"
+              "    try:\n"
+              "        f(a, [a or 'x'])\n"
+              "    except OSError:\n"
+              "        pass\n"
+              "    else:\n"
+              "        raise SystemExit('exec of %r returned' % a)\n"
+              "pairs(50, 8192)\n")
+    p, traces, recs, events = python_traced(build, env, outdir, script)
+    check(p.returncode == 0 and len(traces) == 1 and recs[-1].get("reason") == "exit"
+          and recs[-1].get("dropped") == 0 and len(events) == 200,
+          f"execs that cannot succeed leave the trace running: one trace, 200 events, ended "
+          f"at exit (exit {p.returncode}, {len(traces)} traces, {len(events)} events, "
+          f"{recs[-1] if recs else None}) {p.stderr.strip()[-300:]}")
+    check("failed" not in p.stderr, f"no exec is said to have failed: {p.stderr.strip()[-300:]}")
     # os._exit at the end of a script (skipping a slow teardown), after a forked worker that
     # _exits too (multiprocessing's fork: the child's _exit ends nothing of the parent's)
     script = ("import ctypes, os, multiprocessing as mp\n"
