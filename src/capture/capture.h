@@ -111,7 +111,26 @@ void gmt_tracer_start(void);
  */
 bool gmt_tracer_end_early(const char *reason);
 
+/**
+ * A signal whose default action ends the process arrived (capture/ends.c's handler, @p name the
+ * signal's, e.g. "SIGTERM"): the trace is ended now, everything written, with @p name as its
+ * trailer's reason, waiting for the writer at most a few seconds (less when it makes no
+ * progress: the thread that got the signal may hold what the writer needs). In a signal
+ * handler, from any thread but the writer; also from inside the tracer's own calls (a process
+ * spends its time in CUDA calls). True when a running trace was ended.
+ */
+bool gmt_tracer_end_on_signal(const char *name);
+
 /** capture/ends.c: libc's exec family and _exit looked up (the library's constructor). */
 void gmt_ends_setup(void);
+
+/**
+ * capture/ends.c: the handler that ends the trace before a signal ends the process, installed
+ * for each signal whose default action ends it and whose disposition is still the default
+ * (SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGABRT, SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGSYS, SIGXCPU,
+ * SIGXFSZ, SIGPIPE); a handler the program has, or installs later, is left alone. When the trace
+ * starts (gmt_tracer_start(), before the writer).
+ */
+void gmt_ends_signals(void);
 
 #endif

@@ -1,5 +1,6 @@
 /*
- * @brief The ends of a process image that run no destructor of ours: exec and _exit.
+ * @brief The ends of a process image that run no destructor of ours: exec, _exit and the
+ * signals whose default action ends the process.
  *
  * An exec replaces the image and takes the writer thread with the old one; _exit ends the process
  * at once (Python's os._exit, which training scripts call at their end to skip a slow or hanging
@@ -19,12 +20,23 @@
  * posix_spawn and system() exec in a child (glibc's own clone): nothing of this process ends. A
  * vfork child (CPython's subprocess execs from one, and _exits when the exec fails) shares this
  * memory and this tracer: it ends nothing (gmt_tracer_end_early() knows it by its pid).
+ *
+ * A signal that ends the process (a scheduler's SIGTERM at a time limit, Ctrl-C, abort() after an
+ * uncaught C++ exception or a failed CUDA check, a segfault) ran no destructor either: the trace
+ * lost what was not flushed, often the failed allocation that explains the crash, and a short run
+ * left no file. Where the disposition is still the default when the trace starts, a handler of
+ * ours ends the trace (trailer reason: the signal's name), then the signal takes its default
+ * action as it would have: re-raised (SA_RESETHAND made it the default again), or, for a fault
+ * the kernel raised, by returning to the instruction, which faults again with its own siginfo (a
+ * core dump shows the crash, not us). A handler the program installs replaces ours, as any
+ * other's; one that chains to the handler before it (Python's faulthandler) reaches ours.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -272,4 +284,57 @@ GMT_EXPORT void
 _Exit(int status)
 {
 	end_now(R_EXIT2, status);
+}
+
+// --- signals that end the process ---------------------------------------------------------------
+
+static const struct {
+	int sig;
+	const char *name;
+} fatal[] = {
+    {SIGTERM, "SIGTERM"}, {SIGINT, "SIGINT"},	{SIGHUP, "SIGHUP"},   {SIGQUIT, "SIGQUIT"},
+    {SIGABRT, "SIGABRT"}, {SIGSEGV, "SIGSEGV"}, {SIGBUS, "SIGBUS"},   {SIGFPE, "SIGFPE"},
+    {SIGILL, "SIGILL"},	  {SIGSYS, "SIGSYS"},	{SIGXCPU, "SIGXCPU"}, {SIGXFSZ, "SIGXFSZ"},
+    {SIGPIPE, "SIGPIPE"},
+};
+
+static void
+on_fatal(int sig, siginfo_t *si, void *uctx)
+{
+	int err = errno;
+	const char *name = "signal";
+
+	(void)uctx;
+	for (size_t i = 0; i < sizeof(fatal) / sizeof(fatal[0]); i++)
+		if (fatal[i].sig == sig)
+			name = fatal[i].name;
+	gmt_tracer_end_on_signal(name);
+	errno = err;
+	/* the disposition is the default again (SA_RESETHAND): a fault the kernel raised comes
+	 * back when the instruction runs again; anything sent (kill, abort's raise) is sent again,
+	 * pending until this handler returns */
+	bool fault = sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL;
+	if (!(fault && si && si->si_code > 0))
+		raise(sig);
+}
+
+void
+gmt_ends_signals(void)
+{
+	for (size_t i = 0; i < sizeof(fatal) / sizeof(fatal[0]); i++) {
+		struct sigaction old, sa;
+
+		if (sigaction(fatal[i].sig, NULL, &old) != 0)
+			continue;
+		/* a handler (ours already, in a forked child; or the program's), or ignored */
+		if ((old.sa_flags & SA_SIGINFO) || old.sa_handler != SIG_DFL)
+			continue;
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_sigaction = on_fatal;
+		sigemptyset(&sa.sa_mask);
+		/* once: the next delivery takes the default action; on the alternate stack when the
+		 * thread has one (a stack overflow's SIGSEGV) */
+		sa.sa_flags = SA_SIGINFO | SA_RESETHAND | SA_ONSTACK | SA_RESTART;
+		sigaction(fatal[i].sig, &sa, NULL);
+	}
 }

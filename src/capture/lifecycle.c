@@ -212,6 +212,8 @@ gmt_tracer_start(void)
 	    .private_file = gmt_options_secure(),
 	};
 	atomic_store(&traced_pid, (int)getpid());
+	/* before the writer: a program may die of a signal right after its first calls */
+	gmt_ends_signals();
 	int rc = gmt_writer_start(&cfg);
 	if (rc < 0) {
 		gmt_warn("cannot start the trace writer thread: %s; this process runs on untraced",
@@ -305,6 +307,22 @@ __attribute__((destructor)) static void
 gmt_fini(void)
 {
 	end_trace("exit");
+}
+
+bool
+gmt_tracer_end_on_signal(const char *name)
+{
+	if ((int)getpid() != atomic_load(&traced_pid))
+		return false;
+	int expected = GMT_STATE_RUNNING;
+	if (!atomic_compare_exchange_strong(&gmt_state, &expected, GMT_STATE_STOPPED))
+		return false;
+	gmt_depth++;
+	/* 500 ms without progress, 5 s in all: a scheduler's SIGKILL follows its SIGTERM after a
+	 * grace period (SLURM, Kubernetes: 30 s by default) */
+	bool done = gmt_writer_stop(name, 500, 5000);
+	gmt_depth--;
+	return done;
 }
 
 bool

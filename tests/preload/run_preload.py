@@ -353,6 +353,8 @@ def main():
         return stderr_gone(victim, env, outdir)
     if sc == "exec":
         return exec_scenario(build, victim, env, outdir, coverage)
+    if sc == "signals":
+        return signals_scenario(build, victim, env, outdir, coverage)
 
     if sc == "no-cuda":
         # A process that never touches GPU memory leaves no file and no output.
@@ -1208,6 +1210,112 @@ def exec_scenario(build, victim, env, outdir, coverage):
           and recs[-1].get("dropped") == 0 and len(events) == 201,
           f"os._exit: the whole trace, ended by _exit (exit {p.returncode}, {len(traces)} traces, "
           f"{len(events)} events, {recs[-1] if recs else None})")
+    return finish()
+
+
+def ended_by_signal(build, did, path, coverage, name):
+    """The trace of a process @name ended: every call in it, the trailer's reason the signal's
+    name, and the report's verdict: ended by it, what was live not leaks."""
+    recs = load_trace(path)
+    _, rep = compare(build, did, path, recs, coverage, report_leaks=False)
+    check(recs and recs[-1].get("type") == "trailer" and recs[-1].get("reason") == name
+          and recs[-1].get("dropped") == 0,
+          f"{os.path.basename(path)}: the trailer says {name}, nothing dropped "
+          f"({recs[-1] if recs else None})")
+    if rep:
+        pr, s = rep["processes"][0], rep["summary"]
+        check(pr.get("ended_by") == name and pr.get("complete") is False,
+              f"report: processes[0] ended_by {pr.get('ended_by')!r}, complete "
+              f"{pr.get('complete')!r}")
+        check(s["leaked_bytes"] == 0 and s["live_at_end_bytes"] == did["leaked_bytes"],
+              f"report: what was live is live_at_end_bytes ({s['live_at_end_bytes']}), not leaked")
+    exe = os.path.join(build, "tools", "gpumemtrace")
+    p = subprocess.run([exe, "report", path], capture_output=True, text=True, timeout=120)
+    check(f"was ended by {name} at" in p.stdout,
+          f"report text: the process 'was ended by {name}' ({p.stdout[:300]!r})")
+    p = subprocess.run([exe, "check", "--max-leaked-bytes", "1G", path], capture_output=True,
+                       text=True, timeout=120)
+    check(p.returncode == 1 and f"did not exit normally (ended by {name})" in p.stdout,
+          f"check: complete-traces fails, naming {name} (exit {p.returncode}: {p.stdout[-300:]!r})")
+
+
+def signals_scenario(build, victim, env, outdir, coverage):
+    """signals: a process ended by a signal whose default action ends it (abort after a failed
+    allocation, a segfault, SIGTERM raised or sent at once by a scheduler, Ctrl-C, a hangup):
+    the trace holds every call, the failed allocation too, and ends with the signal's name; the
+    process dies of the same signal. Before, nothing flushed was lost: a short run left no file."""
+    cases = [("abort", "SIGABRT"), ("segv", "SIGSEGV"), ("term", "SIGTERM")]
+    for how, name in cases:
+        d = tempfile.mkdtemp(prefix=f"gmt-preload-die-{how}-", dir=outdir)
+        p = subprocess.run([victim, "die", how], env=dict(env, GPUMEMTRACE_OUTPUT_DIR=d),
+                           capture_output=True, text=True, timeout=120)
+        sig = getattr(signal, name)
+        check(p.returncode == -sig, f"victim die {how}: dies of {name} as untraced "
+              f"(exit {p.returncode}: {p.stderr.strip()[-300:]})")
+        dids = [json.loads(l) for l in p.stdout.splitlines() if l.startswith("{")]
+        paths = plain_traces(build, d)
+        check(len(dids) == 1 and len(paths) == 1, f"victim die {how}: one trace "
+              f"({[os.path.basename(x) for x in paths]})")
+        if len(dids) == 1 and len(paths) == 1:
+            ended_by_signal(build, dids[0], paths[0], coverage, name)
+    # sent from outside as soon as the program says it is ready (before a flush is due)
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        d = tempfile.mkdtemp(prefix="gmt-preload-sent-", dir=outdir)
+        proc = subprocess.Popen([victim, "hang"], env=dict(env, GPUMEMTRACE_OUTPUT_DIR=d),
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        lines = []
+        for line in proc.stdout:
+            if line.strip() == "ready":
+                break
+            lines.append(line)
+        proc.send_signal(sig)
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        check(proc.returncode == -sig, f"victim hang: {sig.name} ends it (exit {proc.returncode})")
+        dids = [json.loads(l) for l in lines if l.startswith("{")]
+        paths = plain_traces(build, d)
+        check(len(dids) == 1 and len(paths) == 1, f"{sig.name}: one trace")
+        if len(dids) == 1 and len(paths) == 1:
+            ended_by_signal(build, dids[0], paths[0], coverage, sig.name)
+    # SIGTERM while another thread is inside its CUDA calls: ended, no hang
+    d = tempfile.mkdtemp(prefix="gmt-preload-die-thread-", dir=outdir)
+    p = subprocess.run([victim, "die", "thread-term"], env=dict(env, GPUMEMTRACE_OUTPUT_DIR=d),
+                       capture_output=True, text=True, timeout=120)
+    paths = plain_traces(build, d)
+    recs = load_trace(paths[0]) if len(paths) == 1 else []
+    check(p.returncode == -signal.SIGTERM and recs and recs[-1].get("reason") == "SIGTERM",
+          f"SIGTERM while a thread is in its CUDA calls: dies of it, the trace ended by it "
+          f"(exit {p.returncode}, {recs[-1] if recs else None})")
+    if coverage != "full":  # ctypes reaches libcudart's own functions: CUPTI sees them
+        return finish()
+    # a Python program: SIGTERM's default (Python leaves it), and a handler of its own
+    script = ("import ctypes, os, signal, sys\n"
+              "rt = ctypes.CDLL('libcudart.so.13')\n"
+              "p = ctypes.c_void_p()\n"
+              "if sys.argv[1:] == ['own']:\n"
+              "    signal.signal(signal.SIGTERM, lambda *a: sys.exit(3))\n"
+              "for _ in range(100):\n"
+              "    assert rt.cudaMalloc(ctypes.byref(p), 4096) == 0\n"
+              "    assert rt.cudaFree(p) == 0\n"
+              "os.kill(os.getpid(), signal.SIGTERM)\n"
+              "signal.pause()\n")
+    p, traces, recs, events = python_traced(build, env, outdir, script)
+    check(p.returncode == -signal.SIGTERM and len(traces) == 1 and len(events) == 200
+          and recs[-1].get("reason") == "SIGTERM",
+          f"python killed by SIGTERM: 200 events, ended by SIGTERM (exit {p.returncode}, "
+          f"{len(events)} events, {recs[-1] if recs else None})")
+    d = tempfile.mkdtemp(prefix="gmt-preload-py-own-", dir=outdir)
+    q = subprocess.run([sys.executable, "-c", script, "own"],
+                       env=dict(env, GPUMEMTRACE_OUTPUT_DIR=d), capture_output=True, text=True,
+                       timeout=300)
+    paths = plain_traces(build, d)
+    recs = load_trace(paths[0]) if len(paths) == 1 else []
+    check(q.returncode == 3 and recs and recs[-1].get("reason") == "exit",
+          f"a program's own SIGTERM handler is left alone: it exits 3, the trace ends at exit "
+          f"(exit {q.returncode}, {recs[-1] if recs else None})")
     return finish()
 
 

@@ -19,6 +19,10 @@
  *                    reserve, create, map, set access, retain, unmap, release (CUPTI sees it)
  *   victim exec      allocations (one kept), says what it did, then execs itself as "victim plain"
  *                    (the same pid): the first image's trace must be whole, ended at the exec
+ *   victim die HOW   allocations (one kept), an allocation too large for the device, says what it
+ *                    did, then dies at once: HOW is abort (an uncaught C++ exception or a failed
+ *                    CUDA check), segv (a null pointer written), term (raise(SIGTERM)), or
+ *                    thread-term (SIGTERM while another thread is in its CUDA calls)
  *   victim closefds FILE
  *                    allocations, then closes every regular file it did not open (a daemon's
  *                    closefrom), changes directory to /, opens FILE and puts it on every free
@@ -33,8 +37,10 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -572,6 +578,54 @@ plain(void)
 	did_leak(1 << 20);
 }
 
+/* die: a process a signal ends (no destructor runs), right after its calls */
+static void *
+churn(void *arg)
+{
+	void *p;
+
+	atomic_store((_Atomic bool *)arg, true);
+	for (;;) { /* until the signal: not counted, the test only needs the process to end */
+		if (cudaMalloc(&p, 4096) == cudaSuccess)
+			cudaFree(p);
+	}
+	return NULL;
+}
+
+static void
+die(int argc, char **argv)
+{
+	const char *how = argc > 2 ? argv[2] : "";
+	void *p;
+
+	for (int i = 0; i < 100; i++) {
+		CK(cudaMalloc(&p, 4096));
+		did_alloc("cudaMalloc");
+		CK(cudaFree(p));
+		did_free("cudaFree");
+	}
+	bigoom(); /* one kept, one failed: the failure that explains a crash */
+	if (strcmp(how, "thread-term") == 0) {
+		pthread_t t;
+		_Atomic bool started = false;
+		if (pthread_create(&t, NULL, churn, &started) != 0)
+			exit(2);
+		while (!atomic_load(&started))
+			sched_yield();
+		print_did();
+		raise(SIGTERM);
+	}
+	print_did();
+	if (strcmp(how, "abort") == 0)
+		abort();
+	if (strcmp(how, "segv") == 0)
+		*(volatile int *)(uintptr_t)atoi("0") = 1;
+	if (strcmp(how, "term") == 0)
+		raise(SIGTERM);
+	fprintf(stderr, "victim: die abort|segv|term|thread-term\n");
+	exit(2);
+}
+
 /* Driver calls through dlopen, as cudart and PyTorch reach them (no link against libcuda). */
 #define DRV_CK(call)                                                                               \
 	do {                                                                                       \
@@ -740,11 +794,13 @@ main(int argc, char **argv)
 		exec_self();
 	} else if (strcmp(mode, "closefds") == 0) {
 		closefds(argc, argv);
+	} else if (strcmp(mode, "die") == 0) {
+		die(argc, argv);
 	} else {
 		fprintf(stderr,
 			"usage: victim "
 			"basic|threads|fork|_exit|hang|oom|bigoom|reset|burst|plain|vmm|poolburst|"
-			"load|asyncpairs|driverfirst|hold|closefds|exec\n");
+			"load|asyncpairs|driverfirst|hold|closefds|exec|die\n");
 		return 2;
 	}
 	print_did();

@@ -1050,10 +1050,16 @@ integrity_gate(struct gmt_gates *gates, const struct gmt_check_options *o, const
 		else
 			snprintf(who_buf, sizeof(who_buf), "process %zu", i);
 		if (json_is_false(json_object_get(p, GMT_RK_COMPLETE))) {
+			const char *by = json_string_value(json_object_get(p, GMT_RK_ENDED_BY));
 			died++;
-			detail(gate,
-			       "    %s (%s): did not exit normally (no trailer: killed or crashed)",
-			       file ? file : "?", who_buf);
+			if (by)
+				detail(gate, "    %s (%s): did not exit normally (ended by %s)",
+				       file ? file : "?", who_buf, gmt_esc(by));
+			else
+				detail(gate,
+				       "    %s (%s): did not exit normally (no trailer: killed or "
+				       "crashed)",
+				       file ? file : "?", who_buf);
 			if (json_is_number(end))
 				detail(gate, "; its trace ends at %.3f s", json_number_value(end));
 			detail(gate, " with %s live: its leaks are unknown%s\n",

@@ -596,7 +596,7 @@ gmt_ranks_text(FILE *out, const struct gmt_ranks *r)
 	fprintf(out, "gpumemtrace: %zu ranks, %zu complete", r->n, v.complete);
 	if (r->n > v.complete) {
 		size_t shown = 0;
-		fprintf(out, "; ended without a trailer (killed or crashed):");
+		fprintf(out, "; did not exit normally (killed, crashed or ended by a signal):");
 		for (size_t i = 0; i < r->n; i++)
 			if (!r->v[i].complete && shown++ < 10)
 				fprintf(out, "%s %s", shown > 1 ? "," : "",

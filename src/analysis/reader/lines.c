@@ -1083,6 +1083,21 @@ rd_read_snapshot(struct reader *r, json_t *obj, size_t lineno)
 	return true;
 }
 
+/* A trailer's reason that names a signal (the tracer's for a process a signal ended: SIGTERM,
+ * SIGABRT, ...): "SIG" and 1-12 capital letters or digits. */
+static bool
+signal_name(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n < 4 || n > 15 || strncmp(s, "SIG", 3) != 0)
+		return false;
+	for (size_t i = 3; i < n; i++)
+		if (!((s[i] >= 'A' && s[i] <= 'Z') || (s[i] >= '0' && s[i] <= '9')))
+			return false;
+	return true;
+}
+
 bool
 rd_read_trailer(struct reader *r, json_t *obj, size_t lineno)
 {
@@ -1090,7 +1105,7 @@ rd_read_trailer(struct reader *r, json_t *obj, size_t lineno)
 	uint64_t events, dropped, ts;
 	int err;
 
-	if (t->complete) {
+	if (t->complete || t->ended_by[0]) {
 		rd_bad_line(r, lineno, "second trailer, ignored");
 		return false;
 	}
@@ -1100,7 +1115,11 @@ rd_read_trailer(struct reader *r, json_t *obj, size_t lineno)
 		return rd_key_error(r, lineno, "trailer", "dropped", err, "an integer");
 	if (rd_get_u64(JS(obj), "ts", &ts) == 0)
 		rd_see_ts(r, ts);
-	t->complete = true;
+	const char *reason;
+	if (rd_get_str(JS(obj), "reason", &reason) == 0 && signal_name(reason))
+		snprintf(t->ended_by, sizeof(t->ended_by), "%s", reason);
+	else
+		t->complete = true;
 	t->trailer_events = events;
 	rd_get_u64(JS(obj), GMT_TRAILER_ELIDED, &t->trailer_elided);
 	rd_get_u64(JS(obj), GMT_TRAILER_LATE, &t->bounded_late);

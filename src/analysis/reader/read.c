@@ -168,7 +168,7 @@ rd_read_jsonl(struct gmt_trace_input *inp,
 			gmt_trace_input_kind_name(in.kind), cut_why);
 		break;
 	}
-	if (!t->complete && !read_errno && !r.refused && r.trace_line_seen &&
+	if (!t->complete && !t->ended_by[0] && !read_errno && !r.refused && r.trace_line_seen &&
 	    gmt_trace_input_fd(&in) >= 0)
 		disk_check(&r, gmt_trace_input_fd(&in));
 	gmt_trace_input_close(&in);

@@ -258,7 +258,10 @@ struct gmt_trace {
 	long long rank, local_rank, world_size; /**< -1 when null */
 
 	/* end of the file */
-	bool complete;		 /**< a trailer was read: the process exited normally */
+	bool complete; /**< a trailer was read: the process exited normally */
+	/** the trailer's reason was a signal's name ("SIGTERM", "SIGABRT"): the process was ended
+	 * by it, not complete, but the trace is whole up to it; "" none */
+	char ended_by[16];
 	bool cut_by_disk;	 /**< no trailer, and the file looks cut short by a full disk (it
 				      ends mid-line at a block boundary, or its file system is full):
 				      the process may have run on, untraced */

@@ -31,6 +31,8 @@
 #define GMT_RK_CATEGORY "category"
 #define GMT_RK_CLASS "class"
 #define GMT_RK_COMPLETE "complete"
+/* the signal that ended a process whose trace the tracer could end first ("SIGTERM"), else null */
+#define GMT_RK_ENDED_BY "ended_by"
 #define GMT_RK_COUNTED "counted"
 #define GMT_RK_DEPTH "depth"
 #define GMT_RK_DEVICE "device"

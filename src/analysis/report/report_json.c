@@ -398,6 +398,8 @@ process_json(const struct gmt_process *proc, const struct gmt_cat_rules *categor
 		json_array_append_new(capture, json_string(t->capture[i]));
 	json_object_set_new(p, "capture", capture);
 	json_object_set_new(p, GMT_RK_COMPLETE, json_boolean(t->complete));
+	json_object_set_new(p, GMT_RK_ENDED_BY,
+			    t->ended_by[0] ? json_string(t->ended_by) : json_null());
 	json_object_set_new(p, "events", jint(gmt_model_events(m)));
 	json_object_set_new(p, GMT_RK_DROPPED, jint(t->dropped));
 	json_object_set_new(p, GMT_RK_DROPPED_READINGS, jint(t->dropped_readings));

@@ -36,7 +36,12 @@ print_died(FILE *out, const struct gmt_trace *t)
 		fprintf(out, "process %lld (%s)", t->pid, cmd);
 	else
 		fprintf(out, "the process of %s", gmt_esc(t->path));
-	if (t->cut_by_disk) /* the reader's note on stderr says why it thinks so */
+	if (t->ended_by[0])
+		fprintf(out,
+			" was ended by %s at %.3f s (the trace is whole up to it); live "
+			"allocations at that point are reported, not leaks at exit\n",
+			t->ended_by, gmt_trace_time_s(t, t->last_ts));
+	else if (t->cut_by_disk) /* the reader's note on stderr says why it thinks so */
 		fprintf(out,
 			": the trace was cut short at %.3f s, most likely by a full disk (the "
 			"process may have run on untraced); live allocations at that point are "
@@ -82,7 +87,10 @@ print_process_row(FILE *out, const struct gmt_process *p)
 		if (c[GMT_CACHE_NONE].allocations)
 			fprintf(out, " (%s more held by caching allocators)",
 				gmt_format_bytes(c[GMT_CACHE_NONE].bytes, b2));
-	} else
+	} else if (t->ended_by[0])
+		fprintf(out, ", ended by %s at %.3f s with %s live", t->ended_by,
+			gmt_trace_time_s(t, t->last_ts), gmt_format_bytes(m->live_end_bytes, b2));
+	else
 		fprintf(out, ", died at %.3f s with %s live", gmt_trace_time_s(t, t->last_ts),
 			gmt_format_bytes(m->live_end_bytes, b2));
 	if (m->nfailed_counted)
