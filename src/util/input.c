@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -56,18 +57,19 @@ open_input(const char *path, bool pipe_ok, bool *is_pipe, char why[GMT_INPUT_WHY
 	}
 	if (*is_pipe) {
 		/* A FIFO the user named waits for its writer, as `cat FIFO` does (read now, it
-		 * would end at once); a pipe (/dev/fd/N of `<(...)`) has its writer already. */
-		close(fd);
-		fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-		if (fd < 0 || fstat(fd, &st) != 0 || !S_ISFIFO(st.st_mode)) {
-			err = fd < 0 ? errno : EINVAL;
-			snprintf(why, GMT_INPUT_WHY, "%s",
-				 fd < 0 ? strerror(err) : "changed while it was opened");
-			if (fd < 0)
-				goto err_out;
-			goto err_close;
+		 * would end at once). Not by opening it again: a writer that came for this open
+		 * may have written and gone, and its bytes go with the last descriptor. A FIFO
+		 * that never had a writer polls as not readable (Linux, POSIX leaves it open),
+		 * one whose writer wrote or left as readable or hung up; a pipe (/dev/fd/N of
+		 * `<(...)`) has its writer already. */
+		struct pollfd pfd = {.fd = fd, .events = POLLIN};
+		while (poll(&pfd, 1, -1) < 0) {
+			if (errno != EINTR) {
+				err = errno;
+				snprintf(why, GMT_INPUT_WHY, "%s", strerror(err));
+				goto err_close;
+			}
 		}
-		return fd;
 	}
 	flags = fcntl(fd, F_GETFL);
 	if (flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0) {
@@ -78,7 +80,6 @@ open_input(const char *path, bool pipe_ok, bool *is_pipe, char why[GMT_INPUT_WHY
 	return fd;
 err_close:
 	close(fd);
-err_out:
 	errno = err;
 	return -1;
 }
