@@ -33,10 +33,21 @@ open_input(const char *path, bool pipe_ok, bool *is_pipe, char why[GMT_INPUT_WHY
 	int fd, flags, err;
 
 	/*
-	 * Opening a FIFO for reading waits for a writer, forever when there is none (a FIFO left
-	 * in a trace directory, a modules line naming one): O_NONBLOCK returns at once, and the
-	 * type is known before anything is read. O_NOCTTY: a terminal never becomes ours.
+	 * A FIFO that is not to be read is not opened at all: an open, even one that does not
+	 * wait, lets a writer waiting for a reader go on, which then writes into a pipe that
+	 * closes under it (its bytes lost, SIGPIPE), where a later open meant to read it
+	 * (`check`'s look for a JSON report, then the trace's own) waits for a writer that has
+	 * gone. Opening a FIFO for reading waits for a writer, forever when there is none (a FIFO
+	 * left in a trace directory, a modules line naming one): O_NONBLOCK returns at once (the
+	 * FIFO put in the path's place since the stat), and the type is known before anything is
+	 * read. O_NOCTTY: a terminal never becomes ours.
 	 */
+	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode) && !(pipe_ok && S_ISFIFO(st.st_mode)) &&
+	    !S_ISDIR(st.st_mode)) {
+		snprintf(why, GMT_INPUT_WHY, "not a regular file (%s)", file_type(st.st_mode));
+		errno = EINVAL;
+		return -1;
+	}
 	fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
 	if (fd < 0) {
 		err = errno;
