@@ -389,6 +389,8 @@ proc_state(const struct live_proc *p)
 {
 	if (p->t->complete)
 		return "exited";
+	if (p->t->ended_by[0]) /* the trailer names the signal (a name of at most 15 bytes) */
+		return p->t->ended_by;
 	if (p->t->cut_by_disk)
 		return "cut (disk full)";
 	return "running";
@@ -777,7 +779,7 @@ gmt_live_frame(struct gmt_live_view *v, FILE *out, const struct gmt_live_options
 			continue;
 		}
 		traces++;
-		running += !p->t->complete;
+		running += !p->t->complete && !p->t->ended_by[0];
 		for (size_t j = 0; j < i; j++)
 			if (v->procs[j].m && !same_host(v->procs[j].t->host, p->t->host))
 				hosts = true;

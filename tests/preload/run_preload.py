@@ -1237,6 +1237,9 @@ def ended_by_signal(build, did, path, coverage, name):
                        text=True, timeout=120)
     check(p.returncode == 1 and f"did not exit normally (ended by {name})" in p.stdout,
           f"check: complete-traces fails, naming {name} (exit {p.returncode}: {p.stdout[-300:]!r})")
+    p = subprocess.run([exe, "live", "--once", path], capture_output=True, text=True, timeout=120)
+    check(p.returncode == 0 and "1 trace, 0 running" in p.stdout and f" {name} " in p.stdout,
+          f"live --once: not running, its state {name} ({p.stdout[-400:]!r})")
 
 
 def signals_scenario(build, victim, env, outdir, coverage):
