@@ -949,8 +949,19 @@ gmt_report_summary(FILE *out, const char *prefix, const struct gmt_process *proc
 	gmt_report_totals(procs, n, &tot);
 	fprintf(out, "%s%zu %s, %" PRIu64 " events, %" PRIu64 " dropped", prefix, n,
 		gmt_text_plural(n, "process", "processes"), tot.events, tot.dropped);
-	if (tot.died)
+	if (tot.died) {
+		/* which signal, when the tracer could end the trace first (one is named) */
+		const char *by = NULL;
+		size_t nby = 0;
+		for (size_t i = 0; i < n; i++)
+			if (procs[i].model->trace->ended_by[0] && nby++ == 0)
+				by = procs[i].model->trace->ended_by;
 		fprintf(out, ", %zu did not exit normally", tot.died);
+		if (nby == 1 && tot.died == 1)
+			fprintf(out, " (ended by %s)", by);
+		else if (nby)
+			fprintf(out, " (%zu ended by a signal, e.g. %s)", nby, by);
+	}
 	fprintf(out, "\n");
 	if (tot.peak_device)
 		fprintf(out, "%speak %s device memory held on device %d", prefix,
