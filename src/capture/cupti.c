@@ -293,8 +293,9 @@ take_free_order(uint64_t *seq, uint64_t *ts, uint32_t corr)
 // stay off (GPUMEMTRACE_CUPTI_RUNTIME=auto, the default) and gmt_cupti_wrap_*() fill `rt`.
 // A driver call of the kinds the wrapped calls make that comes with no runtime call around it
 // (a static cudart, a library bound past the wrappers, or the program calling the driver
-// itself) turns the callbacks back on: the next wrapped call enables them, outside any callback,
-// and from then on the tracer names calls as with GPUMEMTRACE_CUPTI_RUNTIME=callbacks.
+// itself) turns the callbacks back on: the writer's next loop (gmt_cupti_tick()) or the next
+// wrapped call, whichever comes first, enables them outside any callback, and from then on the
+// tracer names calls as with GPUMEMTRACE_CUPTI_RUNTIME=callbacks.
 
 enum rt_mode {
 	RT_CALLBACKS, /* CUPTI's runtime callbacks name every runtime call (or none: "off") */
@@ -320,7 +321,8 @@ wrapped_runtime_cbid(CUpti_CallbackId cbid)
 	return h.api != GMT_API_NONE && wrapped_api[h.api];
 }
 
-/* The wrapped calls' runtime callbacks on again (a wrapper, outside any callback). */
+/* The wrapped calls' runtime callbacks on again (a wrapper or the writer's tick, outside any
+ * callback). */
 static void
 restore_runtime_callbacks(void)
 {
@@ -335,6 +337,13 @@ restore_runtime_callbacks(void)
 						   runtime_cbids[i]);
 	gmt_depth--;
 	atomic_store_explicit(&rt_mode, RT_CALLBACKS, memory_order_release);
+}
+
+void
+gmt_cupti_tick(void)
+{
+	if (atomic_load_explicit(&rt_mode, memory_order_acquire) == RT_RESTORING)
+		restore_runtime_callbacks();
 }
 
 /* A driver call with no runtime call around it, of a kind a wrapped call makes: maybe a runtime

@@ -66,6 +66,15 @@ bool gmt_cupti_wrap_unrecorded(void);
 void gmt_cupti_wrap_record(struct gmt_event *ev);
 void gmt_cupti_wrap_leave(void);
 
+/**
+ * The writer thread's tick (outside any callback): a driver allocation came with no runtime call
+ * around it (a static cudart, cudart's functions reached through dlsym or ctypes, past the
+ * wrappers), so the wrapped calls' runtime callbacks go on again now, not only at the next
+ * wrapped call, which such a process may never make: its calls are named by their runtime call
+ * within a few milliseconds.
+ */
+void gmt_cupti_tick(void);
+
 /** Whether the interposed wrappers are bound: the process's calls into a shared libcudart reach
  * them first (interpose.c). */
 bool gmt_wrappers_bound(void);

@@ -208,6 +208,7 @@ gmt_tracer_start(void)
 	    .on_failure = on_writer_failure,
 	    .dlclose = gmt_real_dlclose,
 	    .thread_init = writer_thread_init,
+	    .tick = gmt_cupti_tick,
 	    .pin = pin_library,
 	    .private_file = gmt_options_secure(),
 	};

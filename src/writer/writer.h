@@ -53,6 +53,9 @@ struct gmt_writer_config {
 	 * dlclose; NULL leaves them open */
 	int (*dlclose)(void *handle);
 	void (*thread_init)(void); /**< run first on the writer thread (marks it as not traced) */
+	/** NULL, or run on the writer thread once per loop (every 1-8 ms): the capture side's work
+	 * that must happen outside any application call or callback (one load when idle) */
+	void (*tick)(void);
 	/** keep the writer's code loaded until the process ends (writer thread, at start); true:
 	 * the writer stays after the trailer and counts the calls made later into it; NULL: no */
 	bool (*pin)(void);

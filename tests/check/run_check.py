@@ -752,11 +752,12 @@ def group_integrity(tool, victim, golden):
     """A process that did not exit normally, or a trace that dropped events, fails `check` by
     default, naming the file and the reason (complete-traces), whatever the other gates say;
     --allow-incomplete and --allow-drops let them pass. Real traces of tests/preload's victim:
-    `hang` killed by SIGSEGV (a crash with 1 MiB live), `_exit` (whole: the tracer's _exit ends
-    the trace first), `burst` into a 1024-slot ring."""
+    `hang` killed by SIGKILL (no trailer, 1 MiB live: SIGSEGV and the other signals a program
+    can catch end the trace first, tests/preload `signals`), `_exit` (whole: the tracer's _exit
+    ends the trace first), `burst` into a 1024-slot ring."""
     import signal
     clean = traced(tool, "clean", "plain")
-    segv = traced(tool, "segv", "hang", signal_to=signal.SIGSEGV)
+    segv = traced(tool, "segv", "hang", signal_to=signal.SIGKILL)
     quick = traced(tool, "quick", "_exit")
     drops = traced(tool, "drops", "burst", {"GPUMEMTRACE_RING_SLOTS": "1024"})
 

@@ -978,6 +978,26 @@ def runtime_side(build, victim, env):
             check(0 < rt_auto and rt_auto >= 2 * 80 and rt_auto < rt_cb,
                   f"auto: the runtime callbacks came back on after the unwrapped driver call "
                   f"({rt_auto} delivered, {rt_cb} with them on from the start)")
+    # a program that reaches cudart only past the wrappers (ctypes looks its functions up in
+    # libcudart itself, as dlsym on a dlopen()ed handle does): it makes no wrapped call, so the
+    # writer turns the runtime callbacks back on; after a pause, its calls are named by them
+    script = ("import ctypes, time\n"
+              "rt = ctypes.CDLL('libcudart.so.13')\n"
+              "p = ctypes.c_void_p()\n"
+              "def pairs(n):\n"
+              "    for _ in range(n):\n"
+              "        assert rt.cudaMalloc(ctypes.byref(p), ctypes.c_size_t(4096)) == 0\n"
+              "        assert rt.cudaFree(p) == 0\n"
+              "pairs(10)\n"
+              "time.sleep(0.3)\n"
+              "pairs(10)\n")
+    q, traces, recs, events = python_traced(build, dict(env, GPUMEMTRACE_COMPRESS="none"), out,
+                                            script)
+    later = [(e["api"], e.get("driver")) for e in events[-20:]]
+    check(q.returncode == 0 and len(events) == 40 and
+          later == [("cudaMalloc", "cuMemAlloc_v2"), ("cudaFree", "cuMemFree_v2")] * 10,
+          f"cudart reached past the wrappers (ctypes): after a pause its calls are named by the "
+          f"runtime call ({len(events)} events, the last 20: {later[:4]}...)")
     # the option's other values; injection only (no wrappers bound): the callbacks, as always
     ev_off, rt_off, _ = run("off", ["asyncpairs", "50"])
     check(rt_off == 0 and all(e[2] is None and e[1].startswith("cu") for e in ev_off if e[0] in ("alloc", "free")),

@@ -269,7 +269,7 @@ def group_verdicts(args, tmp):
     rc, text, _ = run(args.exe, 'report', shared)
     check(f'First failure: rank {FIRST} at' in text, 'text: first failure')
     check(f'past mean + 2 sd: rank {HIGH}' in text, 'text: outlier')
-    check(f'killed or crashed): rank {KILLED}' in text, 'text: killed rank')
+    check(f'ended by a signal): rank {KILLED}' in text, 'text: killed rank')
 
     # two ranks on two hosts failing 5 ms apart: undecided at 10 ms each, decided at 1 ms
     close = os.path.join(tmp, 'close')
