@@ -828,7 +828,7 @@ writer_main(void *arg)
 
 	while (!w.failed) {
 		bool stopping = atomic_load_explicit(&w.stop, memory_order_acquire);
-		if (w.cfg.tick)
+		if (w.cfg.tick && !stopping) /* not at exit: the libraries may be going */
 			w.cfg.tick();
 		/* Objects loaded and unloaded get a modules line within a loop (~1 ms), so that a
 		 * library unloaded after its stacks were captured is still in an earlier line. */
