@@ -309,10 +309,17 @@ on_fatal(int sig, siginfo_t *si, void *uctx)
 		if (fatal[i].sig == sig)
 			name = fatal[i].name;
 	gmt_tracer_end_on_signal(name);
+	/* The default again: SA_RESETHAND made it so when the signal came through us, but a
+	 * handler the program installed later may call ours as the one before it (crash reporters,
+	 * language runtimes chain so); raising then would reach its handler, and ours, again and
+	 * again. A fault the kernel raised comes back when the instruction runs again; anything
+	 * sent (kill, abort's raise) is sent again, pending until the handlers return. */
+	struct sigaction dfl;
+	memset(&dfl, 0, sizeof(dfl));
+	dfl.sa_handler = SIG_DFL;
+	sigemptyset(&dfl.sa_mask);
+	sigaction(sig, &dfl, NULL);
 	errno = err;
-	/* the disposition is the default again (SA_RESETHAND): a fault the kernel raised comes
-	 * back when the instruction runs again; anything sent (kill, abort's raise) is sent again,
-	 * pending until this handler returns */
 	bool fault = sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL;
 	if (!(fault && si && si->si_code > 0))
 		raise(sig);

@@ -1267,7 +1267,10 @@ def signals_scenario(build, victim, env, outdir, coverage):
     allocation, a segfault, SIGTERM raised or sent at once by a scheduler, Ctrl-C, a hangup):
     the trace holds every call, the failed allocation too, and ends with the signal's name; the
     process dies of the same signal. Before, nothing flushed was lost: a short run left no file."""
-    cases = [("abort", "SIGABRT"), ("segv", "SIGSEGV"), ("term", "SIGTERM")]
+    # chain-term: a handler installed after ours calls it as the one before it (crash
+    # reporters, language runtimes): the process must still die of the signal, not loop
+    cases = [("abort", "SIGABRT"), ("segv", "SIGSEGV"), ("term", "SIGTERM"),
+             ("chain-term", "SIGTERM")]
     for how, name in cases:
         d = tempfile.mkdtemp(prefix=f"gmt-preload-die-{how}-", dir=outdir)
         p = subprocess.run([victim, "die", how], env=dict(env, GPUMEMTRACE_OUTPUT_DIR=d),

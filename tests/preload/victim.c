@@ -21,8 +21,10 @@
  *                    (the same pid): the first image's trace must be whole, ended at the exec
  *   victim die HOW   allocations (one kept), an allocation too large for the device, says what it
  *                    did, then dies at once: HOW is abort (an uncaught C++ exception or a failed
- *                    CUDA check), segv (a null pointer written), term (raise(SIGTERM)), or
- *                    thread-term (SIGTERM while another thread is in its CUDA calls)
+ *                    CUDA check), segv (a null pointer written), term (raise(SIGTERM)),
+ *                    thread-term (SIGTERM while another thread is in its CUDA calls), or
+ *                    chain-term (raise(SIGTERM) into a handler of its own, installed after the
+ *                    tracer's, that calls the one before it, as crash reporters do)
  *   victim closefds FILE
  *                    allocations, then closes every regular file it did not open (a daemon's
  *                    closefrom), changes directory to /, opens FILE and puts it on every free
@@ -578,6 +580,18 @@ plain(void)
 	did_leak(1 << 20);
 }
 
+/* die chain-term: the handler before ours, called as crash reporters and runtimes chain */
+static struct sigaction chained;
+
+static void
+chain_handler(int sig, siginfo_t *si, void *uc)
+{
+	if (chained.sa_flags & SA_SIGINFO)
+		chained.sa_sigaction(sig, si, uc);
+	else if (chained.sa_handler != SIG_DFL && chained.sa_handler != SIG_IGN)
+		chained.sa_handler(sig);
+}
+
 /* die: a process a signal ends (no destructor runs), right after its calls */
 static void *
 churn(void *arg)
@@ -615,6 +629,19 @@ die(int argc, char **argv)
 		print_did();
 		raise(SIGTERM);
 	}
+	if (strcmp(how, "chain-term") == 0) {
+		struct sigaction sa;
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_sigaction = chain_handler;
+		sa.sa_flags = SA_SIGINFO;
+		sigemptyset(&sa.sa_mask);
+		if (sigaction(SIGTERM, &sa, &chained) != 0)
+			exit(2);
+		print_did();
+		raise(SIGTERM);
+		fprintf(stderr, "victim: SIGTERM did not end it\n");
+		exit(2);
+	}
 	print_did();
 	if (strcmp(how, "abort") == 0)
 		abort();
@@ -622,7 +649,7 @@ die(int argc, char **argv)
 		*(volatile int *)(uintptr_t)atoi("0") = 1;
 	if (strcmp(how, "term") == 0)
 		raise(SIGTERM);
-	fprintf(stderr, "victim: die abort|segv|term|thread-term\n");
+	fprintf(stderr, "victim: die abort|segv|term|thread-term|chain-term\n");
 	exit(2);
 }
 
