@@ -981,13 +981,7 @@ def runtime_side(build, victim, env):
     # a program that reaches cudart only past the wrappers (ctypes looks its functions up in
     # libcudart itself, as dlsym on a dlopen()ed handle does): it makes no wrapped call, so the
     # writer turns the runtime callbacks back on; after a pause, its calls are named by them
-    script = ("import ctypes, time\n"
-              "rt = ctypes.CDLL('libcudart.so.13')\n"
-              "p = ctypes.c_void_p()\n"
-              "def pairs(n):\n"
-              "    for _ in range(n):\n"
-              "        assert rt.cudaMalloc(ctypes.byref(p), ctypes.c_size_t(4096)) == 0\n"
-              "        assert rt.cudaFree(p) == 0\n"
+    script = (PY_PAIRS + "import time\n"
               "pairs(10)\n"
               "time.sleep(0.3)\n"
               "pairs(10)\n")
@@ -1130,6 +1124,17 @@ def plain_traces(build, d):
             for x in paths]
 
 
+# The start of the Python programs these scenarios run: libcudart's own functions through ctypes
+# (past the interposed wrappers: CUPTI sees them) and pairs(n, size) of cudaMalloc + cudaFree.
+PY_PAIRS = ("import ctypes\n"
+            "rt = ctypes.CDLL('libcudart.so.13')\n"
+            "p = ctypes.c_void_p()\n"
+            "def pairs(n, size=4096):\n"
+            "    for _ in range(n):\n"
+            "        assert rt.cudaMalloc(ctypes.byref(p), ctypes.c_size_t(size)) == 0\n"
+            "        assert rt.cudaFree(p) == 0\n")
+
+
 def python_traced(build, env, outdir, script):
     """Run a Python script under the tracer into a directory of its own: (the process, its
     traces, the only one's lines (none unless exactly one), its allocations and frees)."""
@@ -1166,13 +1171,7 @@ def exec_scenario(build, victim, env, outdir, coverage):
     # interposer sees)
     if coverage != "full":
         return finish()
-    script = ("import ctypes, subprocess\n"
-              "rt = ctypes.CDLL('libcudart.so.13')\n"
-              "p = ctypes.c_void_p()\n"
-              "def pairs(n, size):\n"
-              "    for _ in range(n):\n"
-              "        assert rt.cudaMalloc(ctypes.byref(p), size) == 0\n"
-              "        assert rt.cudaFree(p) == 0\n"
+    script = (PY_PAIRS + "import subprocess\n"
               "pairs(50, 4096)\n"
               "subprocess.run(['true'], check=True)\n"
               "subprocess.run(['sh', '-c', 'exit 0'], check=True)\n"
@@ -1187,15 +1186,9 @@ def exec_scenario(build, victim, env, outdir, coverage):
     # execs that cannot succeed (a tool that is not installed, tried through PATH by Python's
     # os.execvp, one os.execv per directory; a path that is not there; a file that is not
     # executable) fail as they would, and the trace goes on: the program carries on without
-    script = ("import ctypes, os, tempfile\n"
-              "rt = ctypes.CDLL('libcudart.so.13')\n"
+    script = (PY_PAIRS + "import os, tempfile\n"
               "plain = tempfile.NamedTemporaryFile(prefix='gmt-not-executable-')\n"
               "os.chmod(plain.name, 0o644)\n"
-              "p = ctypes.c_void_p()\n"
-              "def pairs(n, size):\n"
-              "    for _ in range(n):\n"
-              "        assert rt.cudaMalloc(ctypes.byref(p), size) == 0\n"
-              "        assert rt.cudaFree(p) == 0\n"
               "pairs(50, 4096)\n"
               "for f, a in ((os.execvp, 'gmt-no-such-tool'), (os.execv, '/nonexistent/tool'),\n"
               "             (os.execv, plain.name), (os.execvp, '')):\n"
@@ -1215,12 +1208,8 @@ def exec_scenario(build, victim, env, outdir, coverage):
     check("failed" not in p.stderr, f"no exec is said to have failed: {p.stderr.strip()[-300:]}")
     # os._exit at the end of a script (skipping a slow teardown), after a forked worker that
     # _exits too (multiprocessing's fork: the child's _exit ends nothing of the parent's)
-    script = ("import ctypes, os, multiprocessing as mp\n"
-              "rt = ctypes.CDLL('libcudart.so.13')\n"
-              "p = ctypes.c_void_p()\n"
-              "for _ in range(100):\n"
-              "    assert rt.cudaMalloc(ctypes.byref(p), 4096) == 0\n"
-              "    assert rt.cudaFree(p) == 0\n"
+    script = (PY_PAIRS + "import os, multiprocessing as mp\n"
+              "pairs(100)\n"
               "w = mp.get_context('fork').Process(target=print, args=('worker',))\n"
               "w.start(); w.join()\n"
               "assert rt.cudaMalloc(ctypes.byref(p), 1 << 20) == 0\n"
@@ -1318,14 +1307,10 @@ def signals_scenario(build, victim, env, outdir, coverage):
     if coverage != "full":  # ctypes reaches libcudart's own functions: CUPTI sees them
         return finish()
     # a Python program: SIGTERM's default (Python leaves it), and a handler of its own
-    script = ("import ctypes, os, signal, sys\n"
-              "rt = ctypes.CDLL('libcudart.so.13')\n"
-              "p = ctypes.c_void_p()\n"
+    script = (PY_PAIRS + "import os, signal, sys\n"
               "if sys.argv[1:] == ['own']:\n"
               "    signal.signal(signal.SIGTERM, lambda *a: sys.exit(3))\n"
-              "for _ in range(100):\n"
-              "    assert rt.cudaMalloc(ctypes.byref(p), 4096) == 0\n"
-              "    assert rt.cudaFree(p) == 0\n"
+              "pairs(100)\n"
               "os.kill(os.getpid(), signal.SIGTERM)\n"
               "signal.pause()\n")
     p, traces, recs, events = python_traced(build, env, outdir, script)
