@@ -15,7 +15,9 @@ split into its parts (a driver query, a stack, the ring) on the machine it runs 
 
 Parts nest: a callback part (cupti_driver_exit) includes its inner parts (params, stack,
 stamp, emit, pool_reading); `own` is a callback part minus the inner parts measured inside it
-and their probes' own cost.
+and their probes' own cost. Under interposition alone (interpose, interpose-nostacks)
+`wrap_record` is the wrappers' recording around the real call (device_query, stack, stamp,
+emit inside it).
 The last line is one JSON object with every figure. Python 3 standard library only.
 """
 import argparse
@@ -31,6 +33,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import run_hook_overhead as rho  # noqa: E402 (the same runtimes, defaults and configurations)
 
 INNER_OF_DRIVER_EXIT = ("params", "stack", "meminfo", "stamp", "emit", "pool_reading")
+INNER_OF_WRAP_RECORD = ("device_query", "stack", "stamp", "emit")
 
 
 def one_run(cmd, env, lib, extra):
@@ -122,6 +125,15 @@ def main():
                 "probes_per_event": rows["cupti_driver_exit"]["probes_per_event"],
                 "ns_per_probe": None,
                 "ns_per_event": rows["cupti_driver_exit"]["ns_per_event"] - inner - inner_probes * probe}
+        if "wrap_record" in rows:
+            # the interposed wrappers' recording (GPUMEMTRACE_CUPTI=0): likewise
+            inner = sum(rows[p]["ns_per_event"] for p in INNER_OF_WRAP_RECORD if p in rows)
+            probe = statistics.median(doc["probe_ns"] for _, doc in per[n])
+            inner_probes = sum(rows[p]["probes_per_event"] for p in INNER_OF_WRAP_RECORD if p in rows)
+            rows["wrap_record own"] = {
+                "probes_per_event": rows["wrap_record"]["probes_per_event"],
+                "ns_per_probe": None,
+                "ns_per_event": rows["wrap_record"]["ns_per_event"] - inner - inner_probes * probe}
         pair = statistics.median(b["median_ns_per_pair"] for b, _ in per[n])
         result[n] = {"median_ns_per_pair": pair, "parts": rows,
                      "probe_ns": statistics.median(doc["probe_ns"] for _, doc in per[n])}

@@ -70,6 +70,11 @@ const struct gmt_options *gmt_tracer_options(void);
 /** Hand a stamped event to the writer. Never blocks: a full ring counts a drop (false). */
 bool gmt_emit(struct gmt_event *ev);
 
+/** gmt_emit() of an event whose bytes past its core are zero (format/event.h,
+ * GMT_EVENT_CORE_BYTES: the CUDA level's allocations, frees and resets): the core alone is
+ * copied, and @p ev's other bytes are not read (gmt_event_clear_core() is enough). */
+bool gmt_emit_core(struct gmt_event *ev);
+
 /** gmt_emit() for a `usage` reading: a drop is also counted among the dropped readings (the
  * trailer's `dropped_readings`: of the drops, those that lost no allocation or free). */
 bool gmt_emit_reading(struct gmt_event *ev);

@@ -125,12 +125,12 @@ ensure_running(void)
 	return st == GMT_STATE_RUNNING;
 }
 
-/* Push @p ev; a drop is counted (also among the readings when @p reading), except while the
- * tracer is disabled. */
-static bool
-emit(struct gmt_event *ev, bool reading)
+/* Push @p ev (its core alone when @p core); a drop is counted (also among the readings when
+ * @p reading), except while the tracer is disabled. */
+static inline bool
+emit(struct gmt_event *ev, bool reading, bool core)
 {
-	if (ensure_running() && gmt_ring_push(&ring, ev))
+	if (ensure_running() && (core ? gmt_ring_push_core(&ring, ev) : gmt_ring_push(&ring, ev)))
 		return true;
 	if (atomic_load_explicit(&gmt_state, memory_order_relaxed) != GMT_STATE_DISABLED) {
 		atomic_fetch_add_explicit(&dropped, 1, memory_order_relaxed);
@@ -143,13 +143,19 @@ emit(struct gmt_event *ev, bool reading)
 bool
 gmt_emit(struct gmt_event *ev)
 {
-	return emit(ev, false);
+	return emit(ev, false, false);
+}
+
+bool
+gmt_emit_core(struct gmt_event *ev)
+{
+	return emit(ev, false, true);
 }
 
 bool
 gmt_emit_reading(struct gmt_event *ev)
 {
-	return emit(ev, true);
+	return emit(ev, true, false);
 }
 
 struct gmt_event *

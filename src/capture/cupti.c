@@ -884,7 +884,7 @@ emit_call_event(struct gmt_event *ev, uint64_t seq, uint64_t ts)
 	}
 	gmt_prof_end(GMT_PROF_STAMP, t0);
 	t0 = gmt_prof_begin();
-	gmt_emit(ev);
+	gmt_emit_core(ev); /* a CUDA-level event: its core alone */
 	gmt_prof_end(GMT_PROF_EMIT, t0);
 }
 
@@ -937,16 +937,16 @@ on_driver_exit(CUpti_CallbackId cbid, enum gmt_api api, bool ptsz, const CUpti_C
 	if (op == GMT_OP_RESET)
 		return; /* the CONTEXT_DESTROY_STARTING callback records resets */
 
-	struct gmt_event ev = {
-	    .op = (uint8_t)op,
-	    .kind = (uint8_t)gmt_api_kind(api),
-	    .api = (uint16_t)(joined ? rt.api : api),
-	    .driver = (uint16_t)(joined ? api : GMT_API_NONE),
-	    .result = (int32_t)rc,
-	    .context = cb->contextUid,
-	    .device = context_device(cb->context, cb->contextUid),
-	    .flags = ptsz || (joined && rt.ptsz) ? GMT_EV_PTSZ : 0,
-	};
+	struct gmt_event ev; /* its core: what emit_call_event() copies */
+	gmt_event_clear_core(&ev);
+	ev.op = (uint8_t)op;
+	ev.kind = (uint8_t)gmt_api_kind(api);
+	ev.api = (uint16_t)(joined ? rt.api : api);
+	ev.driver = (uint16_t)(joined ? api : GMT_API_NONE);
+	ev.result = (int32_t)rc;
+	ev.context = cb->contextUid;
+	ev.device = context_device(cb->context, cb->contextUid);
+	ev.flags = ptsz || (joined && rt.ptsz) ? GMT_EV_PTSZ : 0;
 	uint64_t t0 = gmt_prof_begin();
 	enum gmt_params got =
 	    call_params(CUPTI_CB_DOMAIN_DRIVER_API, cbid, cb->functionParams, ok, &ev);

@@ -19,6 +19,7 @@
  * allocation takes it after the real call succeeded.
  */
 #define _GNU_SOURCE
+#include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
 #include <errno.h>
@@ -30,6 +31,7 @@
 #include "capture/dlclose.h"
 #include "capture/params.h"
 #include "capture/runtimes.h"
+#include "capture/selfprof.h"
 #include "capture/stacks.h"
 #include "util/devices.h"
 #include "util/log.h"
@@ -153,15 +155,65 @@ note_device(enum gmt_cuda_runtime rt, int32_t dev)
 		gmt_device_note(dev, busid);
 }
 
+/*
+ * The device of each event, as cudaGetDevice says it, for less: on the H100 host cudaGetDevice
+ * costs 40-55 ns a call, libcuda's cuCtxGetCurrent and cuCtxGetDevice 8 and 10 (bench/query_cost.c,
+ * docs/performance.md), and the runtime's current device is the device of the thread's current
+ * context whenever it has one. libcuda is looked up once it is loaded (the runtime loads it at
+ * its first call); until then, or on a thread with no context yet, cudaGetDevice answers.
+ */
+static struct {
+	_Atomic(__typeof__(&cuCtxGetCurrent)) get_current;
+	_Atomic(__typeof__(&cuCtxGetDevice)) get_device;
+	_Atomic bool missing;	     /* libcuda is loaded without them: cudaGetDevice for good */
+	_Atomic unsigned not_loaded; /* lookups while libcuda was not loaded (one in 1024 looks) */
+} ctxq;
+
+static bool
+context_queries(__typeof__(&cuCtxGetCurrent) *get_current, __typeof__(&cuCtxGetDevice) *get_device)
+{
+	*get_current = atomic_load_explicit(&ctxq.get_current, memory_order_acquire);
+	*get_device = atomic_load_explicit(&ctxq.get_device, memory_order_acquire);
+	if (__builtin_expect(*get_current && *get_device, 1))
+		return true;
+	if (atomic_load_explicit(&ctxq.missing, memory_order_relaxed) ||
+	    (atomic_fetch_add_explicit(&ctxq.not_loaded, 1, memory_order_relaxed) & 1023) != 0)
+		return false;
+	void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+	if (!h)
+		return false; /* not loaded yet: looked at again later */
+	*get_current = (__typeof__(&cuCtxGetCurrent))dlsym(h, "cuCtxGetCurrent");
+	*get_device = (__typeof__(&cuCtxGetDevice))dlsym(h, "cuCtxGetDevice");
+	gmt_real_dlclose(h);
+	if (!*get_current || !*get_device) {
+		atomic_store_explicit(&ctxq.missing, true, memory_order_relaxed);
+		return false;
+	}
+	/* racing threads find the same addresses */
+	atomic_store_explicit(&ctxq.get_device, *get_device, memory_order_release);
+	atomic_store_explicit(&ctxq.get_current, *get_current, memory_order_release);
+	return true;
+}
+
 static int32_t
 current_device(enum gmt_cuda_runtime rt)
 {
+	__typeof__(&cuCtxGetCurrent) get_current;
+	__typeof__(&cuCtxGetDevice) get_device;
+	CUcontext ctx = NULL;
+	CUdevice cudev;
 	int dev = -1;
-	__typeof__(&cudaGetDevice) fn = REAL_QUERY(rt, cudaGetDevice);
+	uint64_t t0 = gmt_prof_begin();
 
-	if (!fn || fn(&dev) != cudaSuccess)
-		return -1;
-	return dev;
+	if (context_queries(&get_current, &get_device) && get_current(&ctx) == CUDA_SUCCESS &&
+	    ctx && get_device(&cudev) == CUDA_SUCCESS) {
+		gmt_prof_end(GMT_PROF_DEVICE, t0);
+		return (int32_t)cudev;
+	}
+	__typeof__(&cudaGetDevice) fn = REAL_QUERY(rt, cudaGetDevice);
+	cudaError_t r = fn ? fn(&dev) : cudaErrorInitializationError;
+	gmt_prof_end(GMT_PROF_DEVICE, t0);
+	return r == cudaSuccess ? dev : -1;
 }
 
 /* The second half of every allocation: device, OOM facts, sequence number (after the real call
@@ -170,10 +222,13 @@ static void
 alloc_end(enum gmt_cuda_runtime rt, struct gmt_event *ev)
 {
 	int saved_errno = errno;
+	uint64_t t_all = gmt_prof_begin(), t0;
 
 	ev->device = current_device(rt);
 	note_device(rt, ev->device);
+	t0 = gmt_prof_begin();
 	ev->stack = gmt_stack_capture(NULL);
+	gmt_prof_end(GMT_PROF_STACK, t0);
 	if (ev->result != cudaSuccess) {
 		/* An OOM is an event: keep what was asked and what the device had left. */
 		size_t free_b = 0, total_b = 0;
@@ -184,8 +239,13 @@ alloc_end(enum gmt_cuda_runtime rt, struct gmt_event *ev)
 			ev->flags |= GMT_EV_HAS_MEMINFO;
 		}
 	}
+	t0 = gmt_prof_begin();
 	gmt_stamp(ev);
-	gmt_emit(ev);
+	gmt_prof_end(GMT_PROF_STAMP, t0);
+	t0 = gmt_prof_begin();
+	gmt_emit_core(ev);
+	gmt_prof_end(GMT_PROF_EMIT, t0);
+	gmt_prof_end(GMT_PROF_WRAP_RECORD, t_all);
 	errno = saved_errno;
 }
 
@@ -193,16 +253,25 @@ alloc_end(enum gmt_cuda_runtime rt, struct gmt_event *ev)
 static void
 free_begin(enum gmt_cuda_runtime rt, struct gmt_event *ev)
 {
+	uint64_t t_all = gmt_prof_begin(), t0;
+
 	ev->device = current_device(rt);
+	t0 = gmt_prof_begin();
 	gmt_stamp(ev);
+	gmt_prof_end(GMT_PROF_STAMP, t0);
+	gmt_prof_end(GMT_PROF_WRAP_RECORD, t_all);
 }
 
 static void
 free_end(struct gmt_event *ev, cudaError_t rc)
 {
 	int saved_errno = errno;
+	uint64_t t0 = gmt_prof_begin();
+
 	ev->result = (int32_t)rc;
-	gmt_emit(ev);
+	gmt_emit_core(ev);
+	gmt_prof_end(GMT_PROF_EMIT, t0);
+	gmt_prof_end(GMT_PROF_WRAP_RECORD, t0);
 	errno = saved_errno;
 }
 
@@ -261,12 +330,18 @@ free_end(struct gmt_event *ev, cudaError_t rc)
 	gmt_hook_leave();                                                                          \
 	return rc
 
-/* The event a wrapper's call makes, before its parameters are read. */
-#define WRAP_EVENT(a, ptsz, o)                                                                     \
-	{                                                                                          \
-		.op = GMT_OP_##o, .api = GMT_API_##a, .kind = (uint8_t)gmt_api_kind(GMT_API_##a),  \
-		.flags = GMT_HOOK_PTSZ_##ptsz ? GMT_EV_PTSZ : 0,                                   \
-	}
+/* The event a wrapper's call makes, before its parameters are read: its core alone, the part
+ * a CUDA-level event fills and gmt_emit_core() copies. */
+static inline void
+wrap_event(struct gmt_event *ev, enum gmt_api api, bool ptsz, enum gmt_op op)
+{
+	gmt_event_clear_core(ev);
+	ev->op = (uint8_t)op;
+	ev->api = (uint16_t)api;
+	ev->kind = (uint8_t)gmt_api_kind(api);
+	ev->flags = ptsz ? GMT_EV_PTSZ : 0;
+}
+#define WRAP_EVENT(ev, a, ptsz, o) wrap_event(&(ev), GMT_API_##a, GMT_HOOK_PTSZ_##ptsz, GMT_OP_##o)
 
 /*
  * CUPTI records the call: the wrapper plays the runtime callbacks when they are off for it
@@ -276,16 +351,22 @@ free_end(struct gmt_event *ev, cudaError_t rc)
  */
 #define WRAP_CUPTI(sym, a, ptsz, family, o, call, args)                                            \
 	do {                                                                                       \
-		struct gmt_event ev = WRAP_EVENT(a, ptsz, o);                                      \
-		bool ok = true; /* a free's parameters are read before the call */                 \
-		bool order = GMT_OP_##o == GMT_OP_FREE &&                                          \
-			     GMT_FAMILY_CALL(family, &ev, ok, args) != GMT_PARAMS_NOTHING;         \
+		bool ok = true, order = false; /* a free's parameters are read before the call */  \
+		if (GMT_OP_##o == GMT_OP_FREE) {                                                   \
+			/* does it free anything: read before the call (a free's family writes     \
+			 * only the fields it sets, so the probe is not cleared) */                \
+			struct gmt_event probe_;                                                   \
+			probe_.flags = 0;                                                          \
+			order = GMT_FAMILY_CALL(family, &probe_, ok, args) != GMT_PARAMS_NOTHING;  \
+		}                                                                                  \
 		if (!gmt_cupti_wrap_enter(GMT_API_##a, GMT_HOOK_PTSZ_##ptsz, order))               \
 			return CALL_REAL(sym, GMT_UNPACK call);                                    \
 		cudaError_t rc = CALL_REAL(sym, GMT_UNPACK call);                                  \
 		ok = rc == cudaSuccess;                                                            \
+		struct gmt_event ev;                                                               \
 		if (gmt_cupti_wrap_unrecorded() &&                                                 \
-		    GMT_FAMILY_CALL(family, &ev, ok, args) == GMT_PARAMS_EVENT) {                  \
+		    (WRAP_EVENT(ev, a, ptsz, o),                                                   \
+		     GMT_FAMILY_CALL(family, &ev, ok, args) == GMT_PARAMS_EVENT)) {                \
 			int saved_errno = errno;                                                   \
 			ev.result = (int32_t)rc;                                                   \
 			gmt_depth++;                                                               \
@@ -312,7 +393,8 @@ free_end(struct gmt_event *ev, cudaError_t rc)
 			gmt_hook_leave();                                                          \
 			return CALL_REAL(sym, GMT_UNPACK call);                                    \
 		}                                                                                  \
-		struct gmt_event ev = WRAP_EVENT(a, ptsz, o);                                      \
+		struct gmt_event ev;                                                               \
+		WRAP_EVENT(ev, a, ptsz, o);                                                        \
 		WRAP_BODY_##o(sym, ev, family, call, args);                                        \
 	}
 

@@ -36,7 +36,9 @@
 	X(EMIT, "emit")                                                                            \
 	X(POOL, "pool_reading")                                                                    \
 	X(TORCH_RECORD, "torch_record")                                                            \
-	X(TORCH_STACK, "torch_stack")
+	X(TORCH_STACK, "torch_stack")                                                              \
+	X(WRAP_RECORD, "wrap_record")                                                              \
+	X(DEVICE, "device_query")
 
 enum gmt_prof_part {
 #define GMT_PROF_ENUM(id, name) GMT_PROF_##id,

@@ -539,21 +539,17 @@ intern(const uint64_t *frames, int nframes, const struct gmt_stack_py *py, int n
 	return 0;
 }
 
-uint32_t
-gmt_stack_capture(const void *skip_lib)
+/* The capture itself: its frames' arrays are kilobytes of stack, which the compiler probes page
+ * by page on entry (-fstack-clash-protection); gmt_stack_capture() comes here only with stacks
+ * on, so a process with GPUMEMTRACE_STACKS=none does not pay that at each allocation. */
+static __attribute__((noinline)) uint32_t
+capture(const void *skip_lib)
 {
 	uint64_t frames[MAX_NATIVE];
 	struct gmt_stack_py py[MAX_PY];
 	int nframes = 0, npy = 0;
 	uint8_t pystate = GMT_PYSTATE_UNKNOWN;
 
-	if (!atomic_load_explicit(&st.ready, memory_order_acquire)) {
-		if (atomic_load_explicit(&st.off, memory_order_relaxed))
-			return 0;   /* not a second setup per event (it takes a compare-and-swap) */
-		gmt_stacks_setup(); /* the process's first event comes before the tracer starts */
-		if (!atomic_load_explicit(&st.ready, memory_order_acquire))
-			return 0;
-	}
 	if (st.python)
 		npy = python_frames(py, &pystate);
 	if (st.native)
@@ -561,6 +557,21 @@ gmt_stack_capture(const void *skip_lib)
 	if (nframes == 0 && npy == 0 && pystate == GMT_PYSTATE_UNKNOWN)
 		return 0;
 	return intern(frames, nframes, py, npy, pystate);
+}
+
+uint32_t
+gmt_stack_capture(const void *skip_lib)
+{
+	if (!atomic_load_explicit(&st.ready, memory_order_acquire)) {
+		if (atomic_load_explicit(&st.off, memory_order_relaxed))
+			return 0;   /* not a second setup per event (it takes a compare-and-swap) */
+		gmt_stacks_setup(); /* the process's first event comes before the tracer starts */
+		if (!atomic_load_explicit(&st.ready, memory_order_acquire))
+			return 0;
+	}
+	if (!st.python && !st.native)
+		return 0;
+	return capture(skip_lib);
 }
 
 bool

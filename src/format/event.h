@@ -71,6 +71,9 @@ enum gmt_event_flag {
 	 * (gmt_torch_gc(), from gc.callbacks): its tensor was kept alive by a reference cycle;
 	 * "gc":true on the block line */
 	GMT_EV_IN_GC = 1u << 7,
+	/** inside the ring only (gmt_ring_push_core()): the slot holds the event's core, its
+	 * bytes before `label`; the consumer zeroes the rest and clears this flag on its copy */
+	GMT_EV_CORE_ONLY = 1u << 31,
 };
 
 #define GMT_LABEL_MAX 64 /* marker label, NUL included */
@@ -119,6 +122,29 @@ struct gmt_event {
 };
 
 _Static_assert(sizeof(struct gmt_event) % 8 == 0, "gmt_event_clear() writes whole words");
+
+/*
+ * An event's core: its bytes before `label`, all that an allocation, a free or a reset of the
+ * CUDA level sets (the rest is for markers, block lines and the layer). Those events are cleared
+ * (gmt_event_clear_core()) and copied into the ring (gmt_ring_push_core()) as their core alone:
+ * 128 bytes instead of the whole event, two or three cache lines of a ring slot instead of four
+ * (docs/performance.md, "Issue 30: the device, the ring's copy").
+ */
+#define GMT_EVENT_CORE_BYTES offsetof(struct gmt_event, label)
+_Static_assert(GMT_EVENT_CORE_BYTES % 16 == 0, "gmt_event_clear_core() writes 16-byte blocks");
+
+/** Zero @p ev's core (GMT_EVENT_CORE_BYTES), padding included; the rest is left as it is. */
+static inline void
+gmt_event_clear_core(struct gmt_event *ev)
+{
+	typedef uint64_t gmt_zero16 __attribute__((vector_size(16), aligned(8), may_alias));
+	char *p = (char *)ev;
+
+	for (size_t i = 0; i < GMT_EVENT_CORE_BYTES / 16; i++, p += 16) {
+		__asm__("" : "+r"(p)); /* not a `rep stos` (gmt_event_clear()) */
+		*(gmt_zero16 *)(void *)p = (gmt_zero16){0, 0};
+	}
+}
 
 /**
  * Zero @p ev, padding included, with plain 16-byte stores. GCC expands a `= {0}` or a memset()

@@ -82,6 +82,20 @@ gmt_ring_push(struct gmt_ring *ring, const struct gmt_event *ev)
 }
 
 bool
+gmt_ring_push_core(struct gmt_ring *ring, const struct gmt_event *ev)
+{
+	uint64_t pos;
+	struct gmt_event *slot = gmt_ring_claim(ring, &pos);
+
+	if (!slot)
+		return false;
+	memcpy(slot, ev, GMT_EVENT_CORE_BYTES);
+	slot->flags |= GMT_EV_CORE_ONLY;
+	gmt_ring_commit(ring, pos);
+	return true;
+}
+
+bool
 gmt_ring_pop(struct gmt_ring *ring, struct gmt_event *out)
 {
 	uint64_t pos = atomic_load_explicit(&ring->tail, memory_order_relaxed); /* ours alone */
@@ -90,7 +104,14 @@ gmt_ring_pop(struct gmt_ring *ring, struct gmt_event *out)
 	/* Acquire pairs with the producer's release: the event's bytes are complete. */
 	if (atomic_load_explicit(&slot->turn, memory_order_acquire) != pos + 1)
 		return false; /* empty, or the producer of pos has not committed yet */
-	memcpy(out, &slot->ev, sizeof(*out));
+	if (slot->ev.flags & GMT_EV_CORE_ONLY) {
+		/* the rest of the slot is an older event's: the core's event has zeros there */
+		memcpy(out, &slot->ev, GMT_EVENT_CORE_BYTES);
+		memset((char *)out + GMT_EVENT_CORE_BYTES, 0, sizeof(*out) - GMT_EVENT_CORE_BYTES);
+		out->flags &= ~(uint32_t)GMT_EV_CORE_ONLY;
+	} else {
+		memcpy(out, &slot->ev, sizeof(*out));
+	}
 	/* Release: we are done reading the slot before a producer of pos + nslots may write it. */
 	atomic_store_explicit(&ring->tail, pos + 1, memory_order_release);
 	return true;

@@ -63,6 +63,13 @@ void gmt_ring_init(struct gmt_ring *ring, void *mem, size_t nslots);
 bool gmt_ring_push(struct gmt_ring *ring, const struct gmt_event *ev);
 
 /**
+ * gmt_ring_push() of @p ev's core alone (GMT_EVENT_CORE_BYTES, format/event.h): for an event
+ * whose other bytes are zero, which the consumer's copy gets back (gmt_ring_pop()). The slot
+ * is marked GMT_EV_CORE_ONLY; @p ev's bytes past the core are not read.
+ */
+bool gmt_ring_push_core(struct gmt_ring *ring, const struct gmt_event *ev);
+
+/**
  * Claim the next position for an event the caller writes in place (no copy): returns its slot's
  * event, which still holds an old event's bytes (the caller writes every byte of it), and the
  * position in @p pos; NULL at once when the ring is full. Lock-free, as push. The consumer stops

@@ -192,8 +192,11 @@ sim_warn(const char *fmt, ...)
  * a tracer asks inside the application's call) on a real driver is a call into the driver, a few
  * hundred nanoseconds on the H200 (docs/performance.md: the CUPTI path 350 ns above its floor
  * there, 90 on this double), not the function call it is
- * here: SIMCUDA_QUERY_NS spins that long, for benchmarks to see it. Every one is counted, and
- * SIMCUDA_QUERY_STATS=FILE gets "queries N" at exit, so a test can bound how many a tracer makes.
+ * here: SIMCUDA_QUERY_NS spins that long, for benchmarks to see it. The runtime's
+ * cudaGetDevice is one too (runtime.c); libcuda's cuCtxGetCurrent and cuCtxGetDevice, a
+ * thread-local read in the real driver (8-10 ns on the H100 host), are not. Every one is counted,
+ * and SIMCUDA_QUERY_STATS=FILE gets "queries N" at exit, so a test can bound how many a tracer
+ * makes.
  */
 static _Atomic unsigned long long sim_queries;
 

@@ -640,9 +640,13 @@ cudaGetDeviceCount(int *count)
 	SIM_RT(cudaGetDeviceCount, v3020, sim_get_device_count(count), count);
 }
 
+/* A query with a real cost: 40-55 ns a call on the H100 host against 8-10 for libcuda's
+ * cuCtxGetCurrent and cuCtxGetDevice (bench/query_cost.c), so it is charged and counted as the
+ * driver's queries are (device.c, sim_query): a tracer asking it at every event shows. */
 cudaError_t CUDARTAPI
 cudaGetDevice(int *device)
 {
+	sim_query();
 	SIM_RT(cudaGetDevice, v3020, sim_get_device(device), device);
 }
 

@@ -1,7 +1,8 @@
 /*
  * Ring buffer: FIFO order, full-ring behaviour, events written in place (claim, commit), and a
  * multi-producer stress in which every pushed event arrives exactly once and in per-producer
- * order, while drops are counted exactly (half the producers push copies, half write in place).
+ * order, while drops are counted exactly (half the producers write in place, the others push
+ * copies, whole or their core alone).
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -119,11 +120,66 @@ test_claim_commit(void)
 	CHECK_EQ_U64(pos[0], 4);
 }
 
+/* Events of the CUDA level go in as their core alone (gmt_ring_push_core()): the consumer's copy
+ * has zeros past the core whatever the slot held a lap before, and the source's bytes past the
+ * core are never read; the ring-only flag does not come out. */
+static void
+test_core_only(void)
+{
+	struct gmt_ring r;
+	struct gmt_event ev, out;
+
+	gmt_ring_init(&r, alloc_slots(2), 2);
+	memset(&ev, 0, sizeof(ev));
+	for (int i = 0; i < 2; i++) { /* a lap of full events with every field past the core set */
+		ev.seq = (uint64_t)i + 1;
+		strcpy(ev.label, "an old marker");
+		ev.range_depth = 3;
+		ev.range = GMT_RANGE_PUSH;
+		ev.torch_action = 5;
+		ev.pool2 = 77;
+		ev.layer = (const struct gmt_torch_layer *)(uintptr_t)0x1000;
+		CHECK(gmt_ring_push(&r, &ev));
+		CHECK(gmt_ring_pop(&r, &out));
+		CHECK_EQ_U64(out.pool2, 77);
+	}
+	for (int i = 0; i < 3; i++) {
+		memset(&ev, 0xa5, sizeof(ev)); /* the tail: bytes the core push must not copy */
+		gmt_event_clear_core(&ev);
+		ev.seq = 10 + (uint64_t)i;
+		ev.ptr = 0x7f0000 + (uint64_t)i;
+		ev.size = 4096;
+		ev.device = 1;
+		ev.op = GMT_OP_ALLOC;
+		ev.flags = GMT_EV_PTSZ;
+		CHECK(gmt_ring_push_core(&r, &ev));
+		CHECK(gmt_ring_pop(&r, &out));
+		CHECK_EQ_U64(out.seq, 10 + (uint64_t)i);
+		CHECK_EQ_U64(out.ptr, 0x7f0000 + (uint64_t)i);
+		CHECK_EQ_U64(out.size, 4096);
+		CHECK(out.device == 1 && out.op == GMT_OP_ALLOC);
+		CHECK_EQ_U64(out.flags, GMT_EV_PTSZ); /* GMT_EV_CORE_ONLY stays in the ring */
+		CHECK(out.label[0] == 0 && out.range_depth == 0 && out.range == GMT_RANGE_NONE);
+		CHECK(out.torch_action == 0 && out.pool2 == 0 && out.layer == NULL);
+	}
+	/* a full event after core ones: its own bytes, all of them */
+	memset(&ev, 0, sizeof(ev));
+	strcpy(ev.label, "a marker");
+	ev.pool2 = 5;
+	CHECK(gmt_ring_push(&r, &ev));
+	CHECK(gmt_ring_pop(&r, &out));
+	CHECK(strcmp(out.label, "a marker") == 0 && out.pool2 == 5 && out.flags == 0);
+	CHECK(!gmt_ring_pop(&r, &out));
+}
+
 static void *
 producer(void *arg)
 {
 	uint32_t id = (uint32_t)(uintptr_t)arg;
 	struct gmt_event ev = {0};
+
+	if (id % 4 == 2) /* core pushes: a tail that must not come through */
+		memset(ev.label, 'x', sizeof(ev.label) - 1);
 
 	while (!atomic_load(&go))
 		;
@@ -145,6 +201,8 @@ producer(void *arg)
 				slot->size = ev.size;
 				gmt_ring_commit(&ring, pos);
 			}
+		} else if (id % 4 == 2) {
+			ok = gmt_ring_push_core(&ring, &ev);
 		} else {
 			ok = gmt_ring_push(&ring, &ev);
 		}
@@ -184,6 +242,7 @@ test_stress(size_t nslots)
 			last[out.tid] = (int64_t)out.seq;
 			CHECK_EQ_U64(out.ptr, ((uint64_t)out.tid << 32) | out.seq);
 			CHECK_EQ_U64(out.size, ~out.ptr); /* the payload was not torn */
+			CHECK(out.label[0] == 0 && out.flags == 0);
 			received++;
 			continue;
 		}
@@ -209,6 +268,7 @@ main(void)
 		per_producer /= 20;
 	test_fifo_and_full();
 	test_claim_commit();
+	test_core_only();
 	test_stress(1 << 16); /* roomy: few or no drops */
 	test_stress(64);      /* tiny: many drops, all counted */
 	printf("ring: ok\n");
