@@ -65,25 +65,36 @@ main(int argc, char **argv)
 	int dev = 0, first = 1;
 	CUcontext ctx = NULL;
 	CUdevice cudev = 0;
-	void *p = NULL;
+	unsigned long long id = 0;
+	void *p = NULL, *drv;
 
 	if (cudaSetDevice(0) != cudaSuccess || cudaFree(0) != cudaSuccess) {
 		fprintf(stderr, "query_cost: no CUDA device\n");
 		return 2;
 	}
+	/* the driver the runtime loaded (not linked: the build's RUNPATH names the double's) */
+	drv = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+	__typeof__(&cuCtxGetCurrent) get_current =
+	    drv ? (__typeof__(&cuCtxGetCurrent))dlsym(drv, "cuCtxGetCurrent") : NULL;
+	__typeof__(&cuCtxGetDevice) get_device =
+	    drv ? (__typeof__(&cuCtxGetDevice))dlsym(drv, "cuCtxGetDevice") : NULL;
+	__typeof__(&cuCtxGetId) get_id = /* CUDA 12's; the double has none */
+	    drv ? (__typeof__(&cuCtxGetId))dlsym(drv, "cuCtxGetId") : NULL;
+	if (!get_current || !get_device) {
+		fprintf(stderr,
+			"query_cost: libcuda.so.1 is not loaded, or has no context queries\n");
+		return 2;
+	}
 	printf("{\"n\":%ld,\"ns_per_call\":{", n);
 	MEASURE("cudaGetDevice", (cudaGetDevice(&dev), sink += (uint64_t)dev));
-	MEASURE("cuCtxGetCurrent", (cuCtxGetCurrent(&ctx), sink += (uint64_t)(uintptr_t)ctx));
-	MEASURE("cuCtxGetDevice", (cuCtxGetDevice(&cudev), sink += (uint64_t)cudev));
+	MEASURE("cuCtxGetCurrent", (get_current(&ctx), sink += (uint64_t)(uintptr_t)ctx));
+	MEASURE("cuCtxGetDevice", (get_device(&cudev), sink += (uint64_t)cudev));
 	MEASURE("cuCtxGetCurrent+cuCtxGetDevice",
-		(cuCtxGetCurrent(&ctx), cuCtxGetDevice(&cudev), sink += (uint64_t)cudev));
-	unsigned long long id = 0;
-	/* CUDA 12's; the double has none */
-	__typeof__(&cuCtxGetId) get_id = (__typeof__(&cuCtxGetId))dlsym(RTLD_DEFAULT, "cuCtxGetId");
+		(get_current(&ctx), get_device(&cudev), sink += (uint64_t)cudev));
 	if (get_id) {
 		MEASURE("cuCtxGetId", (get_id(ctx, &id), sink += id));
 		MEASURE("cuCtxGetCurrent+cuCtxGetId",
-			(cuCtxGetCurrent(&ctx), get_id(ctx, &id), sink += id));
+			(get_current(&ctx), get_id(ctx, &id), sink += id));
 	}
 	MEASURE("clock_gettime", sink += now_ns());
 #if defined(__x86_64__)
