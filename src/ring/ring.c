@@ -90,7 +90,7 @@ gmt_ring_push_core(struct gmt_ring *ring, const struct gmt_event *ev)
 	if (!slot)
 		return false;
 	memcpy(slot, ev, GMT_EVENT_CORE_BYTES);
-	slot->flags |= GMT_EV_CORE_ONLY;
+	slot->flags = ev->flags | GMT_EV_CORE_ONLY; /* a store: no load of the slot's line */
 	gmt_ring_commit(ring, pos);
 	return true;
 }
