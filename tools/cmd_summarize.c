@@ -47,6 +47,7 @@ usage(FILE *out)
 	    "is the one 'report --format json' gives for that trace.\n"
 	    "TRACE is a trace file or a directory (every trace in it). The summary of\n"
 	    "DIR/NAME.jsonl (.jsonl.zst, .jsonl.gz, .pickle) is DIR/NAME" SUMMARY_SUFFIX ".\n"
+	    "A pipe named as TRACE (<(zstdcat t.jsonl.zst)) is read as '-' is; give -o DIR.\n"
 	    "\n"
 	    "Options:\n"
 	    "  -o, --output DIR  write the summaries into DIR instead of beside the traces\n"
@@ -79,6 +80,7 @@ enum job_status {
 struct job {
 	char *trace; /* the trace's path */
 	char *out;   /* its summary's path */
+	bool named;  /* named on the command line, not found in a directory: may be a pipe */
 	FILE *log;   /* what its child said, until copied to stderr */
 	pid_t pid;   /* its child while it runs, else 0 */
 	bool done;   /* finished (or never to run), its messages ready */
@@ -136,13 +138,14 @@ summary_path(const char *trace, const char *dir)
 
 /* Write @p doc to @p path (never through a link planted there). 0, or -1 after a message. */
 static int
-write_summary(FILE *diag, const char *path, const json_t *doc)
+write_summary(FILE *diag, const char *path, const json_t *doc, bool pipe_trace)
 {
 	struct gmt_outfile f = {.dirfd = -1};
 	char why[GMT_OUTFILE_WHY];
 
 	if (gmt_outfile_open(&f, path, why) != 0) {
-		fprintf(diag, "gpumemtrace summarize: cannot write %s: %s\n", gmt_esc(path), why);
+		fprintf(diag, "gpumemtrace summarize: cannot write %s: %s%s\n", gmt_esc(path), why,
+			pipe_trace ? " (its trace is a pipe: give -o DIR)" : "");
 		return -1;
 	}
 	if (json_dumpf(doc, f.f, JSON_COMPACT | JSON_REAL_PRECISION(15)) != 0 ||
@@ -170,7 +173,11 @@ run_job(struct job *j, FILE *diag)
 
 	gmt_cli_session_options(&so);
 	gmt_session_init(&s, &so, diag);
-	if (gmt_session_add_file(&s, j->trace) != 0 || s.n == 0) {
+	/* a trace the user named is read as `report` reads it: a pipe there too (`summarize -o DIR
+	 * <(zstdcat t.zst)`); a directory's traces are regular files only */
+	if ((j->named ? gmt_session_add_path(&s, j->trace) : gmt_session_add_file(&s, j->trace)) !=
+		0 ||
+	    s.n == 0) {
 		gmt_session_free(&s);
 		return JOB_UNREADABLE;
 	}
@@ -182,7 +189,9 @@ run_job(struct job *j, FILE *diag)
 		json_object_set_new(doc, GMT_SK_SUMMARIZED_BY, json_string(GMT_VERSION));
 		json_object_set_new(doc, GMT_SK_CLOCK_UNCERTAINTY_S,
 				    json_real(clock_uncertainty_s));
-		if (write_summary(diag, j->out, doc) != 0)
+		struct stat ts;
+		bool pipe_trace = j->named && stat(j->trace, &ts) == 0 && S_ISFIFO(ts.st_mode);
+		if (write_summary(diag, j->out, doc, pipe_trace) != 0)
 			st = JOB_UNWRITTEN;
 	}
 	json_decref(doc);
@@ -353,6 +362,7 @@ add_jobs(struct work *w, size_t *cap, const char *path, const char *dir, FILE *d
 		j = &w->jobs[w->n];
 		*j = (struct job){0};
 		j->trace = names ? gmt_path_join(path, names[i]) : strdup(path);
+		j->named = !names;
 		j->out = j->trace ? summary_path(j->trace, dir) : NULL;
 		if (!j->trace || !j->out) {
 			free(j->trace);

@@ -207,6 +207,43 @@ def group_fifo(c):
     c.check(rc == 0 and out.replace("/dev/fd/%d" % r, "dir/basic.jsonl") == want,
             "report /dev/fd/N (a pipe, as <(...) names it): the file's report",
             "exit %s\n%s" % (rc, err))
+
+    # summarize: a pipe named is read too; its summary goes where -o says (beside /dev/fd/N
+    # cannot be written: said, with the way out)
+    def summarize_pipe(args):
+        r, w = os.pipe()
+        writer = threading.Thread(target=lambda: (os.write(w, blob), os.close(w)))
+        writer.start()
+        try:
+            p = subprocess.run([c.exe, "summarize"] + args + ["/dev/fd/%d" % r], cwd=c.tmp,
+                               env=c.env(), stdin=subprocess.DEVNULL, capture_output=True,
+                               pass_fds=(r,), timeout=HANG_S)
+            res = (p.returncode, p.stdout.decode(), p.stderr.decode())
+        except subprocess.TimeoutExpired:
+            res = (None, "", "hangs")
+        os.close(r)
+        writer.join(timeout=HANG_S)
+        return r, res
+    os.mkdir(c.path("sums"))
+    rc, out, err = c.run(["summarize", "-o", "sums", "dir/basic.jsonl"])
+    c.check(rc == 0, "summarize -o DIR FILE: exit 0", "exit %s\n%s" % (rc, err))
+    fd, (rc, out, err) = summarize_pipe(["-o", "sums"])
+    got = os.path.join(c.path("sums"), "%d.summary.json" % fd)
+    c.check(rc == 0 and os.path.isfile(got), "summarize -o DIR /dev/fd/N: a summary of the pipe",
+            "exit %s\n%s" % (rc, err))
+    if rc == 0 and os.path.isfile(got):
+        with open(got) as f:
+            piped = json.load(f)
+        with open(os.path.join(c.path("sums"), "basic.summary.json")) as f:
+            plain = json.load(f)
+        for doc in (piped, plain):
+            doc.pop("file", None)
+            doc.get("process", {}).pop("file", None)
+        c.check(piped == plain, "summarize of the pipe: the file's summary, but for its name",
+                json.dumps(piped)[:300])
+    fd, (rc, out, err) = summarize_pipe([])
+    c.check(rc == 2 and "its trace is a pipe: give -o DIR" in err,
+            "summarize /dev/fd/N without -o: exit 2, says to give -o DIR", "exit %s\n%s" % (rc, err))
     rc, out, err = c.run(["diff", "dir", "dir"])
     c.check(rc == 0 and "No call site changed" in out, "diff DIR DIR with a FIFO: exit 0",
             "exit %s\n%s%s" % (rc, out, err))
