@@ -305,6 +305,8 @@ def main():
         coverage = "runtime API only"
     if sc == "oom":
         env["SIMCUDA_MEM_BYTES"] = "64M"
+    if sc == "devices":
+        env["SIMCUDA_DEVICES"] = "2"
     if sc == "drops":
         mode = "burst"
         env["GPUMEMTRACE_RING_SLOTS"] = "1024"
@@ -445,6 +447,20 @@ def main():
         else:
             check(header["capture"] == ["interpose"] and header.get("coverage_reason"),
                   f"{path}: the header says why CUPTI was not used ({header.get('coverage_reason')})")
+        if sc == "devices":
+            # each event's device is the calling thread's current device, by either path (the
+            # wrappers ask libcuda's current context, or cudaGetDevice where there is none)
+            want = next((l.split()[1:] for l in stdout.splitlines() if l.startswith("alloc-devices")), [])
+            free_dev = next((int(l.split()[1]) for l in stdout.splitlines() if l.startswith("free-device")), None)
+            ev = [r for r in recs if r["type"] == "event" and r["op"] in ("alloc", "free")
+                  and r.get("kind") in ("device", "pool")]
+            allocs = [r["device"] for r in ev if r["op"] == "alloc"]
+            check(allocs == [int(d) for d in want],
+                  f"{path}: the allocations' devices are the program's ({allocs}, want {want})")
+            frees = [(r["api"], r["device"]) for r in ev if r["op"] == "free"]
+            check(frees == [("cudaFreeAsync", 1), ("cudaFree", free_dev), ("cudaFree", 0)],
+                  f"{path}: the frees' devices: on device 1, by a thread's first call "
+                  f"(its device {free_dev}), on device 0 ({frees})")
         if sc == "drops":
             trailer = recs[-1]
             events = sum(1 for r in recs if r["type"] == "event" and r["op"] != "usage")

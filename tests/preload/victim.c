@@ -234,6 +234,47 @@ threads(void)
 		pthread_join(th[i], NULL);
 }
 
+/* Each event's device (the "devices" scenario, two simulated devices): allocations after
+ * cudaSetDevice(1) and back on 0, and a free by a thread whose first CUDA call it is (no context
+ * of its own yet: its device is the runtime's default, 0). Prints the device of each allocation
+ * in order, and the freeing thread's device, for the trace to be compared with. */
+static void *
+free_first(void *p)
+{
+	int dev = -1;
+
+	CK(cudaFree(p)); /* this thread's first CUDA call */
+	did_free("cudaFree");
+	CK(cudaGetDevice(&dev));
+	printf("free-device %d\n", dev);
+	return NULL;
+}
+
+static void
+devices(void)
+{
+	void *a, *b, *c;
+	pthread_t th;
+
+	CK(cudaSetDevice(1));
+	CK(cudaMalloc(&a, 1 << 20));
+	did_alloc("cudaMalloc");
+	CK(cudaMallocAsync(&b, 2 << 20, 0));
+	did_alloc("cudaMallocAsync");
+	CK(cudaSetDevice(0));
+	CK(cudaMalloc(&c, 3 << 20));
+	did_alloc("cudaMalloc");
+	printf("alloc-devices 1 1 0\n");
+	CK(cudaSetDevice(1));
+	CK(cudaFreeAsync(b, 0)); /* on device 1 again */
+	did_free("cudaFreeAsync");
+	CK(cudaSetDevice(0));
+	pthread_create(&th, NULL, free_first, a);
+	pthread_join(th, NULL);
+	CK(cudaFree(c));
+	did_free("cudaFree");
+}
+
 static void
 do_fork(void)
 {
@@ -782,6 +823,8 @@ main(int argc, char **argv)
 		basic();
 	} else if (strcmp(mode, "threads") == 0) {
 		threads();
+	} else if (strcmp(mode, "devices") == 0) {
+		devices();
 	} else if (strcmp(mode, "fork") == 0) {
 		do_fork();
 	} else if (strcmp(mode, "_exit") == 0) {
