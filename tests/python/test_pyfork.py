@@ -35,8 +35,10 @@ def churn(stop, k):
 def child():
     first, last = ctypes.c_int(), ctypes.c_int()
     n = LIB.pywalk_next_codes(ctypes.byref(first), ctypes.byref(last))
-    if n <= 0 or first.value != 1:
-        return 1
+    if n <= 0:
+        return 1  # no code object in the child's registry, or its ids out of order
+    if first.value != 1:
+        return 4  # the main thread's, id 1, is not the first
     ns = {"walk": top_id}
     exec(compile("def g():\n    return walk()\n", "<child>", "exec"), ns)
     if ns["g"]() == 0:
