@@ -20,7 +20,8 @@ GROUP is one of:
             labels there are), `run -o` on a regular file or a read-only directory (exit 2
             before the program runs), a trace of only a header (ends at 0 s), a file of only
             pyinfo or stack lines (exit 3), a trace cut by a full disk (said so, not "did not
-            exit normally")
+            exit normally"), a failed allocation of (size_t)-1 bytes (read, on either line
+            path; not lost as a bad line)
   trust     a trace path that is a symlink to a file that is not a trace (a password file, a
             JSON config): "not a gpumemtrace trace", nothing of its content quoted, in report,
             check and diff; a trace cut at its start (tail -c) is still read
@@ -673,6 +674,29 @@ def group_inputs(c):
         rc, out, err = c.run(["run", "-o", "ro", "--", "echo", "RAN"], env=env)
         c.check(rc == 2 and "RAN" not in out and "Permission denied" in err,
                 "run -o a directory without write permission: exit 2",
+                "exit %s\n%s%s" % (rc, out, err))
+
+    # a failed cudaMalloc of (size_t)-1 bytes (a count computed negative), as the tracer writes
+    # it: a size past 2^63 - 1, which jansson refuses. The failure is read, on either path; a
+    # successful allocation of that size is still a bad line
+    huge = (1 << 64) - 1
+    c.write("huge-request.jsonl", lines(HEADER, alloc(1, "0x7f0000000000"),
+                                        dict(alloc(2, "0x0", size=huge), result=2), trailer(2)))
+    c.write("huge-granted.jsonl", lines(HEADER, alloc(1, "0x7f0000000000", size=huge),
+                                        trailer(1)))
+    for slow in ("0", "1"):
+        env = {"GMT_TRACE_SLOW": slow}
+        rc, out, err = c.run(["check", "--max-failed", "0", "huge-request.jsonl"], env=env)
+        c.check(rc == 1 and "PASS complete-traces" in out and
+                "FAIL max-failed: failed allocations 1 > limit 0" in out and err == "",
+                "a failed allocation of 2^64 - 1 bytes is read (GMT_TRACE_SLOW=%s)" % slow,
+                "exit %s\n%s%s" % (rc, out, err))
+        rc, out, err = c.run(["report", "huge-request.jsonl"], env=env)
+        c.check(rc == 0 and "failed allocations: 1 (cudaMalloc 16.0 EiB on device 0" in out,
+                "... and reported (GMT_TRACE_SLOW=%s)" % slow, "exit %s\n%s%s" % (rc, out, err))
+        rc, out, err = c.run(["check", "--max-leaked-bytes", "0", "huge-granted.jsonl"], env=env)
+        c.check(rc == 1 and "huge-granted.jsonl:2: " in err and "FAIL complete-traces" in out,
+                "a granted allocation of 2^64 - 1 bytes is a bad line (GMT_TRACE_SLOW=%s)" % slow,
                 "exit %s\n%s%s" % (rc, out, err))
 
     # a header and nothing else: the trace ends where it starts, and the reader says why

@@ -54,13 +54,11 @@ rd_lead_end(struct reader *r, size_t lineno)
  * it declines the line; the slow path then reads it, with its messages.
  */
 static bool
-read_line_fast(struct reader *r, const char *buf, size_t len, size_t lineno)
+read_line_flat(struct reader *r, const char *buf, size_t len, size_t lineno)
 {
 	struct gmt_flat flat;
 
-	/* any flat object is tried (a writer may put spaces or order keys its own way); a line
-	 * with a nested value (stack, snapshot, header) is declined at its first '[' or '{' */
-	if (r->no_fast || len < 2)
+	if (len < 2)
 		return false;
 	if (len + 1 > r->scratch_cap) {
 		size_t cap = len + 1 > 4096 ? len + 1 : 4096;
@@ -85,6 +83,14 @@ read_line_fast(struct reader *r, const char *buf, size_t len, size_t lineno)
 		r->content++;
 	}
 	return true;
+}
+
+static bool
+read_line_fast(struct reader *r, const char *buf, size_t len, size_t lineno)
+{
+	/* any flat object is tried (a writer may put spaces or order keys its own way); a line
+	 * with a nested value (stack, snapshot, header) is declined at its first '[' or '{' */
+	return !r->no_fast && read_line_flat(r, buf, len, lineno);
 }
 
 static bool
@@ -135,6 +141,11 @@ read_line(struct reader *r, const char *buf, size_t len, size_t lineno)
 	bool used = false, content = false; /* before any goto out */
 
 	obj = json_loadb(buf, len, 0, &jerr);
+	/* an integer past 2^63 - 1, which the fast path reads (flatjson.h): with it off
+	 * (GMT_TRACE_SLOW), such a line is read as the fast path reads it */
+	if (!obj && r->no_fast && strncmp(jerr.text, "too big integer", 15) == 0 &&
+	    read_line_flat(r, buf, len, lineno))
+		return;
 	if (!r->trace_line_seen && (!obj || !json_is_object(obj) ||
 				    rd_get_str(JS(obj), "type", &type) != 0 || !known_type(type))) {
 		r->lead++; /* not quoted: this file has not shown it is a trace */

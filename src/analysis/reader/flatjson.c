@@ -122,12 +122,15 @@ digits8(const char *p, unsigned n)
 }
 #endif
 
-/* An integer as JSON writes it (no leading zeros, no fraction or exponent), within long long. */
+/* An integer as JSON writes it (no leading zeros, no fraction or exponent), within long long;
+ * with @p big, a positive one up to ULLONG_MAX too (*@p big says whether it is past LLONG_MAX). */
 static inline __attribute__((always_inline)) char *
-integer(char *p, const char *end, long long *out)
+integer(char *p, const char *end, long long *out, bool *big)
 {
 	bool neg = p < end && *p == '-';
-	unsigned long long v = 0, limit = neg ? (unsigned long long)LLONG_MAX + 1 : LLONG_MAX;
+	unsigned long long v = 0, limit = neg	? (unsigned long long)LLONG_MAX + 1
+					  : big ? ULLONG_MAX
+						: LLONG_MAX;
 	char *digits;
 
 	if (neg)
@@ -162,6 +165,8 @@ digits_done:
 	if (p < end && (*p == '.' || *p == 'e' || *p == 'E'))
 		return NULL;
 	*out = neg ? (long long)(0 - v) : (long long)v;
+	if (big)
+		*big = !neg && v > LLONG_MAX;
 	return p;
 }
 
@@ -271,13 +276,13 @@ gmt_flat_parse(char *buf, size_t len, struct gmt_flat *out)
 		} else if (*p == '[') { /* a pair of integers: a block line's pool id */
 			v->type = GMT_FLAT_PAIR;
 			p = (char *)skip_ws(p + 1, end);
-			if (!(p = integer(p, end, &v->num)))
+			if (!(p = integer(p, end, &v->num, NULL)))
 				return false;
 			p = (char *)skip_ws(p, end);
 			if (p >= end || *p != ',')
 				return false;
 			p = (char *)skip_ws(p + 1, end);
-			if (!(p = integer(p, end, &v->num2)))
+			if (!(p = integer(p, end, &v->num2, NULL)))
 				return false;
 			p = (char *)skip_ws(p, end);
 			if (p >= end || *p != ']')
@@ -285,7 +290,7 @@ gmt_flat_parse(char *buf, size_t len, struct gmt_flat *out)
 			p++;
 		} else {
 			v->type = GMT_FLAT_INT;
-			p = integer(p, end, &v->num);
+			p = integer(p, end, &v->num, &v->big);
 		}
 		if (!p)
 			return false;

@@ -8,8 +8,11 @@
  * bytes, true/false, more than GMT_FLAT_MAX keys, trailing bytes. It accepts only what jansson
  * accepts and reads it the same way (an array of any other shape is declined) (the last of
  * duplicate keys wins), so a line means the same whichever path read it; the jansson path gives the
- * error messages. Reading a line allocates nothing: strings are NUL-terminated in place in the
- * caller's copy of the line.
+ * error messages. One exception: an integer from 2^63 to 2^64 - 1, which jansson refuses (too big
+ * integer), is read (`big`): the tracer writes a failed allocation's size as it was asked, and
+ * `cudaMalloc(&p, (size_t)-1)` asks for 2^64 - 1 bytes. The jansson path hands a line it refuses
+ * so to this reader (dispatch.c), so such a line still means the same on either path. Reading a
+ * line allocates nothing: strings are NUL-terminated in place in the caller's copy of the line.
  */
 #ifndef GMT_READER_FLATJSON_H
 #define GMT_READER_FLATJSON_H
@@ -36,6 +39,7 @@ struct gmt_flat_value {
 	long long num;	 /**< GMT_FLAT_INT; GMT_FLAT_PAIR: the first */
 	long long num2;	 /**< GMT_FLAT_PAIR: the second */
 	enum gmt_flat_type type;
+	bool big; /**< GMT_FLAT_INT past LLONG_MAX: num holds it as (long long)(uint64_t) */
 };
 
 /*

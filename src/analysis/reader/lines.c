@@ -347,7 +347,11 @@ event_ptr_size(struct reader *r, struct src obj, size_t lineno, struct gmt_trace
 		if ((err = rd_get_hex(obj, "ptr", &ev->ptr)))
 			return rd_key_error(r, lineno, "event", "ptr", err, "a hex string");
 	}
-	if (ev->op == GMT_OP_ALLOC || ev->op == GMT_OP_USAGE) {
+	if (ev->op == GMT_OP_ALLOC && ev->result != 0) {
+		/* the bytes asked for, whatever they were: (size_t)-1 too (rd_get_size()) */
+		if ((err = rd_get_size(obj, "size", &ev->size)))
+			return rd_key_error(r, lineno, "event", "size", err, "an integer");
+	} else if (ev->op == GMT_OP_ALLOC || ev->op == GMT_OP_USAGE) {
 		if ((err = rd_get_u64(obj, "size", &ev->size)))
 			return rd_key_error(r, lineno, "event", "size", err, "an integer");
 	} else if (ev->op == GMT_OP_FREE) {
@@ -392,8 +396,11 @@ event_optional(struct reader *r, struct src obj, size_t lineno, struct gmt_trace
 		if ((err = rd_get_hex(obj, "ptr", &ev->ptr)))
 			return rd_key_error(r, lineno, "event", "ptr", err, "a hex string");
 	}
-	if (ev->op == GMT_OP_ALLOC && rd_get_u64(obj, "requested", &ev->requested) == 0)
+	if (ev->op == GMT_OP_ALLOC && (ev->result != 0 ? rd_get_size(obj, "requested", &u)
+						       : rd_get_u64(obj, "requested", &u)) == 0) {
+		ev->requested = u;
 		ev->flags |= GMT_EV_HAS_REQUESTED;
+	}
 	if (ev->op == GMT_OP_ALLOC && rd_get_u64(obj, "free_bytes", &ev->free_bytes) == 0 &&
 	    rd_get_u64(obj, "total_bytes", &ev->total_bytes) == 0)
 		ev->flags |= GMT_EV_HAS_MEMINFO;

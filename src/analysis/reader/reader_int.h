@@ -141,6 +141,7 @@ enum fkind { F_ABSENT, F_NULL, F_INT, F_STR, F_OTHER };
 struct fval {
 	enum fkind kind;
 	long long num;
+	bool big; /* F_INT past LLONG_MAX (the fast path's only, flatjson.h): num is its bits */
 	const char *str;
 	size_t slen; /* str's length up to its first NUL (what jansson's string may hold past it is
 		      * not read, as strlen() would not) */
@@ -310,7 +311,7 @@ void rd_settle_pycodes(struct reader *r);
 static inline __attribute__((always_inline)) struct fval
 rd_field(struct src o, const char *key)
 {
-	struct fval f = {F_ABSENT, 0, NULL, 0};
+	struct fval f = {F_ABSENT, 0, false, NULL, 0};
 
 	if (o.flat) {
 		const struct gmt_flat_value *v = gmt_flat_get(o.flat, key);
@@ -321,6 +322,7 @@ rd_field(struct src o, const char *key)
 				 : v->type == GMT_FLAT_PAIR ? F_OTHER
 							    : F_NULL;
 			f.num = v->num;
+			f.big = v->type == GMT_FLAT_INT && v->big;
 			f.str = v->str;
 			f.slen = v->slen;
 		}
@@ -353,6 +355,24 @@ rd_get_u64(struct src obj, const char *key, uint64_t *out)
 	return 0;
 }
 
+/*
+ * A size as the tracer writes it: any uint64_t. Only a failed allocation's can be past
+ * LLONG_MAX (what was asked: `cudaMalloc(&p, (size_t)-1)`); every other number the reader
+ * takes is within long long, past it an error as jansson has it (rd_get_u64()).
+ */
+static inline __attribute__((always_inline)) int
+rd_get_size(struct src obj, const char *key, uint64_t *out)
+{
+	struct fval v = rd_field(obj, key);
+
+	if (v.kind == F_ABSENT || v.kind == F_NULL)
+		return -ENOENT;
+	if (v.kind != F_INT || (v.num < 0 && !v.big))
+		return -EINVAL;
+	*out = (uint64_t)v.num;
+	return 0;
+}
+
 static inline __attribute__((always_inline)) int
 rd_get_i64(struct src obj, const char *key, long long *out)
 {
@@ -360,7 +380,7 @@ rd_get_i64(struct src obj, const char *key, long long *out)
 
 	if (v.kind == F_ABSENT || v.kind == F_NULL)
 		return -ENOENT;
-	if (v.kind != F_INT)
+	if (v.kind != F_INT || v.big)
 		return -EINVAL;
 	*out = v.num;
 	return 0;
