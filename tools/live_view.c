@@ -466,13 +466,12 @@ frame_sites(struct frame *fr, struct gmt_live_view *v, bool growth)
 			continue;
 		for (size_t k = 0; k < p->m->nsites; k++) {
 			const struct gmt_site_stats *s = &p->m->sites[k];
-			int64_t value = (int64_t)s->live;
-			if (!gmt_kind_in_held((enum gmt_tkind)s->kind))
+			uint64_t before = growth && k < step->nsites ? step->site_live[k] : 0;
+			if (!gmt_kind_in_held((enum gmt_tkind)s->kind) || s->live <= before)
 				continue;
-			if (growth)
-				value -= k < step->nsites ? (int64_t)step->site_live[k] : 0;
-			if (value <= 0)
-				continue;
+			/* held at INT64_MAX, as the sum below: a damaged trace's sizes reach it */
+			int64_t value =
+			    s->live - before > INT64_MAX ? INT64_MAX : (int64_t)(s->live - before);
 			site_text(p, s, site, sizeof(site));
 			if (n == cap) {
 				size_t nc = cap ? 2 * cap : 64;
@@ -495,7 +494,9 @@ frame_sites(struct frame *fr, struct gmt_live_view *v, bool growth)
 		qsort(rows, n, sizeof(*rows), site_row_key_cmp);
 		for (size_t i = 1; i < n; i++) {
 			if (site_row_key_cmp(&rows[k], &rows[i]) == 0) {
-				rows[k].value += rows[i].value;
+				rows[k].value = rows[i].value > INT64_MAX - rows[k].value
+						    ? INT64_MAX
+						    : rows[k].value + rows[i].value;
 				rows[k].live_allocs += rows[i].live_allocs;
 				free(rows[i].label);
 			} else {

@@ -21,7 +21,8 @@ GROUP is one of:
             before the program runs), a trace of only a header (ends at 0 s), a file of only
             pyinfo or stack lines (exit 3), a trace cut by a full disk (said so, not "did not
             exit normally"), a failed allocation of (size_t)-1 bytes (read, on either line
-            path; not lost as a bad line)
+            path; not lost as a bad line), allocations of 2^63 - 1 bytes (diff and live
+            hold their sums there, never wrap them)
   trust     a trace path that is a symlink to a file that is not a trace (a password file, a
             JSON config): "not a gpumemtrace trace", nothing of its content quoted, in report,
             check and diff; a trace cut at its start (tail -c) is still read
@@ -698,6 +699,26 @@ def group_inputs(c):
         c.check(rc == 1 and "huge-granted.jsonl:2: " in err and "FAIL complete-traces" in out,
                 "a granted allocation of 2^64 - 1 bytes is a bad line (GMT_TRACE_SLOW=%s)" % slow,
                 "exit %s\n%s%s" % (rc, out, err))
+
+    # allocations of 2^63 - 1 bytes (a damaged trace's sizes), two at one site: diff and live
+    # hold their sums at what a report says (2^63 - 1), never wrapped into a shrink or nothing
+    big = (1 << 63) - 1
+    os.mkdir(c.path("big-two"))
+    for pid in (777, 778):
+        c.write(os.path.join("big-two", "%d.jsonl" % pid),
+                lines(dict(HEADER, pid=pid), alloc(1, "0x7f0000000000", size=big), trailer(1)))
+    c.write("big-one.jsonl", lines(HEADER, alloc(1, "0x7f0000000000", size=big),
+                                   alloc(2, "0x7f8000000000", size=big), trailer(2)))
+    c.write("small.jsonl", lines(HEADER, alloc(1, "0x7f0000000000"), trailer(1)))
+    rc, out, err = c.run(["diff", "--format", "json", "small.jsonl", "big-two"])
+    sites = json.loads(out)["sites"] if rc == 0 else []
+    c.check(len(sites) == 1 and sites[0]["peak"]["after"] == big and
+            sites[0]["leaked"]["after"] == big and sites[0]["leaked"]["delta"] > 0,
+            "diff: two sites of 2^63 - 1 bytes add up to 2^63 - 1, a growth",
+            "exit %s\n%s%s" % (rc, out, err))
+    rc, out, err = c.run(["live", "--once", "big-one.jsonl"])
+    c.check(rc == 0 and "8.0 EiB       2 live" in out and "(nothing live)" not in out,
+            "live: a site of 2 x (2^63 - 1) bytes is shown", "exit %s\n%s%s" % (rc, out, err))
 
     # a header and nothing else: the trace ends where it starts, and the reader says why
     c.write("header.jsonl", lines(HEADER))

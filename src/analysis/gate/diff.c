@@ -42,6 +42,16 @@ gmt_change_abs(const struct gmt_change *c)
 				     : (uint64_t)(c->before - c->after);
 }
 
+/*
+ * *@p to += @p v, held at INT64_MAX: a report's figures are at most that (a damaged trace's sizes
+ * make them so), and two of them must not wrap into a negative change.
+ */
+static void
+add_bytes(int64_t *to, uint64_t v)
+{
+	*to = v > (uint64_t)(INT64_MAX - *to) ? INT64_MAX : *to + (int64_t)v;
+}
+
 /* The site of @p entry in @p d, added when new; NULL out of memory. */
 static struct gmt_diff_site *
 site_for(struct gmt_diff *d, const json_t *entry)
@@ -96,7 +106,7 @@ add_run(struct gmt_diff *d, const json_t *doc, bool after)
 
 		if (!x)
 			return -ENOMEM;
-		*(after ? &x->peak.after : &x->peak.before) += (int64_t)gmt_json_u64(e, "bytes");
+		add_bytes(after ? &x->peak.after : &x->peak.before, gmt_json_u64(e, "bytes"));
 	}
 	json_array_foreach(json_object_get(doc, GMT_RK_LEAK_SITES), i, e)
 	{
@@ -110,8 +120,8 @@ add_run(struct gmt_diff *d, const json_t *doc, bool after)
 			continue;
 		if (!(x = site_for(d, e)))
 			return -ENOMEM;
-		*(after ? &x->leaked.after : &x->leaked.before) +=
-		    (int64_t)(gmt_json_u64(e, GMT_RK_BYTES) - gmt_json_u64(e, GMT_RK_CACHED_BYTES));
+		add_bytes(after ? &x->leaked.after : &x->leaked.before,
+			  gmt_json_u64(e, GMT_RK_BYTES) - gmt_json_u64(e, GMT_RK_CACHED_BYTES));
 	}
 	return 0;
 }
@@ -177,27 +187,26 @@ add_tensors(struct gmt_diff *d, const json_t *doc, bool after)
 		if (!json_is_object(t))
 			continue;
 		d->tensors = true;
-		int64_t peak =
-		    (int64_t)gmt_json_u64(json_object_get(t, GMT_RK_PEAK), GMT_RK_ALLOCATED);
+		uint64_t peak = gmt_json_u64(json_object_get(t, GMT_RK_PEAK), GMT_RK_ALLOCATED);
 		struct gmt_change *tp = &d->tensor_totals[GMT_DIFF_T_PEAK];
-		*(after ? &tp->after : &tp->before) += peak;
+		add_bytes(after ? &tp->after : &tp->before, peak);
 		json_array_foreach(json_object_get(t, GMT_RK_PEAK_SITES), j, row)
 		{
 			struct gmt_diff_tsite *x = tsite_for(d, row);
 			if (!x)
 				return -ENOMEM;
-			*(after ? &x->peak.after : &x->peak.before) +=
-			    (int64_t)gmt_json_u64(row, GMT_RK_BYTES);
+			add_bytes(after ? &x->peak.after : &x->peak.before,
+				  gmt_json_u64(row, GMT_RK_BYTES));
 		}
 		json_array_foreach(json_object_get(t, GMT_RK_LIVE_AT_EXIT), j, row)
 		{
 			struct gmt_diff_tsite *x = tsite_for(d, row);
 			if (!x)
 				return -ENOMEM;
-			int64_t b = (int64_t)gmt_json_u64(row, GMT_RK_BYTES);
+			uint64_t b = gmt_json_u64(row, GMT_RK_BYTES);
 			struct gmt_change *te = &d->tensor_totals[GMT_DIFF_T_LIVE_END];
-			*(after ? &x->live_end.after : &x->live_end.before) += b;
-			*(after ? &te->after : &te->before) += b;
+			add_bytes(after ? &x->live_end.after : &x->live_end.before, b);
+			add_bytes(after ? &te->after : &te->before, b);
 		}
 	}
 	return 0;
