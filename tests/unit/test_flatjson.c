@@ -45,8 +45,14 @@ integers(void)
 	CHECK(int_of("{\"a\":1234567890123456789}") == 1234567890123456789LL); /* 19 */
 	CHECK(int_of("{\"a\":9223372036854775807}") == LLONG_MAX);
 	CHECK(int_of("{\"a\":-9223372036854775808}") == LLONG_MIN);
-	/* past long long, leading zeros, fractions, exponents: jansson's to read or refuse */
-	CHECK(!parse("{\"a\":9223372036854775808}"));
+	/* from 2^63 to 2^64 - 1 (a failed allocation's size as asked: cudaMalloc(&p, (size_t)-1)):
+	 * read, marked big, its bits in num; jansson refuses them, and hands such a line here */
+	CHECK((unsigned long long)int_of("{\"a\":9223372036854775808}") == 1ULL << 63);
+	CHECK(gmt_flat_get(&f, "a")->big);
+	CHECK((unsigned long long)int_of("{\"a\":18446744073709551615}") == ULLONG_MAX);
+	CHECK(gmt_flat_get(&f, "a")->big);
+	CHECK(int_of("{\"a\":9223372036854775807}") == LLONG_MAX && !gmt_flat_get(&f, "a")->big);
+	/* past that, leading zeros, fractions, exponents: jansson's to read or refuse */
 	CHECK(!parse("{\"a\":-9223372036854775809}"));
 	CHECK(!parse("{\"a\":18446744073709551616}"));
 	CHECK(!parse("{\"a\":99999999999999999999999}"));
@@ -152,6 +158,19 @@ wide_scans(void)
 				snprintf(num, sizeof(num), "%s%s", form == 3 ? "-" : "", digits);
 				errno = 0;
 				long long want = strtoll(num, NULL, 10);
+				if (errno == ERANGE && form != 3) {
+					/* past long long: read up to 2^64 - 1 (big), refused past
+					 */
+					errno = 0;
+					unsigned long long u = strtoull(num, NULL, 10);
+					if (errno == ERANGE) {
+						CHECK(!parse(line));
+					} else {
+						CHECK((unsigned long long)int_of(line) == u);
+						CHECK(gmt_flat_get(&f, "a")->big);
+					}
+					continue;
+				}
 				if (errno == ERANGE) {
 					CHECK(!parse(line));
 					continue;
