@@ -4,7 +4,7 @@
  * without LD_PRELOAD=libgpumemtrace.so, interleaved).
  *
  *   hook_overhead [--mode malloc|async] [--iters N] [--reps R] [--warmup W] [--size BYTES]
- *                 [--gap-ms MS]
+ *                 [--gap-ms MS] [--in-process 1]
  *
  *   malloc  cudaMalloc + cudaFree of --size bytes (default 1 MiB)
  *   async   cudaMallocAsync + cudaFreeAsync of --size bytes on a created stream; the device's
@@ -23,6 +23,14 @@
  * sleeps --gap-ms (outside the timed region) so that a tracer's writer can drain its ring: a
  * repetition of 2N events must fit in the ring (GPUMEMTRACE_RING_SLOTS) for a no-drop run.
  *
+ * --in-process 1 (under the tracer only): each repetition times its N pairs twice, with the
+ * tracer paused on this thread (gmt_bench_pause(): its wrappers forward at once, its CUPTI
+ * callbacks return at once) and recording, in alternating order; the line adds the medians of
+ * both ("paused_median_ns_per_pair", "recording_median_ns_per_pair") and the median of the
+ * per-repetition differences ("added_median_ns_per_pair"): what recording costs above an empty
+ * callback on the same ids, measured in one process (bench/run_hook_inprocess.py). `events`
+ * counts the recorded pairs only.
+ *
  * Linked against libcudart.so.13 and nothing simulation-specific: it runs on tests/simcuda or,
  * with LD_LIBRARY_PATH at the toolkit's lib64, on the real runtime and a GPU. Which one it got is
  * probed at run time with dlsym (the double exports simcuda_is_simulated, the real library does
@@ -35,6 +43,7 @@
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,6 +64,7 @@ struct bench_args {
 	unsigned long warmup;
 	unsigned long size;
 	unsigned long gap_ms;
+	bool in_process;
 };
 
 static void
@@ -78,7 +88,7 @@ static void
 usage(void)
 {
 	fprintf(stderr, "usage: hook_overhead [--mode malloc|async] [--iters N] [--reps R] "
-			"[--warmup W] [--size BYTES] [--gap-ms MS]\n");
+			"[--warmup W] [--size BYTES] [--gap-ms MS] [--in-process 1]\n");
 	exit(2);
 }
 
@@ -117,6 +127,8 @@ parse_args(int argc, char **argv, struct bench_args *a)
 			a->size = parse_ulong(val, 1, 1UL << 40);
 		} else if (strcmp(opt, "--gap-ms") == 0) {
 			a->gap_ms = parse_ulong(val, 0, 10000);
+		} else if (strcmp(opt, "--in-process") == 0) {
+			a->in_process = parse_ulong(val, 0, 1) == 1;
 		} else {
 			usage();
 		}
@@ -171,15 +183,44 @@ keep_pool_warm(void)
 	CK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold));
 }
 
+static double
+median_of(const double *v, unsigned long n)
+{
+	static double sorted[MAX_REPS];
+
+	memcpy(sorted, v, n * sizeof(v[0]));
+	qsort(sorted, n, sizeof(sorted[0]), cmp_double);
+	return n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0;
+}
+
+/* N pairs timed, ns per pair. */
+static double
+timed_pairs(const struct bench_args *a, cudaStream_t s)
+{
+	uint64_t t0 = mono_ns();
+	run_pairs(a, a->iters, s);
+	return (double)(mono_ns() - t0) / (double)a->iters;
+}
+
 int
 main(int argc, char **argv)
 {
 	struct bench_args a;
-	static double samples[MAX_REPS], sorted[MAX_REPS];
+	static double samples[MAX_REPS], paused[MAX_REPS], added[MAX_REPS];
 	cudaStream_t s = NULL;
 	int (*simulated)(void);
+	void (*pause)(int) = NULL;
 
 	parse_args(argc, argv, &a);
+	if (a.in_process) {
+		*(void **)&pause = dlsym(RTLD_DEFAULT, "gmt_bench_pause");
+		if (!pause) {
+			fprintf(stderr,
+				"hook_overhead: --in-process needs the tracer (gmt_bench_pause) "
+				"preloaded\n");
+			return 2;
+		}
+	}
 
 	/* Context creation outside everything that is measured; cudaFree(NULL) is not an event. */
 	CK(cudaFree(NULL));
@@ -200,18 +241,27 @@ main(int argc, char **argv)
 	for (unsigned long r = 0; r < a.reps; r++) {
 		if (a.gap_ms && r > 0)
 			sleep_ms(a.gap_ms);
-		uint64_t t0 = mono_ns();
-		run_pairs(&a, a.iters, s);
-		uint64_t t1 = mono_ns();
-		samples[r] = (double)(t1 - t0) / (double)a.iters;
+		if (!pause) {
+			samples[r] = timed_pairs(&a, s);
+			continue;
+		}
+		/* paused and recording, the order alternating: neither always runs first */
+		for (int k = 0; k < 2; k++) {
+			bool quiet = (k == 0) == (r % 2 == 0);
+			if (quiet) {
+				pause(1);
+				paused[r] = timed_pairs(&a, s);
+				pause(0);
+			} else {
+				samples[r] = timed_pairs(&a, s);
+			}
+		}
+		added[r] = samples[r] - paused[r];
 	}
 	if (s)
 		CK(cudaStreamDestroy(s));
 
-	memcpy(sorted, samples, a.reps * sizeof(samples[0]));
-	qsort(sorted, a.reps, sizeof(sorted[0]), cmp_double);
-	double median =
-	    a.reps % 2 ? sorted[a.reps / 2] : (sorted[a.reps / 2 - 1] + sorted[a.reps / 2]) / 2.0;
+	double median = median_of(samples, a.reps);
 
 	*(void **)&simulated = dlsym(RTLD_DEFAULT, "simcuda_is_simulated");
 	printf("{\"bench\":\"hook_overhead\",\"mode\":\"%s\",\"runtime\":\"%s\",\"size\":%lu,"
@@ -222,6 +272,16 @@ main(int argc, char **argv)
 	       2 * (a.warmup + a.iters * a.reps), median);
 	for (unsigned long r = 0; r < a.reps; r++)
 		printf("%s%.1f", r ? "," : "", samples[r]);
-	printf("]}\n");
+	printf("]");
+	if (pause) {
+		printf(",\"in_process\":true,\"recording_median_ns_per_pair\":%.1f,"
+		       "\"paused_median_ns_per_pair\":%.1f,\"added_median_ns_per_pair\":%.1f,"
+		       "\"added_samples_ns_per_pair\":[",
+		       median, median_of(paused, a.reps), median_of(added, a.reps));
+		for (unsigned long r = 0; r < a.reps; r++)
+			printf("%s%.1f", r ? "," : "", added[r]);
+		printf("]");
+	}
+	printf("}\n");
 	return 0;
 }

@@ -271,6 +271,23 @@ gmt_torch_layer(const char *version,
 	to->torch_layer(version, backend, alloc_conf, status, detail);
 }
 
+/*
+ * For benchmarks (bench/hook_overhead --in-process): while @p on, the calling thread's CUDA calls
+ * are not recorded, as the tracer's own calls are not (gmt_depth): the wrappers forward at once
+ * and CUPTI's callbacks return at once. A loop timed paused and then recording, in one process,
+ * gives what recording costs above an empty callback on the same ids, free of the host's
+ * process-to-process spread (docs/performance.md). Nests; this copy of the tracer only. Not for
+ * programs: what a paused thread frees is then freed nowhere in the trace.
+ */
+GMT_EXPORT void
+gmt_bench_pause(int on)
+{
+	if (on)
+		gmt_depth++;
+	else if (gmt_depth > 0)
+		gmt_depth--;
+}
+
 /* From Python with the GIL held (python/gpumemtrace/_site/sitecustomize.py): the code watcher
  * that lets the Python walk look code objects up by address (capture/pystack.h). */
 GMT_EXPORT int

@@ -36,5 +36,7 @@ void gmt_torch_gc(int collecting);
 
 /** Exported for the PyTorch layer's end-of-run walk (_torch.py): capture/torch.h. */
 void gmt_torch_holders(const char *json);
+/** For benchmarks: the calling thread's CUDA calls are not recorded while @p on (api.c). */
+void gmt_bench_pause(int on);
 
 #endif

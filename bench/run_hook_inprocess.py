@@ -1,0 +1,135 @@
+#!/usr/bin/env python3
+"""The tracer's own cost per event, measured inside one process: bench/hook_overhead --in-process
+under the tracer times each repetition's pairs with the tracer paused on its thread
+(gmt_bench_pause(): the wrappers forward at once, CUPTI's callbacks return at once, so what is
+left is an empty callback on the tracer's ids) and recording, in alternating order, and reports
+the median of the per-repetition differences. Whole processes on the GPU host run in a fast or a
+slow mode (the same configuration 40% apart from one process to the next), which the
+process-to-process comparisons of run_hook_overhead.py must outvote with many rounds; within one
+process both states share the mode, so a difference of ~10 ns per event shows in a few rounds.
+
+    run_hook_inprocess.py --build BUILD [--runtime sim|real] [--mode malloc|async]
+                          [--capture cupti-nostacks,interpose-nostacks] [--rounds 5]
+                          [--reps 11] [--iters N] [--cpus auto]
+
+--capture   configurations of run_hook_overhead.py (cupti, cupti-nostacks, interpose, ...), a
+            comma list; each round runs each once (one process each), interleaved
+Per configuration it prints the paused and recording medians, and the added cost per event:
+the median over rounds of each process's median of per-repetition differences (recording minus
+paused, halved: a pair is two events), with every round's figure. Every traced run must have
+written every recorded event and dropped none, else PROBLEM lines and exit 1. The last line is
+one JSON object. Python 3 standard library only.
+
+What "paused" leaves in place: CUPTI's dispatch to the tracer's callback (which returns at once)
+and the preloaded wrappers' forwarding (a call through our symbol, a thread-local test). So the
+added cost is the tracer's work above the empty-callback floor of the same path, the issue-30
+measure (docs/performance.md), without another library in another process.
+"""
+import argparse
+import json
+import os
+import statistics
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import run_hook_overhead as rho  # noqa: E402 (runtimes, defaults, configurations, the traced run)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--build", required=True)
+    ap.add_argument("--runtime", choices=["sim", "real"], default="sim")
+    ap.add_argument("--mode", choices=["malloc", "async"], default="async")
+    ap.add_argument("--capture", default="cupti-nostacks,interpose-nostacks")
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--reps", type=int, default=11)
+    ap.add_argument("--iters", type=int)
+    ap.add_argument("--cudart-dir")
+    ap.add_argument("--sim-callback-ns", type=int, default=0,
+                    help="sim only: SIMCUPTI_CALLBACK_NS, what each delivered callback costs")
+    ap.add_argument("--cpus", default="none", help="as run_hook_overhead.py --cpus")
+    args = ap.parse_args()
+    rho.PIN = rho.pick_cpus(args.cpus)
+
+    build = os.path.abspath(args.build)
+    exe = os.path.join(build, "bench", "hook_overhead")
+    lib = os.path.join(build, "src", "libgpumemtrace.so")
+    for f in (exe, lib):
+        if not os.path.exists(f):
+            sys.exit(f"run_hook_inprocess: {f} not found (build with ninja -C {args.build})")
+    d = rho.DEFAULTS[(args.runtime, args.mode)]
+    iters = args.iters or d["iters"]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GPUMEMTRACE_")}
+    if args.runtime == "sim":
+        env["LD_LIBRARY_PATH"] = os.path.join(build, "tests", "simcuda")
+        env["SIMCUDA_ALLOC_DELAY_NS"] = "0"
+        env["SIMCUPTI_CALLBACK_NS"] = str(args.sim_callback_ns)
+        env.setdefault("SIMCUDA_MEM_BYTES", "1G")
+    else:
+        if not rho.have_gpu():
+            print("run_hook_inprocess: no GPU (nvidia-smi -L failed): skipped")
+            sys.exit(77)
+        cudart = rho.real_cudart_dir(args.cudart_dir)
+        if not cudart:
+            sys.exit("run_hook_inprocess: libcudart.so.13 not found; give --cudart-dir")
+        env["LD_LIBRARY_PATH"] = cudart + (":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else "")
+    names = args.capture.split(",")
+    for n in names:
+        if n not in rho.CAPTURES:
+            sys.exit(f"run_hook_inprocess: unknown --capture {n!r} ({', '.join(rho.CAPTURES)})")
+    cmd = [exe, "--mode", args.mode, "--iters", str(iters), "--reps", str(args.reps),
+           "--warmup", str(d["warmup"]), "--gap-ms", str(d["gap_ms"]), "--in-process", "1"]
+    print(f"hook_overhead --in-process: runtime={args.runtime} mode={args.mode} iters={iters} "
+          f"reps={args.reps} rounds={args.rounds}, configurations {', '.join(names)}")
+    print(f"  pinned to CPUs: {','.join(map(str, rho.PIN)) if rho.PIN else 'not pinned'}")
+
+    per = {n: [] for n in names}
+    problems = []
+    for rnd in range(1, args.rounds + 1):
+        row = []
+        for n in names:
+            res, facts = rho.run_once(cmd, env, True, lib, rho.CAPTURES[n][0])
+            if res["runtime"] != args.runtime:
+                sys.exit(f"run_hook_inprocess: asked for the {args.runtime} runtime, the program "
+                         f"ran on {res['runtime']} (check LD_LIBRARY_PATH)")
+            if not res.get("in_process"):
+                sys.exit("run_hook_inprocess: the program did not run in-process (an old build?)")
+            if not facts["trailer"]:
+                problems.append(f"{n} round {rnd}: no trace file or no trailer ({facts['stderr'] or 'no stderr'})")
+            elif facts["dropped"] != 0:
+                problems.append(f"{n} round {rnd}: the tracer dropped {facts['dropped']} events")
+            elif facts["events"] != facts["expected"]:
+                problems.append(f"{n} round {rnd}: trace has {facts['events']} events, the program "
+                                f"recorded {facts['expected']}")
+            elif args.runtime == "real" and not rho.capture_matches({"capture": facts["capture"]},
+                                                                    rho.CAPTURES[n][1]):
+                problems.append(f"{n} round {rnd}: header capture {facts['capture']} is not the {n} path")
+            per[n].append(res)
+            row.append(f"{n} paused {res['paused_median_ns_per_pair']:8.1f} recording "
+                       f"{res['recording_median_ns_per_pair']:8.1f} added "
+                       f"{res['added_median_ns_per_pair'] / 2:7.1f} ns/event")
+        print(f"  round {rnd:2d}: " + "  |  ".join(row))
+
+    figures = {}
+    print()
+    for n in names:
+        rs = per[n]
+        added = [r["added_median_ns_per_pair"] / 2 for r in rs]
+        paused = statistics.median(r["paused_median_ns_per_pair"] for r in rs)
+        recording = statistics.median(r["recording_median_ns_per_pair"] for r in rs)
+        figures[n] = {"paused_ns_per_pair": round(paused, 1), "recording_ns_per_pair": round(recording, 1),
+                      "added_ns_per_event": round(statistics.median(added), 1),
+                      "added_ns_per_event_rounds": [round(x, 1) for x in added]}
+        print(f"  {n:<24} paused {paused:8.1f} ns/pair, recording {recording:8.1f} ns/pair: the tracer "
+              f"adds {statistics.median(added):.1f} ns/event above its empty callback "
+              f"(median of {len(added)} rounds: {', '.join(f'{x:.0f}' for x in added)})")
+    for p in problems:
+        print(f"  PROBLEM: {p}")
+    print(json.dumps({"bench": "hook_inprocess", "runtime": args.runtime, "mode": args.mode,
+                      "iters": iters, "reps": args.reps, "rounds": args.rounds, "cpus": rho.PIN,
+                      "variants": figures, "ok": not problems}))
+    sys.exit(0 if not problems else 1)
+
+
+if __name__ == "__main__":
+    main()
