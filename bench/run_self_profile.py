@@ -32,7 +32,7 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import run_hook_overhead as rho  # noqa: E402 (the same runtimes, defaults and configurations)
 
-INNER_OF_DRIVER_EXIT = ("params", "stack", "meminfo", "stamp", "emit", "pool_reading")
+INNER_OF_DRIVER_EXIT = ("exit_prep", "params", "stack", "meminfo", "stamp", "emit", "pool_reading")
 INNER_OF_WRAP_RECORD = ("device_query", "stack", "stamp", "emit")
 
 

@@ -373,6 +373,7 @@ static void stamp_order(uint64_t *seq, uint64_t *ts);
 bool
 gmt_cupti_wrap_enter(int api, bool ptsz, bool takes_order)
 {
+	uint64_t t_all = gmt_prof_begin();
 	int m = atomic_load_explicit(&rt_mode, memory_order_acquire);
 
 	if (m == RT_CALLBACKS)
@@ -399,12 +400,18 @@ gmt_cupti_wrap_enter(int api, bool ptsz, bool takes_order)
 		gmt_prof_end(GMT_PROF_STACK, t0);
 		rt.has_stack = 1;
 	}
+	gmt_prof_end(GMT_PROF_WRAP_ENTER, t_all);
 	return true;
 }
+
+/* The wrapper's side after the real call, for the self-profile (`wrap_exit`): from
+ * gmt_cupti_wrap_unrecorded() to gmt_cupti_wrap_leave(). */
+static TLS uint64_t wrap_exit_t0;
 
 bool
 gmt_cupti_wrap_unrecorded(void)
 {
+	wrap_exit_t0 = gmt_prof_begin();
 	enum gmt_op op = gmt_api_op((enum gmt_api)rt.api);
 	return rt.wrapped && !rt.joined && (op == GMT_OP_ALLOC || op == GMT_OP_FREE);
 }
@@ -415,6 +422,7 @@ gmt_cupti_wrap_leave(void)
 	rt.api = GMT_API_NONE;
 	rt.wrapped = 0;
 	rt.has_stack = 0;
+	gmt_prof_end(GMT_PROF_WRAP_EXIT, wrap_exit_t0);
 }
 
 // --- reservation readings
@@ -922,6 +930,7 @@ on_driver_enter(CUpti_CallbackId cbid, enum gmt_api api, const CUpti_CallbackDat
 static void
 on_driver_exit(CUpti_CallbackId cbid, enum gmt_api api, bool ptsz, const CUpti_CallbackData *cb)
 {
+	uint64_t t_prep = gmt_prof_begin();
 	bool seen_enter = drv.api == api && drv.corr == cb->correlationId;
 	bool joined = joined_to_runtime(cb->correlationId);
 	enum gmt_op op = gmt_api_op(api);
@@ -947,6 +956,7 @@ on_driver_exit(CUpti_CallbackId cbid, enum gmt_api api, bool ptsz, const CUpti_C
 	ev.context = cb->contextUid;
 	ev.device = context_device(cb->context, cb->contextUid);
 	ev.flags = ptsz || (joined && rt.ptsz) ? GMT_EV_PTSZ : 0;
+	gmt_prof_end(GMT_PROF_EXIT_PREP, t_prep);
 	uint64_t t0 = gmt_prof_begin();
 	enum gmt_params got =
 	    call_params(CUPTI_CB_DOMAIN_DRIVER_API, cbid, cb->functionParams, ok, &ev);

@@ -38,7 +38,10 @@
 	X(TORCH_RECORD, "torch_record")                                                            \
 	X(TORCH_STACK, "torch_stack")                                                              \
 	X(WRAP_RECORD, "wrap_record")                                                              \
-	X(DEVICE, "device_query")
+	X(DEVICE, "device_query")                                                                  \
+	X(EXIT_PREP, "exit_prep")                                                                  \
+	X(WRAP_ENTER, "wrap_enter")                                                                \
+	X(WRAP_EXIT, "wrap_exit")
 
 enum gmt_prof_part {
 #define GMT_PROF_ENUM(id, name) GMT_PROF_##id,
