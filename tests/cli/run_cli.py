@@ -552,6 +552,10 @@ def group_escape(c):
     # a trace file whose own name is hostile (and not UTF-8), of a process that died
     with open(os.path.join(d.encode(), b"t\x1b[2J\xff.jsonl"), "wb") as f:
         f.write(hostile_trace(died=True, pid=778))
+    # ... and one whose name is valid UTF-8 (check names such a trace when it died)
+    os.mkdir(c.path("dir-utf8"))
+    with open(c.path("dir-utf8", "t" + HOSTILE + ".jsonl"), "wb") as f:
+        f.write(hostile_trace(died=True, pid=779))
     supp = c.write("s.supp", "leak:never" + HOSTILE + "\n")
     bad_supp = c.write("bad.supp", "lick" + HOSTILE + ":x\n")
     run_script = 'cp h.jsonl "$GPUMEMTRACE_OUTPUT_DIR/"; exit 0'
@@ -566,6 +570,8 @@ def group_escape(c):
         ("check", ["check", "--max-leaked-bytes", "0", "--max-peak-bytes", "0",
                    "--max-failed", "0", "--suppressions", supp, "h.jsonl"]),
         ("check --max-growth-bytes", ["check", "--max-growth-bytes", "0", "h.jsonl"]),
+        ("check of a dying process in a hostile file name",
+         ["check", "--max-leaked-bytes", "0", "dir-utf8"]),
         ("check with a bad hostile suppression", ["check", "--max-leaked-bytes", "0",
                                                    "--suppressions", bad_supp, "h.jsonl"]),
         ("diff", ["diff", c.golden("basic.jsonl"), "h.jsonl"]),

@@ -927,7 +927,8 @@ growth_gate(struct gmt_gates *gates, const struct gmt_check_options *o, struct s
 		detail(gate, "%s) over %" PRIu64 " %s",
 		       gmt_size_text(gmt_json_u64(e, GMT_RK_LAST_BYTES), v),
 		       gmt_json_u64(e, GMT_RK_SAMPLES),
-		       str_key(e, GMT_RK_BASIS) ? str_key(e, GMT_RK_BASIS) : GMT_RK_SAMPLES);
+		       str_key(e, GMT_RK_BASIS) ? gmt_esc(str_key(e, GMT_RK_BASIS))
+						: GMT_RK_SAMPLES);
 		if (first && last)
 			detail(gate, " '%s' to '%s'", gmt_esc(first), gmt_esc(last));
 		if (lo == hi)
@@ -1054,12 +1055,12 @@ integrity_gate(struct gmt_gates *gates, const struct gmt_check_options *o, const
 			died++;
 			if (by)
 				detail(gate, "    %s (%s): did not exit normally (ended by %s)",
-				       file ? file : "?", who_buf, gmt_esc(by));
+				       file ? gmt_esc(file) : "?", who_buf, gmt_esc(by));
 			else
 				detail(gate,
 				       "    %s (%s): did not exit normally (no trailer: killed or "
 				       "crashed)",
-				       file ? file : "?", who_buf);
+				       file ? gmt_esc(file) : "?", who_buf);
 			if (json_is_number(end))
 				detail(gate, "; its trace ends at %.3f s", json_number_value(end));
 			detail(gate, " with %s live: its leaks are unknown%s\n",
@@ -1074,8 +1075,9 @@ integrity_gate(struct gmt_gates *gates, const struct gmt_check_options *o, const
 			    "    %s (%s): %" PRIu64
 			    " line%s could not be read and %s skipped (see the reader's messages): "
 			    "what %s held is unknown%s\n",
-			    file ? file : "?", who_buf, bad_lines, bad_lines == 1 ? "" : "s",
-			    bad_lines == 1 ? "was" : "were", bad_lines == 1 ? "it" : "they",
+			    file ? gmt_esc(file) : "?", who_buf, bad_lines,
+			    bad_lines == 1 ? "" : "s", bad_lines == 1 ? "was" : "were",
+			    bad_lines == 1 ? "it" : "they",
 			    o->allow_incomplete ? " (allowed: --allow-incomplete)" : "");
 		}
 		if (drops) {
@@ -1085,7 +1087,7 @@ integrity_gate(struct gmt_gates *gates, const struct gmt_check_options *o, const
 			       "    %s (%s): %" PRIu64
 			       " event%s dropped (the tracer's ring buffer was "
 			       "full: GPUMEMTRACE_RING_SLOTS)",
-			       file ? file : "?", who_buf, drops, drops == 1 ? "" : "s");
+			       file ? gmt_esc(file) : "?", who_buf, drops, drops == 1 ? "" : "s");
 			if (readings == drops)
 				detail(gate,
 				       ", all of them reservation readings: its allocations "
