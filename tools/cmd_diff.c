@@ -204,6 +204,16 @@ tensors_json(const struct gmt_diff *s, size_t top)
 	return t;
 }
 
+/* An input's name in the JSON document: bytes, which JSON wants as UTF-8 (gmt_utf8_lossy()). */
+static void
+set_path(json_t *doc, const char *key, const char *path)
+{
+	char *text = gmt_utf8_lossy(path);
+
+	json_object_set_new(doc, key, json_string(text));
+	free(text);
+}
+
 static json_t *
 diff_json(const char *base_path, const char *next_path, const struct gmt_diff *s, size_t top)
 {
@@ -212,8 +222,8 @@ diff_json(const char *base_path, const char *next_path, const struct gmt_diff *s
 	char text[768];
 
 	json_object_set_new(doc, "diff_version", json_integer(1));
-	json_object_set_new(doc, "base", json_string(base_path));
-	json_object_set_new(doc, "new", json_string(next_path));
+	set_path(doc, "base", base_path);
+	set_path(doc, "new", next_path);
 	for (size_t k = 0; k < GMT_DIFF_NTOTALS; k++)
 		json_object_set_new(totals, gmt_diff_total_key((enum gmt_diff_total)k),
 				    change_json(&s->totals[k]));
@@ -302,8 +312,8 @@ diff_ranks(const char *base_path, const char *next_path, bool json, size_t top)
 		json_t *doc = gmt_ranks_diff_json(&a, &b);
 
 		if (doc) {
-			json_object_set_new(doc, "base", json_string(base_path));
-			json_object_set_new(doc, "new", json_string(next_path));
+			set_path(doc, "base", base_path);
+			set_path(doc, "new", next_path);
 		}
 		err = !doc								 ? -ENOMEM
 		      : json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_ENSURE_ASCII) != 0 ? -EIO

@@ -187,3 +187,25 @@ gmt_fputs_esc(const char *s, FILE *f)
 {
 	return fputs(s ? gmt_esc(s) : "(null)", f);
 }
+
+char *
+gmt_utf8_lossy(const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	char *out;
+	size_t len = 0, n;
+
+	if (!s || !(out = malloc(strlen(s) * 3 + 1)))
+		return NULL;
+	for (; *p; p += n ? n : 1) {
+		if ((n = utf8_len(p))) {
+			memcpy(out + len, p, n);
+			len += n;
+		} else {
+			memcpy(out + len, "\xef\xbf\xbd", 3);
+			len += 3;
+		}
+	}
+	out[len] = '\0';
+	return out;
+}

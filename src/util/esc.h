@@ -44,4 +44,12 @@ const char *gmt_esc(const char *s);
 /** fputs(gmt_esc(@p s), @p f). */
 int gmt_fputs_esc(const char *s, FILE *f);
 
+/**
+ * @p s as UTF-8 text for JSON, whose strings are UTF-8 (jansson refuses anything else): a copy
+ * with each byte that is not part of valid UTF-8 as U+FFFD (a trace file's name is bytes: a
+ * directory named in Latin-1), as the report shows a module's path. Control characters are
+ * kept (JSON escapes them). NULL out of memory or for NULL; free() it.
+ */
+char *gmt_utf8_lossy(const char *s);
+
 #endif

@@ -15,7 +15,8 @@ GROUP is one of:
             the ASan+UBSan build no sanitizer report
   escape    ESC sequences, newlines, C1 and bidirectional controls and invalid UTF-8 in a
             trace's names, in trace file names and on the command line: report, check, diff,
-            folded, run's summary and usage errors print them escaped (as ls -b), never raw
+            folded, run's summary and usage errors print them escaped (as ls -b), never raw;
+            a trace file's name that is not UTF-8 is named in JSON (U+FFFD) and by check
   inputs    silent wrong input made loud: a --from/--to label no marker has (exit 2, the
             labels there are), `run -o` on a regular file or a read-only directory (exit 2
             before the program runs), a trace of only a header (ends at 0 s), a file of only
@@ -613,6 +614,23 @@ def group_escape(c):
     doc = json.loads(out)
     c.check(doc["processes"][0]["argv"][0] == "prog" + HOSTILE,
             "the JSON report keeps the names unchanged")
+    # a trace file's name that is not UTF-8 is still named where JSON carries it (U+FFFD for
+    # the stray byte, as a module's path): the report's file, check's messages, diff's inputs
+    named = "dir/t\x1b[2J\ufffd.jsonl"
+    rc, out, err = c.run(["report", "--format", "json", "dir"])
+    c.check(rc == 0 and json.loads(out)["processes"][0].get("file") == named,
+            "the JSON report names a trace whose file name is not UTF-8", out[:300] + err)
+    rc, out, err = c.run(["check", "--max-leaked-bytes", "0", "dir"])
+    c.check(rc == 1 and "dir/t\\033[2J\ufffd.jsonl (pid 778): did not exit normally" in out and
+            "? (pid" not in out, "check names it", "exit %s\n%s%s" % (rc, out, err))
+    os.mkdir(os.path.join(c.tmp.encode(), b"d\xff"))
+    shutil.copy(c.golden("basic.jsonl"), os.path.join(c.tmp.encode(), b"d\xff", b"b.jsonl"))
+    rc, out, err = c.run_raw(["diff", "--format", "json",
+                              b"d\xff".decode("utf-8", "surrogateescape"), "h.jsonl"])
+    doc = json.loads(out) if rc == 0 else {}
+    c.check(doc.get("base") == "d\ufffd" and doc.get("new") == "h.jsonl",
+            "diff --format json names an input whose name is not UTF-8",
+            (out[:300] + err).decode("utf-8", "replace"))
 
 
 # --- inputs -------------------------------------------------------------------------------------

@@ -3,6 +3,7 @@
  * escaped and how (the rules of `ls -b`), what passes unchanged, cuts, and errno.
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "check.h"
@@ -126,6 +127,28 @@ test_fputs(void)
 	CHECK_STR(out, "a\\033b(null)");
 }
 
+/* JSON text of a name: stray bytes as U+FFFD, UTF-8 (controls included) kept */
+static void
+test_utf8_lossy(void)
+{
+	static const char *const cases[][2] = {
+	    {"", ""},
+	    {"t\x1b[2J caf\xc3\xa9.jsonl", "t\x1b[2J caf\xc3\xa9.jsonl"},
+	    {"t\xff.jsonl", "t\xef\xbf\xbd.jsonl"},
+	    {"\xed\xa0\x80", "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"}, /* a surrogate */
+	    {"ok \xe2\x82", "ok \xef\xbf\xbd\xef\xbf\xbd"},	      /* cut short */
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *s = gmt_utf8_lossy(cases[i][0]);
+
+		CHECK(s != NULL);
+		CHECK_STR(s, cases[i][1]);
+		free(s);
+	}
+	CHECK(gmt_utf8_lossy(NULL) == NULL);
+}
+
 int
 main(void)
 {
@@ -134,6 +157,7 @@ main(void)
 	test_buf();
 	test_slots();
 	test_fputs();
+	test_utf8_lossy();
 	printf("test_esc: ok\n");
 	return 0;
 }

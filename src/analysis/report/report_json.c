@@ -12,6 +12,7 @@
 #include "analysis/report/report_tensors.h"
 #include "analysis/report/sites.h"
 #include "util/alloc.h"
+#include "util/esc.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -373,8 +374,10 @@ process_json(const struct gmt_process *proc, const struct gmt_cat_rules *categor
 	const struct gmt_trace *t = m->trace;
 	json_t *p = json_object(), *argv = json_array(), *markers = json_array(), *rank;
 	json_t *capture = json_array();
+	char *file = gmt_utf8_lossy(t->path); /* a name is bytes, JSON text is UTF-8 */
 
-	json_object_set_new(p, GMT_RK_FILE, json_string(t->path));
+	json_object_set_new(p, GMT_RK_FILE, json_string(file));
+	free(file);
 	json_object_set_new(p, GMT_RK_PID, jll_or_null(t->pid));
 	json_object_set_new(p, "ppid", jll_or_null(t->ppid));
 	json_object_set_new(p, "host", jstr_or_null(t->host));
