@@ -743,6 +743,23 @@ def group_inputs(c):
     rc, out, err = c.run(["live", "--once", "big-one.jsonl"])
     c.check(rc == 0 and "8.0 EiB       2 live" in out and "(nothing live)" not in out,
             "live: a site of 2 x (2^63 - 1) bytes is shown", "exit %s\n%s%s" % (rc, out, err))
+    # leaks of 2 + 2 x (2^63 - 1) bytes: a plain sum wraps to 0, and the leak gate passed; the
+    # report's and check's sums are held at their most (util/sat.h)
+    c.write("big-leaks.jsonl", lines(HEADER, alloc(1, "0x7f0000000000", size=2),
+                                     alloc(2, "0x7f1000000000", size=big),
+                                     alloc(3, "0x7f2000000000", size=big), trailer(3)))
+    rc, out, err = c.run(["check", "--max-leaked-bytes", "0", "big-leaks.jsonl"])
+    c.check(rc == 1 and "FAIL max-leaked-bytes" in out,
+            "check: leaks that wrap a plain sum to 0 still fail the leak gate",
+            "exit %s\n%s%s" % (rc, out, err))
+    rc, out, err = c.run(["report", "big-leaks.jsonl"])
+    c.check(rc == 0 and "leaked at exit: 16.0 EiB in 3 allocations" in out and
+            "0 B in 3" not in out, "report: those leaks are not 0 B", "exit %s\n%s" % (rc, out))
+    rc, out, err = c.run(["report", "--format", "json", "big-leaks.jsonl"])
+    doc = json.loads(out) if rc == 0 else {}
+    c.check(doc.get("summary", {}).get("leaked_bytes", 0) >= big,
+            "report --format json: leaked_bytes held at its most",
+            "exit %s\n%s" % (rc, json.dumps(doc.get("summary"))[:300]))
 
     # a header and nothing else: the trace ends where it starts, and the reader says why
     c.write("header.jsonl", lines(HEADER))

@@ -28,6 +28,7 @@
 #include "analysis/model/range_tensors.h"
 #include "format/elided.h"
 #include "util/alloc.h"
+#include "util/sat.h"
 
 // --- calls with a meaning of their own ----------------------------------------------------------
 //
@@ -428,16 +429,16 @@ account_add(struct replay *r, const struct gmt_trace_event *ev, const struct gmt
 	if (!d)
 		return;
 	b = &d->sizes[l->kind][gmt_log2_bin(l->size)];
-	d->kinds[l->kind].live += l->size;
+	d->kinds[l->kind].live = gmt_sat_add(d->kinds[l->kind].live, l->size);
 	d->kinds[l->kind].live_allocs++;
 	d->kinds[l->kind].allocations++;
 	d->allocations++;
 	b->allocations++;
-	b->bytes += l->size;
-	st->live += l->size;
+	b->bytes = gmt_sat_add(b->bytes, l->size);
+	st->live = gmt_sat_add(st->live, l->size);
 	st->live_allocs++;
 	st->allocations++;
-	st->allocated_bytes += l->size;
+	st->allocated_bytes = gmt_sat_add(st->allocated_bytes, l->size);
 	if (ev->flags & GMT_EV_HAS_REQUESTED) {
 		d->requested_allocs++;
 		d->requested_bytes += ev->requested;
@@ -457,9 +458,9 @@ account_sub(struct replay *r, const struct gmt_trace_event *ev, const struct gmt
 
 	if (!d)
 		return;
-	d->kinds[l->kind].live -= l->size;
+	d->kinds[l->kind].live = gmt_sat_sub(d->kinds[l->kind].live, l->size);
 	d->kinds[l->kind].live_allocs--;
-	st->live -= l->size;
+	st->live = gmt_sat_sub(st->live, l->size);
 	st->live_allocs--;
 	/* allocations made before the range started are its starting state, not its traffic */
 	if (r->phase == PHASE_INSIDE && l->seq >= r->m->range_from.seq) {
@@ -1269,10 +1270,10 @@ collect_leaks(struct replay *r)
 					       .kind = all[i].kind};
 			m->live_end_sites += counted;
 		}
-		g->bytes += all[i].size;
+		g->bytes = gmt_sat_add(g->bytes, all[i].size);
 		g->allocations++;
 		if (counted) {
-			m->live_end_bytes += all[i].size;
+			m->live_end_bytes = gmt_sat_add(m->live_end_bytes, all[i].size);
 			m->live_end_allocations++;
 		}
 	}

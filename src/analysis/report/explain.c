@@ -20,6 +20,7 @@
 #include "analysis/report/units.h"
 #include "util/alloc.h"
 #include "util/path.h"
+#include "util/sat.h"
 
 // --- caching allocators -------------------------------------------------------------------------
 
@@ -258,7 +259,7 @@ held_at_end(const struct gmt_process *p,
 		for (int k = 0; k < 2; k++) {
 			struct gmt_cached *o = &out[k ? 0 : h];
 
-			o->bytes += l->bytes;
+			o->bytes = gmt_sat_add(o->bytes, l->bytes);
 			o->allocations += l->allocations;
 			o->entries++;
 		}

@@ -6,12 +6,13 @@
 #include <string.h>
 
 #include "analysis/report/report.h"
+#include "util/sat.h"
 
 static void
 add_held(struct gmt_cached *to, const struct gmt_cached *from, int n)
 {
 	for (int k = 0; k < n; k++) {
-		to[k].bytes += from[k].bytes;
+		to[k].bytes = gmt_sat_add(to[k].bytes, from[k].bytes);
 		to[k].allocations += from[k].allocations;
 		to[k].entries += from[k].entries;
 	}
@@ -44,15 +45,18 @@ totals_add(struct gmt_totals *t, const struct gmt_process *p)
 		gmt_process_library_at_end(p, l);
 		add_held(t->cached, c, GMT_CACHE_COUNT);
 		add_held(t->library, l, GMT_LIB_COUNT);
-		t->leaked_bytes +=
-		    m->live_end_bytes - c[GMT_CACHE_NONE].bytes - l[GMT_LIB_NONE].bytes;
+		/* a held live total (util/sat.h) stays held: it is no smaller than what is kept */
+		t->leaked_bytes =
+		    gmt_sat_add(t->leaked_bytes,
+				gmt_sat_sub(gmt_sat_sub(m->live_end_bytes, c[GMT_CACHE_NONE].bytes),
+					    l[GMT_LIB_NONE].bytes));
 		t->leaked_allocations += m->live_end_allocations - c[GMT_CACHE_NONE].allocations -
 					 l[GMT_LIB_NONE].allocations;
 		t->leak_sites +=
 		    m->live_end_sites - c[GMT_CACHE_NONE].entries - l[GMT_LIB_NONE].entries;
 	} else {
 		t->died++;
-		t->live_at_end_bytes += m->live_end_bytes;
+		t->live_at_end_bytes = gmt_sat_add(t->live_at_end_bytes, m->live_end_bytes);
 		t->live_at_end_allocations += m->live_end_allocations;
 		t->live_at_end_sites += m->live_end_sites;
 	}
