@@ -17,6 +17,7 @@
 #include "util/esc.h"
 #include "util/outfile.h"
 #include "util/path.h"
+#include "util/sat.h"
 
 /* ranks.csv: RFC 4180 as the other tables (report_csv.c, docs/sql.md), lines ending in CRLF */
 
@@ -524,7 +525,7 @@ gmt_ranks_json(const struct gmt_ranks *r)
 	inc = json_array();
 	for (size_t i = 0; i < r->n; i++) {
 		json_array_append_new(rows, row_json(&r->v[i]));
-		leaked += r->v[i].leaked_bytes;
+		leaked = gmt_sat_add(leaked, r->v[i].leaked_bytes);
 		failed += r->v[i].failed;
 		if (!r->v[i].complete)
 			json_array_append_new(inc, who(r, i));
@@ -592,7 +593,7 @@ gmt_ranks_text(FILE *out, const struct gmt_ranks *r)
 	if (gmt_ranks_verdict(r, &v) != 0)
 		return -ENOMEM;
 	for (size_t i = 0; i < r->n; i++)
-		leaked += r->v[i].leaked_bytes;
+		leaked = gmt_sat_add(leaked, r->v[i].leaked_bytes);
 	fprintf(out, "gpumemtrace: %zu ranks, %zu complete", r->n, v.complete);
 	if (r->n > v.complete) {
 		size_t shown = 0;
