@@ -631,6 +631,22 @@ def group_escape(c):
     c.check(doc.get("base") == "d\ufffd" and doc.get("new") == "h.jsonl",
             "diff --format json names an input whose name is not UTF-8",
             (out[:300] + err).decode("utf-8", "replace"))
+    # a ';' in a name (a Python file's path, a forged API name) would split its frame in two
+    # for flame-graph tools: --format folded writes it \073
+    c.write("semi.jsonl", lines(
+        HEADER,
+        {"type": "pycode", "id": 1, "file": "/home/u/a;b.py", "name": "step", "qualname": "step",
+         "firstlineno": 1, "python": "3.11", "linetable": "ef00"},
+        {"type": "stack", "id": 1, "frames": ["0x401000"], "py": [[1, 0, 1]]},
+        dict(alloc(1, "0x7f0000000000", stack=1), api="cuda;Malloc"), trailer(1)))
+    rc, out, err = c.run(["report", "--format", "folded", "semi.jsonl"])
+    rows = [l for l in out.splitlines() if l.strip()]
+    frames = rows[0].rsplit(" ", 1)[0].split(";") if len(rows) == 1 else []
+    c.check(rc == 0 and "cuda\\073Malloc" in frames and
+            any("a\\073b.py" in f for f in frames) and
+            not any(f in ("cuda", "Malloc", "b.py") or f.startswith("b.py") for f in frames),
+            "report --format folded: a ';' in a name does not split its frame",
+            "exit %s\n%s%s" % (rc, out, err))
 
 
 # --- inputs -------------------------------------------------------------------------------------

@@ -6,7 +6,8 @@
  * symbolized stack as the text report shows it (Python spliced in, CUDA-internal frames at the
  * innermost end and interpreter glue left out), then the allocating call, and the driver call
  * under it when the trace names one. A stack of a thread with Python but no Python frames starts
- * with GMT_PYSTATE_EMPTY_LABEL. Lines are sorted, so two reports of the same traces are identical.
+ * with GMT_PYSTATE_EMPTY_LABEL. A ';' inside a name is written \073. Lines are sorted, so two
+ * reports of the same traces are identical.
  */
 #define _GNU_SOURCE
 #include "analysis/report/report.h"
@@ -58,11 +59,30 @@ sb_add(struct sbuf *b, const char *str)
 	b->n += len;
 }
 
+/* One frame after the ones before it, escaped as the text report escapes names (gmt_esc()). A
+ * ';' in its name (a path, a forged trace's API name) would split it in two for every
+ * flame-graph tool, which has no escape for it: it is written as ls -b writes an escaped byte,
+ * \073, as the names' other escapes are. */
 static void
 sb_frame(struct sbuf *b, const char *frame)
 {
 	if (b->n)
 		sb_add(b, ";");
+	frame = gmt_esc(frame);
+	for (const char *semi; (semi = strchr(frame, ';')) != NULL; frame = semi + 1) {
+		char part[256];
+		size_t n = (size_t)(semi - frame);
+
+		while (n > 0) { /* the part before it, in pieces that fit */
+			size_t k = n < sizeof(part) - 1 ? n : sizeof(part) - 1;
+			memcpy(part, frame, k);
+			part[k] = '\0';
+			sb_add(b, part);
+			frame += k;
+			n -= k;
+		}
+		sb_add(b, "\\073");
+	}
 	sb_add(b, frame);
 }
 
@@ -221,7 +241,7 @@ gmt_report_folded(FILE *out, const struct gmt_process *procs, size_t n, enum gmt
 		for (; j < f.n && strcmp(f.v[i].stack, f.v[j].stack) == 0; j++)
 			sum += f.v[j].weight;
 		/* one stack a line: a newline or ESC in a name must not break it (esc.h) */
-		fprintf(out, "%s %" PRIu64 "\n", gmt_esc(f.v[i].stack), sum);
+		fprintf(out, "%s %" PRIu64 "\n", f.v[i].stack, sum); /* escaped frame by frame */
 		i = j;
 	}
 	rc = ferror(out) ? -EIO : 0;
