@@ -2,6 +2,7 @@
  * @brief The analyzer's table of memory kinds: meaning, and how each kind adds up.
  */
 #include "analysis/model/tkinds.h"
+#include "util/sat.h"
 
 struct kind_info {
 	const char *meaning;
@@ -150,6 +151,6 @@ gmt_kind_held(const uint64_t by_kind[GMT_TK_COUNT])
 #pragma GCC unroll 16
 	for (int k = GMT_TK_NONE + 1; k < GMT_TK_COUNT; k++)
 		if (kinds[k].in_held && k != GMT_TK_POOL && k != GMT_TK_POOL_RESERVE)
-			sum += by_kind[k];
+			sum = gmt_sat_add(sum, by_kind[k]); /* held at its most (util/sat.h) */
 	return sum;
 }
