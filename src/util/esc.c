@@ -188,6 +188,18 @@ gmt_fputs_esc(const char *s, FILE *f)
 	return fputs(s ? gmt_esc(s) : "(null)", f);
 }
 
+bool
+gmt_utf8_valid(const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t n;
+
+	for (; *p; p += n)
+		if (!(n = utf8_len(p)))
+			return false;
+	return true;
+}
+
 char *
 gmt_utf8_lossy(const char *s)
 {

@@ -52,4 +52,7 @@ int gmt_fputs_esc(const char *s, FILE *f);
  */
 char *gmt_utf8_lossy(const char *s);
 
+/** Whether @p s is valid UTF-8 (no overlong form, surrogate or value past U+10FFFF). */
+bool gmt_utf8_valid(const char *s);
+
 #endif

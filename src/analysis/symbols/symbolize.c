@@ -159,32 +159,6 @@ gmt_sym_intern(struct gmt_symbolizer *s, const char *str)
 	return s->strs[slot];
 }
 
-/* Length of the valid UTF-8 sequence at @p p (before @p end), 0 when it is not one. */
-static size_t
-utf8_seq(const unsigned char *p, const unsigned char *end)
-{
-	size_t len = p[0] < 0x80	     ? 1
-		     : (p[0] & 0xe0) == 0xc0 ? 2
-		     : (p[0] & 0xf0) == 0xe0 ? 3
-		     : (p[0] & 0xf8) == 0xf0 ? 4
-					     : 0;
-	uint32_t cp;
-
-	if (len <= 1 || (size_t)(end - p) < len)
-		return len == 1;
-	cp = p[0] & (0x7f >> len);
-	for (size_t i = 1; i < len; i++) {
-		if ((p[i] & 0xc0) != 0x80)
-			return 0;
-		cp = cp << 6 | (p[i] & 0x3f);
-	}
-	/* overlong forms, surrogates and values past U+10FFFF are not UTF-8 */
-	if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
-	    (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff)
-		return 0;
-	return len;
-}
-
 /*
  * @p str interned as text: a name or file from a module's debug information is bytes, which
  * need not be UTF-8 (a build directory named in another encoding); reports are UTF-8, so each
@@ -193,33 +167,17 @@ utf8_seq(const unsigned char *p, const unsigned char *end)
 static const char *
 intern_text(struct gmt_symbolizer *s, const char *str)
 {
-	const unsigned char *p, *end;
 	const char *res;
-	size_t len, n = 0;
 	char *clean;
 
 	if (!str)
 		return NULL;
-	end = (const unsigned char *)str + strlen(str);
-	for (p = (const unsigned char *)str; p < end && (len = utf8_seq(p, end)); p += len)
-		;
-	if (p == end)
+	if (gmt_utf8_valid(str))
 		return gmt_sym_intern(s, str);
-	clean = gmt_realloc_array(NULL, (size_t)(end - (const unsigned char *)str) * 3 + 1, 1);
-	if (!clean) {
+	if (!(clean = gmt_utf8_lossy(str))) {
 		s->error = -ENOMEM;
 		return NULL;
 	}
-	for (p = (const unsigned char *)str; p < end; p += len ? len : 1) {
-		if ((len = utf8_seq(p, end))) {
-			memcpy(clean + n, p, len);
-			n += len;
-		} else {
-			memcpy(clean + n, "\xef\xbf\xbd", 3);
-			n += 3;
-		}
-	}
-	clean[n] = '\0';
 	res = gmt_sym_intern(s, clean);
 	free(clean);
 	return res;
