@@ -59,20 +59,8 @@ def main():
             sys.exit(f"run_hook_inprocess: {f} not found (build with ninja -C {args.build})")
     d = rho.DEFAULTS[(args.runtime, args.mode)]
     iters = args.iters or d["iters"]
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GPUMEMTRACE_")}
-    if args.runtime == "sim":
-        env["LD_LIBRARY_PATH"] = os.path.join(build, "tests", "simcuda")
-        env["SIMCUDA_ALLOC_DELAY_NS"] = "0"
-        env["SIMCUPTI_CALLBACK_NS"] = str(args.sim_callback_ns)
-        env.setdefault("SIMCUDA_MEM_BYTES", "1G")
-    else:
-        if not rho.have_gpu():
-            print("run_hook_inprocess: no GPU (nvidia-smi -L failed): skipped")
-            sys.exit(77)
-        cudart = rho.real_cudart_dir(args.cudart_dir)
-        if not cudart:
-            sys.exit("run_hook_inprocess: libcudart.so.13 not found; give --cudart-dir")
-        env["LD_LIBRARY_PATH"] = cudart + (":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else "")
+    env = rho.runtime_env(args.runtime, build, args.cudart_dir, "run_hook_inprocess",
+                          args.sim_callback_ns)
     names = args.capture.split(",")
     for n in names:
         if n not in rho.CAPTURES:

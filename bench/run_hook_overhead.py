@@ -168,6 +168,29 @@ FLOORS = {
 }
 
 
+def runtime_env(runtime, build, cudart_dir, who, sim_callback_ns=0):
+    """The environment of a benchmark process for the runners built on this one
+    (run_self_profile.py, run_hook_inprocess.py): no GPUMEMTRACE_* variable (the tracer's
+    defaults), and the runtime asked for: the double (its callbacks costing @sim_callback_ns),
+    or the real one, LD_LIBRARY_PATH outranking the program's RUNPATH to tests/simcuda. Exits 77
+    without a GPU, as the runners do."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GPUMEMTRACE_")}
+    if runtime == "sim":
+        env["LD_LIBRARY_PATH"] = os.path.join(build, "tests", "simcuda")
+        env["SIMCUDA_ALLOC_DELAY_NS"] = "0"
+        env["SIMCUPTI_CALLBACK_NS"] = str(sim_callback_ns)
+        env.setdefault("SIMCUDA_MEM_BYTES", "1G")
+        return env
+    if not have_gpu():
+        print(f"{who}: no GPU (nvidia-smi -L failed): skipped")
+        sys.exit(77)
+    cudart = real_cudart_dir(cudart_dir)
+    if not cudart:
+        sys.exit(f"{who}: libcudart.so.13 not found; give --cudart-dir")
+    env["LD_LIBRARY_PATH"] = cudart + (":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else "")
+    return env
+
+
 def read_floor_line(stderr):
     """The floor library's exit line ("gmt-floor: {...}"), or None."""
     for line in reversed(stderr.splitlines()):

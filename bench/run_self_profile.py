@@ -36,6 +36,14 @@ INNER_OF_DRIVER_EXIT = ("exit_prep", "params", "stack", "meminfo", "stamp", "emi
 INNER_OF_WRAP_RECORD = ("device_query", "stack", "stamp", "emit")
 
 
+def own_row(rows, outer, inners, probe):
+    """@outer's ns per event less its inner parts and their probes' own cost."""
+    inner = sum(rows[p]["ns_per_event"] for p in inners if p in rows)
+    inner_probes = sum(rows[p]["probes_per_event"] for p in inners if p in rows)
+    return {"probes_per_event": rows[outer]["probes_per_event"], "ns_per_probe": None,
+            "ns_per_event": rows[outer]["ns_per_event"] - inner - inner_probes * probe}
+
+
 def one_run(cmd, env, lib, extra):
     out = tempfile.mkdtemp(prefix="gmt-selfprof-")
     try:
@@ -73,18 +81,7 @@ def main():
     lib = os.path.join(build, "src", "libgpumemtrace.so")
     d = rho.DEFAULTS[(args.runtime, args.mode)]
     iters = args.iters or d["iters"]
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GPUMEMTRACE_")}
-    if args.runtime == "sim":
-        env["LD_LIBRARY_PATH"] = os.path.join(build, "tests", "simcuda")
-        env.setdefault("SIMCUDA_MEM_BYTES", "1G")
-    else:
-        if not rho.have_gpu():
-            print("run_self_profile: no GPU (nvidia-smi -L failed): skipped")
-            sys.exit(77)
-        cudart = rho.real_cudart_dir(args.cudart_dir)
-        if not cudart:
-            sys.exit("run_self_profile: libcudart.so.13 not found; give --cudart-dir")
-        env["LD_LIBRARY_PATH"] = cudart
+    env = rho.runtime_env(args.runtime, build, args.cudart_dir, "run_self_profile")
     cmd = [exe, "--mode", args.mode, "--iters", str(iters), "--reps", str(args.reps),
            "--warmup", str(d["warmup"]), "--gap-ms", str(d["gap_ms"])]
     names = args.capture.split(",")
@@ -116,24 +113,13 @@ def main():
             rows[part] = {"probes_per_event": statistics.median(per_event),
                           "ns_per_probe": statistics.median(ns_probe),
                           "ns_per_event": statistics.median(ns_event)}
-        if "cupti_driver_exit" in rows:
-            # the EXIT's time holds its inner parts' and their probes' own cost: both come off
-            inner = sum(rows[p]["ns_per_event"] for p in INNER_OF_DRIVER_EXIT if p in rows)
-            probe = statistics.median(doc["probe_ns"] for _, doc in per[n])
-            inner_probes = sum(rows[p]["probes_per_event"] for p in INNER_OF_DRIVER_EXIT if p in rows)
-            rows["cupti_driver_exit own"] = {
-                "probes_per_event": rows["cupti_driver_exit"]["probes_per_event"],
-                "ns_per_probe": None,
-                "ns_per_event": rows["cupti_driver_exit"]["ns_per_event"] - inner - inner_probes * probe}
-        if "wrap_record" in rows:
-            # the interposed wrappers' recording (GPUMEMTRACE_CUPTI=0): likewise
-            inner = sum(rows[p]["ns_per_event"] for p in INNER_OF_WRAP_RECORD if p in rows)
-            probe = statistics.median(doc["probe_ns"] for _, doc in per[n])
-            inner_probes = sum(rows[p]["probes_per_event"] for p in INNER_OF_WRAP_RECORD if p in rows)
-            rows["wrap_record own"] = {
-                "probes_per_event": rows["wrap_record"]["probes_per_event"],
-                "ns_per_probe": None,
-                "ns_per_event": rows["wrap_record"]["ns_per_event"] - inner - inner_probes * probe}
+        # a part's time holds its inner parts' and their probes' own cost: both come off (the
+        # CUPTI driver EXIT; the interposed wrappers' recording, GPUMEMTRACE_CUPTI=0)
+        probe = statistics.median(doc["probe_ns"] for _, doc in per[n])
+        for outer, inners in (("cupti_driver_exit", INNER_OF_DRIVER_EXIT),
+                              ("wrap_record", INNER_OF_WRAP_RECORD)):
+            if outer in rows:
+                rows[outer + " own"] = own_row(rows, outer, inners, probe)
         pair = statistics.median(b["median_ns_per_pair"] for b, _ in per[n])
         result[n] = {"median_ns_per_pair": pair, "parts": rows,
                      "probe_ns": statistics.median(doc["probe_ns"] for _, doc in per[n])}
