@@ -404,14 +404,9 @@ gmt_cupti_wrap_enter(int api, bool ptsz, bool takes_order)
 	return true;
 }
 
-/* The wrapper's side after the real call, for the self-profile (`wrap_exit`): from
- * gmt_cupti_wrap_unrecorded() to gmt_cupti_wrap_leave(). */
-static TLS uint64_t wrap_exit_t0;
-
 bool
 gmt_cupti_wrap_unrecorded(void)
 {
-	wrap_exit_t0 = gmt_prof_begin();
 	enum gmt_op op = gmt_api_op((enum gmt_api)rt.api);
 	return rt.wrapped && !rt.joined && (op == GMT_OP_ALLOC || op == GMT_OP_FREE);
 }
@@ -422,7 +417,6 @@ gmt_cupti_wrap_leave(void)
 	rt.api = GMT_API_NONE;
 	rt.wrapped = 0;
 	rt.has_stack = 0;
-	gmt_prof_end(GMT_PROF_WRAP_EXIT, wrap_exit_t0);
 }
 
 // --- reservation readings

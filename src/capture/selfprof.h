@@ -40,8 +40,7 @@
 	X(WRAP_RECORD, "wrap_record")                                                              \
 	X(DEVICE, "device_query")                                                                  \
 	X(EXIT_PREP, "exit_prep")                                                                  \
-	X(WRAP_ENTER, "wrap_enter")                                                                \
-	X(WRAP_EXIT, "wrap_exit")
+	X(WRAP_ENTER, "wrap_enter")
 
 enum gmt_prof_part {
 #define GMT_PROF_ENUM(id, name) GMT_PROF_##id,
