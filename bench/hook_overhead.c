@@ -202,6 +202,24 @@ timed_pairs(const struct bench_args *a, cudaStream_t s)
 	return (double)(mono_ns() - t0) / (double)a->iters;
 }
 
+/* The two states of an --in-process repetition, each a function of its own: under callgrind
+ * their inclusive instruction counts are what this thread ran in each (run_hook_instructions.py),
+ * the writer's thread not included. */
+static __attribute__((noinline)) double
+timed_paused(const struct bench_args *a, cudaStream_t s, void (*pause)(int))
+{
+	pause(1);
+	double ns = timed_pairs(a, s);
+	pause(0);
+	return ns;
+}
+
+static __attribute__((noinline)) double
+timed_recording(const struct bench_args *a, cudaStream_t s)
+{
+	return timed_pairs(a, s);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -248,13 +266,10 @@ main(int argc, char **argv)
 		/* paused and recording, the order alternating: neither always runs first */
 		for (int k = 0; k < 2; k++) {
 			bool quiet = (k == 0) == (r % 2 == 0);
-			if (quiet) {
-				pause(1);
-				paused[r] = timed_pairs(&a, s);
-				pause(0);
-			} else {
-				samples[r] = timed_pairs(&a, s);
-			}
+			if (quiet)
+				paused[r] = timed_paused(&a, s, pause);
+			else
+				samples[r] = timed_recording(&a, s);
 		}
 		added[r] = samples[r] - paused[r];
 	}

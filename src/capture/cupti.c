@@ -220,7 +220,7 @@ static TLS struct {
 	uint8_t consumed; /* a resource callback inside it recorded the event (graph node, reset) */
 	uint32_t
 	    context; /* its context: resource callbacks inside it (graph nodes) may have none */
-	int32_t device;
+	CUcontext ctx; /* the same, for its device: asked only by such a callback */
 	uint64_t seq, ts;
 } drv;
 
@@ -551,13 +551,14 @@ static CUmemoryPool
 current_pool(int32_t device)
 {
 	CUmemoryPool pool;
-	__typeof__(&cuDeviceGetMemPool) get_pool = QUERY(cuDeviceGetMemPool);
+	__typeof__(&cuDeviceGetMemPool) get_pool;
 
 	if (device < 0 || device >= GMT_DEVICES_MAX)
 		return NULL;
 	pool = atomic_load_explicit(&current_pools[device], memory_order_acquire);
 	if (pool)
 		return pool;
+	get_pool = QUERY(cuDeviceGetMemPool);
 	if (!get_pool || get_pool(&pool, (CUdevice)device) != CUDA_SUCCESS)
 		return NULL;
 	atomic_store_explicit(&current_pools[device], pool, memory_order_release);
@@ -913,11 +914,19 @@ on_driver_enter(CUpti_CallbackId cbid, enum gmt_api api, const CUpti_CallbackDat
 	drv.api = (uint16_t)api;
 	drv.consumed = 0;
 	drv.context = cb->contextUid;
-	drv.device = context_device(cb->context, cb->contextUid);
+	drv.ctx = cb->context;
 	drv.seq = drv.ts = 0;
 	check_unwrapped(api);
-	if (gmt_api_op(api) == GMT_OP_FREE &&
-	    !frees_nothing(CUPTI_CB_DOMAIN_DRIVER_API, cbid, cb->functionParams))
+	if (gmt_api_op(api) != GMT_OP_FREE)
+		return;
+	if (rt.wrapped && rt.seq) {
+		/* the wrapper read the call's parameters and took its order: it frees something */
+		drv.seq = rt.seq;
+		drv.ts = rt.ts;
+		rt.seq = 0; /* one runtime call, one free order (take_free_order) */
+		return;
+	}
+	if (!frees_nothing(CUPTI_CB_DOMAIN_DRIVER_API, cbid, cb->functionParams))
 		take_free_order(&drv.seq, &drv.ts, cb->correlationId);
 }
 
@@ -1011,7 +1020,9 @@ on_driver(CUpti_CallbackId cbid, const CUpti_CallbackData *cb)
 // --- runtime callbacks
 // ----------------------------------------------------------------------------
 
-static void
+/* Out of line, as on_resource(): inlined, their frames would be on_callback()'s, paid by every
+ * callback (the paused ones too). */
+static __attribute__((noinline)) void
 on_runtime(CUpti_CallbackId cbid, const CUpti_CallbackData *cb)
 {
 	struct gmt_hook hook = gmt_hook_runtime(cbid);
@@ -1133,7 +1144,7 @@ resource_graph_node(const CUpti_ResourceData *rd)
 		ev.device = context_device(rd->context, uid);
 	} else if (drv.api != GMT_API_NONE) { /* graphs belong to no context: the call's */
 		ev.context = drv.context;
-		ev.device = drv.device;
+		ev.device = context_device(drv.ctx, drv.context);
 	}
 
 	if (type == CU_GRAPH_NODE_TYPE_MEM_ALLOC) {
@@ -1171,7 +1182,7 @@ resource_graph_node(const CUpti_ResourceData *rd)
 }
 
 /* The resource callbacks of the hook table, each to its handler. */
-static void
+static __attribute__((noinline)) void
 on_resource(CUpti_CallbackId cbid, const CUpti_ResourceData *rd)
 {
 	switch (cbid) {

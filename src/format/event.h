@@ -177,8 +177,27 @@ struct gmt_torch_layer {
 };
 
 const char *gmt_api_name(enum gmt_api api);
-enum gmt_op gmt_api_op(enum gmt_api api);
-enum gmt_kind gmt_api_kind(enum gmt_api api);
+
+/* Each API's op and kind (apis.def), for the inline lookups below: the capture side asks them
+ * several times per event, inside the application's call. */
+struct gmt_api_facts {
+	uint8_t op;   /* enum gmt_op */
+	uint8_t kind; /* enum gmt_kind */
+};
+extern const struct gmt_api_facts gmt_api_facts[GMT_API_COUNT];
+
+static inline enum gmt_op
+gmt_api_op(enum gmt_api api)
+{
+	return (unsigned)api < GMT_API_COUNT ? (enum gmt_op)gmt_api_facts[api].op : GMT_OP_NONE;
+}
+
+static inline enum gmt_kind
+gmt_api_kind(enum gmt_api api)
+{
+	return (unsigned)api < GMT_API_COUNT ? (enum gmt_kind)gmt_api_facts[api].kind
+					     : GMT_KIND_NONE;
+}
 const char *gmt_kind_name(enum gmt_kind kind);
 const char *gmt_op_name(enum gmt_op op);
 /** The op named @p name, GMT_OP_NONE when there is none. */

@@ -9,33 +9,25 @@
 
 #include "format/torch_entry.h"
 
-static const struct {
-	const char *name;
-	enum gmt_op op;
-	enum gmt_kind kind;
-} api_table[GMT_API_COUNT] = {
-    [GMT_API_NONE] = {"none", GMT_OP_NONE, GMT_KIND_NONE},
-#define GMT_API(id, name, op, kind) [GMT_API_##id] = {name, GMT_OP_##op, GMT_KIND_##kind},
+static const char *const api_names[GMT_API_COUNT] = {
+    [GMT_API_NONE] = "none",
+#define GMT_API(id, name, op, kind) [GMT_API_##id] = name,
 #include "format/apis.def"
 #undef GMT_API
 };
 
+const struct gmt_api_facts gmt_api_facts[GMT_API_COUNT] = {
+    [GMT_API_NONE] = {GMT_OP_NONE, GMT_KIND_NONE},
+#define GMT_API(id, name, op, kind) [GMT_API_##id] = {GMT_OP_##op, GMT_KIND_##kind},
+#include "format/apis.def"
+#undef GMT_API
+};
+_Static_assert(GMT_OP_COUNT <= 256 && GMT_KIND_COUNT <= 256, "gmt_api_facts holds bytes");
+
 const char *
 gmt_api_name(enum gmt_api api)
 {
-	return (unsigned)api < GMT_API_COUNT ? api_table[api].name : "unknown";
-}
-
-enum gmt_op
-gmt_api_op(enum gmt_api api)
-{
-	return (unsigned)api < GMT_API_COUNT ? api_table[api].op : GMT_OP_NONE;
-}
-
-enum gmt_kind
-gmt_api_kind(enum gmt_api api)
-{
-	return (unsigned)api < GMT_API_COUNT ? api_table[api].kind : GMT_KIND_NONE;
+	return (unsigned)api < GMT_API_COUNT ? api_names[api] : "unknown";
 }
 
 static const char *const kind_names[GMT_KIND_COUNT] = {
