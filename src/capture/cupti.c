@@ -219,7 +219,7 @@ static TLS struct {
 	uint16_t api;
 	uint8_t consumed; /* a resource callback inside it recorded the event (graph node, reset) */
 	uint32_t
-	    context; /* its context: resource callbacks inside it (graph nodes) may have none */
+	    context;   /* its context: resource callbacks inside it (graph nodes) may have none */
 	CUcontext ctx; /* the same, for its device: asked only by such a callback */
 	uint64_t seq, ts;
 } drv;
