@@ -54,6 +54,7 @@ gmt_ring_claim(struct gmt_ring *ring, uint64_t *pos_out)
 	 * instruction (a claim, the seq's increment) waits for them; a prefetch now overlaps
 	 * that with what the caller does until then (docs/performance.md). */
 	const char *next = (const char *)&ring->slots[(pos + 1) & ring->mask];
+#pragma GCC unroll 8 /* a constant count: five prefetches, no loop */
 	for (size_t off = 0; off < sizeof(struct gmt_ring_slot) + GMT_CACHELINE - 1;
 	     off += GMT_CACHELINE)
 		__builtin_prefetch(next + off, 1, 3);
