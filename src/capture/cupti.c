@@ -997,7 +997,7 @@ on_driver_exit(CUpti_CallbackId cbid, enum gmt_api api, bool ptsz, const CUpti_C
 	}
 }
 
-static void
+static inline __attribute__((always_inline)) void
 on_driver(CUpti_CallbackId cbid, const CUpti_CallbackData *cb)
 {
 	struct gmt_hook hook = gmt_hook_driver(cbid);
@@ -1197,15 +1197,10 @@ on_resource(CUpti_CallbackId cbid, const CUpti_ResourceData *rd)
 // --- the subscriber
 // -------------------------------------------------------------------------------
 
-static void CUPTIAPI
-on_callback(void *userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void *data)
+/* A callback to record (on_callback()): one frame, with the driver's handling inlined in it. */
+static __attribute__((noinline)) void
+on_recorded(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void *data)
 {
-	(void)userdata;
-	/* our own calls (the wrappers' first call, our queries, the writer) are not the
-	 * application's */
-	if (gmt_depth != 0 ||
-	    atomic_load_explicit(&gmt_state, memory_order_relaxed) == GMT_STATE_DISABLED)
-		return;
 	gmt_depth++;
 	int saved_errno = errno;
 	uint64_t t0 = gmt_prof_begin();
@@ -1229,6 +1224,18 @@ on_callback(void *userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, 
 	gmt_prof_end(part, t0);
 	errno = saved_errno;
 	gmt_depth--;
+}
+
+static void CUPTIAPI
+on_callback(void *userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void *data)
+{
+	(void)userdata;
+	/* our own calls (the wrappers' first call, our queries, the writer) are not the
+	 * application's; nor is anything while tracing is off: both return before any frame */
+	if (gmt_depth != 0 ||
+	    atomic_load_explicit(&gmt_state, memory_order_relaxed) == GMT_STATE_DISABLED)
+		return;
+	on_recorded(domain, cbid, data);
 }
 
 static const char *

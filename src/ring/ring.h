@@ -32,6 +32,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "format/event.h"
 
@@ -60,14 +61,14 @@ size_t gmt_ring_bytes(size_t nslots);
 void gmt_ring_init(struct gmt_ring *ring, void *mem, size_t nslots);
 
 /** Copy @p ev into the ring. Lock-free; returns false at once when the ring is full. */
-bool gmt_ring_push(struct gmt_ring *ring, const struct gmt_event *ev);
+static inline bool gmt_ring_push(struct gmt_ring *ring, const struct gmt_event *ev);
 
 /**
  * gmt_ring_push() of @p ev's core alone (GMT_EVENT_CORE_BYTES, format/event.h): for an event
  * whose other bytes are zero, which the consumer's copy gets back (gmt_ring_pop()). The slot
  * is marked GMT_EV_CORE_ONLY; @p ev's bytes past the core are not read.
  */
-bool gmt_ring_push_core(struct gmt_ring *ring, const struct gmt_event *ev);
+static inline bool gmt_ring_push_core(struct gmt_ring *ring, const struct gmt_event *ev);
 
 /**
  * Claim the next position for an event the caller writes in place (no copy): returns its slot's
@@ -76,15 +77,91 @@ bool gmt_ring_push_core(struct gmt_ring *ring, const struct gmt_event *ev);
  * at a claimed slot until gmt_ring_commit(): fill it and commit straight away. A claim also
  * prefetches the next position's slot (a lap cold), for the next event's stores.
  */
-struct gmt_event *gmt_ring_claim(struct gmt_ring *ring, uint64_t *pos);
+static inline struct gmt_event *gmt_ring_claim(struct gmt_ring *ring, uint64_t *pos);
 
 /** Publish the event of position @p pos (from gmt_ring_claim()) to the consumer. */
-void gmt_ring_commit(struct gmt_ring *ring, uint64_t pos);
+static inline void gmt_ring_commit(struct gmt_ring *ring, uint64_t pos);
 
 /** Take the oldest committed event into @p out. Single consumer only; false when none is ready. */
 bool gmt_ring_pop(struct gmt_ring *ring, struct gmt_event *out);
 
 /** Events claimed but not yet popped (approximate while producers run). */
 uint64_t gmt_ring_pending(struct gmt_ring *ring);
+
+// --- the producer's side, inline: it runs in every recorded call ---------------------------------
+
+static inline struct gmt_event *
+gmt_ring_claim(struct gmt_ring *ring, uint64_t *pos_out)
+{
+	uint64_t nslots = ring->mask + 1;
+	uint64_t pos = atomic_load_explicit(&ring->head, memory_order_relaxed);
+
+	for (;;) {
+		/* Acquire pairs with the release of whoever stored tail_seen (below), and through
+		 * it with the consumer's release of tail: the old events of slots before tail have
+		 * been copied out before we overwrite them. */
+		uint64_t tail = atomic_load_explicit(&ring->tail_seen, memory_order_acquire);
+		if (pos - tail >= nslots) {
+			/* Our view says full: look at the consumer's tail itself (once per lap). */
+			tail = atomic_load_explicit(&ring->tail, memory_order_acquire);
+			if (pos - tail >= nslots)
+				return NULL; /* the slot still holds the event of pos - nslots */
+			/* Release: a producer that acquires this view also sees the copies out. A
+			 * racing producer may store an older tail: a view only ever lags, never
+			 * leads. */
+			atomic_store_explicit(&ring->tail_seen, tail, memory_order_release);
+		}
+		/* Relaxed is enough: the slot's turn, not head, publishes the event. */
+		if (atomic_compare_exchange_weak_explicit(
+			&ring->head, &pos, pos + 1, memory_order_relaxed, memory_order_relaxed))
+			break;
+		/* pos was reloaded by the failed CAS */
+	}
+	/* The next position's slot, for the next event: a lap ago the consumer read it, and it
+	 * has likely left every cache since. Its stores would miss, and the next locked
+	 * instruction (a claim, the seq's increment) waits for them; a prefetch now overlaps
+	 * that with what the caller does until then (docs/performance.md). */
+	const char *next = (const char *)&ring->slots[(pos + 1) & ring->mask];
+#pragma GCC unroll 8 /* a constant count: five prefetches, no loop */
+	for (size_t off = 0; off < sizeof(struct gmt_ring_slot) + GMT_CACHELINE - 1;
+	     off += GMT_CACHELINE)
+		__builtin_prefetch(next + off, 1, 3);
+	*pos_out = pos;
+	return &ring->slots[pos & ring->mask].ev;
+}
+
+static inline void
+gmt_ring_commit(struct gmt_ring *ring, uint64_t pos)
+{
+	/* Release: the event's bytes are visible before the consumer sees the slot as committed. */
+	atomic_store_explicit(&ring->slots[pos & ring->mask].turn, pos + 1, memory_order_release);
+}
+
+static inline bool
+gmt_ring_push(struct gmt_ring *ring, const struct gmt_event *ev)
+{
+	uint64_t pos;
+	struct gmt_event *slot = gmt_ring_claim(ring, &pos);
+
+	if (!slot)
+		return false;
+	memcpy(slot, ev, sizeof(*ev));
+	gmt_ring_commit(ring, pos);
+	return true;
+}
+
+static inline bool
+gmt_ring_push_core(struct gmt_ring *ring, const struct gmt_event *ev)
+{
+	uint64_t pos;
+	struct gmt_event *slot = gmt_ring_claim(ring, &pos);
+
+	if (!slot)
+		return false;
+	memcpy(slot, ev, GMT_EVENT_CORE_BYTES);
+	slot->flags = ev->flags | GMT_EV_CORE_ONLY; /* a store: no load of the slot's line */
+	gmt_ring_commit(ring, pos);
+	return true;
+}
 
 #endif
