@@ -130,8 +130,10 @@ run(enum part part, unsigned long n)
 	double ns = (double)(now_ns() - t0) / (double)n;
 	sink = acc;
 	if (drops) {
-		fprintf(stderr, "event_core: %llu of %lu events found the ring full: fewer per repetition\n",
-			(unsigned long long)drops, n);
+		fprintf(
+		    stderr,
+		    "event_core: %llu of %lu events found the ring full: fewer per repetition\n",
+		    (unsigned long long)drops, n);
 		exit(1);
 	}
 	return ns;
