@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "ring/ring.h"
+#include "util/clock.h"
 #include "util/options.h"
 
 _Atomic int gmt_state = GMT_STATE_UNINIT;
@@ -50,7 +51,7 @@ void
 gmt_stamp_values(uint64_t *seq, uint64_t *ts_ns, int32_t *tid)
 {
 	*seq = atomic_fetch_add_explicit(&next_seq, 1, memory_order_relaxed) + 1;
-	*ts_ns = gmt_mono_ns();
+	*ts_ns = gmt_clock_raw(); /* the writer makes it ns (util/clock.h) */
 	*tid = gmt_tid();
 }
 

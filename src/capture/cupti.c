@@ -39,6 +39,7 @@
 #include "capture/runtimes.h"
 #include "capture/selfprof.h"
 #include "capture/stacks.h"
+#include "util/clock.h"
 #include "util/devices.h"
 #include "util/log.h"
 #include "util/options.h"
@@ -494,7 +495,9 @@ pool_reading_due(uint64_t pool, uint64_t now)
 	if (!u)
 		return true;
 	uint64_t last = atomic_load_explicit(&u->read_ts, memory_order_relaxed);
-	if (last && now - last < POOL_READ_NS)
+	/* @p now is an event's raw clock (util/clock.h); until the writer knows the counter's
+	 * rate, every allocation reads */
+	if (last && now - last < gmt_clock_raw_span(POOL_READ_NS))
 		return false;
 	/* racing threads may both read once: harmless */
 	atomic_store_explicit(&u->read_ts, now ? now : 1, memory_order_relaxed);

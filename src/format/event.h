@@ -87,7 +87,7 @@ enum gmt_range {
 
 struct gmt_event {
 	uint64_t seq;	    /**< global order; see docs/trace-format.md for when it is taken */
-	uint64_t ts_ns;	    /**< CLOCK_MONOTONIC */
+	uint64_t ts_ns;	    /**< CLOCK_MONOTONIC; in the ring, util/clock.h's raw unit */
 	uint64_t ptr;	    /**< allocation address, or the pointer freed */
 	uint64_t size;	    /**< granted (or requested, when result != 0) bytes */
 	uint64_t requested; /**< cudaMallocPitch: width * height, else 0 */

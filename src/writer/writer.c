@@ -19,6 +19,7 @@
 
 #include "format/jsonl.h"
 #include "gmt-config.h"
+#include "util/clock.h"
 #include "util/fdguard.h"
 #include "util/log.h"
 #include "writer/bounded.h"
@@ -691,6 +692,11 @@ drain_batch(void)
 
 	while (n < BATCH_MAX && gmt_ring_pop(w.cfg.ring, &w.batch[n]))
 		n++;
+	if (n) { /* their clock into ns (util/clock.h) */
+		gmt_clock_anchor();
+		for (size_t i = 0; i < n; i++)
+			w.batch[i].ts_ns = gmt_clock_ns(w.batch[i].ts_ns);
+	}
 	if (n > 1)
 		qsort(w.batch, n, sizeof(w.batch[0]), by_seq);
 	for (size_t i = 0; i < n; i++)

@@ -161,6 +161,13 @@ def compare(build, did, path, recs, coverage, expect_trailer=True, expect_drops=
         check(len(trailers) == 1 and recs[-1]["type"] == "trailer", f"{path}: ends with one trailer")
     else:
         check(not trailers, f"{path}: no trailer (the process did not exit normally)")
+    # every line's time is CLOCK_MONOTONIC, as the header's and the trailer's are (the capture
+    # side may read another clock, util/clock.h: the writer converts it)
+    start, end = header["start_ts"], trailers[0]["ts"] if trailers else None
+    timed = [r for r in recs if r["type"] in ("event", "marker") and "ts" in r]
+    late = [r["ts"] for r in timed if r["ts"] < start or (end is not None and r["ts"] > end)]
+    check(not late, f"{path}: every line's ts within the header's start {start} and the trailer's "
+          f"{end} ({len(late)} of {len(timed)} are not, e.g. {late[:3]})")
     dropped = trailers[0]["dropped"] if trailers else 0
     if not expect_drops:
         check(dropped == 0, f"{path}: nothing dropped (dropped={dropped})")
