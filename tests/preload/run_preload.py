@@ -211,11 +211,17 @@ def compare(build, did, path, recs, coverage, expect_trailer=True, expect_drops=
     return got, rep
 
 
-def have_gpu():
+def gpu_count():
+    """The GPUs nvidia-smi lists (0 without a GPU or nvidia-smi)."""
     try:
-        return subprocess.run(["nvidia-smi", "-L"], capture_output=True, timeout=60).returncode == 0
+        p = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=60)
     except (OSError, subprocess.TimeoutExpired):
-        return False
+        return 0
+    return sum(1 for line in p.stdout.splitlines() if line.startswith("GPU ")) if p.returncode == 0 else 0
+
+
+def have_gpu():
+    return gpu_count() > 0
 
 
 ZCAT_BUILD = None  # the build whose tests/preload/gmt-zcat reads .jsonl.zst traces (main)
@@ -258,6 +264,9 @@ def main():
     args = ap.parse_args()
     if args.runtime == "real" and not have_gpu():
         print("no GPU here: skipped")
+        sys.exit(77)
+    if args.runtime == "real" and args.scenario == "devices" and gpu_count() < 2:
+        print("devices: the real runtime here has one GPU, the scenario needs two: skipped")
         sys.exit(77)
     global runtime
     runtime = args.runtime
