@@ -841,6 +841,7 @@ gmt_cmd_check(int argc, char **argv)
 
 	o.check.supp = &o.supp;
 	o.check.stacks = &in.stacks;
+	o.check.unreadable_inputs = in.session ? in.session->lost : 0;
 	if (gmt_check_run(&gates, &o.check, in.doc, base) != 0) {
 		fprintf(stderr, "gpumemtrace check: out of memory\n");
 		rc = GMT_EXIT_UNREADABLE;

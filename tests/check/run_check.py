@@ -18,6 +18,7 @@ import datetime
 import json
 import os
 import re
+import shutil
 import socket
 import subprocess
 import sys
@@ -791,6 +792,22 @@ def group_integrity(tool, victim, golden):
           "a trace with dropped events fails check by default (%d)" % rc, out + err)
     rc, out, err = tool.run("check", "--max-failed", "0", "--allow-drops", drops)
     check(rc == 0 and "(allowed: --allow-drops)" in out, "--allow-drops lets it pass (%d)" % rc, out)
+
+    # An empty trace file beside a whole one (a process ended before its tracer wrote a line):
+    # the gates see one process of two, so complete-traces fails, the reader names the file
+    beside = tool.path("empty-beside")
+    shutil.copytree(clean, beside)
+    empty = os.path.join(beside, "gpumemtrace.host.4242.jsonl")
+    open(empty, "w").close()
+    rc, out, err = tool.run("check", "--max-leaked-bytes", "1MiB", beside)
+    check(rc == 1 and "FAIL complete-traces: 1 trace file could not be read" in out and
+          "the process it stands for is in no gate" in out and
+          "%s: empty file, not a trace" % empty in err,
+          "an empty trace in the directory fails complete-traces, the file named (%d)" % rc,
+          out + err)
+    rc, out, err = tool.run("check", "--max-leaked-bytes", "1MiB", "--allow-incomplete", beside)
+    check(rc == 0 and "PASS complete-traces: 1 trace file could not be read (allowed)" in out,
+          "--allow-incomplete lets it pass, still said (%d)" % rc, out + err)
     rc, out, err = tool.run("check", "--max-failed", "0", "--allow-incomplete", drops)
     check(rc == 1, "--allow-incomplete does not allow drops (%d)" % rc, out)
 

@@ -1023,8 +1023,10 @@ live_at_end_of(const json_t *doc, json_int_t process)
  * complete-traces, always there: every process exited normally (its trace has a trailer), every
  * line of its trace was read, and no trace dropped events. Otherwise the other gates judge part
  * of the story: a crashed process has no leaks at exit, a dropped free or a skipped line (not
- * JSON, too long) looks like a leak, and a dropped allocation hides one. Each offending file is
- * named with its reason; --allow-incomplete and --allow-drops relax it.
+ * JSON, too long) looks like a leak, and a dropped allocation hides one; a trace file that
+ * yielded nothing at all (an empty file beside the others) is a process none of the gates sees.
+ * Each offending file is named with its reason (an unreadable one by the reader's message);
+ * --allow-incomplete and --allow-drops relax it.
  */
 static void
 integrity_gate(struct gmt_gates *gates, const struct gmt_check_options *o, const json_t *doc)
@@ -1102,8 +1104,17 @@ integrity_gate(struct gmt_gates *gates, const struct gmt_check_options *o, const
 			detail(gate, "%s\n", o->allow_drops ? " (allowed: --allow-drops)" : "");
 		}
 	}
-	gate->failed = ((died || damaged) && !o->allow_incomplete) || (dropping && !o->allow_drops);
-	if (!died && !dropping && !damaged) {
+	size_t lost = o->unreadable_inputs;
+	if (lost)
+		detail(gate,
+		       "    %zu trace file%s could not be read (the reader's messages name %s): the "
+		       "process%s %s stand%s for %s in no gate%s\n",
+		       lost, lost == 1 ? "" : "s", lost == 1 ? "it" : "them", lost == 1 ? "" : "es",
+		       lost == 1 ? "it" : "they", lost == 1 ? "s" : "", lost == 1 ? "is" : "are",
+		       o->allow_incomplete ? " (allowed: --allow-incomplete)" : "");
+	gate->failed =
+	    ((died || damaged || lost) && !o->allow_incomplete) || (dropping && !o->allow_drops);
+	if (!died && !dropping && !damaged && !lost) {
 		say(gate, "%s: %zu process%s exited normally, no event dropped", gate->name,
 		    json_array_size(procs), json_array_size(procs) == 1 ? "" : "es");
 		return;
@@ -1121,6 +1132,9 @@ integrity_gate(struct gmt_gates *gates, const struct gmt_check_options *o, const
 		say(gate, "%s %zu trace%s dropped %" PRIu64 " event%s%s",
 		    died || damaged ? ";" : "", dropping, dropping == 1 ? "" : "s", dropped,
 		    dropped == 1 ? "" : "s", o->allow_drops ? " (allowed)" : "");
+	if (lost)
+		say(gate, "%s %zu trace file%s could not be read%s", died || damaged || dropping ? ";" : "",
+		    lost, lost == 1 ? "" : "s", o->allow_incomplete ? " (allowed)" : "");
 	if (gate->failed)
 		say(gate, ": the other gates saw part of the story (--allow-incomplete, "
 			  "--allow-drops)");

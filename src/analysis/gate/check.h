@@ -60,6 +60,11 @@ struct gmt_check_options {
 	bool count_libraries;	    /**< CUDA libraries' handles' memory live at exit leaks too */
 	bool allow_incomplete; /**< a process that did not exit normally passes complete-traces */
 	bool allow_drops;      /**< a trace that dropped events passes complete-traces */
+	/** trace files given, or found in a directory given, that yielded nothing though they are
+	 * traces or empty (GMT_TRACE_LOST: a process ended before its tracer wrote a line): each a
+	 * process no gate sees, which fails complete-traces unless allow_incomplete; their names
+	 * are on the reader's messages. A file that is no trace at all is not counted */
+	size_t unreadable_inputs;
 	struct gmt_suppressions *supp; /**< never NULL; their counters count what they took */
 	/** the document's stacks; NULL: its own call_stacks[] (the baseline never needs them) */
 	const struct gmt_stack_source *stacks;

@@ -204,9 +204,10 @@ rd_read_jsonl(struct gmt_trace_input *inp,
 	if (r.shown < t->bad_lines)
 		fprintf(diag, "%s: %zu more bad lines not shown\n", r.epath,
 			t->bad_lines - r.shown);
+	bool lost = false; /* refused, and what it was is a trace of ours (or nothing) */
 	if (read_errno) {
 		fprintf(diag, "%s: read error: %s\n", r.epath, strerror(read_errno));
-		r.refused = true;
+		r.refused = lost = true;
 	} else if (!r.refused && !r.trace_line_seen && t->lines > 0) {
 		/* nothing of it is quoted: it may be any file this user can read */
 		if (r.lead > GMT_TRACE_MAX_LEAD)
@@ -232,12 +233,12 @@ rd_read_jsonl(struct gmt_trace_input *inp,
 			    "%s: no header and no event, marker, snapshot or trailer line, not a "
 			    "trace\n",
 			    r.epath);
-		r.refused = true;
+		r.refused = lost = true;
 	}
 	if (r.refused) {
 		free(r.epath);
 		gmt_trace_free(t);
-		return GMT_TRACE_UNREADABLE;
+		return lost ? GMT_TRACE_LOST : GMT_TRACE_UNREADABLE;
 	}
 	if (!t->have_header) {
 		fprintf(diag, "%s: note: no header line; read as format version %d\n", r.epath,

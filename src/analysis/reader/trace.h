@@ -227,7 +227,12 @@ struct gmt_trace_pycode {
 /** Result of gmt_trace_read(). */
 enum gmt_trace_status {
 	GMT_TRACE_OK = 0,
-	GMT_TRACE_UNREADABLE, /**< cannot open, unknown format/version, or nothing usable in it */
+	GMT_TRACE_UNREADABLE, /**< cannot open, unknown format/version, or not a trace at all */
+	/** a trace of this format, or an empty file, that yielded nothing (empty: its process
+	 * ended before its tracer wrote a line; a read error; a header-less remnant): a process
+	 * whose story is lost, where UNREADABLE is a file that is no trace (check's
+	 * complete-traces fails for these, not for those) */
+	GMT_TRACE_LOST,
 };
 
 struct gmt_trace {
@@ -383,8 +388,8 @@ struct gmt_read_options {
  * unreadable) go to @p diag, one per line, prefixed with the path; at most a few dozen bad lines
  * are shown per file, then a count.
  *
- * On GMT_TRACE_OK, *@p out is a new trace (gmt_trace_free()). On GMT_TRACE_UNREADABLE, *@p out is
- * NULL and @p diag says why.
+ * On GMT_TRACE_OK, *@p out is a new trace (gmt_trace_free()). On GMT_TRACE_UNREADABLE or GMT_TRACE_LOST,
+ * *@p out is NULL and @p diag says why.
  */
 enum gmt_trace_status gmt_trace_read(const char *path,
 				     FILE *diag,

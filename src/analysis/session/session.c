@@ -77,7 +77,8 @@ append(struct gmt_session *s, struct gmt_trace *t, struct gmt_model *m)
 	return true;
 }
 
-/* One trace read and replayed: 0, -1 unreadable (said on @p diag), -2 out of memory (not said). */
+/* One trace read and replayed: 0, -1 unreadable (said on @p diag), -4 the same of a trace whose
+ * story is lost (GMT_TRACE_LOST), -2 out of memory (not said). */
 static int
 read_one(const struct gmt_session_options *opt,
 	 FILE *diag,
@@ -91,8 +92,9 @@ read_one(const struct gmt_session_options *opt,
 
 	if (opt->stored) {
 		/* the whole trace first, then its replay */
-		if (gmt_trace_read(path, diag, &opt->read, &t) != GMT_TRACE_OK)
-			return -1;
+		enum gmt_trace_status st = gmt_trace_read(path, diag, &opt->read, &t);
+		if (st != GMT_TRACE_OK)
+			return st == GMT_TRACE_LOST ? -4 : -1;
 		m = gmt_model_build_range(t, &opt->range);
 		oom = !m;
 	} else {
@@ -108,7 +110,7 @@ read_one(const struct gmt_session_options *opt,
 		m = gmt_feed_end(f, &oom);
 		if (rc != GMT_TRACE_OK) {
 			gmt_model_free(m);
-			return -1;
+			return rc == GMT_TRACE_LOST ? -4 : -1;
 		}
 	}
 	if (!oom && !m)
@@ -137,6 +139,8 @@ take(struct gmt_session *s, const char *path, int rc, struct gmt_trace *t, struc
 		fprintf(s->diag, "%s: out of memory\n", gmt_esc(path));
 	if (rc != 0) {
 		s->unreadable++;
+		if (rc == -4)
+			s->lost++;
 		return -1;
 	}
 	return 0;

@@ -45,6 +45,8 @@ struct gmt_session {
 	struct gmt_process *procs; /**< one per trace read, in the order they were added */
 	size_t n;
 	size_t unreadable;	    /**< paths that yielded nothing (each one reported on diag) */
+	size_t lost;		    /**< of those, traces (or empty files) that yielded nothing:
+				       GMT_TRACE_LOST, a process whose story is lost */
 	struct gmt_symbolizer *sym; /**< shared by every trace's stacks; made with the first */
 };
 
