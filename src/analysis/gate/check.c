@@ -1106,12 +1106,13 @@ integrity_gate(struct gmt_gates *gates, const struct gmt_check_options *o, const
 	}
 	size_t lost = o->unreadable_inputs;
 	if (lost)
-		detail(gate,
-		       "    %zu trace file%s could not be read (the reader's messages name %s): the "
-		       "process%s %s stand%s for %s in no gate%s\n",
-		       lost, lost == 1 ? "" : "s", lost == 1 ? "it" : "them", lost == 1 ? "" : "es",
-		       lost == 1 ? "it" : "they", lost == 1 ? "s" : "", lost == 1 ? "is" : "are",
-		       o->allow_incomplete ? " (allowed: --allow-incomplete)" : "");
+		detail(
+		    gate,
+		    "    %zu trace file%s could not be read (the reader's messages name %s): the "
+		    "process%s %s stand%s for %s in no gate%s\n",
+		    lost, lost == 1 ? "" : "s", lost == 1 ? "it" : "them", lost == 1 ? "" : "es",
+		    lost == 1 ? "it" : "they", lost == 1 ? "s" : "", lost == 1 ? "is" : "are",
+		    o->allow_incomplete ? " (allowed: --allow-incomplete)" : "");
 	gate->failed =
 	    ((died || damaged || lost) && !o->allow_incomplete) || (dropping && !o->allow_drops);
 	if (!died && !dropping && !damaged && !lost) {
@@ -1133,8 +1134,9 @@ integrity_gate(struct gmt_gates *gates, const struct gmt_check_options *o, const
 		    died || damaged ? ";" : "", dropping, dropping == 1 ? "" : "s", dropped,
 		    dropped == 1 ? "" : "s", o->allow_drops ? " (allowed)" : "");
 	if (lost)
-		say(gate, "%s %zu trace file%s could not be read%s", died || damaged || dropping ? ";" : "",
-		    lost, lost == 1 ? "" : "s", o->allow_incomplete ? " (allowed)" : "");
+		say(gate, "%s %zu trace file%s could not be read%s",
+		    died || damaged || dropping ? ";" : "", lost, lost == 1 ? "" : "s",
+		    o->allow_incomplete ? " (allowed)" : "");
 	if (gate->failed)
 		say(gate, ": the other gates saw part of the story (--allow-incomplete, "
 			  "--allow-drops)");

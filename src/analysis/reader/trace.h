@@ -388,7 +388,8 @@ struct gmt_read_options {
  * unreadable) go to @p diag, one per line, prefixed with the path; at most a few dozen bad lines
  * are shown per file, then a count.
  *
- * On GMT_TRACE_OK, *@p out is a new trace (gmt_trace_free()). On GMT_TRACE_UNREADABLE or GMT_TRACE_LOST,
+ * On GMT_TRACE_OK, *@p out is a new trace (gmt_trace_free()). On GMT_TRACE_UNREADABLE or
+ * GMT_TRACE_LOST,
  * *@p out is NULL and @p diag says why.
  */
 enum gmt_trace_status gmt_trace_read(const char *path,
