@@ -397,6 +397,17 @@ def group_growth(tool, victim, golden):
     check(rc == 1 and "grew 3.5 MiB" in out and "rose 2-3 times (2 stacks)" in out,
           "two stacks of one line: gated on their sum", out)
 
+    # Four stacks of 2^62 bytes each (a forged or damaged report): their sum does not wrap to a
+    # small number that passes; it is held at the most a count can say
+    doc = growth_doc(tool, victim)
+    b = doc["growth_sites"][0]
+    huge = 1 << 62
+    b["stacks"] = [dict(b["stacks"][0], stack=b["stacks"][0]["stack"] + k, first_bytes=0,
+                        last_bytes=huge, growth_bytes=huge) for k in range(4)]
+    rc, out, err = tool.run("check", "--max-growth-bytes", "1MiB", tool.write_json("huge.json", doc))
+    check(rc == 1 and "FAIL max-growth-bytes" in out and " at b (" in out,
+          "growth summed over stacks past 2^64 still fails the gate (%d)" % rc, out + err)
+
     # A report before growth_sites[]: its growth[] entries, one stack each, are gated.
     doc = growth_doc(tool, victim)
     del doc["growth_sites"]

@@ -9,6 +9,7 @@
 #include "analysis/report/keys.h"
 #include "analysis/report/units.h"
 #include "util/esc.h"
+#include "util/sat.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -342,7 +343,7 @@ suppress_group(struct stacks *sl,
 		if (apart) {
 			k.bytes -= bytes < k.bytes ? bytes : k.bytes;
 			k.allocations -= allocs < k.allocations ? allocs : k.allocations;
-			apart->bytes += bytes;
+			apart->bytes = gmt_sat_add(apart->bytes, bytes);
 			apart->allocations += allocs;
 			continue;
 		}
@@ -361,7 +362,7 @@ suppress_group(struct stacks *sl,
 		k.allocations -= allocs < k.allocations ? allocs : k.allocations;
 		if (count) {
 			s->hits++;
-			s->bytes += bytes;
+			s->bytes = gmt_sat_add(s->bytes, bytes);
 			s->allocations += allocs;
 		}
 	}
@@ -402,11 +403,13 @@ leak_view(struct stacks *sl,
 
 	if (count_cached) {
 		/* summary.leaked_* leave the caches out; counted, they come back in */
-		v.total.bytes += gmt_json_u64(summary, GMT_RK_CACHED_AT_EXIT_BYTES);
+		v.total.bytes =
+		    gmt_sat_add(v.total.bytes, gmt_json_u64(summary, GMT_RK_CACHED_AT_EXIT_BYTES));
 		v.total.allocations += gmt_json_u64(summary, GMT_RK_CACHED_AT_EXIT_ALLOCATIONS);
 	}
 	if (count_libraries && !old) {
-		v.total.bytes += gmt_json_u64(summary, GMT_RK_LIBRARY_AT_EXIT_BYTES);
+		v.total.bytes =
+		    gmt_sat_add(v.total.bytes, gmt_json_u64(summary, GMT_RK_LIBRARY_AT_EXIT_BYTES));
 		v.total.allocations += gmt_json_u64(summary, GMT_RK_LIBRARY_AT_EXIT_ALLOCATIONS);
 	}
 	v.sites = calloc(v.nsites + 1, sizeof(*v.sites));
@@ -880,10 +883,10 @@ growth_kept(struct stacks *sl, const json_t *e, struct gmt_suppressions *supp, u
 
 		if (s) {
 			s->hits++;
-			s->bytes += grew;
-			*taken += grew;
+			s->bytes = gmt_sat_add(s->bytes, grew);
+			*taken = gmt_sat_add(*taken, grew);
 		} else {
-			kept += grew;
+			kept = gmt_sat_add(kept, grew);
 		}
 	}
 	json_decref((json_t *)stacks);
@@ -1014,7 +1017,7 @@ live_at_end_of(const json_t *doc, json_int_t process)
 	{
 		if (json_integer_value(json_object_get(g, GMT_RK_PROCESS)) == process &&
 		    json_is_true(json_object_get(g, GMT_RK_COUNTED)))
-			bytes += gmt_json_u64(g, GMT_RK_BYTES);
+			bytes = gmt_sat_add(bytes, gmt_json_u64(g, GMT_RK_BYTES));
 	}
 	return bytes;
 }
@@ -1315,10 +1318,10 @@ tensor_leak_kept(struct stacks *sl,
 		if (json_integer_value(json_object_get(r, GMT_RK_DEVICE)) != device)
 			continue;
 		if ((s = tensor_supp(sl, process, r, GMT_SUPP_LEAK, supp))) {
-			took += bytes;
+			took = gmt_sat_add(took, bytes);
 			if (!details) {
 				s->hits++;
-				s->bytes += bytes;
+				s->bytes = gmt_sat_add(s->bytes, bytes);
 				s->allocations += n;
 			}
 			continue;
@@ -1452,8 +1455,8 @@ tensor_growth_gate(struct gmt_gates *gates, const struct gmt_check_options *o, s
 
 			if ((sp = tensor_supp(sl, i, r, GMT_SUPP_GROWTH, o->supp))) {
 				sp->hits++;
-				sp->bytes += grew;
-				taken += grew;
+				sp->bytes = gmt_sat_add(sp->bytes, grew);
+				taken = gmt_sat_add(taken, grew);
 				continue;
 			}
 			if (grew > largest)

@@ -441,7 +441,7 @@ account_add(struct replay *r, const struct gmt_trace_event *ev, const struct gmt
 	st->allocated_bytes = gmt_sat_add(st->allocated_bytes, l->size);
 	if (ev->flags & GMT_EV_HAS_REQUESTED) {
 		d->requested_allocs++;
-		d->requested_bytes += ev->requested;
+		d->requested_bytes = gmt_sat_add(d->requested_bytes, ev->requested);
 		d->requested_granted += ev->size;
 	}
 	r->last_alloc_seq = ev->seq;
@@ -468,7 +468,7 @@ account_sub(struct replay *r, const struct gmt_trace_event *ev, const struct gmt
 		st->lifetime[gmt_log2_bin(ev->ts > l->ts ? ev->ts - l->ts : 0)]++;
 		if (l->seq == r->last_alloc_seq) {
 			st->temporaries++;
-			st->temporary_bytes += l->size;
+			st->temporary_bytes = gmt_sat_add(st->temporary_bytes, l->size);
 		}
 	}
 	kind_changed(r, ev, d, l->kind);
@@ -683,7 +683,7 @@ layout(const struct span *l, size_t n, uint8_t kind)
 		} else if (l[i].key > end) {
 			uint64_t hole = l[i].key - end;
 
-			g.gap_bytes += hole;
+			g.gap_bytes = gmt_sat_add(g.gap_bytes, hole);
 			g.gaps++;
 			if (hole > g.largest_gap)
 				g.largest_gap = hole;
@@ -751,7 +751,7 @@ gaps_of(struct replay *r, int32_t device, struct gmt_gaps by_kind[GMT_TK_COUNT])
 		sum.live_allocations += g.live_allocations;
 		sum.span += g.span;
 		sum.ranges += g.ranges;
-		sum.gap_bytes += g.gap_bytes;
+		sum.gap_bytes = gmt_sat_add(sum.gap_bytes, g.gap_bytes);
 		sum.gaps += g.gaps;
 		if (g.largest_gap > sum.largest_gap)
 			sum.largest_gap = g.largest_gap;
@@ -1384,17 +1384,18 @@ replay_elided(struct replay *r, const struct gmt_trace_event *ev)
 		return;
 	struct gmt_site_stats *st = &r->m->sites[site];
 	st->allocations += ev->offset;
-	st->allocated_bytes += ev->size;
+	st->allocated_bytes = gmt_sat_add(st->allocated_bytes, ev->size);
 	st->frees += ev->offset;
 	st->temporaries += ev->free_bytes;
-	st->temporary_bytes += ev->total_bytes;
+	st->temporary_bytes = gmt_sat_add(st->temporary_bytes, ev->total_bytes);
 	for (uint64_t i = 0; i < ev->requested && ev->handle + i < r->m->trace->nelided_bins; i++) {
 		const struct gmt_trace_elided_bin *bin = &r->m->trace->elided_bins[ev->handle + i];
 		if (bin->lifetime) {
 			st->lifetime[bin->bucket] += (uint32_t)bin->count;
 		} else {
 			d->sizes[ev->kind][bin->bucket].allocations += bin->count;
-			d->sizes[ev->kind][bin->bucket].bytes += bin->bytes;
+			d->sizes[ev->kind][bin->bucket].bytes =
+			    gmt_sat_add(d->sizes[ev->kind][bin->bucket].bytes, bin->bytes);
 		}
 	}
 	d->kinds[ev->kind].allocations += ev->offset;

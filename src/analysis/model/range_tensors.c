@@ -9,6 +9,7 @@
 #include "alloc/blocks.h"
 #include "analysis/model/model.h"
 #include "analysis/model/tensors.h"
+#include "util/sat.h"
 
 static int
 cmp_bytes(const void *a, const void *b)
@@ -64,7 +65,7 @@ gmt_range_tensors_take(struct gmt_model *m)
 			out[nout++] =
 			    (struct gmt_range_tensor){.stack = b->stack, .device = b->device};
 		}
-		out[j].bytes += b->size;
+		out[j].bytes = gmt_sat_add(out[j].bytes, b->size);
 		out[j].requested += b->requested;
 		out[j].blocks++;
 	}

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "format/torch_entry.h"
+#include "util/sat.h"
 
 static struct gmt_tdevice *
 device_of(struct gmt_tensors *t, int32_t device)
@@ -530,7 +531,7 @@ gmt_tensors_holders(struct gmt_tensors *t)
 		uint64_t top = 0;
 		for (size_t i = 0; i < nsites; i++) {
 			struct gmt_tsite *s = &t->sites[i];
-			hd_total.bytes += bytes[i];
+			hd_total.bytes = gmt_sat_add(hd_total.bytes, bytes[i]);
 			hd_total.blocks += blocks[i];
 			if (bytes[i] > top) {
 				top = bytes[i];
@@ -691,7 +692,7 @@ elided_blocks(struct gmt_tensors *t, const struct gmt_trace_event *ev)
 	    !(d = device_of(t, ev->device)) || !(s = site_of(t, ev->stack, ev->device)))
 		return;
 	s->allocations += ev->offset;
-	s->allocated_bytes += ev->size;
+	s->allocated_bytes = gmt_sat_add(s->allocated_bytes, ev->size);
 	d->allocations += ev->offset;
 	t->lives_seen += ev->offset;
 }
@@ -789,7 +790,7 @@ gmt_tensors_event(struct gmt_tensors *t, const struct gmt_trace_event *ev, uint6
 			s->live_blocks++;
 			s->live_requested += breq;
 			s->allocations++;
-			s->allocated_bytes += after - before;
+			s->allocated_bytes = gmt_sat_add(s->allocated_bytes, after - before);
 			if (s->live > s->max_live)
 				s->max_live = s->live;
 		}

@@ -369,7 +369,7 @@ gmt_oom_cache_bytes(const struct gmt_process *p, const struct gmt_oom *o)
 		const struct gmt_site_stats *st = &p->model->sites[o->sites[i].site];
 
 		if (gmt_process_cache(p, st->stack, st->kind) != GMT_CACHE_NONE)
-			bytes += o->sites[i].bytes;
+			bytes = gmt_sat_add(bytes, o->sites[i].bytes);
 	}
 	return bytes;
 }

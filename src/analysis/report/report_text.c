@@ -23,6 +23,7 @@
 #include "analysis/report/units.h"
 #include "util/alloc.h"
 #include "util/esc.h"
+#include "util/sat.h"
 
 #define TEXT_CALLERS 5 /* callers shown under a site reached from several */
 
@@ -288,7 +289,7 @@ print_group_stacks(FILE *out, const struct gmt_site *g, const char *what_one, co
 		if (k == nshown)
 			shown[nshown++] = g->stacks[i];
 		else {
-			shown[k].bytes += g->stacks[i].bytes;
+			shown[k].bytes = gmt_sat_add(shown[k].bytes, g->stacks[i].bytes);
 			shown[k].count += g->stacks[i].count;
 		}
 	}
@@ -394,7 +395,7 @@ group_part(const struct gmt_site *g,
 		if (!in_part(g, st->stack, part))
 			continue;
 		buf[view->nstacks++] = *st;
-		view->bytes += st->bytes;
+		view->bytes = gmt_sat_add(view->bytes, st->bytes);
 		view->count += st->count;
 	}
 	return view->nstacks > 0;
@@ -470,7 +471,7 @@ print_sites(FILE *out,
 		if (i < GMT_REPORT_MAX_ROWS)
 			print_site_row(out, &rows[i].view, n > 1, "", opt);
 		else
-			rest_bytes += rows[i].view.bytes;
+			rest_bytes = gmt_sat_add(rest_bytes, rows[i].view.bytes);
 		if (rows[i].view.stacks != sites->v[rows[i].index].stacks)
 			free(rows[i].view.stacks);
 	}

@@ -5,6 +5,7 @@
 #include "analysis/report/sites.h"
 #include "analysis/report/nomem.h"
 #include "util/alloc.h"
+#include "util/sat.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -146,9 +147,9 @@ make_group(const struct keyed *k, size_t n, struct gmt_site *g)
 			*s = (struct gmt_site_stack){
 			    .stack = k[i].it->stack, .cs = k[i].cs, .st = k[i].it->st};
 		}
-		s->bytes += k[i].it->bytes;
+		s->bytes = gmt_sat_add(s->bytes, k[i].it->bytes);
 		s->count += k[i].it->count;
-		g->bytes += k[i].it->bytes;
+		g->bytes = gmt_sat_add(g->bytes, k[i].it->bytes);
 		g->count += k[i].it->count;
 		if (k[i].it->seq < g->first_seq)
 			g->first_seq = k[i].it->seq;
@@ -397,10 +398,10 @@ gmt_site_group_traffic(const struct gmt_site *g)
 		const struct gmt_site_stats *s = g->stacks[i].st;
 
 		sum.allocations += s->allocations;
-		sum.allocated_bytes += s->allocated_bytes;
+		sum.allocated_bytes = gmt_sat_add(sum.allocated_bytes, s->allocated_bytes);
 		sum.frees += s->frees;
 		sum.temporaries += s->temporaries;
-		sum.temporary_bytes += s->temporary_bytes;
+		sum.temporary_bytes = gmt_sat_add(sum.temporary_bytes, s->temporary_bytes);
 		for (int b = 0; b < GMT_LIFETIME_BUCKETS; b++)
 			sum.lifetime[b] += s->lifetime[b];
 	}
@@ -511,7 +512,7 @@ gmt_site_callers(const struct gmt_site *g, struct gmt_site_caller *out, size_t m
 			k++;
 		if (k == n)
 			all[n++] = (struct gmt_site_caller){.frame = f};
-		all[k].bytes += st->bytes;
+		all[k].bytes = gmt_sat_add(all[k].bytes, st->bytes);
 		all[k].count += st->count;
 	}
 	/* largest first, ties in the order first seen: a stable insertion sort (few callers) */

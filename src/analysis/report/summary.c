@@ -13,6 +13,7 @@
 #include "analysis/report/jvalues.h"
 #include "analysis/report/keys.h"
 #include "analysis/report/report.h"
+#include "util/sat.h"
 
 /* The stacks the kept rows name, in the order first named, at most GMT_SUMMARY_STACKS. */
 struct stack_set {
@@ -145,7 +146,7 @@ nccl_at_peak(const struct gmt_process *p, const struct gmt_device_stats *d)
 	for (size_t i = 0; d && d->peak.bytes && i < d->npeak_sites; i++)
 		if (gmt_process_library(p, d->peak_sites[i].stack, d->peak_sites[i].kind) ==
 		    GMT_LIB_NCCL)
-			bytes += d->peak_sites[i].bytes;
+			bytes = gmt_sat_add(bytes, d->peak_sites[i].bytes);
 	return bytes;
 }
 

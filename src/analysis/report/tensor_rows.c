@@ -12,6 +12,7 @@
 #include "analysis/report/nomem.h"
 #include "analysis/report/units.h"
 #include "util/esc.h"
+#include "util/sat.h"
 
 /* A Python frame of torch itself (or of this tool): not where the user's code made a tensor. */
 static bool
@@ -165,7 +166,9 @@ gmt_trow_rows(const struct gmt_process *p,
 			rows[nrows++] = r;
 		}
 		struct gmt_trow *row = &rows[k];
-		row->bytes += view == GMT_TVIEW_GROWING ? s->growth.last - s->growth.first : bytes;
+		row->bytes = gmt_sat_add(row->bytes, view == GMT_TVIEW_GROWING
+							 ? s->growth.last - s->growth.first
+							 : bytes);
 		row->blocks += blocks;
 		row->requested += view == GMT_TVIEW_AT_EXIT ? s->live_requested : 0;
 		row->first += s->growth.first;
