@@ -392,13 +392,16 @@ gmt_cupti_wrap_enter(int api, bool ptsz, bool takes_order)
 	if (takes_order)
 		stamp_order(&rt.seq, &rt.ts);
 	if (gmt_api_op((enum gmt_api)api) == GMT_OP_ALLOC) {
-		uint64_t t0 = gmt_prof_begin();
-		int saved_errno = errno;
-		gmt_depth++; /* the unwinder's own calls are not the application's */
-		rt.stack = gmt_stack_capture(NULL);
-		gmt_depth--;
-		errno = saved_errno;
-		gmt_prof_end(GMT_PROF_STACK, t0);
+		rt.stack = 0; /* stacks off: none to take */
+		if (!atomic_load_explicit(&gmt_stacks_none, memory_order_relaxed)) {
+			uint64_t t0 = gmt_prof_begin();
+			int saved_errno = errno;
+			gmt_depth++; /* the unwinder's own calls are not the application's */
+			rt.stack = gmt_stack_capture(NULL);
+			gmt_depth--;
+			errno = saved_errno;
+			gmt_prof_end(GMT_PROF_STACK, t0);
+		}
 		rt.has_stack = 1;
 	}
 	gmt_prof_end(GMT_PROF_WRAP_ENTER, t_all);
@@ -406,10 +409,13 @@ gmt_cupti_wrap_enter(int api, bool ptsz, bool takes_order)
 }
 
 bool
-gmt_cupti_wrap_unrecorded(void)
+gmt_cupti_wrap_end(void)
 {
 	enum gmt_op op = gmt_api_op((enum gmt_api)rt.api);
-	return rt.wrapped && !rt.joined && (op == GMT_OP_ALLOC || op == GMT_OP_FREE);
+	if (rt.wrapped && !rt.joined && (op == GMT_OP_ALLOC || op == GMT_OP_FREE))
+		return true; /* the wrapper records, then leaves */
+	gmt_cupti_wrap_leave();
+	return false;
 }
 
 void
@@ -1207,24 +1213,24 @@ on_recorded(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void *data
 	gmt_depth++;
 	int saved_errno = errno;
 	uint64_t t0 = gmt_prof_begin();
-	enum gmt_prof_part part = GMT_PROF_CB_RESOURCE;
 	switch (domain) {
-	case CUPTI_CB_DOMAIN_DRIVER_API:
-		on_driver(cbid, data);
-		part = ((const CUpti_CallbackData *)data)->callbackSite == CUPTI_API_ENTER
-			   ? GMT_PROF_CB_DRIVER_ENTER
-			   : GMT_PROF_CB_DRIVER_EXIT;
-		break;
-	case CUPTI_CB_DOMAIN_RUNTIME_API:
-		on_runtime(cbid, data);
-		part = ((const CUpti_CallbackData *)data)->callbackSite == CUPTI_API_ENTER
-			   ? GMT_PROF_CB_RUNTIME_ENTER
-			   : GMT_PROF_CB_RUNTIME_EXIT;
-		break;
+	case CUPTI_CB_DOMAIN_DRIVER_API: on_driver(cbid, data); break;
+	case CUPTI_CB_DOMAIN_RUNTIME_API: on_runtime(cbid, data); break;
 	case CUPTI_CB_DOMAIN_RESOURCE: on_resource(cbid, data); break;
 	default: break;
 	}
-	gmt_prof_end(part, t0);
+	if (__builtin_expect(gmt_prof_on, 0)) { /* which part, only when profiling */
+		bool enter = (domain == CUPTI_CB_DOMAIN_DRIVER_API ||
+			      domain == CUPTI_CB_DOMAIN_RUNTIME_API) &&
+			     ((const CUpti_CallbackData *)data)->callbackSite == CUPTI_API_ENTER;
+		enum gmt_prof_part part =
+		    domain == CUPTI_CB_DOMAIN_DRIVER_API
+			? (enter ? GMT_PROF_CB_DRIVER_ENTER : GMT_PROF_CB_DRIVER_EXIT)
+		    : domain == CUPTI_CB_DOMAIN_RUNTIME_API
+			? (enter ? GMT_PROF_CB_RUNTIME_ENTER : GMT_PROF_CB_RUNTIME_EXIT)
+			: GMT_PROF_CB_RESOURCE;
+		gmt_prof_end(part, t0);
+	}
 	errno = saved_errno;
 	gmt_depth--;
 }

@@ -56,13 +56,15 @@ struct gmt_event;
  * the wrapped runtime calls' CUPTI callbacks are off, the wrapper plays them. Before the real
  * call, gmt_cupti_wrap_enter() with the call's api, whether it is a per-thread-stream variant
  * and whether it takes a free's order now (a free of something); false: the callbacks do it,
- * just forward. Otherwise, after the real call: when gmt_cupti_wrap_unrecorded() (no driver
- * callback recorded the call: cudart reached the memory another way, or the driver call failed
- * and the runtime's result decides), gmt_cupti_wrap_record() with the event from the call's own
- * parameters (its result and device filled in); then always gmt_cupti_wrap_leave().
+ * just forward. Otherwise, after the real call, gmt_cupti_wrap_end(): false (the usual case:
+ * a driver callback recorded the call) and the wrapper is done; true when no driver callback
+ * recorded it (cudart reached the memory another way, or the driver call failed and the
+ * runtime's result decides): then, if the call's own parameters make an event,
+ * gmt_cupti_wrap_record() with it (its result and device filled in), and in any case
+ * gmt_cupti_wrap_leave().
  */
 bool gmt_cupti_wrap_enter(int api, bool ptsz, bool takes_order);
-bool gmt_cupti_wrap_unrecorded(void);
+bool gmt_cupti_wrap_end(void);
 void gmt_cupti_wrap_record(struct gmt_event *ev);
 void gmt_cupti_wrap_leave(void);
 

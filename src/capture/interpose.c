@@ -226,9 +226,11 @@ alloc_end(enum gmt_cuda_runtime rt, struct gmt_event *ev)
 
 	ev->device = current_device(rt);
 	note_device(rt, ev->device);
-	t0 = gmt_prof_begin();
-	ev->stack = gmt_stack_capture(NULL);
-	gmt_prof_end(GMT_PROF_STACK, t0);
+	if (!atomic_load_explicit(&gmt_stacks_none, memory_order_relaxed)) {
+		t0 = gmt_prof_begin();
+		ev->stack = gmt_stack_capture(NULL);
+		gmt_prof_end(GMT_PROF_STACK, t0);
+	}
 	if (ev->result != cudaSuccess) {
 		/* An OOM is an event: keep what was asked and what the device had left. */
 		size_t free_b = 0, total_b = 0;
@@ -363,10 +365,11 @@ wrap_event(struct gmt_event *ev, enum gmt_api api, bool ptsz, enum gmt_op op)
 			return CALL_REAL(sym, GMT_UNPACK call);                                    \
 		cudaError_t rc = CALL_REAL(sym, GMT_UNPACK call);                                  \
 		ok = rc == cudaSuccess;                                                            \
+		if (__builtin_expect(!gmt_cupti_wrap_end(), 1))                                    \
+			return rc; /* a driver callback recorded it */                             \
 		struct gmt_event ev;                                                               \
-		if (gmt_cupti_wrap_unrecorded() &&                                                 \
-		    (WRAP_EVENT(ev, a, ptsz, o),                                                   \
-		     GMT_FAMILY_CALL(family, &ev, ok, args) == GMT_PARAMS_EVENT)) {                \
+		WRAP_EVENT(ev, a, ptsz, o);                                                        \
+		if (GMT_FAMILY_CALL(family, &ev, ok, args) == GMT_PARAMS_EVENT) {                  \
 			int saved_errno = errno;                                                   \
 			ev.result = (int32_t)rc;                                                   \
 			gmt_depth++;                                                               \

@@ -71,6 +71,8 @@ static struct {
 	int (*backtrace)(void **buf, int size); /* libunwind's unw_backtrace */
 } st;
 
+_Atomic bool gmt_stacks_none;
+
 /* Where this thread's innermost eval-function frame was in the last unwind that met one (raw
  * position): the next unwind of a Python thread asks for that many frames and eval_margin more
  * (0: MARGIN_START). The margin adapts to how much that position varies on this thread: an
@@ -208,6 +210,7 @@ gmt_stacks_setup(void)
 #endif
 	if (!st.native && !st.python) {
 		atomic_store_explicit(&st.off, true, memory_order_relaxed);
+		atomic_store_explicit(&gmt_stacks_none, true, memory_order_relaxed);
 		return;
 	}
 	st.slots = map_zeroed(TABLE_SLOTS * sizeof(struct slot));
@@ -216,6 +219,7 @@ gmt_stacks_setup(void)
 		gmt_warn("cannot map the stack table; events are recorded without stacks");
 		st.native = st.python = false;
 		atomic_store_explicit(&st.off, true, memory_order_relaxed);
+		atomic_store_explicit(&gmt_stacks_none, true, memory_order_relaxed);
 		return;
 	}
 	code_range((const void *)&gmt_stacks_setup, &st.self_lo, &st.self_hi);

@@ -13,6 +13,7 @@
 #ifndef GMT_CAPTURE_STACKS_H
 #define GMT_CAPTURE_STACKS_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -31,6 +32,10 @@ void gmt_stacks_setup(void);
  * the stack are the CUDA machinery rather than the caller (libcupti for callbacks), or NULL.
  */
 uint32_t gmt_stack_capture(const void *skip_lib);
+
+/** Set once the setup found stacks off (GPUMEMTRACE_STACKS=none, or no way to take them):
+ * gmt_stack_capture() would return 0, and a caller may skip the call and what goes around it. */
+extern _Atomic bool gmt_stacks_none;
 
 /** Writer side: the stack with @p id, when it is published. */
 bool gmt_stack_get(uint32_t id, struct gmt_stack_view *out);
