@@ -12,6 +12,7 @@
 #define _GNU_SOURCE
 #include "util/clock.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <string.h>
 #include <unistd.h>
@@ -67,8 +68,11 @@ gmt_clock_setup(void)
 {
 	if (atomic_load_explicit(&gmt_clock_mode, memory_order_relaxed) != GMT_CLOCK_UNSET)
 		return;
-	/* racing threads find the same answer: the last store wins harmlessly */
+	/* racing threads find the same answer: the last store wins harmlessly; inside the
+	 * application's first CUDA call, perhaps, so its errno is kept */
+	int saved_errno = errno;
 	int mode = invariant_tsc() && kernel_uses_tsc() ? GMT_CLOCK_TSC : GMT_CLOCK_MONO;
+	errno = saved_errno;
 #if defined(__x86_64__)
 	if (mode == GMT_CLOCK_TSC) {
 		uint64_t expected = 0, ns = gmt_clock_mono_ns();
