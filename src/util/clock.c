@@ -63,44 +63,6 @@ invariant_tsc(void)
 #endif
 }
 
-void
-gmt_clock_setup(void)
-{
-	if (atomic_load_explicit(&gmt_clock_mode, memory_order_relaxed) != GMT_CLOCK_UNSET)
-		return;
-	/* racing threads find the same answer: the last store wins harmlessly; inside the
-	 * application's first CUDA call, perhaps, so its errno is kept */
-	int saved_errno = errno;
-	int mode = invariant_tsc() && kernel_uses_tsc() ? GMT_CLOCK_TSC : GMT_CLOCK_MONO;
-	errno = saved_errno;
-#if defined(__x86_64__)
-	if (mode == GMT_CLOCK_TSC) {
-		uint64_t expected = 0, ns = gmt_clock_mono_ns();
-		if (atomic_compare_exchange_strong(&setup_ns, &expected, ns))
-			atomic_store_explicit(&setup_tick, __rdtsc(), memory_order_release);
-	}
-#endif
-	atomic_store_explicit(&gmt_clock_mode, mode, memory_order_relaxed);
-}
-
-uint64_t
-gmt_clock_estimate_ticks_per_ms(void)
-{
-#if defined(__x86_64__)
-	uint64_t t0 = atomic_load_explicit(&setup_tick, memory_order_acquire);
-	uint64_t m0 = atomic_load_explicit(&setup_ns, memory_order_relaxed);
-	uint64_t t = __rdtsc(), m = gmt_clock_mono_ns();
-	if (!t0 || m < m0 + 100000u || t <= t0)
-		return 0;
-	uint64_t per_ms = (uint64_t)((unsigned __int128)(t - t0) * 1000000u / (m - m0));
-	uint64_t none = 0; /* the writer's measure, when it came meanwhile, stays */
-	atomic_compare_exchange_strong(&gmt_clock_ticks_per_ms, &none, per_ms);
-	return per_ms;
-#else
-	return 0;
-#endif
-}
-
 #if defined(__x86_64__)
 /* The counter and CLOCK_MONOTONIC at one instant: the closest of a few tries (an interrupt
  * between the reads would pair them badly). */
@@ -118,6 +80,47 @@ pairing(uint64_t *tick, uint64_t *ns)
 	}
 }
 #endif
+
+void
+gmt_clock_setup(void)
+{
+	if (atomic_load_explicit(&gmt_clock_mode, memory_order_relaxed) != GMT_CLOCK_UNSET)
+		return;
+	/* racing threads find the same answer: the last store wins harmlessly; inside the
+	 * application's first CUDA call, perhaps, so its errno is kept */
+	int saved_errno = errno;
+	int mode = invariant_tsc() && kernel_uses_tsc() ? GMT_CLOCK_TSC : GMT_CLOCK_MONO;
+	errno = saved_errno;
+#if defined(__x86_64__)
+	if (mode == GMT_CLOCK_TSC) {
+		uint64_t expected = 0, tick, ns;
+		pairing(&tick, &ns);
+		if (atomic_compare_exchange_strong(&setup_ns, &expected, ns))
+			atomic_store_explicit(&setup_tick, tick, memory_order_release);
+	}
+#endif
+	atomic_store_explicit(&gmt_clock_mode, mode, memory_order_relaxed);
+}
+
+uint64_t
+gmt_clock_estimate_ticks_per_ms(void)
+{
+#if defined(__x86_64__)
+	uint64_t t0 = atomic_load_explicit(&setup_tick, memory_order_acquire);
+	uint64_t m0 = atomic_load_explicit(&setup_ns, memory_order_relaxed);
+	uint64_t t, m;
+	pairing(&t, &m);
+	if (!t0 || m < m0 + 100000u || t <= t0)
+		return 0;
+	uint64_t per_ms = (uint64_t)((unsigned __int128)(t - t0) * 1000000u / (m - m0));
+	uint64_t none = 0; /* the writer's measure, when it came meanwhile, stays */
+	atomic_compare_exchange_strong(&gmt_clock_ticks_per_ms, &none, per_ms);
+	return per_ms;
+#else
+	return 0;
+#endif
+}
+
 
 void
 gmt_clock_anchor(void)

@@ -73,7 +73,7 @@ main(void)
 	 * reading is due), then from the decision's instant to now */
 	uint64_t first = gmt_clock_raw_span(1000000);
 	CHECK(first == 0 || (first > 100000 && first < 100000000));
-	sleep_ms(2);
+	sleep_ms(20);
 	uint64_t estimate = gmt_clock_raw_span(1000000);
 	CHECK(estimate > 100000 && estimate < 100000000);
 	uint64_t early_before = gmt_clock_mono_ns(), early = gmt_clock_raw();
@@ -83,7 +83,8 @@ main(void)
 	uint64_t per_ms = gmt_clock_raw_span(1000000);
 	CHECK(per_ms > 100000);				/* > 100 MHz */
 	CHECK(per_ms < 100000000);			/* < 100 GHz */
-	CHECK(absdiff(per_ms, estimate) < per_ms / 50); /* the estimate was within 2% */
+	/* within 5% (its span, 20 ms or more, read in two pairings a loaded machine may delay) */
+	CHECK(absdiff(per_ms, estimate) < per_ms / 20);
 	/* read before the first anchor, converted after it: still its instant */
 	uint64_t ns = gmt_clock_ns(early);
 	CHECK(ns + 20000 >= early_before && ns <= early_after + 20000);
