@@ -121,7 +121,6 @@ gmt_clock_estimate_ticks_per_ms(void)
 #endif
 }
 
-
 void
 gmt_clock_anchor(void)
 {

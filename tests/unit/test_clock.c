@@ -81,8 +81,8 @@ main(void)
 	sleep_ms(5);
 	gmt_clock_anchor(); /* the first: waits a millisecond for a rate */
 	uint64_t per_ms = gmt_clock_raw_span(1000000);
-	CHECK(per_ms > 100000);				/* > 100 MHz */
-	CHECK(per_ms < 100000000);			/* < 100 GHz */
+	CHECK(per_ms > 100000);	   /* > 100 MHz */
+	CHECK(per_ms < 100000000); /* < 100 GHz */
 	/* within 5% (its span, 20 ms or more, read in two pairings a loaded machine may delay) */
 	CHECK(absdiff(per_ms, estimate) < per_ms / 20);
 	/* read before the first anchor, converted after it: still its instant */
