@@ -231,15 +231,11 @@ static TLS struct {
 	int32_t device;
 } ctx_cache;
 
-static int32_t
-context_device(CUcontext ctx, uint32_t uid)
+/* context_device() when the context is not the cached one: CUPTI asked. */
+static __attribute__((noinline)) int32_t
+context_device_asked(CUcontext ctx, uint32_t uid)
 {
 	uint32_t dev;
-
-	if (!ctx)
-		return -1;
-	if (uid && uid == ctx_cache.uid)
-		return ctx_cache.device;
 	uint64_t t0 = gmt_prof_begin();
 	CUptiResult r = cupti.GetDeviceId(ctx, &dev);
 	gmt_prof_end(GMT_PROF_CONTEXT, t0);
@@ -248,6 +244,16 @@ context_device(CUcontext ctx, uint32_t uid)
 	ctx_cache.uid = uid;
 	ctx_cache.device = (int32_t)dev;
 	return (int32_t)dev;
+}
+
+static inline int32_t
+context_device(CUcontext ctx, uint32_t uid)
+{
+	if (!ctx)
+		return -1;
+	if (uid && uid == ctx_cache.uid)
+		return ctx_cache.device;
+	return context_device_asked(ctx, uid);
 }
 
 /* Is this driver callback the one under the runtime call in progress? (A wrapper's call has no
