@@ -1,5 +1,6 @@
 /*
- * @brief What the benchmark programs share: a CUDA-call check, the clock, number parsing.
+ * @brief What the benchmark programs share: a CUDA-call check, the clock (bench_clock.h), number
+ * parsing.
  * Define BENCH_PROG (the program's name, for messages) before including.
  */
 #ifndef GMT_BENCH_UTIL_H
@@ -10,7 +11,8 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
+
+#include "bench_clock.h"
 
 #ifndef BENCH_PROG
 #	error "define BENCH_PROG before including bench_util.h"
@@ -25,14 +27,6 @@
 			exit(1);                                                                   \
 		}                                                                                  \
 	} while (0)
-
-static inline uint64_t
-mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
 
 /* A decimal in [min, max], or a usage error (exit 2) naming the bad value. */
 static inline unsigned long

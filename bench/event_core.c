@@ -30,6 +30,7 @@
 #	include <x86intrin.h>
 #endif
 
+#include "bench_clock.h"
 #include "ring/ring.h"
 
 #define REPS 11
@@ -39,21 +40,6 @@ static struct gmt_ring ring;
 static _Atomic uint64_t next_seq;
 static _Atomic bool stop;
 static _Atomic uint64_t popped;
-
-static uint64_t
-now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
-static int
-cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
-}
 
 /* The writer's rhythm: sleep 1 ms, then take everything there is. */
 static void *
@@ -101,13 +87,13 @@ run(enum part part, unsigned long n)
 	memset(&ev, 0, sizeof(ev));
 	ev.op = 1;
 	ev.size = 1 << 20;
-	uint64_t t0 = now_ns();
+	uint64_t t0 = mono_ns();
 	for (unsigned long i = 0; i < n; i++) {
 		switch (part) {
 		case P_SEQ:
 			acc += atomic_fetch_add_explicit(&next_seq, 1, memory_order_relaxed);
 			break;
-		case P_CLOCK: acc += now_ns(); break;
+		case P_CLOCK: acc += mono_ns(); break;
 		case P_TSC:
 #if defined(__x86_64__)
 			acc += __rdtsc();
@@ -119,7 +105,7 @@ run(enum part part, unsigned long n)
 			break;
 		case P_CORE:
 			ev.seq = atomic_fetch_add_explicit(&next_seq, 1, memory_order_relaxed) + 1;
-			ev.ts_ns = now_ns();
+			ev.ts_ns = mono_ns();
 			ev.ptr = i;
 			drops += !gmt_ring_push_core(&ring, &ev);
 			break;
@@ -127,7 +113,7 @@ run(enum part part, unsigned long n)
 		}
 		acc = gap(acc);
 	}
-	double ns = (double)(now_ns() - t0) / (double)n;
+	double ns = (double)(mono_ns() - t0) / (double)n;
 	sink = acc;
 	if (drops) {
 		fprintf(

@@ -77,13 +77,6 @@ sleep_ms(unsigned long ms)
 		;
 }
 
-static int
-cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
-}
-
 static void
 usage(void)
 {

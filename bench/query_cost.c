@@ -23,22 +23,9 @@
 #	include <x86intrin.h>
 #endif
 
+#include "bench_clock.h"
+
 #define REPS 11
-
-static uint64_t
-now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
-static int
-cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
-}
 
 static volatile uint64_t sink;
 
@@ -47,11 +34,11 @@ static volatile uint64_t sink;
 	do {                                                                                       \
 		double per[REPS];                                                                  \
 		for (int r = 0; r < REPS; r++) {                                                   \
-			uint64_t t0 = now_ns();                                                    \
+			uint64_t t0 = mono_ns();                                                   \
 			for (long i = 0; i < n; i++) {                                             \
 				body;                                                              \
 			}                                                                          \
-			per[r] = (double)(now_ns() - t0) / (double)n;                              \
+			per[r] = (double)(mono_ns() - t0) / (double)n;                             \
 		}                                                                                  \
 		qsort(per, REPS, sizeof(per[0]), cmp_double);                                      \
 		printf("%s\"%s\":%.1f", first ? "" : ",", label, per[REPS / 2]);                   \
@@ -96,7 +83,7 @@ main(int argc, char **argv)
 		MEASURE("cuCtxGetCurrent+cuCtxGetId",
 			(get_current(&ctx), get_id(ctx, &id), sink += id));
 	}
-	MEASURE("clock_gettime", sink += now_ns());
+	MEASURE("clock_gettime", sink += mono_ns());
 #if defined(__x86_64__)
 	MEASURE("rdtsc", sink += __rdtsc());
 #endif
