@@ -19,6 +19,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_clock.h"
+
 #define FLOOR_TLS __thread __attribute__((tls_model("initial-exec")))
 #define FLOOR_SLOTS (1u << 16)
 
@@ -36,20 +38,12 @@ static FLOOR_TLS uint64_t floor_calls, floor_records; /* read at exit on the mai
 static _Atomic uint64_t floor_seq;
 static struct floor_slot *floor_ring;
 
-static inline uint64_t
-floor_now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
 /* Guard, timestamp, sequence number, slot write. */
 static inline void
 floor_record(uint32_t what, uint64_t ptr, uint64_t size)
 {
 	if (floor_depth++ == 0 && floor_ring) {
-		uint64_t ts = floor_now();
+		uint64_t ts = mono_ns();
 		uint64_t seq = atomic_fetch_add_explicit(&floor_seq, 1, memory_order_relaxed) + 1;
 		struct floor_slot *s = &floor_ring[seq & (FLOOR_SLOTS - 1)];
 		s->seq = seq;
