@@ -1047,6 +1047,15 @@ def group_compressed(c):
         rc, out, err = c.run(["report", "zrun"])
         c.check(rc == 0 and "1 process" in out, "report of run's directory of a .jsonl.zst",
                 "exit %s\n%s" % (rc, err))
+        # a trace file of the run that yielded nothing (empty: a process ended before its
+        # tracer wrote a line) is said in the summary, as check's complete-traces fails on it
+        script = c.args.victim + ' basic && : > "$GPUMEMTRACE_OUTPUT_DIR/gpumemtrace.host.4242.jsonl"'
+        rc, out, err = c.run(["run", "-o", "lostrun", "--", "sh", "-c", script], env=env)
+        c.check(rc == 0 and "gpumemtrace: 2 trace files in" in err and
+                "gpumemtrace.host.4242.jsonl: empty file, not a trace" in err and
+                "gpumemtrace: 1 trace file yielded nothing (said above): its process is in none "
+                "of the figures below" in err,
+                "run's summary says a trace file that yielded nothing", "exit %s\n%s" % (rc, err))
 
 
 # --- long lines ---------------------------------------------------------------------------------
