@@ -60,9 +60,6 @@ void gmt_stamp_values(uint64_t *seq, uint64_t *ts_ns, int32_t *tid);
 /** This thread's id (cached). */
 int32_t gmt_tid(void);
 
-/** CLOCK_MONOTONIC in ns, the clock of every event. */
-uint64_t gmt_mono_ns(void);
-
 struct gmt_options;
 /** The tracer's options (read once, at load or first use). */
 const struct gmt_options *gmt_tracer_options(void);

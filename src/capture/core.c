@@ -39,14 +39,6 @@ gmt_tid(void)
 	return cached_tid;
 }
 
-uint64_t
-gmt_mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
 void
 gmt_stamp_values(uint64_t *seq, uint64_t *ts_ns, int32_t *tid)
 {

@@ -30,6 +30,7 @@
 #	include "capture/pystack.h"
 #endif
 #include "ring/ring.h"
+#include "util/clock.h"
 #include "util/devices.h"
 #include "util/log.h"
 #include "util/options.h"
@@ -90,7 +91,7 @@ atfork_child(void)
 			ring_mem = NULL;
 		}
 		forked_from = (int)getppid();
-		start_ts = gmt_mono_ns();
+		start_ts = gmt_clock_mono_ns();
 		atomic_store(gmt_core_dropped(), 0);
 		atomic_store(gmt_core_dropped_readings(), 0);
 		atomic_store(&gmt_state, GMT_STATE_UNINIT);
@@ -265,7 +266,7 @@ enabled_by_env(void)
 __attribute__((constructor)) static void
 gmt_init(void)
 {
-	start_ts = gmt_mono_ns();
+	start_ts = gmt_clock_mono_ns();
 	gmt_ends_setup(); /* whatever follows: the wrappers are there in every copy, any state */
 	/* One tracer per process: a second copy of the library stays inert (one line says so),
 	 * before it reads, warns about or acts on anything. */
