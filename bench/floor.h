@@ -35,6 +35,9 @@ _Static_assert(sizeof(struct floor_slot) == 64, "one cache line per slot");
 
 static FLOOR_TLS unsigned floor_depth;
 static FLOOR_TLS uint64_t floor_calls, floor_records; /* read at exit on the main thread */
+/* gmt_bench_pause(): the tracer's pause, so that hook_overhead --in-process times the floor too
+ * (run_hook_inprocess.py): paused, a wrapper forwards at once and a callback returns at once. */
+static FLOOR_TLS int floor_paused;
 static _Atomic uint64_t floor_seq;
 static struct floor_slot *floor_ring;
 
@@ -63,6 +66,14 @@ floor_map_ring(void)
 	void *p = mmap(NULL, FLOOR_SLOTS * sizeof(struct floor_slot), PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	floor_ring = p == MAP_FAILED ? NULL : p;
+}
+
+/* As the tracer's (src/capture/api.c): the calling thread's events paused (1) or recorded (0). */
+__attribute__((visibility("default"))) void gmt_bench_pause(int on);
+void
+gmt_bench_pause(int on)
+{
+	floor_paused = on != 0;
 }
 
 /* One line for the runner: what this process's main thread saw (the benchmark is one thread). */

@@ -34,6 +34,8 @@ static void CUPTIAPI
 on_callback(void *userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void *data)
 {
 	(void)userdata;
+	if (floor_paused)
+		return;
 	floor_calls++;
 	if (record_mode && domain == CUPTI_CB_DOMAIN_DRIVER_API) {
 		const CUpti_CallbackData *cb = data;

@@ -40,6 +40,8 @@ real(const char *name, _Atomic(void *) *cache)
 EXPORT cudaError_t
 cudaMalloc(void **ptr, size_t size)
 {
+	if (floor_paused)
+		return REAL(cudaMalloc)(ptr, size);
 	cudaError_t rc = REAL(cudaMalloc)(ptr, size);
 	floor_calls++;
 	floor_record(1, rc == cudaSuccess && ptr ? (uint64_t)(uintptr_t)*ptr : 0, size);
@@ -49,6 +51,8 @@ cudaMalloc(void **ptr, size_t size)
 EXPORT cudaError_t
 cudaFree(void *ptr)
 {
+	if (floor_paused)
+		return REAL(cudaFree)(ptr);
 	floor_calls++;
 	if (ptr)
 		floor_record(2, (uint64_t)(uintptr_t)ptr, 0);
@@ -58,6 +62,8 @@ cudaFree(void *ptr)
 EXPORT cudaError_t
 cudaMallocAsync(void **ptr, size_t size, cudaStream_t stream)
 {
+	if (floor_paused)
+		return REAL(cudaMallocAsync)(ptr, size, stream);
 	cudaError_t rc = REAL(cudaMallocAsync)(ptr, size, stream);
 	floor_calls++;
 	floor_record(3, rc == cudaSuccess && ptr ? (uint64_t)(uintptr_t)*ptr : 0, size);
@@ -67,6 +73,8 @@ cudaMallocAsync(void **ptr, size_t size, cudaStream_t stream)
 EXPORT cudaError_t
 cudaFreeAsync(void *ptr, cudaStream_t stream)
 {
+	if (floor_paused)
+		return REAL(cudaFreeAsync)(ptr, stream);
 	floor_calls++;
 	if (ptr)
 		floor_record(4, (uint64_t)(uintptr_t)ptr, 0);

@@ -13,7 +13,12 @@ process both states share the mode, so a difference of ~10 ns per event shows in
                           [--reps 11] [--iters N] [--cpus auto]
 
 --capture   configurations of run_hook_overhead.py (cupti, cupti-nostacks, interpose, ...), a
-            comma list; each round runs each once (one process each), interleaved
+            comma list; each round runs each once (one process each), interleaved. Its floors
+            too (floor-interpose, floor-cupti-record: bench/floor.h, paused as the tracer is):
+            with floor-interpose in the list, each interpose* configuration is also given
+            "above floor-interpose", the median over rounds of its added cost less the floor's
+            in the same round (issue 30's "<= 50 above floor-interpose", measured, not
+            estimated); likewise cupti* above floor-cupti-record
 Per configuration it prints the paused and recording medians, and the added cost per event:
 the median over rounds of each process's median of per-repetition differences (recording minus
 paused, halved: a pair is two events), with every round's figure. Every traced run must have
@@ -33,6 +38,17 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import run_hook_overhead as rho  # noqa: E402 (runtimes, defaults, configurations, the traced run)
+
+
+def floor_in_process(name, names):
+    """The floor of @name's path in this run, paused as the tracer is: the bare record around
+    the same calls (floor-interpose for the wrappers, floor-cupti-record for the CUPTI path), or
+    None."""
+    if name in rho.FLOORS:
+        return None
+    interpose = rho.CAPTURES[name][0].get("GPUMEMTRACE_CUPTI") == "0"
+    f = "floor-interpose" if interpose else "floor-cupti-record"
+    return f if f in names else None
 
 
 def main():
@@ -63,8 +79,9 @@ def main():
                           args.sim_callback_ns)
     names = args.capture.split(",")
     for n in names:
-        if n not in rho.CAPTURES:
-            sys.exit(f"run_hook_inprocess: unknown --capture {n!r} ({', '.join(rho.CAPTURES)})")
+        if n not in rho.CAPTURES and n not in rho.FLOORS:
+            sys.exit(f"run_hook_inprocess: unknown --capture {n!r} "
+                     f"({', '.join(list(rho.CAPTURES) + list(rho.FLOORS))})")
     cmd = [exe, "--mode", args.mode, "--iters", str(iters), "--reps", str(args.reps),
            "--warmup", str(d["warmup"]), "--gap-ms", str(d["gap_ms"]), "--in-process", "1"]
     print(f"hook_overhead --in-process: runtime={args.runtime} mode={args.mode} iters={iters} "
@@ -76,13 +93,20 @@ def main():
     for rnd in range(1, args.rounds + 1):
         row = []
         for n in names:
-            res, facts = rho.run_once(cmd, env, True, lib, rho.CAPTURES[n][0])
+            if n in rho.FLOORS:
+                res, facts = rho.run_once(cmd, env, True, lib, floor=rho.FLOORS[n])
+            else:
+                res, facts = rho.run_once(cmd, env, True, lib, rho.CAPTURES[n][0])
             if res["runtime"] != args.runtime:
                 sys.exit(f"run_hook_inprocess: asked for the {args.runtime} runtime, the program "
                          f"ran on {res['runtime']} (check LD_LIBRARY_PATH)")
             if not res.get("in_process"):
                 sys.exit("run_hook_inprocess: the program did not run in-process (an old build?)")
-            if not facts["trailer"]:
+            if n in rho.FLOORS:
+                why = rho.floor_problem(f"{n} round {rnd}", facts)
+                if why:
+                    problems.append(why)
+            elif not facts["trailer"]:
                 problems.append(f"{n} round {rnd}: no trace file or no trailer ({facts['stderr'] or 'no stderr'})")
             elif facts["dropped"] != 0:
                 problems.append(f"{n} round {rnd}: the tracer dropped {facts['dropped']} events")
@@ -111,6 +135,17 @@ def main():
         print(f"  {n:<24} paused {paused:8.1f} ns/pair, recording {recording:8.1f} ns/pair: the tracer "
               f"adds {statistics.median(added):.1f} ns/event above its empty callback "
               f"(median of {len(added)} rounds: {', '.join(f'{x:.0f}' for x in added)})")
+    for n in names:
+        f = floor_in_process(n, names)
+        if not f:
+            continue
+        above = [a["added_median_ns_per_pair"] / 2 - b["added_median_ns_per_pair"] / 2
+                 for a, b in zip(per[n], per[f])]
+        figures[n]["floor"] = f
+        figures[n]["above_floor_ns_per_event"] = round(statistics.median(above), 1)
+        figures[n]["above_floor_ns_per_event_rounds"] = [round(x, 1) for x in above]
+        print(f"  {n:<24} above {f}: {statistics.median(above):.1f} ns/event (median of the "
+              f"rounds' differences: {', '.join(f'{x:.0f}' for x in above)})")
     for p in problems:
         print(f"  PROBLEM: {p}")
     print(json.dumps({"bench": "hook_inprocess", "runtime": args.runtime, "mode": args.mode,

@@ -12,6 +12,12 @@ round runs, in turn (the order rotating from round to round), the same loop in t
            CUDA call)
   layer    the layer recording (gmt_bridge_resume), every block with our stacks
   history  the layer paused, torch's own recorder on (_record_memory_history(stacks="python"))
+  unwind   (where BUILD/bench/libgmt_unwind_probe.so was built) the native stacks' floor: the
+           bridge calls the probe's gmt_probe_floor instead of the tracer, which unwinds with
+           libunwind exactly to the innermost eval frame (where the layer's native stack ends)
+           and does nothing else: the part of the layer's cost that libunwind's unwind alone
+           takes, measured, so that "layer - unwind" is all the rest (Python walk, interning,
+           the events)
 Per round: ns per alloc+free pair (median of 3 loops), and a small transformer's training step
 (median of --steps) in each state; the figures are per-round differences against `off`, then
 their median over rounds. Also run with GPUMEMTRACE_STACKS=python (--stacks python) to split
@@ -43,6 +49,11 @@ if bridge is None or lib is None or not hasattr(bridge, "gmt_bridge_resume"):
     sys.exit(0)
 record = ctypes.cast(lib.gmt_torch_record, ctypes.c_void_p)
 bridge.gmt_bridge_resume.argtypes = [ctypes.c_void_p]
+floor = None
+if os.environ.get("GMT_UNWIND_PROBE"):
+    probe = ctypes.CDLL(os.environ["GMT_UNWIND_PROBE"])
+    probe.gmt_probe_floor_setup()
+    floor = ctypes.cast(probe.gmt_probe_floor, ctypes.c_void_p)
 mem = torch.cuda.memory
 has_history = hasattr(mem, "_record_memory_history")
 
@@ -54,6 +65,8 @@ def state(s):
         bridge.gmt_bridge_resume(record)
     elif s == "history":
         mem._record_memory_history(max_entries=100000, stacks="python")
+    elif s == "unwind":
+        bridge.gmt_bridge_resume(floor)
 
 step = make_step(torch, warmup=3)
 
@@ -64,7 +77,7 @@ def steps(n):
         out.append((time.perf_counter() - t0) * 1e3)
     return statistics.median(out)
 
-states = ["off", "layer"] + (["history"] if has_history else [])
+states = ["off", "layer"] + (["history"] if has_history else []) + (["unwind"] if floor else [])
 pairs(torch, 3000)
 res = []
 for r in range(rounds):
@@ -77,7 +90,12 @@ for r in range(rounds):
             row[s]["step_ms"] = steps(nsteps)
     res.append(row)
 state("layer")
-print(json.dumps({"rounds": res, "states": states}))
+doc = {"rounds": res, "states": states}
+if floor:
+    buf = ctypes.create_string_buffer(512)
+    probe.gmt_probe_floor_stats(buf, 512)
+    doc["unwind_floor"] = json.loads(buf.value.decode())
+print(json.dumps(doc))
 '''
 
 
@@ -88,16 +106,31 @@ def main():
     ap.add_argument("--pairs", type=int, default=20000)
     ap.add_argument("--steps", type=int, default=10)
     ap.add_argument("--stacks", default="all", help="GPUMEMTRACE_STACKS of the run")
+    ap.add_argument("--self-profile", action="store_true",
+                    help="GPUMEMTRACE_SELF_PROFILE on: the layer's parts (torch_record, its stack's "
+                         "Python walk, unwind and interning) in ns per call, over the whole run "
+                         "(the probes cost a little themselves: the pair figures are then not "
+                         "the plain layer's)")
     a = ap.parse_args()
     gmt = os.path.join(os.path.abspath(a.build), "tools", "gpumemtrace")
     env = {k: v for k, v in os.environ.items() if not k.startswith("GPUMEMTRACE_")}
     env.pop("PYTORCH_CUDA_ALLOC_CONF", None)
     env["GPUMEMTRACE_STACKS"] = a.stacks
     env["GMT_BENCH_DIR"] = os.path.dirname(os.path.abspath(__file__))
+    probe = os.path.join(os.path.abspath(a.build), "bench", "libgmt_unwind_probe.so")
+    if os.path.exists(probe):
+        env["GMT_UNWIND_PROBE"] = probe
     with tempfile.TemporaryDirectory(prefix="gmt-bench-ab-") as tmp:
+        prof = os.path.join(tmp, "self-profile.json")
+        if a.self_profile:
+            env["GPUMEMTRACE_SELF_PROFILE"] = prof
         p = subprocess.run([gmt, "run", "-o", os.path.join(tmp, "t"), "--", sys.executable, "-c",
                             CHILD, str(a.rounds), str(a.pairs), str(a.steps)], env=env,
                            capture_output=True, text=True, timeout=570)
+        parts = None
+        if a.self_profile and os.path.exists(prof):
+            with open(prof) as f:
+                parts = json.load(f)
     doc = None
     for line in reversed(p.stdout.splitlines()):
         if line.startswith("{"):
@@ -108,9 +141,17 @@ def main():
             p.returncode, (doc or {}).get("error", ""), p.stderr[-800:]))
         return 1
     rounds, states = doc["rounds"], doc["states"]
+    if parts:
+        print("self-profile (ns per call, the probe's %.1f ns not taken off): %s" % (
+            parts.get("probe_ns", 0), ", ".join(
+                "%s %.1f (%d)" % (k, v["ns"] / v["count"], v["count"])
+                for k, v in sorted(parts.get("parts", {}).items()) if v.get("count"))))
+    if "unwind_floor" in doc:
+        print("the unwind floor's own figures: %s" % json.dumps(doc["unwind_floor"]))
     print("in one process under gpumemtrace run (GPUMEMTRACE_STACKS=%s), %d rounds of %d pairs "
           "(median of 3 loops) per state, the order rotating:" % (a.stacks, len(rounds), a.pairs))
-    out = {"bench": "torch_block_ab", "stacks": a.stacks, "rounds": rounds}
+    out = {"bench": "torch_block_ab", "stacks": a.stacks, "rounds": rounds,
+           "unwind_floor": doc.get("unwind_floor"), "self_profile": parts}
     for key, unit in (("pair_ns", "ns/pair"), ("step_ms", "ms/step")):
         if key not in rounds[0]["off"]:
             continue
@@ -130,6 +171,12 @@ def main():
         ours, theirs = out["added"]["layer"]["pair_ns"], out["added"]["history"]["pair_ns"]
         print("the layer adds %.0f ns per pair, torch's recorder %.0f ns (goal: ours <= half of "
               "theirs)" % (ours, theirs))
+    if "unwind" in out.get("added", {}):
+        floor = out["added"]["unwind"]["pair_ns"]
+        rest = statistics.median(r["layer"]["pair_ns"] - r["unwind"]["pair_ns"] for r in rounds)
+        out["layer_over_unwind_ns"] = rest
+        print("libunwind's unwind alone (the native stacks' floor) adds %.0f ns per pair; the layer "
+              "%.0f ns more (median of per-round differences)" % (floor, rest))
     print(json.dumps(out))
     return 0
 

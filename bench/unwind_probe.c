@@ -20,6 +20,7 @@
 #define UNW_LOCAL_ONLY
 #include <dlfcn.h>
 #include <libunwind.h>
+#include <link.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -74,6 +75,9 @@ count_stop(uintptr_t ip, uint32_t at)
 
 __attribute__((visibility("default"))) int gmt_probe_record(const struct gmt_torch_entry *e);
 __attribute__((visibility("default"))) int gmt_probe_report(char *out, int cap);
+__attribute__((visibility("default"))) int gmt_probe_floor(const struct gmt_torch_entry *e);
+__attribute__((visibility("default"))) int gmt_probe_floor_setup(void);
+__attribute__((visibility("default"))) int gmt_probe_floor_stats(char *out, int cap);
 
 /* The least time of 3 unw_backtrace()s asked for @p k frames. */
 static uint64_t
@@ -130,6 +134,96 @@ gmt_probe_record(const struct gmt_torch_entry *e)
 		}
 	}
 	return 0;
+}
+
+/*
+ * The native stack's floor for run_torch_block_ab.py's "unwind" state: per block allocation
+ * (and OOM) what the tracer's native stacks cannot do without, libunwind's unw_backtrace asked
+ * for exactly the frames up to the innermost frame of the interpreter's eval function (where
+ * the tracer's native stack ends when it has the Python frames: src/capture/stacks.c), with
+ * libunwind's per-thread cache as the tracer sets it; no Python walk, no interning, no event.
+ * The frame count is learned per thread (a whole unwind when the eval frame is not where it
+ * was), so this is below the tracer's own unwind, which asks a margin more.
+ */
+static uintptr_t eval_lo, eval_hi;
+static _Atomic int floor_ready;
+static __thread int floor_hint;
+static _Atomic uint64_t floor_calls, floor_whole, floor_frames; /* what the floor did */
+
+static void
+floor_setup(void)
+{
+	void *fn = dlsym(RTLD_DEFAULT, "_PyEval_EvalFrameDefault");
+	Dl_info info;
+	const ElfW(Sym) *sym = NULL;
+
+	if (fn && dladdr1(fn, &info, (void **)&sym, RTLD_DL_SYMENT) && sym && sym->st_size &&
+	    info.dli_saddr == fn) {
+		eval_lo = (uintptr_t)fn;
+		eval_hi = (uintptr_t)fn + sym->st_size;
+	}
+	unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
+	unw_set_cache_size(unw_local_addr_space, 1024, 0);
+	atomic_store(&floor_ready, 1);
+}
+
+static int
+eval_at(void *const *buf, int n)
+{
+	for (int i = 0; i < n; i++) {
+		uintptr_t ip = (uintptr_t)buf[i];
+		if (ip > eval_lo && ip <= eval_hi)
+			return i;
+	}
+	return -1;
+}
+
+int
+gmt_probe_floor(const struct gmt_torch_entry *e)
+{
+	void *buf[MAX_FRAMES];
+
+	if (!e || (e->action != GMT_TORCH_ALLOC && e->action != GMT_TORCH_OOM))
+		return 0;
+	if (!atomic_load_explicit(&floor_ready, memory_order_acquire))
+		return 0; /* gmt_probe_floor_setup() not called: no floor to measure */
+	int hint = floor_hint;
+	atomic_fetch_add_explicit(&floor_calls, 1, memory_order_relaxed);
+	if (hint > 0) {
+		int n = unw_backtrace(buf, hint + 1);
+		if (n == hint + 1 && eval_at(buf + hint, 1) == 0) {
+			atomic_fetch_add_explicit(&floor_frames, (uint64_t)n, memory_order_relaxed);
+			return 0;
+		}
+	}
+	int n = unw_backtrace(buf, MAX_FRAMES);
+	int at = eval_lo ? eval_at(buf, n) : -1;
+	floor_hint = at > 0 ? at : 0;
+	atomic_fetch_add_explicit(&floor_whole, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&floor_frames, (uint64_t)n, memory_order_relaxed);
+	return 0;
+}
+
+/* What the floor did: its unwinds, how many were whole (the eval frame not where it was, or
+ * unknown), frames per unwind; whether the eval function is known. */
+int
+gmt_probe_floor_stats(char *out, int cap)
+{
+	uint64_t n = atomic_load(&floor_calls), whole = atomic_load(&floor_whole);
+	return snprintf(out, (size_t)cap,
+			"{\"unwinds\": %llu, \"whole\": %llu, \"frames_per_unwind\": %.1f, "
+			"\"eval_known\": %s}",
+			(unsigned long long)n, (unsigned long long)whole,
+			n ? (double)atomic_load(&floor_frames) / (double)n : 0.0,
+			eval_lo ? "true" : "false");
+}
+
+/* Before the floor is attached (outside the allocator's lock: dlsym, libunwind's settings). */
+int
+gmt_probe_floor_setup(void)
+{
+	floor_setup();
+	return eval_lo != 0;
 }
 
 static int

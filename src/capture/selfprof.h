@@ -40,7 +40,10 @@
 	X(WRAP_RECORD, "wrap_record")                                                              \
 	X(DEVICE, "device_query")                                                                  \
 	X(EXIT_PREP, "exit_prep")                                                                  \
-	X(WRAP_ENTER, "wrap_enter")
+	X(WRAP_ENTER, "wrap_enter")                                                                \
+	X(STACK_PYTHON, "stack_python")                                                            \
+	X(STACK_UNWIND, "stack_unwind")                                                            \
+	X(STACK_INTERN, "stack_intern")
 
 enum gmt_prof_part {
 #define GMT_PROF_ENUM(id, name) GMT_PROF_##id,

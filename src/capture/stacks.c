@@ -21,6 +21,7 @@
 #include <sys/mman.h>
 
 #include "capture/capture.h"
+#include "capture/selfprof.h"
 #include "gmt-config.h"
 #include "util/hash.h"
 #include "util/log.h"
@@ -367,7 +368,9 @@ native_frames(uint64_t *out, const void *skip_lib, bool python)
 	bool hinted = cut && hint && hint + margin < cap, again = false;
 	int ask = hinted ? hint + margin : cap, first_ask = ask;
 	for (;;) {
+		uint64_t t0 = gmt_prof_begin();
 		n = st.backtrace(buf, ask);
+		gmt_prof_end(GMT_PROF_STACK_UNWIND, t0);
 		first = top_frames(buf, n, skip_lib);
 		ev = cut ? find_eval(buf, first, n, lo, hi) : -1;
 		if (ev >= 0 || n < ask || n - first >= (int)st.depth || ask >= MAX_NATIVE)
@@ -554,13 +557,18 @@ capture(const void *skip_lib)
 	int nframes = 0, npy = 0;
 	uint8_t pystate = GMT_PYSTATE_UNKNOWN;
 
+	uint64_t t0 = gmt_prof_begin();
 	if (st.python)
 		npy = python_frames(py, &pystate);
+	gmt_prof_end(GMT_PROF_STACK_PYTHON, t0);
 	if (st.native)
 		nframes = native_frames(frames, skip_lib, npy > 0);
 	if (nframes == 0 && npy == 0 && pystate == GMT_PYSTATE_UNKNOWN)
 		return 0;
-	return intern(frames, nframes, py, npy, pystate);
+	t0 = gmt_prof_begin();
+	uint32_t id = intern(frames, nframes, py, npy, pystate);
+	gmt_prof_end(GMT_PROF_STACK_INTERN, t0);
+	return id;
 }
 
 uint32_t

@@ -125,6 +125,10 @@ def benches(build, source, env, work):
           and len(doc.get("rounds", [])) == 2,
           f"run_torch_block_ab.py runs and measures the layer (exit {p.returncode}): "
           f"{p.stdout[-600:]} {p.stderr[-600:]}")
+    if os.path.exists(os.path.join(build, "bench", "libgmt_unwind_probe.so")):
+        check(doc.get("added", {}).get("unwind", {}).get("pair_ns") is not None
+              and doc.get("layer_over_unwind_ns") is not None,
+              f"run_torch_block_ab.py measures the native stacks' floor (unwind): {p.stdout[-600:]}")
     probe = os.path.join(build, "bench", "libgmt_unwind_probe.so")
     if os.path.exists(probe):
         p = subprocess.run([sys.executable, os.path.join(source, "bench", "run_unwind_probe.py"),
