@@ -86,8 +86,14 @@ def measure(exe, env, capture, mode, iters, top, keep):
     outdir = tempfile.mkdtemp(prefix="gmt-bench-instr-")
     try:
         run_env = dict(env)
-        run_env.update(rho.CAPTURES[capture][0])
-        run_env["LD_PRELOAD"] = os.path.join(os.path.dirname(os.path.dirname(exe)), "src", LIB)
+        if capture in rho.FLOORS:  # a floor library, paused as the tracer is (bench/floor.h)
+            lib, floor_env = rho.FLOORS[capture]
+            run_env.update(floor_env)
+            run_env.pop("CUDA_INJECTION64_PATH", None)
+            run_env["LD_PRELOAD"] = os.path.join(os.path.dirname(os.path.dirname(exe)), "bench", lib)
+        else:
+            run_env.update(rho.CAPTURES[capture][0])
+            run_env["LD_PRELOAD"] = os.path.join(os.path.dirname(os.path.dirname(exe)), "src", LIB)
         run_env["GPUMEMTRACE_OUTPUT_DIR"] = outdir
         cmd = ["valgrind", "--tool=callgrind", "--separate-threads=yes",
                f"--callgrind-out-file={outdir}/cg.out", exe, "--mode", mode, "--iters", str(iters),
@@ -149,8 +155,9 @@ def main():
         sys.exit(f"run_hook_instructions: build {build} has no bench/hook_overhead or src/{LIB}")
     names = args.capture.split(",")
     for n in names:
-        if n not in rho.CAPTURES:
-            sys.exit(f"run_hook_instructions: unknown --capture {n!r} ({', '.join(rho.CAPTURES)})")
+        if n not in rho.CAPTURES and n not in rho.FLOORS:
+            sys.exit(f"run_hook_instructions: unknown --capture {n!r} "
+                     f"({', '.join(list(rho.CAPTURES) + list(rho.FLOORS))})")
     ceilings = {}
     for item in filter(None, args.max_added.split(",")):
         name, _, value = item.partition("=")
