@@ -75,7 +75,7 @@ static inline bool gmt_ring_push_core(struct gmt_ring *ring, const struct gmt_ev
  * event, which still holds an old event's bytes (the caller writes every byte of it), and the
  * position in @p pos; NULL at once when the ring is full. Lock-free, as push. The consumer stops
  * at a claimed slot until gmt_ring_commit(): fill it and commit straight away. A claim also
- * prefetches the slot two positions on (a lap cold), for the stores of the event after next.
+ * prefetches the next position's slot (a lap cold), for the next event's stores.
  */
 static inline struct gmt_event *gmt_ring_claim(struct gmt_ring *ring, uint64_t *pos);
 
@@ -117,15 +117,11 @@ gmt_ring_claim(struct gmt_ring *ring, uint64_t *pos_out)
 			break;
 		/* pos was reloaded by the failed CAS */
 	}
-	/* A slot ahead, for an event to come: a lap ago the consumer read it, and it has likely
-	 * left every cache since. Its stores would miss, and the next locked instruction (a
-	 * claim, the seq's increment) waits for them; a prefetch now overlaps that with what the
-	 * caller does until then (docs/performance.md). Two positions on, not one: the next
-	 * slot was asked for by the claim before this one, so two events back to back (a
-	 * block's FREE_REQUESTED and FREE_COMPLETED in one call of torch's allocator, a pool
-	 * allocation and its reservation's reading) find theirs landed, where one position on
-	 * the second's lines were still on their way (-20 ns per tensor on the block path). */
-	const char *next = (const char *)&ring->slots[(pos + 2) & ring->mask];
+	/* The next position's slot, for the next event: a lap ago the consumer read it, and it
+	 * has likely left every cache since. Its stores would miss, and the next locked
+	 * instruction (a claim, the seq's increment) waits for them; a prefetch now overlaps
+	 * that with what the caller does until then (docs/performance.md). */
+	const char *next = (const char *)&ring->slots[(pos + 1) & ring->mask];
 #pragma GCC unroll 8 /* a constant count: five prefetches, no loop */
 	for (size_t off = 0; off < sizeof(struct gmt_ring_slot) + GMT_CACHELINE - 1;
 	     off += GMT_CACHELINE)
