@@ -104,6 +104,15 @@ def main():
                 sys.exit("run_hook_inprocess: the program did not run in-process (an old build?)")
             if n in rho.FLOORS:
                 why = rho.floor_problem(f"{n} round {rnd}", facts)
+                # paused, a floor records nothing: floor-interpose records exactly the
+                # program's recorded events; floor-cupti-record also a few driver calls of the
+                # set-up (the stream, the pool's settings), never the paused repetitions'
+                line = facts["floor"] or {}
+                extra = (line.get("records") or 0) - facts["expected"]
+                if not why and line.get("mode") == "record" and (
+                        extra < 0 or extra > (0 if n == "floor-interpose" else 64)):
+                    why = (f"{n} round {rnd}: the floor recorded {line['records']} events, the "
+                           f"program {facts['expected']} (its pause not honoured?)")
                 if why:
                     problems.append(why)
             elif not facts["trailer"]:

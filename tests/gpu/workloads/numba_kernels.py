@@ -29,7 +29,10 @@ for i in range(30):
 host = cuda.pinned_array(1 << 18, dtype=np.float32)
 ctx = cuda.current_context()
 # the queue of deferred frees: the context's memory manager's (numba-cuda), the context's (older)
-deallocs = getattr(getattr(ctx, "memory_manager", None), "deallocations", None) or ctx.deallocations
+# (an empty queue is falsy: test for the attribute, not the queue's truth)
+deallocs = getattr(getattr(ctx, "memory_manager", None), "deallocations", None)
+if deallocs is None:
+    deallocs = ctx.deallocations
 pending = len(deallocs)
 deallocs.clear()  # the deferred frees, before the end
 free, total_mem = ctx.get_memory_info()
