@@ -68,7 +68,7 @@ def state(s):
     elif s == "unwind":
         bridge.gmt_bridge_resume(floor)
 
-step = make_step(torch, warmup=3)
+step = make_step(torch, warmup=3) if nsteps > 0 else None  # --steps 0: the pair loop alone
 
 def steps(n):
     out = []
