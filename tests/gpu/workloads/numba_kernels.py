@@ -4,7 +4,13 @@ in the context's queue), 16 MiB kept to the end, pinned host memory. Every array
 is dropped, and the queue is flushed before the end, so what is live at exit is what the program
 still holds."""
 import numpy as np
-from numba import cuda
+
+# numba-cuda 0.x registers an overload of np.row_stack, an alias of vstack that newer NumPy
+# removed (deprecated in 2.0): its import fails on the GPU host's NumPy with "module 'numpy' has
+# no attribute 'row_stack'", untraced as traced. Give the alias back before numba looks for it.
+if not hasattr(np, "row_stack"):
+    np.row_stack = np.vstack
+from numba import cuda  # noqa: E402 (after the alias)
 
 from common import report
 
