@@ -16,7 +16,9 @@
 #include "analysis/gate/check.h"
 #include "analysis/gate/suppress.h"
 #include "analysis/ranks/ranks.h"
+#include "analysis/report/keys.h"
 #include "analysis/report/report.h"
+#include "analysis/report/summary.h"
 #include "analysis/report/units.h"
 #include "cli.h"
 #include "gmt-config.h"
@@ -34,10 +36,12 @@ usage(FILE *out)
 	    "with PyTorch's block lines, also on tensors still referenced, growing tensor sites\n"
 	    "and the cache's fragmentation.\n"
 	    "Every check also has the gate complete-traces: it fails when a process did not exit\n"
-	    "normally, a trace had lines that could not be read, or it dropped events, since the\n"
-	    "other figures are then not the whole story (--allow-incomplete, --allow-drops).\n"
+	    "normally, a trace had lines that could not be read, a trace file yielded nothing\n"
+	    "(empty), or it dropped events, since the other figures are then not the whole story\n"
+	    "(--allow-incomplete, --allow-drops).\n"
 	    "TRACE is a trace file or a directory of them; a JSON report written by\n"
-	    "'gpumemtrace report --format json' may be given instead (alone).\n"
+	    "'gpumemtrace report --format json' may be given instead (alone): its lost_traces\n"
+	    "(trace files that yielded nothing) are judged as the traces would be.\n"
 	    "Over many ranks: given summaries ('gpumemtrace summarize'; *.summary.json, or\n"
 	    "directories of them, mixed with traces or not), every gate is judged on each\n"
 	    "rank on its own; a gate fails when a rank fails it, naming the failing ranks\n"
@@ -538,6 +542,7 @@ struct rank_gate {
 struct rank_result {
 	char *input;
 	char who[192];
+	bool lost; /* of a trace that yielded nothing: complete-traces alone judges it */
 	struct gmt_gates g;
 };
 
@@ -549,6 +554,7 @@ struct rank_check {
 	struct gmt_ranks rows; /* the ranks judged: one rank given twice is judged once */
 	struct rank_result *res;
 	size_t nres;
+	size_t lost; /* of ranks, those whose trace yielded nothing (not among rows) */
 	FILE *notes; /* each rank's notes, under its name */
 	char *nbuf;
 	size_t nlen;
@@ -594,7 +600,8 @@ indented(FILE *f, const char *text, const char *indent)
 /*
  * Judge a rank's summary as it is read (the summary is not kept), and keep the verdict: whether
  * the rank counts is known once every input was read (another job's ranks are left out, as
- * `report` leaves them out).
+ * `report` leaves them out). The summary of a trace that yielded nothing has no figure to merge
+ * (not a row): its rank is missing, which complete-traces says.
  */
 static void
 check_rank(void *data, const char *input, const json_t *summary)
@@ -602,7 +609,8 @@ check_rank(void *data, const char *input, const json_t *summary)
 	struct rank_check *rc = data;
 	struct rank_result *res, *v;
 	json_t *doc;
-	int added = gmt_ranks_add(&rc->rows, "check", input, summary, stderr);
+	bool lost = gmt_summary_is_lost(summary);
+	int added = lost ? 0 : gmt_ranks_add(&rc->rows, "check", input, summary, stderr);
 
 	if (added == -1) /* a rank again: said */
 		return;
@@ -612,13 +620,18 @@ check_rank(void *data, const char *input, const json_t *summary)
 	}
 	rc->res = v;
 	res = &rc->res[rc->nres];
-	*res = (struct rank_result){.input = strdup(input)};
+	*res = (struct rank_result){.input = strdup(input), .lost = lost};
 	if (!res->input) {
 		rc->oom = true;
 		return;
 	}
 	rc->nres++;
-	gmt_summary_who(summary, res->who, sizeof(res->who));
+	if (lost) {
+		const char *file = json_string_value(json_object_get(summary, GMT_RK_FILE));
+		snprintf(res->who, sizeof(res->who), "the trace %s", file ? gmt_esc(file) : "?");
+	} else {
+		gmt_summary_who(summary, res->who, sizeof(res->who));
+	}
 	doc = gmt_summary_report_doc(summary); /* only now: a rank again was left out above */
 	if (!doc || gmt_check_run(&res->g, &rc->o->check, doc, NULL) != 0) {
 		fprintf(stderr, "gpumemtrace check: %s: out of memory\n", gmt_esc(input));
@@ -645,6 +658,7 @@ count_rank(struct rank_check *rc, const struct rank_result *res)
 	const char *who = res->who, *input = res->input;
 
 	rc->ranks++;
+	rc->lost += res->lost;
 	if (g.notes)
 		for (const char *p = g.notes; *p;) {
 			const char *nl = strchr(p, '\n');
@@ -655,9 +669,11 @@ count_rank(struct rank_check *rc, const struct rank_result *res)
 		}
 	for (size_t i = 0; i < g.n; i++) {
 		const struct gmt_gate *x = &g.v[i];
-		struct rank_gate *a = rank_gate(rc, x->name);
+		struct rank_gate *a;
 
-		if (!a) {
+		if (res->lost && strcmp(x->name, "complete-traces") != 0)
+			continue; /* the other gates have nothing of it to judge */
+		if (!(a = rank_gate(rc, x->name))) {
 			rc->oom = true;
 			break;
 		}
@@ -704,7 +720,7 @@ check_ranks(struct options *o, char *const *paths, size_t n, struct gmt_gates *o
 	/* the ranks of another job said and left out, as by `report` over the same inputs */
 	gmt_ranks_settle(&rc.rows, "check", stderr);
 	for (size_t i = 0; i < rc.nres; i++) {
-		if (!rc.oom && rank_kept(&rc, rc.res[i].input))
+		if (!rc.oom && (rc.res[i].lost || rank_kept(&rc, rc.res[i].input)))
 			count_rank(&rc, &rc.res[i]);
 		gmt_gates_free(&rc.res[i].g);
 		free(rc.res[i].input);
@@ -712,8 +728,12 @@ check_ranks(struct options *o, char *const *paths, size_t n, struct gmt_gates *o
 	free(rc.res);
 	fclose(rc.notes);
 	*out = (struct gmt_gates){0};
-	if (good == 0 || rc.ranks == 0) {
-		fprintf(stderr, "gpumemtrace check: no readable summary or trace\n");
+	if (good == 0 || rc.ranks == rc.lost) {
+		fprintf(stderr, "gpumemtrace check: no readable summary or trace");
+		if (rc.lost)
+			fprintf(stderr, " (%zu %s nothing)", rc.lost,
+				rc.lost == 1 ? "trace yielded" : "traces yielded");
+		fprintf(stderr, "\n");
 		status = GMT_EXIT_UNREADABLE;
 	} else if (rc.oom || !(out->v = calloc(rc.n ? rc.n : 1, sizeof(*out->v)))) {
 		fprintf(stderr, "gpumemtrace check: out of memory\n");
@@ -842,7 +862,6 @@ gmt_cmd_check(int argc, char **argv)
 
 	o.check.supp = &o.supp;
 	o.check.stacks = &in.stacks;
-	o.check.unreadable_inputs = in.session ? in.session->lost : 0;
 	if (gmt_check_run(&gates, &o.check, in.doc, base) != 0) {
 		fprintf(stderr, "gpumemtrace check: out of memory\n");
 		rc = GMT_EXIT_UNREADABLE;

@@ -86,7 +86,8 @@ usage(FILE *out)
 	    "libraries (libc10_cuda, libtorch_cuda).\n"
 	    "\n"
 	    "Problems in a trace (unreadable lines, a torn last line) are reported on standard\n"
-	    "error as FILE:LINE: MESSAGE; the rest of the trace is used.\n"
+	    "error as FILE:LINE: MESSAGE; the rest of the trace is used. A trace file that\n"
+	    "yielded nothing (empty) is named in the report itself (json: lost_traces).\n"
 	    "\n"
 	    "Exit status: 0 report written, 2 usage error (or the output file cannot be\n"
 	    "written, or a --from/--to label no marker has), 3 no trace (or summary) could\n"
@@ -403,7 +404,7 @@ report_main(int argc, char **argv, struct gmt_cat_rules **cats)
 
 	/* Opened only now, so a failed read never leaves an empty report file behind. */
 	if (format == FORMAT_CSV) {
-		err = gmt_report_csv(output, in.procs, in.n, stderr);
+		err = gmt_report_csv(output, in.procs, in.n, &in.lost, stderr);
 		gmt_session_free(&in);
 		if (err == -ENOMEM) {
 			fprintf(stderr, "gpumemtrace report: out of memory\n");
@@ -421,9 +422,9 @@ report_main(int argc, char **argv, struct gmt_cat_rules **cats)
 		out = file.f;
 	}
 	if (format == FORMAT_JSON)
-		err = gmt_report_json(out, in.procs, in.n, opt.categories);
+		err = gmt_report_json(out, in.procs, in.n, &in.lost, opt.categories);
 	else if (format == FORMAT_HTML)
-		err = gmt_report_html(out, in.procs, in.n, opt.categories);
+		err = gmt_report_html(out, in.procs, in.n, &in.lost, opt.categories);
 	else if (format == FORMAT_PERFETTO)
 		err = gmt_report_perfetto(out, in.procs, in.n);
 	else if (format == FORMAT_SNAPSHOT)
@@ -432,7 +433,7 @@ report_main(int argc, char **argv, struct gmt_cat_rules **cats)
 		err = gmt_report_folded(out, in.procs, in.n,
 					weight < 0 ? GMT_FOLD_PEAK : (enum gmt_fold_weight)weight);
 	else
-		err = gmt_report_text(out, in.procs, in.n, &opt);
+		err = gmt_report_text(out, in.procs, in.n, &in.lost, &opt);
 	if (err == -ENOMEM) {
 		fprintf(stderr, "gpumemtrace report: out of memory\n");
 		rc = GMT_EXIT_UNREADABLE;

@@ -555,12 +555,13 @@ summarize(const char *dir, const struct seen *before, size_t nbefore)
 	}
 	fprintf(stderr, "gpumemtrace: %zu trace %s in %s\n", files, files == 1 ? "file" : "files",
 		gmt_esc(dir));
-	if (in.lost) /* as check's complete-traces says it: the figures below lack them */
+	size_t lost = in.lost.n;
+	if (lost) /* as check's complete-traces says it: the figures below lack them */
 		fprintf(stderr,
 			"gpumemtrace: %zu trace file%s yielded nothing (said above): %s process%s "
 			"%s in none of the figures below\n",
-			in.lost, in.lost == 1 ? "" : "s", in.lost == 1 ? "its" : "their",
-			in.lost == 1 ? "" : "es", in.lost == 1 ? "is" : "are");
+			lost, lost == 1 ? "" : "s", lost == 1 ? "its" : "their",
+			lost == 1 ? "" : "es", lost == 1 ? "is" : "are");
 	if (in.n && gmt_report_summary(stderr, "gpumemtrace: ", in.procs, in.n) == -ENOMEM)
 		fprintf(stderr, "gpumemtrace: out of memory: the summary is incomplete\n");
 	fprintf(stderr, "gpumemtrace: full report: gpumemtrace report %s\n", gmt_esc(dir));

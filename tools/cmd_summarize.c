@@ -59,7 +59,9 @@ usage(FILE *out)
 	    "  -V, --version     show the version\n"
 	    "\n"
 	    "Each summary written is named on standard output, one per line. GMT_JOBS=N\n"
-	    "summarizes N traces at once (default: one per CPU, at most 16).\n"
+	    "summarizes N traces at once (default: one per CPU, at most 16). A trace that\n"
+	    "yielded nothing (empty: its process ended before its tracer wrote a line) gets a\n"
+	    "summary saying so (lost_traces), for check and report over the summaries.\n"
 	    "\n"
 	    "Exit status: 0 every readable trace summarized (an unreadable one is named on\n"
 	    "standard error, the others are still summarized), 2 usage error or a summary\n"
@@ -72,6 +74,7 @@ enum job_status {
 	JOB_UNREADABLE, /* no trace in it (said) */
 	JOB_UNWRITTEN,	/* its summary could not be written (said) */
 	JOB_SKIPPED,	/* its summary's name is another trace's (said) */
+	JOB_LOST,	/* yielded nothing (said): written, its summary says so; unreadable */
 };
 
 /* A child's exit status: CHILD_EXIT + its job_status (anything else: it did not finish). */
@@ -162,7 +165,12 @@ write_summary(FILE *diag, const char *path, const json_t *doc, bool pipe_trace)
 	return 0;
 }
 
-/* One trace: read, summarized, written; what it says goes to @p diag. */
+/*
+ * One trace: read, summarized, written; what it says goes to @p diag. A trace that yielded
+ * nothing (empty: its process ended before its tracer wrote a line) has the summary that says so
+ * (gmt_summary_lost_doc()): a merge or a check over the summaries then knows its rank is missing,
+ * where no file at all would let them pass over it.
+ */
 static enum job_status
 run_job(struct job *j, FILE *diag)
 {
@@ -175,20 +183,27 @@ run_job(struct job *j, FILE *diag)
 	gmt_session_init(&s, &so, diag);
 	/* a trace the user named is read as `report` reads it: a pipe there too (`summarize -o DIR
 	 * <(zstdcat t.zst)`); a directory's traces are regular files only */
-	if ((j->named ? gmt_session_add_path(&s, j->trace) : gmt_session_add_file(&s, j->trace)) !=
-		0 ||
-	    s.n == 0) {
+	bool read = (j->named ? gmt_session_add_path(&s, j->trace)
+			      : gmt_session_add_file(&s, j->trace)) == 0 &&
+		    s.n > 0;
+	if (!read && s.lost.n == 0) {
 		gmt_session_free(&s);
 		return JOB_UNREADABLE;
 	}
-	doc = gmt_summary_doc(s.procs, s.n, 0);
+	if (read) {
+		doc = gmt_summary_doc(s.procs, s.n, 0, &s.lost);
+	} else {
+		st = JOB_LOST;
+		doc = gmt_summary_lost_doc(&s.lost);
+	}
 	if (!doc) {
 		fprintf(diag, "gpumemtrace summarize: %s: out of memory\n", gmt_esc(j->trace));
 		st = JOB_UNWRITTEN;
 	} else {
 		json_object_set_new(doc, GMT_SK_SUMMARIZED_BY, json_string(GMT_VERSION));
-		json_object_set_new(doc, GMT_SK_CLOCK_UNCERTAINTY_S,
-				    json_real(clock_uncertainty_s));
+		if (read)
+			json_object_set_new(doc, GMT_SK_CLOCK_UNCERTAINTY_S,
+					    json_real(clock_uncertainty_s));
 		struct stat ts;
 		bool pipe_trace = j->named && stat(j->trace, &ts) == 0 && S_ISFIFO(ts.st_mode);
 		if (write_summary(diag, j->out, doc, pipe_trace) != 0)
@@ -269,7 +284,7 @@ end_job(struct job *j, int wstatus)
 	j->pid = 0;
 	j->done = true;
 	if (WIFEXITED(wstatus) && WEXITSTATUS(wstatus) >= CHILD_EXIT &&
-	    WEXITSTATUS(wstatus) <= CHILD_EXIT + JOB_SKIPPED) {
+	    WEXITSTATUS(wstatus) <= CHILD_EXIT + JOB_LOST) {
 		j->status = (enum job_status)(WEXITSTATUS(wstatus) - CHILD_EXIT);
 		return;
 	}
@@ -390,7 +405,7 @@ gmt_cmd_summarize(int argc, char **argv)
 	};
 	struct work w = {0};
 	const char *dir = NULL;
-	size_t cap = 0, readable = 0, unwritten = 0;
+	size_t cap = 0, readable = 0, unwritten = 0, lost = 0;
 	struct stat st;
 	int c, rc;
 
@@ -468,16 +483,23 @@ gmt_cmd_summarize(int argc, char **argv)
 	for (size_t i = 0; i < w.n; i++) {
 		struct job *j = &w.jobs[i];
 
-		if (j->status == JOB_OK) {
+		if (j->status == JOB_OK || j->status == JOB_LOST)
 			printf("%s\n", gmt_esc(j->out));
+		if (j->status == JOB_OK) {
 			readable++;
+		} else if (j->status == JOB_LOST) {
+			lost++; /* written, its trace still unreadable */
 		} else if (j->status == JOB_UNWRITTEN) {
 			readable++;
 			unwritten++;
 		}
 	}
 	if (readable == 0) {
-		fprintf(stderr, "gpumemtrace summarize: no readable trace\n");
+		fprintf(stderr, "gpumemtrace summarize: no readable trace");
+		if (lost)
+			fprintf(stderr, " (%zu yielded nothing: %s so)", lost,
+				lost == 1 ? "its summary says" : "their summaries say");
+		fprintf(stderr, "\n");
 		rc = GMT_EXIT_UNREADABLE;
 	} else if (unwritten) {
 		rc = GMT_EXIT_USAGE;

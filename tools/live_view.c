@@ -195,7 +195,7 @@ proc_read(struct gmt_live_view *v, struct live_proc *p)
 	/* the reader's messages are kept for a file that gives nothing (a torn end is normal for
 	 * a file being written: they are not shown otherwise) */
 	diag = open_memstream(&msg, &len);
-	st = gmt_trace_read_sink(p->path, diag ? diag : v->devnull, &ro, &sink, &p->t);
+	st = gmt_trace_read_sink(p->path, diag ? diag : v->devnull, &ro, &sink, &p->t, NULL);
 	if (diag)
 		fclose(diag);
 	if (st != GMT_TRACE_OK) {

@@ -91,7 +91,7 @@ gmt_report_input_load(struct gmt_report_input *in, const char *cmd, char *const 
 			fprintf(stderr, " %s", gmt_esc(paths[i]));
 		fprintf(stderr, "\n");
 		rc = GMT_EXIT_UNREADABLE;
-	} else if (!(in->doc = gmt_report_json_doc_frameless(s->procs, s->n))) {
+	} else if (!(in->doc = gmt_report_json_doc_frameless(s->procs, s->n, &s->lost))) {
 		fprintf(stderr, "gpumemtrace %s: out of memory building the report\n", cmd);
 		rc = GMT_EXIT_UNREADABLE;
 	}

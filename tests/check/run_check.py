@@ -5,7 +5,7 @@
                  --victim BUILD/tests/stacks/victim_stacks GROUP
 
 GROUP: usage, gates, suppress, growth, baseline, junit, diff, cached, tensors, integrity,
-memory.
+memory, lost.
 
 Traces are written here, small and synthetic (docs/trace-format.md). Their stacks are real return
 addresses of tests/stacks/victim_stacks (built -O0 -g; tests/stacks/make_trace.py finds them), so
@@ -1151,10 +1151,111 @@ def group_memory(tool, victim, golden):
               out[-600:])
 
 
+def group_lost(tool, victim, golden):
+    """A trace file that yielded nothing (empty: its process ended before its tracer wrote a
+    line) beside a whole one is a process none of the figures has: every output states it, and
+    check fails complete-traces on it whatever it reads, the traces, their JSON report or their
+    summaries (--allow-incomplete lets it pass, still named). Its name is HTML, to be escaped."""
+    d = tool.path("lost")
+    os.mkdir(d)
+    leaky_trace(tool, victim, os.path.join("lost", "rank0.jsonl"))
+    name = "rank1 <b>x<i>&amp;.jsonl"
+    empty = os.path.join(d, name)
+    open(empty, "w").close()
+    # another program's JSON Lines: not a trace at all, only said on stderr (cli-trust)
+    tool.write_text(os.path.join("lost", "other.jsonl"), '{"level": "info"}\n')
+    why = "empty file, not a trace"
+    lost = [{"file": empty, "reason": why}]
+
+    rc, out, err = tool.run("report", "--format", "json", d)
+    doc = json.loads(out) if rc == 0 else {}
+    check(rc == 0 and doc.get("lost_traces") == lost,
+          "report --format json lists the empty trace in lost_traces[], not the foreign file",
+          "exit %d: %s\n%s" % (rc, doc.get("lost_traces"), err))
+    check(len(doc.get("processes", [])) == 1, "the whole trace is the report's one process")
+    rc, out, err = tool.run("report", "--format", "json", os.path.join(d, "rank0.jsonl"))
+    check(rc == 0 and json.loads(out).get("lost_traces") == [],
+          "a report with no lost trace has lost_traces []", out[-300:])
+
+    rc, out, err = tool.run("report", d)
+    check(rc == 0 and "warning: 1 trace file yielded nothing: its process is in none of the "
+          "figures below\n  %s: %s\n" % (empty, why) in out and "other.jsonl" not in out,
+          "the text report says it near the top, naming the file and why", out[:600])
+
+    page = tool.path("lost.html")
+    rc, out, err = tool.run("report", "--format", "html", "-o", page, d)
+    with open(page, encoding="utf-8") as f:
+        html = f.read()
+    data = re.search(r'id="gmt-data">(.*?)</script>', html, re.S)
+    check(rc == 0 and data and json.loads(data.group(1)).get("lost_traces") == lost and
+          "<b>" not in data.group(1) and "\\u003cb\\u003ex" in data.group(1),
+          "the html page carries it, its name escaped in the page's data", err)
+
+    csv = tool.path("lost-csv")
+    rc, out, err = tool.run("report", "--format", "csv", "-o", csv, d)
+    table = None
+    if rc == 0 and os.path.exists(os.path.join(csv, "lost_traces.csv")):
+        with open(os.path.join(csv, "lost_traces.csv"), encoding="utf-8", newline="") as f:
+            table = f.read()
+    check(rc == 0 and table == 'path,reason\r\n%s,"%s"\r\n' % (empty, why),
+          "csv: lost_traces.csv names it", repr(table))
+
+    # check on the JSON report as on the directory: the same gate, the same words
+    report = tool.path("lost.json")
+    rc, out, err = tool.run("report", "--format", "json", "-o", report, d)
+    named = "    %s: yielded nothing (%s): the process it stands for is in no gate" % (empty, why)
+    rc1, out1, _ = tool.run("check", "--max-leaked-bytes", "1GiB", d)
+    rc2, out2, _ = tool.run("check", "--max-leaked-bytes", "1GiB", report)
+    check(rc2 == 1 and "FAIL complete-traces: 1 trace file could not be read" in out2 and
+          named + "\n" in out2,
+          "check on the JSON report fails complete-traces, naming the file (%d)" % rc2, out2)
+    check(rc1 == rc2 and out1 == out2, "check on the directory and on its report agree",
+          out1 + "\n---\n" + out2)
+    rc, out, err = tool.run("check", "--max-leaked-bytes", "1GiB", "--allow-incomplete", report)
+    check(rc == 0 and "PASS complete-traces: 1 trace file could not be read (allowed)" in out and
+          named + " (allowed: --allow-incomplete)" in out,
+          "--allow-incomplete lets the report pass, the file still named (%d)" % rc, out)
+    # a report written before lost_traces: judged on what it has, saying what it cannot know
+    with open(report, encoding="utf-8") as f:
+        old = json.load(f)
+    old.pop("lost_traces", None)
+    rc, out, err = tool.run("check", "--max-leaked-bytes", "1GiB", tool.write_json("old.json", old))
+    check(rc == 0 and "PASS complete-traces: 1 process exited normally" in out and
+          "the input has no lost_traces (written before the key)" in out,
+          "a report without the key passes as before, saying it cannot know (%d)" % rc, out)
+
+    # summaries: the empty trace's says it is lost; check over the summaries fails on it
+    rc, out, err = tool.run("summarize", d)
+    lost_summary = os.path.join(d, name.replace(".jsonl", ".summary.json"))
+    check(rc == 0 and lost_summary + "\n" in out and os.path.exists(lost_summary),
+          "summarize writes the summary of the empty trace too (%d)" % rc, out + err)
+    if os.path.exists(lost_summary):
+        with open(lost_summary, encoding="utf-8") as f:
+            s = json.load(f)
+        check(s.get("kind") == "summary" and s.get("lost_traces") == lost and "process" not in s,
+              "the summary carries the lost trace, and no figure", s)
+    for what, args in (("the directory of summaries", [d]),
+                       ("the summary files", [os.path.join(d, "rank0.summary.json"),
+                                              lost_summary])):
+        rc, out, err = tool.run("check", "--max-leaked-bytes", "1GiB", *args)
+        check(rc == 1 and "FAIL complete-traces: 1 of 2 ranks fail: the trace %s" % empty in out
+              and named in out and "PASS max-leaked-bytes: passes on every rank (1 of 2 ranks "
+              "have it)" in out,
+              "check over %s fails complete-traces on the lost trace (%d)" % (what, rc), out + err)
+    rc, out, err = tool.run("check", "--max-leaked-bytes", "1GiB", "--allow-incomplete", d)
+    check(rc == 0, "--allow-incomplete lets the summaries pass (%d)" % rc, out)
+    # a trace without its summary beside it is summarized on the way, lost the same way
+    if os.path.exists(lost_summary):
+        os.unlink(lost_summary)
+    rc, out, err = tool.run("check", "--max-leaked-bytes", "1GiB", d)
+    check(rc == 1 and "FAIL complete-traces: 1 of 2 ranks fail: the trace %s" % empty in out,
+          "check over a summary and an empty trace fails complete-traces (%d)" % rc, out + err)
+
+
 GROUPS = {"usage": group_usage, "gates": group_gates, "suppress": group_suppress,
           "growth": group_growth, "baseline": group_baseline, "junit": group_junit,
           "diff": group_diff, "cached": group_cached, "integrity": group_integrity,
-          "tensors": group_tensors, "memory": group_memory}
+          "tensors": group_tensors, "memory": group_memory, "lost": group_lost}
 
 
 def main():

@@ -1153,7 +1153,7 @@ def group_long_lines(c):
 # --- outputs ------------------------------------------------------------------------------------
 
 CSV_TABLES = ["processes.csv", "allocations.csv", "failures.csv", "readings.csv", "markers.csv",
-              "blocks.csv", "segments.csv", "sites.csv"]
+              "blocks.csv", "segments.csv", "sites.csv", "lost_traces.csv"]
 
 
 def group_outputs(c):

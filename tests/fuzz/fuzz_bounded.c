@@ -34,9 +34,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		so.stored = stored;
 		gmt_session_init(&s, &so, fuzz_devnull());
 		if (gmt_session_add_file(&s, path) == 0) {
-			json_decref(gmt_report_json_doc(s.procs, 1));
+			json_decref(gmt_report_json_doc(s.procs, 1, NULL));
 			if (stored)
-				gmt_report_text(fuzz_devnull(), s.procs, 1, NULL);
+				gmt_report_text(fuzz_devnull(), s.procs, 1, NULL, NULL);
 		}
 		gmt_session_free(&s);
 	}

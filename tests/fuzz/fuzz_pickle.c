@@ -40,8 +40,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		    .trace = t, .model = m, .stacks = gmt_callstacks_new(t, sym)};
 
 		if (p.stacks) {
-			json_decref(gmt_report_json_doc(&p, 1));
-			gmt_report_text(devnull, &p, 1, NULL);
+			json_decref(gmt_report_json_doc(&p, 1, NULL));
+			gmt_report_text(devnull, &p, 1, NULL, NULL);
 			gmt_callstacks_free(p.stacks);
 		}
 		gmt_symbolizer_free(sym);

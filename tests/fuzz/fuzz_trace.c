@@ -37,12 +37,12 @@ report(int which, struct gmt_session *s)
 	struct gmt_range_opt range = {0};
 
 	switch (which) {
-	case R_HTML: gmt_report_html(devnull, p, 1, NULL); break;
+	case R_HTML: gmt_report_html(devnull, p, 1, NULL, NULL); break;
 	case R_PERFETTO: gmt_report_perfetto(devnull, p, 1); break;
 	case R_TEXT:
-		gmt_report_text(devnull, p, 1,
+		gmt_report_text(devnull, p, 1, NULL,
 				&(struct gmt_report_options){.stacks = GMT_STACKS_FULL});
-		gmt_report_text(devnull, p, 1,
+		gmt_report_text(devnull, p, 1, NULL,
 				&(struct gmt_report_options){.stacks = GMT_STACKS_SITE});
 		break;
 	case R_FOLDED:
@@ -62,8 +62,8 @@ report(int which, struct gmt_session *s)
 							    .spec = p->trace->markers[0].label};
 		ranged = *p; /* the same trace and stacks, another replay */
 		if ((ranged.model = gmt_model_build_range(p->trace, &range))) {
-			json_decref(gmt_report_json_doc(&ranged, 1));
-			gmt_report_text(devnull, &ranged, 1, NULL);
+			json_decref(gmt_report_json_doc(&ranged, 1, NULL));
+			gmt_report_text(devnull, &ranged, 1, NULL, NULL);
 			gmt_model_free(ranged.model);
 		}
 		break;
@@ -98,7 +98,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	so.stored = true;
 	gmt_session_init(&s, &so, fuzz_devnull());
 	if (gmt_session_add_file(&s, path) == 0) {
-		json_decref(gmt_report_json_doc(s.procs, 1));
+		json_decref(gmt_report_json_doc(s.procs, 1, NULL));
 #ifdef GMT_FUZZING
 		report((int)(input_hash(data, size) % NREPORTS), &s);
 #else

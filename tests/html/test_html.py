@@ -19,6 +19,8 @@
    section has labels (not one per device), the memory chart's hover read-out at the held line's
    peak shows the peak and at a marker whose label was thinned out names the marker, every handler runs without setting the page's error mark, and an exception
    in a handler does set it (<body data-error>, a warning line).
+5. A directory with an empty trace file (lost: lost_traces[]) whose name is HTML beside a whole
+   trace: a warning line names it and why, as text; no element is made from the name.
 Screenshots (hostile.png, analyses.png, tensors-*.png) and pages stay in the build directory. Without a
 chromium the test is skipped (exit 77); scripts/setup installs Debian's chromium.
 """
@@ -27,6 +29,7 @@ import html
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 
@@ -432,6 +435,34 @@ def check_object_names(args, chromium):
           stray[:3])
 
 
+def check_lost(args, chromium):
+    """A trace file that yielded nothing (empty: its process ended before its tracer wrote a
+    line) beside a whole trace: the page's warnings name it and why, its name (HTML) as text."""
+    d = os.path.join(args.outdir, "lost")
+    shutil.rmtree(d, ignore_errors=True)
+    os.mkdir(d)
+    hostile.write_trace(os.path.join(d, "rank0.jsonl"))
+    empty = os.path.join(d, "rank1 <img src=x onerror=alert(3)><b>&amp;.jsonl")
+    open(empty, "w").close()
+    doc = hostile.report_doc(args.exe, d)
+    page = os.path.join(args.outdir, "lost.html")
+    p = subprocess.run([args.exe, "report", "--format", "html", "-o", page, d],
+                       stderr=subprocess.PIPE, timeout=60)
+    check(p.returncode == 0 and doc.get("lost_traces") == [{"file": empty,
+                                                        "reason": "empty file, not a trace"}],
+          "lost: report --format html: exit 0, the empty trace in lost_traces", p.stderr[-2000:])
+    check_file(page, doc)
+    dom = render(args, chromium, page, "lost")
+    if not dom:
+        return
+    check_ran(dom, "lost")
+    check("The trace file %s yielded nothing (empty file, not a trace): its process is in none "
+          "of the figures on this page." % empty in dom.text_under("warnings"),
+          "lost: a warning names the file, as text, and why", dom.text_under("warnings"))
+    for tag in ("img", "b"):
+        check(not dom.find(tag), "lost: no <%s> element from the file's name" % tag)
+
+
 def check_marker_devices(args, chromium):
     """Marker labels neither stack nor repeat (issue 32 item 6): a run on two devices with 80
     automatic steps a few milliseconds apart. Labels stand in one row, never overlapping (the
@@ -592,6 +623,7 @@ def main():
     check_tensors(args, chromium)
     check_callers(args, chromium)
     check_object_names(args, chromium)
+    check_lost(args, chromium)
     check_marker_devices(args, chromium)
     check_tensor_devices(args, chromium)
 

@@ -15,7 +15,8 @@ GROUP is one of:
             and says how many rows the report had; one of 300,000 events (a timeline of
             2,000+ points) set against its report as in `equal`
   inputs    an unreadable trace among good ones is named and the others are summarized
-            (exit 0); nothing readable is exit 3; usage errors exit 2; a directory gives
+            (exit 0); nothing readable is exit 3, an empty trace (lost) still getting the
+            summary that names it in lost_traces; usage errors exit 2; a directory gives
             one summary per trace in it, named after each trace, beside it; two traces whose
             summaries would share a name: the second is refused, naming both
   outputs   a symlink planted at a summary's name (-o DIR, or beside the trace), to a
@@ -242,9 +243,23 @@ def group_inputs(args):
         check(bad in se and missing in se, f'the unreadable traces are not named: {se}')
         check(os.listdir(out) == ['basic.summary.json'], f'written: {os.listdir(out)}')
         check(so == os.path.join(out, 'basic.summary.json') + '\n', f'stdout {so!r}')
-        rc, so, se = run(args, exe, 'summarize', '-o', out, bad, missing,
-                         os.path.join(gold, 'empty.jsonl'))
-        check(rc == 3 and 'no readable trace' in se and so == '', f'none readable: exit {rc}')
+        empty = os.path.join(gold, 'empty.jsonl')
+        rc, so, se = run(args, exe, 'summarize', '-o', out, bad, missing, empty)
+        # the empty trace (its process ended before its tracer wrote a line) is lost, not
+        # foreign: its summary is written, saying so, so that a check over the summaries
+        # fails on it; the file that is no trace at all and the missing one get none
+        lost = os.path.join(out, 'empty.summary.json')
+        check(rc == 3 and 'no readable trace' in se and so == lost + '\n',
+              f'none readable: exit {rc}, stdout {so!r}')
+        with open(lost) as f:
+            s = json.load(f)
+        check(s.get('kind') == 'summary' and 'process' not in s and s.get('file') == empty and
+              s.get('lost_traces') == [{'file': empty, 'reason': 'empty file, not a trace'}],
+              f'the summary of an empty trace names it as lost: {s}')
+        check(sorted(os.listdir(out)) == ['basic.summary.json', 'empty.summary.json'],
+              f'written: {os.listdir(out)}')
+        with open(os.path.join(out, 'basic.summary.json')) as f:
+            check(json.load(f).get('lost_traces') == [], 'a good trace\'s summary: lost_traces []')
         for argv in ([], ['-o'], ['--bogus', good], ['-o', missing, good], ['-o', good, good]):
             rc, so, se = run(args, exe, 'summarize', *argv)
             check(rc == 2, f'summarize {argv}: exit {rc}, expected 2')

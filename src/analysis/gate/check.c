@@ -1027,9 +1027,10 @@ live_at_end_of(const json_t *doc, json_int_t process)
  * line of its trace was read, and no trace dropped events. Otherwise the other gates judge part
  * of the story: a crashed process has no leaks at exit, a dropped free or a skipped line (not
  * JSON, too long) looks like a leak, and a dropped allocation hides one; a trace file that
- * yielded nothing at all (an empty file beside the others) is a process none of the gates sees.
- * Each offending file is named with its reason (an unreadable one by the reader's message);
- * --allow-incomplete and --allow-drops relax it.
+ * yielded nothing at all (an empty file beside the others: lost_traces[]) is a process none of
+ * the gates sees. Each offending file is named with its reason; --allow-incomplete and
+ * --allow-drops relax it. A report without lost_traces[] (older than the key) is judged on what
+ * it has, as an absent key is, and the gate says it cannot know of a lost trace.
  */
 static void
 integrity_gate(struct gmt_gates *gates, const struct gmt_check_options *o, const json_t *doc)
@@ -1107,20 +1108,28 @@ integrity_gate(struct gmt_gates *gates, const struct gmt_check_options *o, const
 			detail(gate, "%s\n", o->allow_drops ? " (allowed: --allow-drops)" : "");
 		}
 	}
-	size_t lost = o->unreadable_inputs;
-	if (lost)
-		detail(
-		    gate,
-		    "    %zu trace file%s could not be read (the reader's messages name %s): the "
-		    "process%s %s stand%s for %s in no gate%s\n",
-		    lost, lost == 1 ? "" : "s", lost == 1 ? "it" : "them", lost == 1 ? "" : "es",
-		    lost == 1 ? "it" : "they", lost == 1 ? "s" : "", lost == 1 ? "is" : "are",
-		    o->allow_incomplete ? " (allowed: --allow-incomplete)" : "");
+	const json_t *lost_v = json_object_get(doc, GMT_RK_LOST_TRACES), *l;
+	size_t lost = json_array_size(lost_v);
+	json_array_foreach(lost_v, i, l)
+	{
+		const char *file = str_key(l, GMT_RK_FILE), *why = str_key(l, GMT_RK_REASON);
+
+		detail(gate,
+		       "    %s: yielded nothing (%s): the process it stands for is in no gate%s\n",
+		       file ? gmt_esc(file) : "?", why ? gmt_esc(why) : "no reason given",
+		       o->allow_incomplete ? " (allowed: --allow-incomplete)" : "");
+	}
+	bool unknown = !json_is_array(lost_v); /* an older report or summary */
+	if (unknown)
+		detail(gate,
+		       "    the input has no lost_traces (written before the key): a trace file "
+		       "that yielded nothing beside its processes would not be known here\n");
 	gate->failed =
 	    ((died || damaged || lost) && !o->allow_incomplete) || (dropping && !o->allow_drops);
 	if (!died && !dropping && !damaged && !lost) {
 		say(gate, "%s: %zu process%s exited normally, no event dropped", gate->name,
 		    json_array_size(procs), json_array_size(procs) == 1 ? "" : "es");
+		gate->notes = unknown;
 		return;
 	}
 	say(gate, "%s:", gate->name);

@@ -58,13 +58,10 @@ struct gmt_check_options {
 	double max_increase;	    /**< percent over the baseline */
 	bool count_cached;	    /**< caching allocators' memory live at exit leaks too */
 	bool count_libraries;	    /**< CUDA libraries' handles' memory live at exit leaks too */
-	bool allow_incomplete; /**< a process that did not exit normally passes complete-traces */
-	bool allow_drops;      /**< a trace that dropped events passes complete-traces */
-	/** trace files given, or found in a directory given, that yielded nothing though they are
-	 * traces or empty (GMT_TRACE_LOST: a process ended before its tracer wrote a line): each a
-	 * process no gate sees, which fails complete-traces unless allow_incomplete; their names
-	 * are on the reader's messages. A file that is no trace at all is not counted */
-	size_t unreadable_inputs;
+	/** a process that did not exit normally, a trace with unreadable lines or a trace file
+	 * that yielded nothing (the document's lost_traces[]) passes complete-traces */
+	bool allow_incomplete;
+	bool allow_drops;	       /**< a trace that dropped events passes complete-traces */
 	struct gmt_suppressions *supp; /**< never NULL; their counters count what they took */
 	/** the document's stacks; NULL: its own call_stacks[] (the baseline never needs them) */
 	const struct gmt_stack_source *stacks;

@@ -200,6 +200,20 @@ gmt_ranks_add(struct gmt_ranks *r, const char *cmd, const char *input, const jso
 {
 	struct gmt_rank_row row;
 
+	if (gmt_summary_is_lost(s)) { /* no figure to merge: its rank is missing, said */
+		const json_t *l = json_array_get(json_object_get(s, GMT_RK_LOST_TRACES), 0);
+		const char *file = json_string_value(json_object_get(l, GMT_RK_FILE));
+		const char *why = json_string_value(json_object_get(l, GMT_RK_REASON));
+
+		fprintf(
+		    diag,
+		    "gpumemtrace %s: %s: the trace %s yielded nothing (%s): its rank is in none "
+		    "of the figures; left out\n",
+		    cmd, gmt_esc(input), file ? gmt_esc(file) : "?",
+		    why ? gmt_esc(why) : "no reason given");
+		r->left_out++;
+		return -1;
+	}
 	if (row_of(&row, input, s) != 0)
 		return -ENOMEM;
 	for (size_t i = 0; i < r->n; i++) {

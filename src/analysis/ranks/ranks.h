@@ -104,8 +104,9 @@ size_t gmt_ranks_each(const char *cmd,
 /**
  * The summary @p s (of @p input) as a row of @p r. A rank already there (the same RANK and world
  * size, in a run of overlapping times) is said on @p diag (both files named) and left out; the
- * same RANK of another job or run is kept for gmt_ranks_settle() to judge. Returns 0, -1 left
- * out, -ENOMEM.
+ * same RANK of another job or run is kept for gmt_ranks_settle() to judge. The summary of a trace
+ * that yielded nothing (gmt_summary_is_lost(): no figure) is said, naming the trace and why, and
+ * left out. Returns 0, -1 left out, -ENOMEM.
  */
 int
 gmt_ranks_add(struct gmt_ranks *r, const char *cmd, const char *input, const json_t *s, FILE *diag);
@@ -152,7 +153,8 @@ int gmt_ranks_diff_text(FILE *out,
 /**
  * The summary @p s as a JSON report document of one process (docs/report-json.md): what it
  * kept under the report's keys, its call_stacks[] as the report's, for the gates (check) to
- * judge one rank. NULL out of memory.
+ * judge one rank; of a trace that yielded nothing (gmt_summary_is_lost()), no process and its
+ * lost_traces[]. NULL out of memory.
  */
 json_t *gmt_summary_report_doc(const json_t *s);
 

@@ -115,10 +115,13 @@ gmt_ranks_have_summary(char *const *paths, size_t n)
 	return false;
 }
 
-/* The keys a summary cannot be merged without, and what each must be. */
+/* The keys a summary cannot be merged without, and what each must be; the summary of a trace
+ * that yielded nothing has none of them but its lost_traces. */
 static const char *
 missing_key(const json_t *s)
 {
+	if (gmt_summary_is_lost(s))
+		return NULL;
 	if (!json_is_object(json_object_get(s, GMT_SK_PROCESS)))
 		return GMT_SK_PROCESS;
 	if (!json_is_object(json_object_get(s, GMT_RK_SUMMARY)))
@@ -188,7 +191,10 @@ read_summary(const char *cmd, const char *path, FILE *diag)
 	return s;
 }
 
-/* Trace @p path summarized here; NULL after the reader's message (or ours). */
+/*
+ * Trace @p path summarized here, as `summarize` would: a trace that yielded nothing (lost) is
+ * the summary that says so (gmt_summary_lost_doc()). NULL after the reader's message (or ours).
+ */
 static json_t *
 summarize_trace(const char *cmd, const char *path, const struct gmt_session_options *so, FILE *diag)
 {
@@ -196,11 +202,12 @@ summarize_trace(const char *cmd, const char *path, const struct gmt_session_opti
 	json_t *doc = NULL;
 
 	gmt_session_init(&s, so, diag);
-	if (gmt_session_add_file(&s, path) == 0 && s.n > 0) {
-		doc = gmt_summary_doc(s.procs, s.n, 0);
-		if (!doc)
-			fprintf(diag, "gpumemtrace %s: %s: out of memory\n", cmd, gmt_esc(path));
-	}
+	if (gmt_session_add_file(&s, path) == 0 && s.n > 0)
+		doc = gmt_summary_doc(s.procs, s.n, 0, &s.lost);
+	else if (s.lost.n > 0)
+		doc = gmt_summary_lost_doc(&s.lost);
+	if (!doc && (s.n > 0 || s.lost.n > 0))
+		fprintf(diag, "gpumemtrace %s: %s: out of memory\n", cmd, gmt_esc(path));
 	gmt_session_free(&s);
 	return doc;
 }
@@ -344,11 +351,14 @@ gmt_summary_report_doc(const json_t *s)
 		goto oom;
 	set_copy(doc, s, GMT_RK_REPORT_VERSION, NULL);
 	set_copy(doc, s, GMT_RK_SUMMARY, NULL);
-	if (!(proc = json_deep_copy(json_object_get(s, GMT_SK_PROCESS))))
-		goto oom;
-	if (json_is_object(t = json_object_get(s, GMT_RK_TENSORS)))
-		json_object_set(proc, GMT_RK_TENSORS, t);
-	json_array_append_new(procs, proc);
+	set_copy(doc, s, GMT_RK_LOST_TRACES, NULL); /* absent: an older summary (check says so) */
+	if (!gmt_summary_is_lost(s)) { /* a lost trace's summary: no process, only lost_traces */
+		if (!(proc = json_deep_copy(json_object_get(s, GMT_SK_PROCESS))))
+			goto oom;
+		if (json_is_object(t = json_object_get(s, GMT_RK_TENSORS)))
+			json_object_set(proc, GMT_RK_TENSORS, t);
+		json_array_append_new(procs, proc);
+	}
 	json_object_set_new(doc, GMT_RK_PROCESSES, procs);
 	procs = NULL;
 	json_array_foreach(json_object_get(s, GMT_RK_PEAKS), i, pk)

@@ -19,7 +19,7 @@ gmt_trace_read(const char *path,
 	       const struct gmt_read_options *opt,
 	       struct gmt_trace **out)
 {
-	return gmt_trace_read_sink(path, diag, opt, NULL, out);
+	return gmt_trace_read_sink(path, diag, opt, NULL, out, NULL);
 }
 
 enum gmt_trace_status
@@ -27,17 +27,18 @@ gmt_trace_read_sink(const char *path,
 		    FILE *diag,
 		    const struct gmt_read_options *opt,
 		    const struct gmt_trace_sink *sink,
-		    struct gmt_trace **out)
+		    struct gmt_trace **out,
+		    char why[GMT_TRACE_WHY])
 {
 	static const struct gmt_read_options defaults = GMT_READ_OPTIONS_INIT;
 	struct gmt_trace_input in;
-	char why[GMT_TRACE_INPUT_WHY];
+	char owhy[GMT_TRACE_INPUT_WHY];
 
 	*out = NULL;
 	if (!opt)
 		opt = &defaults;
-	if (gmt_trace_input_open(&in, path, opt->pipe_ok, why) != 0) {
-		fprintf(diag, "%s: cannot open: %s\n", gmt_esc(path), gmt_esc(why));
+	if (gmt_trace_input_open(&in, path, opt->pipe_ok, owhy) != 0) {
+		fprintf(diag, "%s: cannot open: %s\n", gmt_esc(path), gmt_esc(owhy));
 		return GMT_TRACE_UNREADABLE;
 	}
 	/* A pickle (protocol 2 and later start with PROTO, 0x80) is a PyTorch memory snapshot, or
@@ -51,5 +52,5 @@ gmt_trace_read_sink(const char *path,
 		gmt_trace_input_close(&in);
 		return rc;
 	}
-	return rd_read_jsonl(&in, path, diag, opt, sink, out);
+	return rd_read_jsonl(&in, path, diag, opt, sink, out, why);
 }

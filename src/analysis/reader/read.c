@@ -80,7 +80,8 @@ rd_read_jsonl(struct gmt_trace_input *inp,
 	      FILE *diag,
 	      const struct gmt_read_options *opt,
 	      const struct gmt_trace_sink *sink,
-	      struct gmt_trace **out)
+	      struct gmt_trace **out,
+	      char why[GMT_TRACE_WHY])
 {
 	struct gmt_trace *t;
 	struct reader r = {.diag = diag, .sink = sink};
@@ -204,10 +205,10 @@ rd_read_jsonl(struct gmt_trace_input *inp,
 	if (r.shown < t->bad_lines)
 		fprintf(diag, "%s: %zu more bad lines not shown\n", r.epath,
 			t->bad_lines - r.shown);
-	bool lost = false; /* refused, and what it was is a trace of ours (or nothing) */
+	/* refused, and what it was is a trace of ours (or nothing): why, as said */
+	char lost[GMT_TRACE_WHY] = "";
 	if (read_errno) {
-		fprintf(diag, "%s: read error: %s\n", r.epath, strerror(read_errno));
-		r.refused = lost = true;
+		snprintf(lost, sizeof(lost), "read error: %s", strerror(read_errno));
 	} else if (!r.refused && !r.trace_line_seen && t->lines > 0) {
 		/* nothing of it is quoted: it may be any file this user can read */
 		if (r.lead > GMT_TRACE_MAX_LEAD)
@@ -223,22 +224,22 @@ rd_read_jsonl(struct gmt_trace_input *inp,
 		r.refused = true;
 	} else if (!r.refused && !t->have_header && r.content == 0) {
 		/* call stacks, modules and Python code alone describe nothing that happened */
-		if (t->lines == 0)
-			fprintf(diag, "%s: empty file, not a trace\n", r.epath);
-		else if (r.usable == 0)
-			fprintf(diag, "%s: no header and no usable line, not a trace\n", r.epath);
-		else
-			fprintf(
-			    diag,
-			    "%s: no header and no event, marker, snapshot or trailer line, not a "
-			    "trace\n",
-			    r.epath);
-		r.refused = lost = true;
+		snprintf(lost, sizeof(lost), "%s",
+			 t->lines == 0	 ? "empty file, not a trace"
+			 : r.usable == 0 ? "no header and no usable line, not a trace"
+					 : "no header and no event, marker, snapshot or trailer "
+					   "line, not a trace");
+	}
+	if (lost[0]) {
+		fprintf(diag, "%s: %s\n", r.epath, lost);
+		if (why)
+			snprintf(why, GMT_TRACE_WHY, "%s", lost);
+		r.refused = true;
 	}
 	if (r.refused) {
 		free(r.epath);
 		gmt_trace_free(t);
-		return lost ? GMT_TRACE_LOST : GMT_TRACE_UNREADABLE;
+		return lost[0] ? GMT_TRACE_LOST : GMT_TRACE_UNREADABLE;
 	}
 	if (!t->have_header) {
 		fprintf(diag, "%s: note: no header line; read as format version %d\n", r.epath,

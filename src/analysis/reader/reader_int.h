@@ -458,12 +458,14 @@ bool rd_pipeline_wanted(const struct gmt_read_options *opt);
 struct rd_pipeline_end
 rd_read_pipelined(struct reader *r, struct gmt_trace_input *in, const struct gmt_read_options *opt);
 
-/** The JSON Lines read of @p in, a trace (read.c); takes @p in over and closes it. */
+/** The JSON Lines read of @p in, a trace (read.c); takes @p in over and closes it. @p why as
+ * gmt_trace_read_sink()'s. */
 enum gmt_trace_status rd_read_jsonl(struct gmt_trace_input *in,
 				    const char *path,
 				    FILE *diag,
 				    const struct gmt_read_options *opt,
 				    const struct gmt_trace_sink *sink,
-				    struct gmt_trace **out);
+				    struct gmt_trace **out,
+				    char why[GMT_TRACE_WHY]);
 
 #endif

@@ -383,6 +383,9 @@ struct gmt_read_options {
 		.slow = false, .progress = NULL, .jobs = 1, .chunk_lines = 0, .pipe_ok = false     \
 	}
 
+/** Room for the reason a trace yielded nothing (gmt_trace_read_sink()'s @p why). */
+#define GMT_TRACE_WHY 256
+
 /**
  * Read the trace at @p path. Messages about the file (bad lines, a torn end, why the file is
  * unreadable) go to @p diag, one per line, prefixed with the path; at most a few dozen bad lines
@@ -431,12 +434,16 @@ struct gmt_trace_sink {
  * wait. A line that sorts before one already delivered (a repeated seq, one later than the
  * window, a snapshot behind the events before it) is applied late: counted in `late_events`
  * and noted once on @p diag. On GMT_TRACE_UNREADABLE what the sink got is void.
+ *
+ * On GMT_TRACE_LOST, @p why (unless NULL) holds the reader's reason, the words it said on
+ * @p diag after the path ("empty file, not a trace"): what the session keeps of the file.
  */
 enum gmt_trace_status gmt_trace_read_sink(const char *path,
 					  FILE *diag,
 					  const struct gmt_read_options *opt,
 					  const struct gmt_trace_sink *sink,
-					  struct gmt_trace **out);
+					  struct gmt_trace **out,
+					  char why[GMT_TRACE_WHY]);
 
 void gmt_trace_free(struct gmt_trace *trace);
 

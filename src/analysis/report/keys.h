@@ -73,6 +73,9 @@
 #define GMT_RK_LEAKS "leaks"
 #define GMT_RK_LEAK_SITES "leak_sites"
 #define GMT_RK_LINE "line"
+/* top level: the trace files that yielded nothing (the session's struct gmt_lost), each
+ * {file, reason}; always there, [] when none: a report without it is older than the key */
+#define GMT_RK_LOST_TRACES "lost_traces"
 #define GMT_RK_LIVE_AT_END_BYTES "live_at_end_bytes"
 #define GMT_RK_LIVE_AT_EXIT "live_at_exit"
 #define GMT_RK_LEAKED_IN_RANGE "leaked_in_range"
@@ -103,6 +106,7 @@
 #define GMT_RK_PROCESSES "processes"
 #define GMT_RK_RANGE "range"
 #define GMT_RK_RANK "rank"
+#define GMT_RK_REASON "reason"
 #define GMT_RK_RECOVERED_FAILURES "recovered_failures"
 #define GMT_RK_REPORT_VERSION "report_version"
 #define GMT_RK_RESERVED "reserved"

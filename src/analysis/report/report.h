@@ -81,13 +81,16 @@ void gmt_report_totals(const struct gmt_process *procs, size_t n, struct gmt_tot
 
 /*
  * Every report below returns 0, -EIO when it could not be written, or -ENOMEM when it lost
- * something for lack of memory (report/nomem.h; a document is NULL then).
+ * something for lack of memory (report/nomem.h; a document is NULL then). Those that take
+ * @p lost name the trace files that yielded nothing (the session's `lost`; NULL: none) beside
+ * the processes, whose figures cannot hold them.
  */
 
 /** @p opt may be NULL (the defaults). */
 int gmt_report_text(FILE *out,
 		    const struct gmt_process *procs,
 		    size_t n,
+		    const struct gmt_lost *lost,
 		    const struct gmt_report_options *opt);
 
 typedef struct json_t json_t;
@@ -98,7 +101,7 @@ typedef struct json_t json_t;
  * states the same facts under the keys of docs/report-json.md (report/keys.h). NULL out of
  * memory.
  */
-json_t *gmt_report_json_doc(const struct gmt_process *procs, size_t n);
+json_t *gmt_report_json_doc(const struct gmt_process *procs, size_t n, const struct gmt_lost *lost);
 
 /**
  * gmt_report_json_doc() without its lists of frames, for the readers of its figures (`check`,
@@ -107,7 +110,9 @@ json_t *gmt_report_json_doc(const struct gmt_process *procs, size_t n);
  * `frames`; leak_sites[] has the leaks' figures, and gmt_report_json_call_stack() gives an
  * entry's frames when they are wanted. NULL out of memory.
  */
-json_t *gmt_report_json_doc_frameless(const struct gmt_process *procs, size_t n);
+json_t *gmt_report_json_doc_frameless(const struct gmt_process *procs,
+				      size_t n,
+				      const struct gmt_lost *lost);
 
 /**
  * The frames of stack @p stack of process @p proc as call_stacks[].call_stack holds them, built
@@ -116,11 +121,18 @@ json_t *gmt_report_json_doc_frameless(const struct gmt_process *procs, size_t n)
 json_t *
 gmt_report_json_call_stack(const struct gmt_process *procs, size_t n, size_t proc, uint32_t stack);
 
+/**
+ * The document's lost_traces[]: an entry {file, reason} per trace file of @p lost (NULL: none),
+ * in their order; [] when none. Out of memory, the report being made is marked (nomem.h).
+ */
+json_t *gmt_report_json_lost(const struct gmt_lost *lost);
+
 /** `--format json`: the document written (see above for what it returns); @p categories as
  * struct gmt_report_options's (gmt_report_json_doc() and its variants use the built-in). */
 int gmt_report_json(FILE *out,
 		    const struct gmt_process *procs,
 		    size_t n,
+		    const struct gmt_lost *lost,
 		    const struct gmt_cat_rules *categories);
 
 /**
@@ -130,6 +142,7 @@ int gmt_report_json(FILE *out,
  */
 int gmt_report_json_stream(const struct gmt_process *procs,
 			   size_t n,
+			   const struct gmt_lost *lost,
 			   const struct gmt_cat_rules *categories,
 			   size_t flags,
 			   int (*cb)(const char *buf, size_t size, void *data),

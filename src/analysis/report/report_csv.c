@@ -227,6 +227,18 @@ processes(struct csv *c, const struct gmt_process *procs, size_t n)
 	}
 }
 
+// --- lost_traces.csv: the trace files that yielded nothing -------------------------------------
+
+static void
+lost_traces(struct csv *c, const struct gmt_lost *lost)
+{
+	for (size_t i = 0; lost && i < lost->n; i++) {
+		field_str(c, lost->v[i].file);
+		field_str(c, lost->v[i].why);
+		end_line(c);
+	}
+}
+
 // --- allocations.csv: the replay's allocations and what ended them ------------------------------
 
 struct arow {
@@ -686,11 +698,11 @@ sites(struct csv *c, size_t p, const struct gmt_process *proc)
 
 // --- the files ----------------------------------------------------------------------------------
 
-enum table { T_PROC, T_ALLOC, T_FAIL, T_READ, T_MARK, T_BLOCK, T_SEG, T_SITE, T_COUNT };
+enum table { T_PROC, T_ALLOC, T_FAIL, T_READ, T_MARK, T_BLOCK, T_SEG, T_SITE, T_LOST, T_COUNT };
 
 static const char *const names[T_COUNT] = {
-    "processes.csv", "allocations.csv", "failures.csv", "readings.csv",
-    "markers.csv",   "blocks.csv",	"segments.csv", "sites.csv",
+    "processes.csv", "allocations.csv", "failures.csv", "readings.csv",	   "markers.csv",
+    "blocks.csv",    "segments.csv",	"sites.csv",	"lost_traces.csv",
 };
 
 /* The columns of each file (docs/sql.md documents them; keep the two in step). */
@@ -709,10 +721,15 @@ static const char *const headers[T_COUNT] = {
     "process,start_seq,start_ts,start_time_s,end_seq,end_ts,end_time_s,what,device,ptr,bytes,"
     "stream,pool",
     "process,stack,site,stack_text,pystate",
+    "path,reason",
 };
 
 int
-gmt_report_csv(const char *dir, const struct gmt_process *procs, size_t n, FILE *diag)
+gmt_report_csv(const char *dir,
+	       const struct gmt_process *procs,
+	       size_t n,
+	       const struct gmt_lost *lost,
+	       FILE *diag)
 {
 	struct csv c[T_COUNT] = {0};
 	int err = 0, dirfd;
@@ -734,8 +751,10 @@ gmt_report_csv(const char *dir, const struct gmt_process *procs, size_t n, FILE 
 	}
 	for (int k = 0; k < T_COUNT && !err; k++)
 		err = csv_open(&c[k], dirfd, dir, names[k], headers[k], diag);
-	if (!err)
+	if (!err) {
 		processes(&c[T_PROC], procs, n);
+		lost_traces(&c[T_LOST], lost);
+	}
 	for (size_t p = 0; p < n && !err; p++) {
 		const struct gmt_model *m = procs[p].model;
 

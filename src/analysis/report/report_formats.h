@@ -22,6 +22,7 @@
 int gmt_report_html(FILE *out,
 		    const struct gmt_process *procs,
 		    size_t n,
+		    const struct gmt_lost *lost,
 		    const struct gmt_cat_rules *categories);
 
 /** gmt_report_html() of a ready document (not consumed). */
@@ -46,10 +47,15 @@ int gmt_report_pytorch_snapshot(FILE *out, const struct gmt_process *procs, size
 /**
  * One CSV file per record type in directory @p dir (made when missing; its files overwritten):
  * processes, allocations with what ended them, failures, readings, markers, blocks, segments,
- * sites (report_csv.c, docs/sql.md). The procs must have been read stored. 0, -ENOMEM, -EIO
- * (said on @p diag, naming the file), or -EINVAL (a streamed read).
+ * sites, and the trace files of @p lost (report_csv.c, docs/sql.md). The procs must have been
+ * read stored. 0, -ENOMEM, -EIO (said on @p diag, naming the file), or -EINVAL (a streamed
+ * read).
  */
-int gmt_report_csv(const char *dir, const struct gmt_process *procs, size_t n, FILE *diag);
+int gmt_report_csv(const char *dir,
+		   const struct gmt_process *procs,
+		   size_t n,
+		   const struct gmt_lost *lost,
+		   FILE *diag);
 
 /** gmt_report_perfetto() of a ready document (not consumed). */
 int gmt_report_perfetto_doc(FILE *out, const json_t *doc);

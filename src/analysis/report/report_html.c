@@ -108,6 +108,7 @@ gmt_report_html_doc(FILE *out, const json_t *doc)
 struct procs_arg {
 	const struct gmt_process *procs;
 	size_t n;
+	const struct gmt_lost *lost;
 	const struct gmt_cat_rules *categories;
 };
 
@@ -116,7 +117,7 @@ dump_procs(struct script_out *so, const void *arg)
 {
 	const struct procs_arg *pa = arg;
 
-	return gmt_report_json_stream(pa->procs, pa->n, pa->categories, HTML_JSON_FLAGS,
+	return gmt_report_json_stream(pa->procs, pa->n, pa->lost, pa->categories, HTML_JSON_FLAGS,
 				      script_safe_piece, so);
 }
 
@@ -124,9 +125,10 @@ int
 gmt_report_html(FILE *out,
 		const struct gmt_process *procs,
 		size_t n,
+		const struct gmt_lost *lost,
 		const struct gmt_cat_rules *categories)
 {
-	struct procs_arg pa = {procs, n, categories};
+	struct procs_arg pa = {procs, n, lost, categories};
 
 	/* streamed: the call stacks, most of a large page, are never one document */
 	return html_page(out, dump_procs, &pa);

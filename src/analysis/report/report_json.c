@@ -1446,6 +1446,35 @@ summary_processes(json_t *s, const struct gmt_process *procs, size_t n)
 	json_object_set_new(s, "first_failure_process", first);
 }
 
+/* A gate fails on them (check's complete-traces): an entry that could not be written marks the
+ * report out of memory rather than leave it out. */
+json_t *
+gmt_report_json_lost(const struct gmt_lost *lost)
+{
+	json_t *a = json_array();
+
+	if (!a)
+		return gmt_nomem();
+	for (size_t i = 0; lost && i < lost->n; i++) {
+		json_t *o = json_object();
+		char *file = gmt_utf8_lossy(lost->v[i].file), *why = gmt_utf8_lossy(lost->v[i].why);
+
+		bool ok = o && file && why &&
+			  json_object_set_new(o, GMT_RK_FILE, json_string(file)) == 0 &&
+			  json_object_set_new(o, GMT_RK_REASON, json_string(why)) == 0;
+
+		if (ok)
+			ok = json_array_append_new(a, o) == 0; /* (o is taken either way) */
+		else
+			json_decref(o);
+		if (!ok)
+			gmt_nomem();
+		free(file);
+		free(why);
+	}
+	return a;
+}
+
 /* What of the document report_doc() builds. */
 enum {
 	DOC_CALL_STACKS = 1 << 0, /* call_stacks[]; else left empty (the writer streams it) */
@@ -1458,6 +1487,7 @@ enum {
 static json_t *
 report_doc(const struct gmt_process *procs,
 	   size_t n,
+	   const struct gmt_lost *lost,
 	   unsigned what,
 	   const struct gmt_cat_rules *categories)
 {
@@ -1519,6 +1549,7 @@ report_doc(const struct gmt_process *procs,
 		ledger_append(ledger, i, procs[i].model);
 	}
 	json_object_set_new(root, GMT_RK_PROCESSES, jprocs);
+	json_object_set_new(root, GMT_RK_LOST_TRACES, gmt_report_json_lost(lost));
 	json_object_set_new(root, GMT_RK_PEAKS, peaks);
 	json_object_set_new(root, GMT_RK_LEAKS, frames ? leaks_json(procs, n) : json_array());
 	json_object_set_new(root, GMT_RK_FAILED, failed);
@@ -1545,12 +1576,15 @@ report_doc(const struct gmt_process *procs,
 }
 
 static json_t *
-report_json_doc(const struct gmt_process *procs, size_t n, unsigned what)
+report_json_doc(const struct gmt_process *procs,
+		size_t n,
+		const struct gmt_lost *lost,
+		unsigned what)
 {
 	json_t *doc;
 
 	gmt_report_start();
-	doc = report_doc(procs, n, what, NULL);
+	doc = report_doc(procs, n, lost, what, NULL);
 	if (gmt_report_failed(procs, n)) {
 		json_decref(doc);
 		return NULL;
@@ -1559,15 +1593,17 @@ report_json_doc(const struct gmt_process *procs, size_t n, unsigned what)
 }
 
 json_t *
-gmt_report_json_doc(const struct gmt_process *procs, size_t n)
+gmt_report_json_doc(const struct gmt_process *procs, size_t n, const struct gmt_lost *lost)
 {
-	return report_json_doc(procs, n, DOC_WHOLE);
+	return report_json_doc(procs, n, lost, DOC_WHOLE);
 }
 
 json_t *
-gmt_report_json_doc_frameless(const struct gmt_process *procs, size_t n)
+gmt_report_json_doc_frameless(const struct gmt_process *procs,
+			      size_t n,
+			      const struct gmt_lost *lost)
 {
-	return report_json_doc(procs, n, 0);
+	return report_json_doc(procs, n, lost, 0);
 }
 
 json_t *
@@ -1692,6 +1728,7 @@ put_call_stacks(struct stream *st, const struct gmt_process *procs, size_t n)
 int
 gmt_report_json_stream(const struct gmt_process *procs,
 		       size_t n,
+		       const struct gmt_lost *lost,
 		       const struct gmt_cat_rules *categories,
 		       size_t flags,
 		       json_dump_callback_t cb,
@@ -1706,7 +1743,7 @@ gmt_report_json_stream(const struct gmt_process *procs,
 	gmt_report_start();
 	if (!st)
 		return -ENOMEM;
-	root = report_doc(procs, n, DOC_RAW_FRAMES, categories);
+	root = report_doc(procs, n, lost, DOC_RAW_FRAMES, categories);
 	*st = (struct stream){.cb = cb, .data = data, .flags = flags};
 	for (int d = 0; d < 2; d++) {
 		st->pad[d][0] = '\n';
@@ -1750,13 +1787,14 @@ int
 gmt_report_json(FILE *out,
 		const struct gmt_process *procs,
 		size_t n,
+		const struct gmt_lost *lost,
 		const struct gmt_cat_rules *categories)
 {
 	int rc;
 
 	/* Key order is insertion order (jansson >= 2.8), so the layout above is the output's. */
-	rc = gmt_report_json_stream(procs, n, categories, JSON_INDENT(2) | JSON_REAL_PRECISION(15),
-				    file_piece, out);
+	rc = gmt_report_json_stream(procs, n, lost, categories,
+				    JSON_INDENT(2) | JSON_REAL_PRECISION(15), file_piece, out);
 	if (rc == 0 && fputc('\n', out) == EOF)
 		rc = -EIO;
 	return rc;

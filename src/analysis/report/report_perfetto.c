@@ -624,7 +624,8 @@ gmt_report_perfetto_doc(FILE *out, const json_t *doc)
 int
 gmt_report_perfetto(FILE *out, const struct gmt_process *procs, size_t n)
 {
-	json_t *doc = gmt_report_json_doc(procs, n);
+	/* a trace file that yielded nothing has no track to show: the other formats name it */
+	json_t *doc = gmt_report_json_doc(procs, n, NULL);
 	int rc;
 
 	if (!doc)

@@ -859,6 +859,20 @@ print_dropped(FILE *out, const char *prefix, const struct gmt_totals *tot, bool 
 	fprintf(out, ": the numbers%s are incomplete\n", why ? " below" : "");
 }
 
+/* The trace files that yielded nothing, in the words of run's summary: processes that none of
+ * the figures has (check's complete-traces fails on them). */
+static void
+print_lost(FILE *out, const struct gmt_lost *lost)
+{
+	if (!lost || !lost->n)
+		return;
+	fprintf(out, "warning: %zu trace %s yielded nothing: %s in none of the figures below\n",
+		lost->n, gmt_text_plural(lost->n, "file", "files"),
+		gmt_text_plural(lost->n, "its process is", "their processes are"));
+	for (size_t i = 0; i < lost->n; i++)
+		fprintf(out, "  %s: %s\n", gmt_esc(lost->v[i].file), gmt_esc(lost->v[i].why));
+}
+
 static void
 print_warnings(FILE *out, const struct gmt_process *procs, size_t n, const struct gmt_totals *tot)
 {
@@ -902,6 +916,7 @@ int
 gmt_report_text(FILE *out,
 		const struct gmt_process *procs,
 		size_t n,
+		const struct gmt_lost *lost,
 		const struct gmt_report_options *opt)
 {
 	static const struct gmt_report_options defaults = {.stacks = GMT_STACKS_SITE};
@@ -913,6 +928,7 @@ gmt_report_text(FILE *out,
 	gmt_report_totals(procs, n, &tot);
 	fprintf(out, "gpumemtrace report: %zu %s, %" PRIu64 " events, %" PRIu64 " dropped\n", n,
 		gmt_text_plural(n, "process", "processes"), tot.events, tot.dropped);
+	print_lost(out, lost);
 	if (n)
 		print_coverage(out, procs, n);
 	print_bounded(out, procs, n);

@@ -12,6 +12,7 @@
 #include "analysis/report/explain.h"
 #include "analysis/report/jvalues.h"
 #include "analysis/report/keys.h"
+#include "analysis/report/nomem.h"
 #include "analysis/report/report.h"
 #include "util/sat.h"
 
@@ -396,7 +397,7 @@ summary_stacks(const struct gmt_process *procs, size_t n, size_t proc, const str
 }
 
 json_t *
-gmt_summary_doc(const struct gmt_process *procs, size_t n, size_t proc)
+gmt_summary_doc(const struct gmt_process *procs, size_t n, size_t proc, const struct gmt_lost *lost)
 {
 	const struct gmt_model *m;
 	const struct gmt_trace *t;
@@ -409,7 +410,7 @@ gmt_summary_doc(const struct gmt_process *procs, size_t n, size_t proc)
 		return NULL;
 	m = procs[proc].model;
 	t = m->trace;
-	if (!(doc = gmt_report_json_doc_frameless(procs + proc, 1)))
+	if (!(doc = gmt_report_json_doc_frameless(procs + proc, 1, lost)))
 		return NULL;
 	p = json_array_get(json_object_get(doc, GMT_RK_PROCESSES), 0);
 	s = json_object();
@@ -441,6 +442,7 @@ gmt_summary_doc(const struct gmt_process *procs, size_t n, size_t proc)
 	copy_key(s, p, GMT_RK_DROPPED_READINGS);
 	copy_key(s, p, GMT_RK_EVENTS);
 	copy_key(s, p, GMT_RK_BAD_LINES);
+	copy_key(s, doc, GMT_RK_LOST_TRACES);
 
 	/* processes[0] whole but its unbounded lists; the report's summary whole (fixed keys) */
 	proc_copy = json_copy(p);
@@ -464,4 +466,34 @@ gmt_summary_doc(const struct gmt_process *procs, size_t n, size_t proc)
 
 	json_decref(doc);
 	return s;
+}
+
+json_t *
+gmt_summary_lost_doc(const struct gmt_lost *lost)
+{
+	json_t *s, *a;
+
+	if (!lost || !lost->n)
+		return NULL;
+	gmt_report_start();
+	s = json_object();
+	a = gmt_report_json_lost(lost);
+	if (!s || !a || gmt_report_nomem) {
+		json_decref(s);
+		json_decref(a);
+		return NULL;
+	}
+	json_object_set_new(s, GMT_RK_KIND, json_string(GMT_SK_KIND_SUMMARY));
+	json_object_set_new(s, GMT_SK_SUMMARY_VERSION, json_integer(GMT_SUMMARY_VERSION));
+	json_object_set_new(s, GMT_RK_REPORT_VERSION, json_integer(GMT_REPORT_JSON_VERSION));
+	copy_key(s, json_array_get(a, 0), GMT_RK_FILE);
+	json_object_set_new(s, GMT_RK_LOST_TRACES, a);
+	return s;
+}
+
+bool
+gmt_summary_is_lost(const json_t *s)
+{
+	return !json_object_get(s, GMT_SK_PROCESS) &&
+	       json_array_size(json_object_get(s, GMT_RK_LOST_TRACES)) > 0;
 }

@@ -14,6 +14,7 @@
 #ifndef GMT_REPORT_SUMMARY_H
 #define GMT_REPORT_SUMMARY_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "analysis/model/model.h"
@@ -41,9 +42,25 @@
 typedef struct json_t json_t;
 
 /**
- * The summary of process @p proc of @p procs (json_decref() it). NULL out of memory. The
- * caller adds what the analysis does not know (the program's version: "summarized_by").
+ * The summary of process @p proc of @p procs (json_decref() it), with the trace files of
+ * @p lost (NULL: none) that yielded nothing among the inputs of its rank ("lost_traces", as
+ * the report's). NULL out of memory. The caller adds what the analysis does not know (the
+ * program's version: "summarized_by").
  */
-json_t *gmt_summary_doc(const struct gmt_process *procs, size_t n, size_t proc);
+json_t *gmt_summary_doc(const struct gmt_process *procs,
+			size_t n,
+			size_t proc,
+			const struct gmt_lost *lost);
+
+/**
+ * The summary of a rank whose trace yielded nothing (@p lost: its file and the reader's
+ * reason): "kind", "summary_version", "report_version", "file" (the first of @p lost) and
+ * "lost_traces", no process and no figure, so that a merge or a check over the summaries knows
+ * the rank is missing. NULL when @p lost is empty, or out of memory.
+ */
+json_t *gmt_summary_lost_doc(const struct gmt_lost *lost);
+
+/** Whether summary @p s is one of gmt_summary_lost_doc(): no process, a lost trace. */
+bool gmt_summary_is_lost(const json_t *s);
 
 #endif

@@ -6,11 +6,13 @@
  * built with one symbolizer for every trace it reads. What a writer needs of a process (figures
  * and the names of their stacks) is this view: the reports take an array of them, and the
  * functions that name a stack (report/explain.h: gmt_process_stack(), the caches, the libraries)
- * take one.
+ * take one. The trace files that yielded nothing (struct gmt_lost) go beside the processes: no
+ * figure has them, every report names them.
  */
 #ifndef GMT_SESSION_PROCESS_H
 #define GMT_SESSION_PROCESS_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "analysis/model/model.h"
@@ -21,6 +23,23 @@ struct gmt_process {
 	struct gmt_trace *trace;
 	struct gmt_model *model;       /**< replays trace */
 	struct gmt_callstacks *stacks; /**< trace's symbolized stacks; NULL: none */
+};
+
+/**
+ * A trace file of the session that yielded nothing though it is a trace, or empty
+ * (GMT_TRACE_LOST: its process ended before its tracer wrote a line, a read error, a header-less
+ * remnant): a process in none of the figures, which every report names beside its processes.
+ * A file that is no trace at all (another program's, a FIFO) is not one: only said on stderr.
+ */
+struct gmt_lost_trace {
+	char *file; /**< the path, as given (or joined to the directory given) */
+	char *why;  /**< the reader's words for it ("empty file, not a trace") */
+};
+
+/** The lost traces of a session, in the order read; the reports take it (NULL: none). */
+struct gmt_lost {
+	struct gmt_lost_trace *v;
+	size_t n;
 };
 
 /** The symbolized stack @p id of @p p; NULL for 0, unknown ids, or no stacks. */

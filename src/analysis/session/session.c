@@ -78,13 +78,14 @@ append(struct gmt_session *s, struct gmt_trace *t, struct gmt_model *m)
 }
 
 /* One trace read and replayed: 0, -1 unreadable (said on @p diag), -4 the same of a trace whose
- * story is lost (GMT_TRACE_LOST), -2 out of memory (not said). */
+ * story is lost (GMT_TRACE_LOST, the reader's reason in @p why), -2 out of memory (not said). */
 static int
 read_one(const struct gmt_session_options *opt,
 	 FILE *diag,
 	 const char *path,
 	 struct gmt_trace **tp,
-	 struct gmt_model **mp)
+	 struct gmt_model **mp,
+	 char why[GMT_TRACE_WHY])
 {
 	struct gmt_model *m = NULL;
 	struct gmt_trace *t;
@@ -92,7 +93,8 @@ read_one(const struct gmt_session_options *opt,
 
 	if (opt->stored) {
 		/* the whole trace first, then its replay */
-		enum gmt_trace_status st = gmt_trace_read(path, diag, &opt->read, &t);
+		enum gmt_trace_status st =
+		    gmt_trace_read_sink(path, diag, &opt->read, NULL, &t, why);
 		if (st != GMT_TRACE_OK)
 			return st == GMT_TRACE_LOST ? -4 : -1;
 		m = gmt_model_build_range(t, &opt->range);
@@ -106,7 +108,8 @@ read_one(const struct gmt_session_options *opt,
 		if (!f)
 			return -2;
 		struct gmt_trace_sink sink = gmt_feed_sink(f);
-		enum gmt_trace_status rc = gmt_trace_read_sink(path, diag, &opt->read, &sink, &t);
+		enum gmt_trace_status rc =
+		    gmt_trace_read_sink(path, diag, &opt->read, &sink, &t, why);
 		m = gmt_feed_end(f, &oom);
 		if (rc != GMT_TRACE_OK) {
 			gmt_model_free(m);
@@ -126,21 +129,44 @@ read_one(const struct gmt_session_options *opt,
 	return 0;
 }
 
+/* @p path, lost (@p why), kept for the reports; false out of memory (nothing kept). */
+static bool
+add_lost(struct gmt_session *s, const char *path, const char *why)
+{
+	struct gmt_lost_trace *v = realloc(s->lost.v, (s->lost.n + 1) * sizeof(*v));
+	char *file = strdup(path), *w = strdup(why);
+
+	if (v)
+		s->lost.v = v;
+	if (!v || !file || !w) {
+		free(file);
+		free(w);
+		return false;
+	}
+	v[s->lost.n++] = (struct gmt_lost_trace){.file = file, .why = w};
+	return true;
+}
+
 /* The outcome of read_one() taken into the session, as gmt_session_add_file() returns it. */
 static int
-take(struct gmt_session *s, const char *path, int rc, struct gmt_trace *t, struct gmt_model *m)
+take(struct gmt_session *s,
+     const char *path,
+     int rc,
+     struct gmt_trace *t,
+     struct gmt_model *m,
+     const char *why)
 {
 	if (rc == 0 && !append(s, t, m)) {
 		gmt_model_free(m);
 		gmt_trace_free(t);
 		rc = -2;
 	}
+	if (rc == -4 && !add_lost(s, path, why))
+		rc = -2; /* (the reader said why it is lost; the reports cannot) */
 	if (rc == -2)
 		fprintf(s->diag, "%s: out of memory\n", gmt_esc(path));
 	if (rc != 0) {
 		s->unreadable++;
-		if (rc == -4)
-			s->lost++;
 		return -1;
 	}
 	return 0;
@@ -151,10 +177,11 @@ gmt_session_add_file(struct gmt_session *s, const char *path)
 {
 	struct gmt_trace *t = NULL;
 	struct gmt_model *m = NULL;
+	char why[GMT_TRACE_WHY] = "";
 
-	int rc = read_one(&s->opt, s->diag, path, &t, &m);
+	int rc = read_one(&s->opt, s->diag, path, &t, &m, why);
 
-	return take(s, path, rc, t, m);
+	return take(s, path, rc, t, m, why);
 }
 
 /* A file the user named: a pipe there (`report <(zstdcat t.zst)`, a FIFO) is read as standard
@@ -165,11 +192,12 @@ add_named(struct gmt_session *s, const char *path)
 	struct gmt_session_options opt = s->opt;
 	struct gmt_trace *t = NULL;
 	struct gmt_model *m = NULL;
+	char why[GMT_TRACE_WHY] = "";
 
 	opt.read.pipe_ok = true;
-	int rc = read_one(&opt, s->diag, path, &t, &m);
+	int rc = read_one(&opt, s->diag, path, &t, &m, why);
 
-	return take(s, path, rc, t, m);
+	return take(s, path, rc, t, m, why);
 }
 
 // --- a directory: its traces read in parallel ------------------------------------------------
@@ -189,6 +217,7 @@ struct dir_job {
 	char *msgs;
 	size_t msgs_len;
 	int rc;
+	char why[GMT_TRACE_WHY]; /* rc -4: the reader's reason */
 };
 
 struct dir_work {
@@ -217,7 +246,7 @@ dir_worker(void *arg)
 			j->rc = -2;
 			continue;
 		}
-		j->rc = read_one(w->opt, diag, j->path, &j->t, &j->m);
+		j->rc = read_one(w->opt, diag, j->path, &j->t, &j->m, j->why);
 		fclose(diag);
 		atomic_fetch_add(&w->done, 1);
 	}
@@ -347,7 +376,7 @@ add_parallel(struct gmt_session *s, const char *dir, char **names, size_t n)
 			s->unreadable++;
 			continue;
 		}
-		take(s, j->path, j->rc, j->t, j->m);
+		take(s, j->path, j->rc, j->t, j->m, j->why);
 		free(j->path);
 	}
 	free(w.jobs);
@@ -412,6 +441,11 @@ gmt_session_free(struct gmt_session *s)
 		gmt_trace_free(s->procs[i].trace);
 	}
 	free(s->procs);
+	for (size_t i = 0; i < s->lost.n; i++) {
+		free(s->lost.v[i].file);
+		free(s->lost.v[i].why);
+	}
+	free(s->lost.v);
 	gmt_symbolizer_free(s->sym);
 	*s = (struct gmt_session){.opt = s->opt, .diag = s->diag};
 }

@@ -7,7 +7,8 @@
  * into the model's replay (model/model.c) as they are read, and once the file is done the trace's
  * stacks (symbols/callstack.c) are made to sit beside the model, built on first use with one
  * symbolizer for every trace of the session (a library shared by several processes is read once).
- * The reports take the session's processes (process.h: trace, model, stacks; `procs`, `n`).
+ * The reports take the session's processes (process.h: trace, model, stacks; `procs`, `n`), and
+ * beside them the traces that yielded nothing (`lost`).
  */
 #ifndef GMT_SESSION_SESSION_H
 #define GMT_SESSION_SESSION_H
@@ -44,9 +45,10 @@ struct gmt_session {
 	FILE *diag;		   /**< where messages about the inputs go */
 	struct gmt_process *procs; /**< one per trace read, in the order they were added */
 	size_t n;
-	size_t unreadable;	    /**< paths that yielded nothing (each one reported on diag) */
-	size_t lost;		    /**< of those, traces (or empty files) that yielded nothing:
-				       GMT_TRACE_LOST, a process whose story is lost */
+	size_t unreadable; /**< paths that yielded nothing (each one reported on diag) */
+	/** of those, traces (or empty files) that yielded nothing: GMT_TRACE_LOST, a process whose
+	 * story is lost, each with the reader's reason, for the reports to name */
+	struct gmt_lost lost;
 	struct gmt_symbolizer *sym; /**< shared by every trace's stacks; made with the first */
 };
 

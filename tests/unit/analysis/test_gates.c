@@ -52,7 +52,7 @@ report(uint64_t extra_leak, bool complete)
 	if (complete)
 		tt_trailer(&t, 10000, 9);
 	tt_session(&s, &t);
-	CHECK((doc = gmt_report_json_doc(s.procs, s.n)));
+	CHECK((doc = gmt_report_json_doc(s.procs, s.n, &s.lost)));
 	gmt_session_free(&s);
 	tt_fini(&t);
 	return doc;
@@ -354,7 +354,7 @@ tensor_report(bool with_blocks)
 	tt_trailer(&t, seq * 1000, seq);
 #undef BLOCK
 	tt_session(&s, &t);
-	CHECK((doc = gmt_report_json_doc(s.procs, s.n)));
+	CHECK((doc = gmt_report_json_doc(s.procs, s.n, &s.lost)));
 	gmt_session_free(&s);
 	tt_fini(&t);
 	return doc;

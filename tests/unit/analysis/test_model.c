@@ -57,7 +57,7 @@ replay(const struct tt *text, bool streamed)
 		struct gmt_trace_sink sink = {
 		    .event = feed_event, .marker = feed_marker, .ctx = &f};
 
-		CHECK(gmt_trace_read_sink(path, tt_diag_stream(), NULL, &sink, &r.t) ==
+		CHECK(gmt_trace_read_sink(path, tt_diag_stream(), NULL, &sink, &r.t, NULL) ==
 		      GMT_TRACE_OK);
 		CHECK(f.m);
 		CHECK(gmt_model_finish(f.m) == 0);

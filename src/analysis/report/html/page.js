@@ -212,6 +212,8 @@ function renderSummary() {
     if (!byText[text]) { byText[text] = []; groups.push(text); }
     byText[text].push(procName(i));
   }
+  // trace files that yielded nothing: processes in none of the figures (check's complete-traces fails on them)
+  arr(D.lost_traces).forEach(function (l) { warn('The trace file ' + l.file + ' yielded nothing (' + l.reason + '): its process is in none of the figures on this page.'); });
   if (s.dropped > 0 && s.dropped_readings === s.dropped) warn(s.dropped + ' reservation readings were dropped (ring buffer full): every allocation and free is here, the pools\' reserved bytes may lag.');
   else if (s.dropped > 0) warn(s.dropped + ' events were dropped (ring buffer full' + (s.dropped_readings > 0 ? ', ' + s.dropped_readings + ' of them reservation readings' : '') + '): every number here is a lower bound.');
   procs.forEach(function (p, i) {
