@@ -12,6 +12,7 @@
 
 #include "analysis/gate/diff.h"
 #include "analysis/ranks/ranks.h"
+#include "analysis/report/keys.h"
 #include "analysis/report/units.h"
 #include "cli.h"
 
@@ -141,12 +142,35 @@ text_tensors(FILE *out, const struct gmt_diff *s, size_t top)
 	}
 }
 
+/* The trace files of @p role's run that yielded nothing (its document's lost_traces[]): their
+ * processes are in neither side's figures, as the reports and check say. */
 static void
-write_text(FILE *out, const struct gmt_diff *s, size_t top)
+text_lost(FILE *out, const char *role, const json_t *doc)
+{
+	const json_t *lost = json_object_get(doc, GMT_RK_LOST_TRACES), *l;
+	size_t n = json_array_size(lost), i;
+
+	if (n == 0)
+		return;
+	fprintf(out,
+		"warning: %s: %zu trace file%s yielded nothing: %s in none of the figures below\n",
+		role, n, n == 1 ? "" : "s", n == 1 ? "its process is" : "their processes are");
+	json_array_foreach(lost, i, l)
+	{
+		const char *file = json_string_value(json_object_get(l, GMT_RK_FILE));
+		const char *why = json_string_value(json_object_get(l, GMT_RK_REASON));
+		fprintf(out, "  %s: %s\n", file ? gmt_esc(file) : "?", why ? gmt_esc(why) : "?");
+	}
+}
+
+static void
+write_text(FILE *out, const struct gmt_diff *s, size_t top, const json_t *base, const json_t *next)
 {
 	size_t changed = s->changed, shown = top && top < changed ? top : changed;
 	char site[768];
 
+	text_lost(out, "BASE", base);
+	text_lost(out, "NEW", next);
 	text_totals(out, s);
 	if (changed == 0) {
 		fprintf(out, "\nNo call site changed (%zu compared).\n", s->n);
@@ -214,8 +238,22 @@ set_path(json_t *doc, const char *key, const char *path)
 	free(text);
 }
 
+/* A side's lost_traces[] as its document has it ([] for a document older than the key). */
 static json_t *
-diff_json(const char *base_path, const char *next_path, const struct gmt_diff *s, size_t top)
+lost_json(const json_t *doc)
+{
+	json_t *lost = json_object_get(doc, GMT_RK_LOST_TRACES);
+
+	return json_is_array(lost) ? json_deep_copy(lost) : json_array();
+}
+
+static json_t *
+diff_json(const char *base_path,
+	  const char *next_path,
+	  const struct gmt_diff *s,
+	  size_t top,
+	  const json_t *base,
+	  const json_t *next)
 {
 	json_t *doc = json_object(), *totals = json_object(), *list = json_array();
 	size_t changed = s->changed, shown = top && top < changed ? top : changed;
@@ -224,6 +262,8 @@ diff_json(const char *base_path, const char *next_path, const struct gmt_diff *s
 	json_object_set_new(doc, "diff_version", json_integer(1));
 	set_path(doc, "base", base_path);
 	set_path(doc, "new", next_path);
+	json_object_set_new(doc, "base_lost_traces", lost_json(base));
+	json_object_set_new(doc, "new_lost_traces", lost_json(next));
 	for (size_t k = 0; k < GMT_DIFF_NTOTALS; k++)
 		json_object_set_new(totals, gmt_diff_total_key((enum gmt_diff_total)k),
 				    change_json(&s->totals[k]));
@@ -392,14 +432,14 @@ gmt_cmd_diff(int argc, char **argv)
 		goto out;
 	}
 	if (json) {
-		json_t *doc = diff_json(argv[optind], argv[optind + 1], &diff, top);
+		json_t *doc = diff_json(argv[optind], argv[optind + 1], &diff, top, base, next);
 
 		if (!doc || json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_ENSURE_ASCII) != 0)
 			rc = GMT_EXIT_USAGE;
 		fputc('\n', stdout);
 		json_decref(doc);
 	} else {
-		write_text(stdout, &diff, top);
+		write_text(stdout, &diff, top, base, next);
 	}
 	if (fflush(stdout) != 0 || ferror(stdout)) {
 		fprintf(stderr, "gpumemtrace diff: cannot write standard output: %s\n",

@@ -1200,6 +1200,16 @@ def group_lost(tool, victim, golden):
     check(rc == 0 and table == 'path,reason\r\n%s,"%s"\r\n' % (empty, why),
           "csv: lost_traces.csv names it", repr(table))
 
+    # diff of the whole trace (BASE) against the directory (NEW): NEW's lost trace said
+    rc, out, err = tool.run("diff", os.path.join(d, "rank0.jsonl"), d)
+    check(rc == 0 and out.startswith("warning: NEW: 1 trace file yielded nothing: its process is "
+                                      "in none of the figures below\n  %s: %s\n" % (empty, why)),
+          "diff's text says NEW's lost trace first (%d)" % rc, out[:600] + err)
+    rc, out, err = tool.run("diff", "--format", "json", os.path.join(d, "rank0.jsonl"), d)
+    doc = json.loads(out) if rc == 0 else {}
+    check(doc.get("base_lost_traces") == [] and doc.get("new_lost_traces") == lost,
+          "diff's JSON has each side's lost traces (%d)" % rc, out[:600] + err)
+
     # check on the JSON report as on the directory: the same gate, the same words
     report = tool.path("lost.json")
     rc, out, err = tool.run("report", "--format", "json", "-o", report, d)
