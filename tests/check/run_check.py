@@ -1244,6 +1244,28 @@ def group_lost(tool, victim, golden):
             s = json.load(f)
         check(s.get("kind") == "summary" and s.get("lost_traces") == lost and "process" not in s,
               "the summary carries the lost trace, and no figure", s)
+    # the per-rank report over the summaries names it too, as the report of the traces does
+    rc, out, err = tool.run("report", d)
+    check(rc == 0 and "\nwarning: 1 trace file yielded nothing: its rank is in none of the figures "
+          "below\n  %s: %s\n" % (empty, why) in out,
+          "the per-rank report's text names the lost trace (%d)" % rc, out[:600] + err)
+    rc, out, err = tool.run("report", "--format", "json", d)
+    doc = json.loads(out) if rc == 0 else {}
+    check(doc.get("kind") == "ranks" and doc.get("lost_traces") == lost and
+          doc.get("left_out", 0) >= 1, "the per-rank JSON lists it in lost_traces[] (%d)" % rc,
+          out[:600] + err)
+    csv = tool.path("lost-ranks-csv")
+    rc, out, err = tool.run("report", "--format", "csv", "-o", csv, d)
+    table = None
+    if rc == 0 and os.path.exists(os.path.join(csv, "lost_traces.csv")):
+        with open(os.path.join(csv, "lost_traces.csv"), encoding="utf-8", newline="") as f:
+            table = f.read()
+    check(table == 'path,reason\r\n%s,"%s"\r\n' % (empty, why),
+          "the per-rank csv has lost_traces.csv naming it", repr(table))
+    rc, out, err = tool.run("diff", "--format", "json", os.path.join(d, "rank0.summary.json"), d)
+    doc = json.loads(out) if rc == 0 else {}
+    check(doc.get("base_lost_traces") == [] and doc.get("new_lost_traces") == lost,
+          "diff over summaries has each side's lost traces (%d)" % rc, out[:600] + err)
     for what, args in (("the directory of summaries", [d]),
                        ("the summary files", [os.path.join(d, "rank0.summary.json"),
                                               lost_summary])):

@@ -148,6 +148,8 @@ gmt_ranks_diff_json(const struct gmt_ranks *a, const struct gmt_ranks *b)
 	json_object_set_new(doc, "ranks_in_both", json_integer((json_int_t)both));
 	json_object_set_new(doc, "ranks_only_in_base", json_integer((json_int_t)(a->n - both)));
 	json_object_set_new(doc, "ranks_only_in_new", json_integer((json_int_t)(b->n - both)));
+	json_object_set_new(doc, "base_lost_traces", gmt_ranks_lost_json(a));
+	json_object_set_new(doc, "new_lost_traces", gmt_ranks_lost_json(b));
 	json_object_set_new(doc, "ranks", rows);
 	free(v);
 	return doc;
@@ -183,6 +185,8 @@ gmt_ranks_diff_text(FILE *out, const struct gmt_ranks *a, const struct gmt_ranks
 		"gpumemtrace diff: rank by rank (matched by RANK): %zu in both, %zu only in BASE, "
 		"%zu only in NEW\n",
 		both, a->n - both, b->n - both);
+	gmt_ranks_lost_text(out, a, "BASE");
+	gmt_ranks_lost_text(out, b, "NEW");
 	fprintf(out, "Ranks, largest change first%s:\n", top && n > top ? " (--top)" : "");
 	for (size_t i = 0; i < n && (!top || shown < top); i++, shown++) {
 		const struct gmt_rank_row *r = v[i].a ? v[i].a : v[i].b;

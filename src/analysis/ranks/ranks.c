@@ -212,6 +212,11 @@ gmt_ranks_add(struct gmt_ranks *r, const char *cmd, const char *input, const jso
 		    cmd, gmt_esc(input), file ? gmt_esc(file) : "?",
 		    why ? gmt_esc(why) : "no reason given");
 		r->left_out++;
+		/* kept for the outputs (out of memory: said above all the same) */
+		if (!r->lost)
+			r->lost = json_array();
+		if (r->lost && json_is_object(l))
+			json_array_append_new(r->lost, json_deep_copy(l));
 		return -1;
 	}
 	if (row_of(&row, input, s) != 0)
@@ -453,6 +458,7 @@ gmt_ranks_free(struct gmt_ranks *r)
 	for (size_t i = 0; i < r->n; i++)
 		row_free(&r->v[i]);
 	free(r->v);
+	json_decref(r->lost);
 	*r = (struct gmt_ranks){0};
 }
 
@@ -526,6 +532,32 @@ who(const struct gmt_ranks *r, size_t i)
 }
 
 json_t *
+gmt_ranks_lost_json(const struct gmt_ranks *r)
+{
+	return r->lost ? json_deep_copy(r->lost) : json_array();
+}
+
+void
+gmt_ranks_lost_text(FILE *out, const struct gmt_ranks *r, const char *role)
+{
+	size_t n = json_array_size(r->lost), i;
+	const json_t *l;
+
+	if (n == 0)
+		return;
+	fprintf(out,
+		"warning: %s%s%zu trace file%s yielded nothing: %s in none of the figures below\n",
+		role ? role : "", role ? ": " : "", n, n == 1 ? "" : "s",
+		n == 1 ? "its rank is" : "their ranks are");
+	json_array_foreach(r->lost, i, l)
+	{
+		const char *file = json_string_value(json_object_get(l, GMT_RK_FILE));
+		const char *why = json_string_value(json_object_get(l, GMT_RK_REASON));
+		fprintf(out, "  %s: %s\n", file ? gmt_esc(file) : "?", why ? gmt_esc(why) : "?");
+	}
+}
+
+json_t *
 gmt_ranks_json(const struct gmt_ranks *r)
 {
 	struct gmt_ranks_verdict v;
@@ -548,6 +580,7 @@ gmt_ranks_json(const struct gmt_ranks *r)
 	json_object_set_new(doc, "ranks_version", json_integer(GMT_RANKS_VERSION));
 	json_object_set_new(doc, "ranks", ju64(r->n));
 	json_object_set_new(doc, "left_out", ju64(r->left_out));
+	json_object_set_new(doc, GMT_RK_LOST_TRACES, gmt_ranks_lost_json(r));
 	json_object_set_new(doc, "complete", ju64(v.complete));
 	json_object_set_new(doc, "incomplete_ranks", inc);
 	json_object_set_new(doc, "peak_rank", who(r, v.peak));
@@ -622,6 +655,7 @@ gmt_ranks_text(FILE *out, const struct gmt_ranks *r)
 	if (r->left_out)
 		fprintf(out, " (%zu inputs left out: see above)", r->left_out);
 	fprintf(out, "\n");
+	gmt_ranks_lost_text(out, r, NULL);
 	if (v.peak != SIZE_MAX) {
 		const struct gmt_rank_row *x = &r->v[v.peak];
 		fprintf(out, "Highest peak: %s, %s on device %lld at %s s", gmt_rank_name(x),
@@ -733,26 +767,60 @@ csv_num(FILE *f, double v)
 		fprintf(f, ",%.6f", v);
 }
 
+/* Open DIR/@p name for a table (made atomically: gmt_outfile); 0, or -errno (said on @p diag). */
+static int
+table_open(struct gmt_outfile *file, const char *dir, const char *name, char **path, FILE *diag)
+{
+	char why[GMT_OUTFILE_WHY];
+
+	if (!(*path = gmt_path_join(dir, name)))
+		return -ENOMEM;
+	if (gmt_outfile_open(file, *path, why) != 0) {
+		fprintf(diag, "gpumemtrace report: cannot write %s: %s\n", gmt_esc(*path), why);
+		free(*path);
+		*path = NULL;
+		return -EIO;
+	}
+	return 0;
+}
+
+/* Finish the table opened by table_open(); 0, or -EIO (said). */
+static int
+table_close(struct gmt_outfile *file, char *path, FILE *diag)
+{
+	char why[GMT_OUTFILE_WHY];
+	int rc = 0;
+
+	if (ferror(file->f)) {
+		fprintf(diag, "gpumemtrace report: cannot write %s: %s\n", gmt_esc(path),
+			strerror(errno ? errno : EIO));
+		gmt_outfile_abort(file);
+		rc = -EIO;
+	} else if (gmt_outfile_close(file, why) != 0) {
+		fprintf(diag, "gpumemtrace report: cannot write %s: %s\n", gmt_esc(path), why);
+		rc = -EIO;
+	}
+	free(path);
+	return rc;
+}
+
 int
 gmt_ranks_csv(const char *dir, const struct gmt_ranks *r, FILE *diag)
 {
 	struct gmt_outfile file = {.dirfd = -1};
-	char why[GMT_OUTFILE_WHY];
 	char *path;
+	size_t i;
+	const json_t *l;
 	FILE *f;
+	int rc;
 
 	if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
 		fprintf(diag, "gpumemtrace report: cannot make %s: %s\n", gmt_esc(dir),
 			strerror(errno));
 		return -errno;
 	}
-	if (!(path = gmt_path_join(dir, "ranks.csv")))
-		return -ENOMEM;
-	if (gmt_outfile_open(&file, path, why) != 0) {
-		fprintf(diag, "gpumemtrace report: cannot write %s: %s\n", gmt_esc(path), why);
-		free(path);
-		return -EIO;
-	}
+	if ((rc = table_open(&file, dir, "ranks.csv", &path, diag)) != 0)
+		return rc;
 	f = file.f;
 	fputs("rank,local_rank,world_size,host,pid,file,peak_held_bytes,peak_device,peak_time_s,"
 	      "peak_unix_s,first_failure_time_s,first_failure_unix_s,failed_allocations,"
@@ -760,7 +828,7 @@ gmt_ranks_csv(const char *dir, const struct gmt_ranks *r, FILE *diag)
 	      "nccl_at_peak_bytes,nccl_at_exit_bytes,nccl_allocated_bytes,start_unix_s,end_unix_s,"
 	      "complete,dropped\r\n",
 	      f);
-	for (size_t i = 0; i < r->n; i++) {
+	for (i = 0; i < r->n; i++) {
 		const struct gmt_rank_row *x = &r->v[i];
 
 		if (x->rank >= 0)
@@ -784,18 +852,22 @@ gmt_ranks_csv(const char *dir, const struct gmt_ranks *r, FILE *diag)
 		csv_num(f, x->end_unix_s);
 		fprintf(f, ",%s,%" PRIu64 "\r\n", x->complete ? "true" : "false", x->dropped);
 	}
-	if (ferror(f)) {
-		fprintf(diag, "gpumemtrace report: cannot write %s: %s\n", gmt_esc(path),
-			strerror(errno ? errno : EIO));
-		gmt_outfile_abort(&file);
-		free(path);
-		return -EIO;
+	if ((rc = table_close(&file, path, diag)) != 0)
+		return rc;
+	/* the traces that yielded nothing, as a report of traces writes them (header alone: none)
+	 */
+	file = (struct gmt_outfile){.dirfd = -1};
+	if ((rc = table_open(&file, dir, "lost_traces.csv", &path, diag)) != 0)
+		return rc;
+	fputs("path,reason\r\n", file.f);
+	json_array_foreach(r->lost, i, l)
+	{
+		const char *name = json_string_value(json_object_get(l, GMT_RK_FILE));
+		const char *why = json_string_value(json_object_get(l, GMT_RK_REASON));
+
+		csv_field(file.f, true, name ? gmt_esc(name) : NULL);
+		csv_field(file.f, false, why ? gmt_esc(why) : NULL);
+		fputs("\r\n", file.f);
 	}
-	if (gmt_outfile_close(&file, why) != 0) {
-		fprintf(diag, "gpumemtrace report: cannot write %s: %s\n", gmt_esc(path), why);
-		free(path);
-		return -EIO;
-	}
-	free(path);
-	return 0;
+	return table_close(&file, path, diag);
 }

@@ -58,6 +58,9 @@ struct gmt_ranks {
 	struct gmt_rank_row *v;
 	size_t n, cap;
 	size_t left_out; /**< inputs said and not merged (bad, a rank again, another job) */
+	/** of those, the summaries of traces that yielded nothing (gmt_summary_is_lost()): their
+	 * lost_traces[] entries, {file, reason}, for the outputs to name; NULL: none */
+	json_t *lost;
 };
 
 /** Who to look at first (gmt_ranks_verdict()). */
@@ -143,6 +146,13 @@ void gmt_ranks_free(struct gmt_ranks *r);
  * `diff` over ranks: the settled tables @p base and @p next matched by RANK (rankless rows and
  * ranks of one run only listed alone), largest change first. JSON: NULL out of memory.
  */
+/** The traces that yielded nothing among the inputs (r->lost): a new array, [] when none. */
+json_t *gmt_ranks_lost_json(const struct gmt_ranks *r);
+
+/** r->lost as text: a warning line (after "@p role: ", when not NULL) and each file with its
+ * reason below it; nothing when none. */
+void gmt_ranks_lost_text(FILE *out, const struct gmt_ranks *r, const char *role);
+
 json_t *gmt_ranks_diff_json(const struct gmt_ranks *base, const struct gmt_ranks *next);
 /** The same for people, the @p top ranks that changed most (0: all). 0, -ENOMEM or -EIO. */
 int gmt_ranks_diff_text(FILE *out,
