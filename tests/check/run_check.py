@@ -1151,6 +1151,18 @@ def group_memory(tool, victim, golden):
               out[-600:])
 
 
+def lost_csv(tool, name, inputs):
+    """`report --format csv -o NAME INPUTS`: its exit status and its lost_traces.csv (None: no
+    such file)."""
+    csv = tool.path(name)
+    rc, _, _ = tool.run("report", "--format", "csv", "-o", csv, inputs)
+    path = os.path.join(csv, "lost_traces.csv")
+    if rc != 0 or not os.path.exists(path):
+        return rc, None
+    with open(path, encoding="utf-8", newline="") as f:
+        return rc, f.read()
+
+
 def group_lost(tool, victim, golden):
     """A trace file that yielded nothing (empty: its process ended before its tracer wrote a
     line) beside a whole one is a process none of the figures has: every output states it, and
@@ -1191,12 +1203,7 @@ def group_lost(tool, victim, golden):
           "<b>" not in data.group(1) and "\\u003cb\\u003ex" in data.group(1),
           "the html page carries it, its name escaped in the page's data", err)
 
-    csv = tool.path("lost-csv")
-    rc, out, err = tool.run("report", "--format", "csv", "-o", csv, d)
-    table = None
-    if rc == 0 and os.path.exists(os.path.join(csv, "lost_traces.csv")):
-        with open(os.path.join(csv, "lost_traces.csv"), encoding="utf-8", newline="") as f:
-            table = f.read()
+    rc, table = lost_csv(tool, "lost-csv", d)
     check(rc == 0 and table == 'path,reason\r\n%s,"%s"\r\n' % (empty, why),
           "csv: lost_traces.csv names it", repr(table))
 
@@ -1254,13 +1261,8 @@ def group_lost(tool, victim, golden):
     check(doc.get("kind") == "ranks" and doc.get("lost_traces") == lost and
           doc.get("left_out", 0) >= 1, "the per-rank JSON lists it in lost_traces[] (%d)" % rc,
           out[:600] + err)
-    csv = tool.path("lost-ranks-csv")
-    rc, out, err = tool.run("report", "--format", "csv", "-o", csv, d)
-    table = None
-    if rc == 0 and os.path.exists(os.path.join(csv, "lost_traces.csv")):
-        with open(os.path.join(csv, "lost_traces.csv"), encoding="utf-8", newline="") as f:
-            table = f.read()
-    check(table == 'path,reason\r\n%s,"%s"\r\n' % (empty, why),
+    rc, table = lost_csv(tool, "lost-ranks-csv", d)
+    check(rc == 0 and table == 'path,reason\r\n%s,"%s"\r\n' % (empty, why),
           "the per-rank csv has lost_traces.csv naming it", repr(table))
     rc, out, err = tool.run("diff", "--format", "json", os.path.join(d, "rank0.summary.json"), d)
     doc = json.loads(out) if rc == 0 else {}
