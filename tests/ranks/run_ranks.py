@@ -514,7 +514,25 @@ def group_diff(args, tmp):
     check(all(x['change']['peak_held_bytes'] == 0 for x in d['ranks'][1:]), 'other ranks')
     rc, so, se = run(args.exe, 'diff', base, new)
     check(rc == 0 and so.splitlines()[2].startswith('  rank 4: peak '), so)
-    print('ok: diff matches ranks by RANK')
+    check(d['matched_by'] == 'rank', f'matched_by {d.get("matched_by")}')
+    # a single-process job (no RANK) summarized on two nights: its one process compared with
+    # itself, though its pid differs (nothing else could match it)
+    one = {}
+    for side, extra in (('b', []), ('n', ['--size-percent', '130'])):
+        t = os.path.join(src, f'single-{side}.jsonl')
+        subprocess.run([args.gen_trace, '--events', '2000', '--live', '50', '--seed', '3',
+                        '--fail-every', '0'] + extra + ['-o', t], check=True, timeout=300)
+        one[side] = os.path.join(tmp, f'single-{side}')
+        summarize(args, [t], one[side])
+    rc, so, se = run(args.exe, 'diff', '--format', 'json', one['b'], one['n'])
+    d = json.loads(so) if rc == 0 else {}
+    check(d.get('matched_by') == 'single_process' and d.get('ranks_in_both') == 1 and
+          d['ranks'][0]['change']['peak_held_bytes'] > 0,
+          f'diff of two single-process summaries compares their processes: {so[:600]} {se}')
+    rc, so, se = run(args.exe, 'diff', one['b'], one['n'])
+    check(rc == 0 and so.startswith('gpumemtrace diff: each run is one process without a RANK'),
+          so[:300] + se)
+    print('ok: diff matches ranks by RANK, and a single-process job with itself')
 
 
 SRUN = r'''#!/bin/sh

@@ -8,6 +8,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -56,6 +57,15 @@ cmp_pair(const void *p, const void *q)
 	return (rx->rank > ry->rank) - (rx->rank < ry->rank);
 }
 
+/* Each run is one process without a RANK (a single-process job, summarized each time): the two
+ * are the same job's one process, compared with each other (its pid differs from run to run, so
+ * nothing else could match them). */
+static bool
+single_processes(const struct gmt_ranks *a, const struct gmt_ranks *b)
+{
+	return a->n == 1 && b->n == 1 && a->v[0].rank < 0 && b->v[0].rank < 0;
+}
+
 /* The pairs of two settled tables (sorted by rank), largest change first. NULL: no memory. */
 static struct pair *
 pairs_of(const struct gmt_ranks *a, const struct gmt_ranks *b, size_t *n)
@@ -65,6 +75,10 @@ pairs_of(const struct gmt_ranks *a, const struct gmt_ranks *b, size_t *n)
 
 	if (!v)
 		return NULL;
+	if (single_processes(a, b)) {
+		v[m++] = (struct pair){&a->v[0], &b->v[0], 0};
+		i = k = 1;
+	}
 	while (i < a->n || k < b->n) {
 		const struct gmt_rank_row *x = i < a->n ? &a->v[i] : NULL;
 		const struct gmt_rank_row *y = k < b->n ? &b->v[k] : NULL;
@@ -145,6 +159,8 @@ gmt_ranks_diff_json(const struct gmt_ranks *a, const struct gmt_ranks *b)
 		json_array_append_new(rows, o);
 	}
 	json_object_set_new(doc, "kind", json_string("ranks"));
+	json_object_set_new(doc, "matched_by",
+			    json_string(single_processes(a, b) ? "single_process" : "rank"));
 	json_object_set_new(doc, "ranks_in_both", json_integer((json_int_t)both));
 	json_object_set_new(doc, "ranks_only_in_base", json_integer((json_int_t)(a->n - both)));
 	json_object_set_new(doc, "ranks_only_in_new", json_integer((json_int_t)(b->n - both)));
@@ -181,10 +197,16 @@ gmt_ranks_diff_text(FILE *out, const struct gmt_ranks *a, const struct gmt_ranks
 		return -ENOMEM;
 	for (size_t i = 0; i < n; i++)
 		both += v[i].a && v[i].b;
-	fprintf(out,
-		"gpumemtrace diff: rank by rank (matched by RANK): %zu in both, %zu only in BASE, "
-		"%zu only in NEW\n",
-		both, a->n - both, b->n - both);
+	if (single_processes(a, b))
+		fprintf(out,
+			"gpumemtrace diff: each run is one process without a RANK: compared with "
+			"each other\n");
+	else
+		fprintf(
+		    out,
+		    "gpumemtrace diff: rank by rank (matched by RANK): %zu in both, %zu only in "
+		    "BASE, %zu only in NEW\n",
+		    both, a->n - both, b->n - both);
 	gmt_ranks_lost_text(out, a, "BASE");
 	gmt_ranks_lost_text(out, b, "NEW");
 	fprintf(out, "Ranks, largest change first%s:\n", top && n > top ? " (--top)" : "");
