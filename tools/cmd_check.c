@@ -628,7 +628,9 @@ check_rank(void *data, const char *input, const json_t *summary)
 	rc->nres++;
 	if (lost) {
 		const char *file = json_string_value(json_object_get(summary, GMT_RK_FILE));
-		snprintf(res->who, sizeof(res->who), "the trace %s", file ? gmt_esc(file) : "?");
+		snprintf(res->who, sizeof(res->who), "the %s %s",
+			 file && gmt_summary_file_is(file) ? "summary" : "trace",
+			 file ? gmt_esc(file) : "?");
 	} else {
 		gmt_summary_who(summary, res->who, sizeof(res->who));
 	}

@@ -555,7 +555,7 @@ summarize(const char *dir, const struct seen *before, size_t nbefore)
 	}
 	fprintf(stderr, "gpumemtrace: %zu trace %s in %s\n", files, files == 1 ? "file" : "files",
 		gmt_esc(dir));
-	size_t lost = in.lost.n;
+	size_t lost = gmt_lost_count(&in.lost);
 	if (lost) /* as check's complete-traces says it: the figures below lack them */
 		fprintf(stderr,
 			"gpumemtrace: %zu trace file%s yielded nothing (said above): %s process%s "

@@ -186,7 +186,7 @@ run_job(struct job *j, FILE *diag)
 	bool read = (j->named ? gmt_session_add_path(&s, j->trace)
 			      : gmt_session_add_file(&s, j->trace)) == 0 &&
 		    s.n > 0;
-	if (!read && s.lost.n == 0) {
+	if (!read && gmt_lost_count(&s.lost) == 0) {
 		gmt_session_free(&s);
 		return JOB_UNREADABLE;
 	}

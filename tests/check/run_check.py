@@ -1286,10 +1286,77 @@ def group_lost(tool, victim, golden):
           "check over a summary and an empty trace fails complete-traces (%d)" % rc, out + err)
 
 
+def group_named(tool, victim, golden):
+    """An input the user named that yields nothing though it may be a trace (missing, a format
+    version this reader does not know, a summary that is not whole) is a lost input as an empty
+    trace is: every output names it and check fails complete-traces on it, over traces, their
+    report and summaries alike; a gate that cannot read what it was given does not pass. A file
+    that is evidently another program's (as a glob names a metrics.jsonl beside the traces) is
+    only said on stderr, named or not."""
+    good = leaky_trace(tool, victim, "named-good.jsonl")
+    missing = tool.path("named-missing.jsonl")
+    version2 = os.path.join(golden, "version2.jsonl")
+    foreign = tool.write_text("metrics.jsonl", '{"step": 1, "loss": 2.5}\n')
+    cannot = "cannot open: No such file or directory"
+    v2why = "trace format version 2 is not supported (this gpumemtrace reads version 1)"
+
+    rc, out, err = tool.run("check", "--max-leaked-bytes", "1GiB", good, missing)
+    check(rc == 1 and "FAIL complete-traces: 1 trace file could not be read" in out and
+          "    %s: yielded nothing (%s): the process it stands for is in no gate" % (missing, cannot)
+          in out, "check of a trace and a missing one fails complete-traces naming it (%d)" % rc,
+          out + err)
+    rc, out, err = tool.run("check", "--max-leaked-bytes", "1GiB", good, version2)
+    check(rc == 1 and "%s: yielded nothing (%s)" % (version2, v2why) in out,
+          "a trace of an unknown format version fails complete-traces (%d)" % rc, out + err)
+    rc, out, err = tool.run("check", "--max-leaked-bytes", "1GiB", good, foreign)
+    check(rc == 0 and "PASS complete-traces" in out and "not a gpumemtrace trace" in err,
+          "another program's file named beside the trace is only said (%d)" % rc, out + err)
+    rc, out, err = tool.run("check", "--max-leaked-bytes", "1GiB", "--allow-incomplete", good,
+                            missing)
+    check(rc == 0 and "(allowed: --allow-incomplete)" in out,
+          "--allow-incomplete lets a missing input pass, still named (%d)" % rc, out)
+
+    rc, out, err = tool.run("report", "--format", "json", good, missing, foreign, version2)
+    doc = json.loads(out) if rc == 0 else {}
+    check(rc == 0 and doc.get("lost_traces") == [{"file": missing, "reason": cannot},
+                                                 {"file": version2, "reason": v2why}] and
+          len(doc.get("processes", [])) == 1,
+          "report's JSON lists the missing and the unreadable input, not the foreign one (%d)" % rc,
+          "%s\n%s" % (doc.get("lost_traces"), err))
+    report = tool.path("named.json")
+    rc, out, err = tool.run("report", "--format", "json", "-o", report, good, missing)
+    rc, out, err = tool.run("check", "--max-leaked-bytes", "1GiB", report)
+    check(rc == 1 and "%s: yielded nothing (%s)" % (missing, cannot) in out,
+          "check of that report fails complete-traces as the traces do (%d)" % rc, out + err)
+
+    # summaries: a missing or damaged summary file is a rank whose story is lost
+    rc, out, err = tool.run("summarize", good)
+    summary = tool.path("named-good.summary.json")
+    check(rc == 0 and os.path.exists(summary), "summarize the good trace (%d)" % rc, out + err)
+    damaged = tool.write_text("named-damaged.summary.json", '{"kind": "summary", "summary_ver')
+    for what, bad, why in (("a missing summary", tool.path("named-none.summary.json"), cannot),
+                           ("a damaged summary", damaged,
+                            "not a complete summary (truncated or damaged)"),
+                           ("a missing trace beside a summary", missing, cannot)):
+        rc, out, err = tool.run("check", "--max-leaked-bytes", "1GiB", summary, bad)
+        kind = "summary" if bad.endswith(".summary.json") else "trace"
+        check(rc == 1 and "FAIL complete-traces: 1 of 2 ranks fail: the %s %s" % (kind, bad) in out
+              and "%s: yielded nothing (%s)" % (bad, why) in out and
+              "PASS max-leaked-bytes: passes on every rank (1 of 2 ranks have it)" in out,
+              "check over a summary and %s fails complete-traces naming it (%d)" % (what, rc),
+              out + err)
+    rc, out, err = tool.run("report", "--format", "json", summary, damaged)
+    doc = json.loads(out) if rc == 0 else {}
+    check(doc.get("kind") == "ranks" and doc.get("lost_traces") == [
+        {"file": damaged, "reason": "not a complete summary (truncated or damaged)"}],
+        "the per-rank report lists the damaged summary (%d)" % rc, out[:600] + err)
+
+
 GROUPS = {"usage": group_usage, "gates": group_gates, "suppress": group_suppress,
           "growth": group_growth, "baseline": group_baseline, "junit": group_junit,
           "diff": group_diff, "cached": group_cached, "integrity": group_integrity,
-          "tensors": group_tensors, "memory": group_memory, "lost": group_lost}
+          "tensors": group_tensors, "memory": group_memory, "lost": group_lost,
+          "named": group_named}
 
 
 def main():

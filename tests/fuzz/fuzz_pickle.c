@@ -31,7 +31,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (!f)
 		return 0;
-	gmt_snapshot_read(f, "fuzz.pickle", devnull, NULL, &t);
+	gmt_snapshot_read(f, "fuzz.pickle", devnull, NULL, &t, NULL);
 	fclose(f);
 	if (!t)
 		return 0;

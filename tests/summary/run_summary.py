@@ -241,13 +241,25 @@ def group_inputs(args):
         rc, so, se = run(args, exe, 'summarize', '-o', out, bad, missing, good)
         check(rc == 0, f'one good trace: exit {rc}')
         check(bad in se and missing in se, f'the unreadable traces are not named: {se}')
-        check(os.listdir(out) == ['basic.summary.json'], f'written: {os.listdir(out)}')
-        check(so == os.path.join(out, 'basic.summary.json') + '\n', f'stdout {so!r}')
+        # the trace the user named that is not there is a rank whose story is lost: its
+        # summary says so (a check over the summaries fails on it); the file that is no trace
+        # at all (another program's, as a glob may name) gets none
+        miss = os.path.join(out, 'missing.summary.json')
+        check(sorted(os.listdir(out)) == ['basic.summary.json', 'missing.summary.json'],
+              f'written: {os.listdir(out)}')
+        check(so == miss + '\n' + os.path.join(out, 'basic.summary.json') + '\n',
+              f'stdout {so!r}')
+        with open(miss) as f:
+            s = json.load(f)
+        check(s.get('lost_traces') == [{'file': missing,
+                                        'reason': 'cannot open: No such file or directory'}],
+              f'the summary of a missing trace names it as lost: {s}')
+        os.unlink(miss)
         empty = os.path.join(gold, 'empty.jsonl')
-        rc, so, se = run(args, exe, 'summarize', '-o', out, bad, missing, empty)
+        rc, so, se = run(args, exe, 'summarize', '-o', out, bad, empty)
         # the empty trace (its process ended before its tracer wrote a line) is lost, not
         # foreign: its summary is written, saying so, so that a check over the summaries
-        # fails on it; the file that is no trace at all and the missing one get none
+        # fails on it; the file that is no trace at all gets none
         lost = os.path.join(out, 'empty.summary.json')
         check(rc == 3 and 'no readable trace' in se and so == lost + '\n',
               f'none readable: exit {rc}, stdout {so!r}')

@@ -205,12 +205,12 @@ gmt_ranks_add(struct gmt_ranks *r, const char *cmd, const char *input, const jso
 		const char *file = json_string_value(json_object_get(l, GMT_RK_FILE));
 		const char *why = json_string_value(json_object_get(l, GMT_RK_REASON));
 
-		fprintf(
-		    diag,
-		    "gpumemtrace %s: %s: the trace %s yielded nothing (%s): its rank is in none "
-		    "of the figures; left out\n",
-		    cmd, gmt_esc(input), file ? gmt_esc(file) : "?",
-		    why ? gmt_esc(why) : "no reason given");
+		fprintf(diag,
+			"gpumemtrace %s: %s: the %s %s yielded nothing (%s): its rank is in none "
+			"of the figures; left out\n",
+			cmd, gmt_esc(input),
+			file && gmt_summary_file_is(file) ? "summary" : "trace",
+			file ? gmt_esc(file) : "?", why ? gmt_esc(why) : "no reason given");
 		r->left_out++;
 		/* kept for the outputs (out of memory: said above all the same) */
 		if (!r->lost)

@@ -133,9 +133,10 @@ missing_key(const json_t *s)
 	return NULL;
 }
 
-/* Summary file @p path, checked; NULL after one line on @p diag naming it. */
+/* Summary file @p path, checked; NULL after one line on @p diag naming it, the reason in
+ * @p lost (words that quote nothing of the file). */
 static json_t *
-read_summary(const char *cmd, const char *path, FILE *diag)
+read_summary(const char *cmd, const char *path, FILE *diag, char lost[GMT_TRACE_WHY])
 {
 	char why[GMT_INPUT_WHY];
 	FILE *f = gmt_input_fopen(path, why);
@@ -145,6 +146,7 @@ read_summary(const char *cmd, const char *path, FILE *diag)
 
 	if (!f) {
 		fprintf(diag, "gpumemtrace %s: %s: %s\n", cmd, gmt_esc(path), why);
+		snprintf(lost, GMT_TRACE_WHY, "cannot open: %s", why);
 		return NULL;
 	}
 	s = json_loadf(f, JSON_REJECT_DUPLICATES, &err);
@@ -154,6 +156,7 @@ read_summary(const char *cmd, const char *path, FILE *diag)
 			"gpumemtrace %s: %s:%d: not a complete summary (truncated or damaged: "
 			"%s); left out\n",
 			cmd, gmt_esc(path), err.line, gmt_esc(err.text));
+		snprintf(lost, GMT_TRACE_WHY, "not a complete summary (truncated or damaged)");
 		return NULL;
 	}
 	kind = json_string_value(json_object_get(s, GMT_RK_KIND));
@@ -162,6 +165,7 @@ read_summary(const char *cmd, const char *path, FILE *diag)
 			"gpumemtrace %s: %s: not a gpumemtrace summary (no \"kind\": \"summary\"; "
 			"'gpumemtrace summarize TRACE' writes one); left out\n",
 			cmd, gmt_esc(path));
+		snprintf(lost, GMT_TRACE_WHY, "not a gpumemtrace summary");
 		json_decref(s);
 		return NULL;
 	}
@@ -177,6 +181,7 @@ read_summary(const char *cmd, const char *path, FILE *diag)
 			"gpumemtrace %s: %s: summary_version %s is not supported (this version "
 			"reads %d; summarize the trace again with this version); left out\n",
 			cmd, gmt_esc(path), text, GMT_SUMMARY_VERSION);
+		snprintf(lost, GMT_TRACE_WHY, "summary_version %s is not supported", text);
 		json_decref(s);
 		return NULL;
 	}
@@ -185,6 +190,7 @@ read_summary(const char *cmd, const char *path, FILE *diag)
 			"gpumemtrace %s: %s: not a complete summary (\"%s\" missing or of the "
 			"wrong type); left out\n",
 			cmd, gmt_esc(path), key);
+		snprintf(lost, GMT_TRACE_WHY, "not a complete summary (\"%s\" missing)", key);
 		json_decref(s);
 		return NULL;
 	}
@@ -192,21 +198,24 @@ read_summary(const char *cmd, const char *path, FILE *diag)
 }
 
 /*
- * Trace @p path summarized here, as `summarize` would: a trace that yielded nothing (lost) is
- * the summary that says so (gmt_summary_lost_doc()). NULL after the reader's message (or ours).
+ * Trace @p path summarized here, as `summarize` would: a trace that yielded nothing (lost), or a
+ * path the user @p named that could not be read, is the summary that says so
+ * (gmt_summary_lost_doc()). NULL after the reader's message (or ours).
  */
 static json_t *
-summarize_trace(const char *cmd, const char *path, const struct gmt_session_options *so, FILE *diag)
+summarize_trace(
+    const char *cmd, const char *path, bool named, const struct gmt_session_options *so, FILE *diag)
 {
 	struct gmt_session s;
 	json_t *doc = NULL;
 
 	gmt_session_init(&s, so, diag);
-	if (gmt_session_add_file(&s, path) == 0 && s.n > 0)
+	if ((named ? gmt_session_add_path(&s, path) : gmt_session_add_file(&s, path)) == 0 &&
+	    s.n > 0)
 		doc = gmt_summary_doc(s.procs, s.n, 0, &s.lost);
-	else if (s.lost.n > 0)
+	else if (gmt_lost_count(&s.lost) > 0)
 		doc = gmt_summary_lost_doc(&s.lost);
-	if (!doc && (s.n > 0 || s.lost.n > 0))
+	if (!doc && (s.n > 0 || gmt_lost_count(&s.lost) > 0))
 		fprintf(diag, "gpumemtrace %s: %s: out of memory\n", cmd, gmt_esc(path));
 	gmt_session_free(&s);
 	return doc;
@@ -221,12 +230,27 @@ struct each {
 	size_t good, bad;
 };
 
+/*
+ * One input, named by the user (@p named) or found in a directory, to the caller as a summary.
+ * A summary file that cannot be read is a rank whose story is lost: the summary that says so,
+ * as for a trace that yielded nothing (a gate must not pass over it); so is a trace the user
+ * named. A directory's file that is no trace is only said.
+ */
 static void
-one(struct each *e, const char *path, bool summary)
+one(struct each *e, const char *path, bool summary, bool named)
 {
-	json_t *s = summary ? read_summary(e->cmd, path, e->diag)
-			    : summarize_trace(e->cmd, path, e->so, e->diag);
+	char why[GMT_TRACE_WHY] = "";
+	json_t *s = summary ? read_summary(e->cmd, path, e->diag, why)
+			    : summarize_trace(e->cmd, path, named, e->so, e->diag);
 
+	if (!s && why[0]) {
+		struct gmt_lost_trace lt = {.file = (char *)path, .why = why};
+		struct gmt_lost lost = {.v = &lt, .n = 1};
+
+		if (!(s = gmt_summary_lost_doc(&lost)))
+			fprintf(e->diag, "gpumemtrace %s: %s: out of memory\n", e->cmd,
+				gmt_esc(path));
+	}
 	if (!s) {
 		e->bad++;
 		return;
@@ -291,7 +315,7 @@ each_dir(struct each *e, const char *dir)
 			e->bad++;
 			continue;
 		}
-		one(e, p, sum);
+		one(e, p, sum, false);
 		free(p);
 		used++;
 	}
@@ -322,7 +346,7 @@ gmt_ranks_each(const char *cmd,
 		if (is_dir(paths[i]))
 			each_dir(&e, paths[i]);
 		else
-			one(&e, paths[i], gmt_summary_file_is(paths[i]));
+			one(&e, paths[i], gmt_summary_file_is(paths[i]), true);
 	}
 	if (bad)
 		*bad = e.bad;

@@ -141,6 +141,18 @@ rd_nomem(struct reader *r)
 	return false;
 }
 
+void
+rd_refuse(struct reader *r, size_t lineno, const char *why)
+{
+	if (lineno)
+		fprintf(r->diag, "%s:%zu: %s\n", r->epath, lineno, why);
+	else
+		fprintf(r->diag, "%s: %s\n", r->epath, why);
+	if (!r->refuse_why[0])
+		snprintf(r->refuse_why, sizeof(r->refuse_why), "%s", why);
+	r->refused = true;
+}
+
 /* strdup() of @p s; NULL (and the read stops) out of memory. */
 char *
 rd_dup_str(struct reader *r, const char *s)

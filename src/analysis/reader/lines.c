@@ -79,13 +79,16 @@ rd_read_header(struct reader *r, json_t *obj, size_t lineno)
 	 * Format and version decide what every other key means; without them (or with values this
 	 * reader does not know) the file is refused rather than misread.
 	 */
+	char why[GMT_TRACE_WHY];
 	err = rd_get_str(JS(obj), "format", &s);
 	if (err) {
-		rd_key_error(r, lineno, "header", "format", err, "a string");
-		r->refused = true;
+		rd_refuse(r, lineno,
+			  err == -ENOENT ? "header without \"format\""
+					 : "header with bad \"format\" (expected a string)");
 		return false;
 	}
 	if (strcmp(s, "gpumemtrace") != 0) {
+		/* another program's file: refused without a reason kept (not a lost trace) */
 		fprintf(r->diag, "%s:%zu: not a gpumemtrace trace (header format \"%s\")\n",
 			r->epath, lineno, gmt_esc(s));
 		r->refused = true;
@@ -93,17 +96,17 @@ rd_read_header(struct reader *r, json_t *obj, size_t lineno)
 	}
 	err = rd_get_i64(JS(obj), "version", &v);
 	if (err) {
-		rd_key_error(r, lineno, "header", "version", err, "an integer");
-		r->refused = true;
+		rd_refuse(r, lineno,
+			  err == -ENOENT ? "header without \"version\""
+					 : "header with bad \"version\" (expected an integer)");
 		return false;
 	}
 	if (v != GMT_FORMAT_VERSION) {
-		fprintf(
-		    r->diag,
-		    "%s:%zu: trace format version %lld is not supported (this gpumemtrace reads "
-		    "version %d)\n",
-		    r->epath, lineno, v, GMT_FORMAT_VERSION);
-		r->refused = true;
+		snprintf(why, sizeof(why),
+			 "trace format version %lld is not supported (this gpumemtrace reads "
+			 "version %d)",
+			 v, GMT_FORMAT_VERSION);
+		rd_refuse(r, lineno, why);
 		return false;
 	}
 	t->have_header = true;

@@ -39,6 +39,9 @@ gmt_trace_read_sink(const char *path,
 		opt = &defaults;
 	if (gmt_trace_input_open(&in, path, opt->pipe_ok, owhy) != 0) {
 		fprintf(diag, "%s: cannot open: %s\n", gmt_esc(path), gmt_esc(owhy));
+		if (why)
+			snprintf(why, GMT_TRACE_WHY, "cannot open: %.*s",
+				 (int)(GMT_TRACE_WHY - sizeof("cannot open: ")), owhy);
 		return GMT_TRACE_UNREADABLE;
 	}
 	/* A pickle (protocol 2 and later start with PROTO, 0x80) is a PyTorch memory snapshot, or
@@ -48,7 +51,7 @@ gmt_trace_read_sink(const char *path,
 		ungetc(first, in.f);
 	size_t plen = strlen(path);
 	if (first == 0x80 || (plen > 7 && strcmp(path + plen - 7, ".pickle") == 0)) {
-		enum gmt_trace_status rc = gmt_snapshot_read(in.f, path, diag, sink, out);
+		enum gmt_trace_status rc = gmt_snapshot_read(in.f, path, diag, sink, out, why);
 		gmt_trace_input_close(&in);
 		return rc;
 	}

@@ -100,6 +100,8 @@ rd_read_jsonl(struct gmt_trace_input *inp,
 		gmt_trace_input_close(&in);
 		gmt_reorder_fini(&r.window);
 		fprintf(diag, "%s: out of memory\n", gmt_esc(path));
+		if (why)
+			snprintf(why, GMT_TRACE_WHY, "out of memory");
 		return GMT_TRACE_UNREADABLE;
 	}
 	r.t = t;
@@ -108,6 +110,8 @@ rd_read_jsonl(struct gmt_trace_input *inp,
 	if (!t->path || !r.epath) {
 		gmt_trace_input_close(&in);
 		fprintf(diag, "%s: out of memory\n", gmt_esc(path));
+		if (why)
+			snprintf(why, GMT_TRACE_WHY, "out of memory");
 		free(r.epath);
 		gmt_trace_free(t);
 		return GMT_TRACE_UNREADABLE;
@@ -151,9 +155,10 @@ rd_read_jsonl(struct gmt_trace_input *inp,
 		/* (a pipelined read that stopped early may have read past where it stopped: what
 		 * it found there is not said, as a read stopping there would not have seen it) */
 		if (!read_errno && !early) { /* as a plain file's read error: unreadable */
-			fprintf(diag, "%s: %s compressed trace: %s\n", r.epath,
-				gmt_trace_input_kind_name(in.kind), cut_why);
-			r.refused = true;
+			char why_c[GMT_TRACE_WHY];
+			snprintf(why_c, sizeof(why_c), "%s compressed trace: %s",
+				 gmt_trace_input_kind_name(in.kind), cut_why);
+			rd_refuse(&r, 0, why_c);
 		}
 		break;
 	case GMT_TRACE_INPUT_END_TRUNCATED:
@@ -184,10 +189,8 @@ rd_read_jsonl(struct gmt_trace_input *inp,
 	free(r.addrhash);
 	free(r.stack_addrs);
 	free(r.stack_py);
-	if (r.nomem) {
-		fprintf(diag, "%s: out of memory\n", r.epath);
-		r.refused = true;
-	}
+	if (r.nomem)
+		rd_refuse(&r, 0, "out of memory");
 	if (!r.refused) {
 		rd_settle_stacks(&r);
 		rd_settle_pycodes(&r);
@@ -211,6 +214,7 @@ rd_read_jsonl(struct gmt_trace_input *inp,
 		snprintf(lost, sizeof(lost), "read error: %s", strerror(read_errno));
 	} else if (!r.refused && !r.trace_line_seen && t->lines > 0) {
 		/* nothing of it is quoted: it may be any file this user can read */
+		/* another program's file: refused without a reason kept (not a lost trace) */
 		if (r.lead > GMT_TRACE_MAX_LEAD)
 			fprintf(diag,
 				"%s: not a gpumemtrace trace (none of its first %d lines is a JSON "
@@ -237,6 +241,8 @@ rd_read_jsonl(struct gmt_trace_input *inp,
 		r.refused = true;
 	}
 	if (r.refused) {
+		if (!lost[0] && why) /* why a trace was refused (none: another program's file) */
+			snprintf(why, GMT_TRACE_WHY, "%s", r.refuse_why);
 		free(r.epath);
 		gmt_trace_free(t);
 		return lost[0] ? GMT_TRACE_LOST : GMT_TRACE_UNREADABLE;
@@ -269,6 +275,8 @@ rd_read_jsonl(struct gmt_trace_input *inp,
 	rd_name_pops(&r);
 	if (r.nomem) {
 		fprintf(diag, "%s: out of memory\n", r.epath);
+		if (why)
+			snprintf(why, GMT_TRACE_WHY, "out of memory");
 		free(r.epath);
 		gmt_trace_free(t);
 		return GMT_TRACE_UNREADABLE;

@@ -62,6 +62,10 @@ struct reader {
 	size_t lead;  /* lines before it, skipped unquoted */
 	bool refused; /* unknown format or version: the file is unreadable */
 	bool nomem;   /* out of memory: the read stopped, the file is unreadable (nomem()) */
+	/* why a trace was refused, in words that quote nothing of the file (rd_refuse()): what
+	 * the session keeps of a file the user named that yielded nothing; empty when the file
+	 * is another program's (not a lost trace) */
+	char refuse_why[GMT_TRACE_WHY];
 	bool have_min_ts;
 	bool have_start_ts;
 	uint64_t min_ts;   /* time origin when there is no header */
@@ -167,6 +171,10 @@ bool rd_key_error(struct reader *r,
 		  const char *expected);
 
 bool rd_nomem(struct reader *r);
+
+/* The file refused (unreadable): @p why kept as the reason (the first one), said on diag after
+ * the path (and @p lineno unless 0). @p why must quote nothing of the file. */
+void rd_refuse(struct reader *r, size_t lineno, const char *why);
 
 char *rd_dup_str(struct reader *r, const char *s);
 

@@ -1266,9 +1266,11 @@ gmt_snapshot_read(FILE *f,
 		  const char *path,
 		  FILE *diag,
 		  const struct gmt_trace_sink *sink,
-		  struct gmt_trace **out)
+		  struct gmt_trace **out,
+		  char why[GMT_TRACE_WHY])
 {
 	struct conv c = {.diag = diag};
+	const char *reason = NULL; /* what the file is refused for, quoting nothing of it */
 	uint8_t *buf = NULL;
 	size_t len = 0, cap = 0, got;
 	struct stat st;
@@ -1300,10 +1302,12 @@ gmt_snapshot_read(FILE *f,
 	} while (got > 0);
 	if (ferror(f)) {
 		fprintf(diag, "%s: read error: %s\n", c.epath, strerror(errno ? errno : EIO));
+		reason = "read error";
 		goto unreadable;
 	}
 	if (len == 0) {
 		fprintf(diag, "%s: not a PyTorch memory snapshot: empty file\n", c.epath);
+		reason = "not a PyTorch memory snapshot: empty file";
 		goto unreadable;
 	}
 	if (buf[0] != 0x80) {
@@ -1311,7 +1315,7 @@ gmt_snapshot_read(FILE *f,
 			"%s: not a PyTorch memory snapshot: not a pickle of protocol 2 or later "
 			"(first byte 0x%02x, not 0x80)\n",
 			c.epath, buf[0]);
-		goto unreadable;
+		goto unreadable; /* another program's file: no reason kept (not a lost trace) */
 	}
 	rc = gmt_pk_parse(buf, len, &c.doc, err, sizeof(err));
 	free(buf);
@@ -1322,9 +1326,9 @@ gmt_snapshot_read(FILE *f,
 		fprintf(diag, "%s: not a PyTorch memory snapshot: %s\n", c.epath, gmt_esc(err));
 		goto unreadable;
 	}
-	const char *why = not_snapshot(gmt_pk_root(c.doc));
-	if (why) {
-		fprintf(diag, "%s: not a PyTorch memory snapshot: %s\n", c.epath, why);
+	const char *other = not_snapshot(gmt_pk_root(c.doc));
+	if (other) {
+		fprintf(diag, "%s: not a PyTorch memory snapshot: %s\n", c.epath, other);
 		goto unreadable;
 	}
 	if (!(c.t = calloc(1, sizeof(*c.t))) || !(c.t->path = strdup(path)))
@@ -1341,6 +1345,7 @@ gmt_snapshot_read(FILE *f,
 			" lookups (the limit: %u per byte of the file; docs/report-formats.md, "
 			"\"Limits\")\n",
 			c.epath, c.budget, WORK_PER_BYTE);
+		reason = "refused: its pickle's memo is shared too often to read";
 		goto unreadable;
 	}
 	if (c.nomem)
@@ -1365,8 +1370,11 @@ gmt_snapshot_read(FILE *f,
 
 nomem:
 	fprintf(diag, "%s: out of memory\n", c.epath ? c.epath : gmt_esc(path));
+	reason = "out of memory";
 unreadable:
 	rc = GMT_TRACE_UNREADABLE;
+	if (why) /* no reason: another program's file */
+		snprintf(why, GMT_TRACE_WHY, "%s", reason ? reason : "");
 done:
 	free(buf);
 	gmt_pk_free(c.doc);

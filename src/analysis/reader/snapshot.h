@@ -24,12 +24,15 @@
  * Read the snapshot on @p f (already open, at its first byte; @p path names it in messages) as
  * gmt_trace_read_sink() reads a trace: with @p sink the events go to it and are not kept. A file
  * that is no snapshot is "PATH: not a PyTorch memory snapshot: why" on @p diag and
- * GMT_TRACE_UNREADABLE; entries that are not as torch writes them are said and skipped.
+ * GMT_TRACE_UNREADABLE, the reason (quoting nothing of the file) in @p why unless NULL, empty
+ * for a file that is no snapshot (not a lost input); entries that are not as torch writes them
+ * are said and skipped.
  */
 enum gmt_trace_status gmt_snapshot_read(FILE *f,
 					const char *path,
 					FILE *diag,
 					const struct gmt_trace_sink *sink,
-					struct gmt_trace **out);
+					struct gmt_trace **out,
+					char why[GMT_TRACE_WHY]);
 
 #endif

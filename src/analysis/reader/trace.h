@@ -436,7 +436,11 @@ struct gmt_trace_sink {
  * and noted once on @p diag. On GMT_TRACE_UNREADABLE what the sink got is void.
  *
  * On GMT_TRACE_LOST, @p why (unless NULL) holds the reader's reason, the words it said on
- * @p diag after the path ("empty file, not a trace"): what the session keeps of the file.
+ * @p diag after the path ("empty file, not a trace"): what the session keeps of the file. On
+ * GMT_TRACE_UNREADABLE it holds why a file that may be a trace could not be read ("cannot open:
+ * ...", "trace format version 2 is not supported ...", "out of memory"), and is empty for a
+ * file that is evidently another program's (not a gpumemtrace trace, not a snapshot): the
+ * session keeps the former among the lost inputs when the user named the file.
  */
 enum gmt_trace_status gmt_trace_read_sink(const char *path,
 					  FILE *diag,

@@ -232,9 +232,12 @@ processes(struct csv *c, const struct gmt_process *procs, size_t n)
 static void
 lost_traces(struct csv *c, const struct gmt_lost *lost)
 {
-	for (size_t i = 0; lost && i < lost->n; i++) {
-		field_str(c, lost->v[i].file);
-		field_str(c, lost->v[i].why);
+	const char *file, *why;
+
+	for (size_t i = 0; i < gmt_lost_count(lost); i++) {
+		gmt_lost_at(lost, i, &file, &why);
+		field_str(c, file);
+		field_str(c, why);
 		end_line(c);
 	}
 }

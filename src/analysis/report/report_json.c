@@ -1455,9 +1455,11 @@ gmt_report_json_lost(const struct gmt_lost *lost)
 
 	if (!a)
 		return gmt_nomem();
-	for (size_t i = 0; lost && i < lost->n; i++) {
+	for (size_t i = 0; i < gmt_lost_count(lost); i++) {
+		const char *f, *w;
+		gmt_lost_at(lost, i, &f, &w);
 		json_t *o = json_object();
-		char *file = gmt_utf8_lossy(lost->v[i].file), *why = gmt_utf8_lossy(lost->v[i].why);
+		char *file = gmt_utf8_lossy(f), *why = gmt_utf8_lossy(w);
 
 		bool ok = o && file && why &&
 			  json_object_set_new(o, GMT_RK_FILE, json_string(file)) == 0 &&

@@ -864,13 +864,18 @@ print_dropped(FILE *out, const char *prefix, const struct gmt_totals *tot, bool 
 static void
 print_lost(FILE *out, const struct gmt_lost *lost)
 {
-	if (!lost || !lost->n)
+	size_t n = gmt_lost_count(lost);
+	const char *file, *why;
+
+	if (!n)
 		return;
-	fprintf(out, "warning: %zu trace %s yielded nothing: %s in none of the figures below\n",
-		lost->n, gmt_text_plural(lost->n, "file", "files"),
-		gmt_text_plural(lost->n, "its process is", "their processes are"));
-	for (size_t i = 0; i < lost->n; i++)
-		fprintf(out, "  %s: %s\n", gmt_esc(lost->v[i].file), gmt_esc(lost->v[i].why));
+	fprintf(out, "warning: %zu trace %s yielded nothing: %s in none of the figures below\n", n,
+		gmt_text_plural(n, "file", "files"),
+		gmt_text_plural(n, "its process is", "their processes are"));
+	for (size_t i = 0; i < n; i++) {
+		gmt_lost_at(lost, i, &file, &why);
+		fprintf(out, "  %s: %s\n", gmt_esc(file), gmt_esc(why));
+	}
 }
 
 static void

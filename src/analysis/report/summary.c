@@ -473,7 +473,7 @@ gmt_summary_lost_doc(const struct gmt_lost *lost)
 {
 	json_t *s, *a;
 
-	if (!lost || !lost->n)
+	if (!gmt_lost_count(lost))
 		return NULL;
 	gmt_report_start();
 	s = json_object();

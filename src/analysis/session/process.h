@@ -26,10 +26,13 @@ struct gmt_process {
 };
 
 /**
- * A trace file of the session that yielded nothing though it is a trace, or empty
+ * An input of the session that yielded nothing: a trace file that is a trace, or empty
  * (GMT_TRACE_LOST: its process ended before its tracer wrote a line, a read error, a header-less
- * remnant): a process in none of the figures, which every report names beside its processes.
- * A file that is no trace at all (another program's, a FIFO) is not one: only said on stderr.
+ * remnant), or any path the user named that could not be read (missing, not a trace, a format
+ * version this reader does not know, a directory without traces, out of memory): a process in
+ * none of the figures, which every report names beside its processes (and check's
+ * complete-traces fails on). A file in a directory that is no trace at all (another program's
+ * .jsonl beside the traces) is not one: only said on stderr.
  */
 struct gmt_lost_trace {
 	char *file; /**< the path, as given (or joined to the directory given) */
@@ -40,7 +43,31 @@ struct gmt_lost_trace {
 struct gmt_lost {
 	struct gmt_lost_trace *v;
 	size_t n;
+	/** more lost inputs, whose names could not be kept (out of memory): still counted, so
+	 * that no report passes over them (gmt_lost_count(), gmt_lost_at()) */
+	size_t unnamed;
 };
+
+/** How many inputs of @p l yielded nothing, named or not (NULL: none). */
+static inline size_t
+gmt_lost_count(const struct gmt_lost *l)
+{
+	return l ? l->n + l->unnamed : 0;
+}
+
+/** The @p i th lost input of @p l (i < gmt_lost_count()): its path and reason, as the reports
+ * say them; past the named ones, words for one whose name could not be kept. */
+static inline void
+gmt_lost_at(const struct gmt_lost *l, size_t i, const char **file, const char **why)
+{
+	if (i < l->n) {
+		*file = l->v[i].file;
+		*why = l->v[i].why;
+	} else {
+		*file = "(an input whose name could not be kept)";
+		*why = "out of memory";
+	}
+}
 
 /** The symbolized stack @p id of @p p; NULL for 0, unknown ids, or no stacks. */
 static inline const struct gmt_cstack *

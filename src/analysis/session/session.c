@@ -129,8 +129,9 @@ read_one(const struct gmt_session_options *opt,
 	return 0;
 }
 
-/* @p path, lost (@p why), kept for the reports; false out of memory (nothing kept). */
-static bool
+/* @p path, an input that yielded nothing (@p why), kept for the reports; out of memory it is
+ * counted without its name (said on diag), never left out. */
+static void
 add_lost(struct gmt_session *s, const char *path, const char *why)
 {
 	struct gmt_lost_trace *v = realloc(s->lost.v, (s->lost.n + 1) * sizeof(*v));
@@ -141,30 +142,41 @@ add_lost(struct gmt_session *s, const char *path, const char *why)
 	if (!v || !file || !w) {
 		free(file);
 		free(w);
-		return false;
+		fprintf(s->diag,
+			"%s: out of memory: counted among the inputs that yielded nothing\n",
+			gmt_esc(path));
+		s->lost.unnamed++;
+		return;
 	}
 	v[s->lost.n++] = (struct gmt_lost_trace){.file = file, .why = w};
-	return true;
 }
 
-/* The outcome of read_one() taken into the session, as gmt_session_add_file() returns it. */
+/*
+ * The outcome of read_one() taken into the session, as gmt_session_add_file() returns it. A
+ * trace whose story is lost, and anything that yielded nothing out of memory, is kept among the
+ * lost inputs; so is a path the user @p named that could not be read though it may be a trace
+ * (missing, a format version this reader does not know, a damaged compressed stream): what they
+ * asked about is not in the figures. A file that is evidently another program's (the reader
+ * gives no reason) is only said, named or found in a directory (a glob's metrics.jsonl).
+ */
 static int
 take(struct gmt_session *s,
      const char *path,
      int rc,
      struct gmt_trace *t,
      struct gmt_model *m,
-     const char *why)
+     const char *why,
+     bool named)
 {
 	if (rc == 0 && !append(s, t, m)) {
 		gmt_model_free(m);
 		gmt_trace_free(t);
 		rc = -2;
 	}
-	if (rc == -4 && !add_lost(s, path, why))
-		rc = -2; /* (the reader said why it is lost; the reports cannot) */
 	if (rc == -2)
 		fprintf(s->diag, "%s: out of memory\n", gmt_esc(path));
+	if (rc == -4 || rc == -2 || (rc == -1 && named && why[0]))
+		add_lost(s, path, rc == -2 ? "out of memory" : why);
 	if (rc != 0) {
 		s->unreadable++;
 		return -1;
@@ -181,7 +193,7 @@ gmt_session_add_file(struct gmt_session *s, const char *path)
 
 	int rc = read_one(&s->opt, s->diag, path, &t, &m, why);
 
-	return take(s, path, rc, t, m, why);
+	return take(s, path, rc, t, m, why, false);
 }
 
 /* A file the user named: a pipe there (`report <(zstdcat t.zst)`, a FIFO) is read as standard
@@ -197,7 +209,7 @@ add_named(struct gmt_session *s, const char *path)
 	opt.read.pipe_ok = true;
 	int rc = read_one(&opt, s->diag, path, &t, &m, why);
 
-	return take(s, path, rc, t, m, why);
+	return take(s, path, rc, t, m, why, true);
 }
 
 // --- a directory: its traces read in parallel ------------------------------------------------
@@ -373,10 +385,11 @@ add_parallel(struct gmt_session *s, const char *dir, char **names, size_t n)
 		free(j->msgs);
 		if (j->rc == -3) {
 			fprintf(s->diag, "%s: out of memory\n", gmt_esc(dir));
+			add_lost(s, dir, "out of memory");
 			s->unreadable++;
 			continue;
 		}
-		take(s, j->path, j->rc, j->t, j->m, j->why);
+		take(s, j->path, j->rc, j->t, j->m, j->why, false);
 		free(j->path);
 	}
 	free(w.jobs);
@@ -396,7 +409,10 @@ gmt_session_add_path(struct gmt_session *s, const char *path)
 		return gmt_session_add_file(s,
 					    path); /* standard input: a trace, never a directory */
 	if (stat(path, &st) != 0) {
-		fprintf(s->diag, "%s: cannot open: %s\n", gmt_esc(path), strerror(errno));
+		char why[GMT_TRACE_WHY];
+		snprintf(why, sizeof(why), "cannot open: %s", strerror(errno));
+		fprintf(s->diag, "%s: %s\n", gmt_esc(path), why);
+		add_lost(s, path, why);
 		s->unreadable++;
 		return -1;
 	}
@@ -404,15 +420,18 @@ gmt_session_add_path(struct gmt_session *s, const char *path)
 		return add_named(s, path);
 	n = gmt_trace_files(path, &names);
 	if (n < 0) {
-		fprintf(s->diag, "%s: cannot read directory: %s\n", gmt_esc(path), strerror(-n));
+		char why[GMT_TRACE_WHY];
+		snprintf(why, sizeof(why), "cannot read directory: %s", strerror(-n));
+		fprintf(s->diag, "%s: %s\n", gmt_esc(path), why);
+		add_lost(s, path, why);
 		s->unreadable++;
 		return -1;
 	}
 	if (n == 0) {
-		fprintf(s->diag,
-			"%s: no trace files (*.jsonl, *.jsonl.zst, *.jsonl.gz, *.pickle) in "
-			"this directory\n",
-			gmt_esc(path));
+		static const char none[] =
+		    "no trace files (*.jsonl, *.jsonl.zst, *.jsonl.gz, *.pickle) in this directory";
+		fprintf(s->diag, "%s: %s\n", gmt_esc(path), none);
+		add_lost(s, path, none);
 		s->unreadable++;
 	}
 	bool parallel = n > 1 && add_parallel(s, path, names, (size_t)n);
@@ -423,6 +442,7 @@ gmt_session_add_path(struct gmt_session *s, const char *path)
 			gmt_session_add_file(s, p);
 		} else if (!parallel) {
 			fprintf(s->diag, "%s: out of memory\n", gmt_esc(path));
+			add_lost(s, path, "out of memory");
 			s->unreadable++;
 		}
 		free(p);
