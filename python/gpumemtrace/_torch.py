@@ -323,7 +323,9 @@ def _holders(torch, budget_s):
     modules = {}
     for name, mod in list(sys.modules.items()):
         d = getattr(mod, "__dict__", None)
-        if isinstance(d, dict):
+        # one module under two names (multiprocessing puts the script under "__mp_main__" as
+        # well): the name the program knows it by, its own __name__, wins
+        if isinstance(d, dict) and (id(d) not in modules or name == d.get("__name__")):
             modules[id(d)] = name
     # containers: (what, its items); instance attributes through vars()
     skip = (type, types.ModuleType, types.FunctionType, types.BuiltinFunctionType)

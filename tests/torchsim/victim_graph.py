@@ -3,10 +3,16 @@ loop with no markers appends each step's loss to a list (losses.append(loss)), a
 autograd graph keeps the step's activations (256 KiB saved by each of two layers); the loop also
 keeps one detached 64 KiB tensor a step in a dict. Nothing of gpumemtrace in it. A module-level
 object warns when looked at (as torch's deprecated torch.distributed.reduce_op does on
-isinstance()): the tracer's walk of the objects must not make it print."""
+isinstance()): the tracer's walk of the objects must not make it print. The script is also
+sys.modules["__mp_main__"], as multiprocessing makes it."""
+import sys
 import warnings
 
 import torch
+
+# the script under a second name, as multiprocessing's spawn machinery puts it: the holders are
+# still said to be in __main__
+sys.modules["__mp_main__"] = sys.modules["__main__"]
 
 
 class _WarnsWhenLookedAt:
