@@ -18,9 +18,13 @@ round runs, in turn (the order rotating from round to round), the same loop in t
            and does nothing else: the part of the layer's cost that libunwind's unwind alone
            takes, measured, so that "layer - unwind" is all the rest (Python walk, interning,
            the events)
-Per round: ns per alloc+free pair (median of 3 loops), and a small transformer's training step
-(median of --steps) in each state; the figures are per-round differences against `off`, then
-their median over rounds. Also run with GPUMEMTRACE_STACKS=python (--stacks python) to split
+Per round: ns per alloc+free pair (median of 3 loops) in each state, then a small transformer's
+training step, --steps cycles of one step per state (the state switched between steps, the order
+rotating), so that each step is paired with the `off` step of its own cycle: the host's drift
+moves a step by more than the cost to be measured from one second to the next. The figures are
+per-round differences against `off` (the step's: of the round's medians), then their median over
+rounds; the step also as the median of all cycles' paired ratios, with its quartiles, beside
+what the pair loop's cost predicts for the step's allocations (torch's own count of them). Also run with GPUMEMTRACE_STACKS=python (--stacks python) to split
 native and Python stacks.
 """
 import argparse
@@ -70,27 +74,49 @@ def state(s):
 
 step = make_step(torch, warmup=3) if nsteps > 0 else None  # --steps 0: the pair loop alone
 
-def steps(n):
-    out = []
-    for _ in range(n):
-        t0 = time.perf_counter(); step(); torch.cuda.synchronize()
-        out.append((time.perf_counter() - t0) * 1e3)
-    return statistics.median(out)
+def one_step():
+    t0 = time.perf_counter(); step(); torch.cuda.synchronize()
+    return (time.perf_counter() - t0) * 1e3
+
+def rotated(k):
+    return states[k % len(states):] + states[:k % len(states)]
 
 states = ["off", "layer"] + (["history"] if has_history else []) + (["unwind"] if floor else [])
 pairs(torch, 3000)
+doc = {"states": states}
+def allocations():
+    """torch's own count of the allocations made so far (cache hits included); None without it"""
+    stats = getattr(torch.cuda, "memory_stats", None)
+    return stats().get("allocation.all.allocated") if stats else None
+
+if step is not None:
+    state("off")
+    before = allocations()
+    one_step()
+    after = allocations()
+    doc["allocations_per_step"] = after - before if None not in (before, after) else None
 res = []
 for r in range(rounds):
-    order = states[r % len(states):] + states[:r % len(states)]
     row = {}
-    for s in order:
+    for s in rotated(r):
         state(s)
         row[s] = {"pair_ns": statistics.median(pairs(torch, npairs) for _ in range(3))}
-        if step is not None:
-            row[s]["step_ms"] = steps(nsteps)
+    if step is not None:
+        # the steps interleaved one by one (off, layer, ... then the order rotated), so that
+        # the host's drift, which moves a step by 10% from one second to the next, is shared
+        cycles = []
+        for k in range(nsteps):
+            cyc = {}
+            for s in rotated(r + k):
+                state(s)
+                cyc[s] = one_step()
+            cycles.append(cyc)
+        for s in states:
+            row[s]["step_ms"] = statistics.median(c[s] for c in cycles)
+        row["step_cycles"] = cycles
     res.append(row)
 state("layer")
-doc = {"rounds": res, "states": states}
+doc["rounds"] = res
 if floor:
     buf = ctypes.create_string_buffer(512)
     probe.gmt_probe_floor_stats(buf, 512)
@@ -166,6 +192,27 @@ def main():
                     statistics.median(diff), statistics.median(ratio))
                 out.setdefault("added", {}).setdefault(s, {})[key] = statistics.median(diff)
                 out["added"][s][key + "_x"] = statistics.median(ratio)
+            print(line)
+    cycles = [c for r in rounds for c in r.get("step_cycles", [])]
+    if cycles:
+        # each step against the `off` step of its own cycle: rounds x steps paired ratios
+        apd = doc.get("allocations_per_step")
+        out["allocations_per_step"] = apd
+        print("  steps paired one by one (%d cycles; a step makes %s allocations):" % (
+            len(cycles), apd))
+        for s in states[1:]:
+            ratios = sorted(c[s] / c["off"] for c in cycles)
+            q = lambda f: ratios[min(len(ratios) - 1, int(f * len(ratios)))]
+            paired = {"x": statistics.median(ratios), "q25": q(0.25), "q75": q(0.75),
+                      "ms": statistics.median(c[s] - c["off"] for c in cycles)}
+            line = "    %-8s x%.3f (quartiles x%.3f-x%.3f), %+.3f ms per step" % (
+                s, paired["x"], paired["q25"], paired["q75"], paired["ms"])
+            if apd:
+                # what the pair loop's cost per tensor predicts for the step's allocations
+                paired["pair_ns_times_allocations_ms"] = out["added"][s]["pair_ns"] * apd / 1e6
+                line += "; the pair loop's cost x %d allocations: %+.3f ms" % (
+                    apd, paired["pair_ns_times_allocations_ms"])
+            out["added"][s]["step_paired"] = paired
             print(line)
     if "history" in out.get("added", {}):
         ours, theirs = out["added"]["layer"]["pair_ns"], out["added"]["history"]["pair_ns"]

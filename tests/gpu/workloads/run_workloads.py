@@ -5,14 +5,18 @@
 
 Each workload (a script in this directory, built on a real framework: transformers, timm,
 torch.compile, DataLoader workers, NCCL, JAX, CuPy, Numba, Lightning's Trainer, torch-geometric,
-torch.multiprocessing.spawn children on the GPU) runs twice: untraced, then under
+torch.multiprocessing.spawn children on the GPU, PEFT's LoRA with activation checkpointing,
+torchvision's Faster R-CNN with autocast and cuDNN autotuning, a CUDA graph captured by hand and a
+caught out-of-memory error) runs twice: untraced, then under
 `gpumemtrace run` with no GPUMEMTRACE_* option. Required, per workload:
   - the traced run exits exactly as the untraced one does (and that is 0);
   - `gpumemtrace report` reads the traces (exit 0), the main process's trace is complete (a
     trailer) with no dropped event;
   - a workload that leaves nothing of its own live (all but numba, whose kept arrays are its
     own: Numba has no cache) is not said to leak: `leaked_bytes` 0, what frameworks and CUDA
-    libraries keep counted as cached or library memory.
+    libraries keep counted as cached or library memory;
+  - what EXPECT says the report must find with no marker (graph-oom: the out-of-memory error
+    the program caught is a failed allocation).
 The summary also gives each workload's leaked, cached and library bytes at exit.
 The summary (one line per workload) goes to stdout and DIR/summary.json; exit 1 if any failed.
 JAX preallocates 75% of the device, so it runs alone, after the others.
@@ -41,8 +45,13 @@ WORKLOADS = {
     "lightning": ("lightning_fit.py", {}, False, True),
     "pyg": ("pyg_gcn.py", {}, False, True),
     "spawn": ("spawn_workers.py", {}, False, True),
+    "peft": ("peft_lora.py", {}, False, True),
+    "detection": ("detection.py", {}, False, True),
+    "graph-oom": ("graph_oom.py", {}, False, True),
     "jax": ("jax_matmul.py", {}, True, True),
 }
+# what the report must also say of a workload (no marker in it): summary key, at least this
+EXPECT = {"graph-oom": ("failed_allocations", 1)}  # the caught torch.OutOfMemoryError
 TIMEOUT = 300
 
 
@@ -104,6 +113,12 @@ def one(name, gmt, out):
         if clean and res["leaked_bytes"] != 0:  # (None: the report cannot say, which fails too)
             res["notes"].append(f"{res['leaked_bytes']} bytes said to leak ({rep['summary'].get('leak_sites')} "
                                 "sites): the program leaves nothing of its own live")
+        if name in EXPECT:
+            key, least = EXPECT[name]
+            got = rep["summary"].get(key)
+            res[key] = got
+            if not isinstance(got, int) or got < least:
+                res["notes"].append(f"summary {key} {got}, expected at least {least}")
         main = [q for q in procs if not q.get("forked_from")] or procs
         for q in main[:1]:
             if not q["complete"]:
