@@ -285,6 +285,48 @@ def case_growth_auto(exe, tmp):
             check(rc == 1 and "max-growth-bytes" in out, "auto-only: check fails on the growth")
             rc, out, err = run(exe, ["report", path])
             check("automatic steps (optimizer)" in out, "auto-only: the text says what was sampled")
+    # on the tracer's own steps, a site made late (a CUDA graph's pool made in the last of three
+    # forwards) is not growth by being made, nor is one that swings with the batch's shape; the
+    # same samples as the user's marks are judged as the user placed them (what they kept)
+    for user in (False, True):
+        label = "step %d" if user else "optimizer step %d"
+        t = Trace()  # six steps: a site that swings (3, 5, 2, 6, 4, 7 MiB), a leak of 1 MiB a step
+        sizes = [3, 5, 2, 6, 4, 7]
+        for step in range(6):
+            t.alloc(0x7d0000000000 + step * 16 * MiB, sizes[step] * MiB, stack=7)
+            if step:
+                t.free(0x7d0000000000 + (step - 1) * 16 * MiB)
+            t.alloc(0x7f0000000000 + step * 2 * MiB, MiB, stack=5)
+            t.mark(label % (step + 1), auto=not user)
+        late = Trace()  # three steps: a site made in the last one, kept
+        for step in range(3):
+            late.alloc(0x7e0000000000, MiB, stack=6)
+            late.free(0x7e0000000000)
+            if step == 2:
+                late.alloc(0x7c0000000000, 2 * MiB, stack=8)
+            late.mark(label % (step + 1), auto=not user)
+        for name, tr, want in (("swing", t, [5, 7] if user else [5]),
+                               ("late", late, [8] if user else [])):
+            path = os.path.join(tmp, "growth-auto-%s-%s.jsonl" % (name, user))
+            tr.write(path)
+            stacks = sorted(e["stack"] for e in report(exe, [path])["growth"])
+            check(stacks == want, "%s, %s: growing stacks %s, want %s" % (
+                "user marks" if user else "automatic steps", name, stacks, want))
+            rc, out, err = run(exe, ["report", path])
+            check((("growing: %d call site" % len(want)) in out) == bool(want) and
+                  ("growing:" in out) == bool(want),
+                  "%s, %s: the text says the same (%d growing)" % (
+                      "user marks" if user else "automatic steps", name, len(want)))
+    # a program with no optimizer: the steps are its model's forward() calls, and the text says so
+    t = Trace()
+    for step in range(4):
+        t.alloc(0x7f0000000000 + step * 2 * MiB, MiB, stack=5)
+        t.mark("forward %d" % (step + 1), auto=True)
+    path = os.path.join(tmp, "growth-auto-forward.jsonl")
+    t.write(path)
+    rc, out, err = run(exe, ["report", path])
+    check("rose in 3 of 3 intervals between automatic steps (forward)" in out,
+          "forward steps: the text names them (%s)" % [l for l in out.splitlines() if "rose" in l])
     t = Trace()
     t.mark("x", auto=True, rng="push", depth=1)
     path = os.path.join(tmp, "growth-auto-bad.jsonl")

@@ -398,7 +398,56 @@ def case_userline(exe, fx):
           "the text report shows the user's line under a library site")
 
 
-CASES = {"userline": case_userline, "limit": case_limit, "hostile": case_hostile, "categories": case_categories, "snapshot": case_snapshot, "markers": case_markers, "frag": case_frag, "growth": case_growth, "gpt2": case_gpt2,
+def case_autogrowth(exe, fx):
+    """The tensor level on the tracer's own steps (markers "auto":"step") as the CUDA level:
+    a kept 1 MiB a step grows; a list of this step's images whose bytes swing with their sizes
+    (3, 5, 2, 6, 4, 7 MiB) does not, nor does a block made in the last of three steps; under
+    the user's marks both are judged as the user placed them (listed)."""
+    tmp = tempfile.mkdtemp(prefix="gmt-tensors-")
+    seg = 0x7f0000000000
+
+    def trace(user, steps, body):
+        tr = Trace()
+        tr.add(type="torch", version="2.11.0+cu130", backend="native", alloc_conf="", layer="blocks",
+               detail="x")
+        tr.add(type="event", op="alloc", api="cudaMalloc", kind="device", device=0, ptr=hex(seg),
+               size=200 * MiB, result=0, tid=1)
+        tr.block("segment_alloc", seg, 200 * MiB)
+        for step in range(steps):
+            body(tr, step)
+            m = dict(type="marker", tid=1, label=("step %d" if user else "optimizer step %d") % (step + 1))
+            if not user:
+                m["auto"] = "step"
+            tr.add(**m)
+        return tr
+
+    sizes = [3, 5, 2, 6, 4, 7]
+
+    def swing(tr, step):
+        tr.block("alloc", seg + 100 * MiB + (step % 2) * 10 * MiB, sizes[step] * MiB, stack=7)
+        if step:
+            old = seg + 100 * MiB + ((step - 1) % 2) * 10 * MiB
+            tr.block("free_requested", old, sizes[step - 1] * MiB)
+            tr.block("free_completed", old, sizes[step - 1] * MiB)
+        tr.block("alloc", seg + step * MiB, MiB, stack=5)  # kept: a leak
+
+    def late(tr, step):
+        if step == 2:
+            tr.block("alloc", seg + 50 * MiB, 2 * MiB, stack=8)
+
+    for user in (False, True):
+        for name, steps, body, want in (("swing", 6, swing, [5, 7] if user else [5]),
+                                        ("late", 3, late, [8] if user else [])):
+            path = os.path.join(tmp, "%s-%s.jsonl" % (name, user))
+            trace(user, steps, body).write(path)
+            doc, _ = report(exe, path)
+            t = tensors_of(doc)
+            got = sorted(g["stack"] for g in t.get("growth", []))
+            check(got == want, "%s, %s: growing tensor stacks %s, want %s (basis %s)" % (
+                "user marks" if user else "automatic steps", name, got, want, t.get("growth_basis")))
+
+
+CASES = {"autogrowth": case_autogrowth, "userline": case_userline, "limit": case_limit, "hostile": case_hostile, "categories": case_categories, "snapshot": case_snapshot, "markers": case_markers, "frag": case_frag, "growth": case_growth, "gpt2": case_gpt2,
          "synthetic": case_synthetic}
 
 

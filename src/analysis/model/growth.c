@@ -4,16 +4,16 @@
  */
 #include "analysis/model/model.h"
 
+#include "analysis/model/growth.h"
+
 const struct gmt_growth *
 gmt_site_growth(const struct gmt_model *m, const struct gmt_site_stats *s)
 {
 	return m->marker_samples >= 2 ? &s->at_markers : &s->at_snapshots;
 }
 
-/* Snapshots come once a second whatever the program does: a short run's two or three say little
- * (a site filled once rose in 1 of 2 intervals). Markers are placed by the user, two will do. */
-#define MIN_SNAPSHOT_SAMPLES 4
-
+/* Markers are placed by the user (or are the ends of their ranges): two will do, and a site
+ * made between them is what they ask about. Automatic samples go by growth.h's rule. */
 bool
 gmt_site_grows(const struct gmt_model *m, const struct gmt_site_stats *s)
 {
@@ -21,9 +21,14 @@ gmt_site_grows(const struct gmt_model *m, const struct gmt_site_stats *s)
 	uint32_t samples = markers ? m->marker_samples : m->snapshot_samples;
 	const struct gmt_growth *g = gmt_site_growth(m, s);
 
-	if (samples < (markers ? 2 : MIN_SNAPSHOT_SAMPLES) || g->last <= g->first)
+	if (samples < (markers ? 2 : GMT_GROWTH_SNAPSHOTS_LEAST) || g->last <= g->first ||
+	    2u * g->rises < samples - 1)
 		return false;
-	return 2u * g->rises >= samples - 1;
+	if (!markers || m->growth_basis == GMT_BASIS_AUTO_STEPS)
+		return gmt_growth_auto_grows(samples, g->born, g->rises_live, g->falls,
+					     markers ? GMT_GROWTH_AUTO_STEPS_LEAST
+						     : GMT_GROWTH_SNAPSHOTS_LEAST);
+	return true;
 }
 
 uint64_t

@@ -106,6 +106,8 @@ struct gmt_growth {
 	uint64_t first; /**< at the first sample (0: the site had nothing live, or did not exist) */
 	uint64_t last;
 	uint32_t rises, falls; /**< intervals between samples in which it rose, fell */
+	uint32_t born;	       /**< 1 + the first sample at which it held bytes; 0: none yet */
+	uint32_t rises_live;   /**< of the rises, those from a sample at which it held bytes */
 };
 
 #define GMT_LIFETIME_BUCKETS 64

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/model/growth.h"
 #include "format/torch_entry.h"
 #include "util/sat.h"
 
@@ -816,24 +817,32 @@ gmt_tensors_event(struct gmt_tensors *t, const struct gmt_trace_event *ev, uint6
 	}
 }
 
+/* @p v, the site's live bytes at sample @p index (of its kind: marks, steps, range ends or
+ * snapshots). */
 static void
-sample(struct gmt_tgrowth *g, uint64_t v)
+sample(struct gmt_tgrowth *g, uint64_t v, uint32_t index)
 {
+	if (!g->born && v)
+		g->born = index + 1;
 	if (!g->sampled) {
-		g->first = g->last = v;
 		g->sampled = true;
-		return;
+		/* a site made after the first sample had nothing at the earlier ones (as at the
+		 * CUDA level): its bytes now are a rise from 0 */
+		g->first = index ? 0 : v;
+		g->last = g->first;
+		if (!index)
+			return;
 	}
 	if (v > g->last)
-		g->rises++;
+		g->rises++, g->rises_live += g->last > 0;
 	else if (v < g->last)
 		g->falls++;
 	g->last = v;
 }
 
 /* Snapshots come once a second whatever the program does: a short run's two or three say little
- * (as at the CUDA level, growth.c). */
-#define TSNAP_MIN 4
+ * (as at the CUDA level, growth.h). */
+#define TSNAP_MIN GMT_GROWTH_SNAPSHOTS_LEAST
 
 void
 gmt_tensors_marker(struct gmt_tensors *t, const struct gmt_trace_marker *mk)
@@ -860,7 +869,13 @@ gmt_tensors_marker(struct gmt_tensors *t, const struct gmt_trace_marker *mk)
 	bool as_mark = mark && (!step || t->marks_seen == 0);
 	for (size_t i = 0; i < t->nsites; i++) {
 		struct gmt_tsite *s = &t->sites[i];
-		sample(step ? &s->at_steps : mark ? &s->growth : &s->at_range_ends, s->live);
+		sample(step   ? &s->at_steps
+		       : mark ? &s->growth
+			      : &s->at_range_ends,
+		       s->live,
+		       step   ? t->steps_seen
+		       : mark ? t->marks_seen
+			      : t->range_samples);
 		if (as_mark) {
 			s->mark_live = s->live;
 			s->mark_requested = s->live_requested;
@@ -882,7 +897,7 @@ gmt_tensors_snapshot(struct gmt_tensors *t)
 	if (t->error)
 		return;
 	for (size_t i = 0; i < t->nsites; i++)
-		sample(&t->sites[i].at_snapshots, t->sites[i].live);
+		sample(&t->sites[i].at_snapshots, t->sites[i].live, t->snapshot_samples);
 	t->snapshot_samples++;
 }
 
@@ -931,6 +946,14 @@ gmt_tsite_grows(const struct gmt_tensors *t, const struct gmt_tsite *s)
 	/* a site first seen after the first sample started from nothing */
 	uint64_t first = g->sampled ? g->first : 0;
 	uint32_t least = t->basis == GMT_BASIS_SNAPSHOTS ? TSNAP_MIN : 2;
-	return t->samples >= least && g->sampled && g->last > first && intervals &&
-	       g->rises * 2 >= intervals;
+	if (t->samples < least || !g->sampled || g->last <= first || !intervals ||
+	    g->rises * 2 < intervals)
+		return false;
+	/* automatic samples (the tracer's steps, snapshots): growth.h's rule besides */
+	if (t->basis == GMT_BASIS_AUTO_STEPS || t->basis == GMT_BASIS_SNAPSHOTS)
+		return gmt_growth_auto_grows(t->samples, g->born, g->rises_live, g->falls,
+					     t->basis == GMT_BASIS_SNAPSHOTS
+						 ? GMT_GROWTH_SNAPSHOTS_LEAST
+						 : GMT_GROWTH_AUTO_STEPS_LEAST);
+	return true;
 }

@@ -43,6 +43,9 @@ struct gmt_tsite {
 	struct gmt_tgrowth {
 		uint64_t first, last;
 		uint32_t rises, falls;
+		/** 1 + the first sample at which it held bytes (0: none); of the rises, those
+		 * from a sample at which it held bytes */
+		uint32_t born, rises_live;
 		bool sampled; /**< first is set */
 	} growth, at_range_ends, at_steps, at_snapshots;
 };

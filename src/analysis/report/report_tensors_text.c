@@ -238,7 +238,7 @@ text_process(FILE *out, const struct gmt_process *p, const struct gmt_cat_rules 
 			"the cache: no new segment needed to show it):\n",
 			n, gmt_text_plural(n, "site", "sites"), t->samples,
 			t->basis == GMT_BASIS_MARKS	   ? "markers"
-			: t->basis == GMT_BASIS_AUTO_STEPS ? "automatic steps (optimizer)"
+			: t->basis == GMT_BASIS_AUTO_STEPS ? gmt_text_auto_steps(p->trace)
 			: t->basis == GMT_BASIS_RANGE_ENDS ? "range ends"
 							   : "snapshots");
 		for (size_t i = 0; i < n && i < TEXT_TENSOR_GROWTH; i++) {

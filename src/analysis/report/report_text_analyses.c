@@ -163,7 +163,7 @@ gmt_text_growth(FILE *out, const struct gmt_process *procs, size_t n)
 			gmt_format_bytes(sum.last - sum.first, b1), gmt_format_bytes(sum.first, b2),
 			gmt_format_bytes(sum.last, b3), rises, samples - 1,
 			!markers				  ? "snapshots"
-			: m->growth_basis == GMT_BASIS_AUTO_STEPS ? "automatic steps (optimizer)"
+			: m->growth_basis == GMT_BASIS_AUTO_STEPS ? gmt_text_auto_steps(m->trace)
 			: m->growth_basis == GMT_BASIS_RANGE_ENDS ? "ends of outermost ranges"
 								  : "markers",
 			stacks, gmt_esc(site), proc);

@@ -48,6 +48,18 @@ gmt_report_call(const struct gmt_trace *t, uint16_t api, uint16_t driver, char *
 		snprintf(buf, max, "%s", gmt_esc(gmt_trace_string(t, api)));
 }
 
+const char *
+gmt_text_auto_steps(const struct gmt_trace *t)
+{
+	for (size_t i = 0; t && i < t->nmarkers; i++)
+		if (t->markers[i].auto_step)
+			return t->markers[i].label &&
+				       strncmp(t->markers[i].label, "forward ", 8) == 0
+				   ? "automatic steps (forward)"
+				   : "automatic steps (optimizer)";
+	return "automatic steps (optimizer)";
+}
+
 void
 gmt_text_process_name(const struct gmt_trace *t, char *buf, size_t max)
 {

@@ -16,6 +16,11 @@
 /** @p one or @p many by @p n. */
 const char *gmt_text_plural(uint64_t n, const char *one, const char *many);
 
+/** What the tracer's automatic steps of @p t are, as growth's text names its samples:
+ * "automatic steps (forward)" where they are the model's forward() calls (a program with no
+ * optimizer, docs/markers.md), else "automatic steps (optimizer)". */
+const char *gmt_text_auto_steps(const struct gmt_trace *t);
+
 /** "4242", or "? (FILE)" when the header (and so the pid) was lost. */
 void gmt_text_process_name(const struct gmt_trace *t, char *buf, size_t max);
 
