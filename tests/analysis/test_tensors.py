@@ -447,7 +447,33 @@ def case_autogrowth(exe, fx):
                 "user marks" if user else "automatic steps", name, got, want, t.get("growth_basis")))
 
 
-CASES = {"autogrowth": case_autogrowth, "userline": case_userline, "limit": case_limit, "hostile": case_hostile, "categories": case_categories, "snapshot": case_snapshot, "markers": case_markers, "frag": case_frag, "growth": case_growth, "gpt2": case_gpt2,
+def case_graphoom(exe, fx):
+    """tests/gpu/workloads/graph_oom.py traced on an H100 (no marker in it): three forwards
+    (automatic steps), a model captured into a CUDA graph (its private pool made in the last
+    of them), replays, a caught torch.OutOfMemoryError. Nothing grows (the graph's pool is not
+    growth by being made), both failed cudaMallocs are explained as larger than the device, the
+    tensor level names torch's OOM, and what the program kept is held by its module's globals,
+    named as the program knows them (__main__, not multiprocessing's __mp_main__)."""
+    path = os.path.join(fx, "graph-oom.jsonl.zst")
+    doc, _ = report(exe, path)
+    t = tensors_of(doc)
+    check(doc["growth"] == [] and t.get("growth") == [] and t.get("growth_basis") == "auto_steps",
+          f"nothing grows on the three forwards (CUDA {doc['growth']}, tensors {t.get('growth')})")
+    check(doc["summary"]["failed_allocations"] == 2 and doc["summary"]["leaked_bytes"] == 0,
+          "two failed allocations, nothing leaked")
+    check([o["cause"] for o in doc["oom"]] == ["larger_than_device"] * 2,
+          f"each failure is larger than the device ({[o['cause'] for o in doc['oom']]})")
+    check([o.get("cause") for o in t.get("ooms", [])] == ["too_large"],
+          f"torch's OOM explained ({[o.get('cause') for o in t.get('ooms', [])]})")
+    check([h["holder"] for h in t.get("held_at_end", [])] == ["static_in in __main__",
+                                                            "static_out in __main__"],
+          f"the kept tensors held by the script's globals ({t.get('held_at_end')})")
+    text, _ = report(exe, path, fmt="text")
+    check("growing" not in text and "larger than the device" in text,
+          "the text says no growth and why the allocation failed")
+
+
+CASES = {"graphoom": case_graphoom, "autogrowth": case_autogrowth, "userline": case_userline, "limit": case_limit, "hostile": case_hostile, "categories": case_categories, "snapshot": case_snapshot, "markers": case_markers, "frag": case_frag, "growth": case_growth, "gpt2": case_gpt2,
          "synthetic": case_synthetic}
 
 
