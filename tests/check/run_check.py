@@ -1345,6 +1345,17 @@ def group_named(tool, victim, golden):
               "PASS max-leaked-bytes: passes on every rank (1 of 2 ranks have it)" in out,
               "check over a summary and %s fails complete-traces naming it (%d)" % (what, rc),
               out + err)
+    # a directory the user named with nothing in it, beside traces or beside summaries
+    empty_dir = tool.path("named-empty-dir")
+    os.mkdir(empty_dir)
+    for what, first, why in (
+            ("traces", good, "no trace files (*.jsonl, *.jsonl.zst, *.jsonl.gz, *.pickle) in this "
+             "directory"),
+            ("summaries", summary, "no summaries (*.summary.json) or traces in this directory")):
+        rc, out, err = tool.run("check", "--max-leaked-bytes", "1GiB", first, empty_dir)
+        check(rc == 1 and "%s: yielded nothing (%s)" % (empty_dir, why) in out,
+              "check over %s and an empty directory fails complete-traces naming it (%d)" % (
+                  what, rc), out + err)
     rc, out, err = tool.run("report", "--format", "json", summary, damaged)
     doc = json.loads(out) if rc == 0 else {}
     check(doc.get("kind") == "ranks" and doc.get("lost_traces") == [

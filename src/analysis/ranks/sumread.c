@@ -236,6 +236,24 @@ struct each {
  * as for a trace that yielded nothing (a gate must not pass over it); so is a trace the user
  * named. A directory's file that is no trace is only said.
  */
+/* @p path, an input that yielded nothing (@p why), to the caller as the summary that says so. */
+static void
+lost_input(struct each *e, const char *path, const char *why)
+{
+	struct gmt_lost_trace lt = {.file = (char *)path, .why = (char *)why};
+	struct gmt_lost lost = {.v = &lt, .n = 1};
+	json_t *s = gmt_summary_lost_doc(&lost);
+
+	if (!s) {
+		fprintf(e->diag, "gpumemtrace %s: %s: out of memory\n", e->cmd, gmt_esc(path));
+		e->bad++;
+		return;
+	}
+	e->fn(e->data, path, s);
+	json_decref(s);
+	e->good++;
+}
+
 static void
 one(struct each *e, const char *path, bool summary, bool named)
 {
@@ -244,12 +262,8 @@ one(struct each *e, const char *path, bool summary, bool named)
 			    : summarize_trace(e->cmd, path, named, e->so, e->diag);
 
 	if (!s && why[0]) {
-		struct gmt_lost_trace lt = {.file = (char *)path, .why = why};
-		struct gmt_lost lost = {.v = &lt, .n = 1};
-
-		if (!(s = gmt_summary_lost_doc(&lost)))
-			fprintf(e->diag, "gpumemtrace %s: %s: out of memory\n", e->cmd,
-				gmt_esc(path));
+		lost_input(e, path, why);
+		return;
 	}
 	if (!s) {
 		e->bad++;
@@ -296,9 +310,12 @@ each_dir(struct each *e, const char *dir)
 	int i = 0, k = 0, used = 0;
 
 	if (ns < 0 || nt < 0) {
-		fprintf(e->diag, "gpumemtrace %s: %s: cannot read directory: %s\n", e->cmd,
-			gmt_esc(dir), strerror(-(ns < 0 ? ns : nt)));
-		e->bad++;
+		char why[GMT_TRACE_WHY];
+		snprintf(why, sizeof(why), "cannot read directory: %s",
+			 strerror(-(ns < 0 ? ns : nt)));
+		fprintf(e->diag, "gpumemtrace %s: %s: %s\n", e->cmd, gmt_esc(dir), why);
+		lost_input(e, dir,
+			   why); /* a directory the user named: a gate must not pass it over */
 		free_names(sums, ns > 0 ? ns : 0);
 		free_names(traces, nt > 0 ? nt : 0);
 		return;
@@ -320,11 +337,10 @@ each_dir(struct each *e, const char *dir)
 		used++;
 	}
 	if (used == 0) {
-		fprintf(e->diag,
-			"gpumemtrace %s: %s: no summaries (*" GMT_SUMMARY_SUFFIX
-			") or traces in this directory\n",
-			e->cmd, gmt_esc(dir));
-		e->bad++;
+		static const char none[] =
+		    "no summaries (*" GMT_SUMMARY_SUFFIX ") or traces in this directory";
+		fprintf(e->diag, "gpumemtrace %s: %s: %s\n", e->cmd, gmt_esc(dir), none);
+		lost_input(e, dir, none);
 	}
 	free_names(sums, ns);
 	free_names(traces, nt);
