@@ -1356,6 +1356,18 @@ def group_named(tool, victim, golden):
         check(rc == 1 and "%s: yielded nothing (%s)" % (empty_dir, why) in out,
               "check over %s and an empty directory fails complete-traces naming it (%d)" % (
                   what, rc), out + err)
+    # in a directory too, a trace this reader cannot read is a lost one (another tracer
+    # version's); another program's file beside it is only said
+    vdir = tool.path("named-version-dir")
+    os.mkdir(vdir)
+    shutil.copy(good, vdir)
+    shutil.copy(version2, vdir)
+    shutil.copy(foreign, vdir)
+    rc, out, err = tool.run("check", "--max-leaked-bytes", "1GiB", vdir)
+    check(rc == 1 and "%s: yielded nothing (%s)" % (os.path.join(vdir, "version2.jsonl"), v2why)
+          in out and "metrics.jsonl" not in out and "metrics.jsonl" in err,
+          "a directory's trace of another version is lost, its foreign file only said (%d)" % rc,
+          out + err)
     rc, out, err = tool.run("report", "--format", "json", summary, damaged)
     doc = json.loads(out) if rc == 0 else {}
     check(doc.get("kind") == "ranks" and doc.get("lost_traces") == [

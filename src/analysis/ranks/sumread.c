@@ -198,8 +198,8 @@ read_summary(const char *cmd, const char *path, FILE *diag, char lost[GMT_TRACE_
 }
 
 /*
- * Trace @p path summarized here, as `summarize` would: a trace that yielded nothing (lost), or a
- * path the user @p named that could not be read, is the summary that says so
+ * Trace @p path summarized here, as `summarize` would (@p named: as a path the user gave): a
+ * trace that yielded nothing or could not be read (lost) is the summary that says so
  * (gmt_summary_lost_doc()). NULL after the reader's message (or ours).
  */
 static json_t *
@@ -230,12 +230,6 @@ struct each {
 	size_t good, bad;
 };
 
-/*
- * One input, named by the user (@p named) or found in a directory, to the caller as a summary.
- * A summary file that cannot be read is a rank whose story is lost: the summary that says so,
- * as for a trace that yielded nothing (a gate must not pass over it); so is a trace the user
- * named. A directory's file that is no trace is only said.
- */
 /* @p path, an input that yielded nothing (@p why), to the caller as the summary that says so. */
 static void
 lost_input(struct each *e, const char *path, const char *why)
@@ -254,6 +248,12 @@ lost_input(struct each *e, const char *path, const char *why)
 	e->good++;
 }
 
+/*
+ * One input, named by the user (@p named: read as `report` reads it, a pipe too) or found in a
+ * directory, to the caller as a summary. A summary file that cannot be read is a rank whose
+ * story is lost: the summary that says so, as for a trace that yielded nothing or could not be
+ * read (a gate must not pass over it). A file that is no trace at all is only said.
+ */
 static void
 one(struct each *e, const char *path, bool summary, bool named)
 {

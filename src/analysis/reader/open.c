@@ -12,6 +12,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 enum gmt_trace_status
 gmt_trace_read(const char *path,
@@ -39,7 +40,10 @@ gmt_trace_read_sink(const char *path,
 		opt = &defaults;
 	if (gmt_trace_input_open(&in, path, opt->pipe_ok, owhy) != 0) {
 		fprintf(diag, "%s: cannot open: %s\n", gmt_esc(path), gmt_esc(owhy));
-		if (why)
+		/* missing or unreadable, it may be a trace (kept as a lost one); a FIFO, device or
+		 * socket where a trace file was looked for is none: said, no reason kept */
+		struct stat st;
+		if (why && !(stat(path, &st) == 0 && !S_ISREG(st.st_mode)))
 			snprintf(why, GMT_TRACE_WHY, "cannot open: %.*s",
 				 (int)(GMT_TRACE_WHY - sizeof("cannot open: ")), owhy);
 		return GMT_TRACE_UNREADABLE;

@@ -63,8 +63,7 @@ struct reader {
 	bool refused; /* unknown format or version: the file is unreadable */
 	bool nomem;   /* out of memory: the read stopped, the file is unreadable (nomem()) */
 	/* why a trace was refused, in words that quote nothing of the file (rd_refuse()): what
-	 * the session keeps of a file the user named that yielded nothing; empty when the file
-	 * is another program's (not a lost trace) */
+	 * the session keeps of a lost input; empty when the file is another program's */
 	char refuse_why[GMT_TRACE_WHY];
 	bool have_min_ts;
 	bool have_start_ts;

@@ -440,7 +440,7 @@ struct gmt_trace_sink {
  * GMT_TRACE_UNREADABLE it holds why a file that may be a trace could not be read ("cannot open:
  * ...", "trace format version 2 is not supported ...", "out of memory"), and is empty for a
  * file that is evidently another program's (not a gpumemtrace trace, not a snapshot): the
- * session keeps the former among the lost inputs when the user named the file.
+ * session keeps the former among the lost inputs.
  */
 enum gmt_trace_status gmt_trace_read_sink(const char *path,
 					  FILE *diag,

@@ -28,11 +28,11 @@ struct gmt_process {
 /**
  * An input of the session that yielded nothing: a trace file that is a trace, or empty
  * (GMT_TRACE_LOST: its process ended before its tracer wrote a line, a read error, a header-less
- * remnant), or any path the user named that could not be read (missing, not a trace, a format
- * version this reader does not know, a directory without traces, out of memory): a process in
- * none of the figures, which every report names beside its processes (and check's
- * complete-traces fails on). A file in a directory that is no trace at all (another program's
- * .jsonl beside the traces) is not one: only said on stderr.
+ * remnant), or any input that could not be read though it may be a trace (missing, a format
+ * version this reader does not know, a damaged compressed stream, a named directory without
+ * traces, out of memory): a process in none of the figures, which every report names beside its
+ * processes (and check's complete-traces fails on). A file that is evidently another program's
+ * (a .jsonl beside the traces that holds no trace line) is not one: only said on stderr.
  */
 struct gmt_lost_trace {
 	char *file; /**< the path, as given (or joined to the directory given) */

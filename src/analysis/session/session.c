@@ -153,11 +153,11 @@ add_lost(struct gmt_session *s, const char *path, const char *why)
 
 /*
  * The outcome of read_one() taken into the session, as gmt_session_add_file() returns it. A
- * trace whose story is lost, and anything that yielded nothing out of memory, is kept among the
- * lost inputs; so is a path the user @p named that could not be read though it may be a trace
- * (missing, a format version this reader does not know, a damaged compressed stream): what they
- * asked about is not in the figures. A file that is evidently another program's (the reader
- * gives no reason) is only said, named or found in a directory (a glob's metrics.jsonl).
+ * trace whose story is lost, anything that yielded nothing out of memory, and a file that could
+ * not be read though it may be a trace (missing, a format version this reader does not know, a
+ * damaged compressed stream: the reader gives its reason) are kept among the lost inputs: what
+ * the user asked about is not in the figures. A file that is evidently another program's (the
+ * reader gives no reason) is only said, named or found in a directory (a glob's metrics.jsonl).
  */
 static int
 take(struct gmt_session *s,
@@ -165,8 +165,7 @@ take(struct gmt_session *s,
      int rc,
      struct gmt_trace *t,
      struct gmt_model *m,
-     const char *why,
-     bool named)
+     const char *why)
 {
 	if (rc == 0 && !append(s, t, m)) {
 		gmt_model_free(m);
@@ -175,7 +174,7 @@ take(struct gmt_session *s,
 	}
 	if (rc == -2)
 		fprintf(s->diag, "%s: out of memory\n", gmt_esc(path));
-	if (rc == -4 || rc == -2 || (rc == -1 && named && why[0]))
+	if (rc == -4 || rc == -2 || (rc == -1 && why[0]))
 		add_lost(s, path, rc == -2 ? "out of memory" : why);
 	if (rc != 0) {
 		s->unreadable++;
@@ -193,7 +192,7 @@ gmt_session_add_file(struct gmt_session *s, const char *path)
 
 	int rc = read_one(&s->opt, s->diag, path, &t, &m, why);
 
-	return take(s, path, rc, t, m, why, false);
+	return take(s, path, rc, t, m, why);
 }
 
 /* A file the user named: a pipe there (`report <(zstdcat t.zst)`, a FIFO) is read as standard
@@ -209,7 +208,7 @@ add_named(struct gmt_session *s, const char *path)
 	opt.read.pipe_ok = true;
 	int rc = read_one(&opt, s->diag, path, &t, &m, why);
 
-	return take(s, path, rc, t, m, why, true);
+	return take(s, path, rc, t, m, why);
 }
 
 // --- a directory: its traces read in parallel ------------------------------------------------
@@ -389,7 +388,7 @@ add_parallel(struct gmt_session *s, const char *dir, char **names, size_t n)
 			s->unreadable++;
 			continue;
 		}
-		take(s, j->path, j->rc, j->t, j->m, j->why, false);
+		take(s, j->path, j->rc, j->t, j->m, j->why);
 		free(j->path);
 	}
 	free(w.jobs);

@@ -46,8 +46,9 @@ struct gmt_session {
 	struct gmt_process *procs; /**< one per trace read, in the order they were added */
 	size_t n;
 	size_t unreadable; /**< paths that yielded nothing (each one reported on diag) */
-	/** of those, traces (or empty files) that yielded nothing: GMT_TRACE_LOST, a process whose
-	 * story is lost, each with the reader's reason, for the reports to name */
+	/** of those, the inputs that may be traces (process.h: empty, unreadable, missing, of
+	 * another format version, out of memory), each with the reader's reason, for the reports
+	 * to name: not another program's files */
 	struct gmt_lost lost;
 	struct gmt_symbolizer *sym; /**< shared by every trace's stacks; made with the first */
 };
