@@ -181,6 +181,14 @@ class Trace:
             d["stack"] = stack
         self.add(**d)
 
+    def torch_segment(self, seg, size):
+        """The torch line, then one cudaMalloc of @p size at @p seg that becomes the cache's segment."""
+        self.add(type="torch", version="2.11.0+cu130", backend="native", alloc_conf="", layer="blocks",
+                 detail="x")
+        self.add(type="event", op="alloc", api="cudaMalloc", kind="device", device=0, ptr=hex(seg),
+                 size=size, result=0, tid=1)
+        self.block("segment_alloc", seg, size)
+
     def write(self, path, raw=()):
         with open(path, "w") as f:
             for l in self.lines:
@@ -408,11 +416,7 @@ def case_autogrowth(exe, fx):
 
     def trace(user, steps, body):
         tr = Trace()
-        tr.add(type="torch", version="2.11.0+cu130", backend="native", alloc_conf="", layer="blocks",
-               detail="x")
-        tr.add(type="event", op="alloc", api="cudaMalloc", kind="device", device=0, ptr=hex(seg),
-               size=200 * MiB, result=0, tid=1)
-        tr.block("segment_alloc", seg, 200 * MiB)
+        tr.torch_segment(seg, 200 * MiB)
         for step in range(steps):
             body(tr, step)
             m = dict(type="marker", tid=1, label=("step %d" if user else "optimizer step %d") % (step + 1))

@@ -230,6 +230,19 @@ struct each {
 	size_t good, bad;
 };
 
+/* Summary @p s of @p path to the caller (NULL: said, counted bad). Takes @p s. */
+static void
+deliver(struct each *e, const char *path, json_t *s)
+{
+	if (!s) {
+		e->bad++;
+		return;
+	}
+	e->fn(e->data, path, s);
+	json_decref(s);
+	e->good++;
+}
+
 /* @p path, an input that yielded nothing (@p why), to the caller as the summary that says so. */
 static void
 lost_input(struct each *e, const char *path, const char *why)
@@ -238,14 +251,9 @@ lost_input(struct each *e, const char *path, const char *why)
 	struct gmt_lost lost = {.v = &lt, .n = 1};
 	json_t *s = gmt_summary_lost_doc(&lost);
 
-	if (!s) {
+	if (!s)
 		fprintf(e->diag, "gpumemtrace %s: %s: out of memory\n", e->cmd, gmt_esc(path));
-		e->bad++;
-		return;
-	}
-	e->fn(e->data, path, s);
-	json_decref(s);
-	e->good++;
+	deliver(e, path, s);
 }
 
 /*
@@ -261,17 +269,10 @@ one(struct each *e, const char *path, bool summary, bool named)
 	json_t *s = summary ? read_summary(e->cmd, path, e->diag, why)
 			    : summarize_trace(e->cmd, path, named, e->so, e->diag);
 
-	if (!s && why[0]) {
+	if (!s && why[0])
 		lost_input(e, path, why);
-		return;
-	}
-	if (!s) {
-		e->bad++;
-		return;
-	}
-	e->fn(e->data, path, s);
-	json_decref(s);
-	e->good++;
+	else
+		deliver(e, path, s);
 }
 
 /* Whether the trace @p name has its summary among @p sums (NAME.summary.json). */
