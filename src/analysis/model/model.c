@@ -267,9 +267,10 @@ growth_sample(struct replay *r, enum sample which)
 
 		if (*count == 0)
 			g->first = st->live;
-		else if (st->live > g->last)
-			g->rises++, g->rises_live += g->last > 0;
-		else if (st->live < g->last)
+		else if (st->live > g->last) {
+			g->rises++;
+			g->rises_live += g->last > 0; /* not the site's making */
+		} else if (st->live < g->last)
 			g->falls++;
 		if (!g->born && st->live)
 			g->born = *count + 1;

@@ -833,9 +833,10 @@ sample(struct gmt_tgrowth *g, uint64_t v, uint32_t index)
 		if (!index)
 			return;
 	}
-	if (v > g->last)
-		g->rises++, g->rises_live += g->last > 0;
-	else if (v < g->last)
+	if (v > g->last) {
+		g->rises++;
+		g->rises_live += g->last > 0; /* not the site's making */
+	} else if (v < g->last)
 		g->falls++;
 	g->last = v;
 }
