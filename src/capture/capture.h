@@ -15,6 +15,8 @@
 #include <stdint.h>
 
 #include "format/event.h"
+#include "ring/ring.h"
+#include "util/clock.h"
 
 #define GMT_EXPORT __attribute__((visibility("default")))
 
@@ -51,14 +53,50 @@ gmt_hook_leave(void)
 	gmt_depth--;
 }
 
-/** Fill seq (the global order) and ts. Call before a free's real call, after an alloc's. */
-void gmt_stamp(struct gmt_event *ev);
+/* The core's state that the inline fast paths below read (core.c defines it): the global order,
+ * this thread's id (0 until asked), the ring every event goes through. */
+extern _Atomic uint64_t gmt_core_next_seq;
+extern __thread int32_t gmt_core_tid __attribute__((tls_model("initial-exec")));
+extern struct gmt_ring gmt_core_events;
 
-/** gmt_stamp()'s seq, ts and tid, for an event not written yet (gmt_emit_claim()). */
-void gmt_stamp_values(uint64_t *seq, uint64_t *ts_ns, int32_t *tid);
+/** gmt_tid()'s first call on a thread: asks the kernel, keeps it. */
+int32_t gmt_tid_slow(void);
 
 /** This thread's id (cached). */
-int32_t gmt_tid(void);
+static inline int32_t
+gmt_tid(void)
+{
+	int32_t tid = gmt_core_tid;
+	return __builtin_expect(tid != 0, 1) ? tid : gmt_tid_slow();
+}
+
+extern __thread int *gmt_core_errno_at __attribute__((tls_model("initial-exec")));
+int *gmt_errno_at_slow(void);
+
+/** This thread's errno, where it is (its address asked once per thread): a recording keeps the
+ * application's errno as it was, for two loads and a store instead of two calls into libc. */
+static inline int *
+gmt_errno_at(void)
+{
+	int *at = gmt_core_errno_at;
+	return __builtin_expect(at != NULL, 1) ? at : gmt_errno_at_slow();
+}
+
+/** gmt_stamp()'s seq, ts and tid, for an event not written yet (gmt_emit_claim()). */
+static inline void
+gmt_stamp_values(uint64_t *seq, uint64_t *ts_ns, int32_t *tid)
+{
+	*seq = atomic_fetch_add_explicit(&gmt_core_next_seq, 1, memory_order_relaxed) + 1;
+	*ts_ns = gmt_clock_raw(); /* the writer makes it ns (util/clock.h) */
+	*tid = gmt_tid();
+}
+
+/** Fill seq (the global order) and ts. Call before a free's real call, after an alloc's. */
+static inline void
+gmt_stamp(struct gmt_event *ev)
+{
+	gmt_stamp_values(&ev->seq, &ev->ts_ns, &ev->tid);
+}
 
 struct gmt_options;
 /** The tracer's options (read once, at load or first use). */
@@ -67,10 +105,23 @@ const struct gmt_options *gmt_tracer_options(void);
 /** Hand a stamped event to the writer. Never blocks: a full ring counts a drop (false). */
 bool gmt_emit(struct gmt_event *ev);
 
+/** gmt_emit_core() when the tracer is not running yet or the ring was full: starts it (the
+ * process's first event), pushes again, or counts the drop. */
+bool gmt_emit_core_slow(struct gmt_event *ev);
+
 /** gmt_emit() of an event whose bytes past its core are zero (format/event.h,
  * GMT_EVENT_CORE_BYTES: the CUDA level's allocations, frees and resets): the core alone is
- * copied, and @p ev's other bytes are not read (gmt_event_clear_core() is enough). */
-bool gmt_emit_core(struct gmt_event *ev);
+ * copied, and @p ev's other bytes are not read (gmt_event_clear_core() is enough). Inline: it
+ * runs in every recorded CUDA call. */
+static inline bool
+gmt_emit_core(struct gmt_event *ev)
+{
+	if (__builtin_expect(
+		atomic_load_explicit(&gmt_state, memory_order_acquire) == GMT_STATE_RUNNING, 1) &&
+	    __builtin_expect(gmt_ring_push_core(&gmt_core_events, ev), 1))
+		return true;
+	return gmt_emit_core_slow(ev);
+}
 
 /** gmt_emit() for a `usage` reading: a drop is also counted among the dropped readings (the
  * trailer's `dropped_readings`: of the drops, those that lost no allocation or free). */
@@ -89,7 +140,8 @@ void gmt_emit_commit(uint64_t pos);
 
 /* For the lifecycle (lifecycle.c), which starts and stops what the core feeds. */
 struct gmt_ring;
-/** The ring gmt_emit() pushes into (initialised by the lifecycle before RUNNING). */
+/** The ring gmt_emit() pushes into (gmt_core_events; initialised by the lifecycle before
+ * RUNNING). */
 struct gmt_ring *gmt_core_ring(void);
 /** Events that could not be pushed (full ring, not running). */
 _Atomic uint64_t *gmt_core_dropped(void);

@@ -7,6 +7,7 @@
 #define _GNU_SOURCE
 #include "capture/capture.h"
 
+#include <errno.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <sys/syscall.h>
@@ -20,37 +21,30 @@
 _Atomic int gmt_state = GMT_STATE_UNINIT;
 __thread unsigned gmt_depth __attribute__((tls_model("initial-exec")));
 
-static __thread int32_t cached_tid __attribute__((tls_model("initial-exec")));
+__thread int32_t gmt_core_tid __attribute__((tls_model("initial-exec")));
+__thread int *gmt_core_errno_at __attribute__((tls_model("initial-exec")));
 
 static struct gmt_options opts;
 static _Atomic bool opts_loaded;
-static struct gmt_ring ring;
-static _Atomic uint64_t next_seq;
+struct gmt_ring gmt_core_events;
+_Atomic uint64_t gmt_core_next_seq;
 static _Atomic uint64_t dropped;
 static _Atomic uint64_t dropped_readings; /* of dropped: usage readings */
 
 // --- small facts --------------------------------------------------------------------------------
 
 int32_t
-gmt_tid(void)
+gmt_tid_slow(void)
 {
-	if (!cached_tid)
-		cached_tid = (int32_t)syscall(SYS_gettid);
-	return cached_tid;
+	gmt_core_tid = (int32_t)syscall(SYS_gettid);
+	return gmt_core_tid;
 }
 
-void
-gmt_stamp_values(uint64_t *seq, uint64_t *ts_ns, int32_t *tid)
+int *
+gmt_errno_at_slow(void)
 {
-	*seq = atomic_fetch_add_explicit(&next_seq, 1, memory_order_relaxed) + 1;
-	*ts_ns = gmt_clock_raw(); /* the writer makes it ns (util/clock.h) */
-	*tid = gmt_tid();
-}
-
-void
-gmt_stamp(struct gmt_event *ev)
-{
-	gmt_stamp_values(&ev->seq, &ev->ts_ns, &ev->tid);
+	gmt_core_errno_at = &errno; /* the thread's own, for its life (a fork child's too) */
+	return gmt_core_errno_at;
 }
 
 const struct gmt_options *
@@ -68,7 +62,7 @@ gmt_tracer_options(void)
 struct gmt_ring *
 gmt_core_ring(void)
 {
-	return &ring;
+	return &gmt_core_events;
 }
 
 _Atomic uint64_t *
@@ -86,7 +80,7 @@ gmt_core_dropped_readings(void)
 void
 gmt_core_after_fork(void)
 {
-	cached_tid = 0;
+	gmt_core_tid = 0;
 }
 
 /* Returns true when events can be pushed. The first caller starts the tracer; threads that race
@@ -123,7 +117,8 @@ ensure_running(void)
 static inline bool
 emit(struct gmt_event *ev, bool reading, bool core)
 {
-	if (ensure_running() && (core ? gmt_ring_push_core(&ring, ev) : gmt_ring_push(&ring, ev)))
+	if (ensure_running() &&
+	    (core ? gmt_ring_push_core(&gmt_core_events, ev) : gmt_ring_push(&gmt_core_events, ev)))
 		return true;
 	if (atomic_load_explicit(&gmt_state, memory_order_relaxed) != GMT_STATE_DISABLED) {
 		atomic_fetch_add_explicit(&dropped, 1, memory_order_relaxed);
@@ -140,9 +135,12 @@ gmt_emit(struct gmt_event *ev)
 }
 
 bool
-gmt_emit_core(struct gmt_event *ev)
+gmt_emit_core_slow(struct gmt_event *ev)
 {
-	return emit(ev, false, true);
+	int *errno_at = gmt_errno_at(), saved_errno = *errno_at; /* the start may set it */
+	bool pushed = emit(ev, false, true);
+	*errno_at = saved_errno;
+	return pushed;
 }
 
 bool
@@ -159,7 +157,7 @@ gmt_emit_claim(uint64_t *pos)
 			atomic_fetch_add_explicit(&dropped, 1, memory_order_relaxed);
 		return NULL;
 	}
-	struct gmt_event *ev = gmt_ring_claim(&ring, pos);
+	struct gmt_event *ev = gmt_ring_claim(&gmt_core_events, pos);
 	if (!ev)
 		atomic_fetch_add_explicit(&dropped, 1, memory_order_relaxed);
 	return ev;
@@ -168,5 +166,5 @@ gmt_emit_claim(uint64_t *pos)
 void
 gmt_emit_commit(uint64_t pos)
 {
-	gmt_ring_commit(&ring, pos);
+	gmt_ring_commit(&gmt_core_events, pos);
 }

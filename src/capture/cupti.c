@@ -1217,7 +1217,7 @@ static __attribute__((noinline)) void
 on_recorded(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void *data)
 {
 	gmt_depth++;
-	int saved_errno = errno;
+	int *errno_at = gmt_errno_at(), saved_errno = *errno_at;
 	uint64_t t0 = gmt_prof_begin();
 	switch (domain) {
 	case CUPTI_CB_DOMAIN_DRIVER_API: on_driver(cbid, data); break;
@@ -1237,7 +1237,7 @@ on_recorded(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void *data
 			: GMT_PROF_CB_RESOURCE;
 		gmt_prof_end(part, t0);
 	}
-	errno = saved_errno;
+	*errno_at = saved_errno;
 	gmt_depth--;
 }
 

@@ -221,7 +221,7 @@ current_device(enum gmt_cuda_runtime rt)
 static void
 alloc_end(enum gmt_cuda_runtime rt, struct gmt_event *ev)
 {
-	int saved_errno = errno;
+	int *errno_at = gmt_errno_at(), saved_errno = *errno_at;
 	uint64_t t_all = gmt_prof_begin(), t0;
 
 	ev->device = current_device(rt);
@@ -248,7 +248,7 @@ alloc_end(enum gmt_cuda_runtime rt, struct gmt_event *ev)
 	gmt_emit_core(ev);
 	gmt_prof_end(GMT_PROF_EMIT, t0);
 	gmt_prof_end(GMT_PROF_WRAP_RECORD, t_all);
-	errno = saved_errno;
+	*errno_at = saved_errno;
 }
 
 /* The first half of a free or reset: the sequence number is taken before the real call. */
@@ -267,14 +267,12 @@ free_begin(enum gmt_cuda_runtime rt, struct gmt_event *ev)
 static void
 free_end(struct gmt_event *ev, cudaError_t rc)
 {
-	int saved_errno = errno;
 	uint64_t t0 = gmt_prof_begin();
 
 	ev->result = (int32_t)rc;
-	gmt_emit_core(ev);
+	gmt_emit_core(ev); /* its slow path (the first event starts the tracer) keeps errno */
 	gmt_prof_end(GMT_PROF_EMIT, t0);
 	gmt_prof_end(GMT_PROF_WRAP_RECORD, t0);
-	errno = saved_errno;
 }
 
 // --- the wrappers ------------------------------------------------------------------------------
