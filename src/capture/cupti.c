@@ -922,7 +922,7 @@ gmt_cupti_wrap_record(struct gmt_event *ev)
 // --- driver callbacks
 // -----------------------------------------------------------------------------
 
-static void
+static inline __attribute__((always_inline)) void
 on_driver_enter(CUpti_CallbackId cbid, enum gmt_api api, const CUpti_CallbackData *cb)
 {
 	drv.corr = cb->correlationId;
@@ -1241,6 +1241,26 @@ on_recorded(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void *data
 	gmt_depth--;
 }
 
+/*
+ * A driver call's ENTER (half of the recorded callbacks), in a frame of its own: an
+ * allocation's, a free whose order its wrapper took and a pool choice's (nothing at ENTER) only
+ * note the call (on_driver_enter()): no query, nothing that can touch errno, none of the EXIT's
+ * registers to save. A free still to be read goes the general way (on_recorded()).
+ */
+static __attribute__((noinline)) void
+on_driver_entering(CUpti_CallbackId cbid, const CUpti_CallbackData *cb)
+{
+	enum gmt_api api = (enum gmt_api)gmt_hook_driver(cbid).api;
+
+	if (api == GMT_API_NONE)
+		return; /* a pool choice: its family acts at EXIT */
+	if (gmt_api_op(api) == GMT_OP_FREE && !(rt.wrapped && rt.seq)) {
+		on_recorded(CUPTI_CB_DOMAIN_DRIVER_API, cbid, cb); /* its parameters, its order */
+		return;
+	}
+	on_driver_enter(cbid, api, cb);
+}
+
 static void CUPTIAPI
 on_callback(void *userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void *data)
 {
@@ -1250,7 +1270,12 @@ on_callback(void *userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, 
 	if (gmt_depth != 0 ||
 	    atomic_load_explicit(&gmt_state, memory_order_relaxed) == GMT_STATE_DISABLED)
 		return;
-	on_recorded(domain, cbid, data);
+	if (domain == CUPTI_CB_DOMAIN_DRIVER_API &&
+	    ((const CUpti_CallbackData *)data)->callbackSite == CUPTI_API_ENTER &&
+	    !__builtin_expect(gmt_prof_on, 0))
+		on_driver_entering(cbid, data);
+	else
+		on_recorded(domain, cbid, data);
 }
 
 static const char *
