@@ -157,56 +157,52 @@ note_device(enum gmt_cuda_runtime rt, int32_t dev)
 
 /*
  * The device of each event, as cudaGetDevice says it, for less: on the H100 host cudaGetDevice
- * costs 40-55 ns a call, libcuda's cuCtxGetCurrent and cuCtxGetDevice 8 and 10 (bench/query_cost.c,
+ * costs 40-55 ns a call, libcuda's cuCtxGetDevice about 10 (bench/query_cost.c,
  * docs/performance.md), and the runtime's current device is the device of the thread's current
- * context whenever it has one. libcuda is looked up once it is loaded (the runtime loads it at
- * its first call); until then, or on a thread with no context yet, cudaGetDevice answers.
+ * context whenever it has one. cuCtxGetDevice answers for that context and fails when the
+ * thread has none (CUDA_ERROR_INVALID_CONTEXT), so it needs no cuCtxGetCurrent before it. libcuda
+ * is looked up once it is loaded (the runtime loads it at its first call); until then, or on a
+ * thread with no context yet, cudaGetDevice answers.
  */
 static struct {
-	_Atomic(__typeof__(&cuCtxGetCurrent)) get_current;
 	_Atomic(__typeof__(&cuCtxGetDevice)) get_device;
-	_Atomic bool missing;	     /* libcuda is loaded without them: cudaGetDevice for good */
+	_Atomic bool missing;	     /* libcuda is loaded without it: cudaGetDevice for good */
 	_Atomic unsigned not_loaded; /* lookups while libcuda was not loaded (one in 1024 looks) */
 } ctxq;
 
-static bool
-context_queries(__typeof__(&cuCtxGetCurrent) *get_current, __typeof__(&cuCtxGetDevice) *get_device)
+static __typeof__(&cuCtxGetDevice)
+context_device_query(void)
 {
-	*get_current = atomic_load_explicit(&ctxq.get_current, memory_order_acquire);
-	*get_device = atomic_load_explicit(&ctxq.get_device, memory_order_acquire);
-	if (__builtin_expect(*get_current && *get_device, 1))
-		return true;
+	__typeof__(&cuCtxGetDevice) get_device =
+	    atomic_load_explicit(&ctxq.get_device, memory_order_acquire);
+	if (__builtin_expect(get_device != NULL, 1))
+		return get_device;
 	if (atomic_load_explicit(&ctxq.missing, memory_order_relaxed) ||
 	    (atomic_fetch_add_explicit(&ctxq.not_loaded, 1, memory_order_relaxed) & 1023) != 0)
-		return false;
+		return NULL;
 	void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
 	if (!h)
-		return false; /* not loaded yet: looked at again later */
-	*get_current = (__typeof__(&cuCtxGetCurrent))dlsym(h, "cuCtxGetCurrent");
-	*get_device = (__typeof__(&cuCtxGetDevice))dlsym(h, "cuCtxGetDevice");
+		return NULL; /* not loaded yet: looked at again later */
+	get_device = (__typeof__(&cuCtxGetDevice))dlsym(h, "cuCtxGetDevice");
 	gmt_real_dlclose(h);
-	if (!*get_current || !*get_device) {
+	if (!get_device) {
 		atomic_store_explicit(&ctxq.missing, true, memory_order_relaxed);
-		return false;
+		return NULL;
 	}
-	/* racing threads find the same addresses */
-	atomic_store_explicit(&ctxq.get_device, *get_device, memory_order_release);
-	atomic_store_explicit(&ctxq.get_current, *get_current, memory_order_release);
-	return true;
+	/* racing threads find the same address */
+	atomic_store_explicit(&ctxq.get_device, get_device, memory_order_release);
+	return get_device;
 }
 
 static int32_t
 current_device(enum gmt_cuda_runtime rt)
 {
-	__typeof__(&cuCtxGetCurrent) get_current;
-	__typeof__(&cuCtxGetDevice) get_device;
-	CUcontext ctx = NULL;
+	__typeof__(&cuCtxGetDevice) get_device = context_device_query();
 	CUdevice cudev;
 	int dev = -1;
 	uint64_t t0 = gmt_prof_begin();
 
-	if (context_queries(&get_current, &get_device) && get_current(&ctx) == CUDA_SUCCESS &&
-	    ctx && get_device(&cudev) == CUDA_SUCCESS) {
+	if (get_device && get_device(&cudev) == CUDA_SUCCESS) {
 		gmt_prof_end(GMT_PROF_DEVICE, t0);
 		return (int32_t)cudev;
 	}

@@ -1459,7 +1459,8 @@ sim_do_cuDeviceGetPCIBusId(char *pciBusId, int len, CUdevice dev)
 
 /*
  * The simulated thread is always bound to the primary context of its current device, so the
- * device of the current context is the current device.
+ * device of the current context is the current device; while that context does not exist the
+ * thread has none, and the driver then says CUDA_ERROR_INVALID_CONTEXT.
  */
 CUresult
 sim_do_cuCtxGetDevice(CUdevice *device)
@@ -1470,6 +1471,8 @@ sim_do_cuCtxGetDevice(CUdevice *device)
 		return rc;
 	if (!device)
 		return CUDA_ERROR_INVALID_VALUE;
+	if (!sim_ctx_uid(sim_current_device))
+		return CUDA_ERROR_INVALID_CONTEXT; /* as the driver: no current context */
 	*device = sim_current_device;
 	return CUDA_SUCCESS;
 }
