@@ -133,10 +133,30 @@ bool gmt_emit_reading(struct gmt_event *ev);
  * drop, as gmt_emit() counts it). Stamp it there, then gmt_emit_commit() at once: the writer
  * waits at a claimed slot.
  */
-struct gmt_event *gmt_emit_claim(uint64_t *pos);
+static inline struct gmt_event *gmt_emit_claim(uint64_t *pos);
+
+/** gmt_emit_claim() when the tracer is not running yet or the ring was full: starts it (the
+ * process's first event), claims again, or counts the drop. */
+struct gmt_event *gmt_emit_claim_slow(uint64_t *pos);
+
+static inline struct gmt_event *
+gmt_emit_claim(uint64_t *pos)
+{
+	struct gmt_event *ev;
+
+	if (__builtin_expect(
+		atomic_load_explicit(&gmt_state, memory_order_acquire) == GMT_STATE_RUNNING, 1) &&
+	    __builtin_expect((ev = gmt_ring_claim(&gmt_core_events, pos)) != NULL, 1))
+		return ev;
+	return gmt_emit_claim_slow(pos);
+}
 
 /** Hand the event claimed at @p pos to the writer. */
-void gmt_emit_commit(uint64_t pos);
+static inline void
+gmt_emit_commit(uint64_t pos)
+{
+	gmt_ring_commit(&gmt_core_events, pos);
+}
 
 /* For the lifecycle (lifecycle.c), which starts and stops what the core feeds. */
 struct gmt_ring;

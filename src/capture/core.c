@@ -150,21 +150,18 @@ gmt_emit_reading(struct gmt_event *ev)
 }
 
 struct gmt_event *
-gmt_emit_claim(uint64_t *pos)
+gmt_emit_claim_slow(uint64_t *pos)
 {
-	if (!ensure_running()) {
-		if (atomic_load_explicit(&gmt_state, memory_order_relaxed) != GMT_STATE_DISABLED)
-			atomic_fetch_add_explicit(&dropped, 1, memory_order_relaxed);
-		return NULL;
-	}
-	struct gmt_event *ev = gmt_ring_claim(&gmt_core_events, pos);
-	if (!ev)
-		atomic_fetch_add_explicit(&dropped, 1, memory_order_relaxed);
-	return ev;
-}
+	int *errno_at = gmt_errno_at(), saved_errno = *errno_at; /* the start may set it */
+	struct gmt_event *ev = NULL;
 
-void
-gmt_emit_commit(uint64_t pos)
-{
-	gmt_ring_commit(&gmt_core_events, pos);
+	if (ensure_running()) {
+		ev = gmt_ring_claim(&gmt_core_events, pos);
+		if (!ev)
+			atomic_fetch_add_explicit(&dropped, 1, memory_order_relaxed);
+	} else if (atomic_load_explicit(&gmt_state, memory_order_relaxed) != GMT_STATE_DISABLED) {
+		atomic_fetch_add_explicit(&dropped, 1, memory_order_relaxed);
+	}
+	*errno_at = saved_errno;
+	return ev;
 }
