@@ -22,6 +22,7 @@
 #include <elfutils/libdwfl.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -62,6 +63,34 @@ cxa_demangle(void)
 /* Notes about unusable modules before the rest are only counted. */
 #define GMT_SYM_MAX_NOTES 20
 
+/* One ELF symbol of a module's table, as libdwfl's address lookup weighs it. */
+struct sym_fn {
+	uint64_t value;	  /* its address, as dwfl_module_getsym_info() adjusts it */
+	uint64_t size;	  /* 0: a sizeless symbol (an assembly label) */
+	const char *name; /* in the module's ELF data (valid while its Dwfl is) */
+	uint32_t order;	  /* its place in the table: among equals libdwfl keeps the first */
+	uint8_t binding;  /* GELF_ST_BIND */
+};
+
+/* Symbols sorted by (value, order), with the highest end (value + size) up to each. */
+struct sym_list {
+	struct sym_fn *v;
+	uint64_t *max_end;
+	size_t n;
+};
+
+/*
+ * A module's symbols indexed by address: libdwfl's dwfl_module_addrinfo() reads the whole
+ * table at every call (a trace's thousands of addresses in a library of 100,000 symbols, such
+ * as libtorch's, took seconds). The same choice is made here by binary search: the table's
+ * non-local symbols first, the local ones only when they gave no sized symbol (as libdwfl
+ * searches), each pass over its sized symbols and its sizeless ones apart.
+ */
+struct sym_index {
+	struct sym_list sized[2], sizeless[2]; /* [0] non-local, [1] local */
+	bool built, failed;		       /* failed: out of memory, libdwfl answers */
+};
+
 /* One module file as the symbolizer knows it: identified by build-id, or by path without one. */
 struct sym_module {
 	const char *path;     /* interned; the latest path given when the file was not found */
@@ -72,6 +101,7 @@ struct sym_module {
 	Dwfl *dwfl;
 	Dwfl_Module *mod;
 	Dwarf_Addr bias;
+	struct sym_index index;
 };
 
 /* One resolved (module, offset): its frames are frames[first .. first + n) of the pool. */
@@ -103,6 +133,8 @@ struct gmt_symbolizer {
 	uint32_t nscratch;
 	int error; /* -ENOMEM once anything was lost for lack of memory (gmt_symbolizer_error()) */
 };
+
+static void index_free(struct sym_index *x);
 
 static const Dwfl_Callbacks offline_callbacks = {
     .find_elf = dwfl_build_id_find_elf,
@@ -212,9 +244,11 @@ gmt_symbolizer_free(struct gmt_symbolizer *s)
 	if (s->notes_dropped && s->diag)
 		fprintf(s->diag, "gpumemtrace: note: %zu more modules could not be used\n",
 			s->notes_dropped);
-	for (size_t i = 0; i < s->nmods; i++)
+	for (size_t i = 0; i < s->nmods; i++) {
 		if (s->mods[i].dwfl)
 			dwfl_end(s->mods[i].dwfl);
+		index_free(&s->mods[i].index);
+	}
 	free(s->mods);
 	for (size_t i = 0; s->strs && i <= s->strs_mask; i++)
 		free(s->strs[i]);
@@ -385,6 +419,267 @@ module_open(struct gmt_symbolizer *s, struct sym_module *m)
 		     m->path, found[0] ? found : "none", m->build_id[0] ? m->build_id : "none");
 }
 
+// --- the symbol index ---------------------------------------------------------------------------
+
+static void
+index_free(struct sym_index *x)
+{
+	for (int k = 0; k < 2; k++) {
+		free(x->sized[k].v);
+		free(x->sized[k].max_end);
+		free(x->sizeless[k].v);
+		free(x->sizeless[k].max_end);
+	}
+	memset(x, 0, sizeof(*x));
+}
+
+static int
+fn_cmp(const void *a, const void *b)
+{
+	const struct sym_fn *x = a, *y = b;
+
+	if (x->value != y->value)
+		return x->value < y->value ? -1 : 1;
+	return x->order < y->order ? -1 : x->order > y->order;
+}
+
+static bool
+list_push(struct sym_list *l, size_t *cap, const struct sym_fn *f)
+{
+	if (gmt_grow(&l->v, cap, l->n + 1, sizeof(*l->v), 1024) != 0)
+		return false;
+	l->v[l->n++] = *f;
+	return true;
+}
+
+static bool
+list_finish(struct sym_list *l)
+{
+	uint64_t end = 0;
+
+	if (!l->n)
+		return true;
+	qsort(l->v, l->n, sizeof(*l->v), fn_cmp);
+	if (!(l->max_end = malloc(l->n * sizeof(*l->max_end))))
+		return false;
+	for (size_t i = 0; i < l->n; i++) {
+		uint64_t e = l->v[i].value + l->v[i].size;
+		end = e > end ? e : end;
+		l->max_end[i] = end;
+	}
+	return true;
+}
+
+/*
+ * Read the module's table once, as libdwfl's lookup reads it at every call: the symbols with a
+ * name, defined, not a section, file or TLS symbol. Its search order: the non-local symbols
+ * before the local ones (an ELF table lists its locals first), each in table order.
+ */
+static void
+index_build(struct sym_module *m)
+{
+	struct sym_index *x = &m->index;
+	size_t cap[2][2] = {{0, 0}, {0, 0}};
+	int n = dwfl_module_getsymtab(m->mod);
+
+	x->built = true;
+	for (int i = 1; i < n; i++) {
+		GElf_Sym sym;
+		GElf_Addr value;
+		const char *name =
+		    dwfl_module_getsym_info(m->mod, i, &sym, &value, NULL, NULL, NULL);
+		int type = GELF_ST_TYPE(sym.st_info);
+
+		if (!name || !name[0] || sym.st_shndx == SHN_UNDEF || type == STT_SECTION ||
+		    type == STT_FILE || type == STT_TLS)
+			continue;
+		struct sym_fn f = {
+		    .value = value,
+		    .size = sym.st_size,
+		    .name = name,
+		    .order = (uint32_t)i,
+		    .binding = (uint8_t)GELF_ST_BIND(sym.st_info),
+		};
+		int local = GELF_ST_BIND(sym.st_info) == STB_LOCAL;
+		struct sym_list *l = f.size ? &x->sized[local] : &x->sizeless[local];
+		if (!list_push(l, &cap[local][f.size ? 0 : 1], &f)) {
+			x->failed = true;
+			return;
+		}
+	}
+	for (int k = 0; k < 2; k++)
+		if (!list_finish(&x->sized[k]) || !list_finish(&x->sizeless[k])) {
+			x->failed = true;
+			return;
+		}
+}
+
+/* The number of symbols of @p l at or below @p addr. */
+static size_t
+list_upto(const struct sym_list *l, uint64_t addr)
+{
+	size_t lo = 0, hi = l->n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (l->v[mid].value <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* Walking back further than this from an address to the symbols that contain it (a symbol
+ * nested in a long one, many times over) is left to libdwfl. */
+#define INDEX_WALK_MAX 256
+
+/*
+ * The sized symbols of @p l that contain @p addr, into @p out (at most @p max; false when the
+ * walk to them was too long or they were more). The array's highest ends say where to stop.
+ */
+static bool
+containing(
+    const struct sym_list *l, uint64_t addr, const struct sym_fn **out, size_t max, size_t *n)
+{
+	size_t steps = 0;
+
+	for (size_t i = list_upto(l, addr); i > 0 && l->max_end[i - 1] > addr; i--) {
+		const struct sym_fn *f = &l->v[i - 1];
+		if (++steps > INDEX_WALK_MAX)
+			return false;
+		if (addr - f->value >= f->size)
+			continue;
+		if (*n == max)
+			return false;
+		out[(*n)++] = f;
+	}
+	return true;
+}
+
+/* Is there a sizeless symbol of @p l at an address in [@p lo, @p hi]? */
+static bool
+sizeless_between(const struct sym_list *l, uint64_t lo, uint64_t hi)
+{
+	size_t i = list_upto(l, hi);
+	return i > 0 && l->v[i - 1].value >= lo;
+}
+
+/*
+ * The name libdwfl's dwfl_module_addrinfo() gives @p addr, by the index (built at the module's
+ * first lookup) where the answer does not depend on how a libdwfl version weighs candidates:
+ * one sized symbol holds the address, or several that are the same symbol under other names (an
+ * alias: the same address, size and binding; the first in table order, as libdwfl keeps the
+ * first of equals); none does, and no sizeless symbol (an assembly label, an absolute symbol)
+ * lies between the end of the symbols below and the address, so that none could stand for it.
+ * Otherwise, and when the index could not be built, libdwfl answers itself.
+ */
+static const char *
+symbol_name(struct sym_module *m, uint64_t addr)
+{
+	struct sym_index *x = &m->index;
+	const struct sym_fn *in[8];
+	size_t n = 0;
+	GElf_Off symoff = 0;
+	GElf_Sym sym;
+
+	if (!x->built)
+		index_build(m);
+	if (x->failed || !containing(&x->sized[0], addr, in, 8, &n) ||
+	    !containing(&x->sized[1], addr, in, 8, &n))
+		goto dwfl;
+	if (n == 0) {
+		/* the highest end of any symbol at or below the address: a sizeless one beneath
+		 * it is excluded (libdwfl's min_label, at its lowest: over the non-local ones) */
+		uint64_t low = 0;
+		for (int k = 0; k < 1; k++) {
+			size_t i = list_upto(&x->sized[k], addr),
+			       j = list_upto(&x->sizeless[k], addr);
+			if (i && x->sized[k].max_end[i - 1] > low)
+				low = x->sized[k].max_end[i - 1];
+			if (j && x->sizeless[k].max_end[j - 1] > low)
+				low = x->sizeless[k].max_end[j - 1];
+		}
+		if (sizeless_between(&x->sizeless[0], low, addr) ||
+		    sizeless_between(&x->sizeless[1], low, addr))
+			goto dwfl;
+		return NULL;
+	}
+	const struct sym_fn *first = in[0];
+	for (size_t k = 1; k < n; k++) {
+		if (in[k]->value != first->value || in[k]->size != first->size ||
+		    in[k]->binding != first->binding)
+			goto dwfl;
+		if (in[k]->order < first->order)
+			first = in[k];
+	}
+	return first->name;
+dwfl:
+	return dwfl_module_addrinfo(m->mod, addr, &symoff, &sym, NULL, NULL, NULL);
+}
+
+static int
+verify_one(struct sym_module *m, uint64_t addr, FILE *out, long bad)
+{
+	GElf_Off off = 0;
+	GElf_Sym sym;
+	const char *want = dwfl_module_addrinfo(m->mod, addr, &off, &sym, NULL, NULL, NULL);
+	const char *got = symbol_name(m, addr);
+
+	if (want == got || (want && got && strcmp(want, got) == 0))
+		return 0;
+	if (out && bad < 10)
+		fprintf(out, "%s+0x%" PRIx64 ": index %s, libdwfl %s\n", m->path, addr,
+			got ? got : "(none)", want ? want : "(none)");
+	return 1;
+}
+
+long
+gmt_sym_verify_index(const char *path, size_t spread, FILE *out, size_t *checked)
+{
+	struct sym_module m = {.path = path, .file = path, .build_id = ""};
+	char found[128], why[GMT_INPUT_WHY];
+	uint64_t lo = UINT64_MAX, hi = 0, rnd = 0x9e3779b97f4a7c15ull;
+	long bad = 0;
+	int n;
+
+	*checked = 0;
+	if (try_open(&m, path, found, sizeof(found), why) != GMT_SYM_OK) {
+		/* a file with a build-id: open it as that build */
+		m.build_id = found;
+		if (!found[0] || try_open(&m, path, found, sizeof(found), why) != GMT_SYM_OK)
+			return -1;
+	}
+	n = dwfl_module_getsymtab(m.mod);
+	/* every symbol's edges while they fit in @p spread probes, else an even sample of them */
+	int step = n > (int)spread && spread ? n / (int)spread + 1 : 1;
+	for (int i = 1; i < n; i += step) {
+		GElf_Sym sym;
+		GElf_Addr v;
+		if (!dwfl_module_getsym_info(m.mod, i, &sym, &v, NULL, NULL, NULL) ||
+		    sym.st_shndx == SHN_UNDEF || sym.st_shndx >= SHN_LORESERVE)
+			continue;
+		uint64_t probe[] = {
+		    v - 1, v, v + 1, v + sym.st_size - 1, v + sym.st_size, v + sym.st_size + 1};
+		for (size_t k = 0; k < sizeof(probe) / sizeof(probe[0]); k++) {
+			bad += verify_one(&m, probe[k], out, bad);
+			(*checked)++;
+		}
+		if (v < lo)
+			lo = v;
+		if (v + sym.st_size > hi)
+			hi = v + sym.st_size;
+	}
+	for (size_t i = 0; hi > lo && i < spread; i++) {
+		rnd ^= rnd << 13, rnd ^= rnd >> 7, rnd ^= rnd << 17;
+		bad += verify_one(&m, lo + rnd % (hi - lo + 4096), out, bad);
+		(*checked)++;
+	}
+	index_free(&m.index);
+	dwfl_end(m.dwfl);
+	return bad;
+}
+
 // --- names and paths ----------------------------------------------------------------------------
 
 /* @p name demangled when it is a C++ symbol, interned. */
@@ -528,8 +823,6 @@ call_site(struct gmt_symbolizer *s, Dwarf_Die *die, const char **file, uint32_t 
 static enum gmt_sym_status
 resolve(struct gmt_symbolizer *s, struct sym_module *m, Dwarf_Addr addr)
 {
-	GElf_Off symoff = 0;
-	GElf_Sym sym;
 	Dwarf_Addr cubias = 0;
 	Dwarf_Die *cu, *scopes = NULL;
 	Dwfl_Line *dl;
@@ -538,7 +831,7 @@ resolve(struct gmt_symbolizer *s, struct sym_module *m, Dwarf_Addr addr)
 	int nscopes = 0, lineno = 0;
 
 	s->nscratch = 0;
-	symname = dwfl_module_addrinfo(m->mod, addr, &symoff, &sym, NULL, NULL, NULL);
+	symname = symbol_name(m, addr);
 	cu = dwfl_module_addrdie(m->mod, addr, &cubias);
 	dl = dwfl_module_getsrc(m->mod, addr);
 	if (dl) {

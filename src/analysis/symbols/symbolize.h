@@ -101,4 +101,14 @@ void gmt_sym_fold_path(const char *path, char *out, size_t max);
 /** One short phrase for a status ("build-id differs", ...), for reports. */
 const char *gmt_sym_status_str(enum gmt_sym_status st);
 
+/**
+ * The symbol index's check (tests/unit/analysis/test_symindex.c): in the ELF file @p path, the
+ * name the index gives each of a set of addresses (the first and last byte of its symbols and
+ * the bytes around them, an even sample when they are more than @p spread symbols, and
+ * @p spread more addresses across its code) against libdwfl's dwfl_module_addrinfo(). Returns the
+ * number of addresses where they differ (the first few written to @p out), or -1 when the file
+ * cannot be read; *@p checked gets how many were asked.
+ */
+long gmt_sym_verify_index(const char *path, size_t spread, FILE *out, size_t *checked);
+
 #endif
