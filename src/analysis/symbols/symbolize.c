@@ -82,9 +82,9 @@ struct sym_list {
 /*
  * A module's symbols indexed by address: libdwfl's dwfl_module_addrinfo() reads the whole
  * table at every call (a trace's thousands of addresses in a library of 100,000 symbols, such
- * as libtorch's, took seconds). The same choice is made here by binary search: the table's
- * non-local symbols first, the local ones only when they gave no sized symbol (as libdwfl
- * searches), each pass over its sized symbols and its sizeless ones apart.
+ * as libtorch's, took seconds). Here the symbols are sorted by address once, sized and sizeless
+ * apart, non-local and local apart (libdwfl searches the non-local ones first), and looked up by
+ * binary search (symbol_name() says where libdwfl still answers).
  */
 struct sym_index {
 	struct sym_list sized[2], sizeless[2]; /* [0] non-local, [1] local */
@@ -557,6 +557,14 @@ containing(
 	return true;
 }
 
+/* The highest end of the symbols of @p l at or below @p addr (0: none). */
+static uint64_t
+list_end_upto(const struct sym_list *l, uint64_t addr)
+{
+	size_t i = list_upto(l, addr);
+	return i ? l->max_end[i - 1] : 0;
+}
+
 /* Is there a sizeless symbol of @p l at an address in [@p lo, @p hi]? */
 static bool
 sizeless_between(const struct sym_list *l, uint64_t lo, uint64_t hi)
@@ -591,15 +599,9 @@ symbol_name(struct sym_module *m, uint64_t addr)
 	if (n == 0) {
 		/* the highest end of any symbol at or below the address: a sizeless one beneath
 		 * it is excluded (libdwfl's min_label, at its lowest: over the non-local ones) */
-		uint64_t low = 0;
-		for (int k = 0; k < 1; k++) {
-			size_t i = list_upto(&x->sized[k], addr),
-			       j = list_upto(&x->sizeless[k], addr);
-			if (i && x->sized[k].max_end[i - 1] > low)
-				low = x->sized[k].max_end[i - 1];
-			if (j && x->sizeless[k].max_end[j - 1] > low)
-				low = x->sizeless[k].max_end[j - 1];
-		}
+		uint64_t a = list_end_upto(&x->sized[0], addr),
+			 b = list_end_upto(&x->sizeless[0], addr);
+		uint64_t low = a > b ? a : b;
 		if (sizeless_between(&x->sizeless[0], low, addr) ||
 		    sizeless_between(&x->sizeless[1], low, addr))
 			goto dwfl;
