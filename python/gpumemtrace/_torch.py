@@ -302,22 +302,77 @@ def holders(torch, budget_s=WALK_BUDGET_S):
         return _holders(torch, budget_s)
 
 
+def _referring(objs, targets, chunk=1024):
+    """The objects of @p objs (in their order) that refer to an object whose id() is in
+    @p targets: gc.get_referents() of a chunk at a time, in C, and of the halves of a chunk
+    that does, down to single objects."""
+    import gc
+    out = []
+
+    def look(part):
+        if targets.isdisjoint(map(id, gc.get_referents(*part))):
+            return
+        if len(part) <= 4:
+            out.extend(o for o in part if not targets.isdisjoint(map(id, gc.get_referents(o))))
+            return
+        half = len(part) // 2
+        look(part[:half])
+        look(part[half:])
+
+    for i in range(0, len(objs), chunk):
+        look(objs[i:i + chunk])
+    return out
+
+
+def _dictoffset(t):
+    """Whether instances of type @p t have a __dict__ of their own (the type's slot, not a
+    class attribute of that name)."""
+    try:
+        return type.__dict__["__dictoffset__"].__get__(t) != 0
+    except Exception:  # noqa: BLE001
+        return False
+
+
 def _holders(torch, budget_s):
+    """holders() without the warnings filter. Most of a program's objects hold no tensor, and
+    a walk in Python over each of them (a process with torch and a model library has hundreds
+    of thousands) cost about a microsecond apiece at the end of every run. The objects are
+    sorted by their types (each type asked once), and which of them refer to a tensor (or to a
+    list, tuple or dict that holds one) is asked of many at a time in C (gc.get_referents());
+    Python looks closer only at those that do. tests/torchsim/test_holders.py compares the
+    answer with a walk of every object. What counts: a tensor is an object whose type is
+    torch.Tensor or a subclass, not a parameter; it is held by a module's global, an item of a
+    list, tuple or dict, or an attribute in an instance's __dict__ (its type gives it one);
+    a list, tuple or dict is named by a global or an attribute that holds it. Where a tensor
+    is reachable by several names, lists and tuples come first (the loop's
+    `losses.append(loss)` names the last loss too), then modules' globals, then instances'
+    attributes, then other dicts; each kind in the order of gc.get_objects()."""
     import gc
     import time
     import types
     end = time.monotonic() + budget_s
     objs = gc.get_objects()
+    tensor_t = torch.Tensor
     param = getattr(getattr(torch, "nn", None), "Parameter", None)
+    seq_dict_t = {list, tuple, dict}
+    skip = (type, types.ModuleType, types.FunctionType, types.BuiltinFunctionType)
+    tensor_types, attr_types = set(), set()
+    for t in set(map(type, objs)):
+        try:
+            if issubclass(t, tensor_t):
+                tensor_types.add(t)
+            elif t not in seq_dict_t and not issubclass(t, skip) and _dictoffset(t):
+                attr_types.add(t)
+        except Exception:  # noqa: BLE001 (a type whose subclass check raises)
+            continue
     tensors, params = {}, set()
-    for o in objs:
-        if isinstance(o, torch.Tensor):
-            if param and isinstance(o, param):
-                b = _block_of(o)
-                if b:
-                    params.add(b)
-            else:
-                tensors[id(o)] = o
+    for o in [o for o in objs if type(o) in tensor_types]:
+        if param and isinstance(o, param):
+            b = _block_of(o)
+            if b:
+                params.add(b)
+        else:
+            tensors[id(o)] = o
     if not tensors:
         return []
     modules = {}
@@ -327,33 +382,48 @@ def _holders(torch, budget_s):
         # well): the name the program knows it by, its own __name__, wins
         if isinstance(d, dict) and (id(d) not in modules or name == d.get("__name__")):
             modules[id(d)] = name
-    # containers: (what, its items); instance attributes through vars()
-    skip = (type, types.ModuleType, types.FunctionType, types.BuiltinFunctionType)
-    dicts, owner_of_dict, refs = [], {}, {}
-    for o in objs:
-        if type(o) in (list, tuple):
-            for x in o:
-                if id(x) in tensors:
-                    refs.setdefault(id(x), []).append((o, None))
-        elif type(o) is dict:
-            dicts.append(o)
-        elif not isinstance(o, skip) and not isinstance(o, torch.Tensor):
+    tids = set(tensors)
+    # the lists and tuples that hold a tensor; the dicts whose values do (a module's, an
+    # instance's __dict__ where it exists, a plain one)
+    seq_dicts = [o for o in objs if type(o) in seq_dict_t]
+    hits = _referring(seq_dicts, tids)
+    seqs = [o for o in hits if type(o) is not dict]
+    held = [d for d in hits if type(d) is dict and not tids.isdisjoint(map(id, d.values()))]
+    # what may be a container (a list, tuple or dict that holds a tensor), and the dicts that
+    # hold one of those (where the program keeps the container)
+    maybe = {id(o) for o in seqs} | {id(d) for d in held if id(d) not in modules}
+    all_dicts = [o for o in seq_dicts if type(o) is dict]
+    holding = [d for d in _referring(all_dicts, maybe)
+               if not maybe.isdisjoint(map(id, d.values()))]
+    # instances whose attributes hold a tensor or a container: in a __dict__ of their own (one
+    # that exists already is among the dicts above) or inline in the instance, where only its
+    # referents show them
+    targets = tids | maybe | {id(d) for d in holding if id(d) not in modules}
+    owner_of_dict, attrs = {}, []
+    if time.monotonic() <= end:
+        for o in _referring([o for o in objs if type(o) in attr_types], targets):
             try:
-                d = getattr(o, "__dict__", None)
+                d = o.__dict__
             except Exception:  # noqa: BLE001 (a proxy whose attribute lookup raises)
                 continue
-            if isinstance(d, dict):
+            if isinstance(d, dict) and id(d) not in owner_of_dict:
                 owner_of_dict[id(d)] = o
-                dicts.append(d)
-        if time.monotonic() > end:
-            break
-    containers = set()
+                attrs.append(d)
+    # the dicts to read: modules' globals, then instances' attributes, then the rest
+    found = {id(d) for d in held} | {id(d) for d in holding}
+    found = [d for d in all_dicts if id(d) in found]
+    dicts = [d for d in found if id(d) in modules] + attrs
+    dicts += [d for d in found if id(d) not in modules and id(d) not in owner_of_dict]
+    refs = {}
+    for o in seqs:
+        for x in o:
+            if id(x) in tensors:
+                refs.setdefault(id(x), []).append((o, None))
     for d in dicts:
         for k, x in list(d.items()):
             if id(x) in tensors:
                 refs.setdefault(id(x), []).append((d, k))
-        if time.monotonic() > end:
-            break
+    containers = set()
     for lst in refs.values():
         for c, _ in lst:
             if id(c) not in modules and id(c) not in owner_of_dict:
@@ -408,7 +478,9 @@ def _holders(torch, budget_s):
         if blocks:
             out.append({"holder": where, "kind": "graph" if graph else "kept",
                         "roots": g["roots"], "blocks": [[d, hex(p)] for d, p in blocks]})
-    out.sort(key=lambda h: -len(h["blocks"]))
+    # largest first; ties by name, so that the same program gives the same line whatever order
+    # the collector keeps its objects in
+    out.sort(key=lambda h: (-len(h["blocks"]), h["holder"], h["kind"]))
     return out[:HOLDERS_MAX]
 
 

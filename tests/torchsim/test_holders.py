@@ -1,0 +1,325 @@
+"""What keeps the live tensors at the end of a run (python/gpumemtrace/_torch.py holders()): the
+answer of the layer's walk, which asks C which objects refer to a tensor, against a walk in Python
+of every object the collector knows (walk_every_object() below, the layer's walk before it was
+made fast, kept here as the reference), on holders a program makes: module globals, lists,
+tuples and dicts kept in them, instance attributes (inline and in a __dict__ that exists),
+containers kept as attributes, autograd graphs, parameters (left out), a tensor reachable by
+several names; then on random object graphs of the same pieces. Each case also states the answer
+a user reads, not only that both walks agree. Runs with the standard library alone (a stand-in
+`torch` module: the walk needs torch.Tensor, torch.nn.Parameter and a tensor's block).
+
+    test_holders.py            the cases (exit 1 on a difference)
+    test_holders.py --bench    both walks timed on a program with many modules and objects
+"""
+import gc
+import os
+import random
+import sys
+import time
+import types
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+
+torch = types.ModuleType("torch")
+
+
+class _Device:
+    index = 0
+
+
+class _Storage:
+    def __init__(self, ptr):
+        self._ptr = ptr
+
+    def data_ptr(self):
+        return self._ptr
+
+
+class Tensor:
+    is_cuda = True
+    device = _Device()
+    grad_fn = None
+    _next = [0x7f0000000000]
+
+    def __init__(self, grad_fn=None):
+        Tensor._next[0] += 0x1000
+        self._ptr = Tensor._next[0]
+        if grad_fn is not None:
+            self.grad_fn = grad_fn
+
+    def untyped_storage(self):
+        return _Storage(self._ptr)
+
+
+class Parameter(Tensor):
+    pass
+
+
+class Node:
+    """An autograd node: a tensor saved for backward (`_saved_self`), the (node, input) pairs
+    it leads to (`next_functions`)."""
+
+    def __init__(self, saved, next_functions=()):
+        self._saved_self = saved
+        self.next_functions = next_functions
+
+
+torch.Tensor = Tensor
+torch.nn = types.SimpleNamespace(Parameter=Parameter)
+sys.modules["torch"] = torch
+
+from gpumemtrace import _torch  # noqa: E402
+
+
+def walk_every_object(torch, budget_s=60.0):
+    """The reference: every object the collector knows looked at in Python, by the rules the
+    layer documents (what a tensor is, which instances have attributes of their own, the
+    names' order: lists and tuples, then modules' globals, then instances' attributes, then
+    other dicts; each kind in gc.get_objects() order)."""
+    objs = gc.get_objects()
+    tensors, params = {}, set()
+    for o in objs:
+        if issubclass(type(o), torch.Tensor):
+            if isinstance(o, torch.nn.Parameter):
+                b = _torch._block_of(o)
+                if b:
+                    params.add(b)
+            else:
+                tensors[id(o)] = o
+    if not tensors:
+        return []
+    modules = {}
+    for name, mod in list(sys.modules.items()):
+        d = getattr(mod, "__dict__", None)
+        if isinstance(d, dict) and (id(d) not in modules or name == d.get("__name__")):
+            modules[id(d)] = name
+    skip = (type, types.ModuleType, types.FunctionType, types.BuiltinFunctionType)
+    dicts, owner_of_dict, refs = [], {}, {}
+    for i, o in enumerate(objs):
+        if type(o) in (list, tuple):
+            for x in o:
+                if id(x) in tensors:
+                    refs.setdefault(id(x), []).append((o, None))
+        elif type(o) is dict:
+            dicts.append((i, o))
+        elif (not issubclass(type(o), skip) and not issubclass(type(o), torch.Tensor)
+              and _torch._dictoffset(type(o))):
+            try:
+                d = getattr(o, "__dict__", None)
+            except Exception:  # noqa: BLE001
+                continue
+            if isinstance(d, dict) and id(d) not in owner_of_dict:
+                owner_of_dict[id(d)] = o
+                dicts.append((i, d))
+    rank = {}
+    for i, d in dicts:
+        r = (0 if id(d) in modules else 1 if id(d) in owner_of_dict else 2, i)
+        if id(d) not in rank or (r[0] == 1 and owner_of_dict[id(d)] is objs[i]):
+            rank[id(d)] = (r, d)
+    ordered = [d for _, d in sorted(rank.values(), key=lambda rd: rd[0])]
+    for d in ordered:
+        for k, x in list(d.items()):
+            if id(x) in tensors:
+                refs.setdefault(id(x), []).append((d, k))
+    containers = set()
+    for lst in refs.values():
+        for c, _ in lst:
+            if id(c) not in modules and id(c) not in owner_of_dict:
+                containers.add(id(c))
+    named = {}
+    for d in ordered:
+        for k, x in list(d.items()):
+            if id(x) in containers and id(x) not in named:
+                named[id(x)] = (d, k)
+
+    def place(d, k, what=None):
+        if not isinstance(k, str):
+            return None
+        if id(d) in modules:
+            return f"{k} (a {what} in {modules[id(d)]})" if what else f"{k} in {modules[id(d)]}"
+        o = owner_of_dict.get(id(d))
+        if o is not None:
+            cls = type(o).__name__
+            return f".{k} (a {what} of a {cls})" if what else f"attribute {k} of a {cls}"
+        return None
+
+    def name(x):
+        for c, k in refs.get(id(x), ()):
+            where = place(c, k) if type(c) is dict else None
+            if not where and id(c) in named:
+                where = place(*named[id(c)], what=type(c).__name__)
+            if where:
+                return where
+        return None
+
+    groups, seen_nodes, taken = {}, set(), set()
+    for x in tensors.values():
+        where = name(x)
+        if not where:
+            continue
+        graph = getattr(x, "grad_fn", None) is not None
+        g = groups.setdefault((where, graph), {"roots": 0, "blocks": set()})
+        g["roots"] += 1
+        b = _torch._block_of(x)
+        if b:
+            g["blocks"].add(b)
+        if graph:
+            _torch._saved_blocks(torch, x, seen_nodes, g["blocks"], params)
+    out = []
+    for (where, graph), g in sorted(groups.items(), key=lambda kv: not kv[0][1]):
+        blocks = sorted(b for b in g["blocks"] if b not in taken)
+        taken.update(blocks)
+        if blocks:
+            out.append({"holder": where, "kind": "graph" if graph else "kept",
+                        "roots": g["roots"], "blocks": [[d, hex(p)] for d, p in blocks]})
+    out.sort(key=lambda h: (-len(h["blocks"]), h["holder"], h["kind"]))
+    return out[:_torch.HOLDERS_MAX]
+
+
+FAILS = []
+
+
+def check(ok, what):
+    print(("ok   " if ok else "FAIL ") + what)
+    if not ok:
+        FAILS.append(what)
+
+
+def both(label):
+    """The layer's walk and the reference, in both orders (the reference makes every
+    instance's __dict__ exist, the layer's only those it reads)."""
+    gc.collect()
+    gc.disable()  # a collection between the walks would reorder gc.get_objects()
+    try:
+        fast = _torch.holders(torch)
+        slow = walk_every_object(torch)
+        again = _torch.holders(torch)
+    finally:
+        gc.enable()
+    bad = next((w for w in (fast, again) if w != slow), None)
+    check(bad is None, f"{label}: the layer's walk gives the reference's answer ({len(slow)} "
+          "holders)" + ("" if bad is None else f"\n  layer:     {bad}\n  reference: {slow}"))
+    return {h["holder"]: h for h in slow}
+
+
+class Trainer:
+    def __init__(self):
+        self.cache = []
+        self.last = None
+
+
+class Slotted:
+    __slots__ = ("t",)
+
+    def __init__(self, t):
+        self.t = t
+
+
+class Materialised:
+    def __init__(self, t):
+        self.kept = t
+
+
+def scenarios():
+    main = types.ModuleType("victim_main")
+    sys.modules["victim_main"] = main
+    main.params = [Parameter() for _ in range(3)]          # the model's: left out
+    main.losses = []
+    for _ in range(4):                                       # losses.append(loss)
+        act = Tensor()
+        main.loss = Tensor(grad_fn=Node(act, ((Node(Tensor()), 0),)))
+        main.losses.append(main.loss)
+    main.acts = {i: Tensor() for i in range(3)}              # a dict kept in a module
+    main.pair = (Tensor(), Tensor())                         # a tuple
+    main.alone = Tensor()                                    # a global
+    tr = Trainer()
+    tr.cache.extend(Tensor() for _ in range(2))              # a list kept as an attribute
+    tr.last = Tensor()                                       # an attribute (inline)
+    main.trainer = tr
+    m = Materialised(Tensor())
+    vars(m)                                                  # its __dict__ exists already
+    main.m = m
+    main.slotted = Slotted(Tensor())                         # __slots__: no name for it
+    main.param_in_list = [main.params[0]]                    # a parameter: left out
+    held = both("scenarios")
+    g = held.get("losses (a list in victim_main)")
+    check(g is not None and g["kind"] == "graph" and g["roots"] == 4 and len(g["blocks"]) == 12,
+          f"the kept graphs: 4 losses (the last also a global) and 8 saved tensors ({g})")
+    check(held.get("acts (a dict in victim_main)", {}).get("roots") == 3, "a dict kept in a module")
+    check(held.get("pair (a tuple in victim_main)", {}).get("roots") == 2, "a tuple")
+    check("alone in victim_main" in held, "a module's global")
+    check(held.get(".cache (a list of a Trainer)", {}).get("roots") == 2,
+          "a list kept as an attribute")
+    check("attribute last of a Trainer" in held, "an instance attribute")
+    check("attribute kept of a Materialised" in held, "an attribute in an existing __dict__")
+    check(not any("param" in h for h in held), "parameters are left out")
+    del sys.modules["victim_main"]
+
+
+def random_graphs(seed, rounds):
+    rng = random.Random(seed)
+    for r in range(rounds):
+        mod = types.ModuleType(f"victim_rand{r}")
+        sys.modules[mod.__name__] = mod
+        pool = [Tensor(grad_fn=Node(Tensor()) if rng.random() < 0.2 else None)
+                for _ in range(rng.randint(1, 30))]
+        pool += [Parameter() for _ in range(rng.randint(0, 3))]
+        things = []
+        for i in range(rng.randint(5, 40)):
+            kind = rng.choice(["list", "tuple", "dict", "obj", "objdict", "slots", "tensor"])
+            items = [rng.choice(pool + things) if things and rng.random() < 0.3
+                     else rng.choice(pool) for _ in range(rng.randint(0, 4))]
+            if kind == "list":
+                t = list(items)
+            elif kind == "tuple":
+                t = tuple(items)
+            elif kind == "dict":
+                t = {rng.choice([f"k{j}", j]): x for j, x in enumerate(items)}
+            elif kind in ("obj", "objdict"):
+                t = Trainer()
+                for j, x in enumerate(items):
+                    setattr(t, f"a{j}", x)
+                if kind == "objdict":
+                    vars(t)
+            elif kind == "slots":
+                t = Slotted(items[0] if items else None)
+            else:
+                t = rng.choice(pool)
+            things.append(t)
+            if rng.random() < 0.6:
+                setattr(mod, f"g{i}", t)
+        both(f"random graph {seed}/{r} ({len(pool)} tensors, {len(things)} objects)")
+        del sys.modules[mod.__name__]
+        del mod, pool, things
+
+
+def bench():
+    import importlib
+    for m in ("sympy", "email.mime.multipart", "http.server", "xml.etree.ElementTree", "unittest",
+              "asyncio", "json", "decimal", "pydoc", "multiprocessing", "concurrent.futures"):
+        try:
+            importlib.import_module(m)
+        except Exception:  # noqa: BLE001 (what this machine has)
+            pass
+    main = types.ModuleType("bench_main")
+    sys.modules["bench_main"] = main
+    main.params = [Parameter() for _ in range(300)]
+    main.state = {i: {"momentum_buffer": Tensor()} for i in range(300)}
+    main.kept = [Tensor() for _ in range(50)]
+    print(f"{len(gc.get_objects())} objects")
+    for r in range(3):
+        for label, fn in (("layer", _torch.holders), ("every object", walk_every_object)):
+            t0 = time.monotonic()
+            fn(torch)
+            print(f"round {r}: {label:12s} {time.monotonic() - t0:.3f} s")
+
+
+if __name__ == "__main__":
+    if "--bench" in sys.argv:
+        bench()
+        sys.exit(0)
+    scenarios()
+    random_graphs(1, 40)
+    random_graphs(2, 40)
+    print(f"{len(FAILS)} failed" if FAILS else "all passed")
+    sys.exit(1 if FAILS else 0)
