@@ -293,25 +293,43 @@ def random_graphs(seed, rounds):
         del mod, pool, things
 
 
+class _Layer:
+    """A model's layer as nn.Module keeps it: parameters and buffers in dicts of its own."""
+
+    def __init__(self):
+        self._parameters = {"weight": Parameter(), "bias": Parameter()}
+        self._buffers = {"running_mean": Tensor(), "running_var": Tensor(), "steps": Tensor()}
+        self._modules = {}
+        self.scratch = [{"a": i, "b": [i]} for i in range(300)]
+
+
 def bench():
+    """Both walks on a program with many modules (what this machine has of a list of large
+    packages) and a model's objects spread among the others: 200 layers of 3 buffers, an
+    optimizer's 300 states made between other objects, 3 kept graphs."""
     import importlib
     for m in ("sympy", "email.mime.multipart", "http.server", "xml.etree.ElementTree", "unittest",
-              "asyncio", "json", "decimal", "pydoc", "multiprocessing", "concurrent.futures"):
+              "asyncio", "json", "decimal", "pydoc", "multiprocessing", "concurrent.futures",
+              "tkinter", "setuptools", "jinja2", "yaml", "requests"):
         try:
             importlib.import_module(m)
         except Exception:  # noqa: BLE001 (what this machine has)
             pass
     main = types.ModuleType("bench_main")
     sys.modules["bench_main"] = main
-    main.params = [Parameter() for _ in range(300)]
-    main.state = {i: {"momentum_buffer": Tensor()} for i in range(300)}
-    main.kept = [Tensor() for _ in range(50)]
+    main.model = [_Layer() for _ in range(200)]
+    main.state = {}
+    for i in range(300):
+        main.state[i] = {"momentum_buffer": Tensor()}
+        main.scratch = [[j] for j in range(100)]
+    main.losses = [Tensor(grad_fn=Node(Tensor())) for _ in range(3)]
     print(f"{len(gc.get_objects())} objects")
     for r in range(3):
         for label, fn in (("layer", _torch.holders), ("every object", walk_every_object)):
             t0 = time.monotonic()
-            fn(torch)
-            print(f"round {r}: {label:12s} {time.monotonic() - t0:.3f} s")
+            h = fn(torch)
+            print(f"round {r}: {label:12s} {time.monotonic() - t0:.3f} s, "
+                  f"{[(x['holder'], x['roots']) for x in h]}")
 
 
 if __name__ == "__main__":
