@@ -377,10 +377,10 @@ static void stamp_order(uint64_t *seq, uint64_t *ts);
  * to keep only cudart's and the driver's, which a report skips anyway. The stack
  * then starts at the wrapper's caller, as on the interposition path.
  */
-bool
-gmt_cupti_wrap_enter(int api, bool ptsz, bool takes_order)
+static inline __attribute__((always_inline)) bool
+wrap_enter_as(bool prof, int api, bool ptsz, bool takes_order)
 {
-	uint64_t t_all = gmt_prof_begin();
+	uint64_t t_all = gmt_prof_begin_if(prof);
 	int m = atomic_load_explicit(&rt_mode, memory_order_acquire);
 
 	if (m == RT_CALLBACKS)
@@ -400,18 +400,26 @@ gmt_cupti_wrap_enter(int api, bool ptsz, bool takes_order)
 	if (gmt_api_op((enum gmt_api)api) == GMT_OP_ALLOC) {
 		rt.stack = 0; /* stacks off: none to take */
 		if (!atomic_load_explicit(&gmt_stacks_none, memory_order_relaxed)) {
-			uint64_t t0 = gmt_prof_begin();
+			uint64_t t0 = gmt_prof_begin_if(prof);
 			int saved_errno = errno;
 			gmt_depth++; /* the unwinder's own calls are not the application's */
 			rt.stack = gmt_stack_capture(NULL);
 			gmt_depth--;
 			errno = saved_errno;
-			gmt_prof_end(GMT_PROF_STACK, t0);
+			gmt_prof_end_if(prof, GMT_PROF_STACK, t0);
 		}
 		rt.has_stack = 1;
 	}
-	gmt_prof_end(GMT_PROF_WRAP_ENTER, t_all);
+	gmt_prof_end_if(prof, GMT_PROF_WRAP_ENTER, t_all);
 	return true;
+}
+
+bool
+gmt_cupti_wrap_enter(int api, bool ptsz, bool takes_order)
+{
+	if (__builtin_expect(gmt_prof_on, 0))
+		return wrap_enter_as(true, api, ptsz, takes_order);
+	return wrap_enter_as(false, api, ptsz, takes_order);
 }
 
 bool
@@ -872,27 +880,28 @@ add_meminfo(struct gmt_event *ev)
 /*
  * The end of an event a callback records from a call: an allocation gets its stack (and, when
  * it failed, what the device had left) and its seq now; a free keeps the order @p seq taken at
- * its ENTER (0: none was taken, it takes one now). Then into the ring.
+ * its ENTER (0: none was taken, it takes one now). Then into the ring. @p prof: the profiler is
+ * on (selfprof.h: made with a constant where every call records).
  */
-static void
-emit_call_event(struct gmt_event *ev, uint64_t seq, uint64_t ts)
+static inline __attribute__((always_inline)) void
+emit_call_event_as(bool prof, struct gmt_event *ev, uint64_t seq, uint64_t ts)
 {
 	uint64_t t0;
 
 	if (ev->op == GMT_OP_ALLOC && ev->result != 0) {
-		t0 = gmt_prof_begin();
+		t0 = gmt_prof_begin_if(prof);
 		add_meminfo(ev);
-		gmt_prof_end(GMT_PROF_MEMINFO, t0);
+		gmt_prof_end_if(prof, GMT_PROF_MEMINFO, t0);
 	}
 	if (ev->op == GMT_OP_ALLOC && rt.wrapped && rt.has_stack) {
 		ev->stack =
 		    rt.stack; /* the wrapper's, taken before the call (gmt_cupti_wrap_enter) */
 	} else if (ev->op == GMT_OP_ALLOC) {
-		t0 = gmt_prof_begin();
+		t0 = gmt_prof_begin_if(prof);
 		ev->stack = callback_stack();
-		gmt_prof_end(GMT_PROF_STACK, t0);
+		gmt_prof_end_if(prof, GMT_PROF_STACK, t0);
 	}
-	t0 = gmt_prof_begin();
+	t0 = gmt_prof_begin_if(prof);
 	if (ev->op == GMT_OP_FREE && seq) {
 		ev->seq = seq;
 		ev->ts_ns = ts;
@@ -900,10 +909,20 @@ emit_call_event(struct gmt_event *ev, uint64_t seq, uint64_t ts)
 	} else {
 		gmt_stamp(ev);
 	}
-	gmt_prof_end(GMT_PROF_STAMP, t0);
-	t0 = gmt_prof_begin();
+	gmt_prof_end_if(prof, GMT_PROF_STAMP, t0);
+	t0 = gmt_prof_begin_if(prof);
 	gmt_emit_core(ev); /* a CUDA-level event: its core alone */
-	gmt_prof_end(GMT_PROF_EMIT, t0);
+	gmt_prof_end_if(prof, GMT_PROF_EMIT, t0);
+}
+
+/* emit_call_event_as() where the profiler's flag is read here (the paths not made twice). */
+static __attribute__((noinline)) void
+emit_call_event(struct gmt_event *ev, uint64_t seq, uint64_t ts)
+{
+	if (__builtin_expect(gmt_prof_on, 0))
+		emit_call_event_as(true, ev, seq, ts);
+	else
+		emit_call_event_as(false, ev, seq, ts);
 }
 
 void
@@ -945,10 +964,11 @@ on_driver_enter(CUpti_CallbackId cbid, enum gmt_api api, const CUpti_CallbackDat
 		take_free_order(&drv.seq, &drv.ts, cb->correlationId);
 }
 
-static void
-on_driver_exit(CUpti_CallbackId cbid, enum gmt_api api, bool ptsz, const CUpti_CallbackData *cb)
+static inline __attribute__((always_inline)) void
+on_driver_exit(
+    bool prof, CUpti_CallbackId cbid, enum gmt_api api, bool ptsz, const CUpti_CallbackData *cb)
 {
-	uint64_t t_prep = gmt_prof_begin();
+	uint64_t t_prep = gmt_prof_begin_if(prof);
 	bool seen_enter = drv.api == api && drv.corr == cb->correlationId;
 	bool joined = joined_to_runtime(cb->correlationId);
 	enum gmt_op op = gmt_api_op(api);
@@ -974,11 +994,11 @@ on_driver_exit(CUpti_CallbackId cbid, enum gmt_api api, bool ptsz, const CUpti_C
 	ev.context = cb->contextUid;
 	ev.device = context_device(cb->context, cb->contextUid);
 	ev.flags = ptsz || (joined && rt.ptsz) ? GMT_EV_PTSZ : 0;
-	gmt_prof_end(GMT_PROF_EXIT_PREP, t_prep);
-	uint64_t t0 = gmt_prof_begin();
+	gmt_prof_end_if(prof, GMT_PROF_EXIT_PREP, t_prep);
+	uint64_t t0 = gmt_prof_begin_if(prof);
 	enum gmt_params got =
 	    call_params(CUPTI_CB_DOMAIN_DRIVER_API, cbid, cb->functionParams, ok, &ev);
-	gmt_prof_end(GMT_PROF_PARAMS, t0);
+	gmt_prof_end_if(prof, GMT_PROF_PARAMS, t0);
 	if (op == GMT_OP_USAGE) { /* the family made the readings */
 		if (joined)
 			rt.joined = 1;
@@ -998,22 +1018,22 @@ on_driver_exit(CUpti_CallbackId cbid, enum gmt_api api, bool ptsz, const CUpti_C
 		}
 		return;
 	}
-	emit_call_event(&ev, seen_enter ? drv.seq : 0, drv.ts);
+	emit_call_event_as(prof, &ev, seen_enter ? drv.seq : 0, drv.ts);
 	if (joined)
 		rt.joined = 1;
 	if (ok && (api == GMT_API_cuMemAllocAsync || api == GMT_API_cuMemAllocFromPoolAsync)) {
-		t0 = gmt_prof_begin();
+		t0 = gmt_prof_begin_if(prof);
 		CUmemoryPool pool = api == GMT_API_cuMemAllocFromPoolAsync
 					? (CUmemoryPool)(uintptr_t)ev.pool
 					: current_pool(ev.device);
 		if (pool && pool_reading_due((uint64_t)(uintptr_t)pool, ev.ts_ns))
 			read_pool(pool, &ev);
-		gmt_prof_end(GMT_PROF_POOL, t0);
+		gmt_prof_end_if(prof, GMT_PROF_POOL, t0);
 	}
 }
 
 static inline __attribute__((always_inline)) void
-on_driver(CUpti_CallbackId cbid, const CUpti_CallbackData *cb)
+on_driver(bool prof, CUpti_CallbackId cbid, const CUpti_CallbackData *cb)
 {
 	struct gmt_hook hook = gmt_hook_driver(cbid);
 	enum gmt_api api = (enum gmt_api)hook.api;
@@ -1029,7 +1049,7 @@ on_driver(CUpti_CallbackId cbid, const CUpti_CallbackData *cb)
 	if (cb->callbackSite == CUPTI_API_ENTER)
 		on_driver_enter(cbid, api, cb);
 	else
-		on_driver_exit(cbid, api, ptsz, cb);
+		on_driver_exit(prof, cbid, api, ptsz, cb);
 }
 
 // --- runtime callbacks
@@ -1212,20 +1232,21 @@ on_resource(CUpti_CallbackId cbid, const CUpti_ResourceData *rd)
 // --- the subscriber
 // -------------------------------------------------------------------------------
 
-/* A callback to record (on_callback()): one frame, with the driver's handling inlined in it. */
-static __attribute__((noinline)) void
-on_recorded(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void *data)
+/* A callback to record (on_callback()): one frame, with the driver's handling inlined in it.
+ * Made twice: on_recorded() with the profiler off, on_recorded_profiled() with it on. */
+static inline __attribute__((always_inline)) void
+on_recorded_as(bool prof, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void *data)
 {
 	gmt_depth++;
 	int *errno_at = gmt_errno_at(), saved_errno = *errno_at;
-	uint64_t t0 = gmt_prof_begin();
+	uint64_t t0 = gmt_prof_begin_if(prof);
 	switch (domain) {
-	case CUPTI_CB_DOMAIN_DRIVER_API: on_driver(cbid, data); break;
+	case CUPTI_CB_DOMAIN_DRIVER_API: on_driver(prof, cbid, data); break;
 	case CUPTI_CB_DOMAIN_RUNTIME_API: on_runtime(cbid, data); break;
 	case CUPTI_CB_DOMAIN_RESOURCE: on_resource(cbid, data); break;
 	default: break;
 	}
-	if (__builtin_expect(gmt_prof_on, 0)) { /* which part, only when profiling */
+	if (prof) { /* which part */
 		bool enter = (domain == CUPTI_CB_DOMAIN_DRIVER_API ||
 			      domain == CUPTI_CB_DOMAIN_RUNTIME_API) &&
 			     ((const CUpti_CallbackData *)data)->callbackSite == CUPTI_API_ENTER;
@@ -1235,10 +1256,22 @@ on_recorded(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void *data
 		    : domain == CUPTI_CB_DOMAIN_RUNTIME_API
 			? (enter ? GMT_PROF_CB_RUNTIME_ENTER : GMT_PROF_CB_RUNTIME_EXIT)
 			: GMT_PROF_CB_RESOURCE;
-		gmt_prof_end(part, t0);
+		gmt_prof_end_if(true, part, t0);
 	}
 	*errno_at = saved_errno;
 	gmt_depth--;
+}
+
+static __attribute__((noinline)) void
+on_recorded(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void *data)
+{
+	on_recorded_as(false, domain, cbid, data);
+}
+
+static __attribute__((noinline, cold)) void
+on_recorded_profiled(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void *data)
+{
+	on_recorded_as(true, domain, cbid, data);
 }
 
 /*
@@ -1270,9 +1303,10 @@ on_callback(void *userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, 
 	if (gmt_depth != 0 ||
 	    atomic_load_explicit(&gmt_state, memory_order_relaxed) == GMT_STATE_DISABLED)
 		return;
-	if (domain == CUPTI_CB_DOMAIN_DRIVER_API &&
-	    ((const CUpti_CallbackData *)data)->callbackSite == CUPTI_API_ENTER &&
-	    !__builtin_expect(gmt_prof_on, 0))
+	if (__builtin_expect(gmt_prof_on, 0))
+		on_recorded_profiled(domain, cbid, data); /* every part timed, the ENTERs too */
+	else if (domain == CUPTI_CB_DOMAIN_DRIVER_API &&
+		 ((const CUpti_CallbackData *)data)->callbackSite == CUPTI_API_ENTER)
 		on_driver_entering(cbid, data);
 	else
 		on_recorded(domain, cbid, data);

@@ -194,38 +194,45 @@ context_device_query(void)
 	return get_device;
 }
 
-static int32_t
-current_device(enum gmt_cuda_runtime rt)
+static inline __attribute__((always_inline)) int32_t
+current_device(bool prof, enum gmt_cuda_runtime rt)
 {
 	__typeof__(&cuCtxGetDevice) get_device = context_device_query();
 	CUdevice cudev;
 	int dev = -1;
-	uint64_t t0 = gmt_prof_begin();
+	uint64_t t0 = gmt_prof_begin_if(prof);
 
 	if (get_device && get_device(&cudev) == CUDA_SUCCESS) {
-		gmt_prof_end(GMT_PROF_DEVICE, t0);
+		gmt_prof_end_if(prof, GMT_PROF_DEVICE, t0);
 		return (int32_t)cudev;
 	}
 	__typeof__(&cudaGetDevice) fn = REAL_QUERY(rt, cudaGetDevice);
 	cudaError_t r = fn ? fn(&dev) : cudaErrorInitializationError;
-	gmt_prof_end(GMT_PROF_DEVICE, t0);
+	gmt_prof_end_if(prof, GMT_PROF_DEVICE, t0);
 	return r == cudaSuccess ? dev : -1;
 }
 
+/* current_device() off the usual path (a wrapper recording what no driver callback did). */
+static __attribute__((noinline)) int32_t
+device_of_call(enum gmt_cuda_runtime rt)
+{
+	return current_device(gmt_prof_on, rt);
+}
+
 /* The second half of every allocation: device, OOM facts, sequence number (after the real call
- * succeeded), then into the ring. */
-static void
-alloc_end(enum gmt_cuda_runtime rt, struct gmt_event *ev)
+ * succeeded), then into the ring. Made twice, with the profiler off and on (selfprof.h). */
+static inline __attribute__((always_inline)) void
+alloc_end_as(bool prof, enum gmt_cuda_runtime rt, struct gmt_event *ev)
 {
 	int *errno_at = gmt_errno_at(), saved_errno = *errno_at;
-	uint64_t t_all = gmt_prof_begin(), t0;
+	uint64_t t_all = gmt_prof_begin_if(prof), t0;
 
-	ev->device = current_device(rt);
+	ev->device = current_device(prof, rt);
 	note_device(rt, ev->device);
 	if (!atomic_load_explicit(&gmt_stacks_none, memory_order_relaxed)) {
-		t0 = gmt_prof_begin();
+		t0 = gmt_prof_begin_if(prof);
 		ev->stack = gmt_stack_capture(NULL);
-		gmt_prof_end(GMT_PROF_STACK, t0);
+		gmt_prof_end_if(prof, GMT_PROF_STACK, t0);
 	}
 	if (ev->result != cudaSuccess) {
 		/* An OOM is an event: keep what was asked and what the device had left. */
@@ -237,38 +244,59 @@ alloc_end(enum gmt_cuda_runtime rt, struct gmt_event *ev)
 			ev->flags |= GMT_EV_HAS_MEMINFO;
 		}
 	}
-	t0 = gmt_prof_begin();
+	t0 = gmt_prof_begin_if(prof);
 	gmt_stamp(ev);
-	gmt_prof_end(GMT_PROF_STAMP, t0);
-	t0 = gmt_prof_begin();
+	gmt_prof_end_if(prof, GMT_PROF_STAMP, t0);
+	t0 = gmt_prof_begin_if(prof);
 	gmt_emit_core(ev);
-	gmt_prof_end(GMT_PROF_EMIT, t0);
-	gmt_prof_end(GMT_PROF_WRAP_RECORD, t_all);
+	gmt_prof_end_if(prof, GMT_PROF_EMIT, t0);
+	gmt_prof_end_if(prof, GMT_PROF_WRAP_RECORD, t_all);
 	*errno_at = saved_errno;
 }
 
+static void
+alloc_end(enum gmt_cuda_runtime rt, struct gmt_event *ev)
+{
+	if (__builtin_expect(gmt_prof_on, 0))
+		alloc_end_as(true, rt, ev);
+	else
+		alloc_end_as(false, rt, ev);
+}
+
 /* The first half of a free or reset: the sequence number is taken before the real call. */
+static inline __attribute__((always_inline)) void
+free_begin_as(bool prof, enum gmt_cuda_runtime rt, struct gmt_event *ev)
+{
+	uint64_t t_all = gmt_prof_begin_if(prof), t0;
+
+	ev->device = current_device(prof, rt);
+	t0 = gmt_prof_begin_if(prof);
+	gmt_stamp(ev);
+	gmt_prof_end_if(prof, GMT_PROF_STAMP, t0);
+	gmt_prof_end_if(prof, GMT_PROF_WRAP_RECORD, t_all);
+}
+
 static void
 free_begin(enum gmt_cuda_runtime rt, struct gmt_event *ev)
 {
-	uint64_t t_all = gmt_prof_begin(), t0;
-
-	ev->device = current_device(rt);
-	t0 = gmt_prof_begin();
-	gmt_stamp(ev);
-	gmt_prof_end(GMT_PROF_STAMP, t0);
-	gmt_prof_end(GMT_PROF_WRAP_RECORD, t_all);
+	if (__builtin_expect(gmt_prof_on, 0))
+		free_begin_as(true, rt, ev);
+	else
+		free_begin_as(false, rt, ev);
 }
 
 static void
 free_end(struct gmt_event *ev, cudaError_t rc)
 {
-	uint64_t t0 = gmt_prof_begin();
-
 	ev->result = (int32_t)rc;
+	if (__builtin_expect(gmt_prof_on, 0)) {
+		uint64_t t0 = gmt_prof_ticks();
+		gmt_emit_core(ev);
+		gmt_prof_end_if(true, GMT_PROF_EMIT, t0);
+		gmt_prof_end_if(true, GMT_PROF_WRAP_RECORD, t0);
+		return;
+	}
 	gmt_emit_core(ev); /* its slow path (the first event starts the tracer) keeps errno */
-	gmt_prof_end(GMT_PROF_EMIT, t0);
-	gmt_prof_end(GMT_PROF_WRAP_RECORD, t0);
 }
 
 // --- the wrappers ------------------------------------------------------------------------------
@@ -367,7 +395,7 @@ wrap_event(struct gmt_event *ev, enum gmt_api api, bool ptsz, enum gmt_op op)
 			int saved_errno = errno;                                                   \
 			ev.result = (int32_t)rc;                                                   \
 			gmt_depth++;                                                               \
-			ev.device = current_device(rt_);                                           \
+			ev.device = device_of_call(rt_);                                           \
 			gmt_depth--;                                                               \
 			gmt_cupti_wrap_record(&ev);                                                \
 			errno = saved_errno;                                                       \

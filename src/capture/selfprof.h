@@ -89,4 +89,23 @@ gmt_prof_end(enum gmt_prof_part part, uint64_t t0)
 		gmt_prof_add_slow(part, gmt_prof_ticks() - t0);
 }
 
+/*
+ * The same where the caller read gmt_prof_on once (@p on): the paths every recorded call takes
+ * are written once with `bool prof` and made twice, with the constant false (where each check
+ * folds away: ~48 instructions an event on the CUPTI path) and true, the flag read where they
+ * start.
+ */
+static inline uint64_t
+gmt_prof_begin_if(bool on)
+{
+	return on ? gmt_prof_ticks() : 0;
+}
+
+static inline void
+gmt_prof_end_if(bool on, enum gmt_prof_part part, uint64_t t0)
+{
+	if (on)
+		gmt_prof_add_slow(part, gmt_prof_ticks() - t0);
+}
+
 #endif
