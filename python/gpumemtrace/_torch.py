@@ -247,6 +247,7 @@ def _watch_gc(lib):
 
 HOLDERS_MAX = 64  # the holders written, largest first
 WALK_BUDGET_S = 10.0  # the end-of-run walk stops after this long (and says so)
+_walk = {"stopped": False}  # the last walk ran out of its budget
 
 
 def _block_of(x):
@@ -296,17 +297,24 @@ def holders(torch, budget_s=WALK_BUDGET_S):
     The walk looks at every object of the program: objects that warn when looked at (torch's
     deprecated `torch.distributed.reduce_op` warns on isinstance()) must not print into the
     program's stderr on our behalf, so warnings are off while it runs."""
+    import time
     import warnings
+    _walk["stopped"] = False
+    end = time.monotonic() + budget_s
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return _holders(torch, budget_s)
+        out = _holders(torch, end)
+    _walk["stopped"] = time.monotonic() > end
+    return out
 
 
-def _referring(objs, targets, chunk=1024):
+def _referring(objs, targets, end, chunk=1024):
     """The objects of @p objs (in their order) that refer to an object whose id() is in
     @p targets: gc.get_referents() of a chunk at a time, in C, and of the halves of a chunk
-    that does, down to single objects."""
+    that does, down to single objects. Stops at time.monotonic() @p end (what it found so
+    far)."""
     import gc
+    import time
     out = []
 
     def look(part):
@@ -320,6 +328,8 @@ def _referring(objs, targets, chunk=1024):
         look(part[half:])
 
     for i in range(0, len(objs), chunk):
+        if time.monotonic() > end:
+            break
         look(objs[i:i + chunk])
     return out
 
@@ -333,7 +343,7 @@ def _dictoffset(t):
         return False
 
 
-def _holders(torch, budget_s):
+def _holders(torch, end):
     """holders() without the warnings filter. Most of a program's objects hold no tensor, and
     a walk in Python over each of them (a process with torch and a model library has hundreds
     of thousands) cost about a microsecond apiece at the end of every run. The objects are
@@ -350,7 +360,6 @@ def _holders(torch, budget_s):
     import gc
     import time
     import types
-    end = time.monotonic() + budget_s
     objs = gc.get_objects()
     tensor_t = torch.Tensor
     param = getattr(getattr(torch, "nn", None), "Parameter", None)
@@ -386,29 +395,28 @@ def _holders(torch, budget_s):
     # the lists and tuples that hold a tensor; the dicts whose values do (a module's, an
     # instance's __dict__ where it exists, a plain one)
     seq_dicts = [o for o in objs if type(o) in seq_dict_t]
-    hits = _referring(seq_dicts, tids)
+    hits = _referring(seq_dicts, tids, end)
     seqs = [o for o in hits if type(o) is not dict]
     held = [d for d in hits if type(d) is dict and not tids.isdisjoint(map(id, d.values()))]
     # what may be a container (a list, tuple or dict that holds a tensor), and the dicts that
     # hold one of those (where the program keeps the container)
     maybe = {id(o) for o in seqs} | {id(d) for d in held if id(d) not in modules}
     all_dicts = [o for o in seq_dicts if type(o) is dict]
-    holding = [d for d in _referring(all_dicts, maybe)
+    holding = [d for d in _referring(all_dicts, maybe, end)
                if not maybe.isdisjoint(map(id, d.values()))]
     # instances whose attributes hold a tensor or a container: in a __dict__ of their own (one
     # that exists already is among the dicts above) or inline in the instance, where only its
     # referents show them
     targets = tids | maybe | {id(d) for d in holding if id(d) not in modules}
     owner_of_dict, attrs = {}, []
-    if time.monotonic() <= end:
-        for o in _referring([o for o in objs if type(o) in attr_types], targets):
-            try:
-                d = o.__dict__
-            except Exception:  # noqa: BLE001 (a proxy whose attribute lookup raises)
-                continue
-            if isinstance(d, dict) and id(d) not in owner_of_dict:
-                owner_of_dict[id(d)] = o
-                attrs.append(d)
+    for o in _referring([o for o in objs if type(o) in attr_types], targets, end):
+        try:
+            d = o.__dict__
+        except Exception:  # noqa: BLE001 (a proxy whose attribute lookup raises)
+            continue
+        if isinstance(d, dict) and id(d) not in owner_of_dict:
+            owner_of_dict[id(d)] = o
+            attrs.append(d)
     # the dicts to read: modules' globals, then instances' attributes, then the rest
     found = {id(d) for d in held} | {id(d) for d in holding}
     found = [d for d in all_dicts if id(d) in found]
@@ -489,6 +497,9 @@ def _holders_at_exit(torch, lib):
     import json
     try:
         found = holders(torch)
+        if _walk["stopped"]:
+            _warn(f"what keeps the live tensors: the walk of the program's objects stopped after "
+                  f"{WALK_BUDGET_S:g} s; the holders it found by then are in the trace")
         fn = lib.gmt_torch_holders
         fn.argtypes = [ctypes.c_char_p]
         fn.restype = None

@@ -256,6 +256,34 @@ def scenarios():
     del sys.modules["victim_main"]
 
 
+def budget():
+    """A walk past its budget stops, and the end-of-run handler says so on stderr (the trace
+    gets what was found by then)."""
+    import contextlib
+    import io
+    main = types.ModuleType("victim_budget")
+    sys.modules["victim_budget"] = main
+    main.kept = [Tensor() for _ in range(3)]
+    full = _torch.holders(torch)
+    check(not _torch._walk["stopped"] and any(h["holder"] == "kept (a list in victim_budget)"
+                                             for h in full), "a walk in its budget finds the list")
+    check(_torch.holders(torch, budget_s=0) == [] and _torch._walk["stopped"],
+          "a walk with no time left stops and says it stopped")
+
+    got, err = [], io.StringIO()
+    lib = types.SimpleNamespace(gmt_torch_holders=lambda js: got.append(js))  # the tracer's
+    saved = _torch.holders.__defaults__
+    _torch.holders.__defaults__ = (0.0,)
+    try:
+        with contextlib.redirect_stderr(err):
+            _torch._holders_at_exit(torch, lib)
+    finally:
+        _torch.holders.__defaults__ = saved
+    check(len(got) == 1 and "stopped after" in err.getvalue(),
+          f"the end-of-run handler writes the line and says the walk stopped ({err.getvalue()!r})")
+    del sys.modules["victim_budget"]
+
+
 def random_graphs(seed, rounds):
     rng = random.Random(seed)
     for r in range(rounds):
@@ -337,6 +365,7 @@ if __name__ == "__main__":
         bench()
         sys.exit(0)
     scenarios()
+    budget()
     random_graphs(1, 40)
     random_graphs(2, 40)
     print(f"{len(FAILS)} failed" if FAILS else "all passed")
