@@ -422,6 +422,16 @@ def _holders(torch, end):
     found = [d for d in all_dicts if id(d) in found]
     dicts = [d for d in found if id(d) in modules] + attrs
     dicts += [d for d in found if id(d) not in modules and id(d) not in owner_of_dict]
+    return _named_holders(torch, tensors, params, modules, seqs, dicts, owner_of_dict, end)
+
+
+def _named_holders(torch, tensors, params, modules, seqs, dicts, owner_of_dict, end):
+    """The holders of @p tensors ({id: tensor}, not parameters; @p params: the parameters'
+    blocks) from the lists and tuples that hold one (@p seqs) and the dicts to read (@p dicts:
+    modules' globals, instances' attributes, other dicts, in the order names are preferred);
+    @p modules: {id(a module's __dict__): its name}; @p owner_of_dict: {id(an instance's
+    __dict__): the instance}. Names each tensor's holder, groups them, follows graphs."""
+    import time
     refs = {}
     for o in seqs:
         for x in o:

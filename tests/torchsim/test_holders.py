@@ -75,7 +75,9 @@ def walk_every_object(torch, budget_s=60.0):
     """The reference: every object the collector knows looked at in Python, by the rules the
     layer documents (what a tensor is, which instances have attributes of their own, the
     names' order: lists and tuples, then modules' globals, then instances' attributes, then
-    other dicts; each kind in gc.get_objects() order)."""
+    other dicts; each kind in gc.get_objects() order), then named by the layer's own
+    _named_holders(): what is compared is the search for the objects that hold tensors. The
+    named cases below check the names themselves."""
     objs = gc.get_objects()
     tensors, params = {}, set()
     for o in objs:
@@ -94,12 +96,10 @@ def walk_every_object(torch, budget_s=60.0):
         if isinstance(d, dict) and (id(d) not in modules or name == d.get("__name__")):
             modules[id(d)] = name
     skip = (type, types.ModuleType, types.FunctionType, types.BuiltinFunctionType)
-    dicts, owner_of_dict, refs = [], {}, {}
+    seqs, dicts, owner_of_dict = [], [], {}
     for i, o in enumerate(objs):
         if type(o) in (list, tuple):
-            for x in o:
-                if id(x) in tensors:
-                    refs.setdefault(id(x), []).append((o, None))
+            seqs.append(o)
         elif type(o) is dict:
             dicts.append((i, o))
         elif (not issubclass(type(o), skip) and not issubclass(type(o), torch.Tensor)
@@ -117,63 +117,9 @@ def walk_every_object(torch, budget_s=60.0):
         if id(d) not in rank or (r[0] == 1 and owner_of_dict[id(d)] is objs[i]):
             rank[id(d)] = (r, d)
     ordered = [d for _, d in sorted(rank.values(), key=lambda rd: rd[0])]
-    for d in ordered:
-        for k, x in list(d.items()):
-            if id(x) in tensors:
-                refs.setdefault(id(x), []).append((d, k))
-    containers = set()
-    for lst in refs.values():
-        for c, _ in lst:
-            if id(c) not in modules and id(c) not in owner_of_dict:
-                containers.add(id(c))
-    named = {}
-    for d in ordered:
-        for k, x in list(d.items()):
-            if id(x) in containers and id(x) not in named:
-                named[id(x)] = (d, k)
-
-    def place(d, k, what=None):
-        if not isinstance(k, str):
-            return None
-        if id(d) in modules:
-            return f"{k} (a {what} in {modules[id(d)]})" if what else f"{k} in {modules[id(d)]}"
-        o = owner_of_dict.get(id(d))
-        if o is not None:
-            cls = type(o).__name__
-            return f".{k} (a {what} of a {cls})" if what else f"attribute {k} of a {cls}"
-        return None
-
-    def name(x):
-        for c, k in refs.get(id(x), ()):
-            where = place(c, k) if type(c) is dict else None
-            if not where and id(c) in named:
-                where = place(*named[id(c)], what=type(c).__name__)
-            if where:
-                return where
-        return None
-
-    groups, seen_nodes, taken = {}, set(), set()
-    for x in tensors.values():
-        where = name(x)
-        if not where:
-            continue
-        graph = getattr(x, "grad_fn", None) is not None
-        g = groups.setdefault((where, graph), {"roots": 0, "blocks": set()})
-        g["roots"] += 1
-        b = _torch._block_of(x)
-        if b:
-            g["blocks"].add(b)
-        if graph:
-            _torch._saved_blocks(torch, x, seen_nodes, g["blocks"], params)
-    out = []
-    for (where, graph), g in sorted(groups.items(), key=lambda kv: not kv[0][1]):
-        blocks = sorted(b for b in g["blocks"] if b not in taken)
-        taken.update(blocks)
-        if blocks:
-            out.append({"holder": where, "kind": "graph" if graph else "kept",
-                        "roots": g["roots"], "blocks": [[d, hex(p)] for d, p in blocks]})
-    out.sort(key=lambda h: (-len(h["blocks"]), h["holder"], h["kind"]))
-    return out[:_torch.HOLDERS_MAX]
+    # every list, tuple and dict, not only those that hold a tensor: the naming is the layer's
+    return _torch._named_holders(torch, tensors, params, modules, seqs, ordered, owner_of_dict,
+                                 time.monotonic() + budget_s)
 
 
 FAILS = []
