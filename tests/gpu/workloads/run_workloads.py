@@ -144,6 +144,17 @@ def one(name, gmt, out):
     return res
 
 
+def line(r):
+    """One workload's result in a line."""
+    state = "PASS" if r["ok"] else "FAIL"
+    return (f"{state} {r['workload']:16} exit {r['rc_plain']}/{r['rc_traced']} (untraced/traced), "
+            f"{r['seconds_plain']}/{r['seconds_traced']} s, {r.get('processes', '?')} traces, "
+            f"{r.get('events', '?')} events, {r.get('dropped', '?')} dropped, at exit "
+            f"{r.get('leaked_bytes', '?')} leaked / {r.get('cached_at_exit_bytes', '?')} cached / "
+            f"{r.get('library_at_exit_bytes', '?')} libraries, {r.get('growing_sites', '?')} growing"
+            + ("; " + "; ".join(r["notes"]) if r["notes"] else ""))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", required=True)
@@ -160,18 +171,18 @@ def main():
     together = [n for n in names if not WORKLOADS[n][2]]
     alone = [n for n in names if WORKLOADS[n][2]]
     results = []
+
+    def done(n):
+        # each result as it comes: a run cut short (a device's time limit) keeps what finished
+        r = one(n, gmt, out)
+        print("done " + line(r), flush=True)
+        return r
     with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as ex:
-        results += list(ex.map(lambda n: one(n, gmt, out), together))
-    results += [one(n, gmt, out) for n in alone]
+        results += list(ex.map(done, together))
+    results += [done(n) for n in alone]
     print("workloads summary")
     for r in results:
-        state = "PASS" if r["ok"] else "FAIL"
-        print(f"  {state} {r['workload']:16} exit {r['rc_plain']}/{r['rc_traced']} (untraced/traced), "
-              f"{r['seconds_plain']}/{r['seconds_traced']} s, {r.get('processes', '?')} traces, "
-              f"{r.get('events', '?')} events, {r.get('dropped', '?')} dropped, at exit "
-              f"{r.get('leaked_bytes', '?')} leaked / {r.get('cached_at_exit_bytes', '?')} cached / "
-              f"{r.get('library_at_exit_bytes', '?')} libraries, {r.get('growing_sites', '?')} growing"
-              + ("; " + "; ".join(r["notes"]) if r["notes"] else ""))
+        print("  " + line(r))
     with open(os.path.join(out, "summary.json"), "w") as f:
         json.dump(results, f, indent=1)
     return 0 if all(r["ok"] for r in results) else 1
