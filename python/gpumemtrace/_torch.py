@@ -343,6 +343,33 @@ def _dictoffset(t):
         return False
 
 
+def _tensors_and_params(torch, objs):
+    """Of @p objs (tensors): {id: tensor} of those that are not parameters, and the set of the
+    parameters' blocks."""
+    param = getattr(getattr(torch, "nn", None), "Parameter", None)
+    tensors, params = {}, set()
+    for o in objs:
+        if param and isinstance(o, param):
+            b = _block_of(o)
+            if b:
+                params.add(b)
+        else:
+            tensors[id(o)] = o
+    return tensors, params
+
+
+def _module_names():
+    """{id(a module's __dict__): the module's name}. One module under two names
+    (multiprocessing puts the script under "__mp_main__" as well): the name the program knows
+    it by, its own __name__, wins."""
+    modules = {}
+    for name, mod in list(sys.modules.items()):
+        d = getattr(mod, "__dict__", None)
+        if isinstance(d, dict) and (id(d) not in modules or name == d.get("__name__")):
+            modules[id(d)] = name
+    return modules
+
+
 def _holders(torch, end):
     """holders() without the warnings filter. Most of a program's objects hold no tensor, and
     a walk in Python over each of them (a process with torch and a model library has hundreds
@@ -362,7 +389,6 @@ def _holders(torch, end):
     import types
     objs = gc.get_objects()
     tensor_t = torch.Tensor
-    param = getattr(getattr(torch, "nn", None), "Parameter", None)
     seq_dict_t = {list, tuple, dict}
     skip = (type, types.ModuleType, types.FunctionType, types.BuiltinFunctionType)
     tensor_types, attr_types = set(), set()
@@ -374,23 +400,10 @@ def _holders(torch, end):
                 attr_types.add(t)
         except Exception:  # noqa: BLE001 (a type whose subclass check raises)
             continue
-    tensors, params = {}, set()
-    for o in [o for o in objs if type(o) in tensor_types]:
-        if param and isinstance(o, param):
-            b = _block_of(o)
-            if b:
-                params.add(b)
-        else:
-            tensors[id(o)] = o
+    tensors, params = _tensors_and_params(torch, [o for o in objs if type(o) in tensor_types])
     if not tensors:
         return []
-    modules = {}
-    for name, mod in list(sys.modules.items()):
-        d = getattr(mod, "__dict__", None)
-        # one module under two names (multiprocessing puts the script under "__mp_main__" as
-        # well): the name the program knows it by, its own __name__, wins
-        if isinstance(d, dict) and (id(d) not in modules or name == d.get("__name__")):
-            modules[id(d)] = name
+    modules = _module_names()
     tids = set(tensors)
     # the lists and tuples that hold a tensor; the dicts whose values do (a module's, an
     # instance's __dict__ where it exists, a plain one)

@@ -79,22 +79,11 @@ def walk_every_object(torch, budget_s=60.0):
     _named_holders(): what is compared is the search for the objects that hold tensors. The
     named cases below check the names themselves."""
     objs = gc.get_objects()
-    tensors, params = {}, set()
-    for o in objs:
-        if issubclass(type(o), torch.Tensor):
-            if isinstance(o, torch.nn.Parameter):
-                b = _torch._block_of(o)
-                if b:
-                    params.add(b)
-            else:
-                tensors[id(o)] = o
+    tensors, params = _torch._tensors_and_params(
+        torch, [o for o in objs if issubclass(type(o), torch.Tensor)])
     if not tensors:
         return []
-    modules = {}
-    for name, mod in list(sys.modules.items()):
-        d = getattr(mod, "__dict__", None)
-        if isinstance(d, dict) and (id(d) not in modules or name == d.get("__name__")):
-            modules[id(d)] = name
+    modules = _torch._module_names()
     skip = (type, types.ModuleType, types.FunctionType, types.BuiltinFunctionType)
     seqs, dicts, owner_of_dict = [], [], {}
     for i, o in enumerate(objs):
