@@ -12,10 +12,15 @@
  * Parts, each a loop of N events (default 200,000), 11 repetitions, the median ns per event:
  * `seq` (the increment), `clock` (clock_gettime), `tsc` (the time-stamp counter, for
  * comparison), `push` (claim, copy, commit), `stamp+push` (the three together: an event's
- * core, what a tracer in this design pays at the least). Between two events the loop does GAP
- * rounds of arithmetic (default 500, about 600 ns here: the application's CUDA call, during
- * which the prefetch of the next slot lands); each part is reported less the same loop with
- * nothing in it (`gap`, reported too), in the same repetition. One JSON line on stdout.
+ * core, what a tracer in this design pays at the least); then how they combine: `seq+push`
+ * (two locked instructions, no clock), `tsc+push` (one, and the counter), `tsc+seq+push` (the
+ * tracer's core as capture.h takes it: the seq, the counter, then the push) and
+ * `claim+seq+tsc` (the slot claimed first, the seq and the counter written into it: the
+ * counter's read after the locked instructions, not between them). Between two events the
+ * loop does GAP rounds of arithmetic (default 500, about 600 ns here: the application's CUDA
+ * call, during which the prefetch of the next slot lands); each part is reported less the same
+ * loop with nothing in it (`gap`, reported too), in the same repetition. One JSON line on
+ * stdout.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -60,8 +65,22 @@ consumer(void *arg)
 	return NULL;
 }
 
-enum part { P_GAP, P_SEQ, P_CLOCK, P_TSC, P_PUSH, P_CORE, P_COUNT };
-static const char *const part_names[P_COUNT] = {"gap", "seq", "clock", "tsc", "push", "stamp+push"};
+enum part {
+	P_GAP,
+	P_SEQ,
+	P_CLOCK,
+	P_TSC,
+	P_PUSH,
+	P_CORE,
+	P_SEQ_PUSH,
+	P_TSC_PUSH,
+	P_TRACER,
+	P_CLAIMED,
+	P_COUNT
+};
+static const char *const part_names[P_COUNT] = {
+    "gap",	  "seq",      "clock",	  "tsc",	  "push",
+    "stamp+push", "seq+push", "tsc+push", "tsc+seq+push", "claim+seq+tsc"};
 static unsigned long gap_rounds = 500;
 
 /* The application's work between two events: a dependent chain the compiler cannot drop. */
@@ -106,6 +125,43 @@ run(enum part part, unsigned long n)
 		case P_CORE:
 			ev.seq = atomic_fetch_add_explicit(&next_seq, 1, memory_order_relaxed) + 1;
 			ev.ts_ns = mono_ns();
+			ev.ptr = i;
+			drops += !gmt_ring_push_core(&ring, &ev);
+			break;
+		case P_SEQ_PUSH: /* two locked instructions an event, no clock */
+			ev.seq = atomic_fetch_add_explicit(&next_seq, 1, memory_order_relaxed) + 1;
+			ev.ptr = i;
+			drops += !gmt_ring_push_core(&ring, &ev);
+			break;
+		case P_TSC_PUSH: /* one locked instruction, the counter's clock */
+#if defined(__x86_64__)
+			ev.ts_ns = __rdtsc();
+#endif
+			ev.ptr = i;
+			drops += !gmt_ring_push_core(&ring, &ev);
+			break;
+		case P_CLAIMED: { /* the slot claimed first, then the seq and the counter into it */
+			uint64_t pos;
+			struct gmt_event *slot = gmt_ring_claim(&ring, &pos);
+			if (!slot) {
+				drops++;
+				break;
+			}
+			memcpy(slot, &ev, GMT_EVENT_CORE_BYTES);
+			slot->ptr = i;
+			slot->seq =
+			    atomic_fetch_add_explicit(&next_seq, 1, memory_order_relaxed) + 1;
+#if defined(__x86_64__)
+			slot->ts_ns = __rdtsc();
+#endif
+			gmt_ring_commit(&ring, pos);
+			break;
+		}
+		case P_TRACER: /* the tracer's core (capture.h): seq, the counter, the push */
+			ev.seq = atomic_fetch_add_explicit(&next_seq, 1, memory_order_relaxed) + 1;
+#if defined(__x86_64__)
+			ev.ts_ns = __rdtsc();
+#endif
 			ev.ptr = i;
 			drops += !gmt_ring_push_core(&ring, &ev);
 			break;
@@ -164,7 +220,7 @@ main(int argc, char **argv)
 				unsigned long chunk = n - done < 20000 ? n - done : 20000;
 				total += run((enum part)p, chunk) * (double)chunk;
 				done += chunk;
-				if (p == P_PUSH || p == P_CORE) {
+				if (p >= P_PUSH) {
 					struct timespec ms = {0, 5000000};
 					nanosleep(&ms, NULL);
 				}

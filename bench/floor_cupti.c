@@ -29,6 +29,7 @@
 static const char *mode = "empty";
 static int record_mode, driver_only;
 static CUpti_SubscriberHandle subscriber;
+static __typeof__(&cuptiEnableCallback) enable; /* set once subscribed */
 
 static void CUPTIAPI
 on_callback(void *userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void *data)
@@ -60,6 +61,32 @@ open_cupti(void)
 	return h;
 }
 
+/* The floor's ids (all, or the driver's only) on or off; how many changed. */
+static int
+enable_ids(int on)
+{
+	int changed = 0;
+
+	for (size_t s = 0; s < GMT_CBID_SETS; s++) {
+		const struct gmt_cbid_set *set = &gmt_cbid_sets[s];
+		if (driver_only && set->domain == CUPTI_CB_DOMAIN_RUNTIME_API)
+			continue;
+		for (size_t i = 0; i < set->n; i++)
+			changed +=
+			    enable(on, subscriber, set->domain, set->ids[i]) == CUPTI_SUCCESS;
+	}
+	return changed;
+}
+
+/* As the tracer's (src/capture/api.c): the floor's callbacks off (0) or on again (1), so that
+ * hook_overhead --in-process times the floor with no subscriber too; -1 before it subscribed. */
+EXPORT int gmt_bench_cupti(int on);
+int
+gmt_bench_cupti(int on)
+{
+	return enable ? enable_ids(on != 0) : -1;
+}
+
 EXPORT int InitializeInjection(void);
 
 EXPORT int
@@ -68,8 +95,7 @@ InitializeInjection(void)
 	static int done;
 	void *h;
 	__typeof__(&cuptiSubscribe) subscribe;
-	__typeof__(&cuptiEnableCallback) enable;
-	size_t enabled = 0;
+	__typeof__(&cuptiEnableCallback) enable_fn;
 
 	if (done++)
 		return 1;
@@ -79,19 +105,14 @@ InitializeInjection(void)
 		return 1;
 	}
 	*(void **)&subscribe = dlsym(h, "cuptiSubscribe");
-	*(void **)&enable = dlsym(h, "cuptiEnableCallback");
-	if (!subscribe || !enable || subscribe(&subscriber, on_callback, NULL) != CUPTI_SUCCESS) {
+	*(void **)&enable_fn = dlsym(h, "cuptiEnableCallback");
+	if (!subscribe || !enable_fn ||
+	    subscribe(&subscriber, on_callback, NULL) != CUPTI_SUCCESS) {
 		fprintf(stderr, "gmt-floor: cannot subscribe to CUPTI\n");
 		return 1;
 	}
-	for (size_t s = 0; s < GMT_CBID_SETS; s++) {
-		const struct gmt_cbid_set *set = &gmt_cbid_sets[s];
-		if (driver_only && set->domain == CUPTI_CB_DOMAIN_RUNTIME_API)
-			continue;
-		for (size_t i = 0; i < set->n; i++)
-			enabled += enable(1, subscriber, set->domain, set->ids[i]) == CUPTI_SUCCESS;
-	}
-	if (!enabled)
+	enable = enable_fn;
+	if (!enable_ids(1))
 		fprintf(stderr, "gmt-floor: CUPTI enabled none of the callback ids\n");
 	return 1;
 }

@@ -4,7 +4,7 @@
  * without LD_PRELOAD=libgpumemtrace.so, interleaved).
  *
  *   hook_overhead [--mode malloc|async] [--iters N] [--reps R] [--warmup W] [--size BYTES]
- *                 [--gap-ms MS] [--in-process 1]
+ *                 [--gap-ms MS] [--in-process 1 [--off 1]]
  *
  *   malloc  cudaMalloc + cudaFree of --size bytes (default 1 MiB)
  *   async   cudaMallocAsync + cudaFreeAsync of --size bytes on a created stream; the device's
@@ -29,7 +29,12 @@
  * both ("paused_median_ns_per_pair", "recording_median_ns_per_pair") and the median of the
  * per-repetition differences ("added_median_ns_per_pair"): what recording costs above an empty
  * callback on the same ids, measured in one process (bench/run_hook_inprocess.py). `events`
- * counts the recorded pairs only.
+ * counts the recorded pairs only. With --off 1, where the preloaded library can turn its CUPTI
+ * callbacks off (gmt_bench_cupti(); the tracer holding CUPTI, or floor-cupti*), a third state:
+ * paused with the callbacks off, what the calls cost with no subscriber ("off_median_ns_per_pair",
+ * and per repetition the empty callback's own cost, paused less off:
+ * "callback_median_ns_per_pair"), the three states' order rotating from one repetition to the
+ * next; a library holding no subscription (the wrappers alone) has no third state.
  *
  * Linked against libcudart.so.13 and nothing simulation-specific: it runs on tests/simcuda or,
  * with LD_LIBRARY_PATH at the toolkit's lib64, on the real runtime and a GPU. Which one it got is
@@ -65,6 +70,7 @@ struct bench_args {
 	unsigned long size;
 	unsigned long gap_ms;
 	bool in_process;
+	bool off; /* --off 1: the third state, the CUPTI callbacks off */
 };
 
 static void
@@ -81,7 +87,7 @@ static void
 usage(void)
 {
 	fprintf(stderr, "usage: hook_overhead [--mode malloc|async] [--iters N] [--reps R] "
-			"[--warmup W] [--size BYTES] [--gap-ms MS] [--in-process 1]\n");
+			"[--warmup W] [--size BYTES] [--gap-ms MS] [--in-process 1 [--off 1]]\n");
 	exit(2);
 }
 
@@ -122,6 +128,8 @@ parse_args(int argc, char **argv, struct bench_args *a)
 			a->gap_ms = parse_ulong(val, 0, 10000);
 		} else if (strcmp(opt, "--in-process") == 0) {
 			a->in_process = parse_ulong(val, 0, 1) == 1;
+		} else if (strcmp(opt, "--off") == 0) {
+			a->off = parse_ulong(val, 0, 1) == 1;
 		} else {
 			usage();
 		}
@@ -213,14 +221,26 @@ timed_recording(const struct bench_args *a, cudaStream_t s)
 	return timed_pairs(a, s);
 }
 
+/* Paused with the library's CUPTI callbacks off (process-wide), on again after. */
+static __attribute__((noinline)) double
+timed_off(const struct bench_args *a, cudaStream_t s, void (*pause)(int), int (*cupti)(int))
+{
+	cupti(0);
+	double ns = timed_paused(a, s, pause);
+	cupti(1);
+	return ns;
+}
+
 int
 main(int argc, char **argv)
 {
 	struct bench_args a;
 	static double samples[MAX_REPS], paused[MAX_REPS], added[MAX_REPS];
+	static double off[MAX_REPS], callback[MAX_REPS];
 	cudaStream_t s = NULL;
 	int (*simulated)(void);
 	void (*pause)(int) = NULL;
+	int (*cupti)(int) = NULL;
 
 	parse_args(argc, argv, &a);
 	if (a.in_process) {
@@ -239,6 +259,12 @@ main(int argc, char **argv)
 		CK(cudaStreamCreate(&s));
 		keep_pool_warm();
 	}
+	/* the third state where the library holds CUPTI (its subscription is made by now) */
+	if (pause && a.off) {
+		*(void **)&cupti = dlsym(RTLD_DEFAULT, "gmt_bench_cupti");
+		if (cupti && cupti(1) < 0)
+			cupti = NULL;
+	}
 
 	/* The warm-up runs in chunks of at most N pairs with the gap after each, like the timed
 	 * repetitions: long enough to touch a tracer's whole ring once without overflowing it. */
@@ -256,15 +282,20 @@ main(int argc, char **argv)
 			samples[r] = timed_pairs(&a, s);
 			continue;
 		}
-		/* paused and recording, the order alternating: neither always runs first */
-		for (int k = 0; k < 2; k++) {
-			bool quiet = (k == 0) == (r % 2 == 0);
-			if (quiet)
+		/* paused and recording (and off), the order rotating: none always runs first */
+		int states = cupti ? 3 : 2;
+		for (int k = 0; k < states; k++) {
+			int which = (int)((k + r) % (unsigned long)states);
+			if (which == 0)
 				paused[r] = timed_paused(&a, s, pause);
-			else
+			else if (which == 1)
 				samples[r] = timed_recording(&a, s);
+			else
+				off[r] = timed_off(&a, s, pause, cupti);
 		}
 		added[r] = samples[r] - paused[r];
+		if (cupti)
+			callback[r] = paused[r] - off[r];
 	}
 	if (s)
 		CK(cudaStreamDestroy(s));
@@ -288,6 +319,14 @@ main(int argc, char **argv)
 		       median, median_of(paused, a.reps), median_of(added, a.reps));
 		for (unsigned long r = 0; r < a.reps; r++)
 			printf("%s%.1f", r ? "," : "", added[r]);
+		printf("]");
+	}
+	if (cupti) {
+		printf(",\"off_median_ns_per_pair\":%.1f,\"callback_median_ns_per_pair\":%.1f,"
+		       "\"callback_samples_ns_per_pair\":[",
+		       median_of(off, a.reps), median_of(callback, a.reps));
+		for (unsigned long r = 0; r < a.reps; r++)
+			printf("%s%.1f", r ? "," : "", callback[r]);
 		printf("]");
 	}
 	printf("}\n");

@@ -29,6 +29,15 @@ What "paused" leaves in place: CUPTI's dispatch to the tracer's callback (which 
 and the preloaded wrappers' forwarding (a call through our symbol, a thread-local test). So the
 added cost is the tracer's work above the empty-callback floor of the same path, the issue-30
 measure (docs/performance.md), without another library in another process.
+
+Where the library holds CUPTI (the cupti* configurations, floor-cupti-record), each repetition
+also times the pairs paused with its callbacks off (hook_overhead --off 1, gmt_bench_cupti()):
+the calls with no subscriber, so the same process gives the empty callback's own cost
+("callback", paused less off) and the whole tracer against no tracer ("over no subscriber",
+recording less off, and as a ratio). Only the wrappers' forwarding is then left in "off".
+--min-callback-ns N (a test's check, with --sim-callback-ns: each delivered callback costs that
+on the double) makes it a PROBLEM when a configuration holding CUPTI has no "off" state or its
+empty callback costs less than N ns per event there: the callbacks were not turned off.
 """
 import argparse
 import json
@@ -64,6 +73,8 @@ def main():
     ap.add_argument("--sim-callback-ns", type=int, default=0,
                     help="sim only: SIMCUPTI_CALLBACK_NS, what each delivered callback costs")
     ap.add_argument("--cpus", default="none", help="as run_hook_overhead.py --cpus")
+    ap.add_argument("--min-callback-ns", type=float,
+                    help="a check: the empty callback (paused less off) at least this, per event")
     args = ap.parse_args()
     rho.PIN = rho.pick_cpus(args.cpus)
 
@@ -83,7 +94,8 @@ def main():
             sys.exit(f"run_hook_inprocess: unknown --capture {n!r} "
                      f"({', '.join(list(rho.CAPTURES) + list(rho.FLOORS))})")
     cmd = [exe, "--mode", args.mode, "--iters", str(iters), "--reps", str(args.reps),
-           "--warmup", str(d["warmup"]), "--gap-ms", str(d["gap_ms"]), "--in-process", "1"]
+           "--warmup", str(d["warmup"]), "--gap-ms", str(d["gap_ms"]), "--in-process", "1",
+           "--off", "1"]
     print(f"hook_overhead --in-process: runtime={args.runtime} mode={args.mode} iters={iters} "
           f"reps={args.reps} rounds={args.rounds}, configurations {', '.join(names)}")
     print(f"  pinned to CPUs: {','.join(map(str, rho.PIN)) if rho.PIN else 'not pinned'}")
@@ -144,6 +156,31 @@ def main():
         print(f"  {n:<24} paused {paused:8.1f} ns/pair, recording {recording:8.1f} ns/pair: the tracer "
               f"adds {statistics.median(added):.1f} ns/event above its empty callback "
               f"(median of {len(added)} rounds: {', '.join(f'{x:.0f}' for x in added)})")
+    for n in names:
+        rs = [r for r in per[n] if r.get("off_median_ns_per_pair") is not None]
+        holds_cupti = n.startswith("floor-cupti") or (
+            n in rho.CAPTURES and rho.CAPTURES[n][0].get("GPUMEMTRACE_CUPTI") != "0")
+        if args.min_callback_ns is not None and holds_cupti and len(rs) != len(per[n]):
+            problems.append(f"{n}: no state with the CUPTI callbacks off (gmt_bench_cupti)")
+        if not rs:
+            continue
+        cb = [r["callback_median_ns_per_pair"] / 2 for r in rs]
+        over = [(r["recording_median_ns_per_pair"] - r["off_median_ns_per_pair"]) / 2 for r in rs]
+        ratio = [r["recording_median_ns_per_pair"] / r["off_median_ns_per_pair"] for r in rs]
+        off = statistics.median(r["off_median_ns_per_pair"] for r in rs)
+        figures[n].update({"off_ns_per_pair": round(off, 1),
+                           "callback_ns_per_event": round(statistics.median(cb), 1),
+                           "callback_ns_per_event_rounds": [round(x, 1) for x in cb],
+                           "over_off_ns_per_event": round(statistics.median(over), 1),
+                           "ratio_to_off": round(statistics.median(ratio), 3)})
+        if args.min_callback_ns is not None and statistics.median(cb) < args.min_callback_ns:
+            problems.append(f"{n}: the empty callback costs {statistics.median(cb):.1f} ns per "
+                            f"event over the callbacks off, less than {args.min_callback_ns:g}: "
+                            f"they were not off")
+        print(f"  {n:<24} callbacks off {off:8.1f} ns/pair: the empty callback itself "
+              f"{statistics.median(cb):.1f} ns/event (rounds: {', '.join(f'{x:.0f}' for x in cb)}); "
+              f"recording over no subscriber {statistics.median(over):.1f} ns/event, "
+              f"{statistics.median(ratio):.3f}x")
     for n in names:
         f = floor_in_process(n, names)
         if not f:

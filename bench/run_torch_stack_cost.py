@@ -14,7 +14,10 @@ and the added cost per allocation of each stack mode over "none".
 
 floor-cupti and floor-cupti-record are bench/floor.h's floors preloaded instead of the tracer (an
 empty CUPTI callback on the tracer's ids; the bare minimum of a recorded event): what any CUPTI
-tracer of these calls costs at least, measured in the same rounds.
+tracer of these calls costs at least, measured in the same rounds. interpose-none and
+interpose-all are the tracer without CUPTI (GPUMEMTRACE_CUPTI=0: the wrappers alone record),
+stacks off and full; floor-interpose the bare-minimum wrappers of bench/floor.h: that path's
+floor.
 
 Exits 77 without a GPU or without torch. The last line is JSON.
 """
@@ -54,7 +57,7 @@ print(samples[len(samples) // 2])
 """
 
 MODES = ["plain", "floor-cupti", "floor-cupti-record", "none-callbacks", "none", "native",
-         "all-callbacks", "all"]
+         "all-callbacks", "all", "floor-interpose", "interpose-none", "interpose-all"]
 # the floors of bench/floor.h under torch: a CUPTI subscriber on exactly the tracer's callback ids
 # with an empty callback, and the same recording the bare minimum (guard, clock, seq, ring slot)
 FLOORS = {"floor-cupti": "empty", "floor-cupti-record": "record"}
@@ -68,6 +71,14 @@ def run(mode, args, lib, outdir):
         env["LD_PRELOAD"] = os.path.join(os.path.dirname(os.path.dirname(lib)), "bench",
                                          "libgmt_floor_cupti.so")
         env["GMT_FLOOR_MODE"] = FLOORS[mode]
+    elif mode == "floor-interpose":  # wrappers recording the bare minimum, no CUPTI
+        env["LD_PRELOAD"] = os.path.join(os.path.dirname(os.path.dirname(lib)), "bench",
+                                         "libgmt_floor_interpose.so")
+    elif mode.startswith("interpose-"):  # the tracer without CUPTI: its wrappers record
+        env["LD_PRELOAD"] = lib
+        env["GPUMEMTRACE_CUPTI"] = "0"
+        env["GPUMEMTRACE_STACKS"] = mode.split("-")[1]
+        env["GPUMEMTRACE_OUTPUT_DIR"] = outdir
     elif mode.endswith("-callbacks"):  # CUPTI's runtime callbacks name every call, and an
         # allocation's stack is taken inside the driver's callback: the tracer before 2026-12-05
         env["LD_PRELOAD"] = lib
@@ -107,9 +118,11 @@ def main():
         print("run_torch_stack_cost: no GPU or no torch: skipped")
         return 77
     lib = os.path.join(os.path.abspath(args.build), "src", "libgpumemtrace.so")
-    if any(m in FLOORS for m in modes) and not os.path.exists(
-            os.path.join(os.path.abspath(args.build), "bench", "libgmt_floor_cupti.so")):
-        sys.exit("run_torch_stack_cost: BUILD/bench/libgmt_floor_cupti.so not found")
+    for m, floor in (("floor-cupti", "libgmt_floor_cupti.so"),
+                     ("floor-cupti-record", "libgmt_floor_cupti.so"),
+                     ("floor-interpose", "libgmt_floor_interpose.so")):
+        if m in modes and not os.path.exists(os.path.join(os.path.abspath(args.build), "bench", floor)):
+            sys.exit(f"run_torch_stack_cost: BUILD/bench/{floor} not found")
     res = {m: [] for m in modes}
     with tempfile.TemporaryDirectory(prefix="gmt-stackcost-") as outdir:
         for rnd in range(args.rounds + 1):
@@ -128,11 +141,16 @@ def main():
         extra = ""
         if m in ("native", "all"):
             extra = f"  stacks add {med[m] - med['none']:.0f} ns per allocation"
+        elif m == "interpose-all" and "interpose-none" in med:
+            extra = f"  stacks add {med[m] - med['interpose-none']:.0f} ns per allocation"
         print(f"  {m:<18} {med[m]:9.0f} ns/iteration  {ratio}{extra}")
     for m in modes:
         if m in ("none", "native", "all") and "floor-cupti" in med:
             print(f"  {m} above floor-cupti: {med[m] - med['floor-cupti']:.0f} ns per iteration "
                   f"(the floor itself {med['floor-cupti'] - med['plain']:.0f} over plain)")
+        if m.startswith("interpose-") and "floor-interpose" in med:
+            print(f"  {m} above floor-interpose: {med[m] - med['floor-interpose']:.0f} ns per "
+                  f"iteration (the floor itself {med['floor-interpose'] - med['plain']:.0f} over plain)")
     print(json.dumps({"bench": "torch_stack_cost", "median_ns": med, "samples": res, "cpus": rho.PIN,
                       "ratio_to_plain": {m: med[m] / med["plain"] for m in modes},
                       "added_native_ns": med.get("native", 0) - med["none"],

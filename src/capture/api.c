@@ -288,6 +288,22 @@ gmt_bench_pause(int on)
 		gmt_depth--;
 }
 
+/*
+ * For benchmarks, with gmt_bench_pause(): CUPTI's callbacks of the tracer's subscription off
+ * (@p on 0) for the whole process, or on again (1). Paused with the callbacks off, a CUDA call
+ * costs what it costs with no CUPTI subscriber (the wrappers forward at once), so a loop timed
+ * off, paused and recording in one process gives the empty callback's own cost and the tracer's
+ * against no tracer, free of the host's process-to-process spread (bench/hook_overhead
+ * --in-process, bench/run_torch_async_inprocess.py). Returns the callback ids changed, -1 when
+ * this tracer holds no CUPTI subscription. Not for programs: what happens while off is not in
+ * the trace. Call it between CUDA calls, from one thread.
+ */
+GMT_EXPORT int
+gmt_bench_cupti(int on)
+{
+	return gmt_cupti_bench_enable(on != 0);
+}
+
 /* From Python with the GIL held (python/gpumemtrace/_site/sitecustomize.py): the code watcher
  * that lets the Python walk look code objects up by address (capture/pystack.h). */
 GMT_EXPORT int

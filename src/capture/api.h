@@ -38,5 +38,7 @@ void gmt_torch_gc(int collecting);
 void gmt_torch_holders(const char *json);
 /** For benchmarks: the calling thread's CUDA calls are not recorded while @p on (api.c). */
 void gmt_bench_pause(int on);
+/** For benchmarks: CUPTI's callbacks off (@p on 0) or on again, process-wide (api.c). */
+int gmt_bench_cupti(int on);
 
 #endif

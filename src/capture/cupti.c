@@ -1391,6 +1391,26 @@ enable_all(void)
 	return enabled;
 }
 
+/* For benchmarks (api.c, gmt_bench_cupti()): every id of the subscription off, or on again as
+ * at the start; the ids changed, -1 when CUPTI is not active. */
+int
+gmt_cupti_bench_enable(bool on)
+{
+	int changed = 0;
+
+	if (gmt_cupti_state() != GMT_CUPTI_ACTIVE)
+		return -1;
+	if (on)
+		return (int)enable_all();
+	for (size_t s = 0; s < GMT_CBID_SETS; s++) {
+		const struct gmt_cbid_set *set = &gmt_cbid_sets[s];
+		for (size_t i = 0; i < set->n; i++)
+			changed += cupti.EnableCallback(0, subscriber, set->domain, set->ids[i]) ==
+				   CUPTI_SUCCESS;
+	}
+	return changed;
+}
+
 static void
 unavailable(const char *why_fmt, const char *arg)
 {

@@ -77,6 +77,10 @@ void gmt_cupti_wrap_leave(void);
  */
 void gmt_cupti_tick(void);
 
+/** For benchmarks (gmt_bench_cupti()): every callback id of the subscription off (false) or on
+ * again as at the start (true), process-wide; the ids changed, -1 when CUPTI is not active. */
+int gmt_cupti_bench_enable(bool on);
+
 /** Whether the interposed wrappers are bound: the process's calls into a shared libcudart reach
  * them first (interpose.c). */
 bool gmt_wrappers_bound(void);

@@ -129,6 +129,20 @@ def benches(build, source, env, work):
         check(doc.get("added", {}).get("unwind", {}).get("pair_ns") is not None
               and doc.get("layer_over_unwind_ns") is not None,
               f"run_torch_block_ab.py measures the native stacks' floor (unwind): {p.stdout[-600:]}")
+    # the tensor row in one process (backend:cudaMallocAsync): each configuration's states, the
+    # CUPTI callbacks off only where the tracer holds CUPTI
+    p = subprocess.run([sys.executable, os.path.join(source, "bench", "run_torch_async_inprocess.py"),
+                        "--build", build, "--sim", "--rounds", "1", "--iters", "300", "--reps", "3"],
+                       env=env, capture_output=True, text=True, timeout=240)
+    last = p.stdout.strip().splitlines()[-1:] or [""]
+    doc = json.loads(last[0]) if last[0].startswith("{") else {}
+    cfg = doc.get("configs", {})
+    check(p.returncode == 0 and set(cfg) == {"all", "none", "interpose-all", "interpose-none"}
+          and all(set(cfg[c]) == {"off", "paused", "recording"} for c in ("all", "none"))
+          and all(set(cfg[c]) == {"paused", "recording"} for c in ("interpose-all", "interpose-none"))
+          and all(s["ns_per_tensor"] > 0 for c in cfg.values() for s in c.values()),
+          f"run_torch_async_inprocess.py times off, paused and recording in one process (exit "
+          f"{p.returncode}): {p.stdout[-800:]} {p.stderr[-600:]}")
     probe = os.path.join(build, "bench", "libgmt_unwind_probe.so")
     if os.path.exists(probe):
         p = subprocess.run([sys.executable, os.path.join(source, "bench", "run_unwind_probe.py"),
