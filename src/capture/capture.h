@@ -123,36 +123,6 @@ gmt_emit_core(struct gmt_event *ev)
 	return gmt_emit_core_slow(ev);
 }
 
-/**
- * gmt_emit_core(), and before the copy, where @p stamp, gmt_stamp(): the ring's slot is claimed
- * first, so the seq and the counter are taken after the claim's locked instruction and the
- * counter's read (20-30 ns of latency on the GPU hosts) is followed by no locked instruction that
- * would wait for it (bench/event_core's tsc+push and claim+seq+tsc; docs/performance.md). The
- * order and time are the event's as gmt_stamp() gives them, and @p ev gets them too. For an
- * event stamped at its end (an allocation's); a free keeps the order taken before its call
- * (@p stamp false).
- */
-static inline __attribute__((always_inline)) bool
-gmt_emit_core_stamp(struct gmt_event *ev, bool stamp)
-{
-	uint64_t pos;
-	struct gmt_event *slot;
-
-	if (__builtin_expect(
-		atomic_load_explicit(&gmt_state, memory_order_acquire) == GMT_STATE_RUNNING, 1) &&
-	    __builtin_expect((slot = gmt_ring_claim(&gmt_core_events, &pos)) != NULL, 1)) {
-		if (stamp)
-			gmt_stamp(ev);
-		memcpy(slot, ev, GMT_EVENT_CORE_BYTES);
-		slot->flags = ev->flags | GMT_EV_CORE_ONLY;
-		gmt_ring_commit(&gmt_core_events, pos);
-		return true;
-	}
-	if (stamp)
-		gmt_stamp(ev);
-	return gmt_emit_core_slow(ev);
-}
-
 /** gmt_emit() for a `usage` reading: a drop is also counted among the dropped readings (the
  * trailer's `dropped_readings`: of the drops, those that lost no allocation or free). */
 bool gmt_emit_reading(struct gmt_event *ev);

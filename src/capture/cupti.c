@@ -901,22 +901,17 @@ emit_call_event_as(bool prof, struct gmt_event *ev, uint64_t seq, uint64_t ts)
 		ev->stack = callback_stack();
 		gmt_prof_end_if(prof, GMT_PROF_STACK, t0);
 	}
-	bool ordered = ev->op == GMT_OP_FREE && seq;
 	t0 = gmt_prof_begin_if(prof);
-	if (ordered) {
+	if (ev->op == GMT_OP_FREE && seq) {
 		ev->seq = seq;
 		ev->ts_ns = ts;
 		ev->tid = gmt_tid();
-	}
-	if (!prof) { /* a CUDA-level event: its core alone, stamped in its slot (capture.h) */
-		gmt_emit_core_stamp(ev, !ordered);
-		return;
-	}
-	if (!ordered)
+	} else {
 		gmt_stamp(ev);
+	}
 	gmt_prof_end_if(prof, GMT_PROF_STAMP, t0);
 	t0 = gmt_prof_begin_if(prof);
-	gmt_emit_core(ev);
+	gmt_emit_core(ev); /* a CUDA-level event: its core alone */
 	gmt_prof_end_if(prof, GMT_PROF_EMIT, t0);
 }
 

@@ -244,16 +244,12 @@ alloc_end_as(bool prof, enum gmt_cuda_runtime rt, struct gmt_event *ev)
 			ev->flags |= GMT_EV_HAS_MEMINFO;
 		}
 	}
-	if (prof) { /* the stamp and the push timed apart */
-		t0 = gmt_prof_begin_if(prof);
-		gmt_stamp(ev);
-		gmt_prof_end_if(prof, GMT_PROF_STAMP, t0);
-		t0 = gmt_prof_begin_if(prof);
-		gmt_emit_core(ev);
-		gmt_prof_end_if(prof, GMT_PROF_EMIT, t0);
-	} else {
-		gmt_emit_core_stamp(ev, true); /* stamped in the slot it claimed (capture.h) */
-	}
+	t0 = gmt_prof_begin_if(prof);
+	gmt_stamp(ev);
+	gmt_prof_end_if(prof, GMT_PROF_STAMP, t0);
+	t0 = gmt_prof_begin_if(prof);
+	gmt_emit_core(ev);
+	gmt_prof_end_if(prof, GMT_PROF_EMIT, t0);
 	gmt_prof_end_if(prof, GMT_PROF_WRAP_RECORD, t_all);
 	*errno_at = saved_errno;
 }
