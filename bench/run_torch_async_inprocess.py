@@ -19,7 +19,11 @@ A configuration is a process: `all` (the defaults: native and Python stacks), `n
 off), and the same with GPUMEMTRACE_CUPTI=0 (`interpose-*`: the wrappers alone record, there is
 no subscriber, "off" is "paused"). Each round runs each configuration once, interleaved.
 Prints per configuration the medians of recording/off (the row: <= 1.10x) and paused/off (the
-CUPTI floor), with every round's figure. Exits 77 without a GPU or torch (--sim: on the torch
+CUPTI floor), with every round's figure. --self-profile: each process also runs with
+GPUMEMTRACE_SELF_PROFILE, and the tracer's parts are printed per recorded tensor (probes and ns:
+how many callbacks of each site a tensor costs, where the time goes; the probes' own cost is in
+the figures, so the ratios of that run are not the plain tracer's). Exits 77 without a GPU or
+torch (--sim: on the torch
 double of tests/torchsim, for its test: run_torchsim.py benches). The last line is one JSON
 object. Python 3 standard library only.
 """
@@ -34,8 +38,11 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import run_hook_overhead as rho  # noqa: E402 (the CPU pinning)
 
+WARMUP = 2000  # tensors made before the timed repetitions (recorded)
+
 CHILD = r'''
 import ctypes, json, statistics, sys, time
+WARMUP = @WARMUP@
 import torch
 iters, reps = int(sys.argv[1]), int(sys.argv[2])
 torch.cuda.init()
@@ -69,7 +76,7 @@ def timed(state):
         if state == "off":
             cupti(1)
 
-loop(2000)
+loop(WARMUP)
 torch.cuda.synchronize()
 has_cupti = cupti(1) >= 0
 states = ["off", "paused", "recording"] if has_cupti else ["paused", "recording"]
@@ -82,7 +89,7 @@ for r in range(reps):
     rows.append(row)
 print(json.dumps({"states": states, "reps": rows,
                   "backend": torch.cuda.get_allocator_backend()}))
-'''
+'''.replace("@WARMUP@", str(WARMUP))
 
 CONFIGS = {
     "all": {},
@@ -97,6 +104,9 @@ def run(gmt, config, args, tmp):
     env["PYTORCH_CUDA_ALLOC_CONF"] = "backend:cudaMallocAsync"
     env.pop("CUDA_INJECTION64_PATH", None)
     env.update(CONFIGS[config])
+    prof = os.path.join(tmp, config + "-profile.json")
+    if args.self_profile:
+        env["GPUMEMTRACE_SELF_PROFILE"] = prof
     out = os.path.join(tmp, config)
     p = subprocess.run([gmt, "run", "-o", out, "--", sys.executable, "-c", CHILD,
                         str(args.iters), str(args.reps)], env=env, capture_output=True,
@@ -113,7 +123,33 @@ def run(gmt, config, args, tmp):
                  f"not cudaMallocAsync")
     for f in os.listdir(out):
         os.remove(os.path.join(out, f))
+    if args.self_profile:
+        try:
+            with open(prof) as f:
+                doc["self_profile"] = json.load(f)
+            os.remove(prof)
+        except (OSError, ValueError) as e:
+            sys.exit(f"run_torch_async_inprocess: {config}: no self-profile ({e})")
+        # the tensors recorded: the warm-up's and the recording repetitions'
+        doc["recorded_tensors"] = WARMUP + args.iters * args.reps
     return doc
+
+
+def print_profile(config, docs):
+    """The tracer's parts per recorded tensor, summed over @p docs (one per round)."""
+    tensors = sum(d["recorded_tensors"] for d in docs)
+    parts = {}
+    for d in docs:
+        for name, v in d["self_profile"].get("parts", {}).items():
+            p = parts.setdefault(name, [0, 0])
+            p[0] += v.get("count", 0)
+            p[1] += v.get("ns", 0)
+    rows = sorted(parts.items(), key=lambda kv: -kv[1][1])
+    print(f"  {config}: self-profile per recorded tensor ({tensors} tensors; the probe's "
+          f"{docs[0]['self_profile'].get('probe_ns', 0):.1f} ns not taken off): " +
+          ", ".join(f"{n} {c / tensors:.2f}x {ns / tensors:.0f} ns" for n, (c, ns) in rows if c))
+    return {n: {"probes_per_tensor": c / tensors, "ns_per_tensor": ns / tensors}
+            for n, (c, ns) in rows if c}
 
 
 def main():
@@ -124,6 +160,8 @@ def main():
     ap.add_argument("--reps", type=int, default=7)
     ap.add_argument("--configs", default=",".join(CONFIGS))
     ap.add_argument("--cpus", default="none", help="as run_hook_overhead.py --cpus")
+    ap.add_argument("--self-profile", action="store_true",
+                    help="the tracer's parts per recorded tensor (GPUMEMTRACE_SELF_PROFILE)")
     ap.add_argument("--sim", action="store_true",
                     help="the environment's torch and runtime are the doubles: no GPU check")
     args = ap.parse_args()
@@ -169,8 +207,10 @@ def main():
                          f"{', '.join(f'x{x:.3f}' for x in ratios)})")
             print(line)
         figures[c] = f
+    profiles = {c: print_profile(c, per[c]) for c in configs} if args.self_profile else None
     print(json.dumps({"bench": "torch_async_inprocess", "iters": args.iters, "reps": args.reps,
-                      "rounds": args.rounds, "cpus": rho.PIN, "configs": figures}))
+                      "rounds": args.rounds, "cpus": rho.PIN, "configs": figures,
+                      "self_profile": profiles}))
     return 0
 
 

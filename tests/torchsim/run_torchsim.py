@@ -130,9 +130,11 @@ def benches(build, source, env, work):
               and doc.get("layer_over_unwind_ns") is not None,
               f"run_torch_block_ab.py measures the native stacks' floor (unwind): {p.stdout[-600:]}")
     # the tensor row in one process (backend:cudaMallocAsync): each configuration's states, the
-    # CUPTI callbacks off only where the tracer holds CUPTI
+    # CUPTI callbacks off only where the tracer holds CUPTI; the tracer's parts per tensor from
+    # its self-profile (every configuration recorded something: the double's segments)
     p = subprocess.run([sys.executable, os.path.join(source, "bench", "run_torch_async_inprocess.py"),
-                        "--build", build, "--sim", "--rounds", "1", "--iters", "300", "--reps", "3"],
+                        "--build", build, "--sim", "--rounds", "1", "--iters", "300", "--reps", "3",
+                        "--self-profile"],
                        env=env, capture_output=True, text=True, timeout=240)
     last = p.stdout.strip().splitlines()[-1:] or [""]
     doc = json.loads(last[0]) if last[0].startswith("{") else {}
@@ -140,7 +142,10 @@ def benches(build, source, env, work):
     check(p.returncode == 0 and set(cfg) == {"all", "none", "interpose-all", "interpose-none"}
           and all(set(cfg[c]) == {"off", "paused", "recording"} for c in ("all", "none"))
           and all(set(cfg[c]) == {"paused", "recording"} for c in ("interpose-all", "interpose-none"))
-          and all(s["ns_per_tensor"] > 0 for c in cfg.values() for s in c.values()),
+          and all(s["ns_per_tensor"] > 0 for c in cfg.values() for s in c.values())
+          and set(doc.get("self_profile") or {}) == set(cfg)
+          and all(parts.get("emit", {}).get("probes_per_tensor", 0) > 0
+                  for parts in doc["self_profile"].values()),
           f"run_torch_async_inprocess.py times off, paused and recording in one process (exit "
           f"{p.returncode}): {p.stdout[-800:]} {p.stderr[-600:]}")
     probe = os.path.join(build, "bench", "libgmt_unwind_probe.so")
