@@ -6,7 +6,11 @@
 // merged on free, trace trackers called under a recursive mutex the way torch calls them, frees
 // that wait for a stream (record_stream) completed later by whichever thread processes events,
 // an OOM entry (addr = the device's free bytes) after the cache was emptied and cudaMalloc still
-// failed. Not PyTorch's algorithm, none of its code. Built once per torch version the double plays
+// failed. With PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync, as torch's cudaMallocAsync backend
+// does: no cache and no trace tracker, each tensor one cudaMallocAsync and one cudaFreeAsync on
+// the current (null) stream, empty_cache() a synchronize and a trim of the device's default pool
+// (a free that waits for a stream is freed at once: the double's streams are in order). Not
+// PyTorch's algorithm, none of its code. Built once per torch version the double plays
 // (tests/torchsim/meson.build): TraceEntry's layout and snapshot()'s shape are that version's.
 #include <c10/cuda/CUDACachingAllocator.h>
 
@@ -60,7 +64,13 @@ class SimAllocator final : public CUDAAllocator
 	uintptr_t last_alloc = 0; // the newest allocation, which ANNOTATE (2.14 on) annotates
 	std::vector<AllocatorTraceTracker> trackers;
 	std::map<uintptr_t, Segment> segments;
+	std::map<uintptr_t, size_t> async_sizes; // the cudaMallocAsync backend's live allocations
 	size_t allocated_bytes = 0, reserved_bytes = 0;
+
+	bool async() const
+	{
+		return backend == "cudaMallocAsync";
+	}
 
 	bool initialized() override
 	{
@@ -142,6 +152,8 @@ class SimAllocator final : public CUDAAllocator
 	void *malloc(size_t request)
 	{
 		std::lock_guard<std::recursive_mutex> g(mu);
+		if (async())
+			return malloc_async(request);
 		size_t size = request < kMinBlock ? kMinBlock : round_up(request, kMinBlock);
 		bool large = size > kSmallSize;
 		uintptr_t at = find(size, large);
@@ -183,9 +195,39 @@ class SimAllocator final : public CUDAAllocator
 		return reinterpret_cast<void *>(at);
 	}
 
+	// The cudaMallocAsync backend: one stream-ordered allocation per tensor, no cache.
+	void *malloc_async(size_t request)
+	{
+		void *p = nullptr;
+		(void)cudaGetLastError(); /* as torch: no error left from before */
+		if (cudaMallocAsync(&p, request, nullptr) != cudaSuccess) {
+			(void)cudaGetLastError(); /* the OOM is the caller's exception */
+			return nullptr;
+		}
+		async_sizes[reinterpret_cast<uintptr_t>(p)] = request;
+		allocated_bytes += request;
+		reserved_bytes += request; /* the double's pool holds what is live */
+		return p;
+	}
+
+	void free_async(uintptr_t a)
+	{
+		auto it = async_sizes.find(a);
+		if (it == async_sizes.end())
+			throw std::runtime_error("torchsim: not an address of the async backend");
+		cudaFreeAsync(reinterpret_cast<void *>(a), nullptr);
+		allocated_bytes -= it->second;
+		reserved_bytes -= it->second;
+		async_sizes.erase(it);
+	}
+
 	void free(void *ptr, bool wait_for_stream)
 	{
 		std::lock_guard<std::recursive_mutex> g(mu);
+		if (async()) {
+			free_async(reinterpret_cast<uintptr_t>(ptr));
+			return;
+		}
 		uintptr_t a = reinterpret_cast<uintptr_t>(ptr);
 		Segment &s = segment_of(a);
 		Block &b = s.blocks.at(a);
@@ -219,6 +261,13 @@ class SimAllocator final : public CUDAAllocator
 	void release_cached()
 	{
 		std::lock_guard<std::recursive_mutex> g(mu);
+		if (async()) {
+			cudaMemPool_t pool = nullptr;
+			cudaDeviceSynchronize();
+			if (cudaDeviceGetDefaultMemPool(&pool, 0) == cudaSuccess)
+				cudaMemPoolTrimTo(pool, 0);
+			return;
+		}
 		for (auto it = segments.begin(); it != segments.end();) {
 			const Segment &s = it->second;
 			if (s.blocks.size() == 1 && !s.blocks.begin()->second.allocated) {

@@ -12,7 +12,8 @@ the machine's C++ compiler), and checks the trace. Scenarios:
                    thread, user metadata, the OOM entry, a "torch" line saying "blocks"
   late-attach      torch used before the layer is installed: the backfill lists what existed
   async-backend    PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync: attach refused, one warning,
-                   "segments only" with the reason, the program unharmed
+                   "segments only" with the reason, the program unharmed; each tensor one
+                   cudaMallocAsync and one cudaFreeAsync in the trace, as torch's backend makes
   unknown-version  torch 2.99: refused, never guessed; any-version: GPUMEMTRACE_TORCH=any tries it
   no-compiler      no C++ compiler: the reason in the torch line, CUDA-level events go on
   bad-headers      headers that do not compile: the build's error named, the program unharmed
@@ -460,6 +461,20 @@ def main():
         check(want in detail, f"{sc}: the torch line says why ({want!r} in {detail!r})")
         check(len([e for e in events if e["op"] == "alloc" and e["result"] == 0]) > 0,
               f"{sc}: CUDA-level allocations still recorded")
+        if sc == "async-backend":
+            # as torch's backend: every tensor one cudaMallocAsync from the device's pool, freed
+            # by a cudaFreeAsync, the 1 TiB request a failed one (PyTorch's OOM, seen below it)
+            pool = [e for e in events if e.get("kind") == "pool" and e.get("api") == "cudaMallocAsync"]
+            made = sorted(e["size"] for e in pool if e["op"] == "alloc" and e["result"] == 0)
+            failed = [e for e in pool if e["op"] == "alloc" and e["result"] != 0]
+            frees = [e for e in events if e["op"] == "free" and e.get("api") == "cudaFreeAsync"]
+            want = sorted(x["bytes"] for x in did["allocs"])
+            check(made == want, f"{sc}: one cudaMallocAsync per tensor, of its size "
+                  f"({len(made)} allocations, {len(want)} tensors)")
+            check(len(failed) == 1 and failed[0]["size"] == 1 << 40,
+                  f"{sc}: the OOM's request is one failed cudaMallocAsync ({failed})")
+            check(len(frees) >= len(want) - 5, f"{sc}: the tensors dropped are cudaFreeAsync'd "
+                  f"({len(frees)} frees, {len(want)} tensors, 5 kept)")
         return finish(work)
 
     # blocks, late-attach, any-version: the layer is on
