@@ -4,7 +4,7 @@
  * without LD_PRELOAD=libgpumemtrace.so, interleaved).
  *
  *   hook_overhead [--mode malloc|async] [--iters N] [--reps R] [--warmup W] [--size BYTES]
- *                 [--gap-ms MS] [--in-process 1 [--off 1]]
+ *                 [--gap-ms MS] [--in-process 1 [--off 1]] [--touch KB]
  *
  *   malloc  cudaMalloc + cudaFree of --size bytes (default 1 MiB)
  *   async   cudaMallocAsync + cudaFreeAsync of --size bytes on a created stream; the device's
@@ -35,6 +35,12 @@
  * and per repetition the empty callback's own cost, paused less off:
  * "callback_median_ns_per_pair"), the three states' order rotating from one repetition to the
  * next; a library holding no subscription (the wrappers alone) has no third state.
+ *
+ * --touch KB: before each call the program writes one byte in every cache line of a KB-sized
+ * buffer of its own, as a real program's work between its CUDA calls does to the caches (a
+ * Python interpreter's loop around torch.empty() touches hundreds of KB): the tracer's code and
+ * data then come from farther away, as they do there. The same work runs in every state, so
+ * the in-process differences are still the tracer's.
  *
  * Linked against libcudart.so.13 and nothing simulation-specific: it runs on tests/simcuda or,
  * with LD_LIBRARY_PATH at the toolkit's lib64, on the real runtime and a GPU. Which one it got is
@@ -71,7 +77,19 @@ struct bench_args {
 	unsigned long gap_ms;
 	bool in_process;
 	bool off; /* --off 1: the third state, the CUPTI callbacks off */
+	unsigned long touch_kb;
 };
+
+/* --touch: the program's own working set between its calls */
+static unsigned char *touch_buf;
+static size_t touch_bytes;
+
+static inline void
+touch(void)
+{
+	for (size_t i = 0; i < touch_bytes; i += 64)
+		touch_buf[i]++;
+}
 
 static void
 sleep_ms(unsigned long ms)
@@ -87,7 +105,8 @@ static void
 usage(void)
 {
 	fprintf(stderr, "usage: hook_overhead [--mode malloc|async] [--iters N] [--reps R] "
-			"[--warmup W] [--size BYTES] [--gap-ms MS] [--in-process 1 [--off 1]]\n");
+			"[--warmup W] [--size BYTES] [--gap-ms MS] [--in-process 1 [--off 1]] "
+			"[--touch KB]\n");
 	exit(2);
 }
 
@@ -130,6 +149,8 @@ parse_args(int argc, char **argv, struct bench_args *a)
 			a->in_process = parse_ulong(val, 0, 1) == 1;
 		} else if (strcmp(opt, "--off") == 0) {
 			a->off = parse_ulong(val, 0, 1) == 1;
+		} else if (strcmp(opt, "--touch") == 0) {
+			a->touch_kb = parse_ulong(val, 0, 1UL << 20);
 		} else {
 			usage();
 		}
@@ -144,7 +165,9 @@ pairs_malloc(unsigned long n, size_t size)
 	void *p;
 
 	for (unsigned long i = 0; i < n; i++) {
+		touch();
 		CK(cudaMalloc(&p, size));
+		touch();
 		CK(cudaFree(p));
 	}
 }
@@ -155,7 +178,9 @@ pairs_async(unsigned long n, size_t size, cudaStream_t s)
 	void *p;
 
 	for (unsigned long i = 0; i < n; i++) {
+		touch();
 		CK(cudaMallocAsync(&p, size, s));
+		touch();
 		CK(cudaFreeAsync(p, s));
 	}
 	CK(cudaStreamSynchronize(s));
@@ -243,6 +268,14 @@ main(int argc, char **argv)
 	int (*cupti)(int) = NULL;
 
 	parse_args(argc, argv, &a);
+	if (a.touch_kb) {
+		touch_bytes = (size_t)a.touch_kb << 10;
+		touch_buf = calloc(1, touch_bytes);
+		if (!touch_buf) {
+			fprintf(stderr, "hook_overhead: --touch %lu: out of memory\n", a.touch_kb);
+			return 2;
+		}
+	}
 	if (a.in_process) {
 		*(void **)&pause = dlsym(RTLD_DEFAULT, "gmt_bench_pause");
 		if (!pause) {
@@ -304,11 +337,11 @@ main(int argc, char **argv)
 
 	*(void **)&simulated = dlsym(RTLD_DEFAULT, "simcuda_is_simulated");
 	printf("{\"bench\":\"hook_overhead\",\"mode\":\"%s\",\"runtime\":\"%s\",\"size\":%lu,"
-	       "\"iters\":%lu,\"reps\":%lu,\"warmup\":%lu,\"events\":%lu,"
+	       "\"iters\":%lu,\"reps\":%lu,\"warmup\":%lu,\"touch_kb\":%lu,\"events\":%lu,"
 	       "\"median_ns_per_pair\":%.1f,\"samples_ns_per_pair\":[",
 	       a.mode == BENCH_MALLOC ? "malloc" : "async",
 	       simulated && simulated() ? "sim" : "real", a.size, a.iters, a.reps, a.warmup,
-	       2 * (a.warmup + a.iters * a.reps), median);
+	       a.touch_kb, 2 * (a.warmup + a.iters * a.reps), median);
 	for (unsigned long r = 0; r < a.reps; r++)
 		printf("%s%.1f", r ? "," : "", samples[r]);
 	printf("]");

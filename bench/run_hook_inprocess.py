@@ -10,7 +10,7 @@ process both states share the mode, so a difference of ~10 ns per event shows in
 
     run_hook_inprocess.py --build BUILD [--runtime sim|real] [--mode malloc|async]
                           [--capture cupti-nostacks,interpose-nostacks] [--rounds 5]
-                          [--reps 11] [--iters N] [--cpus auto]
+                          [--reps 11] [--iters N] [--cpus auto] [--touch KB]
 
 --capture   configurations of run_hook_overhead.py (cupti, cupti-nostacks, interpose, ...), a
             comma list; each round runs each once (one process each), interleaved. Its floors
@@ -35,6 +35,9 @@ also times the pairs paused with its callbacks off (hook_overhead --off 1, gmt_b
 the calls with no subscriber, so the same process gives the empty callback's own cost
 ("callback", paused less off) and the whole tracer against no tracer ("over no subscriber",
 recording less off, and as a ratio). Only the wrappers' forwarding is then left in "off".
+--touch KB: the program writes a KB-sized working set of its own before each call
+(hook_overhead --touch), so that the tracer's code and data are not all in the nearest caches
+when a call comes, as in a program that does work between its calls (a Python loop).
 --min-callback-ns N (a test's check, with --sim-callback-ns: each delivered callback costs that
 on the double) makes it a PROBLEM when a configuration holding CUPTI has no "off" state or its
 empty callback costs less than N ns per event there: the callbacks were not turned off.
@@ -73,6 +76,8 @@ def main():
     ap.add_argument("--sim-callback-ns", type=int, default=0,
                     help="sim only: SIMCUPTI_CALLBACK_NS, what each delivered callback costs")
     ap.add_argument("--cpus", default="none", help="as run_hook_overhead.py --cpus")
+    ap.add_argument("--touch", type=int, default=0,
+                    help="KB the program writes before each call (hook_overhead --touch)")
     ap.add_argument("--min-callback-ns", type=float,
                     help="a check: the empty callback (paused less off) at least this, per event")
     args = ap.parse_args()
@@ -95,9 +100,10 @@ def main():
                      f"({', '.join(list(rho.CAPTURES) + list(rho.FLOORS))})")
     cmd = [exe, "--mode", args.mode, "--iters", str(iters), "--reps", str(args.reps),
            "--warmup", str(d["warmup"]), "--gap-ms", str(d["gap_ms"]), "--in-process", "1",
-           "--off", "1"]
+           "--off", "1"] + (["--touch", str(args.touch)] if args.touch else [])
     print(f"hook_overhead --in-process: runtime={args.runtime} mode={args.mode} iters={iters} "
-          f"reps={args.reps} rounds={args.rounds}, configurations {', '.join(names)}")
+          f"reps={args.reps} rounds={args.rounds} touch={args.touch} KB, configurations "
+          f"{', '.join(names)}")
     print(f"  pinned to CPUs: {','.join(map(str, rho.PIN)) if rho.PIN else 'not pinned'}")
 
     per = {n: [] for n in names}
