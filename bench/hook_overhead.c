@@ -4,7 +4,7 @@
  * without LD_PRELOAD=libgpumemtrace.so, interleaved).
  *
  *   hook_overhead [--mode malloc|async] [--iters N] [--reps R] [--warmup W] [--size BYTES]
- *                 [--gap-ms MS] [--in-process 1 [--off 1]] [--touch KB]
+ *                 [--gap-ms MS] [--in-process 1 [--off 1]] [--touch KB] [--sweep KB]
  *
  *   malloc  cudaMalloc + cudaFree of --size bytes (default 1 MiB)
  *   async   cudaMallocAsync + cudaFreeAsync of --size bytes on a created stream; the device's
@@ -40,7 +40,8 @@
  * buffer of its own, as a real program's work between its CUDA calls does to the caches (a
  * Python interpreter's loop around torch.empty() touches hundreds of KB): the tracer's code and
  * data then come from farther away, as they do there. The same work runs in every state, so
- * the in-process differences are still the tracer's.
+ * the in-process differences are still the tracer's. --sweep KB (at most 64): KB of code of its
+ * own run before each call, as an interpreter's loop evicts the tracer's code.
  *
  * Linked against libcudart.so.13 and nothing simulation-specific: it runs on tests/simcuda or,
  * with LD_LIBRARY_PATH at the toolkit's lib64, on the real runtime and a GPU. Which one it got is
@@ -84,11 +85,42 @@ struct bench_args {
 static unsigned char *touch_buf;
 static size_t touch_bytes;
 
+/* --sweep KB: KB of straight-line code run before each call (one-byte nops in 4 KB functions of
+ * their own, 64 KB at most), as an interpreter's own code between the calls evicts the tracer's
+ * from the instruction cache */
+static unsigned long sweep_kb;
+#define SWEEP_FN(n)                                                                                \
+	static __attribute__((noinline)) void sweep_##n(void)                                      \
+	{                                                                                          \
+		__asm__ volatile(".rept 4096\n\tnop\n\t.endr" ::: "memory");                       \
+	}
+SWEEP_FN(0)
+SWEEP_FN(1)
+SWEEP_FN(2)
+SWEEP_FN(3)
+SWEEP_FN(4)
+SWEEP_FN(5)
+SWEEP_FN(6)
+SWEEP_FN(7)
+SWEEP_FN(8)
+SWEEP_FN(9)
+SWEEP_FN(10)
+SWEEP_FN(11)
+SWEEP_FN(12)
+SWEEP_FN(13)
+SWEEP_FN(14)
+SWEEP_FN(15)
+static void (*const sweeps[16])(void) = {sweep_0,  sweep_1,  sweep_2,  sweep_3, sweep_4,  sweep_5,
+					 sweep_6,  sweep_7,  sweep_8,  sweep_9, sweep_10, sweep_11,
+					 sweep_12, sweep_13, sweep_14, sweep_15};
+
 static inline void
 touch(void)
 {
 	for (size_t i = 0; i < touch_bytes; i += 64)
 		touch_buf[i]++;
+	for (unsigned long k = 0; k < sweep_kb / 4; k++)
+		sweeps[k]();
 }
 
 static void
@@ -106,7 +138,7 @@ usage(void)
 {
 	fprintf(stderr, "usage: hook_overhead [--mode malloc|async] [--iters N] [--reps R] "
 			"[--warmup W] [--size BYTES] [--gap-ms MS] [--in-process 1 [--off 1]] "
-			"[--touch KB]\n");
+			"[--touch KB] [--sweep KB]\n");
 	exit(2);
 }
 
@@ -151,6 +183,8 @@ parse_args(int argc, char **argv, struct bench_args *a)
 			a->off = parse_ulong(val, 0, 1) == 1;
 		} else if (strcmp(opt, "--touch") == 0) {
 			a->touch_kb = parse_ulong(val, 0, 1UL << 20);
+		} else if (strcmp(opt, "--sweep") == 0) {
+			sweep_kb = parse_ulong(val, 0, 64);
 		} else {
 			usage();
 		}

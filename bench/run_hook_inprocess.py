@@ -37,7 +37,8 @@ the calls with no subscriber, so the same process gives the empty callback's own
 recording less off, and as a ratio). Only the wrappers' forwarding is then left in "off".
 --touch KB: the program writes a KB-sized working set of its own before each call
 (hook_overhead --touch), so that the tracer's code and data are not all in the nearest caches
-when a call comes, as in a program that does work between its calls (a Python loop).
+when a call comes, as in a program that does work between its calls (a Python loop); --sweep KB
+the same with code (hook_overhead --sweep: KB of the program's own code run before each call).
 --min-callback-ns N (a test's check, with --sim-callback-ns: each delivered callback costs that
 on the double) makes it a PROBLEM when a configuration holding CUPTI has no "off" state or its
 empty callback costs less than N ns per event there: the callbacks were not turned off.
@@ -78,6 +79,8 @@ def main():
     ap.add_argument("--cpus", default="none", help="as run_hook_overhead.py --cpus")
     ap.add_argument("--touch", type=int, default=0,
                     help="KB the program writes before each call (hook_overhead --touch)")
+    ap.add_argument("--sweep", type=int, default=0,
+                    help="KB of code the program runs before each call (hook_overhead --sweep)")
     ap.add_argument("--min-callback-ns", type=float,
                     help="a check: the empty callback (paused less off) at least this, per event")
     args = ap.parse_args()
@@ -100,9 +103,11 @@ def main():
                      f"({', '.join(list(rho.CAPTURES) + list(rho.FLOORS))})")
     cmd = [exe, "--mode", args.mode, "--iters", str(iters), "--reps", str(args.reps),
            "--warmup", str(d["warmup"]), "--gap-ms", str(d["gap_ms"]), "--in-process", "1",
-           "--off", "1"] + (["--touch", str(args.touch)] if args.touch else [])
+           "--off", "1"] + (["--touch", str(args.touch)] if args.touch else []) + (
+               ["--sweep", str(args.sweep)] if args.sweep else [])
     print(f"hook_overhead --in-process: runtime={args.runtime} mode={args.mode} iters={iters} "
-          f"reps={args.reps} rounds={args.rounds} touch={args.touch} KB, configurations "
+          f"reps={args.reps} rounds={args.rounds} touch={args.touch} KB sweep={args.sweep} KB, "
+          f"configurations "
           f"{', '.join(names)}")
     print(f"  pinned to CPUs: {','.join(map(str, rho.PIN)) if rho.PIN else 'not pinned'}")
 
