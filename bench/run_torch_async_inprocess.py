@@ -19,7 +19,10 @@ A configuration is a process: `all` (the defaults: native and Python stacks), `n
 off), and the same with GPUMEMTRACE_CUPTI=0 (`interpose-*`: the wrappers alone record, there is
 no subscriber, "off" is "paused"). Each round runs each configuration once, interleaved.
 Prints per configuration the medians of recording/off (the row: <= 1.10x) and paused/off (the
-CUPTI floor), with every round's figure. --self-profile: each process also runs with
+CUPTI floor), with every round's figure. --cpus auto pins the program, the tracer's writer and
+torch's own threads to two CPUs, where the writer's work (a few hundred ns per event) is taken
+from the program whenever they share one (docs/performance.md): run it unpinned too.
+--self-profile: each process also runs with
 GPUMEMTRACE_SELF_PROFILE, and the tracer's parts are printed per recorded tensor (probes and ns:
 how many callbacks of each site a tensor costs, where the time goes; the probes' own cost is in
 the figures, so the ratios of that run are not the plain tracer's). Exits 77 without a GPU or
