@@ -44,15 +44,46 @@ import run_hook_overhead as rho  # noqa: E402 (the CPU pinning)
 WARMUP = 2000  # tensors made before the timed repetitions (recorded)
 
 CHILD = r'''
-import ctypes, json, statistics, sys, time
+import ctypes, json, os, statistics, sys, time
 WARMUP = @WARMUP@
 import torch
-iters, reps = int(sys.argv[1]), int(sys.argv[2])
+iters, reps, want_held = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3] == "1"
 torch.cuda.init()
 me = ctypes.CDLL(None)  # the preloaded tracer's exports
 pause, cupti = me.gmt_bench_pause, me.gmt_bench_cupti
 pause.argtypes = cupti.argtypes = [ctypes.c_int]
 cupti.restype = ctypes.c_int
+writer = getattr(me, "gmt_bench_writer", None) if want_held else None
+if writer is not None:
+    writer.argtypes, writer.restype = [ctypes.c_int], ctypes.c_int
+
+# The program thread's own counters (perf_event_open, user space only, this thread only):
+# what a state costs in cycles, instructions and cache misses, and whether the thread was
+# taken off its CPU. Absent where the kernel or the machine refuses them.
+# llc_refs: the last level's references, the second level's misses on Intel's processors.
+COUNTERS = {"cycles": (0, 0), "instructions": (0, 1), "l1d_misses": (3, 0x10000),
+            "llc_refs": (0, 2), "llc_misses": (0, 3), "dtlb_misses": (3, 0x10003),
+            "ctx_switches": (1, 3)}
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+fds = {}
+for name, (typ, config) in COUNTERS.items():
+    attr = (ctypes.c_uint64 * 8)()  # PERF_ATTR_SIZE_VER0: 64 bytes
+    attr[0] = typ | (64 << 32)      # type, size
+    attr[1] = config
+    attr[4] = 1 | 2                 # read_format: time enabled, time running (multiplexed)
+    attr[5] = (1 << 5) | (1 << 6)   # exclude_kernel, exclude_hv
+    fd = libc.syscall(298, ctypes.byref(attr), 0, -1, -1, 0)  # x86_64 perf_event_open
+    if fd >= 0:
+        fds[name] = fd
+
+def counts():
+    out = {}
+    for n, fd in fds.items():
+        b = os.read(fd, 24)
+        v, en, run = (int.from_bytes(b[i:i + 8], "little") for i in (0, 8, 16))
+        out[n] = v * en / run if run else 0.0  # scaled where the counters were shared
+    return out
 
 def leaf():
     t = torch.empty(1 << 18, device="cuda")  # 1 MiB of float32
@@ -65,16 +96,25 @@ def loop(n):
 def timed(state):
     if state == "off":
         cupti(0)
-    if state != "recording":
+    if state not in ("recording", "held"):
         pause(1)
+    if state == "held":
+        writer(0)
     try:
         torch.cuda.synchronize()
+        c0, cpu0 = counts(), time.thread_time_ns()
         t0 = time.perf_counter_ns()
         loop(iters)
         torch.cuda.synchronize()
-        return (time.perf_counter_ns() - t0) / iters
+        wall = (time.perf_counter_ns() - t0) / iters
+        cpu, c1 = (time.thread_time_ns() - cpu0) / iters, counts()
+        ctr = {"cpu_ns": cpu}
+        ctr.update({n: (c1[n] - c0[n]) / iters for n in c1})
+        return wall, ctr
     finally:
-        if state != "recording":
+        if state == "held" and not writer(1):
+            sys.exit("the ring was not drained after a held stretch")
+        if state not in ("recording", "held"):
             pause(0)
         if state == "off":
             cupti(1)
@@ -83,14 +123,17 @@ loop(WARMUP)
 torch.cuda.synchronize()
 has_cupti = cupti(1) >= 0
 states = ["off", "paused", "recording"] if has_cupti else ["paused", "recording"]
-rows = []
+if writer is not None:
+    states.append("held")
+rows, ctrs = [], []
 for r in range(reps):
     k = r % len(states)
-    row = {}
+    row, ctr = {}, {}
     for s in states[k:] + states[:k]:
-        row[s] = timed(s)
+        row[s], ctr[s] = timed(s)
     rows.append(row)
-print(json.dumps({"states": states, "reps": rows,
+    ctrs.append(ctr)
+print(json.dumps({"states": states, "reps": rows, "counters": ctrs, "counted": sorted(fds),
                   "backend": torch.cuda.get_allocator_backend()}))
 '''.replace("@WARMUP@", str(WARMUP))
 
@@ -99,7 +142,10 @@ CONFIGS = {
     "none": {"GPUMEMTRACE_STACKS": "none"},
     "interpose-all": {"GPUMEMTRACE_CUPTI": "0"},
     "interpose-none": {"GPUMEMTRACE_CUPTI": "0", "GPUMEMTRACE_STACKS": "none"},
+    # not in the default set: stacks off and the trace plain (no compressor thread)
+    "none-plain": {"GPUMEMTRACE_STACKS": "none", "GPUMEMTRACE_COMPRESS": "none"},
 }
+DEFAULT_CONFIGS = "all,none,interpose-all,interpose-none"
 
 
 def run(gmt, config, args, tmp):
@@ -112,7 +158,7 @@ def run(gmt, config, args, tmp):
         env["GPUMEMTRACE_SELF_PROFILE"] = prof
     out = os.path.join(tmp, config)
     p = subprocess.run([gmt, "run", "-o", out, "--", sys.executable, "-c", CHILD,
-                        str(args.iters), str(args.reps)], env=env, capture_output=True,
+                        str(args.iters), str(args.reps), "1" if args.held else "0"], env=env, capture_output=True,
                        text=True, timeout=600, preexec_fn=rho.pinned())
     doc = None
     for line in reversed(p.stdout.splitlines()):
@@ -161,7 +207,11 @@ def main():
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--iters", type=int, default=20000)
     ap.add_argument("--reps", type=int, default=7)
-    ap.add_argument("--configs", default=",".join(CONFIGS))
+    ap.add_argument("--configs", default=DEFAULT_CONFIGS,
+                    help=f"a comma list of {', '.join(CONFIGS)} (default {DEFAULT_CONFIGS})")
+    ap.add_argument("--held", action="store_true",
+                    help="a fourth state: recording with the writer held (gmt_bench_writer), "
+                    "what the writer's work beside the program costs it")
     ap.add_argument("--cpus", default="none", help="as run_hook_overhead.py --cpus")
     ap.add_argument("--self-profile", action="store_true",
                     help="the tracer's parts per recorded tensor (GPUMEMTRACE_SELF_PROFILE)")
@@ -172,6 +222,9 @@ def main():
     for c in configs:
         if c not in CONFIGS:
             sys.exit(f"run_torch_async_inprocess: unknown config {c!r} ({', '.join(CONFIGS)})")
+    if args.held and args.iters * 2 > 60000:
+        sys.exit("run_torch_async_inprocess: --held keeps a repetition's events in the ring "
+                 "(65536 slots): --iters 30000 at most")
     rho.PIN = rho.pick_cpus(args.cpus)
     try:
         if not args.sim:
@@ -210,6 +263,16 @@ def main():
                          f"{', '.join(f'x{x:.3f}' for x in ratios)})")
             print(line)
         figures[c] = f
+        counted = per[c][0].get("counted", [])
+        for st in per[c][0]["states"]:
+            # the program thread's own figures per tensor, medians over repetitions and rounds
+            keys = ["cpu_ns"] + counted
+            med = {k: statistics.median(cr[st][k] for d in per[c] for cr in d["counters"])
+                   for k in keys}
+            f[st]["thread"] = {k: round(v, 2) for k, v in med.items()}
+            print(f"  {'':<15} {st:<10} thread: " +
+                  ", ".join(f"{k} {v:.1f}" if v < 100 else f"{k} {v:.0f}"
+                            for k, v in med.items()))
     profiles = {c: print_profile(c, per[c]) for c in configs} if args.self_profile else None
     print(json.dumps({"bench": "torch_async_inprocess", "iters": args.iters, "reps": args.reps,
                       "rounds": args.rounds, "cpus": rho.PIN, "configs": figures,

@@ -304,6 +304,20 @@ gmt_bench_cupti(int on)
 	return gmt_cupti_bench_enable(on != 0);
 }
 
+/*
+ * For benchmarks, with gmt_bench_pause() and gmt_bench_cupti(): the writer thread held (@p on 0:
+ * it drains nothing, the ring fills) or draining again (1: returns once the ring is empty), so a
+ * loop timed recording with the writer held and recording with it working, in one process, shows
+ * what the writer's work beside the program costs the program (its CPU, its caches, the ring's
+ * lines). Returns 1, or 0 when the ring was not emptied in 5 s. Keep a held stretch under the
+ * ring's size (GPUMEMTRACE_RING_SLOTS): past it, events are dropped. Not for programs.
+ */
+GMT_EXPORT int
+gmt_bench_writer(int on)
+{
+	return gmt_tracer_bench_writer(on != 0) ? 1 : 0;
+}
+
 /* From Python with the GIL held (python/gpumemtrace/_site/sitecustomize.py): the code watcher
  * that lets the Python walk look code objects up by address (capture/pystack.h). */
 GMT_EXPORT int

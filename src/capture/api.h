@@ -40,5 +40,7 @@ void gmt_torch_holders(const char *json);
 void gmt_bench_pause(int on);
 /** For benchmarks: CUPTI's callbacks off (@p on 0) or on again, process-wide (api.c). */
 int gmt_bench_cupti(int on);
+/** For benchmarks: the writer held (@p on 0) or draining again until the ring is empty (api.c). */
+int gmt_bench_writer(int on);
 
 #endif

@@ -195,6 +195,10 @@ bool gmt_tracer_end_early(const char *reason);
  */
 bool gmt_tracer_end_on_signal(const char *name);
 
+/** For benchmarks (gmt_bench_writer()): the writer held (@p run false) or draining again, once
+ * the ring is empty (writer/writer.h's gmt_writer_bench_hold()). */
+bool gmt_tracer_bench_writer(bool run);
+
 /** capture/ends.c: libc's exec family and _exit looked up (the library's constructor). */
 void gmt_ends_setup(void);
 

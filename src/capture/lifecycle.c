@@ -328,6 +328,12 @@ gmt_tracer_end_on_signal(const char *name)
 }
 
 bool
+gmt_tracer_bench_writer(bool run)
+{
+	return gmt_writer_bench_hold(!run);
+}
+
+bool
 gmt_tracer_end_early(const char *reason)
 {
 	/* not from inside our own calls, and not in a vfork child: it shares this memory and this

@@ -129,6 +129,28 @@ writer_sleep(uint64_t ns)
 	syscall(SYS_futex, &wake_word, FUTEX_WAIT_PRIVATE, seen, &ts, NULL, 0);
 }
 
+/* For benchmarks (gmt_writer_bench_hold()): while set, the writer drains nothing. */
+static _Atomic bool bench_hold;
+
+bool
+gmt_writer_bench_hold(bool hold)
+{
+	if (hold) {
+		atomic_store_explicit(&bench_hold, true, memory_order_release);
+		return true;
+	}
+	atomic_store_explicit(&bench_hold, false, memory_order_release);
+	writer_wake();
+	if (!w.started)
+		return true;
+	/* the ring drained, so that what it held is not written during the next timed stretch */
+	for (int i = 0; i < 5000 && gmt_ring_pending(w.cfg.ring); i++) {
+		struct timespec ts = {0, 1000000};
+		nanosleep(&ts, NULL);
+	}
+	return gmt_ring_pending(w.cfg.ring) == 0;
+}
+
 uint64_t
 gmt_writer_request_modules(void)
 {
@@ -834,6 +856,10 @@ writer_main(void *arg)
 
 	while (!w.failed) {
 		bool stopping = atomic_load_explicit(&w.stop, memory_order_acquire);
+		if (!stopping && atomic_load_explicit(&bench_hold, memory_order_acquire)) {
+			writer_sleep(IDLE_SLEEP_NS);
+			continue;
+		}
 		if (w.cfg.tick && !stopping) /* not at exit: the libraries may be going */
 			w.cfg.tick();
 		/* Objects loaded and unloaded get a modules line within a loop (~1 ms), so that a

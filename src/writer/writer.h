@@ -88,6 +88,14 @@ void gmt_writer_forget_after_fork(void);
 uint64_t gmt_writer_request_modules(void);
 bool gmt_writer_modules_done(uint64_t ticket);
 
+/**
+ * For benchmarks (gmt_bench_writer(), capture/api.c): @p hold true: the writer drains nothing
+ * from now on (the ring fills; past its size, events are dropped and counted), so that a timed
+ * stretch shows what the program pays with no writer working beside it; false: it drains again,
+ * and this waits (at most 5 s) until the ring is empty. Returns false when it was not emptied.
+ */
+bool gmt_writer_bench_hold(bool hold);
+
 /** Path of the trace file being written ("" before it is open). */
 const char *gmt_writer_path(void);
 

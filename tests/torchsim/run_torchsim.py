@@ -135,15 +135,17 @@ def benches(build, source, env, work):
     # its self-profile (every configuration recorded something: the double's segments)
     p = subprocess.run([sys.executable, os.path.join(source, "bench", "run_torch_async_inprocess.py"),
                         "--build", build, "--sim", "--rounds", "1", "--iters", "300", "--reps", "3",
-                        "--self-profile"],
+                        "--self-profile", "--held"],
                        env=env, capture_output=True, text=True, timeout=240)
     last = p.stdout.strip().splitlines()[-1:] or [""]
     doc = json.loads(last[0]) if last[0].startswith("{") else {}
     cfg = doc.get("configs", {})
     check(p.returncode == 0 and set(cfg) == {"all", "none", "interpose-all", "interpose-none"}
-          and all(set(cfg[c]) == {"off", "paused", "recording"} for c in ("all", "none"))
-          and all(set(cfg[c]) == {"paused", "recording"} for c in ("interpose-all", "interpose-none"))
-          and all(s["ns_per_tensor"] > 0 for c in cfg.values() for s in c.values())
+          and all(set(cfg[c]) == {"off", "paused", "recording", "held"} for c in ("all", "none"))
+          and all(set(cfg[c]) == {"paused", "recording", "held"}
+                  for c in ("interpose-all", "interpose-none"))
+          and all(s["ns_per_tensor"] > 0 and s["thread"]["cpu_ns"] > 0
+                  for c in cfg.values() for s in c.values())
           and set(doc.get("self_profile") or {}) == set(cfg)
           and all(parts.get("emit", {}).get("probes_per_tensor", 0) > 0
                   for parts in doc["self_profile"].values()),
