@@ -5,6 +5,7 @@
  *
  *   hook_overhead [--mode malloc|async] [--iters N] [--reps R] [--warmup W] [--size BYTES]
  *                 [--gap-ms MS] [--in-process 1 [--off 1]] [--touch KB] [--sweep KB]
+ *                 [--branches K]
  *
  *   malloc  cudaMalloc + cudaFree of --size bytes (default 1 MiB)
  *   async   cudaMallocAsync + cudaFreeAsync of --size bytes on a created stream; the device's
@@ -41,7 +42,10 @@
  * Python interpreter's loop around torch.empty() touches hundreds of KB): the tracer's code and
  * data then come from farther away, as they do there. The same work runs in every state, so
  * the in-process differences are still the tracer's. --sweep KB (at most 64): KB of code of its
- * own run before each call, as an interpreter's loop evicts the tracer's code.
+ * own run before each call, as an interpreter's loop evicts the tracer's code. --branches K (at
+ * most 64): K thousand conditional branches at their own addresses, each the same way at every
+ * call, run before each call, as an interpreter's loop leaves the processor's branch predictor cold for the
+ * tracer's branches.
  *
  * Linked against libcudart.so.13 and nothing simulation-specific: it runs on tests/simcuda or,
  * with LD_LIBRARY_PATH at the toolkit's lib64, on the real runtime and a GPU. Which one it got is
@@ -114,6 +118,27 @@ static void (*const sweeps[16])(void) = {sweep_0,  sweep_1,  sweep_2,  sweep_3, 
 					 sweep_6,  sweep_7,  sweep_8,  sweep_9, sweep_10, sweep_11,
 					 sweep_12, sweep_13, sweep_14, sweep_15};
 
+/* --branches K: K thousand conditional branches of their own, each at its own address, each
+ * taken or not the same way at every call (learnt, so they cost a cycle or so each, not a
+ * misprediction), run before each call, as an interpreter's loop between the calls (thousands of
+ * branches at thousands of addresses) fills the predictor's tables and its target buffer: the
+ * tracer's own branches are then predicted cold, as they are there */
+static unsigned long branches_k;
+static __attribute__((noinline)) void
+branches_1k(uint64_t x)
+{
+	__asm__ volatile(".rept 1024\n\t"
+			 "ror $1, %0\n\t"
+			 "test $1, %0\n\t"
+			 "jz 1f\n\t"
+			 "nop\n"
+			 "1:\n\t"
+			 ".endr"
+			 : "+r"(x)
+			 :
+			 : "cc");
+}
+
 static inline void
 touch(void)
 {
@@ -121,6 +146,8 @@ touch(void)
 		touch_buf[i]++;
 	for (unsigned long k = 0; k < sweep_kb / 4; k++)
 		sweeps[k]();
+	for (unsigned long k = 0; k < branches_k; k++)
+		branches_1k(0x9e3779b97f4a7c15ULL * (k + 1)); /* a pattern per block, fixed */
 }
 
 static void
@@ -138,7 +165,7 @@ usage(void)
 {
 	fprintf(stderr, "usage: hook_overhead [--mode malloc|async] [--iters N] [--reps R] "
 			"[--warmup W] [--size BYTES] [--gap-ms MS] [--in-process 1 [--off 1]] "
-			"[--touch KB] [--sweep KB]\n");
+			"[--touch KB] [--sweep KB] [--branches K]\n");
 	exit(2);
 }
 
@@ -185,6 +212,8 @@ parse_args(int argc, char **argv, struct bench_args *a)
 			a->touch_kb = parse_ulong(val, 0, 1UL << 20);
 		} else if (strcmp(opt, "--sweep") == 0) {
 			sweep_kb = parse_ulong(val, 0, 64);
+		} else if (strcmp(opt, "--branches") == 0) {
+			branches_k = parse_ulong(val, 0, 64);
 		} else {
 			usage();
 		}
@@ -371,11 +400,12 @@ main(int argc, char **argv)
 
 	*(void **)&simulated = dlsym(RTLD_DEFAULT, "simcuda_is_simulated");
 	printf("{\"bench\":\"hook_overhead\",\"mode\":\"%s\",\"runtime\":\"%s\",\"size\":%lu,"
-	       "\"iters\":%lu,\"reps\":%lu,\"warmup\":%lu,\"touch_kb\":%lu,\"events\":%lu,"
+	       "\"iters\":%lu,\"reps\":%lu,\"warmup\":%lu,\"touch_kb\":%lu,\"sweep_kb\":%lu,"
+	       "\"branches_k\":%lu,\"events\":%lu,"
 	       "\"median_ns_per_pair\":%.1f,\"samples_ns_per_pair\":[",
 	       a.mode == BENCH_MALLOC ? "malloc" : "async",
 	       simulated && simulated() ? "sim" : "real", a.size, a.iters, a.reps, a.warmup,
-	       a.touch_kb, 2 * (a.warmup + a.iters * a.reps), median);
+	       a.touch_kb, sweep_kb, branches_k, 2 * (a.warmup + a.iters * a.reps), median);
 	for (unsigned long r = 0; r < a.reps; r++)
 		printf("%s%.1f", r ? "," : "", samples[r]);
 	printf("]");

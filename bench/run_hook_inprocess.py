@@ -10,7 +10,7 @@ process both states share the mode, so a difference of ~10 ns per event shows in
 
     run_hook_inprocess.py --build BUILD [--runtime sim|real] [--mode malloc|async]
                           [--capture cupti-nostacks,interpose-nostacks] [--rounds 5]
-                          [--reps 11] [--iters N] [--cpus auto] [--touch KB]
+                          [--reps 11] [--iters N] [--cpus auto] [--touch KB] [--branches K]
 
 --capture   configurations of run_hook_overhead.py (cupti, cupti-nostacks, interpose, ...), a
             comma list; each round runs each once (one process each), interleaved. Its floors
@@ -38,7 +38,9 @@ recording less off, and as a ratio). Only the wrappers' forwarding is then left 
 --touch KB: the program writes a KB-sized working set of its own before each call
 (hook_overhead --touch), so that the tracer's code and data are not all in the nearest caches
 when a call comes, as in a program that does work between its calls (a Python loop); --sweep KB
-the same with code (hook_overhead --sweep: KB of the program's own code run before each call).
+the same with code (hook_overhead --sweep: KB of the program's own code run before each call);
+--branches K: K thousand branches at their own addresses before each call (hook_overhead
+--branches), the branch predictor cold for the tracer's branches, as after an interpreter's loop.
 --min-callback-ns N (a test's check, with --sim-callback-ns: each delivered callback costs that
 on the double) makes it a PROBLEM when a configuration holding CUPTI has no "off" state or its
 empty callback costs less than N ns per event there: the callbacks were not turned off.
@@ -81,6 +83,9 @@ def main():
                     help="KB the program writes before each call (hook_overhead --touch)")
     ap.add_argument("--sweep", type=int, default=0,
                     help="KB of code the program runs before each call (hook_overhead --sweep)")
+    ap.add_argument("--branches", type=int, default=0,
+                    help="thousands of branches the program runs before each call "
+                    "(hook_overhead --branches)")
     ap.add_argument("--min-callback-ns", type=float,
                     help="a check: the empty callback (paused less off) at least this, per event")
     args = ap.parse_args()
@@ -104,9 +109,10 @@ def main():
     cmd = [exe, "--mode", args.mode, "--iters", str(iters), "--reps", str(args.reps),
            "--warmup", str(d["warmup"]), "--gap-ms", str(d["gap_ms"]), "--in-process", "1",
            "--off", "1"] + (["--touch", str(args.touch)] if args.touch else []) + (
-               ["--sweep", str(args.sweep)] if args.sweep else [])
+               ["--sweep", str(args.sweep)] if args.sweep else []) + (
+               ["--branches", str(args.branches)] if args.branches else [])
     print(f"hook_overhead --in-process: runtime={args.runtime} mode={args.mode} iters={iters} "
-          f"reps={args.reps} rounds={args.rounds} touch={args.touch} KB sweep={args.sweep} KB, "
+          f"reps={args.reps} rounds={args.rounds} touch={args.touch} KB sweep={args.sweep} KB branches={args.branches}k, "
           f"configurations "
           f"{', '.join(names)}")
     print(f"  pinned to CPUs: {','.join(map(str, rho.PIN)) if rho.PIN else 'not pinned'}")
