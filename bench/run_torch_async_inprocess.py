@@ -59,11 +59,11 @@ if writer is not None:
 
 # The program thread's own counters (perf_event_open, user space only, this thread only):
 # what a state costs in cycles, instructions and cache misses, and whether the thread was
-# taken off its CPU. Absent where the kernel or the machine refuses them.
+# taken off its CPU or moved to another. Absent where the kernel or the machine refuses them.
 # llc_refs: the last level's references, the second level's misses on Intel's processors.
 COUNTERS = {"cycles": (0, 0), "instructions": (0, 1), "l1d_misses": (3, 0x10000),
             "llc_refs": (0, 2), "llc_misses": (0, 3), "dtlb_misses": (3, 0x10003),
-            "ctx_switches": (1, 3)}
+            "ctx_switches": (1, 3), "migrations": (1, 4)}
 libc = ctypes.CDLL(None, use_errno=True)
 libc.syscall.restype = ctypes.c_long
 fds = {}
@@ -72,7 +72,9 @@ for name, (typ, config) in COUNTERS.items():
     attr[0] = typ | (64 << 32)      # type, size
     attr[1] = config
     attr[4] = 1 | 2                 # read_format: time enabled, time running (multiplexed)
-    attr[5] = (1 << 5) | (1 << 6)   # exclude_kernel, exclude_hv
+    # exclude_kernel, exclude_hv: the hardware counters count the program's own code; the
+    # software events (type 1: switches, migrations) happen in the kernel and count there
+    attr[5] = ((1 << 5) | (1 << 6)) if typ != 1 else 0
     fd = libc.syscall(298, ctypes.byref(attr), 0, -1, -1, 0)  # x86_64 perf_event_open
     if fd >= 0:
         fds[name] = fd
@@ -269,9 +271,10 @@ def main():
             keys = ["cpu_ns"] + counted
             med = {k: statistics.median(cr[st][k] for d in per[c] for cr in d["counters"])
                    for k in keys}
-            f[st]["thread"] = {k: round(v, 2) for k, v in med.items()}
+            f[st]["thread"] = {k: round(v, 6) for k, v in med.items()}
             print(f"  {'':<15} {st:<10} thread: " +
-                  ", ".join(f"{k} {v:.1f}" if v < 100 else f"{k} {v:.0f}"
+                  ", ".join(f"{k} {v:.0f}" if v >= 100 else f"{k} {v * 1000:.3g} per 1k"
+                            if k in ("ctx_switches", "migrations") else f"{k} {v:.3g}"
                             for k, v in med.items()))
     profiles = {c: print_profile(c, per[c]) for c in configs} if args.self_profile else None
     print(json.dumps({"bench": "torch_async_inprocess", "iters": args.iters, "reps": args.reps,
