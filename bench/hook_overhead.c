@@ -44,8 +44,8 @@
  * the in-process differences are still the tracer's. --sweep KB (at most 64): KB of code of its
  * own run before each call, as an interpreter's loop evicts the tracer's code. --branches K (at
  * most 64): K thousand conditional branches at their own addresses, each the same way at every
- * call, run before each call, as an interpreter's loop leaves the processor's branch predictor cold for the
- * tracer's branches.
+ * call, run before each call, as an interpreter's loop leaves the processor's branch predictor cold
+ * for the tracer's branches.
  *
  * Linked against libcudart.so.13 and nothing simulation-specific: it runs on tests/simcuda or,
  * with LD_LIBRARY_PATH at the toolkit's lib64, on the real runtime and a GPU. Which one it got is
