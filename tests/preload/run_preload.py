@@ -369,6 +369,8 @@ def main():
         return run_bad_lib(build, victim, env)
     if sc == "stderr-gone":
         return stderr_gone(victim, env, outdir)
+    if sc == "bench-writer":
+        return bench_writer(build, env, outdir)
     if sc == "exec":
         return exec_scenario(build, victim, env, outdir, coverage)
     if sc == "signals":
@@ -1384,6 +1386,62 @@ def stderr_gone(victim, env, outdir):
         check(len(dids) == 1 and dids[0]["pid"] in traces
               and traces[dids[0]["pid"]][1][-1].get("type") == "trailer",
               f"victim {mode}: its trace is complete ({sorted(traces)})")
+    return finish()
+
+
+def bench_writer(build, env, outdir):
+    """The benchmarks' writer hold (gmt_bench_writer(), bench/run_torch_async_inprocess.py
+    --held): while held nothing recorded reaches the file, though the writer flushes every 10 ms;
+    a dlclose meanwhile is still served (its barrier wants every event before it in the file,
+    with a modules line: it must not wait out its timeout); released, the ring is emptied before
+    the call returns; at exit the trace has every event and drops none."""
+    script = PY_PAIRS + (
+        "import _ctypes, glob, json, os, sys, time\n"
+        "d = os.environ['GPUMEMTRACE_OUTPUT_DIR']\n"
+        "def in_file():\n"
+        "    n = 0\n"
+        "    for f in glob.glob(os.path.join(d, '*.jsonl')):\n"
+        "        for line in open(f):\n"
+        "            n += line.startswith('{\"type\":\"event\"') and line.endswith('\\n')\n"
+        "    return n\n"
+        "pairs(1)\n"
+        "me = ctypes.CDLL(None)\n"
+        "w = me.gmt_bench_writer\n"
+        "w.argtypes, w.restype = [ctypes.c_int], ctypes.c_int\n"
+        "time.sleep(0.3)\n"
+        "before = in_file()\n"
+        "w(0)\n"
+        "pairs(200)\n"
+        "time.sleep(0.3)\n"
+        "held = in_file()\n"
+        "h = ctypes.CDLL('libm.so.6')._handle\n"
+        "_ctypes.dlclose(h)\n"
+        "after_dlclose = in_file()\n"
+        "pairs(100)\n"
+        "released = w(1)\n"
+        "print(json.dumps({'before': before, 'held': held, 'after_dlclose': after_dlclose,\n"
+        "                  'released': released}))\n")
+    d = tempfile.mkdtemp(prefix="gmt-preload-bench-writer-", dir=outdir)
+    p = subprocess.run([sys.executable, "-c", script],
+                       env=dict(env, GPUMEMTRACE_OUTPUT_DIR=d, GPUMEMTRACE_FLUSH_MS="10"),
+                       capture_output=True, text=True, timeout=300)
+    out = [l for l in p.stdout.splitlines() if l.startswith("{")]
+    doc = json.loads(out[-1]) if out else {}
+    check(p.returncode == 0 and doc, f"the program runs (exit {p.returncode}): {p.stderr[-600:]}")
+    if not doc:
+        return finish()
+    check(doc["before"] == 2, f"before the hold, the first pair is in the file ({doc})")
+    check(doc["held"] == doc["before"],
+          f"held: none of the 400 events since reaches the file in 300 ms ({doc})")
+    check(doc["after_dlclose"] == 402,
+          f"a dlclose while held is served: every event before it is in the file ({doc})")
+    check(doc["released"] == 1, f"released, the ring is emptied before the call returns ({doc})")
+    traces = plain_traces(build, d)
+    recs = load_trace(traces[0]) if len(traces) == 1 else []
+    events = [r for r in recs if r.get("type") == "event" and r.get("op") in ("alloc", "free")]
+    trailer = recs[-1] if recs else {}
+    check(len(events) == 602 and trailer.get("type") == "trailer" and trailer.get("dropped") == 0,
+          f"the trace has every event (602) and drops none ({len(events)}, {trailer})")
     return finish()
 
 
