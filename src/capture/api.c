@@ -310,7 +310,8 @@ gmt_bench_cupti(int on)
  * loop timed recording with the writer held and recording with it working, in one process, shows
  * what the writer's work beside the program costs the program (its CPU, its caches, the ring's
  * lines). Returns 1, or 0 when the ring was not emptied in 5 s. Keep a held stretch under the
- * ring's size (GPUMEMTRACE_RING_SLOTS): past it, events are dropped. Not for programs.
+ * ring's size (GPUMEMTRACE_RING_SLOTS): past it, events are dropped. A dlclose while held waits
+ * out its barrier's bound (100 ms, lifecycle.c): the writer does not serve it. Not for programs.
  */
 GMT_EXPORT int
 gmt_bench_writer(int on)

@@ -856,10 +856,7 @@ writer_main(void *arg)
 
 	while (!w.failed) {
 		bool stopping = atomic_load_explicit(&w.stop, memory_order_acquire);
-		if (!stopping && atomic_load_explicit(&bench_hold, memory_order_acquire) &&
-		    atomic_load_explicit(&modules_requested, memory_order_acquire) ==
-			atomic_load_explicit(&modules_done, memory_order_relaxed)) {
-			/* held (a benchmark); a dlclose waiting is still served, below */
+		if (!stopping && atomic_load_explicit(&bench_hold, memory_order_acquire)) {
 			writer_sleep(IDLE_SLEEP_NS);
 			continue;
 		}

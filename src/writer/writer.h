@@ -90,8 +90,7 @@ bool gmt_writer_modules_done(uint64_t ticket);
 
 /**
  * For benchmarks (gmt_bench_writer(), capture/api.c): @p hold true: the writer drains nothing
- * from now on but for a dlclose's barrier (the ring fills; past its size, events are dropped and
- * counted), so that a timed
+ * from now on (the ring fills; past its size, events are dropped and counted), so that a timed
  * stretch shows what the program pays with no writer working beside it; false: it drains again,
  * and this waits (at most 5 s) until the ring is empty. Returns false when it was not emptied.
  */
